@@ -1,0 +1,151 @@
+"""Build the site: load + validate `data/` → derive → charts → Markdown pages → MkDocs Material → `site/`.
+
+    python -m generator.build [--data data] [--out site] [--work build]
+
+Everything written goes to the ignored `build/` and `site/` directories; `site_src/` is only read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import altair as alt
+import polars as pl
+import yaml
+
+from generator import charts, derive, load, pages
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE_SRC = ROOT / "site_src"
+
+
+def vega_bundle(cache_dir: Path) -> str:
+    """Vega + Vega-Lite + vega-embed as one script, made offline by vl-convert and cached by version."""
+    import vl_convert
+
+    vl_version = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    key = f"vega-{vl_convert.get_vega_version()}-vl-{vl_version}-embed-{vl_convert.get_vega_embed_version()}.js"
+    cached = cache_dir / key
+    if not cached.exists():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        tmp.write_text(vl_convert.javascript_bundle(vl_version=vl_version))
+        tmp.replace(cached)
+    return cached.read_text()
+
+
+def _slug(*parts: str) -> str:
+    return "-".join("".join(c if c.isalnum() or c in "-." else "-" for c in p) for p in parts)
+
+
+def write_pages(loaded: load.Loaded, docs: Path) -> list[dict[str, str]]:
+    """Render every generated page into `docs`; returns the leaderboard nav entries."""
+    env = pages.environment()
+    alt.theme.enable(charts.THEME)
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    boards = derive.leaderboards(summary)
+    index_rows, nav = [], []
+    for (suite, workload), board in sorted(boards.items()):
+        slug = _slug(suite, workload)
+        href = f"leaderboards/{slug}.md"
+        config = json.loads(board["config"][0])
+        all_runs = summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
+        failures = all_runs.filter(pl.col("steps_per_s").is_null()).with_columns(
+            error_short=pl.col("error").fill_null("").str.strip_chars().str.split("\n").list.last().str.slice(0, 200)
+        )
+        run_ids = board["run_id"].to_list()
+        losses = (
+            loaded.rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0, pl.col("run_id").is_in(run_ids))
+            .join(board.select("run_id", "variant"), on="run_id")
+            .sort("run_id", "step")
+        )
+        pages.render(
+            env,
+            "leaderboard.md.j2",
+            docs / href,
+            suite=suite,
+            workload=workload,
+            suite_description=config.get("suite_description", ""),
+            model=config["model"],
+            work=config["workload"],
+            derived=config["derived"],
+            baseline=config["workload"]["variants"][0],
+            rows=board.to_dicts(),
+            failures=failures.to_dicts(),
+            throughput_chart=pages.chart_html(f"chart-{slug}-throughput", charts.throughput(board)),
+            loss_chart=pages.chart_html(f"chart-{slug}-loss", charts.loss_curves(losses)),
+        )
+        best = board.row(0, named=True)
+        index_rows.append(
+            dict(
+                suite=suite,
+                workload=workload,
+                href=href,
+                hardware=f"{best['accelerator_count']} × {best['accelerator']}",
+                runs=all_runs.height,
+                best_variant=best["variant"],
+                best=best["steps_per_s"],
+                lo=best["steps_per_s_lo"],
+                hi=best["steps_per_s_hi"],
+            )
+        )
+        nav.append({f"{suite} · {workload}": href})
+    pages.render(
+        env,
+        "index.md.j2",
+        docs / "index.md",
+        boards=index_rows,
+        rejected=loaded.rejected,
+        total_runs=summary.height,
+        failed_runs=summary.filter(pl.col("status") != "ok").height,
+    )
+    pages.render(env, "rejected.md.j2", docs / "rejected.md", rejected=loaded.rejected)
+    return nav
+
+
+def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
+    """Build the whole site from `data_dir` into `out_dir`, using `work_dir` for generated sources."""
+    from mkdocs.commands.build import build as mkdocs_build
+    from mkdocs.config import load_config
+
+    loaded = load.load(data_dir)
+    for r in loaded.rejected:
+        print(f"rejected {r.path}: " + "; ".join(r.problems), file=sys.stderr)
+    docs = work_dir / "docs"
+    if docs.exists():
+        shutil.rmtree(docs)
+    shutil.copytree(SITE_SRC / "docs", docs)
+    shutil.copytree(SITE_SRC / "assets", docs / "assets")
+    (docs / "assets" / "js" / "vega.js").write_text(vega_bundle(work_dir / "cache"))
+    nav = write_pages(loaded, docs)
+    config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
+    if nav:
+        config["nav"].insert(1, {"Leaderboards": nav})
+    config_path = work_dir / "mkdocs.yml"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
+    return loaded
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m generator.build", description="Build the Fair Fight site.")
+    p.add_argument("--data", type=Path, default=ROOT / "data", help="result files (default: data/)")
+    p.add_argument("--out", type=Path, default=ROOT / "site", help="site output (default: site/)")
+    p.add_argument("--work", type=Path, default=ROOT / "build", help="generated sources (default: build/)")
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    loaded = build(args.data, args.out, args.work)
+    print(
+        f"site built in {time.perf_counter() - t0:.1f} s: {loaded.runs.height} run(s), "
+        f"{len(loaded.rejected)} rejected file(s) → {args.out / 'index.html'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Charts: small pure functions from a DataFrame to an altair Chart, styled once by a registered theme."""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+THEME = "fairfight"
+TIER_COLORS = {"stock": "#8c8c8c", "tuned": "#1f6feb", "claim": "#d4a017"}
+
+
+@alt.theme.register(THEME, enable=False)
+def fairfight_theme() -> alt.theme.ThemeConfig:
+    """One look for every chart: quiet axes, readable labels, the site's font."""
+    return {
+        "config": {
+            "font": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif",
+            "view": {"stroke": None},
+            "axis": {
+                "labelFontSize": 12,
+                "labelLimit": 320,
+                "titleFontSize": 12,
+                "gridColor": "#e6e6e6",
+                "domainColor": "#888",
+            },
+            "legend": {"labelFontSize": 12, "titleFontSize": 12, "orient": "bottom"},
+            "title": {"fontSize": 14, "anchor": "start"},
+        }
+    }
+
+
+def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str = "steps/s") -> alt.Chart:
+    """Median per run with its 95% interval, one row per run, coloured by tier."""
+    data = board.select(
+        pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+        "variant",
+        "tier",
+        "accelerator",
+        "accelerator_count",
+        pl.col(metric).alias("median"),
+        pl.col(f"{metric}_lo").alias("lo"),
+        pl.col(f"{metric}_hi").alias("hi"),
+    )
+    base = alt.Chart(data).encode(y=alt.Y("run:N", sort="-x", title=None))
+    bars = base.mark_bar(opacity=0.85).encode(
+        x=alt.X("median:Q", title=f"{label} (median, 95% interval)"),
+        color=alt.Color(
+            "tier:N",
+            scale=alt.Scale(domain=list(TIER_COLORS), range=list(TIER_COLORS.values())),
+            title="tier",
+        ),
+        tooltip=[
+            alt.Tooltip("variant:N"),
+            alt.Tooltip("tier:N"),
+            alt.Tooltip("accelerator:N"),
+            alt.Tooltip("accelerator_count:Q", title="devices"),
+            alt.Tooltip("median:Q", format=".4g"),
+            alt.Tooltip("lo:Q", format=".4g", title="95% lo"),
+            alt.Tooltip("hi:Q", format=".4g", title="95% hi"),
+        ],
+    )
+    whiskers = base.mark_errorbar(ticks=True, color="black").encode(x=alt.X("lo:Q", title=None), x2="hi:Q")
+    return (bars + whiskers).properties(width="container", height=alt.Step(28))
+
+
+def loss_curves(losses: pl.DataFrame) -> alt.Chart:
+    """Loss per step of trial 0 for each run: same weights and data, so the curves should lie on each other."""
+    data = losses.select(
+        pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+        "step",
+        pl.col("value").alias("loss"),
+    )
+    return (
+        alt.Chart(data)
+        .mark_line(strokeWidth=1.5)
+        .encode(
+            x=alt.X("step:Q", title="step"),
+            y=alt.Y("loss:Q", title="training loss (nats)", scale=alt.Scale(zero=False)),
+            color=alt.Color("run:N", title="run"),
+            tooltip=[alt.Tooltip("run:N"), alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".4f")],
+        )
+        .properties(width="container", height=260)
+    )

@@ -1,0 +1,92 @@
+"""Scan `data/`, upgrade and validate every result file; a bad file is reported by name and kept out.
+
+Nothing is dropped silently: every file found is either loaded or listed in `Loaded.rejected` with the row and
+field at fault, and the site's "Rejected files" page shows that list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from runners import schema
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A result file kept out of the leaderboard, and why."""
+
+    path: str
+    problems: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Loaded:
+    runs: pl.DataFrame
+    """One row per run: the run-level columns plus `path`."""
+    rows: pl.DataFrame
+    """Every measurement: run_id, trial, step, phase, metric, value, unit."""
+    rejected: list[Rejected] = field(default_factory=list)
+
+
+def result_files(data_dir: Path) -> list[Path]:
+    """Every `*.parquet` under data_dir, sorted, skipping the store's hidden temporary files."""
+    return sorted(p for p in Path(data_dir).rglob("*.parquet") if not p.name.startswith("."))
+
+
+def read_one(path: Path) -> tuple[pa.Table | None, list[str]]:
+    """Read, upgrade and check one file: (table, []) when good, (None, problems) when not."""
+    try:
+        table = pq.read_table(path)
+    except Exception as e:  # any unreadable file: truncated, not Parquet, wrong encoding
+        return None, [f"not a readable Parquet file: {type(e).__name__}: {e}"]
+    try:
+        table = schema.upgrade(table)
+    except ValueError as e:
+        return None, [str(e)]
+    problems = schema.check_table(table)
+    if problems:
+        return None, [str(p) for p in problems]
+    if table.column("run_id")[0].as_py() != path.stem:
+        return None, [f"field 'run_id': {table.column('run_id')[0].as_py()!r} does not match the file name"]
+    return table, []
+
+
+def load(data_dir: Path) -> Loaded:
+    """Load every good result file under data_dir; report the others."""
+    tables, rejected, paths = [], [], []
+    seen: dict[str, str] = {}
+    root = Path(data_dir)
+    for path in result_files(root):
+        rel = path.relative_to(root.parent).as_posix()
+        table, problems = read_one(path)
+        if table is not None:
+            run_id = table.column("run_id")[0].as_py()
+            if run_id in seen:
+                table, problems = None, [f"row 0, field 'run_id': {run_id!r} already loaded from {seen[run_id]}"]
+            else:
+                seen[run_id] = rel
+        if table is None:
+            rejected.append(Rejected(rel, tuple(problems)))
+            continue
+        tables.append(table)
+        paths.append(rel)
+    if not tables:
+        empty = pl.from_arrow(schema.SCHEMA.empty_table())
+        runs = empty.select(schema.RUN_COLUMNS).with_columns(path=pl.lit(None, dtype=pl.String))
+        return Loaded(
+            runs=runs,
+            rows=empty.select("run_id", "trial", "step", "phase", "metric", "value", "unit"),
+            rejected=rejected,
+        )
+    runs = pl.from_arrow(pa.concat_tables([t.select(schema.RUN_COLUMNS).slice(0, 1) for t in tables])).with_columns(
+        path=pl.Series(paths)
+    )
+    rows = pl.from_arrow(
+        pa.concat_tables([t.select(["run_id", "trial", "step", "phase", "metric", "value", "unit"]) for t in tables])
+    )
+    return Loaded(runs=runs.sort("started_at", "run_id"), rows=rows, rejected=rejected)

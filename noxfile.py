@@ -1,0 +1,81 @@
+"""Fair Fight sessions. `nox -l` lists them; `nox` alone builds the site from data/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+
+nox.needs_version = ">=2025.2.9"  # nox.project.dependency_groups
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["site"]
+nox.options.reuse_venv = "yes"
+
+# Sessions that install torch use pip (virtualenv): pip finds the CPU wheel of torch==2.13.0 on our machines,
+# while uv would download a 3 GB CUDA build.
+TORCH_BACKEND = "virtualenv"
+QUIET_ENV = {"NO_MKDOCS_2_WARNING": "1"}
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _install(session: nox.Session, *groups: str) -> None:
+    session.install(*nox.project.dependency_groups(PYPROJECT, *groups))
+
+
+def _ensure_chromium(session: nox.Session) -> None:
+    """The browser tests drive Debian's Chromium (Playwright cannot download its own browser here)."""
+    if Path(CHROMIUM).exists():
+        return
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        session.log("installing Debian's chromium for the browser tests")
+        session.run("apt-get", "update", "-qq", external=True)
+        session.run(
+            "apt-get", "install", "-y", "-qq", "chromium", external=True, env={"DEBIAN_FRONTEND": "noninteractive"}
+        )
+    else:
+        session.error(f"the browser tests need {CHROMIUM}: install it with `sudo apt-get install -y chromium`")
+
+
+@nox.session
+def site(session: nox.Session) -> None:
+    """Build the static site from the result files in data/ into site/ (the default session)."""
+    _install(session, "site")
+    session.run("python", "-m", "generator.build", *session.posargs, env=QUIET_ENV)
+
+
+@nox.session(venv_backend=TORCH_BACKEND)
+def tests(session: nox.Session) -> None:
+    """Run the test suite: real torch on CPU (gloo, 2 processes), the site build, and a real headless Chromium."""
+    _install(session, "tests")
+    _ensure_chromium(session)
+    session.run("pytest", *session.posargs, env=QUIET_ENV)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Check style and common bugs with ruff (lint and formatting)."""
+    _install(session, "lint")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(name="bench-cpu", venv_backend=TORCH_BACKEND)
+def bench_cpu(session: nox.Session) -> None:
+    """Run the cpu-smoke suite on this machine and append one result file per run under data/cpu-smoke/.
+
+    Extra arguments go to `python -m runners bench`, e.g. `nox -s bench-cpu -- --variant ddp-fp32-stock`.
+    """
+    _install(session, "torch")
+    session.run("python", "-m", "runners", "bench", "--suite", "cpu-smoke", *session.posargs)
+
+
+@nox.session(default=False)
+def validate(session: nox.Session) -> None:
+    """Check result files against the schema (all of data/ by default, or the files given after --)."""
+    _install(session, "site")
+    session.run("python", "-m", "generator.validate", *session.posargs)

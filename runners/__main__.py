@@ -1,0 +1,38 @@
+"""`python -m runners COMMAND`: run a suite (`bench`) or list what the suites hold (`list`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from runners import bench, spec
+
+
+def _list(_: argparse.Namespace) -> int:
+    for path in sorted(spec.SUITES_DIR.glob("*.toml")):
+        if path.stem == "variants":
+            continue
+        suite = spec.load_suite(path)
+        print(f"{suite.name}: {suite.description}")
+        for w in suite.workloads:
+            print(f"  {w.name}: {', '.join(w.variants)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runners", description="Fair Fight benchmark runners")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("bench", help="run a suite and append one result file per run under data/")
+    bench.add_cli_args(p)
+    p.set_defaults(func=bench.run_suite)
+    sub.add_parser("list", help="list suites, workloads and variants").set_defaults(func=_list)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except spec.SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

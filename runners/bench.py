@@ -1,0 +1,210 @@
+"""Run a suite: each (workload, variant) in its own process group, one result file each, a summary at the end.
+
+A variant that crashes, runs out of memory or overruns its time is a result too: if its runner did not write
+a record, this module writes a failure record for it, and the suite goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from runners import metrics, provenance, record, schema, spec, store
+
+GRACE_S = 300.0  # start-up, compilation and writing, on top of the workload's per-trial time budget
+# Kept in every process we start, whatever the caller's environment says (see ../shared/ENVIRONMENT.md).
+FORCED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suite", required=True, help="suite name (runners/suites/NAME.toml) or a path")
+    p.add_argument("--workload", action="append", help="only this workload (repeatable)")
+    p.add_argument("--variant", action="append", help="only this variant (repeatable)")
+    p.add_argument("--steps", type=int, default=None, help="run fewer steps than the workload says (short checks)")
+    p.add_argument("--data-dir", default="data", type=Path, help="where result files go (default: data)")
+
+
+def new_run_id(workload: str, variant: str) -> str:
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{workload}-{variant}-{secrets.token_hex(3)}"
+
+
+def runner_command(work: spec.Workload, variant: spec.Variant, args: argparse.Namespace, run_id: str) -> list[str]:
+    """The command that runs one variant; engines are a registry that rejects unknown names."""
+    if variant.engine == "torch":
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc-per-node={work.world_size}",
+            "-m",
+            "runners.torch_train",
+        ]
+    else:
+        raise spec.SpecError(f"variant {variant.name!r}: no runner for engine {variant.engine!r}")
+    cmd += [
+        "--suite",
+        args.suite,
+        "--workload",
+        work.name,
+        "--variant",
+        variant.name,
+        "--data-dir",
+        str(args.data_dir),
+        "--run-id",
+        run_id,
+    ]
+    if args.steps:
+        cmd += ["--steps", str(args.steps)]
+    return cmd
+
+
+def _run_teeing_stderr(cmd: list[str], env: dict[str, str], limit_s: float) -> tuple[int | None, str]:
+    """Run a runner in its own process group, streaming its stderr live and keeping the tail for the record.
+
+    Returns (exit code, stderr tail); the code is None when the group was killed for overrunning `limit_s`.
+    """
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    tail: collections.deque[str] = collections.deque(maxlen=200)
+
+    def pump() -> None:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            sys.stderr.write(line)
+            tail.append(line)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        code: int | None = proc.wait(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        code = None
+        tail.append(f"killed after {limit_s:g} s (time budget plus {GRACE_S:g} s grace)\n")
+    reader.join(timeout=10)
+    return code, "".join(tail)
+
+
+def _classify(returncode: int | None, tail: str) -> str:
+    if returncode is None:
+        return "timeout"
+    lowered = tail.lower()
+    if "out of memory" in lowered or "outofmemoryerror" in lowered:
+        return "oom"
+    return "failed"
+
+
+def write_failure(
+    args: argparse.Namespace,
+    suite: spec.Suite,
+    work: spec.Workload,
+    variant: spec.Variant,
+    run_id: str,
+    started: datetime,
+    status: str,
+    error: str,
+) -> Path:
+    """A record for a variant whose runner died before writing its own."""
+    try:
+        hw = provenance.hardware(work.device, work.world_size)
+    except Exception as e:  # the hardware probe itself may be what is broken
+        hw = {
+            "device": work.device,
+            "count": work.world_size,
+            "accelerator": "unknown",
+            "probe_error": str(e),
+        }
+    try:
+        version = metadata.version(variant.engine)
+    except metadata.PackageNotFoundError:
+        version = "not installed"
+    run = record.run_columns(
+        run_id=run_id,
+        suite=suite,
+        work=work,
+        variant=variant,
+        engine_version=version,
+        status=status,
+        error=error,
+        started=started,
+        hardware=hw,
+        config=record.config(suite, work, variant, steps=args.steps),
+        packages=(variant.engine, "numpy", "pyarrow"),
+    )
+    rows = [dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps")]
+    return store.write_run(args.data_dir, schema.make_table(run, rows))
+
+
+def summarize(path: Path, window_steps: int) -> dict[str, object]:
+    """One summary line of a result file: status, steps, median steps/s with its interval."""
+    t = pq.read_table(path, columns=["status", "phase", "metric", "value", "trial"]).to_pylist()
+    times = [r["value"] for r in t if r["metric"] == "step_time_s" and r["phase"] == "steady"]
+    steps = sum(r["value"] for r in t if r["metric"] == "steps_completed")
+    line: dict[str, object] = {"status": t[0]["status"], "steps": int(steps), "steps_per_s": None}
+    rates = metrics.window_rates(times, window_steps)
+    if rates:
+        ci = metrics.median_ci(rates)
+        line["steps_per_s"] = f"{ci.median:.3g} [{ci.lo:.3g}, {ci.hi:.3g}]"
+    return line
+
+
+def run_suite(args: argparse.Namespace) -> int:
+    suite = spec.load_suite(args.suite)
+    todo = [
+        (w, suite.variants[v])
+        for w in suite.workloads
+        if not args.workload or w.name in args.workload
+        for v in w.variants
+        if not args.variant or v in args.variant
+    ]
+    if not todo:
+        raise SystemExit(f"nothing to run: no workload/variant of suite {suite.name} matches the filters")
+    env = os.environ | FORCED_ENV
+    summary = []
+    print(f"suite {suite.name}: {len(todo)} run(s) → {args.data_dir}/{suite.name}/", flush=True)
+    for i, (work, variant) in enumerate(todo, 1):
+        run_id = new_run_id(work.name, variant.name)
+        print(f"[{i}/{len(todo)}] {work.name} · {variant.name} ({variant.tier}) run {run_id}", flush=True)
+        started, t0 = datetime.now(UTC), time.perf_counter()
+        cmd = runner_command(work, variant, args, run_id)
+        limit = work.trials * work.time_budget_s + GRACE_S
+        code, err = _run_teeing_stderr(cmd, env, limit)
+        path = store.run_path(args.data_dir, suite.name, run_id)
+        if not path.exists():
+            status = _classify(code, err or "")
+            error = f"runner exited with {code}: {(err or '').strip()[-3000:]}"
+            path = write_failure(args, suite, work, variant, run_id, started, status, error)
+        line = summarize(path, work.window_steps)
+        summary.append(
+            {
+                "workload": work.name,
+                "variant": variant.name,
+                **line,
+                "wall_s": f"{time.perf_counter() - t0:.0f}",
+                "file": str(path),
+            }
+        )
+        print(f"    {line['status']}: {line['steps']} steps, steps/s {line['steps_per_s']}", flush=True)
+    _print_table(summary)
+    return 0 if all(s["status"] == "ok" for s in summary) else 1
+
+
+def _print_table(rows: list[dict[str, object]]) -> None:
+    cols = ["workload", "variant", "status", "steps", "steps_per_s", "wall_s", "file"]
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
+    print("\nsummary (steps/s: median [95% interval] over windows)")
+    print("  ".join(c.ljust(widths[c]) for c in cols))
+    for r in rows:
+        print("  ".join(str(r[c]).ljust(widths[c]) for c in cols))

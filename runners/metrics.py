@@ -1,0 +1,146 @@
+"""Every formula Fair Fight publishes, in one place, each with its source.
+
+Pure functions of numbers and shapes: no engine, no I/O. The generator imports this module too, so the site's
+methodology page and the runners compute the same thing the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # avoid a cycle: spec imports metrics at runtime
+    from runners.spec import ModelSpec
+
+
+# --- parameters and FLOPs -----------------------------------------------------------------------------------
+
+
+def block_params(spec: ModelSpec) -> int:
+    """Parameters of one transformer block, without biases (none of our models use them)."""
+    d, f = spec.dim, spec.ffn_dim
+    norms = 2 * d  # two norm weight vectors per block
+    if spec.family == "gpt":
+        attention = 4 * d * d  # fused q, k, v (3·d²) and the output projection (d²)
+        mlp = 2 * d * f  # up and down projections
+    else:
+        kv = spec.kv_heads * spec.head_dim
+        attention = 2 * d * d + 2 * d * kv  # q and o are d×d; k and v are d×(kv_heads·head_dim)
+        mlp = 3 * d * f  # gate, up, down (SwiGLU)
+    return attention + mlp + norms
+
+
+def non_embedding_params(spec: ModelSpec) -> int:
+    """All blocks, the final norm and an untied LM head: the parameters that enter a matmul or a norm.
+
+    Token and position tables are lookups (no FLOPs) and are excluded, as in Kaplan et al. 2020 (§2.1) and
+    nanoGPT's `get_num_params(non_embedding=True)`. A tied head shares the embedding's weights and is counted
+    with the embedding; its matmul is added back in `train_flops_per_token`.
+    """
+    head = 0 if spec.tied_embeddings else spec.vocab * spec.dim
+    return spec.layers * block_params(spec) + spec.dim + head
+
+
+def train_flops_per_token(spec: ModelSpec, seq_len: int) -> float:
+    """Model FLOPs per trained token: 6·N + 12·L·d·T.
+
+    Source: Chowdhery et al., "PaLM: Scaling Language Modeling with Pathways" (2022), appendix B: 6N for the
+    forward and backward matmuls of N non-embedding parameters, plus 12·L·H·Q·T for self-attention (H·Q = d).
+    Recomputation (activation checkpointing) is not counted: this is *model* FLOPs, so MFU compares engines
+    on the work the model needs, not the work an engine chooses to do.
+    """
+    n = non_embedding_params(spec) + (spec.vocab * spec.dim if spec.tied_embeddings else 0)
+    return 6.0 * n + 12.0 * spec.layers * spec.dim * seq_len
+
+
+def mfu(flops_per_token: float, tokens_per_s: float, peak_flops_per_device: float, devices: int) -> float:
+    """Model FLOPs utilisation (PaLM appendix B): achieved model FLOP/s over the peak of all devices, in [0, 1]."""
+    if peak_flops_per_device <= 0 or devices <= 0:
+        raise ValueError("peak FLOP/s and device count must be positive")
+    return flops_per_token * tokens_per_s / (peak_flops_per_device * devices)
+
+
+# Dense (no sparsity) datasheet peaks in FLOP/s, most specific name first: the first key contained in the
+# reported device name wins. Sources: NVIDIA H100 Tensor Core GPU datasheet (SXM5: 989.4 TFLOP/s BF16,
+# 494.7 TF32, 66.9 FP32); NVIDIA H200 datasheet (same compute as H100 SXM).
+DATASHEET_PEAK_FLOPS: dict[str, dict[str, float]] = {
+    "H200": {"bf16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12},
+    "H100 80GB HBM3": {"bf16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12},
+    "H100 PCIe": {"bf16": 756.5e12, "tf32": 378.0e12, "fp32": 51.2e12},
+    "H100": {"bf16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12},
+}
+
+
+def datasheet_peak_flops(device_name: str, precision: str) -> float | None:
+    """Datasheet peak for a device and precision, or None where there is no honest number (CPUs)."""
+    for key, peaks in DATASHEET_PEAK_FLOPS.items():
+        if key in device_name:
+            return peaks.get(precision)
+    return None
+
+
+# --- intervals ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A median with a distribution-free confidence interval."""
+
+    median: float
+    lo: float
+    hi: float
+    n: int
+    coverage: float
+    """Exact coverage of [lo, hi]; below the 95% asked for when there are fewer than 6 samples."""
+
+
+def median_ci(values: Sequence[float], confidence: float = 0.95) -> Interval:
+    """Median and the order-statistic confidence interval [x(j), x(n+1-j)].
+
+    Source: J.-Y. Le Boudec, "Performance Evaluation of Computer and Communication Systems" (EPFL Press,
+    2010), Theorem 2.1; W. J. Conover, "Practical Nonparametric Statistics" (3rd ed.), §3.2. The number of
+    samples below the median is Binomial(n, 1/2), so [x(j), x(n+1-j)] covers the true median with probability
+    1 − 2·P(B ≤ j−1), with no assumption on the distribution. We pick the largest j that keeps the coverage at
+    or above `confidence`; with fewer than 6 samples no j does, and [min, max] is returned with its (lower)
+    exact coverage, which the site shows.
+    """
+    xs = sorted(float(v) for v in values)
+    n = len(xs)
+    if n == 0:
+        raise ValueError("median_ci needs at least one value")
+    mid = n // 2
+    median = xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2
+    total = 2**n
+    alpha_half = (1 - confidence) / 2
+    j, tail = 0, 0  # tail = sum_{i < j} C(n, i), an exact integer
+    while j + 1 <= n // 2:
+        next_tail = tail + math.comb(n, j)
+        if next_tail > alpha_half * total:
+            break
+        j, tail = j + 1, next_tail
+    if j == 0:  # too few samples for the requested confidence: widest interval, honest coverage
+        return Interval(median, xs[0], xs[-1], n, 1 - 2 / total if n > 1 else 0.0)
+    return Interval(median, xs[j - 1], xs[n - j], n, 1 - 2 * tail / total)
+
+
+def window_rates(step_times_s: Sequence[float], window_steps: int) -> list[float]:
+    """Steps per second of each complete window of `window_steps` consecutive steps (a partial tail is dropped).
+
+    A window's rate is its step count over its summed time, so a slow step weighs as much as it cost.
+    """
+    rates = []
+    for start in range(0, len(step_times_s) - window_steps + 1, window_steps):
+        elapsed = sum(step_times_s[start : start + window_steps])
+        rates.append(window_steps / elapsed)
+    return rates
+
+
+def ranks_with_ties(intervals: Sequence[tuple[float, float]]) -> list[int]:
+    """Rank (1 = best, higher is better) where overlapping intervals tie.
+
+    An entry's rank is one plus the number of entries whose interval lies wholly above its own: two entries share
+    a rank unless one is better beyond doubt, so a reader never sees an order the data cannot support.
+    """
+    return [1 + sum(1 for lo_j, _ in intervals if lo_j > hi_i) for _, hi_i in intervals]

@@ -1,0 +1,136 @@
+"""Where a number came from: hardware, software, harness commit and an allowlisted environment.
+
+The environment is captured through an allowlist of prefixes, and even inside it any name that looks like a
+credential is dropped: a benchmark host's tokens never enter a record.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+ENV_PREFIXES = ("NCCL_", "CUDA_", "TORCH_", "TORCHINDUCTOR_", "OMP_", "VLLM_", "MLX_", "GGML_", "PYTORCH_")
+# Inside the allowlist, names like these still never leave the machine (VLLM_API_KEY, say).
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+# ...nor values that look like one, whatever the name.
+_SECRET_VALUE = re.compile(r"(hf_|sk-|ghp_|gho_|github_pat_|xox[abp]-|AKIA)[A-Za-z0-9_\-]{8,}")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The allowlisted environment variables, minus anything that looks like a credential."""
+    env = dict(os.environ if env is None else env)
+    return {
+        k: v
+        for k, v in sorted(env.items())
+        if k.startswith(ENV_PREFIXES) and not _SECRET_NAME.search(k) and not _SECRET_VALUE.search(v)
+    }
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=20, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def harness() -> tuple[str | None, bool | None]:
+    """The harness commit and whether the checkout has changes outside `data/` (results don't dirty it)."""
+    commit = _git("rev-parse", "HEAD")
+    if commit is None:
+        return None, None
+    status = _git("status", "--porcelain", "--", ".", ":(exclude)data")
+    return commit, bool(status)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _ram_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _nvidia_smi(query: str) -> list[str]:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def _interconnect(count: int) -> str | None:
+    """NVLink between the GPUs used, from `nvidia-smi topo -m` (None on one GPU or without nvidia-smi)."""
+    if count < 2:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.stdout.splitlines():
+        if line.startswith("GPU0"):
+            cells = line.split()
+            return cells[2] if len(cells) > 2 else None  # GPU0's link to GPU1, e.g. NV18 or SYS
+    return None
+
+
+def hardware(device: str, count: int) -> dict[str, object]:
+    """Accelerators (model, count, memory, driver, CUDA, interconnect) and host CPU, cores and RAM."""
+    info: dict[str, object] = {
+        "cpu_model": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "ram_gib": _ram_gib(),
+        "machine": platform.machine(),
+        "device": device,
+        "count": count,
+    }
+    if device == "cuda":
+        import torch  # only on the CUDA path; the harness itself does not need torch
+
+        props = torch.cuda.get_device_properties(0)
+        info.update(
+            accelerator=props.name,
+            accelerator_memory_gib=round(props.total_memory / 2**30, 1),
+            cuda=torch.version.cuda,
+            driver=(_nvidia_smi("driver_version") or [None])[0],
+            interconnect=_interconnect(count),
+        )
+    else:
+        info.update(accelerator=info["cpu_model"], accelerator_memory_gib=info["ram_gib"])
+    return info
+
+
+def versions(*packages: str) -> dict[str, str | None]:
+    """Python, platform and the installed version of each named package (None if absent)."""
+    found: dict[str, str | None] = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for name in packages:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found

@@ -1,0 +1,197 @@
+"""The result-record schema: one Parquet file per run, tidy rows, run-level columns repeated on every row.
+
+This module is the single definition of the format. Bump `SCHEMA_VERSION` when the format changes and add an
+upgrade function to `MIGRATIONS` (asv's `update_to_N` pattern): old files are never rewritten, the loader
+upgrades them in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+SCHEMA_VERSION = 1
+
+STATUSES = ("ok", "failed", "oom", "timeout", "unsupported")
+ORIGINS = ("measured", "imported", "claim")
+TIERS = ("stock", "tuned", "claim")
+PHASES = ("warmup", "steady", "run")
+"""`warmup` and `steady` steps; `run` for run-level values (startup time, peak memory, steps completed)."""
+
+UTC_TS = pa.timestamp("us", tz="UTC")
+
+# name, type, nullable, what it holds
+_COLUMNS: list[tuple[str, pa.DataType, bool, str]] = [
+    ("schema_version", pa.int32(), False, "version of this format the file was written with"),
+    ("run_id", pa.string(), False, "unique id of the run: UTC start, variant and a random suffix"),
+    ("suite", pa.string(), False, "suite name, e.g. cpu-smoke"),
+    ("workload", pa.string(), False, "workload name within the suite"),
+    ("engine", pa.string(), False, "runner engine, e.g. torch"),
+    ("engine_version", pa.string(), False, "engine package version"),
+    ("variant", pa.string(), False, "variant name (engine + settings)"),
+    ("tier", pa.string(), False, "stock | tuned | claim"),
+    ("status", pa.string(), False, "ok | failed | oom | timeout | unsupported"),
+    ("error", pa.string(), True, "error text when status is not ok"),
+    ("origin", pa.string(), False, "measured | imported | claim"),
+    ("source", pa.string(), True, "where an imported or claimed number comes from"),
+    ("started_at", UTC_TS, False, "UTC start of the run"),
+    ("ended_at", UTC_TS, False, "UTC end of the run"),
+    ("harness_commit", pa.string(), True, "git commit of Fair Fight that ran it"),
+    ("harness_dirty", pa.bool_(), True, "whether that checkout had uncommitted changes outside data/"),
+    ("accelerator", pa.string(), False, "device model that ran it (CPU model for CPU runs)"),
+    ("accelerator_count", pa.int32(), False, "devices used"),
+    ("config", pa.string(), False, "JSON: suite, workload, model and variant, every setting"),
+    ("hardware", pa.string(), False, "JSON: accelerators, driver, CUDA, interconnect, CPU, cores, RAM"),
+    ("software", pa.string(), False, "JSON: Python, engine and library versions, platform"),
+    ("environment", pa.string(), False, "JSON: allowlisted environment variables (never secrets)"),
+    ("calibration", pa.string(), True, "JSON: peaks measured in the same job (matmul, copy, all-reduce)"),
+    ("trial", pa.int32(), False, "trial index within the run, from 0"),
+    ("step", pa.int32(), True, "optimizer step, from 0; null for run-level values"),
+    ("phase", pa.string(), False, "warmup | steady | run"),
+    ("metric", pa.string(), False, "metric name, unit in the name where it has one (step_time_s)"),
+    ("value", pa.float64(), False, "the measurement"),
+    ("unit", pa.string(), False, "unit of value"),
+]
+
+SCHEMA = pa.schema([pa.field(name, dtype, nullable=nullable) for name, dtype, nullable, _ in _COLUMNS])
+COLUMN_DOCS = {name: doc for name, _, _, doc in _COLUMNS}
+RUN_COLUMNS = [name for name, *_ in _COLUMNS if name not in ("trial", "step", "phase", "metric", "value", "unit")]
+JSON_COLUMNS = ("config", "hardware", "software", "environment", "calibration")
+
+# Metric names every runner uses, with their units. A record may carry others; these have fixed meanings.
+METRICS = {
+    "step_time_s": "s",
+    "loss": "nats",
+    "steps_completed": "steps",
+    "startup_s": "s",
+    "setup_s": "s",
+    "warmup_s": "s",
+    "peak_mem_gib": "GiB",
+    "peak_rss_gib": "GiB",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a result file: where (row, field) and what."""
+
+    row: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = []
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.field is not None:
+            where.append(f"field {self.field!r}")
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+
+# version -> function upgrading a table written by that version to version + 1
+MIGRATIONS: dict[int, Callable[[pa.Table], pa.Table]] = {}
+
+
+def upgrade(table: pa.Table) -> pa.Table:
+    """Bring a table written by any earlier version up to `SCHEMA_VERSION`."""
+    if "schema_version" not in table.column_names or table.num_rows == 0:
+        return table
+    version = int(table.column("schema_version")[0].as_py())
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"written by schema version {version}, newer than this Fair Fight ({SCHEMA_VERSION}): update your checkout"
+        )
+    while version < SCHEMA_VERSION:
+        if version not in MIGRATIONS:
+            raise ValueError(f"no migration from schema version {version}")
+        table = MIGRATIONS[version](table)
+        version += 1
+    return table
+
+
+def check_table(table: pa.Table) -> list[Problem]:
+    """Structural checks of a (possibly upgraded) table: columns, types, nulls, enumerations, one run per file."""
+    problems: list[Problem] = []
+    names = set(table.column_names)
+    for name, dtype, nullable, _ in _COLUMNS:
+        if name not in names:
+            problems.append(Problem(None, name, "missing column"))
+            continue
+        col = table.column(name)
+        if not col.type.equals(dtype):
+            problems.append(Problem(None, name, f"type {col.type}, expected {dtype}"))
+            continue
+        if not nullable and col.null_count:
+            first = next(i for i, v in enumerate(col.to_pylist()) if v is None)
+            problems.append(Problem(first, name, "null in a required column"))
+    for extra in sorted(names - {c[0] for c in _COLUMNS}):
+        problems.append(Problem(None, extra, "unknown column"))
+    if problems:
+        return problems
+    if table.num_rows == 0:
+        return [Problem(None, None, "no rows: a run file holds at least its steps_completed row")]
+    for key in RUN_COLUMNS:  # one run per file: run-level columns are constant
+        col = table.column(key)
+        if pc.count_distinct(col, mode="all").as_py() > 1:
+            first_value = col[0]
+            row = pc.index(pc.not_equal(col, first_value).fill_null(True), True).as_py()
+            return [
+                Problem(
+                    row,
+                    key,
+                    f"differs from row 0 ({col[row].as_py()!r} != {first_value.as_py()!r}): one run per file",
+                )
+            ]
+    first = table.slice(0, 1).to_pylist()[0]
+    for key, allowed in (("status", STATUSES), ("origin", ORIGINS), ("tier", TIERS)):
+        if first[key] not in allowed:
+            problems.append(Problem(0, key, f"{first[key]!r} is not one of {list(allowed)}"))
+    for key in JSON_COLUMNS:
+        if first[key] is None:
+            continue
+        try:
+            json.loads(first[key])
+        except json.JSONDecodeError as e:
+            problems.append(Problem(0, key, f"not valid JSON: {e}"))
+    if first["status"] != "ok" and not first["error"]:
+        problems.append(Problem(0, "error", f"status {first['status']!r} needs an error text"))
+    if first["ended_at"] < first["started_at"]:
+        problems.append(Problem(0, "ended_at", "run ends before it starts"))
+    phase, value, metric = table.column("phase"), table.column("value"), table.column("metric")
+    checks = [
+        (
+            pc.invert(pc.is_in(phase, value_set=pa.array(PHASES))),
+            "phase",
+            lambda i: f"{phase[i].as_py()!r} is not one of {list(PHASES)}",
+        ),
+        (
+            pc.invert(pc.is_finite(value)),
+            "value",
+            lambda i: f"{value[i].as_py()} is not finite (metric {metric[i].as_py()!r})",
+        ),
+        (
+            pc.and_(pc.ends_with(metric, "_s"), pc.less(value, 0)),
+            "value",
+            lambda i: f"negative time {value[i].as_py()} (metric {metric[i].as_py()!r})",
+        ),
+    ]
+    for mask, name, message in checks:
+        bad = pc.indices_nonzero(mask.fill_null(True) if hasattr(mask, "fill_null") else mask)
+        for i in bad.to_pylist()[:5]:
+            problems.append(Problem(i, name, message(i)))
+    return problems
+
+
+def make_table(run: dict[str, Any], rows: list[dict[str, Any]]) -> pa.Table:
+    """Build a table from run-level values and measurement rows (trial, step, phase, metric, value, unit)."""
+    n = len(rows)
+    data: dict[str, list[Any]] = {name: [run.get(name)] * n for name in RUN_COLUMNS}
+    data["schema_version"] = [SCHEMA_VERSION] * n
+    for key in ("trial", "step", "phase", "metric", "value", "unit"):
+        data[key] = [r.get(key) for r in rows]
+    return pa.Table.from_pydict(data, schema=SCHEMA)

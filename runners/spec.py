@@ -1,0 +1,319 @@
+"""Model shapes, workloads, variants and suites: frozen dataclasses loaded from `runners/suites/*.toml`.
+
+A suite file names its models and workloads; variants (an engine plus every setting it uses) live in
+`runners/suites/variants.toml` so that every suite runs the very same variant definitions. Loading is strict:
+an unknown key, a missing key or a wrong type is a `SpecError` that names the file and the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from runners import metrics
+
+SUITES_DIR = Path(__file__).parent / "suites"
+VARIANTS_FILE = SUITES_DIR / "variants.toml"
+
+Family = Literal["gpt", "llama"]
+Tier = Literal["stock", "tuned", "claim"]
+WorkloadKind = Literal["train"]
+
+
+class SpecError(ValueError):
+    """A suite or variant file is malformed; the message names the file and the key."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelSpec:
+    """One description of a model's shapes that every engine builds from."""
+
+    name: str
+    """Short name used in workloads, e.g. `gpt-1.27b`."""
+    family: Family
+    """`gpt`: learned positions, LayerNorm, GELU MLP. `llama`: RoPE, RMSNorm, SwiGLU MLP, GQA."""
+    vocab: int
+    """Vocabulary size (rows of the embedding table and of the LM head)."""
+    dim: int
+    """Model width d."""
+    layers: int
+    """Number of transformer blocks L."""
+    heads: int
+    """Attention heads; `dim` must divide evenly."""
+    kv_heads: int
+    """Key/value heads (equal to `heads` without grouped-query attention)."""
+    ffn_dim: int
+    """Hidden width of the MLP (4·d for GPT-style)."""
+    context: int
+    """Maximum sequence length (rows of the position table for GPT-style)."""
+    norm: Literal["layernorm", "rmsnorm"]
+    """Normalisation; both are used without bias."""
+    activation: Literal["gelu", "swiglu"]
+    """MLP activation."""
+    tied_embeddings: bool
+    """Whether the LM head shares the token embedding's weights."""
+    norm_eps: float = 1e-5
+    """Epsilon of every normalisation layer."""
+
+    def __post_init__(self) -> None:
+        for name in ("vocab", "dim", "layers", "heads", "kv_heads", "ffn_dim", "context"):
+            if getattr(self, name) <= 0:
+                raise SpecError(f"model {self.name!r}: {name} must be positive, got {getattr(self, name)}")
+        if self.dim % self.heads:
+            raise SpecError(f"model {self.name!r}: dim {self.dim} is not divisible by heads {self.heads}")
+        if self.heads % self.kv_heads:
+            raise SpecError(f"model {self.name!r}: heads {self.heads} not divisible by kv_heads {self.kv_heads}")
+        if self.family == "gpt" and (self.kv_heads != self.heads or self.activation != "gelu"):
+            raise SpecError(f"model {self.name!r}: a gpt-family model has kv_heads == heads and gelu")
+
+    @property
+    def head_dim(self) -> int:
+        return self.dim // self.heads
+
+    @property
+    def embedding_params(self) -> int:
+        """Parameters of lookup tables (token embedding, and learned positions for GPT-style)."""
+        positions = self.context * self.dim if self.family == "gpt" else 0
+        return self.vocab * self.dim + positions
+
+    @property
+    def non_embedding_params(self) -> int:
+        """Every parameter that takes part in a matmul or a norm: blocks, final norm and an untied LM head."""
+        return metrics.non_embedding_params(self)
+
+    @property
+    def total_params(self) -> int:
+        return self.embedding_params + self.non_embedding_params
+
+    def flops_per_token(self, seq_len: int) -> float:
+        """Training FLOPs per token (forward + backward), PaLM appendix B; see `metrics.train_flops_per_token`."""
+        return metrics.train_flops_per_token(self, seq_len)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Workload:
+    """A measured task: a model, its shapes and how long and where to run it."""
+
+    name: str
+    """Unique within its suite, e.g. `train-gpt-1.27b-mb4`."""
+    kind: WorkloadKind
+    """What is measured: `train` (optimizer steps per second)."""
+    model: str
+    """Key of a model in the same suite file."""
+    variants: tuple[str, ...]
+    """Variant names (from variants.toml) run on this workload."""
+    seq_len: int
+    """Tokens per sequence."""
+    micro_batch: int
+    """Sequences per device per step."""
+    steps: int
+    """Optimizer steps per trial, warm-up included."""
+    warmup_steps: int
+    """Leading steps recorded but kept out of steady-state figures (compilation happens here)."""
+    window_steps: int
+    """Steady steps per timing window; the interval comes from the spread across windows."""
+    world_size: int
+    """Processes (one per device)."""
+    device: Literal["cpu", "cuda"]
+    """Where tensors live."""
+    dist_backend: Literal["gloo", "nccl"]
+    """torch.distributed backend."""
+    trials: int = 1
+    """Independent trials per run, each from the same initial weights and data."""
+    time_budget_s: float = 600.0
+    """Wall-clock budget of one trial; a trial that reaches it stops and records the steps it completed."""
+    seed: int = 0
+    """Seed of the initial weights and of the token stream."""
+
+    def __post_init__(self) -> None:
+        for name in ("seq_len", "micro_batch", "steps", "window_steps", "world_size", "trials"):
+            if getattr(self, name) <= 0:
+                raise SpecError(f"workload {self.name!r}: {name} must be positive")
+        if not 0 <= self.warmup_steps < self.steps:
+            raise SpecError(f"workload {self.name!r}: warmup_steps must be in [0, steps)")
+        if (self.steps - self.warmup_steps) < self.window_steps:
+            raise SpecError(f"workload {self.name!r}: fewer steady steps than one window of {self.window_steps}")
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens consumed by one optimizer step across all devices."""
+        return self.seq_len * self.micro_batch * self.world_size
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Variant:
+    """An engine plus every setting it uses, written out even where it equals the engine's default."""
+
+    name: str
+    """e.g. `ddp-fp32-stock`."""
+    engine: Literal["torch"]
+    """Runner module that executes it."""
+    tier: Tier
+    """`stock`: what the tutorials show; `tuned`: every advantage; `claim`: reported elsewhere."""
+    description: str
+    """One sentence a reader sees beside the number."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Engine settings, all written out; the runner rejects any it does not know."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Suite:
+    """A named set of workloads for a class of hardware."""
+
+    name: str
+    description: str
+    hardware: str
+    """The class of machine it is meant for, in words."""
+    models: dict[str, ModelSpec]
+    workloads: tuple[Workload, ...]
+    variants: dict[str, Variant]
+    """Every variant used by a workload, resolved from variants.toml."""
+    path: str = ""
+
+    def workload(self, name: str) -> Workload:
+        for w in self.workloads:
+            if w.name == name:
+                return w
+        raise SpecError(f"{self.path}: no workload {name!r}; known: {[w.name for w in self.workloads]}")
+
+
+# --- strict loading -----------------------------------------------------------------------------------------
+
+
+def _check_type(value: Any, hint: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return value
+    if origin is Literal:
+        if value not in typing.get_args(hint):
+            raise SpecError(f"{where}: {value!r} is not one of {list(typing.get_args(hint))}")
+        return value
+    if origin is tuple:
+        (inner, _ellipsis) = typing.get_args(hint)
+        if not isinstance(value, list):
+            raise SpecError(f"{where}: expected a list, got {type(value).__name__}")
+        return tuple(_check_type(v, inner, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict or hint is dict:
+        if not isinstance(value, dict):
+            raise SpecError(f"{where}: expected a table, got {type(value).__name__}")
+        return dict(value)
+    if origin in (typing.Union, types.UnionType):
+        raise SpecError(f"{where}: unions are not supported in specs")  # pragma: no cover - programming error
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SpecError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if hint is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise SpecError(f"{where}: expected an integer, got {value!r}")
+    if not isinstance(value, hint):
+        raise SpecError(f"{where}: expected {hint.__name__}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def build(cls: type, data: dict[str, Any], where: str, **extra: Any) -> Any:
+    """Build a spec dataclass from a TOML table, rejecting unknown, missing and mistyped keys."""
+    if not isinstance(data, dict):
+        raise SpecError(f"{where}: expected a table")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise SpecError(f"{where}: unknown key {unknown[0]!r}; allowed keys: {sorted(set(fields) - set(extra))}")
+    kwargs: dict[str, Any] = dict(extra)
+    for name, f in fields.items():
+        if name in extra:
+            continue
+        if name not in data:
+            no_default = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            if no_default:
+                raise SpecError(f"{where}: missing key {name!r}")
+            continue
+        kwargs[name] = _check_type(data[name], hints[name], f"{where}: key {name!r}")
+    try:
+        return cls(**kwargs)
+    except SpecError as e:
+        raise SpecError(f"{where}: {e}") from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{path}: not valid TOML: {e}") from None
+
+
+def load_variants(path: Path = VARIANTS_FILE) -> dict[str, Variant]:
+    raw = _read_toml(path)
+    unknown = sorted(set(raw) - {"variants"})
+    if unknown:
+        raise SpecError(f"{path}: unknown top-level key {unknown[0]!r}; expected only [variants.NAME] tables")
+    return {
+        name: build(Variant, table, f"{path}: [variants.{name}]", name=name)
+        for name, table in raw.get("variants", {}).items()
+    }
+
+
+def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE) -> Suite:
+    """Load `runners/suites/NAME.toml` (or an explicit path) and resolve its models and variants."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = SUITES_DIR / f"{name_or_path}.toml"
+    if not path.is_file():
+        known = sorted(p.stem for p in SUITES_DIR.glob("*.toml") if p.stem != "variants")
+        raise SpecError(f"{path}: no such suite file; known suites: {known}")
+    raw = _read_toml(path)
+    unknown = sorted(set(raw) - {"suite", "models", "workloads"})
+    if unknown:
+        raise SpecError(f"{path}: unknown top-level key {unknown[0]!r}; expected [suite], [models.*], [[workloads]]")
+    head = raw.get("suite")
+    if head is None:
+        raise SpecError(f"{path}: missing [suite] table")
+    head_keys = {"name", "description", "hardware"}
+    for key in sorted(set(head) - head_keys):
+        raise SpecError(f"{path}: [suite]: unknown key {key!r}; allowed keys: {sorted(head_keys)}")
+    for key in sorted(head_keys - set(head)):
+        raise SpecError(f"{path}: [suite]: missing key {key!r}")
+    models = {
+        name: build(ModelSpec, table, f"{path}: [models.{name}]", name=name)
+        for name, table in raw.get("models", {}).items()
+    }
+    workloads = tuple(
+        build(Workload, table, f"{path}: [[workloads]] #{i + 1}") for i, table in enumerate(raw.get("workloads", []))
+    )
+    all_variants = load_variants(variants_path)
+    seen: set[str] = set()
+    for w in workloads:
+        if w.name in seen:
+            raise SpecError(f"{path}: workload name {w.name!r} appears twice")
+        seen.add(w.name)
+        if w.model not in models:
+            raise SpecError(f"{path}: workload {w.name!r}: key 'model': unknown model {w.model!r}")
+        if w.seq_len > models[w.model].context:
+            raise SpecError(
+                f"{path}: workload {w.name!r}: key 'seq_len': {w.seq_len} exceeds the model's context "
+                f"{models[w.model].context}"
+            )
+        for v in w.variants:
+            if v not in all_variants:
+                raise SpecError(f"{path}: workload {w.name!r}: key 'variants': {v!r} is not in {variants_path}")
+    used = {v for w in workloads for v in w.variants}
+    return Suite(
+        name=_check_type(head["name"], str, f"{path}: [suite] key 'name'"),
+        description=_check_type(head["description"], str, f"{path}: [suite] key 'description'"),
+        hardware=_check_type(head["hardware"], str, f"{path}: [suite] key 'hardware'"),
+        models=models,
+        workloads=workloads,
+        variants={k: v for k, v in all_variants.items() if k in used},
+        path=str(path),
+    )
+
+
+def to_json(obj: Any) -> str:
+    """Canonical JSON of a spec (sorted keys) for the record's `config` column."""
+    return json.dumps(dataclasses.asdict(obj), sort_keys=True, default=list)

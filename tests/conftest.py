@@ -1,0 +1,55 @@
+"""Shared fixtures: one real cpu-smoke bench run (torch, gloo, 2 processes) and a site built from it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_module(*args: str, cwd: Path = ROOT, check: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run `python -m ...` from the repository root in a child process, as a user would."""
+    proc = subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=os.environ | {"NO_MKDOCS_2_WARNING": "1"} | env,
+        timeout=900,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-5000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def bench_data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """data/ holding the result of a real `python -m runners bench --suite cpu-smoke` run."""
+    data = tmp_path_factory.mktemp("bench") / "data"
+    proc = run_module("runners", "bench", "--suite", "cpu-smoke", "--data-dir", str(data))
+    return data, proc
+
+
+@pytest.fixture(scope="session")
+def built_site(
+    bench_data: tuple[Path, subprocess.CompletedProcess[str]], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A site built from bench_data plus one corrupt file, which must be reported and kept out."""
+    data, _ = bench_data
+    work = tmp_path_factory.mktemp("site")
+    corrupt_data = work / "data"
+    corrupt_data.mkdir()
+    for path in data.rglob("*.parquet"):
+        target = corrupt_data / path.relative_to(data)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    (corrupt_data / "cpu-smoke" / "corrupt-run.parquet").write_bytes(b"PAR1 this is not a parquet file")
+    run_module(
+        "generator.build", "--data", str(corrupt_data), "--out", str(work / "site"), "--work", str(work / "build")
+    )
+    return work / "site"

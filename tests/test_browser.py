@@ -1,0 +1,59 @@
+"""The built site in a real headless Chromium: pages load cleanly, charts render, nothing is fetched from outside."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from pathlib import Path
+from urllib.parse import urljoin, urlparse
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+
+
+@pytest.fixture(scope="module")
+def served_site(built_site: Path):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(built_site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+def test_every_page_loads_clean_with_charts_and_working_links(served_site: str, built_site: Path) -> None:
+    assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install -y chromium"
+    pages = sorted(p.relative_to(built_site).as_posix() for p in built_site.rglob("*.html") if p.name != "404.html")
+    assert "leaderboards/cpu-smoke-train-gpt-tiny-mb4.html" in pages
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page()
+        errors: list[str] = []
+        external: list[str] = []
+        page.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: external.append(r.url) if not r.url.startswith(served_site) else None)
+        links: set[str] = set()
+        for rel in pages:
+            response = page.goto(served_site + rel, wait_until="networkidle")
+            assert response is not None and response.ok, rel
+            for chart in page.locator("div.ff-chart").all():
+                chart.locator("svg").first.wait_for(timeout=15_000)  # vega rendered it from the local bundle
+            for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))"):
+                target = urljoin(served_site + rel, href)
+                if target.startswith(served_site):
+                    links.add(target.split("#")[0])
+        for link in sorted(links):
+            response = page.request.get(link)
+            assert response.ok, f"broken internal link {link}"
+        board = served_site + "leaderboards/cpu-smoke-train-gpt-tiny-mb4.html"
+        page.goto(board, wait_until="networkidle")
+        marks = page.locator("#chart-cpu-smoke-train-gpt-tiny-mb4-throughput svg path").count()
+        assert marks > 0
+        browser.close()
+    assert errors == []
+    assert external == [], f"requests that left the site: {sorted({urlparse(u).netloc for u in external})}"

@@ -1,0 +1,121 @@
+"""A real bench run on CPU (torch DDP over gloo, 2 processes) → result file → the site shows that run."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from generator import load
+from runners import schema, spec
+from tests.conftest import run_module
+
+SMOKE = spec.load_suite("cpu-smoke")
+
+
+def _only_file(data: Path) -> Path:
+    files = list(data.rglob("*.parquet"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+def test_bench_writes_one_valid_record_per_run(bench_data) -> None:
+    data, proc = bench_data
+    assert "summary (steps/s: median [95% interval] over windows)" in proc.stdout
+    assert "ddp-fp32-stock" in proc.stdout and " ok " in proc.stdout
+    path = _only_file(data)
+    table = pq.read_table(path)
+    assert schema.check_table(table) == []
+    rows = table.to_pylist()
+    run = rows[0]
+    work = SMOKE.workloads[0]
+    assert (run["suite"], run["workload"], run["variant"], run["status"]) == (
+        "cpu-smoke",
+        work.name,
+        "ddp-fp32-stock",
+        "ok",
+    )
+    assert run["engine"] == "torch" and run["engine_version"].startswith("2.")
+    assert run["accelerator_count"] == 2 and run["origin"] == "measured"
+    config = json.loads(run["config"])
+    assert config["derived"]["flops_per_token"] == SMOKE.models["gpt-tiny"].flops_per_token(work.seq_len)
+    assert config["variant"]["settings"]["optimizer"] == "adamw"
+    assert json.loads(run["environment"]).get("OMP_NUM_THREADS") == "1"  # set by torchrun, allowlisted
+    hardware = json.loads(run["hardware"])
+    assert hardware["device"] == "cpu" and hardware["cpu_cores"] >= 1
+
+    steps = [r for r in rows if r["metric"] == "step_time_s"]
+    assert [r["step"] for r in steps] == list(range(work.steps))
+    assert {r["phase"] for r in steps[: work.warmup_steps]} == {"warmup"}
+    assert {r["phase"] for r in steps[work.warmup_steps :]} == {"steady"}
+    assert all(r["value"] > 0 for r in steps)
+    run_values = {r["metric"]: r["value"] for r in rows if r["phase"] == "run"}
+    assert run_values["steps_completed"] == work.steps
+    assert run_values["startup_s"] > 0 and run_values["warmup_s"] > 0 and run_values["peak_rss_gib"] > 0
+    losses = [r["value"] for r in rows if r["metric"] == "loss"]
+    assert abs(losses[0] - math.log(512)) < 0.3  # random init: about ln(vocab)
+    assert losses[-1] < losses[0] - 0.5  # and it learns the stream's structure
+
+
+def test_site_shows_the_run_and_reports_the_corrupt_file(bench_data, built_site: Path) -> None:
+    data, _ = bench_data
+    run_id = _only_file(data).stem
+    index = (built_site / "index.html").read_text()
+    board = (built_site / "leaderboards" / "cpu-smoke-train-gpt-tiny-mb4.html").read_text()
+    assert "cpu-smoke" in index and "train-gpt-tiny-mb4" in index
+    assert "1 result file(s) rejected" in index
+    assert run_id in board and "ddp-fp32-stock" in board
+    assert 'class="ff-chart"' in board and "application/json" in board
+    rejected = (built_site / "rejected.html").read_text()
+    assert "corrupt-run.parquet" in rejected and "not a readable Parquet file" in rejected
+    assert (built_site / "assets" / "js" / "vega.js").stat().st_size > 100_000  # served by the site itself
+    for page in built_site.rglob("*.html"):
+        text = page.read_text()
+        assert "cdn.jsdelivr" not in text and "fonts.googleapis" not in text, page
+
+
+def test_failures_are_recorded_and_the_suite_goes_on(tmp_path: Path) -> None:
+    """A run over its time budget keeps its completed steps; a run that crashes at start gets a failure record."""
+    text = spec.SUITES_DIR.joinpath("cpu-smoke.toml").read_text()
+    over_budget = text.replace("time_budget_s = 300.0", "time_budget_s = 0.001").replace(
+        'name = "train-gpt-tiny-mb4"', 'name = "over-budget"'
+    )
+    # No GPU here: the runner dies in torch.cuda before it can write anything.
+    no_gpu = (
+        text.split("[[workloads]]")[1]
+        .replace('device = "cpu"', 'device = "cuda"')
+        .replace('name = "train-gpt-tiny-mb4"', 'name = "needs-a-gpu"')
+    )
+    suite = tmp_path / "faults.toml"
+    suite.write_text(over_budget + "\n[[workloads]]" + no_gpu)
+    proc = run_module("runners", "bench", "--suite", str(suite), "--data-dir", str(tmp_path / "data"), check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    loaded = load.load(tmp_path / "data")
+    assert loaded.rejected == []
+    by_workload = {r["workload"]: r for r in loaded.runs.to_dicts()}
+    timeout = by_workload["over-budget"]
+    assert timeout["status"] == "timeout" and "time budget" in timeout["error"]
+    completed = loaded.rows.filter(run_id=timeout["run_id"], metric="steps_completed")["value"].to_list()
+    assert completed == [5.0]  # one window of 5 steps, then it stopped and said so
+    crash = by_workload["needs-a-gpu"]
+    assert crash["status"] == "failed" and "runner exited with" in crash["error"]
+    assert "over-budget" in proc.stdout and "needs-a-gpu" in proc.stdout and "failed" in proc.stdout
+
+
+def test_validate_names_file_row_and_field(bench_data, tmp_path: Path) -> None:
+    data, _ = bench_data
+    good = _only_file(data)
+    table = pq.read_table(good)
+    values = table.column("value").to_pylist()
+    row = table.column("metric").to_pylist().index("step_time_s", 1)
+    values[row] = -1.0  # a negative step time
+    bad = tmp_path / good.name
+    pq.write_table(table.set_column(table.column_names.index("value"), "value", pa.array(values)), bad)
+    ok = run_module("generator.validate", str(good))
+    assert "1 file(s) checked, 0 with problems" in ok.stdout
+    proc = run_module("generator.validate", str(bad), check=False)
+    assert proc.returncode == 1
+    assert f"{bad}: row {row}, field 'value': negative time -1.0 (metric 'step_time_s')" in proc.stdout

@@ -1,0 +1,51 @@
+"""The formulas: intervals, ranks with ties, windows, MFU."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from runners import metrics
+
+
+def test_median_ci_exact_order_statistics() -> None:
+    # n = 10: P(B <= 1) = 11/1024 ≈ 0.0107 <= 0.025 but P(B <= 2) = 56/1024 > 0.025, so j = 2: [x(2), x(9)]
+    ci = metrics.median_ci(range(1, 11))
+    assert (ci.median, ci.lo, ci.hi, ci.n) == (5.5, 2, 9, 10)
+    assert ci.coverage == pytest.approx(1 - 2 * 11 / 1024)
+    assert ci.coverage >= 0.95
+
+
+def test_median_ci_too_few_samples_reports_true_coverage() -> None:
+    ci = metrics.median_ci([3.0, 1.0, 2.0])
+    assert (ci.median, ci.lo, ci.hi) == (2.0, 1.0, 3.0)
+    assert ci.coverage == pytest.approx(0.75)  # 1 - 2/2^3: below 95%, and the site says so
+
+
+def test_median_ci_large_n_matches_normal_approximation() -> None:
+    n = 1000
+    ci = metrics.median_ci(range(n))
+    # Le Boudec's approximation: j ≈ 0.5n − 0.98√n
+    assert abs(ci.lo - (0.5 * n - 0.98 * math.sqrt(n))) <= 2
+
+
+def test_ranks_tie_where_intervals_overlap() -> None:
+    # a is clearly best; b and c overlap each other; d is below all three (competition ranking)
+    intervals = [(10, 11), (5, 7), (6, 8), (3, 4.5)]
+    assert metrics.ranks_with_ties(intervals) == [1, 2, 2, 4]
+    # an interval overlapping two that do not overlap each other ties with both
+    assert metrics.ranks_with_ties([(5, 7), (7.5, 9), (6, 8)]) == [2, 1, 1]
+
+
+def test_window_rates_drop_partial_window() -> None:
+    assert metrics.window_rates([0.5, 0.5, 0.25, 0.25, 1.0], 2) == [2.0, 4.0]
+
+
+def test_mfu_and_datasheet_peaks() -> None:
+    peak = metrics.datasheet_peak_flops("NVIDIA H200", "bf16")
+    assert peak == 989.4e12
+    assert metrics.datasheet_peak_flops("AMD EPYC 9654", "fp32") is None
+    # the seed's stock claim at face value: 14.1 steps/s × 8192 tokens × 7.08 GFLOP/token on 2 GPUs
+    value = metrics.mfu(7_078_158_336, 14.1 * 8192, peak, 2)
+    assert value == pytest.approx(0.4136, abs=1e-3)

@@ -1,0 +1,100 @@
+"""The append-only store, the schema checks and the environment allowlist."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from generator import load
+from runners import provenance, schema, store
+
+
+def _run(**over: object) -> dict[str, object]:
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    run = {
+        "run_id": "r1",
+        "suite": "cpu-smoke",
+        "workload": "w",
+        "engine": "torch",
+        "engine_version": "2.13.0",
+        "variant": "v",
+        "tier": "stock",
+        "status": "ok",
+        "error": None,
+        "origin": "measured",
+        "source": None,
+        "started_at": now,
+        "ended_at": now + timedelta(seconds=5),
+        "harness_commit": "abc",
+        "harness_dirty": False,
+        "accelerator": "cpu",
+        "accelerator_count": 2,
+        "config": "{}",
+        "hardware": "{}",
+        "software": "{}",
+        "environment": "{}",
+        "calibration": None,
+    }
+    return run | over
+
+
+ROWS = [
+    dict(trial=0, step=0, phase="warmup", metric="step_time_s", value=0.1, unit="s"),
+    dict(trial=0, step=None, phase="run", metric="steps_completed", value=1.0, unit="steps"),
+]
+
+
+def test_write_is_atomic_and_append_only(tmp_path: Path) -> None:
+    path = store.write_run(tmp_path, schema.make_table(_run(), ROWS))
+    assert path == tmp_path / "cpu-smoke" / "r1.parquet"
+    assert pq.read_table(path).num_rows == 2
+    assert [p.name for p in path.parent.iterdir()] == ["r1.parquet"]  # no temporary file left behind
+    with pytest.raises(FileExistsError):
+        store.write_run(tmp_path, schema.make_table(_run(), ROWS))
+    assert pq.read_table(path).num_rows == 2  # the first record is untouched
+
+
+def test_invalid_records_are_refused_with_row_and_field(tmp_path: Path) -> None:
+    bad_rows = [*ROWS, dict(trial=0, step=1, phase="steady", metric="step_time_s", value=float("nan"), unit="s")]
+    with pytest.raises(ValueError, match=r"row 2, field 'value': nan is not finite"):
+        store.write_run(tmp_path, schema.make_table(_run(), bad_rows))
+    with pytest.raises(ValueError, match=r"field 'status'"):
+        store.write_run(tmp_path, schema.make_table(_run(status="great"), ROWS))
+    with pytest.raises(ValueError, match=r"field 'error': status 'failed' needs an error text"):
+        store.write_run(tmp_path, schema.make_table(_run(status="failed"), ROWS))
+    assert not any(tmp_path.rglob("*.parquet"))
+
+
+def test_loader_reports_bad_files_by_name_and_keeps_good_ones(tmp_path: Path) -> None:
+    store.write_run(tmp_path / "data", schema.make_table(_run(), ROWS))
+    (tmp_path / "data" / "cpu-smoke" / "garbage.parquet").write_text("not parquet")
+    table = schema.make_table(_run(run_id="r2"), ROWS).drop_columns(["unit"])
+    pq.write_table(table, tmp_path / "data" / "cpu-smoke" / "r2.parquet")
+    (tmp_path / "data" / "cpu-smoke" / ".tmp-r3-1.parquet").write_text("a half-written temporary file")
+    loaded = load.load(tmp_path / "data")
+    assert loaded.runs["run_id"].to_list() == ["r1"]
+    rejected = {r.path: r.problems for r in loaded.rejected}
+    assert set(rejected) == {"data/cpu-smoke/garbage.parquet", "data/cpu-smoke/r2.parquet"}
+    assert "not a readable Parquet file" in rejected["data/cpu-smoke/garbage.parquet"][0]
+    assert rejected["data/cpu-smoke/r2.parquet"] == ("field 'unit': missing column",)
+
+
+def test_environment_is_an_allowlist_without_secrets() -> None:
+    env = {
+        "NCCL_DEBUG": "INFO",
+        "CUDA_VISIBLE_DEVICES": "0,1",
+        "OMP_NUM_THREADS": "1",
+        "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz",
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI",
+        "VLLM_API_KEY": "planted-secret-1",
+        "TORCH_HUB_TOKEN": "planted-secret-2",
+        "NCCL_SOCKET_IFNAME": "ghp_abcdefghijklmnopqrstuvwx",  # a token-shaped value under an allowed name
+        "HOME": "/root",
+    }
+    captured = provenance.environment(env)
+    assert captured == {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "1"}
+    assert "planted" not in json.dumps(captured) and "hf_" not in json.dumps(captured)
