@@ -7,6 +7,7 @@ from the same weights and sees the same data: losses can be compared across vari
 from __future__ import annotations
 
 import zlib
+from pathlib import Path
 
 import numpy as np
 
@@ -88,3 +89,72 @@ def token_batches(*, vocab: int, seed: int, steps: range, global_batch: int, seq
     for t in range(seq_len):  # vectorised over every row of every step
         tokens[:, :, t + 1] = table[tokens[:, :, t], choice[:, :, t]]
     return tokens
+
+
+# --- the initial-weights file -------------------------------------------------------------------------------
+
+_ST_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}
+
+
+def spec_key(spec: ModelSpec, seed: int) -> str:
+    """A file-name-safe key of a model's shapes and seed: the same key means the same initial weights."""
+    import dataclasses
+    import hashlib
+    import json
+
+    shapes = dataclasses.asdict(spec) | {"seed": seed, "init": "gpt2-normal-0.02-v1"}
+    shapes.pop("name")
+    digest = hashlib.sha256(json.dumps(shapes, sort_keys=True).encode()).hexdigest()[:12]
+    return f"{spec.name}-seed{seed}-{digest}"
+
+
+def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """Write tensors in the safetensors format (a JSON header, then raw little-endian data), atomically."""
+    import json
+    import os
+
+    header: dict[str, object] = {"__metadata__": {"format": "np", "writer": "fairfight"}}
+    offset = 0
+    for name, arr in tensors.items():
+        header[name] = {
+            "dtype": _ST_DTYPES[arr.dtype],
+            "shape": list(arr.shape),
+            "data_offsets": [offset, offset + arr.nbytes],
+        }
+        offset += arr.nbytes
+    blob = json.dumps(header, separators=(",", ":")).encode()
+    blob += b" " * (-len(blob) % 8)  # the format pads the header to 8 bytes
+    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(len(blob).to_bytes(8, "little"))
+        f.write(blob)
+        for arr in tensors.values():
+            f.write(np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
+    os.replace(tmp, path)
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """Memory-map a safetensors file written by `write_safetensors` (F32/F16 only)."""
+    import json
+
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    data = np.memmap(path, dtype=np.uint8, mode="c", offset=8 + size)  # copy-on-write: the file is never changed
+    names = {v: k for k, v in _ST_DTYPES.items()}
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        out[name] = data[begin:end].view(names[info["dtype"]]).reshape(info["shape"])
+    return out
+
+
+def initial_weights_file(spec: ModelSpec, seed: int, cache_dir: Path) -> Path:
+    """The seeded initial weights as one framework-independent safetensors file, made once and reused."""
+    path = Path(cache_dir) / f"{spec_key(spec, seed)}.safetensors"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_safetensors(path, init_weights(spec, seed))
+    return path

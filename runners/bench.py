@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from runners import metrics, provenance, record, schema, spec, store
+from runners import metrics, provenance, record, schema, spec, store, torch_setup
 
 GRACE_S = 300.0  # start-up, compilation and writing, on top of the workload's per-trial time budget
 # Kept in every process we start, whatever the caller's environment says (see ../shared/ENVIRONMENT.md).
@@ -33,6 +33,12 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", action="append", help="only this workload (repeatable)")
     p.add_argument("--variant", action="append", help="only this variant (repeatable)")
     p.add_argument("--steps", type=int, default=None, help="run fewer steps than the workload says (short checks)")
+    p.add_argument("--micro-batch", type=int, default=None, help="override every workload's micro-batch")
+    p.add_argument("--world-size", type=int, default=None, help="override the device count (1 for scaling)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a variant setting (sweeps)")
+    p.add_argument(
+        "--env", action="append", metavar="KEY=VALUE", help="set an allowlisted variable (NCCL_*, ...) for a sweep"
+    )
     p.add_argument("--data-dir", default="data", type=Path, help="where result files go (default: data)")
 
 
@@ -43,15 +49,9 @@ def new_run_id(workload: str, variant: str) -> str:
 def runner_command(work: spec.Workload, variant: spec.Variant, args: argparse.Namespace, run_id: str) -> list[str]:
     """The command that runs one variant; engines are a registry that rejects unknown names."""
     if variant.engine == "torch":
-        cmd = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            f"--nproc-per-node={work.world_size}",
-            "-m",
-            "runners.torch_train",
-        ]
+        world = args.world_size or work.world_size
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}"]
+        cmd += ["-m", "runners.torch_train"]
     else:
         raise spec.SpecError(f"variant {variant.name!r}: no runner for engine {variant.engine!r}")
     cmd += [
@@ -68,7 +68,22 @@ def runner_command(work: spec.Workload, variant: spec.Variant, args: argparse.Na
     ]
     if args.steps:
         cmd += ["--steps", str(args.steps)]
+    if args.micro_batch:
+        cmd += ["--micro-batch", str(args.micro_batch)]
+    for item in args.set or []:
+        cmd += ["--set", item]
     return cmd
+
+
+def sweep_env(items: list[str] | None) -> dict[str, str]:
+    """`--env KEY=VALUE` pairs; only allowlisted names, so that the record shows every variable a sweep set."""
+    env = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or provenance.environment({key: value}) != {key: value}:
+            raise spec.SpecError(f"--env {item!r}: expected KEY=VALUE with KEY in {provenance.ENV_PREFIXES}")
+        env[key] = value
+    return env
 
 
 def _run_teeing_stderr(cmd: list[str], env: dict[str, str], limit_s: float) -> tuple[int | None, str]:
@@ -117,30 +132,27 @@ def write_failure(
     error: str,
 ) -> Path:
     """A record for a variant whose runner died before writing its own."""
+    world = args.world_size or work.world_size
     try:
-        hw = provenance.hardware(work.device, work.world_size)
+        hw = provenance.hardware(work.device, world)
     except Exception as e:  # the hardware probe itself may be what is broken
-        hw = {
-            "device": work.device,
-            "count": work.world_size,
-            "accelerator": "unknown",
-            "probe_error": str(e),
-        }
+        hw = {"device": work.device, "count": world, "accelerator": "unknown", "probe_error": str(e)}
     try:
         version = metadata.version(variant.engine)
     except metadata.PackageNotFoundError:
         version = "not installed"
+    overrides = torch_setup.parse_overrides(args.set)
     run = record.run_columns(
         run_id=run_id,
         suite=suite,
-        work=work,
-        variant=variant,
         engine_version=version,
         status=status,
         error=error,
         started=started,
         hardware=hw,
-        config=record.config(suite, work, variant, steps=args.steps),
+        config=record.config(
+            suite, work, variant, steps=args.steps, micro_batch=args.micro_batch, world_size=world, overrides=overrides
+        ),
         packages=(variant.engine, "numpy", "pyarrow"),
     )
     rows = [dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps")]
@@ -171,7 +183,7 @@ def run_suite(args: argparse.Namespace) -> int:
     ]
     if not todo:
         raise SystemExit(f"nothing to run: no workload/variant of suite {suite.name} matches the filters")
-    env = os.environ | FORCED_ENV
+    env = os.environ | sweep_env(args.env) | FORCED_ENV
     summary = []
     print(f"suite {suite.name}: {len(todo)} run(s) → {args.data_dir}/{suite.name}/", flush=True)
     for i, (work, variant) in enumerate(todo, 1):

@@ -144,3 +144,30 @@ def ranks_with_ties(intervals: Sequence[tuple[float, float]]) -> list[int]:
     a rank unless one is better beyond doubt, so a reader never sees an order the data cannot support.
     """
     return [1 + sum(1 for lo_j, _ in intervals if lo_j > hi_i) for _, hi_i in intervals]
+
+
+# --- calibration --------------------------------------------------------------------------------------------
+
+
+def matmul_flops(m: int, n: int, k: int) -> float:
+    """FLOPs of an (m×k)·(k×n) matmul: one multiply and one add per term, 2·m·n·k."""
+    return 2.0 * m * n * k
+
+
+def copy_bandwidth(nbytes: int, seconds: float) -> float:
+    """Device copy bandwidth counting bytes read plus bytes written (2·size), as STREAM's Copy kernel does."""
+    return 2.0 * nbytes / seconds
+
+
+def allreduce_bus_bandwidth(nbytes: int, seconds: float, ranks: int) -> float:
+    """All-reduce bus bandwidth: algorithm bandwidth (size / time) × 2·(n−1)/n.
+
+    Source: NVIDIA nccl-tests, doc/PERFORMANCE.md: the factor makes the figure comparable with the hardware's
+    link bandwidth whatever the number of ranks (a ring all-reduce moves 2·(n−1)/n of the data per rank).
+    """
+    return nbytes / seconds * 2.0 * (ranks - 1) / ranks
+
+
+def mfu_calibrated(flops_per_token: float, tokens_per_s: float, calibrated_matmul_flops: float, devices: int) -> float:
+    """MFU against the matmul peak measured in the same job on the same devices (the physical ceiling we saw)."""
+    return mfu(flops_per_token, tokens_per_s, calibrated_matmul_flops, devices)

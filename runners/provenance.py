@@ -14,7 +14,18 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-ENV_PREFIXES = ("NCCL_", "CUDA_", "TORCH_", "TORCHINDUCTOR_", "OMP_", "VLLM_", "MLX_", "GGML_", "PYTORCH_")
+ENV_PREFIXES = (
+    "NCCL_",
+    "CUDA_",
+    "TORCH_",
+    "TORCHINDUCTOR_",
+    "PYTORCH_",
+    "NVSHMEM_",
+    "OMP_",
+    "VLLM_",
+    "MLX_",
+    "GGML_",
+)
 # Inside the allowlist, names like these still never leave the machine (VLLM_API_KEY, say).
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
 # ...nor values that look like one, whatever the name.
@@ -45,7 +56,9 @@ def harness() -> tuple[str | None, bool | None]:
     """The harness commit and whether the checkout has changes outside `data/` (results don't dirty it)."""
     commit = _git("rev-parse", "HEAD")
     if commit is None:
-        return None, None
+        # A bench host that got a copy of the tree without .git: the caller may name the commit it copied;
+        # whether that copy had changes is then unknown (None), never guessed.
+        return os.environ.get("FAIRFIGHT_HARNESS_COMMIT"), None
     status = _git("status", "--porcelain", "--", ".", ":(exclude)data")
     return commit, bool(status)
 

@@ -9,33 +9,64 @@ from typing import Any
 from runners import provenance, spec
 
 
-def config(
-    suite: spec.Suite, work: spec.Workload, variant: spec.Variant, *, steps: int | None = None, **extra: Any
+def variant_label(name: str, overrides: dict[str, Any] | None) -> str:
+    """A variant's name as recorded: with sweep overrides appended, e.g. `ddp-tuned[bucket_cap_mb=100]`."""
+    if not overrides:
+        return name
+    return name + "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(overrides.items())) + "]"
+
+
+def effective_workload(
+    work: spec.Workload, *, steps: int | None, micro_batch: int | None, world_size: int | None
 ) -> dict[str, Any]:
-    """The full configuration of a run: suite, workload, model, variant and everything derived from them."""
+    """The workload as run: the suite's values with the bench session's overrides applied and named."""
+    values = json.loads(spec.to_json(work))
+    asked = {"steps": steps, "micro_batch": micro_batch, "world_size": world_size}
+    changed = {k: v for k, v in asked.items() if v is not None and v != values[k]}
+    return values | changed | {"steps_requested": changed.get("steps", work.steps), "overridden": sorted(changed)}
+
+
+def config(
+    suite: spec.Suite,
+    work: spec.Workload,
+    variant: spec.Variant,
+    *,
+    steps: int | None = None,
+    micro_batch: int | None = None,
+    world_size: int | None = None,
+    overrides: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The full configuration of a run: suite, workload as run, model, variant and everything derived."""
     model = suite.models[work.model]
-    steps = steps or work.steps
+    workload = effective_workload(work, steps=steps, micro_batch=micro_batch, world_size=world_size)
     command = f"python -m runners bench --suite {suite.name} --workload {work.name} --variant {variant.name}"
+    for key in workload["overridden"]:
+        command += f" --{key.replace('_', '-')} {workload[key]}"
+    for key, value in sorted((overrides or {}).items()):
+        command += f" --set {key}={json.dumps(value)}"
     return {
         "suite": suite.name,
         "suite_description": suite.description,
         "suite_hardware": suite.hardware,
-        "workload": json.loads(spec.to_json(work)) | {"steps_requested": steps},
+        "workload": workload,
         "model": json.loads(spec.to_json(model)),
         "variant": {
             "name": variant.name,
             "engine": variant.engine,
             "tier": variant.tier,
             "description": variant.description,
-            "settings": variant.settings,
+            "settings": settings if settings is not None else variant.settings,
+            "overrides": overrides or {},
         },
         "derived": {
             "total_params": model.total_params,
             "non_embedding_params": model.non_embedding_params,
             "flops_per_token": model.flops_per_token(work.seq_len),
-            "tokens_per_step": work.tokens_per_step,
+            "tokens_per_step": work.seq_len * workload["micro_batch"] * workload["world_size"],
         },
-        "command": command + (f" --steps {steps}" if steps != work.steps else ""),
+        "command": command,
         **extra,
     }
 
@@ -44,26 +75,26 @@ def run_columns(
     *,
     run_id: str,
     suite: spec.Suite,
-    work: spec.Workload,
-    variant: spec.Variant,
+    config: dict[str, Any],
     engine_version: str,
     status: str,
     error: str | None,
     started: datetime,
     hardware: dict[str, Any],
-    config: dict[str, Any],
     packages: tuple[str, ...],
+    calibration: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run-level columns of a measured run, with provenance captured now."""
     commit, dirty = provenance.harness()
+    variant = config["variant"]
     return {
         "run_id": run_id,
         "suite": suite.name,
-        "workload": work.name,
-        "engine": variant.engine,
+        "workload": config["workload"]["name"],
+        "engine": variant["engine"],
         "engine_version": engine_version,
-        "variant": variant.name,
-        "tier": variant.tier,
+        "variant": variant_label(variant["name"], variant["overrides"]),
+        "tier": variant["tier"],
         "status": status,
         "error": error,
         "origin": "measured",
@@ -73,10 +104,10 @@ def run_columns(
         "harness_commit": commit,
         "harness_dirty": dirty,
         "accelerator": str(hardware.get("accelerator")),
-        "accelerator_count": work.world_size,
+        "accelerator_count": config["workload"]["world_size"],
         "config": json.dumps(config, sort_keys=True),
         "hardware": json.dumps(hardware, sort_keys=True),
         "software": json.dumps(provenance.versions(*packages), sort_keys=True),
         "environment": json.dumps(provenance.environment(), sort_keys=True),
-        "calibration": None,
+        "calibration": None if calibration is None else json.dumps(calibration, sort_keys=True),
     }

@@ -1,9 +1,9 @@
-"""PyTorch training runner: one process per device under torchrun, DDP over gloo (CPU) or NCCL (CUDA).
+"""PyTorch training runner: one process per device under torchrun, DDP or FSDP2 over gloo (CPU) or NCCL (CUDA).
 
 Launched by the bench session as
     python -m torch.distributed.run --standalone --nproc-per-node W -m runners.torch_train \
-        --suite S --workload NAME --variant V --data-dir data --run-id ID
-Rank 0 writes one result file. Every variant starts from the same numpy initial weights and reads the same
+        --suite S --workload NAME --variant V --data-dir data --run-id ID [--set key=value ...]
+Rank 0 writes one result file. Every variant starts from the same initial-weights file and reads the same
 token stream, so their losses are comparable step by step.
 """
 
@@ -16,69 +16,13 @@ import sys
 import time
 import traceback
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from runners import artifacts, provenance, record, schema, spec, store
+from runners import artifacts, calibrate, provenance, record, schema, spec, store, torch_setup
 
 PROCESS_START = time.perf_counter()
-
-# The engine's defaults: every variant writes each of these out, and the site shows the differences.
-DEFAULTS: dict[str, Any] = {
-    "parallel": "ddp",  # torch.nn.parallel.DistributedDataParallel
-    "precision": "fp32",  # fp32 | bf16-autocast
-    "matmul_precision": "highest",  # torch.set_float32_matmul_precision: highest (no TF32) | high | medium
-    "optimizer": "adamw",
-    "lr": 1e-3,
-    "betas": [0.9, 0.999],
-    "eps": 1e-8,
-    "weight_decay": 1e-2,
-    "optimizer_impl": "default",  # default (torch's choice) | foreach | fused
-    "bucket_cap_mb": 25.0,
-    "gradient_as_bucket_view": False,
-    "static_graph": False,
-    "find_unused_parameters": False,
-    "compile": False,
-    "compile_mode": "default",
-}
-_CHOICES = {
-    "parallel": ("ddp",),
-    "precision": ("fp32", "bf16-autocast"),
-    "matmul_precision": ("highest", "high", "medium"),
-    "optimizer": ("adamw",),
-    "optimizer_impl": ("default", "foreach", "fused"),
-    "compile_mode": ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
-}
-
-
-def check_settings(variant: spec.Variant) -> dict[str, Any]:
-    """Every setting written out, none unknown, each of the default's type and within its choices."""
-    s = variant.settings
-    where = f"variant {variant.name!r}: settings"
-    unknown = sorted(set(s) - set(DEFAULTS))
-    if unknown:
-        raise spec.SpecError(f"{where}: unknown key {unknown[0]!r}; the torch runner knows {sorted(DEFAULTS)}")
-    missing = sorted(set(DEFAULTS) - set(s))
-    if missing:
-        raise spec.SpecError(f"{where}: missing key {missing[0]!r}: write every setting out, defaults included")
-    for key, default in DEFAULTS.items():
-        value = s[key]
-        ok = (
-            isinstance(value, int | float) and not isinstance(value, bool)
-            if isinstance(default, float)
-            else (isinstance(value, type(default)))
-        )
-        if not ok:
-            raise spec.SpecError(f"{where}: key {key!r}: expected {type(default).__name__}, got {value!r}")
-        if key in _CHOICES and value not in _CHOICES[key]:
-            raise spec.SpecError(f"{where}: key {key!r}: {value!r} is not one of {list(_CHOICES[key])}")
-    return dict(s)
-
-
-def compute_precision(settings: dict[str, Any]) -> str:
-    """The precision the matmuls run in, which picks the datasheet peak that MFU is measured against."""
-    if settings["precision"] == "bf16-autocast":
-        return "bf16"
-    return "fp32" if settings["matmul_precision"] == "highest" else "tf32"
+CACHE_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight"))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -89,6 +33,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data-dir", default="data", help="where the result file goes")
     p.add_argument("--run-id", required=True, help="id chosen by the bench session")
     p.add_argument("--steps", type=int, default=None, help="override the workload's step count (short checks)")
+    p.add_argument("--micro-batch", type=int, default=None, help="override the workload's micro-batch")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a variant setting (sweeps)")
     return p.parse_args(argv)
 
 
@@ -114,14 +60,24 @@ class StepClock:
         return [b - a for a, b in zip(self.marks, self.marks[1:], strict=False)]
 
 
+def load_initial_weights(model_spec: spec.ModelSpec, seed: int, rank: int) -> dict[str, Any]:
+    """Rank 0 makes the shared initial-weights file if it is missing; every rank then memory-maps it."""
+    import torch.distributed as dist
+
+    if rank == 0:
+        artifacts.initial_weights_file(model_spec, seed, CACHE_DIR / "init")
+    dist.barrier()
+    return artifacts.read_safetensors(artifacts.initial_weights_file(model_spec, seed, CACHE_DIR / "init"))
+
+
 def train_trial(
     *,
     torch: Any,
-    suite: spec.Suite,
+    model_spec: spec.ModelSpec,
     work: spec.Workload,
-    variant: spec.Variant,
     settings: dict[str, Any],
     steps: int,
+    micro_batch: int,
     rank: int,
     world: int,
     device: Any,
@@ -129,41 +85,17 @@ def train_trial(
 ) -> tuple[list[float], list[float], dict[str, float], str | None]:
     """One trial from the shared initial weights; returns step times, losses, run-level values, stop reason."""
     import torch.nn.functional as F
-    from torch.nn.parallel import DistributedDataParallel as DDP
 
     from runners.torch_model import GPT
 
     trial_start = time.perf_counter()
-    model_spec = suite.models[work.model]
-    torch.set_float32_matmul_precision(settings["matmul_precision"])
     model = GPT(model_spec)
-    model.load_numpy(artifacts.init_weights(model_spec, work.seed))
+    model.load_numpy(load_initial_weights(model_spec, work.seed, rank))
     model.to(device)
-    ddp = DDP(
-        model,
-        device_ids=[device.index] if device.type == "cuda" else None,
-        bucket_cap_mb=settings["bucket_cap_mb"],
-        gradient_as_bucket_view=settings["gradient_as_bucket_view"],
-        static_graph=settings["static_graph"],
-        find_unused_parameters=settings["find_unused_parameters"],
-    )
-    impl = settings["optimizer_impl"]
-    opt = torch.optim.AdamW(
-        ddp.parameters(),
-        lr=settings["lr"],
-        betas=tuple(settings["betas"]),
-        eps=settings["eps"],
-        weight_decay=settings["weight_decay"],
-        **({"fused": True} if impl == "fused" else {"foreach": True} if impl == "foreach" else {}),
-    )
-    forward = torch.compile(ddp, mode=settings["compile_mode"]) if settings["compile"] else ddp
-    b = work.micro_batch
+    forward, opt = torch_setup.build(model, settings=settings, device=device, world=world)
+    b = micro_batch
     tokens = artifacts.token_batches(
-        vocab=model_spec.vocab,
-        seed=work.seed,
-        steps=range(steps),
-        global_batch=b * world,
-        seq_len=work.seq_len,
+        vocab=model_spec.vocab, seed=work.seed, steps=range(steps), global_batch=b * world, seq_len=work.seq_len
     )[:, rank * b : (rank + 1) * b]
     data = torch.from_numpy(tokens).to(device)  # resident on the device: the input pipeline is not measured
     autocast = (
@@ -188,7 +120,7 @@ def train_trial(
         losses.append(loss.detach())
         done = step + 1
         if done % work.window_steps == 0 or done == steps:
-            # Every rank must agree on stopping, or DDP would hang: rank 0 decides, all follow.
+            # Every rank must agree on stopping, or the collectives would hang: rank 0 decides, all follow.
             over = torch.tensor([time.perf_counter() - trial_start > work.time_budget_s], device=device)
             torch.distributed.broadcast(over, src=0)
             if rank == 0:
@@ -208,6 +140,7 @@ def train_trial(
         import resource
 
         run_values["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    del forward, opt, model, data
     return times, loss_values, run_values, stop
 
 
@@ -216,9 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.now(UTC)
     suite = spec.load_suite(args.suite)
     work = suite.workload(args.workload)
-    variant = suite.variants[args.variant] if args.variant in suite.variants else spec.load_variants()[args.variant]
-    settings = check_settings(variant)
+    variants = suite.variants if args.variant in suite.variants else spec.load_variants()
+    if args.variant not in variants:
+        raise spec.SpecError(f"unknown variant {args.variant!r}")
+    variant = variants[args.variant]
+    overrides = torch_setup.parse_overrides(args.set)
+    settings = torch_setup.check_settings(variant, overrides)
     steps = args.steps or work.steps
+    micro_batch = args.micro_batch or work.micro_batch
     if steps <= work.warmup_steps:
         raise SystemExit(f"--steps {steps} leaves no steady steps after {work.warmup_steps} warm-up steps")
 
@@ -226,8 +164,6 @@ def main(argv: list[str] | None = None) -> int:
     import torch.distributed as dist
 
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-    if world != work.world_size:
-        raise SystemExit(f"workload {work.name} wants {work.world_size} processes, torchrun started {world}")
     local = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device("cuda", local) if work.device == "cuda" else torch.device("cpu")
     if device.type == "cuda":
@@ -238,18 +174,40 @@ def main(argv: list[str] | None = None) -> int:
         if rank == 0:
             print(msg, flush=True)
 
+    ctx = dict(
+        args=args,
+        suite=suite,
+        work=work,
+        variant=variant,
+        settings=settings,
+        overrides=overrides,
+        steps=steps,
+        micro_batch=micro_batch,
+        world=world,
+        started=started,
+        device=device,
+    )
     rows: list[dict[str, Any]] = []
-    status, error = "ok", None
-    log(f"{variant.name} on {work.name}: {world} × {device.type}, {steps} steps × {work.trials} trial(s)")
+    status, error, calibration = "ok", None, None
+    log(
+        f"{variant.name} on {work.name}: {world} × {device.type}, micro-batch {micro_batch}, {steps} steps "
+        f"× {work.trials} trial(s){' with ' + str(overrides) if overrides else ''}"
+    )
     try:
+        calibration = calibrate.calibrate(device=device, world=world, precision=torch_setup.compute_precision(settings))
+        log(
+            f"  calibration: matmul {calibration['matmul_flops'] / 1e12:.1f} TFLOP/s, copy "
+            f"{calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s, all-reduce bus "
+            f"{calibration['allreduce_busbw_bytes_per_s'] / 1e9:.1f} GB/s"
+        )
         for trial in range(work.trials):
             times, losses, run_values, stop = train_trial(
                 torch=torch,
-                suite=suite,
+                model_spec=suite.models[work.model],
                 work=work,
-                variant=variant,
                 settings=settings,
                 steps=steps,
+                micro_batch=micro_batch,
                 rank=rank,
                 world=world,
                 device=device,
@@ -263,8 +221,9 @@ def main(argv: list[str] | None = None) -> int:
             if trial == 0:
                 run_values["startup_s"] = time.perf_counter() - PROCESS_START - sum(times)
             for metric, value in run_values.items():
-                unit = schema.METRICS[metric]
-                rows.append(dict(trial=trial, step=None, phase="run", metric=metric, value=value, unit=unit))
+                rows.append(
+                    dict(trial=trial, step=None, phase="run", metric=metric, value=value, unit=schema.METRICS[metric])
+                )
             if stop:
                 status, error = "timeout", stop
                 log(f"  stopped: {stop}")
@@ -275,40 +234,46 @@ def main(argv: list[str] | None = None) -> int:
         if not rows:
             rows.append(dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps"))
         if rank == 0:
-            _write(args, suite, work, variant, settings, steps, started, status, error, rows, device)
+            _write(ctx, status, error, rows, calibration)
         raise
     if rank == 0:
-        path = _write(args, suite, work, variant, settings, steps, started, status, error, rows, device)
-        log(f"  wrote {path}")
+        log(f"  wrote {_write(ctx, status, error, rows, calibration)}")
     dist.destroy_process_group()
     return 0
 
 
-def _write(args, suite, work, variant, settings, steps, started, status, error, rows, device):
+def _write(
+    ctx: dict[str, Any], status: str, error: str | None, rows: list[dict[str, Any]], calibration: dict[str, Any] | None
+) -> Path:
     import torch
 
+    work, settings = ctx["work"], ctx["settings"]
     run = record.run_columns(
-        run_id=args.run_id,
-        suite=suite,
-        work=work,
-        variant=variant,
+        run_id=ctx["args"].run_id,
+        suite=ctx["suite"],
         engine_version=torch.__version__,
         status=status,
         error=error,
-        started=started,
-        hardware=provenance.hardware(device.type, work.world_size),
+        started=ctx["started"],
+        hardware=provenance.hardware(ctx["device"].type, ctx["world"]),
         config=record.config(
-            suite,
+            ctx["suite"],
             work,
-            variant,
-            steps=steps,
-            engine_defaults=DEFAULTS,
-            compute_precision=compute_precision(settings),
-            launcher=f"torchrun --standalone --nproc-per-node {work.world_size}",
+            ctx["variant"],
+            steps=ctx["steps"],
+            micro_batch=ctx["micro_batch"],
+            world_size=ctx["world"],
+            overrides=ctx["overrides"],
+            settings=settings,
+            engine_defaults=torch_setup.defaults_for(settings["parallel"]),
+            compute_precision=torch_setup.compute_precision(settings),
+            initial_weights=artifacts.spec_key(ctx["suite"].models[work.model], work.seed) + ".safetensors",
+            launcher=f"torchrun --standalone --nproc-per-node {ctx['world']}",
         ),
         packages=("torch", "numpy", "pyarrow"),
+        calibration=calibration,
     )
-    return store.write_run(args.data_dir, schema.make_table(run, rows))
+    return store.write_run(ctx["args"].data_dir, schema.make_table(run, rows))
 
 
 if __name__ == "__main__":

@@ -99,11 +99,11 @@ def test_invalid_shapes_are_rejected() -> None:
 
 
 def test_variant_settings_are_written_out_in_full() -> None:
-    from runners import torch_train
+    from runners import torch_setup
 
     for variant in spec.load_variants().values():
         if variant.engine == "torch":
-            torch_train.check_settings(variant)  # raises on a missing or unknown setting
+            torch_setup.check_settings(variant)  # raises on a missing or unknown setting
     bad = spec.Variant(name="x", engine="torch", tier="stock", description="", settings={"lr": 1e-3})
     with pytest.raises(spec.SpecError, match="missing key"):
-        torch_train.check_settings(bad)
+        torch_setup.check_settings(bad)

@@ -1,0 +1,88 @@
+"""Peaks measured in the same job as the run: matmul FLOP/s, device copy bandwidth, all-reduce bus bandwidth.
+
+MFU against these says how close a variant came to what these devices did on this day, beside the datasheet.
+Each figure is the median of several timed repetitions after a warm-up, with the device synchronised.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+from runners import metrics
+
+# Sizes: large enough to saturate an H100/H200, small enough to take seconds on a 2-core CPU.
+SIZES = {
+    "cuda": {"matmul_n": 8192, "copy_bytes": 1 << 30, "allreduce_bytes": 1 << 30},
+    "cpu": {"matmul_n": 512, "copy_bytes": 16 << 20, "allreduce_bytes": 4 << 20},
+}
+
+
+def _timed(torch: Any, device: Any, fn: Any, inner: int, reps: int = 5) -> float:
+    """Median seconds of one call of fn over `reps` repetitions of `inner` calls, after a warm-up."""
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    for _ in range(2):
+        fn()
+    sync()
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        sync()
+        samples.append((time.perf_counter() - t0) / inner)
+    return statistics.median(samples)
+
+
+def _time_matmul(torch: Any, device: Any, n: int, dtype: Any) -> float:
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    return _timed(torch, device, lambda: torch.mm(a, b), inner=10)
+
+
+def _time_copy(torch: Any, device: Any, nbytes: int) -> float:
+    x = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    y = torch.empty_like(x)
+    return _timed(torch, device, lambda: y.copy_(x), inner=10)
+
+
+def _time_allreduce(torch: Any, dist: Any, device: Any, nbytes: int) -> float:
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32  # gloo reduces fp32 most reliably
+    buf = torch.ones(nbytes // dtype.itemsize, dtype=dtype, device=device)
+    return _timed(torch, device, lambda: dist.all_reduce(buf), inner=5)
+
+
+def calibrate(*, device: Any, world: int, precision: str) -> dict[str, Any]:
+    """Measure the three peaks on this rank's device (the all-reduce across all ranks); returns JSON-able values."""
+    import torch
+    import torch.distributed as dist
+
+    sizes = SIZES[device.type]
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high" if precision == "tf32" else "highest")
+    n = sizes["matmul_n"]
+    t_mm = _time_matmul(torch, device, n, dtype)
+    torch.set_float32_matmul_precision(previous)
+    t_copy = _time_copy(torch, device, sizes["copy_bytes"])
+    t_ar = _time_allreduce(torch, dist, device, sizes["allreduce_bytes"]) if world > 1 else None
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return {
+        "matmul_precision": precision,
+        "matmul_n": n,
+        "matmul_flops": metrics.matmul_flops(n, n, n) / t_mm,
+        "copy_bytes": sizes["copy_bytes"],
+        "copy_bytes_per_s": metrics.copy_bandwidth(sizes["copy_bytes"], t_copy),
+        "allreduce_bytes": sizes["allreduce_bytes"],
+        "allreduce_ranks": world,
+        "allreduce_busbw_bytes_per_s": (
+            None if t_ar is None else metrics.allreduce_bus_bandwidth(sizes["allreduce_bytes"], t_ar, world)
+        ),
+        "method": "median of 5 repetitions after 2 warm-up calls, device synchronised (runners/calibrate.py)",
+    }
