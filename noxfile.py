@@ -74,6 +74,18 @@ def bench_cpu(session: nox.Session) -> None:
     session.run("python", "-m", "runners", "bench", "--suite", "cpu-smoke", *session.posargs)
 
 
+@nox.session(name="bench-h100", venv_backend=TORCH_BACKEND, default=False)
+def bench_h100(session: nox.Session) -> None:
+    """Run the seed's training suite (h100) on this host's GPUs (2 by default) and append result files.
+
+    Extra arguments go to `python -m runners bench`: `-- --steps 300` for short checks, `-- --world-size 1`
+    for the one-GPU point, `-- --variant ddp-tuned`. On an air-gapped host with torch already installed, run
+    `nox -s bench-h100 --no-venv --no-install`, or without nox `python3 -m runners bench --suite h100`.
+    """
+    _install(session, "torch")
+    session.run("python", "-m", "runners", "bench", "--suite", "h100", *session.posargs)
+
+
 @nox.session(default=False)
 def validate(session: nox.Session) -> None:
     """Check result files against the schema (all of data/ by default, or the files given after --)."""

@@ -19,6 +19,7 @@ import polars as pl
 import yaml
 
 from generator import charts, derive, load, pages
+from runners import metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE_SRC = ROOT / "site_src"
@@ -43,25 +44,34 @@ def _slug(*parts: str) -> str:
     return "-".join("".join(c if c.isalnum() or c in "-." else "-" for c in p) for p in parts)
 
 
+def _best(frame: pl.DataFrame, tier: str) -> dict | None:
+    rows = frame.filter(pl.col("tier") == tier).sort("rank", "steps_per_s", descending=[False, True])
+    return rows.row(0, named=True) if rows.height else None
+
+
 def write_pages(loaded: load.Loaded, docs: Path) -> list[dict[str, str]]:
     """Render every generated page into `docs`; returns the leaderboard nav entries."""
     env = pages.environment()
     alt.theme.enable(charts.THEME)
     summary = derive.run_summary(loaded.runs, loaded.rows)
     boards = derive.leaderboards(summary)
-    index_rows, nav = [], []
-    for (suite, workload), board in sorted(boards.items()):
+    index_rows, claim_rows, nav = [], [], []
+    workloads = summary.select("suite", "workload").unique().sort("suite", "workload").iter_rows()
+    for suite, workload in workloads:
         slug = _slug(suite, workload)
         href = f"leaderboards/{slug}.md"
-        config = json.loads(board["config"][0])
         all_runs = summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
-        failures = all_runs.filter(pl.col("steps_per_s").is_null()).with_columns(
+        board = boards.get((suite, workload), all_runs.clear())
+        measured = all_runs.filter(pl.col("origin") == "measured")
+        claims = all_runs.filter(pl.col("origin") == "claim").sort("run_id")
+        flagged = measured.filter(pl.col("loss_parity_ok") == False)  # noqa: E712 (null means no baseline)
+        failures = measured.filter(pl.col("steps_per_s_lo").is_null()).with_columns(
             error_short=pl.col("error").fill_null("").str.strip_chars().str.split("\n").list.last().str.slice(0, 200)
         )
-        run_ids = board["run_id"].to_list()
+        config = json.loads(measured["config"][0]) if measured.height else None
         losses = (
-            loaded.rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0, pl.col("run_id").is_in(run_ids))
-            .join(board.select("run_id", "variant"), on="run_id")
+            loaded.rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0)
+            .join(measured.select("run_id", "variant"), on="run_id")
             .sort("run_id", "step")
         )
         pages.render(
@@ -70,38 +80,39 @@ def write_pages(loaded: load.Loaded, docs: Path) -> list[dict[str, str]]:
             docs / href,
             suite=suite,
             workload=workload,
-            suite_description=config.get("suite_description", ""),
-            model=config["model"],
-            work=config["workload"],
-            derived=config["derived"],
-            baseline=config["workload"]["variants"][0],
+            config=config,
             rows=board.to_dicts(),
+            claims=claims.to_dicts(),
+            flagged=flagged.to_dicts(),
             failures=failures.to_dicts(),
-            throughput_chart=pages.chart_html(f"chart-{slug}-throughput", charts.throughput(board)),
-            loss_chart=pages.chart_html(f"chart-{slug}-loss", charts.loss_curves(losses)),
+            tolerance={"first": metrics.LOSS_PARITY_FIRST_STEP_NATS, "rel": metrics.LOSS_PARITY_REL_TOL},
+            throughput_chart=pages.chart_html(f"chart-{slug}-throughput", charts.throughput(board))
+            if board.height
+            else "",
+            loss_chart=pages.chart_html(f"chart-{slug}-loss", charts.loss_curves(losses)) if losses.height else "",
         )
-        best = board.row(0, named=True)
+        best = board.row(0, named=True) if board.height else None
         index_rows.append(
             dict(
                 suite=suite,
                 workload=workload,
                 href=href,
-                hardware=f"{best['accelerator_count']} × {best['accelerator']}",
-                runs=all_runs.height,
-                best_variant=best["variant"],
-                best=best["steps_per_s"],
-                lo=best["steps_per_s_lo"],
-                hi=best["steps_per_s_hi"],
+                runs=measured.height,
+                claims=claims.height,
+                best=best,
             )
         )
+        for claim in claims.to_dicts():
+            claim_rows.append(dict(claim=claim, href=href, stock=_best(board, "stock"), tuned=_best(board, "tuned")))
         nav.append({f"{suite} · {workload}": href})
     pages.render(
         env,
         "index.md.j2",
         docs / "index.md",
         boards=index_rows,
+        claims=claim_rows,
         rejected=loaded.rejected,
-        total_runs=summary.height,
+        total_runs=summary.filter(pl.col("origin") == "measured").height,
         failed_runs=summary.filter(pl.col("status") != "ok").height,
     )
     pages.render(env, "rejected.md.j2", docs / "rejected.md", rejected=loaded.rejected)

@@ -5,6 +5,9 @@ Every formula comes from `runners.metrics`; this module only groups, joins and o
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
 import polars as pl
 
 from runners import metrics
@@ -25,13 +28,31 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
         warmup_steps=cfg.str.json_path_match("$.workload.warmup_steps").cast(pl.Int64),
         window_steps=cfg.str.json_path_match("$.workload.window_steps").cast(pl.Int64),
         steps_requested=cfg.str.json_path_match("$.workload.steps_requested").cast(pl.Int64),
+        micro_batch=cfg.str.json_path_match("$.workload.micro_batch").cast(pl.Int64),
         baseline_variant=cfg.str.json_path_match("$.workload.variants[0]"),
         tokens_per_step=cfg.str.json_path_match("$.derived.tokens_per_step").cast(pl.Float64),
         flops_per_token=cfg.str.json_path_match("$.derived.flops_per_token").cast(pl.Float64),
         compute_precision=cfg.str.json_path_match("$.compute_precision"),
-        model=cfg.str.json_path_match("$.workload.model"),
-        description=cfg.str.json_path_match("$.variant.description"),
+        description=pl.coalesce(
+            cfg.str.json_path_match("$.variant.description"), cfg.str.json_path_match("$.claim.description")
+        ),
+        calibrated_matmul_flops=pl.col("calibration").str.json_path_match("$.matmul_flops").cast(pl.Float64),
     )
+
+
+def env_changes(runs: pl.DataFrame) -> pl.DataFrame:
+    """Per run, the allowlisted variables it set that not every measured run of its suite on the same hardware
+    set alike (an NCCL sweep, say), as `KEY=VALUE` text: what the image or launcher sets everywhere is omitted."""
+    envs = {run_id: json.loads(env) for run_id, env in runs.select("run_id", "environment").iter_rows()}
+    out = []
+    for _, group in runs.filter(pl.col("origin") == "measured").group_by("suite", "accelerator", "accelerator_count"):
+        items = [set(envs[r].items()) for r in group["run_id"]]
+        common = set.intersection(*items)
+        out += [
+            (r, " ".join(f"{k}={v}" for k, v in sorted(s - common)))
+            for r, s in zip(group["run_id"], items, strict=True)
+        ]
+    return pl.DataFrame(out, schema={"run_id": pl.String, "env_changes": pl.String}, orient="row")
 
 
 def window_intervals(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
@@ -57,6 +78,61 @@ def window_intervals(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(out, schema=SUMMARY_SCHEMA, orient="row")
 
 
+@dataclass(frozen=True, slots=True)
+class _Curve:
+    first: float
+    windows: list[float]
+
+
+def _loss_curves(runs: pl.DataFrame, rows: pl.DataFrame) -> dict[str, _Curve]:
+    """Trial 0's first loss and steady-window mean losses per run."""
+    losses = (
+        rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0)
+        .join(runs.select("run_id", "warmup_steps", "window_steps"), on="run_id")
+        .sort("run_id", "step")
+        .group_by("run_id", maintain_order=True)
+        .agg(pl.col("value"), pl.col("warmup_steps").first(), pl.col("window_steps").first())
+    )
+    return {
+        run_id: _Curve(values[0], metrics.window_means(values[warmup:], window))
+        for run_id, values, warmup, window in losses.iter_rows()
+    }
+
+
+def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """Each measured run's loss against its baseline: the latest ok run of the workload's first variant with the
+    same accelerator, device count and micro-batch (null where there is none)."""
+    curves = _loss_curves(runs, rows)
+    keys = ["suite", "workload", "accelerator", "accelerator_count", "micro_batch"]
+    baselines = (
+        runs.filter(
+            (pl.col("variant") == pl.col("baseline_variant"))
+            & (pl.col("status") == "ok")
+            & (pl.col("origin") == "measured")
+            & pl.col("run_id").is_in(list(curves))
+        )
+        .sort("started_at")
+        .group_by(keys)
+        .agg(baseline_run=pl.col("run_id").last())
+    )
+    out = []
+    for run_id, baseline in runs.join(baselines, on=keys, how="left").select("run_id", "baseline_run").iter_rows():
+        if baseline is None or run_id not in curves:
+            out.append((run_id, baseline, None, None, None))
+            continue
+        run, base = curves[run_id], curves[baseline]
+        first_gap, rel, ok = metrics.loss_parity(run.first, base.first, run.windows, base.windows)
+        out.append((run_id, baseline, first_gap, rel, ok))
+    schema = {
+        "run_id": pl.String,
+        "parity_baseline": pl.String,
+        "loss_first_gap": pl.Float64,
+        "loss_max_rel_gap": pl.Float64,
+        "loss_parity_ok": pl.Boolean,
+    }
+    return pl.DataFrame(out, schema=schema, orient="row")
+
+
 def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per run with its headline numbers (null where a run has none, e.g. a failure)."""
     runs = _config_fields(runs)
@@ -66,9 +142,10 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.col("value").first())  # run-level values of the first trial
         .pivot(on="metric", index="run_id", values="value")
     )
-    for name in ("steps_completed", "startup_s", "warmup_s", "peak_mem_gib", "peak_rss_gib"):
+    for name in ("steps_completed", "startup_s", "warmup_s", "peak_mem_gib", "peak_rss_gib", "steps_per_s"):
         if name not in run_values.columns:
             run_values = run_values.with_columns(pl.lit(None, dtype=pl.Float64).alias(name))
+    run_values = run_values.rename({"steps_per_s": "reported_steps_per_s"})
     losses = (
         rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0)
         .sort("step")
@@ -79,6 +156,12 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         runs.join(window_intervals(runs, rows), on="run_id", how="left")
         .join(run_values, on="run_id", how="left")
         .join(losses, on="run_id", how="left")
+        .join(loss_parity(runs, rows), on="run_id", how="left")
+        .join(env_changes(runs), on="run_id", how="left")
+        .with_columns(
+            steps_per_s=pl.coalesce("steps_per_s", "reported_steps_per_s"),
+            peak_mem_gib=pl.coalesce("peak_mem_gib", "peak_rss_gib"),
+        )
         .with_columns(
             tokens_per_s=pl.col("steps_per_s") * pl.col("tokens_per_step"),
             tokens_per_s_lo=pl.col("steps_per_s_lo") * pl.col("tokens_per_step"),
@@ -90,33 +173,35 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         metrics.datasheet_peak_flops(acc, prec or "fp32")
         for acc, prec in summary.select("accelerator", "compute_precision").iter_rows()
     ]
+    model_flops_per_s = pl.col("flops_per_token") * pl.col("tokens_per_s")
     return summary.with_columns(datasheet_peak_flops=pl.Series(peaks, dtype=pl.Float64)).with_columns(
-        mfu_datasheet=pl.col("flops_per_token")
-        * pl.col("tokens_per_s")
-        / (pl.col("datasheet_peak_flops") * pl.col("accelerator_count"))
+        mfu_datasheet=model_flops_per_s / (pl.col("datasheet_peak_flops") * pl.col("accelerator_count")),
+        mfu_calibrated=model_flops_per_s / (pl.col("calibrated_matmul_flops") * pl.col("accelerator_count")),
     )
 
 
 def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
-    """Per (suite, workload): measured runs that produced steady-state numbers, ranked with ties, with speedup.
-
-    The speedup is over the workload's baseline (its first listed variant, a stock one) on the same accelerator
-    model and count: the latest such run's median.
-    """
+    """Per (suite, workload): measured runs with steady-state numbers whose loss agrees with the baseline,
+    ranked with ties, with the speedup over the latest baseline run on the same hardware and micro-batch."""
     boards: dict[tuple[str, str], pl.DataFrame] = {}
-    ranked = summary.filter(pl.col("steps_per_s").is_not_null())
+    ranked = summary.filter(
+        (pl.col("origin") == "measured")
+        & pl.col("steps_per_s_lo").is_not_null()
+        & pl.col("loss_parity_ok").fill_null(True)
+    )
+    keys = ["accelerator", "accelerator_count", "micro_batch"]
     for (suite, workload), board in ranked.group_by("suite", "workload", maintain_order=True):
         board = board.sort("steps_per_s", "run_id", descending=[True, False])
         ranks = metrics.ranks_with_ties(list(board.select("steps_per_s_lo", "steps_per_s_hi").iter_rows()))
         baselines = (
             board.filter(pl.col("variant") == pl.col("baseline_variant"))
             .sort("started_at")
-            .group_by("accelerator", "accelerator_count")
+            .group_by(keys)
             .agg(baseline_steps_per_s=pl.col("steps_per_s").last())
         )
         board = (
             board.with_columns(rank=pl.Series(ranks, dtype=pl.Int64))
-            .join(baselines, on=["accelerator", "accelerator_count"], how="left")
+            .join(baselines, on=keys, how="left")
             .with_columns(speedup=pl.col("steps_per_s") / pl.col("baseline_steps_per_s"))
             .sort("rank", "steps_per_s", "run_id", descending=[False, True, False])
         )

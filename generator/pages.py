@@ -49,6 +49,11 @@ def chart_html(chart_id: str, chart: alt.Chart) -> str:
     )
 
 
+def claim_unknowns(config: str) -> str:
+    """What a claim's source leaves unsaid, from its record's config."""
+    return ", ".join(json.loads(config).get("claim", {}).get("unknown", [])) or "–"
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
@@ -58,7 +63,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         autoescape=False,  # output is Markdown: record text goes through md_text instead
     )
-    env.filters.update(fmt=fmt, pct=pct, text=md_text)
+    env.filters.update(fmt=fmt, pct=pct, text=md_text, claim_unknowns=claim_unknowns)
     return env
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from runners import bench, spec
+from runners import bench, claims, spec
 
 
 def _list(_: argparse.Namespace) -> int:
@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="run a suite and append one result file per run under data/")
     bench.add_cli_args(p)
     p.set_defaults(func=bench.run_suite)
+    p = sub.add_parser("claim", help="import claims (numbers reported elsewhere) from a TOML file into data/")
+    claims.add_cli_args(p)
+    p.set_defaults(func=claims.main)
     sub.add_parser("list", help="list suites, workloads and variants").set_defaults(func=_list)
     args = parser.parse_args(argv)
     try:

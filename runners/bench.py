@@ -86,6 +86,29 @@ def sweep_env(items: list[str] | None) -> dict[str, str]:
     return env
 
 
+def check_devices(suite: spec.Suite, args: argparse.Namespace) -> None:
+    """A CUDA workload needs as many GPUs as it names (or --world-size): say so before starting anything."""
+    wanted = max(
+        (args.world_size or w.world_size for w in suite.workloads if w.device == "cuda" and _selected(w, args)),
+        default=0,
+    )
+    if not wanted:
+        return
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        raise SystemExit(f"suite {suite.name} needs {wanted} NVIDIA GPU(s) and nvidia-smi found none") from None
+    found = sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    if found < wanted:
+        raise SystemExit(
+            f"suite {suite.name} needs {wanted} GPU(s), found {found}: pass --world-size {found} for a {found}-GPU run"
+        )
+
+
+def _selected(work: spec.Workload, args: argparse.Namespace) -> bool:
+    return not args.workload or work.name in args.workload
+
+
 def _run_teeing_stderr(cmd: list[str], env: dict[str, str], limit_s: float) -> tuple[int | None, str]:
     """Run a runner in its own process group, streaming its stderr live and keeping the tail for the record.
 
@@ -151,7 +174,14 @@ def write_failure(
         started=started,
         hardware=hw,
         config=record.config(
-            suite, work, variant, steps=args.steps, micro_batch=args.micro_batch, world_size=world, overrides=overrides
+            suite,
+            work,
+            variant,
+            steps=args.steps,
+            micro_batch=args.micro_batch,
+            world_size=world,
+            overrides=overrides,
+            sweep_env=sweep_env(args.env),
         ),
         packages=(variant.engine, "numpy", "pyarrow"),
     )
@@ -183,7 +213,9 @@ def run_suite(args: argparse.Namespace) -> int:
     ]
     if not todo:
         raise SystemExit(f"nothing to run: no workload/variant of suite {suite.name} matches the filters")
-    env = os.environ | sweep_env(args.env) | FORCED_ENV
+    swept = sweep_env(args.env)
+    env = os.environ | swept | FORCED_ENV | {"FAIRFIGHT_SWEEP_ENV": ",".join(sorted(swept))}
+    check_devices(suite, args)
     summary = []
     print(f"suite {suite.name}: {len(todo)} run(s) → {args.data_dir}/{suite.name}/", flush=True)
     for i, (work, variant) in enumerate(todo, 1):

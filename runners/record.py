@@ -9,11 +9,12 @@ from typing import Any
 from runners import provenance, spec
 
 
-def variant_label(name: str, overrides: dict[str, Any] | None) -> str:
-    """A variant's name as recorded: with sweep overrides appended, e.g. `ddp-tuned[bucket_cap_mb=100]`."""
-    if not overrides:
-        return name
-    return name + "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(overrides.items())) + "]"
+def variant_label(name: str, overrides: dict[str, Any] | None, sweep_env: dict[str, str] | None = None) -> str:
+    """A variant's name as recorded, with sweep changes appended: `ddp-tuned[bucket_cap_mb=100]`,
+    `ddp-tuned[env:NCCL_MIN_NCHANNELS=32]`."""
+    parts = [f"{k}={json.dumps(v)}" for k, v in sorted((overrides or {}).items())]
+    parts += [f"env:{k}={v}" for k, v in sorted((sweep_env or {}).items())]
+    return f"{name}[{','.join(parts)}]" if parts else name
 
 
 def effective_workload(
@@ -35,6 +36,7 @@ def config(
     micro_batch: int | None = None,
     world_size: int | None = None,
     overrides: dict[str, Any] | None = None,
+    sweep_env: dict[str, str] | None = None,
     settings: dict[str, Any] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
@@ -46,6 +48,8 @@ def config(
         command += f" --{key.replace('_', '-')} {workload[key]}"
     for key, value in sorted((overrides or {}).items()):
         command += f" --set {key}={json.dumps(value)}"
+    for key, value in sorted((sweep_env or {}).items()):
+        command += f" --env {key}={value}"
     return {
         "suite": suite.name,
         "suite_description": suite.description,
@@ -59,6 +63,7 @@ def config(
             "description": variant.description,
             "settings": settings if settings is not None else variant.settings,
             "overrides": overrides or {},
+            "sweep_env": sweep_env or {},
         },
         "derived": {
             "total_params": model.total_params,
@@ -93,7 +98,7 @@ def run_columns(
         "workload": config["workload"]["name"],
         "engine": variant["engine"],
         "engine_version": engine_version,
-        "variant": variant_label(variant["name"], variant["overrides"]),
+        "variant": variant_label(variant["name"], variant["overrides"], variant.get("sweep_env")),
         "tier": variant["tier"],
         "status": status,
         "error": error,

@@ -73,6 +73,7 @@ METRICS = {
     "warmup_s": "s",
     "peak_mem_gib": "GiB",
     "peak_rss_gib": "GiB",
+    "steps_per_s": "steps/s",  # claims and imports, which carry no per-step times
 }
 
 

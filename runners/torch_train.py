@@ -25,6 +25,12 @@ PROCESS_START = time.perf_counter()
 CACHE_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight"))
 
 
+def sweep_env() -> dict[str, str]:
+    """Variables the bench session set for a sweep (`--env`), which it names in FAIRFIGHT_SWEEP_ENV."""
+    names = [n for n in os.environ.get("FAIRFIGHT_SWEEP_ENV", "").split(",") if n]
+    return {n: os.environ[n] for n in names if n in os.environ}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="runners.torch_train", description=__doc__.splitlines()[0])
     p.add_argument("--suite", required=True, help="suite name or path to its TOML file")

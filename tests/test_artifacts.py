@@ -36,3 +36,17 @@ def test_token_stream_has_learnable_structure() -> None:
     table = artifacts.successor_table(512, 0)
     prev, nxt = tokens[..., :-1].ravel(), tokens[..., 1:].ravel()
     assert all(n in table[p] for p, n in zip(prev, nxt, strict=True))  # every transition is one of 4 successors
+
+
+def test_initial_weights_file_is_real_safetensors(tmp_path) -> None:
+    from safetensors.numpy import load_file
+
+    path = artifacts.initial_weights_file(TINY, 0, tmp_path)
+    assert path.name == f"{artifacts.spec_key(TINY, 0)}.safetensors"
+    theirs = load_file(path)  # the reference implementation reads what we wrote
+    ours = artifacts.read_safetensors(path)
+    expected = artifacts.init_weights(TINY, 0)
+    assert sorted(theirs) == sorted(ours) == sorted(expected)
+    assert all(np.array_equal(theirs[k], expected[k]) and np.array_equal(ours[k], expected[k]) for k in expected)
+    mtime = path.stat().st_mtime_ns
+    assert artifacts.initial_weights_file(TINY, 0, tmp_path) == path and path.stat().st_mtime_ns == mtime  # reused

@@ -9,65 +9,80 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from generator import load
+from generator import derive, load
 from runners import schema, spec
 from tests.conftest import run_module
 
 SMOKE = spec.load_suite("cpu-smoke")
 
 
-def _only_file(data: Path) -> Path:
-    files = list(data.rglob("*.parquet"))
-    assert len(files) == 1, files
-    return files[0]
+VARIANTS = ("ddp-fp32-stock", "ddp-amp-stock", "ddp-tuned", "fsdp2-compile")
 
 
-def test_bench_writes_one_valid_record_per_run(bench_data) -> None:
+def _files(data: Path) -> dict[str, Path]:
+    """The bench run's file for each variant."""
+    files = {pq.read_table(p, columns=["variant"])["variant"][0].as_py(): p for p in data.rglob("*.parquet")}
+    assert sorted(files) == sorted(VARIANTS), files
+    return files
+
+
+def test_bench_writes_one_valid_record_per_variant(bench_data) -> None:
     data, proc = bench_data
     assert "summary (steps/s: median [95% interval] over windows)" in proc.stdout
-    assert "ddp-fp32-stock" in proc.stdout and " ok " in proc.stdout
-    path = _only_file(data)
-    table = pq.read_table(path)
-    assert schema.check_table(table) == []
-    rows = table.to_pylist()
-    run = rows[0]
+    for variant in VARIANTS:
+        assert variant in proc.stdout
     work = SMOKE.workloads[0]
-    assert (run["suite"], run["workload"], run["variant"], run["status"]) == (
-        "cpu-smoke",
-        work.name,
-        "ddp-fp32-stock",
-        "ok",
-    )
-    assert run["engine"] == "torch" and run["engine_version"].startswith("2.")
-    assert run["accelerator_count"] == 2 and run["origin"] == "measured"
-    config = json.loads(run["config"])
-    assert config["derived"]["flops_per_token"] == SMOKE.models["gpt-tiny"].flops_per_token(work.seq_len)
-    assert config["variant"]["settings"]["optimizer"] == "adamw"
-    assert json.loads(run["environment"]).get("OMP_NUM_THREADS") == "1"  # set by torchrun, allowlisted
-    hardware = json.loads(run["hardware"])
-    assert hardware["device"] == "cpu" and hardware["cpu_cores"] >= 1
+    first_losses = {}
+    for variant, path in _files(data).items():
+        table = pq.read_table(path)
+        assert schema.check_table(table) == [], variant
+        rows = table.to_pylist()
+        run = rows[0]
+        assert (run["suite"], run["workload"], run["status"]) == ("cpu-smoke", work.name, "ok"), variant
+        assert run["engine"] == "torch" and run["engine_version"].startswith("2.")
+        assert run["accelerator_count"] == 2 and run["origin"] == "measured"
+        config = json.loads(run["config"])
+        assert config["derived"]["flops_per_token"] == SMOKE.models["gpt-tiny"].flops_per_token(work.seq_len)
+        assert config["variant"]["settings"] == SMOKE.variants[variant].settings
+        assert json.loads(run["environment"]).get("OMP_NUM_THREADS") == "1"  # set by torchrun, allowlisted
+        calibration = json.loads(run["calibration"])
+        assert calibration["matmul_flops"] > 0 and calibration["copy_bytes_per_s"] > 0
+        assert calibration["allreduce_busbw_bytes_per_s"] > 0
+        steps = [r for r in rows if r["metric"] == "step_time_s"]
+        assert [r["step"] for r in steps] == list(range(work.steps))
+        assert {r["phase"] for r in steps[: work.warmup_steps]} == {"warmup"}
+        assert {r["phase"] for r in steps[work.warmup_steps :]} == {"steady"}
+        assert all(r["value"] > 0 for r in steps)
+        run_values = {r["metric"]: r["value"] for r in rows if r["phase"] == "run"}
+        assert run_values["steps_completed"] == work.steps
+        assert run_values["startup_s"] > 0 and run_values["warmup_s"] > 0 and run_values["peak_rss_gib"] > 0
+        losses = [r["value"] for r in rows if r["metric"] == "loss"]
+        assert abs(losses[0] - math.log(512)) < 0.3  # random init: about ln(vocab)
+        assert losses[-1] < losses[0] - 0.5, variant  # and it learns the stream's structure
+        first_losses[variant] = losses[0]
+    # same initial weights file, same tokens: every variant starts from the same loss
+    assert max(first_losses.values()) - min(first_losses.values()) < 0.01, first_losses
 
-    steps = [r for r in rows if r["metric"] == "step_time_s"]
-    assert [r["step"] for r in steps] == list(range(work.steps))
-    assert {r["phase"] for r in steps[: work.warmup_steps]} == {"warmup"}
-    assert {r["phase"] for r in steps[work.warmup_steps :]} == {"steady"}
-    assert all(r["value"] > 0 for r in steps)
-    run_values = {r["metric"]: r["value"] for r in rows if r["phase"] == "run"}
-    assert run_values["steps_completed"] == work.steps
-    assert run_values["startup_s"] > 0 and run_values["warmup_s"] > 0 and run_values["peak_rss_gib"] > 0
-    losses = [r["value"] for r in rows if r["metric"] == "loss"]
-    assert abs(losses[0] - math.log(512)) < 0.3  # random init: about ln(vocab)
-    assert losses[-1] < losses[0] - 0.5  # and it learns the stream's structure
 
-
-def test_site_shows_the_run_and_reports_the_corrupt_file(bench_data, built_site: Path) -> None:
+def test_every_variant_passes_loss_parity(bench_data) -> None:
     data, _ = bench_data
-    run_id = _only_file(data).stem
+    loaded = load.load(data)
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    parity = dict(summary.select("variant", "loss_parity_ok").iter_rows())
+    assert parity == dict.fromkeys(VARIANTS, True), summary.select("variant", "loss_first_gap", "loss_max_rel_gap")
+    board = derive.leaderboards(summary)[("cpu-smoke", "train-gpt-tiny-mb4")]
+    assert sorted(board["variant"]) == sorted(VARIANTS)
+    assert board.filter(variant="ddp-fp32-stock")["speedup"].to_list() == [1.0]
+
+
+def test_site_shows_the_runs_and_reports_the_corrupt_file(bench_data, built_site: Path) -> None:
+    data, _ = bench_data
     index = (built_site / "index.html").read_text()
     board = (built_site / "leaderboards" / "cpu-smoke-train-gpt-tiny-mb4.html").read_text()
     assert "cpu-smoke" in index and "train-gpt-tiny-mb4" in index
     assert "1 result file(s) rejected" in index
-    assert run_id in board and "ddp-fp32-stock" in board
+    for path in _files(data).values():
+        assert path.stem in board
     assert 'class="ff-chart"' in board and "application/json" in board
     rejected = (built_site / "rejected.html").read_text()
     assert "corrupt-run.parquet" in rejected and "not a readable Parquet file" in rejected
@@ -83,15 +98,25 @@ def test_failures_are_recorded_and_the_suite_goes_on(tmp_path: Path) -> None:
     over_budget = text.replace("time_budget_s = 300.0", "time_budget_s = 0.001").replace(
         'name = "train-gpt-tiny-mb4"', 'name = "over-budget"'
     )
-    # No GPU here: the runner dies in torch.cuda before it can write anything.
+    # No GPU here, so no NCCL: the runner dies in init_process_group before it can write anything.
     no_gpu = (
         text.split("[[workloads]]")[1]
-        .replace('device = "cpu"', 'device = "cuda"')
+        .replace('dist_backend = "gloo"', 'dist_backend = "nccl"')
         .replace('name = "train-gpt-tiny-mb4"', 'name = "needs-a-gpu"')
     )
     suite = tmp_path / "faults.toml"
     suite.write_text(over_budget + "\n[[workloads]]" + no_gpu)
-    proc = run_module("runners", "bench", "--suite", str(suite), "--data-dir", str(tmp_path / "data"), check=False)
+    proc = run_module(
+        "runners",
+        "bench",
+        "--suite",
+        str(suite),
+        "--variant",
+        "ddp-fp32-stock",
+        "--data-dir",
+        str(tmp_path / "data"),
+        check=False,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     loaded = load.load(tmp_path / "data")
     assert loaded.rejected == []
@@ -107,7 +132,7 @@ def test_failures_are_recorded_and_the_suite_goes_on(tmp_path: Path) -> None:
 
 def test_validate_names_file_row_and_field(bench_data, tmp_path: Path) -> None:
     data, _ = bench_data
-    good = _only_file(data)
+    good = _files(data)["ddp-fp32-stock"]
     table = pq.read_table(good)
     values = table.column("value").to_pylist()
     row = table.column("metric").to_pylist().index("step_time_s", 1)
@@ -119,3 +144,10 @@ def test_validate_names_file_row_and_field(bench_data, tmp_path: Path) -> None:
     proc = run_module("generator.validate", str(bad), check=False)
     assert proc.returncode == 1
     assert f"{bad}: row {row}, field 'value': negative time -1.0 (metric 'step_time_s')" in proc.stdout
+
+
+def test_a_cuda_suite_without_gpus_says_what_to_do(tmp_path: Path) -> None:
+    proc = run_module("runners", "bench", "--suite", "h100", "--data-dir", str(tmp_path), check=False)
+    assert proc.returncode != 0
+    assert "suite h100 needs 2 NVIDIA GPU(s)" in proc.stderr
+    assert not any(tmp_path.iterdir())

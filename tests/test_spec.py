@@ -104,6 +104,13 @@ def test_variant_settings_are_written_out_in_full() -> None:
     for variant in spec.load_variants().values():
         if variant.engine == "torch":
             torch_setup.check_settings(variant)  # raises on a missing or unknown setting
-    bad = spec.Variant(name="x", engine="torch", tier="stock", description="", settings={"lr": 1e-3})
-    with pytest.raises(spec.SpecError, match="missing key"):
+    bad = spec.Variant(name="x", engine="torch", tier="stock", description="", settings={"parallel": "ddp", "lr": 1e-3})
+    with pytest.raises(spec.SpecError, match="missing key 'betas': write every setting out"):
         torch_setup.check_settings(bad)
+    stock = spec.load_variants()["ddp-fp32-stock"]
+    with pytest.raises(spec.SpecError, match="unknown key 'reshard_after_forward'"):
+        torch_setup.check_settings(stock, {"reshard_after_forward": False})  # an FSDP2 setting on DDP
+    with pytest.raises(spec.SpecError, match="key 'precision': 'fp8' is not one of"):
+        torch_setup.check_settings(stock, {"precision": "fp8"})
+    # the stock variants are PyTorch's defaults, written out
+    assert torch_setup.check_settings(stock) == torch_setup.defaults_for("ddp")

@@ -1,0 +1,101 @@
+"""Claims enter as unranked records; a run whose loss departs from its baseline is flagged, not ranked."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from generator import derive, load
+from runners import claims, schema, spec, store
+
+SEED_CLAIMS = spec.SUITES_DIR.parent / "claims" / "seed.toml"
+
+
+def test_seed_claims_import_once_and_are_never_rewritten(tmp_path: Path) -> None:
+    first = claims.import_claims(SEED_CLAIMS, tmp_path)
+    assert [line.split(":")[0] for line in first] == ["seed-sparse-first-2xh100", "seed-pytorch-ddp-stock-2xh100"]
+    again = claims.import_claims(SEED_CLAIMS, tmp_path)
+    assert all("already imported" in line for line in again)
+    loaded = load.load(tmp_path)
+    assert loaded.rejected == []
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    got = dict(summary.select("variant", "steps_per_s").iter_rows())
+    assert got == {"sparse-first-trainer": 21.7, "ddp-stock": 14.1}  # as the seed states them
+    assert set(summary["origin"]) == {"claim"} and set(summary["tier"]) == {"claim"}
+    assert derive.leaderboards(summary) == {}  # claims are never ranked
+
+
+def test_claim_files_are_strict(tmp_path: Path) -> None:
+    bad = tmp_path / "c.toml"
+    bad.write_text(SEED_CLAIMS.read_text().replace("steps_per_s = 21.7", "steps_per_s = 21.7\nspeedup = 1.54"))
+    with pytest.raises(spec.SpecError, match=r"c\.toml: \[\[claims\]\] #1: unknown key 'speedup'"):
+        claims.load_claims(bad)
+
+
+def _training_run(run_id: str, variant: str, losses: list[float], started: datetime) -> schema.pa.Table:
+    work = {
+        "name": "w",
+        "warmup_steps": 2,
+        "window_steps": 4,
+        "steps_requested": len(losses),
+        "micro_batch": 4,
+        "variants": ["base", "fast"],
+        "world_size": 2,
+    }
+    config = {"workload": work, "derived": {"tokens_per_step": 512, "flops_per_token": 1e6}}
+    run = {
+        "run_id": run_id,
+        "suite": "s",
+        "workload": "w",
+        "engine": "torch",
+        "engine_version": "2",
+        "variant": variant,
+        "tier": "stock" if variant == "base" else "tuned",
+        "status": "ok",
+        "error": None,
+        "origin": "measured",
+        "source": None,
+        "started_at": started,
+        "ended_at": started + timedelta(seconds=1),
+        "harness_commit": None,
+        "harness_dirty": None,
+        "accelerator": "cpu",
+        "accelerator_count": 2,
+        "config": json.dumps(config),
+        "hardware": "{}",
+        "software": "{}",
+        "environment": "{}",
+        "calibration": None,
+    }
+    rows = []
+    for step, loss in enumerate(losses):
+        phase = "warmup" if step < 2 else "steady"
+        rows.append(dict(trial=0, step=step, phase=phase, metric="step_time_s", value=0.1, unit="s"))
+        rows.append(dict(trial=0, step=step, phase=phase, metric="loss", value=loss, unit="nats"))
+    rows.append(dict(trial=0, step=None, phase="run", metric="steps_completed", value=float(len(losses)), unit="steps"))
+    return schema.make_table(run, rows)
+
+
+def test_a_departing_loss_curve_is_flagged_and_not_ranked(tmp_path: Path) -> None:
+    t0 = datetime(2026, 11, 29, tzinfo=UTC)
+    base = list(np.linspace(6.2, 4.0, 26))
+    store.write_run(tmp_path, _training_run("base-1", "base", base, t0))
+    within = [base[0]] + [x * 1.01 for x in base[1:]]  # same first loss, then 1% off: within tolerance
+    store.write_run(tmp_path, _training_run("fast-ok", "fast", within, t0))
+    drifting = base[:10] + [x * 1.10 for x in base[10:]]  # same start, then 10% above: another model
+    store.write_run(tmp_path, _training_run("fast-drift", "fast", drifting, t0))
+    loaded = load.load(tmp_path)
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    parity = {r["run_id"]: r for r in summary.to_dicts()}
+    assert parity["base-1"]["loss_parity_ok"] is True
+    assert parity["fast-ok"]["loss_parity_ok"] is True
+    assert parity["fast-drift"]["loss_parity_ok"] is False
+    assert parity["fast-drift"]["loss_max_rel_gap"] == pytest.approx(0.10)
+    board = derive.leaderboards(summary)[("s", "w")]
+    assert sorted(board["run_id"]) == ["base-1", "fast-ok"]
+    assert board.filter(pl.col("run_id") == "base-1")["speedup"].to_list() == [1.0]
