@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -18,7 +19,7 @@ import altair as alt
 import polars as pl
 import yaml
 
-from generator import charts, derive, load, pages
+from generator import catalog_pages, charts, derive, load, pages, run_pages
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,10 +41,6 @@ def vega_bundle(cache_dir: Path) -> str:
     return cached.read_text()
 
 
-def _slug(*parts: str) -> str:
-    return "-".join("".join(c if c.isalnum() or c in "-." else "-" for c in p) for p in parts)
-
-
 def _best(frame: pl.DataFrame, tier: str) -> dict | None:
     rows = frame.filter(pl.col("tier") == tier).sort("rank", "steps_per_s", descending=[False, True])
     return rows.row(0, named=True) if rows.height else None
@@ -58,7 +55,7 @@ def write_pages(loaded: load.Loaded, docs: Path) -> list[dict[str, str]]:
     index_rows, claim_rows, nav = [], [], []
     workloads = summary.select("suite", "workload").unique().sort("suite", "workload").iter_rows()
     for suite, workload in workloads:
-        slug = _slug(suite, workload)
+        slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
         all_runs = summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         board = boards.get((suite, workload), all_runs.clear())
@@ -116,6 +113,8 @@ def write_pages(loaded: load.Loaded, docs: Path) -> list[dict[str, str]]:
         failed_runs=summary.filter(pl.col("status") != "ok").height,
     )
     pages.render(env, "rejected.md.j2", docs / "rejected.md", rejected=loaded.rejected)
+    run_pages.write_run_pages(env, docs, summary, loaded.rows)
+    catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows)
     return nav
 
 
@@ -139,6 +138,10 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
         config["nav"].insert(1, {"Leaderboards": nav})
     config_path = work_dir / "mkdocs.yml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    # Deterministic output: MkDocs stamps pages and the sitemap with the build date unless SOURCE_DATE_EPOCH is
+    # set, so the date is that of the newest record (the same data always gives the same bytes).
+    newest = loaded.runs["ended_at"].max() if loaded.runs.height else None
+    os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if newest else 0)
     mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
     return loaded
 

@@ -81,3 +81,34 @@ def loss_curves(losses: pl.DataFrame) -> alt.Chart:
         )
         .properties(width="container", height=260)
     )
+
+
+def step_samples(samples: pl.DataFrame) -> alt.VConcatChart:
+    """Step time (ms) and loss of every step of one trial, warm-up and steady steps told apart."""
+    data = samples.filter(pl.col("metric").is_in(["step_time_s", "loss"])).select(
+        "step",
+        "phase",
+        pl.when(pl.col("metric") == "step_time_s")
+        .then(pl.col("value") * 1e3)
+        .otherwise(pl.col("value"))
+        .alias("value"),
+        pl.col("metric").replace({"step_time_s": "step time (ms)", "loss": "loss (nats)"}).alias("metric"),
+    )
+    base = alt.Chart(data).encode(
+        x=alt.X("step:Q", title="step"),
+        color=alt.Color("phase:N", scale=alt.Scale(domain=["warmup", "steady"], range=["#d4a017", "#1f6feb"])),
+        tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("phase:N"), alt.Tooltip("value:Q", format=".4g")],
+    )
+    time_panel = (
+        base.transform_filter(alt.datum.metric == "step time (ms)")
+        .mark_point(size=12, filled=True)
+        .encode(y=alt.Y("value:Q", title="step time (ms)", scale=alt.Scale(zero=False, type="log")))
+        .properties(width="container", height=180)
+    )
+    loss_panel = (
+        base.transform_filter(alt.datum.metric == "loss (nats)")
+        .mark_line()
+        .encode(y=alt.Y("value:Q", title="loss (nats)", scale=alt.Scale(zero=False)))
+        .properties(width="container", height=180)
+    )
+    return alt.vconcat(time_panel, loss_panel)

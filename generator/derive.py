@@ -22,6 +22,9 @@ SUMMARY_SCHEMA = {
 }
 
 
+RUN_VALUES = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_gib", "peak_rss_gib", "steps_per_s")
+
+
 def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
     cfg = pl.col("config")
     return runs.with_columns(
@@ -138,13 +141,15 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     runs = _config_fields(runs)
     run_values = (
         rows.filter(pl.col("phase") == "run")
-        .group_by("run_id", "metric")
+        .sort("run_id", "metric", "trial")
+        .group_by("run_id", "metric", maintain_order=True)
         .agg(pl.col("value").first())  # run-level values of the first trial
         .pivot(on="metric", index="run_id", values="value")
     )
-    for name in ("steps_completed", "startup_s", "warmup_s", "peak_mem_gib", "peak_rss_gib", "steps_per_s"):
+    for name in RUN_VALUES:
         if name not in run_values.columns:
             run_values = run_values.with_columns(pl.lit(None, dtype=pl.Float64).alias(name))
+    run_values = run_values.select("run_id", *sorted(set(run_values.columns) - {"run_id"}))  # a fixed order
     run_values = run_values.rename({"steps_per_s": "reported_steps_per_s"})
     losses = (
         rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0)

@@ -6,6 +6,7 @@ field at fault, and the site's "Rejected files" page shows that list.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +28,7 @@ class Rejected:
 @dataclass(slots=True)
 class Loaded:
     runs: pl.DataFrame
-    """One row per run: the run-level columns plus `path`."""
+    """One row per run: the run-level columns plus `path` and the file's `sha256`."""
     rows: pl.DataFrame
     """Every measurement: run_id, trial, step, phase, metric, value, unit."""
     rejected: list[Rejected] = field(default_factory=list)
@@ -38,10 +39,10 @@ def result_files(data_dir: Path) -> list[Path]:
     return sorted(p for p in Path(data_dir).rglob("*.parquet") if not p.name.startswith("."))
 
 
-def read_one(path: Path) -> tuple[pa.Table | None, list[str]]:
-    """Read, upgrade and check one file: (table, []) when good, (None, problems) when not."""
+def read_one(path: Path, content: bytes | None = None) -> tuple[pa.Table | None, list[str]]:
+    """Read (or parse `content` of), upgrade and check one file: (table, []) when good, (None, problems) when not."""
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(pa.BufferReader(Path(path).read_bytes() if content is None else content))
     except Exception as e:  # any unreadable file: truncated, not Parquet, wrong encoding
         return None, [f"not a readable Parquet file: {type(e).__name__}: {e}"]
     try:
@@ -58,12 +59,13 @@ def read_one(path: Path) -> tuple[pa.Table | None, list[str]]:
 
 def load(data_dir: Path) -> Loaded:
     """Load every good result file under data_dir; report the others."""
-    tables, rejected, paths = [], [], []
+    tables, rejected, paths, digests = [], [], [], []
     seen: dict[str, str] = {}
     root = Path(data_dir)
     for path in result_files(root):
         rel = path.relative_to(root.parent).as_posix()
-        table, problems = read_one(path)
+        content = path.read_bytes()
+        table, problems = read_one(path, content)
         if table is not None:
             run_id = table.column("run_id")[0].as_py()
             if run_id in seen:
@@ -75,16 +77,19 @@ def load(data_dir: Path) -> Loaded:
             continue
         tables.append(table)
         paths.append(rel)
+        digests.append(hashlib.sha256(content).hexdigest())
     if not tables:
         empty = pl.from_arrow(schema.SCHEMA.empty_table())
-        runs = empty.select(schema.RUN_COLUMNS).with_columns(path=pl.lit(None, dtype=pl.String))
+        runs = empty.select(schema.RUN_COLUMNS).with_columns(
+            path=pl.lit(None, dtype=pl.String), sha256=pl.lit(None, dtype=pl.String)
+        )
         return Loaded(
             runs=runs,
             rows=empty.select("run_id", "trial", "step", "phase", "metric", "value", "unit"),
             rejected=rejected,
         )
     runs = pl.from_arrow(pa.concat_tables([t.select(schema.RUN_COLUMNS).slice(0, 1) for t in tables])).with_columns(
-        path=pl.Series(paths)
+        path=pl.Series(paths), sha256=pl.Series(digests)
     )
     rows = pl.from_arrow(
         pa.concat_tables([t.select(["run_id", "trial", "step", "phase", "metric", "value", "unit"]) for t in tables])

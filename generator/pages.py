@@ -49,6 +49,21 @@ def chart_html(chart_id: str, chart: alt.Chart) -> str:
     )
 
 
+def pre(value: Any) -> str:
+    """Text for a <pre> block in a raw HTML line: escaped, with newlines as entities so Markdown leaves it whole."""
+    return "".join(_MD_SPECIAL.get(ch, ch) for ch in str(value)).replace("\n", "&#10;")
+
+
+def slug(*parts: str) -> str:
+    """A file-name-safe slug of record values (letters, digits, '-' and '.')."""
+    return "-".join("".join(c if c.isalnum() or c in "-." else "-" for c in p) for p in parts)
+
+
+def run_href(run_id: str) -> str:
+    """Where a run's page lives, relative to the docs root."""
+    return f"runs/{slug(run_id)}.md"
+
+
 def claim_unknowns(config: str) -> str:
     """What a claim's source leaves unsaid, from its record's config."""
     return ", ".join(json.loads(config).get("claim", {}).get("unknown", [])) or "–"
@@ -63,7 +78,15 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         autoescape=False,  # output is Markdown: record text goes through md_text instead
     )
-    env.filters.update(fmt=fmt, pct=pct, text=md_text, claim_unknowns=claim_unknowns)
+    env.filters.update(
+        fmt=fmt,
+        pct=pct,
+        text=md_text,
+        pre=pre,
+        claim_unknowns=claim_unknowns,
+        slug=slug,
+        run_href=run_href,
+    )
     return env
 
 

@@ -54,6 +54,30 @@ def test_every_page_loads_clean_with_charts_and_working_links(served_site: str, 
         page.goto(board, wait_until="networkidle")
         marks = page.locator("#chart-cpu-smoke-train-gpt-tiny-mb4-throughput svg path").count()
         assert marks > 0
+        _check_sort_and_filter(page)
         browser.close()
     assert errors == []
     assert external == [], f"requests that left the site: {sorted({urlparse(u).netloc for u in external})}"
+
+
+def _column(page, table, index: int) -> list[str]:
+    return [c.strip() for c in table.locator(f"tbody tr:not([hidden]) td:nth-child({index})").all_inner_texts()]
+
+
+def _check_sort_and_filter(page) -> None:
+    """The ranking table sorts numerically by a clicked header and filters rows by typed text."""
+    table = page.locator(".ff-table table").first
+    headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
+    steps_col = headers.index("Steps/s") + 1
+    variant_col = headers.index("Variant") + 1
+    header = table.locator("thead th").nth(steps_col - 1)
+    header.click()
+    ascending = [float(v.replace(",", "")) for v in _column(page, table, steps_col)]
+    assert ascending == sorted(ascending) and len(ascending) == 4
+    header.click()
+    descending = [float(v.replace(",", "")) for v in _column(page, table, steps_col)]
+    assert descending == sorted(ascending, reverse=True)
+    page.locator(".ff-filter").first.fill("fsdp2")
+    assert _column(page, table, variant_col) == ["fsdp2-compile"]
+    page.locator(".ff-filter").first.fill("")
+    assert len(_column(page, table, variant_col)) == 4

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -84,6 +86,17 @@ def test_site_shows_the_runs_and_reports_the_corrupt_file(bench_data, built_site
     for path in _files(data).values():
         assert path.stem in board
     assert 'class="ff-chart"' in board and "application/json" in board
+    for variant, path in _files(data).items():  # a page per run, with the file's hash and its settings
+        run_page = (built_site / "runs" / f"{path.stem}.html").read_text()
+        assert hashlib.sha256(path.read_bytes()).hexdigest() in run_page
+        assert "python -m runners bench --suite cpu-smoke" in run_page and variant in run_page
+        assert f'href="../runs/{path.stem}.html"' in board
+    for name in ("runs.parquet", "runs.csv", "samples.parquet", "samples.csv"):
+        assert (built_site / "downloads" / name).stat().st_size > 0
+    samples = pl.read_parquet(built_site / "downloads" / "samples.parquet")
+    assert samples.filter(pl.col("metric") == "step_time_s").height == 4 * SMOKE.workloads[0].steps
+    for page in ("claims", "failures", "hardware", "engines", "downloads", "methodology"):
+        assert (built_site / f"{page}.html").exists(), page
     rejected = (built_site / "rejected.html").read_text()
     assert "corrupt-run.parquet" in rejected and "not a readable Parquet file" in rejected
     assert (built_site / "assets" / "js" / "vega.js").stat().st_size > 100_000  # served by the site itself
@@ -151,3 +164,14 @@ def test_a_cuda_suite_without_gpus_says_what_to_do(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "suite h100 needs 2 NVIDIA GPU(s)" in proc.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_the_same_data_gives_a_byte_identical_site(bench_data, built_site: Path, tmp_path: Path) -> None:
+    """Build again from the same files (the corrupt one included) and compare every byte."""
+    data = built_site.parent / "data"
+    again = tmp_path / "site"
+    run_module("generator.build", "--data", str(data), "--out", str(again), "--work", str(tmp_path / "build"))
+    first = {p.relative_to(built_site): p.read_bytes() for p in built_site.rglob("*") if p.is_file()}
+    second = {p.relative_to(again): p.read_bytes() for p in again.rglob("*") if p.is_file()}
+    assert sorted(first) == sorted(second)
+    assert [k for k in first if first[k] != second[k]] == []

@@ -1,0 +1,180 @@
+"""The catalogue pages around the leaderboards: claims (with a plausibility check), failures, hardware and
+calibration, engines, and downloads of everything (Parquet and CSV)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import altair as alt
+import jinja2
+import polars as pl
+
+from generator import pages
+from generator.run_pages import run_href
+from runners import metrics
+
+TOKENS_PER_STEP = [2**k for k in range(9, 18)]  # 512 … 131072: every plausible global batch for this model
+PRECISIONS = ("bf16", "tf32", "fp32")
+
+
+def plausibility(claim: dict, flops_per_token: float) -> pl.DataFrame:
+    """The MFU a claimed steps/s implies at each tokens-per-step, against each datasheet peak of its hardware."""
+    out = []
+    for precision in PRECISIONS:
+        peak = metrics.datasheet_peak_flops(claim["accelerator"], precision)
+        if peak is None:
+            continue
+        for tokens in TOKENS_PER_STEP:
+            implied = metrics.mfu(flops_per_token, claim["steps_per_s"] * tokens, peak, claim["accelerator_count"])
+            out.append((claim["variant"], precision, tokens, implied))
+    schema = {"claim": pl.String, "precision": pl.String, "tokens_per_step": pl.Int64, "implied_mfu": pl.Float64}
+    return pl.DataFrame(out, schema=schema, orient="row")
+
+
+def plausibility_chart(curves: pl.DataFrame, our_best: dict[str, float]) -> alt.LayerChart:
+    """Implied MFU against tokens per step (log-log), with the physical limit and our best measured MFU at each
+    precision (same colour as that precision's curve)."""
+    base = alt.Chart(curves).encode(
+        x=alt.X("tokens_per_step:Q", scale=alt.Scale(type="log", base=2), title="tokens per step (not stated)"),
+        y=alt.Y("implied_mfu:Q", scale=alt.Scale(type="log"), title="implied MFU (fraction of datasheet peak)"),
+        color=alt.Color("precision:N", title="if it ran in"),
+        strokeDash=alt.StrokeDash("claim:N", title="claim"),
+        tooltip=[
+            alt.Tooltip("claim:N"),
+            alt.Tooltip("precision:N"),
+            alt.Tooltip("tokens_per_step:Q"),
+            alt.Tooltip("implied_mfu:Q", format=".1%"),
+        ],
+    )
+    lines = base.mark_line(point=True)
+    limit = (
+        alt.Chart(alt.Data(values=[{"label": "physical limit (100% of peak)", "mfu": 1.0}]))
+        .mark_rule(color="black", strokeWidth=2)
+        .encode(y="mfu:Q", tooltip=[alt.Tooltip("label:N"), alt.Tooltip("mfu:Q", format=".0%")])
+    )
+    best = pl.DataFrame(
+        {"precision": list(our_best), "mfu": list(our_best.values())},
+        schema={"precision": pl.String, "mfu": pl.Float64},
+    )
+    rules = (
+        alt.Chart(best)
+        .mark_rule(strokeDash=[4, 3])
+        .encode(
+            y="mfu:Q",
+            color=alt.Color("precision:N"),
+            tooltip=[alt.Tooltip("precision:N", title="our best measured, in"), alt.Tooltip("mfu:Q", format=".1%")],
+        )
+    )
+    return (lines + limit + rules).properties(width="container", height=320)
+
+
+def write_catalog_pages(env: jinja2.Environment, docs: Path, summary: pl.DataFrame, loaded_rows: pl.DataFrame) -> None:
+    measured = summary.filter(pl.col("origin") == "measured")
+    claims = summary.filter(pl.col("origin") == "claim").sort("run_id").to_dicts()
+    claim_sections = []
+    for claim in claims:
+        ours = measured.filter((pl.col("suite") == claim["suite"]) & (pl.col("workload") == claim["workload"]))
+        if not ours.height:
+            continue
+        flops = ours["flops_per_token"][0]
+        best = (
+            ours.filter(pl.col("mfu_datasheet").is_not_null())
+            .sort("mfu_datasheet", descending=True)
+            .group_by("compute_precision", maintain_order=True)
+            .first()
+        )
+        our_best = dict(best.select("compute_precision", "mfu_datasheet").iter_rows())
+        best_runs = {r["compute_precision"]: r for r in best.to_dicts()}
+        curves = plausibility(claim, flops)
+        at_our_shape = curves.filter(pl.col("tokens_per_step") == int(ours["tokens_per_step"][0])).with_columns(
+            our_best=pl.col("precision").replace_strict(our_best, default=None, return_dtype=pl.Float64),
+            our_best_variant=pl.col("precision").replace_strict(
+                {p: r["variant"] for p, r in best_runs.items()}, default=None, return_dtype=pl.String
+            ),
+            our_best_href=pl.col("precision").replace_strict(
+                {p: run_href(r["run_id"]) for p, r in best_runs.items()}, default=None, return_dtype=pl.String
+            ),
+        )
+        claim_sections.append(
+            dict(
+                claim=claim,
+                flops_per_token=flops,
+                our_tokens_per_step=int(ours["tokens_per_step"][0]),
+                at_our_shape=at_our_shape.to_dicts(),
+                accelerator=ours["accelerator"][0],
+                chart=pages.chart_html(
+                    f"chart-claim-{pages.slug(claim['run_id'])}", plausibility_chart(curves, our_best)
+                ),
+            )
+        )
+    pages.render(env, "claims.md.j2", docs / "claims.md", sections=claim_sections)
+    failures = (
+        summary.filter(pl.col("status") != "ok")
+        .sort("started_at", descending=True)
+        .with_columns(
+            error_short=pl.col("error").fill_null("").str.strip_chars().str.split("\n").list.last().str.slice(0, 200),
+            href=pl.col("run_id").map_elements(run_href, return_dtype=pl.String),
+        )
+    )
+    pages.render(env, "failures.md.j2", docs / "failures.md", failures=failures.to_dicts())
+    hardware = (
+        measured.filter(pl.col("calibrated_matmul_flops").is_not_null())
+        .with_columns(
+            copy=pl.col("calibration").str.json_path_match("$.copy_bytes_per_s").cast(pl.Float64),
+            busbw=pl.col("calibration").str.json_path_match("$.allreduce_busbw_bytes_per_s").cast(pl.Float64),
+            interconnect=pl.col("hardware").str.json_path_match("$.interconnect"),
+            driver=pl.col("hardware").str.json_path_match("$.driver"),
+            cuda=pl.col("hardware").str.json_path_match("$.cuda"),
+        )
+        .group_by("accelerator", "accelerator_count", "compute_precision", "interconnect", "driver", "cuda")
+        .agg(
+            runs=pl.len(),
+            matmul_median=pl.col("calibrated_matmul_flops").median(),
+            matmul_min=pl.col("calibrated_matmul_flops").min(),
+            matmul_max=pl.col("calibrated_matmul_flops").max(),
+            copy_median=pl.col("copy").median(),
+            busbw_median=pl.col("busbw").median(),
+        )
+        .sort("accelerator", "accelerator_count", "compute_precision")
+    )
+    peaks = [
+        {"device": device, **{p: peaks.get(p) for p in PRECISIONS}}
+        for device, peaks in metrics.DATASHEET_PEAK_FLOPS.items()
+    ]
+    pages.render(env, "hardware.md.j2", docs / "hardware.md", rows=hardware.to_dicts(), peaks=peaks)
+    engines = (
+        summary.group_by("engine", "engine_version", "origin")
+        .agg(runs=pl.len(), variants=pl.col("variant").unique().sort())
+        .sort("engine", "engine_version", "origin")
+    )
+    pages.render(env, "engines.md.j2", docs / "engines.md", engines=engines.to_dicts())
+    write_downloads(env, docs, summary, loaded_rows)
+
+
+def write_downloads(env: jinja2.Environment, docs: Path, summary: pl.DataFrame, rows: pl.DataFrame) -> None:
+    """Everything as files: per-run summary and every measurement row, each as Parquet and as CSV."""
+    out = docs / "downloads"
+    out.mkdir(parents=True, exist_ok=True)
+    flat = summary.select(
+        [c for c, t in summary.schema.items() if not isinstance(t, pl.List | pl.Struct | pl.Object)]
+    ).sort("run_id")
+    keys = summary.select(
+        "run_id", "suite", "workload", "variant", "tier", "origin", "accelerator", "accelerator_count"
+    )
+    samples = rows.join(keys, on="run_id").sort("run_id", "trial", "step", "metric", nulls_last=True)
+    files = []
+    for name, frame in (("runs", flat), ("samples", samples)):
+        for fmt in ("parquet", "csv"):
+            path = out / f"{name}.{fmt}"
+            if fmt == "parquet":
+                frame.write_parquet(path, compression="zstd", statistics=False)
+            else:
+                frame.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ")).write_csv(path)
+            data = path.read_bytes()
+            files.append(
+                dict(name=path.name, rows=frame.height, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+            )
+    columns = {name: json.dumps(str(dtype)) for name, dtype in flat.schema.items()}
+    pages.render(env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns)
