@@ -46,7 +46,7 @@ def _best(frame: pl.DataFrame, tier: str) -> dict | None:
     return rows.row(0, named=True) if rows.height else None
 
 
-def write_pages(loaded: load.Loaded, docs: Path) -> list[dict[str, str]]:
+def write_pages(loaded: load.Loaded, docs: Path, chart_sink: pages.Charts) -> list[dict[str, str]]:
     """Render every generated page into `docs`; returns the leaderboard nav entries."""
     env = pages.environment()
     alt.theme.enable(charts.THEME)
@@ -71,6 +71,7 @@ def write_pages(loaded: load.Loaded, docs: Path) -> list[dict[str, str]]:
             .join(measured.select("run_id", "variant"), on="run_id")
             .sort("run_id", "step")
         )
+        has_mfu = board.height > 0 and board.select(pl.col("mfu_calibrated").is_not_null().any()).item()
         pages.render(
             env,
             "leaderboard.md.j2",
@@ -83,10 +84,15 @@ def write_pages(loaded: load.Loaded, docs: Path) -> list[dict[str, str]]:
             flagged=flagged.to_dicts(),
             failures=failures.to_dicts(),
             tolerance={"first": metrics.LOSS_PARITY_FIRST_STEP_NATS, "rel": metrics.LOSS_PARITY_REL_TOL},
-            throughput_chart=pages.chart_html(f"chart-{slug}-throughput", charts.throughput(board))
+            throughput_chart=chart_sink.html(f"chart-{slug}-throughput", charts.throughput(board), depth=1)
+            + "\n\n"
+            + chart_sink.html(f"chart-{slug}-speedup", charts.speedup(board), depth=1)
+            + ("\n\n" + chart_sink.html(f"chart-{slug}-mfu", charts.mfu(board), depth=1) if has_mfu else "")
             if board.height
             else "",
-            loss_chart=pages.chart_html(f"chart-{slug}-loss", charts.loss_curves(losses)) if losses.height else "",
+            loss_chart=chart_sink.html(f"chart-{slug}-loss", charts.loss_curves(losses), depth=1)
+            if losses.height
+            else "",
         )
         best = board.row(0, named=True) if board.height else None
         index_rows.append(
@@ -113,8 +119,8 @@ def write_pages(loaded: load.Loaded, docs: Path) -> list[dict[str, str]]:
         failed_runs=summary.filter(pl.col("status") != "ok").height,
     )
     pages.render(env, "rejected.md.j2", docs / "rejected.md", rejected=loaded.rejected)
-    run_pages.write_run_pages(env, docs, summary, loaded.rows)
-    catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows)
+    run_pages.write_run_pages(env, docs, summary, loaded.rows, chart_sink)
+    catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink)
     return nav
 
 
@@ -132,7 +138,7 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     shutil.copytree(SITE_SRC / "docs", docs)
     shutil.copytree(SITE_SRC / "assets", docs / "assets")
     (docs / "assets" / "js" / "vega.js").write_text(vega_bundle(work_dir / "cache"))
-    nav = write_pages(loaded, docs)
+    nav = write_pages(loaded, docs, pages.Charts(docs, work_dir / "cache" / "svg"))
     config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
     if nav:
         config["nav"].insert(1, {"Leaderboards": nav})

@@ -70,7 +70,9 @@ def plausibility_chart(curves: pl.DataFrame, our_best: dict[str, float]) -> alt.
     return (lines + limit + rules).properties(width="container", height=320)
 
 
-def write_catalog_pages(env: jinja2.Environment, docs: Path, summary: pl.DataFrame, loaded_rows: pl.DataFrame) -> None:
+def write_catalog_pages(
+    env: jinja2.Environment, docs: Path, summary: pl.DataFrame, loaded_rows: pl.DataFrame, chart_sink: pages.Charts
+) -> None:
     measured = summary.filter(pl.col("origin") == "measured")
     claims = summary.filter(pl.col("origin") == "claim").sort("run_id").to_dicts()
     claim_sections = []
@@ -104,7 +106,7 @@ def write_catalog_pages(env: jinja2.Environment, docs: Path, summary: pl.DataFra
                 our_tokens_per_step=int(ours["tokens_per_step"][0]),
                 at_our_shape=at_our_shape.to_dicts(),
                 accelerator=ours["accelerator"][0],
-                chart=pages.chart_html(
+                chart=chart_sink.html(
                     f"chart-claim-{pages.slug(claim['run_id'])}", plausibility_chart(curves, our_best)
                 ),
             )

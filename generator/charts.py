@@ -112,3 +112,54 @@ def step_samples(samples: pl.DataFrame) -> alt.VConcatChart:
         .properties(width="container", height=180)
     )
     return alt.vconcat(time_panel, loss_panel)
+
+
+def speedup(board: pl.DataFrame) -> alt.Chart:
+    """Median speedup of each ranked run over its stock baseline on the same hardware (1× = the baseline)."""
+    data = board.filter(pl.col("speedup").is_not_null()).select(
+        pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+        "tier",
+        "speedup",
+        pl.format("{} × {}, µbatch {}", "accelerator_count", "accelerator", "micro_batch").alias("hardware"),
+    )
+    bars = (
+        alt.Chart(data)
+        .mark_bar(opacity=0.85)
+        .encode(
+            y=alt.Y("run:N", sort="-x", title=None),
+            x=alt.X("speedup:Q", title="speedup over the stock baseline (×, medians)"),
+            color=alt.Color(
+                "tier:N", scale=alt.Scale(domain=list(TIER_COLORS), range=list(TIER_COLORS.values())), title="tier"
+            ),
+            tooltip=[alt.Tooltip("run:N"), alt.Tooltip("hardware:N"), alt.Tooltip("speedup:Q", format=".3g")],
+        )
+    )
+    one = alt.Chart(alt.Data(values=[{"x": 1.0}])).mark_rule(color="black").encode(x="x:Q")
+    return (bars + one).properties(width="container", height=alt.Step(22))
+
+
+def mfu(board: pl.DataFrame) -> alt.Chart:
+    """Each run's MFU against the datasheet and the calibrated peak, beside the 100% physical limit."""
+    data = (
+        board.select(
+            pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+            pl.col("mfu_datasheet").alias("datasheet peak"),
+            pl.col("mfu_calibrated").alias("calibrated peak"),
+        )
+        .unpivot(index="run", variable_name="against", value_name="mfu")
+        .filter(pl.col("mfu").is_not_null())
+    )
+    points = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=60)
+        .encode(
+            y=alt.Y("run:N", sort="-x", title=None),
+            x=alt.X(
+                "mfu:Q", title="model FLOPs utilisation", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])
+            ),
+            color=alt.Color("against:N", title="against"),
+            shape=alt.Shape("against:N", title="against"),
+            tooltip=[alt.Tooltip("run:N"), alt.Tooltip("against:N"), alt.Tooltip("mfu:Q", format=".1%")],
+        )
+    )
+    return points.properties(width="container", height=alt.Step(22))

@@ -5,6 +5,7 @@ Every generated page is declared in one place (`build.py` calls these functions)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -39,14 +40,49 @@ def md_text(value: Any) -> str:
     return "".join(_MD_SPECIAL.get(ch, ch) for ch in str(value)).replace("\n", " ")
 
 
-def chart_html(chart_id: str, chart: alt.Chart) -> str:
-    """A chart placeholder plus its spec as inert JSON; assets/js/charts.js renders it with the local vega."""
-    spec = json.dumps(chart.to_dict(), sort_keys=True, separators=(",", ":"))
-    spec = spec.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return (
-        f'<div class="ff-chart" id="{chart_id}" data-spec="{chart_id}-spec"></div>\n'
-        f'<script type="application/json" id="{chart_id}-spec">{spec}</script>'
-    )
+class Charts:
+    """Places charts on pages: an inert JSON spec rendered by the local vega bundle (assets/js/charts.js), plus a
+    static SVG for readers without JavaScript, made offline by vl-convert and cached by the spec's hash."""
+
+    def __init__(self, docs: Path, cache: Path) -> None:
+        self.out = docs / "assets" / "charts"
+        self.cache = cache
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.cache.mkdir(parents=True, exist_ok=True)
+
+    def svg(self, spec: dict[str, Any]) -> bytes:
+        import vl_convert
+
+        key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+        cached = self.cache / f"{key}.svg"
+        if not cached.exists():
+            tmp = cached.with_suffix(".tmp")
+            tmp.write_text(vl_convert.vegalite_to_svg(_fixed_width(spec)))
+            tmp.replace(cached)
+        return cached.read_bytes()
+
+    def html(self, chart_id: str, chart: alt.TopLevelMixin, depth: int = 0) -> str:
+        spec = chart.to_dict()
+        svg_name = f"{chart_id}.svg"
+        (self.out / svg_name).write_bytes(self.svg(spec))
+        text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+        text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        src = "../" * depth + f"assets/charts/{svg_name}"
+        return (
+            f'<div class="ff-chart" id="{chart_id}" data-spec="{chart_id}-spec">'
+            f'<noscript><img src="{src}" alt="chart (static SVG)"></noscript></div>\n'
+            f'<script type="application/json" id="{chart_id}-spec">{text}</script>\n'
+            f'<p class="ff-chart-svg"><a href="{src}">Static SVG of this chart</a></p>'
+        )
+
+
+def _fixed_width(spec: Any, width: int = 720) -> Any:
+    """The spec with every `"width": "container"` made concrete, for rendering outside a page."""
+    if isinstance(spec, dict):
+        return {k: (width if k == "width" and v == "container" else _fixed_width(v, width)) for k, v in spec.items()}
+    if isinstance(spec, list):
+        return [_fixed_width(v, width) for v in spec]
+    return spec
 
 
 def pre(value: Any) -> str:

@@ -43,7 +43,9 @@ def _flat(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix.rstrip("."), json.dumps(obj) if not isinstance(obj, str) else obj)]
 
 
-def write_run_pages(env: jinja2.Environment, docs: Path, summary: pl.DataFrame, rows: pl.DataFrame) -> list[str]:
+def write_run_pages(
+    env: jinja2.Environment, docs: Path, summary: pl.DataFrame, rows: pl.DataFrame, chart_sink: pages.Charts
+) -> list[str]:
     """Render `runs/<run_id>.md` for every run; returns their paths relative to docs."""
     written = []
     samples = rows.filter(pl.col("step").is_not_null()).partition_by("run_id", as_dict=True)
@@ -54,7 +56,7 @@ def write_run_pages(env: jinja2.Environment, docs: Path, summary: pl.DataFrame, 
         step_chart = ""
         if run_rows is not None and run_rows.height:
             chart = charts.step_samples(run_rows.filter(pl.col("trial") == 0))
-            step_chart = pages.chart_html(f"chart-run-{pages.slug(run_id)}", chart)
+            step_chart = chart_sink.html(f"chart-run-{pages.slug(run_id)}", chart, depth=1)
         href = run_href(run_id)
         pages.render(
             env,
