@@ -87,6 +87,15 @@ def bench_h100(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def release(session: nox.Session) -> None:
+    """Freeze data/ into an immutable edition: `nox -s release -- NAME` writes data/editions/NAME.json."""
+    if len(session.posargs) != 1:
+        session.error("name the edition: nox -s release -- 2026-12")
+    _install(session, "site")
+    session.run("python", "-m", "generator.editions", "release", *session.posargs)
+
+
+@nox.session(default=False)
 def validate(session: nox.Session) -> None:
     """Check result files against the schema (all of data/ by default, or the files given after --)."""
     _install(session, "site")

@@ -19,7 +19,7 @@ import altair as alt
 import polars as pl
 import yaml
 
-from generator import catalog_pages, charts, derive, load, pages, run_pages
+from generator import catalog_pages, charts, derive, editions, load, pages, run_pages
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,12 +42,16 @@ def vega_bundle(cache_dir: Path) -> str:
 
 
 def _best(frame: pl.DataFrame, tier: str) -> dict | None:
+    if "rank" not in frame.columns:  # no ranked run on this workload (claims alone, say)
+        return None
     rows = frame.filter(pl.col("tier") == tier).sort("rank", "steps_per_s", descending=[False, True])
     return rows.row(0, named=True) if rows.height else None
 
 
-def write_pages(loaded: load.Loaded, docs: Path, chart_sink: pages.Charts) -> list[dict[str, str]]:
-    """Render every generated page into `docs`; returns the leaderboard nav entries."""
+def write_pages(
+    loaded: load.Loaded, docs: Path, chart_sink: pages.Charts, data_dir: Path
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """Render every generated page into `docs`; returns the leaderboard and edition nav entries."""
     env = pages.environment()
     alt.theme.enable(charts.THEME)
     summary = derive.run_summary(loaded.runs, loaded.rows)
@@ -119,9 +123,10 @@ def write_pages(loaded: load.Loaded, docs: Path, chart_sink: pages.Charts) -> li
         failed_runs=summary.filter(pl.col("status") != "ok").height,
     )
     pages.render(env, "rejected.md.j2", docs / "rejected.md", rejected=loaded.rejected)
+    nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
     run_pages.write_run_pages(env, docs, summary, loaded.rows, chart_sink)
     catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink)
-    return nav
+    return nav, nav_editions
 
 
 def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
@@ -138,10 +143,11 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     shutil.copytree(SITE_SRC / "docs", docs)
     shutil.copytree(SITE_SRC / "assets", docs / "assets")
     (docs / "assets" / "js" / "vega.js").write_text(vega_bundle(work_dir / "cache"))
-    nav = write_pages(loaded, docs, pages.Charts(docs, work_dir / "cache" / "svg"))
+    nav, nav_editions = write_pages(loaded, docs, pages.Charts(docs, work_dir / "cache" / "svg"), data_dir)
     config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
     if nav:
         config["nav"].insert(1, {"Leaderboards": nav})
+    config["nav"].insert(-1, {"Editions": ["editions.md", *nav_editions]})
     config_path = work_dir / "mkdocs.yml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     # Deterministic output: MkDocs stamps pages and the sitemap with the build date unless SOURCE_DATE_EPOCH is

@@ -1,0 +1,138 @@
+"""Editions: frozen snapshots of the dataset, each a manifest of run ids and the sha256 of their files.
+
+    python -m generator.editions release NAME [--data data]
+
+writes `data/editions/NAME.json` once (an existing edition is never rewritten). The site shows every edition
+with its own leaderboards, and the changelog between consecutive editions. Because result files are
+append-only, an edition's runs stay on the site forever; a file whose bytes no longer match its edition's
+sha256 is reported on the edition's page, never silently used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from generator import load
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Edition:
+    name: str
+    created_at: str
+    runs: dict[str, str]
+    """run_id -> sha256 of its result file when the edition was made."""
+
+
+def editions_dir(data_dir: Path) -> Path:
+    return Path(data_dir) / "editions"
+
+
+def release(name: str, data_dir: Path, now: datetime | None = None) -> Path:
+    """Freeze every good result file under data_dir into a new edition manifest."""
+    if not NAME.match(name):
+        raise SystemExit(f"edition name {name!r}: use letters, digits, '.', '_' and '-' (at most 64)")
+    path = editions_dir(data_dir) / f"{name}.json"
+    if path.exists():
+        raise SystemExit(f"edition {name!r} exists ({path}); editions are never rewritten: choose a new name")
+    loaded = load.load(data_dir)
+    if loaded.rejected:
+        listed = "; ".join(f"{r.path}: {r.problems[0]}" for r in loaded.rejected)
+        raise SystemExit(f"refusing to release with rejected files (fix or remove them first): {listed}")
+    runs = dict(sorted(loaded.runs.select("run_id", "sha256").iter_rows()))
+    manifest = {
+        "name": name,
+        "created_at": (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "runs": [{"run_id": r, "sha256": h} for r, h in runs.items()],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def read_editions(data_dir: Path) -> list[Edition]:
+    """Every edition, oldest first."""
+    out = []
+    for path in sorted(editions_dir(data_dir).glob("*.json")):
+        raw = json.loads(path.read_text())
+        out.append(Edition(raw["name"], raw["created_at"], {r["run_id"]: r["sha256"] for r in raw["runs"]}))
+    return sorted(out, key=lambda e: (e.created_at, e.name))
+
+
+def changelog(previous: Edition | None, current: dict[str, str]) -> dict[str, list[str]]:
+    """Runs added, removed and changed (different bytes) from `previous` to `current` (run_id -> sha256)."""
+    before = previous.runs if previous else {}
+    return {
+        "added": sorted(set(current) - set(before)),
+        "removed": sorted(set(before) - set(current)),
+        "changed": sorted(r for r in set(before) & set(current) if before[r] != current[r]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m generator.editions", description="Freeze the dataset into an edition.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("release", help="write data/editions/NAME.json from every good result file")
+    r.add_argument("name")
+    r.add_argument("--data", type=Path, default=ROOT / "data")
+    args = p.parse_args(argv)
+    path = release(args.name, args.data)
+    print(f"edition {args.name}: {len(json.loads(path.read_text())['runs'])} run(s) frozen in {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def write_pages(env, docs: Path, loaded: load.Loaded, summary, data_dir: Path) -> list[dict[str, str]]:
+    """The editions index (with changelogs) and one frozen page per edition; returns nav entries."""
+    import polars as pl
+
+    from generator import derive, pages
+
+    editions = read_editions(data_dir)
+    current = dict(summary.select("run_id", "sha256").iter_rows())
+    entries, previous, nav = [], None, []
+    for edition in editions:
+        ids = list(edition.runs)
+        runs = loaded.runs.filter(pl.col("run_id").is_in(ids))
+        frozen = derive.run_summary(runs, loaded.rows.filter(pl.col("run_id").is_in(ids)))
+        problems = [f"{r}: result file missing" for r in ids if r not in current]
+        problems += [
+            f"{r}: result file changed since the edition" for r in ids if r in current and current[r] != edition.runs[r]
+        ]
+        boards = [
+            {"suite": s, "workload": w, "rows": b.to_dicts()}
+            for (s, w), b in sorted(derive.leaderboards(frozen).items())
+        ]
+        href = f"editions/{pages.slug(edition.name)}.md"
+        log = changelog(previous, edition.runs)
+        pages.render(
+            env,
+            "edition.md.j2",
+            docs / href,
+            edition=edition,
+            boards=boards,
+            problems=problems,
+            log=log,
+            previous=previous,
+        )
+        entries.append({"edition": edition, "href": href, "log": log, "runs": len(ids), "problems": len(problems)})
+        nav.append({edition.name: href})
+        previous = edition
+    pending = changelog(previous, current)
+    pages.render(
+        env, "editions.md.j2", docs / "editions.md", entries=list(reversed(entries)), pending=pending, latest=previous
+    )
+    return nav

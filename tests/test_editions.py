@@ -1,0 +1,45 @@
+"""Editions: frozen manifests that are never rewritten, changelogs between them, integrity on the site."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from generator import editions
+from runners import claims, spec
+from tests.conftest import run_module
+
+
+def test_release_freezes_runs_and_changelog_and_integrity_show_on_the_site(bench_data, tmp_path: Path) -> None:
+    source, _ = bench_data
+    data = tmp_path / "data"
+    shutil.copytree(source, data)
+    first = editions.release("e1", data)
+    manifest = json.loads(first.read_text())
+    assert len(manifest["runs"]) == 4 and all(len(r["sha256"]) == 64 for r in manifest["runs"])
+    with pytest.raises(SystemExit, match="never rewritten"):
+        editions.release("e1", data)
+    assert json.loads(first.read_text()) == manifest  # untouched
+    claims.import_claims(spec.SUITES_DIR.parent / "claims" / "seed.toml", data)
+    editions.release("e2", data)
+    e1, e2 = editions.read_editions(data)
+    assert editions.changelog(e1, e2.runs)["added"] == sorted(e2.runs.keys() - e1.runs.keys())
+    assert len(editions.changelog(e1, e2.runs)["added"]) == 2
+    # the same run's bytes change (recompressed): the editions that froze it must say so
+    victim = next((data / "cpu-smoke").glob("*.parquet"))
+    pq.write_table(pq.read_table(victim), victim, compression="gzip")
+    run_module("generator.build", "--data", str(data), "--out", str(tmp_path / "site"), "--work", str(tmp_path / "b"))
+    index = (tmp_path / "site" / "editions.html").read_text()
+    assert "e1" in index and "e2" in index
+    page = (tmp_path / "site" / "editions" / "e1.html").read_text()
+    assert f"{victim.stem}: result file changed since the edition" in page
+    assert "cpu-smoke · train-gpt-tiny-mb4" in page
+
+
+def test_edition_names_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="edition name"):
+        editions.release("../escape", tmp_path)
