@@ -54,6 +54,7 @@ def write_pages(
     """Render every generated page into `docs`; returns the leaderboard and edition nav entries."""
     env = pages.environment()
     alt.theme.enable(charts.THEME)
+    alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
     summary = derive.run_summary(loaded.runs, loaded.rows)
     boards = derive.leaderboards(summary)
     index_rows, claim_rows, nav = [], [], []
@@ -70,9 +71,15 @@ def write_pages(
             error_short=pl.col("error").fill_null("").str.strip_chars().str.split("\n").list.last().str.slice(0, 200)
         )
         config = json.loads(measured["config"][0]) if measured.height else None
+        # One curve per variant (its latest run), as means over timing windows: the page stays light however
+        # many runs a workload has; every run's own curve is on its run page.
+        latest = measured.sort("started_at").group_by("variant", maintain_order=True).last()
         losses = (
             loaded.rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0)
-            .join(measured.select("run_id", "variant"), on="run_id")
+            .join(latest.select("run_id", "variant", "window_steps"), on="run_id")
+            .with_columns(step=(pl.col("step") // pl.col("window_steps")) * pl.col("window_steps"))
+            .group_by("run_id", "variant", "step")
+            .agg(pl.col("value").mean())
             .sort("run_id", "step")
         )
         has_mfu = board.height > 0 and board.select(pl.col("mfu_calibrated").is_not_null().any()).item()

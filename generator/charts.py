@@ -64,7 +64,7 @@ def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str =
 
 
 def loss_curves(losses: pl.DataFrame) -> alt.Chart:
-    """Loss per step of trial 0 for each run: same weights and data, so the curves should lie on each other."""
+    """Loss against step for each run given (window means): same weights and data, so the curves should agree."""
     data = losses.select(
         pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
         "step",
