@@ -49,13 +49,10 @@ def _best(frame: pl.DataFrame, tier: str) -> dict | None:
 
 
 def write_pages(
-    loaded: load.Loaded, docs: Path, chart_sink: pages.Charts, data_dir: Path
+    loaded: load.Loaded, summary: pl.DataFrame, docs: Path, chart_sink: pages.Charts, data_dir: Path
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Render every generated page into `docs`; returns the leaderboard and edition nav entries."""
     env = pages.environment()
-    alt.theme.enable(charts.THEME)
-    alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
-    summary = derive.run_summary(loaded.runs, loaded.rows)
     boards = derive.leaderboards(summary)
     index_rows, claim_rows, nav = [], [], []
     workloads = summary.select("suite", "workload").unique().sort("suite", "workload").iter_rows()
@@ -131,7 +128,6 @@ def write_pages(
     )
     pages.render(env, "rejected.md.j2", docs / "rejected.md", rejected=loaded.rejected)
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
-    run_pages.write_run_pages(env, docs, summary, loaded.rows, chart_sink)
     catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink)
     return nav, nav_editions
 
@@ -150,7 +146,11 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     shutil.copytree(SITE_SRC / "docs", docs)
     shutil.copytree(SITE_SRC / "assets", docs / "assets")
     (docs / "assets" / "js" / "vega.js").write_text(vega_bundle(work_dir / "cache"))
-    nav, nav_editions = write_pages(loaded, docs, pages.Charts(docs, work_dir / "cache" / "svg"), data_dir)
+    alt.theme.enable(charts.THEME)
+    alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
+    nav, nav_editions = write_pages(loaded, summary, docs, chart_sink, data_dir)
     config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
     if nav:
         config["nav"].insert(1, {"Leaderboards": nav})
@@ -162,6 +162,7 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     newest = loaded.runs["ended_at"].max() if loaded.runs.height else None
     os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if newest else 0)
     mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
+    run_pages.write_run_pages(out_dir, summary, loaded.rows)
     return loaded
 
 

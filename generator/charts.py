@@ -83,35 +83,42 @@ def loss_curves(losses: pl.DataFrame) -> alt.Chart:
     )
 
 
-def step_samples(samples: pl.DataFrame) -> alt.VConcatChart:
-    """Step time (ms) and loss of every step of one trial, warm-up and steady steps told apart."""
-    data = samples.filter(pl.col("metric").is_in(["step_time_s", "loss"])).select(
-        "step",
-        "phase",
-        pl.when(pl.col("metric") == "step_time_s")
-        .then(pl.col("value") * 1e3)
-        .otherwise(pl.col("value"))
-        .alias("value"),
-        pl.col("metric").replace({"step_time_s": "step time (ms)", "loss": "loss (nats)"}).alias("metric"),
-    )
-    base = alt.Chart(data).encode(
-        x=alt.X("step:Q", title="step"),
-        color=alt.Color("phase:N", scale=alt.Scale(domain=["warmup", "steady"], range=["#d4a017", "#1f6feb"])),
-        tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("phase:N"), alt.Tooltip("value:Q", format=".4g")],
+SAMPLES = "samples"
+"""Name of the data set a run page fills into `step_samples_spec`: one object of equal-length columns
+step, phase, metric, value (flattened into rows by the spec)."""
+
+
+def step_samples_spec() -> dict:
+    """Step time (ms, log) and loss of every step of one run, warm-up and steady told apart: one spec for every
+    run page, whose data set `SAMPLES` each page fills in (a chart per run would cost seconds per run)."""
+    base = (
+        alt.Chart(alt.NamedData(name=SAMPLES))
+        .transform_flatten(["step", "phase", "metric", "value"])
+        .transform_calculate(ms="datum.value * 1000")
+        .encode(
+            x=alt.X("step:Q", title="step"),
+            color=alt.Color("phase:N", scale=alt.Scale(domain=["warmup", "steady"], range=["#d4a017", "#1f6feb"])),
+        )
     )
     time_panel = (
-        base.transform_filter(alt.datum.metric == "step time (ms)")
+        base.transform_filter(alt.datum.metric == "step_time_s")
         .mark_point(size=12, filled=True)
-        .encode(y=alt.Y("value:Q", title="step time (ms)", scale=alt.Scale(zero=False, type="log")))
+        .encode(
+            y=alt.Y("ms:Q", title="step time (ms)", scale=alt.Scale(zero=False, type="log")),
+            tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("phase:N"), alt.Tooltip("ms:Q", format=".4g")],
+        )
         .properties(width="container", height=180)
     )
     loss_panel = (
-        base.transform_filter(alt.datum.metric == "loss (nats)")
+        base.transform_filter(alt.datum.metric == "loss")
         .mark_line()
-        .encode(y=alt.Y("value:Q", title="loss (nats)", scale=alt.Scale(zero=False)))
+        .encode(
+            y=alt.Y("value:Q", title="loss (nats)", scale=alt.Scale(zero=False)),
+            tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("value:Q", format=".4f", title="loss")],
+        )
         .properties(width="container", height=180)
     )
-    return alt.vconcat(time_panel, loss_panel)
+    return alt.vconcat(time_panel, loss_panel).to_dict()
 
 
 def speedup(board: pl.DataFrame) -> alt.Chart:

@@ -39,10 +39,17 @@ def result_files(data_dir: Path) -> list[Path]:
     return sorted(p for p in Path(data_dir).rglob("*.parquet") if not p.name.startswith("."))
 
 
+_DICT_COLUMNS = [f.name for f in schema.SCHEMA if f.name in schema.RUN_COLUMNS and pa.types.is_string(f.type)]
+
+
 def read_one(path: Path, content: bytes | None = None) -> tuple[pa.Table | None, list[str]]:
     """Read (or parse `content` of), upgrade and check one file: (table, []) when good, (None, problems) when not."""
     try:
-        table = pq.read_table(pa.BufferReader(Path(path).read_bytes() if content is None else content))
+        # run-level strings repeat on every row: keep them dictionary-encoded while checking (a file of 4,000 rows
+        # would otherwise expand its config JSON 4,000 times)
+        table = pq.read_table(
+            pa.BufferReader(Path(path).read_bytes() if content is None else content), read_dictionary=_DICT_COLUMNS
+        )
     except Exception as e:  # any unreadable file: truncated, not Parquet, wrong encoding
         return None, [f"not a readable Parquet file: {type(e).__name__}: {e}"]
     try:
@@ -88,10 +95,10 @@ def load(data_dir: Path) -> Loaded:
             rows=empty.select("run_id", "trial", "step", "phase", "metric", "value", "unit"),
             rejected=rejected,
         )
-    runs = pl.from_arrow(pa.concat_tables([t.select(schema.RUN_COLUMNS).slice(0, 1) for t in tables])).with_columns(
-        path=pl.Series(paths), sha256=pl.Series(digests)
-    )
-    rows = pl.from_arrow(
-        pa.concat_tables([t.select(["run_id", "trial", "step", "phase", "metric", "value", "unit"]) for t in tables])
-    )
+    run_schema = pa.schema([schema.SCHEMA.field(c) for c in schema.RUN_COLUMNS])
+    heads = [t.select(schema.RUN_COLUMNS).slice(0, 1).cast(run_schema) for t in tables]  # decode one row only
+    runs = pl.from_arrow(pa.concat_tables(heads)).with_columns(path=pl.Series(paths), sha256=pl.Series(digests))
+    row_columns = ["run_id", "trial", "step", "phase", "metric", "value", "unit"]
+    row_schema = pa.schema([schema.SCHEMA.field(c) for c in row_columns])
+    rows = pl.from_arrow(pa.concat_tables([t.select(row_columns).cast(row_schema) for t in tables]))
     return Loaded(runs=runs.sort("started_at", "run_id"), rows=rows, rejected=rejected)

@@ -28,6 +28,11 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def scaled(value: Any, factor: float) -> Any:
+    """value × factor for display units (TFLOP/s from FLOP/s), None stays None."""
+    return None if value is None else value * factor
+
+
 def pct(value: Any) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
 
@@ -97,7 +102,7 @@ def slug(*parts: str) -> str:
 
 def run_href(run_id: str) -> str:
     """Where a run's page lives, relative to the docs root."""
-    return f"runs/{slug(run_id)}.md"
+    return f"runs/{slug(run_id)}.html"  # written straight to HTML after MkDocs (generator/run_pages.py)
 
 
 def claim_unknowns(config: str) -> str:
@@ -115,6 +120,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,  # output is Markdown: record text goes through md_text instead
     )
     env.filters.update(
+        scaled=scaled,
         fmt=fmt,
         pct=pct,
         text=md_text,

@@ -115,6 +115,23 @@ def upgrade(table: pa.Table) -> pa.Table:
     return table
 
 
+def _distinct_count(col: pa.ChunkedArray) -> int:
+    """Distinct values (null included) of a column, plain or dictionary-encoded, without decoding every row."""
+    if not pa.types.is_dictionary(col.type):
+        return pc.count_distinct(col, mode="all").as_py()
+    seen: set[object] = set()
+    for chunk in col.chunks:
+        used = pc.unique(chunk.indices)
+        seen.update(chunk.dictionary.take(used.drop_null()).to_pylist())
+        if used.null_count:
+            seen.add(None)
+    return len(seen)
+
+
+def schema_type(name: str) -> pa.DataType:
+    return SCHEMA.field(name).type
+
+
 def check_table(table: pa.Table) -> list[Problem]:
     """Structural checks of a (possibly upgraded) table: columns, types, nulls, enumerations, one run per file."""
     problems: list[Problem] = []
@@ -124,7 +141,8 @@ def check_table(table: pa.Table) -> list[Problem]:
             problems.append(Problem(None, name, "missing column"))
             continue
         col = table.column(name)
-        if not col.type.equals(dtype):
+        dictionary_of_it = pa.types.is_dictionary(col.type) and col.type.value_type.equals(dtype)
+        if not (col.type.equals(dtype) or dictionary_of_it):
             problems.append(Problem(None, name, f"type {col.type}, expected {dtype}"))
             continue
         if not nullable and col.null_count:
@@ -138,7 +156,8 @@ def check_table(table: pa.Table) -> list[Problem]:
         return [Problem(None, None, "no rows: a run file holds at least its steps_completed row")]
     for key in RUN_COLUMNS:  # one run per file: run-level columns are constant
         col = table.column(key)
-        if pc.count_distinct(col, mode="all").as_py() > 1:
+        if _distinct_count(col) > 1:
+            col = col.cast(schema_type(key))
             first_value = col[0]
             row = pc.index(pc.not_equal(col, first_value).fill_null(True), True).as_py()
             return [

@@ -65,10 +65,10 @@ def make_run(i: int, steps: int, rng: np.random.Generator, start: datetime) -> p
         "step": pa.array(
             np.concatenate([step_idx, [0, 0]]).astype(np.int32), mask=np.r_[np.zeros(2 * steps, bool), True, True]
         ),
-        "phase": np.where(np.concatenate([step_idx, [0, 0]]) < 20, "warmup", "steady").tolist()[:-2] + ["run", "run"],
-        "metric": np.where(is_time, "step_time_s", "loss").tolist() + ["steps_completed", "peak_mem_gib"],
+        "phase": [*np.where(np.concatenate([step_idx, [0, 0]]) < 20, "warmup", "steady").tolist()[:-2], "run", "run"],
+        "metric": [*np.where(is_time, "step_time_s", "loss").tolist(), "steps_completed", "peak_mem_gib"],
         "value": pa.array(np.concatenate([values, [steps, 20.0]])),
-        "unit": np.where(is_time, "s", "nats").tolist() + ["steps", "GiB"],
+        "unit": [*np.where(is_time, "s", "nats").tolist(), "steps", "GiB"],
     }
     return pa.Table.from_pydict(cols, schema=schema.SCHEMA)
 

@@ -34,7 +34,7 @@ def test_every_page_loads_clean_with_charts_and_working_links(served_site: str, 
         page = browser.new_page()
         errors: list[str] = []
         external: list[str] = []
-        page.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+        page.on("console", lambda m: errors.append(f"{page.url}: {m.text} {m.location}") if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("request", lambda r: external.append(r.url) if not r.url.startswith(served_site) else None)
         links: set[str] = set()
