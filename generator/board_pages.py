@@ -67,6 +67,8 @@ def write_pages(
             + "\n\n"
             + chart_sink.html(f"chart-{slug}-speedup", charts.speedup(board), depth=1)
             + ("\n\n" + chart_sink.html(f"chart-{slug}-mfu", charts.mfu(board), depth=1) if has_mfu else "")
+            + "\n\n"
+            + chart_sink.html(f"chart-{slug}-step-times", charts.step_time_distribution(board), depth=1)
             if board.height
             else "",
             loss_chart=chart_sink.html(f"chart-{slug}-loss", charts.loss_curves(losses), depth=1)

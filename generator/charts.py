@@ -170,3 +170,31 @@ def mfu(board: pl.DataFrame) -> alt.Chart:
         )
     )
     return points.properties(width="container", height=alt.Step(22))
+
+
+def step_time_distribution(board: pl.DataFrame) -> alt.LayerChart:
+    """Steady step times of each run as a box: 25th–75th percentile, whiskers 5th–95th, tick at the median."""
+    data = board.filter(pl.col("step_ms_p50").is_not_null()).select(
+        pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+        "tier",
+        *[f"step_ms_p{q}" for q in (5, 25, 50, 75, 95)],
+    )
+    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=alt.EncodingSortField("step_ms_p50"), title=None))
+    whisker = base.mark_rule().encode(
+        x=alt.X(
+            "step_ms_p5:Q",
+            title="steady step time (ms, log scale): 5–25–50–75–95th percentiles",
+            scale=alt.Scale(type="log"),
+        ),
+        x2="step_ms_p95:Q",
+    )
+    box = base.mark_bar(size=12, opacity=0.85).encode(
+        x="step_ms_p25:Q",
+        x2="step_ms_p75:Q",
+        color=alt.Color(
+            "tier:N", scale=alt.Scale(domain=list(TIER_COLORS), range=list(TIER_COLORS.values())), title="tier"
+        ),
+        tooltip=[alt.Tooltip("run:N"), *[alt.Tooltip(f"step_ms_p{q}:Q", format=".4g") for q in (5, 25, 50, 75, 95)]],
+    )
+    median = base.mark_tick(color="black", thickness=2, size=14).encode(x="step_ms_p50:Q")
+    return (whisker + box + median).properties(width="container", height=alt.Step(22))

@@ -136,6 +136,15 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(out, schema=schema, orient="row")
 
 
+def step_time_quantiles(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per run, the 5th, 25th, 50th, 75th and 95th percentiles of steady step times (ms): the distribution's shape
+    without shipping every sample to the page."""
+    steady = rows.filter((pl.col("metric") == "step_time_s") & (pl.col("phase") == "steady"))
+    return steady.group_by("run_id").agg(
+        **{f"step_ms_p{q}": (pl.col("value").quantile(q / 100, "linear") * 1e3) for q in (5, 25, 50, 75, 95)}
+    )
+
+
 def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per run with its headline numbers (null where a run has none, e.g. a failure)."""
     runs = _config_fields(runs)
@@ -163,6 +172,7 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .join(losses, on="run_id", how="left")
         .join(loss_parity(runs, rows), on="run_id", how="left")
         .join(env_changes(runs), on="run_id", how="left")
+        .join(step_time_quantiles(rows), on="run_id", how="left")
         .with_columns(
             steps_per_s=pl.coalesce("steps_per_s", "reported_steps_per_s"),
             peak_mem_gib=pl.coalesce("peak_mem_gib", "peak_rss_gib"),
