@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from runners import record, schema, spec, store
 
@@ -82,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     start = datetime(2026, 1, 1, tzinfo=UTC)
     for i in range(args.runs):
-        store.write_run(args.dir, make_run(i, args.steps, rng, start))
+        table = make_run(i, args.steps, rng, start)
+        path = store.run_path(args.dir, table["suite"][0].as_py(), table["run_id"][0].as_py())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, path, compression="zstd")  # a fixture: no fsync, no atomic link needed
     print(f"{args.runs} synthetic runs × {2 * args.steps + 2} rows under {args.dir}")
     return 0
 
