@@ -34,8 +34,11 @@ def test_bench_writes_one_valid_record_per_variant(bench_data) -> None:
     for variant in VARIANTS:
         assert variant in proc.stdout
     work = SMOKE.workloads[0]
+    files = _files(data)
+    heads = {v: pq.read_table(p, columns=["status", "error"]).slice(0, 1).to_pylist()[0] for v, p in files.items()}
+    assert all(h["status"] == "ok" for h in heads.values()), (heads, proc.stdout[-3000:], proc.stderr[-3000:])
     first_losses = {}
-    for variant, path in _files(data).items():
+    for variant, path in files.items():
         table = pq.read_table(path)
         assert schema.check_table(table) == [], variant
         rows = table.to_pylist()
