@@ -13,8 +13,6 @@ from runners import metrics
 
 
 def _best(frame: pl.DataFrame, tier: str) -> dict | None:
-    if "rank" not in frame.columns:  # no ranked run on this workload (claims alone, say)
-        return None
     rows = frame.filter(pl.col("tier") == tier).sort("rank", "steps_per_s", descending=[False, True])
     return rows.row(0, named=True) if rows.height else None
 
@@ -26,18 +24,15 @@ def write_pages(
     env = pages.environment()
     boards = derive.leaderboards(summary)
     index_rows, claim_rows, nav = [], [], []
-    workloads = summary.select("suite", "workload").unique().sort("suite", "workload").iter_rows()
-    for suite, workload in workloads:
+    for suite, workload in boards:
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
         all_runs = summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
-        board = boards.get((suite, workload), all_runs.clear())
+        board = boards[(suite, workload)]
         measured = all_runs.filter(pl.col("origin") == "measured")
         claims = all_runs.filter(pl.col("origin") == "claim").sort("run_id")
         flagged = measured.filter(pl.col("loss_parity_ok") == False)  # noqa: E712 (null means no baseline)
-        failures = measured.filter(pl.col("steps_per_s_lo").is_null()).with_columns(
-            error_short=pl.col("error").fill_null("").str.strip_chars().str.split("\n").list.last().str.slice(0, 200)
-        )
+        failures = measured.filter(pl.col("steps_per_s_lo").is_null())
         config = json.loads(measured["config"][0]) if measured.height else None
         # One curve per variant (its latest run), as means over timing windows: the page stays light however
         # many runs a workload has; every run's own curve is on its run page.

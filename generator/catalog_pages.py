@@ -12,7 +12,6 @@ import jinja2
 import polars as pl
 
 from generator import pages
-from generator.run_pages import run_href
 from runners import metrics
 
 TOKENS_PER_STEP = [2**k for k in range(9, 18)]  # 512 … 131072: every plausible global batch for this model
@@ -96,7 +95,7 @@ def write_catalog_pages(
                 {p: r["variant"] for p, r in best_runs.items()}, default=None, return_dtype=pl.String
             ),
             our_best_href=pl.col("precision").replace_strict(
-                {p: run_href(r["run_id"]) for p, r in best_runs.items()}, default=None, return_dtype=pl.String
+                {p: pages.run_href(r["run_id"]) for p, r in best_runs.items()}, default=None, return_dtype=pl.String
             ),
         )
         claim_sections.append(
@@ -116,8 +115,7 @@ def write_catalog_pages(
         summary.filter(pl.col("status") != "ok")
         .sort("started_at", descending=True)
         .with_columns(
-            error_short=pl.col("error").fill_null("").str.strip_chars().str.split("\n").list.last().str.slice(0, 200),
-            href=pl.col("run_id").map_elements(run_href, return_dtype=pl.String),
+            href=pl.col("run_id").map_elements(pages.run_href, return_dtype=pl.String),
         )
     )
     pages.render(env, "failures.md.j2", docs / "failures.md", failures=failures.to_dicts())

@@ -176,6 +176,8 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             steps_per_s=pl.coalesce("steps_per_s", "reported_steps_per_s"),
             peak_mem_gib=pl.coalesce("peak_mem_gib", "peak_rss_gib"),
+            # the last line of an error (a traceback's exception), short enough for a table cell
+            error_short=pl.col("error").fill_null("").str.strip_chars().str.split("\n").list.last().str.slice(0, 200),
         )
         .with_columns(
             tokens_per_s=pl.col("steps_per_s") * pl.col("tokens_per_step"),
@@ -196,29 +198,29 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
-    """Per (suite, workload): measured runs with steady-state numbers whose loss agrees with the baseline,
-    ranked with ties, with the speedup over the latest baseline run on the same hardware and micro-batch."""
-    boards: dict[tuple[str, str], pl.DataFrame] = {}
-    ranked = summary.filter(
-        (pl.col("origin") == "measured")
-        & pl.col("steps_per_s_lo").is_not_null()
-        & pl.col("loss_parity_ok").fill_null(True)
+    """Per (suite, workload) with any record: the measured runs with steady-state numbers whose loss agrees with
+    the baseline, ranked with ties, with the speedup over their baseline run (the one loss parity compared them
+    with: the latest run of the workload's first variant on the same hardware and micro-batch). A workload with
+    nothing ranked gets an empty board of the same columns."""
+    baseline_speed = summary.select(
+        parity_baseline=pl.col("run_id"), baseline_steps_per_s=pl.col("steps_per_s")
+    ).filter(pl.col("baseline_steps_per_s").is_not_null())
+    ranked = (
+        summary.filter(
+            (pl.col("origin") == "measured")
+            & pl.col("steps_per_s_lo").is_not_null()
+            & pl.col("loss_parity_ok").fill_null(True)
+        )
+        .join(baseline_speed, on="parity_baseline", how="left")
+        .with_columns(speedup=pl.col("steps_per_s") / pl.col("baseline_steps_per_s"))
     )
-    keys = ["accelerator", "accelerator_count", "micro_batch"]
-    for (suite, workload), board in ranked.group_by("suite", "workload", maintain_order=True):
-        board = board.sort("steps_per_s", "run_id", descending=[True, False])
+    boards: dict[tuple[str, str], pl.DataFrame] = {}
+    for suite, workload in summary.select("suite", "workload").unique().sort("suite", "workload").iter_rows():
+        board = ranked.filter((pl.col("suite") == suite) & (pl.col("workload") == workload)).sort(
+            "steps_per_s", "run_id", descending=[True, False]
+        )
         ranks = metrics.ranks_with_ties(list(board.select("steps_per_s_lo", "steps_per_s_hi").iter_rows()))
-        baselines = (
-            board.filter(pl.col("variant") == pl.col("baseline_variant"))
-            .sort("started_at")
-            .group_by(keys)
-            .agg(baseline_steps_per_s=pl.col("steps_per_s").last())
+        boards[(suite, workload)] = board.with_columns(rank=pl.Series(ranks, dtype=pl.Int64)).sort(
+            "rank", "steps_per_s", "run_id", descending=[False, True, False]
         )
-        board = (
-            board.with_columns(rank=pl.Series(ranks, dtype=pl.Int64))
-            .join(baselines, on=keys, how="left")
-            .with_columns(speedup=pl.col("steps_per_s") / pl.col("baseline_steps_per_s"))
-            .sort("rank", "steps_per_s", "run_id", descending=[False, True, False])
-        )
-        boards[(suite, workload)] = board
     return boards

@@ -115,6 +115,7 @@ def write_pages(env, docs: Path, loaded: load.Loaded, summary, data_dir: Path) -
         boards = [
             {"suite": s, "workload": w, "rows": b.to_dicts()}
             for (s, w), b in sorted(derive.leaderboards(frozen).items())
+            if b.height
         ]
         href = f"editions/{pages.slug(edition.name)}.md"
         log = changelog(previous, edition.runs)

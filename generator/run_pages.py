@@ -17,13 +17,6 @@ import polars as pl
 
 from generator import charts, pages
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "site_src" / "templates"
-
-
-def run_href(run_id: str) -> str:
-    """Where a run's page lives, relative to the site root."""
-    return pages.run_href(run_id)
-
 
 def settings_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
     """Each setting with the engine's default beside it and whether the variant changed it."""
@@ -87,7 +80,7 @@ def samples_svg(times_ms: list[float], losses: list[float], warmup: int, width: 
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        loader=jinja2.FileSystemLoader(pages.TEMPLATES),
         undefined=jinja2.StrictUndefined,
         autoescape=True,  # an HTML page: every record value is escaped
         trim_blocks=True,

@@ -27,7 +27,9 @@ def test_seed_claims_import_once_and_are_never_rewritten(tmp_path: Path) -> None
     got = dict(summary.select("variant", "steps_per_s").iter_rows())
     assert got == {"sparse-first-trainer": 21.7, "ddp-stock": 14.1}  # as the seed states them
     assert set(summary["origin"]) == {"claim"} and set(summary["tier"]) == {"claim"}
-    assert derive.leaderboards(summary) == {}  # claims are never ranked
+    boards = derive.leaderboards(summary)
+    assert list(boards) == [("h100", "train-gpt-1.27b-mb4")]
+    assert boards[("h100", "train-gpt-1.27b-mb4")].height == 0  # claims are never ranked
 
 
 def test_claim_files_are_strict(tmp_path: Path) -> None:
