@@ -35,7 +35,15 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=None, help="run fewer steps than the workload says (short checks)")
     p.add_argument("--micro-batch", type=int, default=None, help="override every workload's micro-batch")
     p.add_argument("--world-size", type=int, default=None, help="override the device count (1 for scaling)")
+    p.add_argument(
+        "--time-budget", type=float, default=None, metavar="S", help="override the per-trial time budget (seconds)"
+    )
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a variant setting (sweeps)")
+    p.add_argument(
+        "--note",
+        default=None,
+        help="what a reader should know about how this ran (e.g. another job shared the host); kept in the record",
+    )
     p.add_argument(
         "--env", action="append", metavar="KEY=VALUE", help="set an allowlisted variable (NCCL_*, ...) for a sweep"
     )
@@ -70,6 +78,10 @@ def runner_command(work: spec.Workload, variant: spec.Variant, args: argparse.Na
         cmd += ["--steps", str(args.steps)]
     if args.micro_batch:
         cmd += ["--micro-batch", str(args.micro_batch)]
+    if args.time_budget:
+        cmd += ["--time-budget", str(args.time_budget)]
+    if args.note:
+        cmd += ["--note", args.note]
     for item in args.set or []:
         cmd += ["--set", item]
     return cmd
@@ -180,8 +192,10 @@ def write_failure(
             steps=args.steps,
             micro_batch=args.micro_batch,
             world_size=world,
+            time_budget_s=args.time_budget,
             overrides=overrides,
             sweep_env=sweep_env(args.env),
+            note=args.note,
         ),
         packages=(variant.engine, "numpy", "pyarrow"),
     )
@@ -223,7 +237,7 @@ def run_suite(args: argparse.Namespace) -> int:
         print(f"[{i}/{len(todo)}] {work.name} · {variant.name} ({variant.tier}) run {run_id}", flush=True)
         started, t0 = datetime.now(UTC), time.perf_counter()
         cmd = runner_command(work, variant, args, run_id)
-        limit = work.trials * work.time_budget_s + GRACE_S
+        limit = work.trials * (args.time_budget or work.time_budget_s) + GRACE_S
         code, err = _run_teeing_stderr(cmd, env, limit)
         path = store.run_path(args.data_dir, suite.name, run_id)
         if not path.exists():

@@ -97,19 +97,35 @@ def _nvidia_smi(query: str) -> list[str]:
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
 
+def topo_link(topo: str, a: int, b: int) -> str | None:
+    """The link between GPUs a and b in `nvidia-smi topo -m` output (NV18, SYS, PIX, ...), None if absent."""
+    lines = [line.split() for line in topo.splitlines() if line.strip()]
+    if not lines:
+        return None
+    header = lines[0]  # column labels: GPU0 GPU1 ... (no label for the row-name column)
+    row = next((cells for cells in lines[1:] if cells[0] == f"GPU{a}"), None)
+    if row is None or f"GPU{b}" not in header:
+        return None
+    col = header.index(f"GPU{b}") + 1  # data rows start with their own label
+    return row[col] if col < len(row) else None
+
+
 def _interconnect(count: int) -> str | None:
-    """NVLink between the GPUs used, from `nvidia-smi topo -m` (None on one GPU or without nvidia-smi)."""
+    """The link between the first two GPUs used (CUDA_VISIBLE_DEVICES, else 0 and 1), from `nvidia-smi topo -m`
+    (None on one GPU or without nvidia-smi)."""
     if count < 2:
         return None
     try:
         out = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30, check=True)
     except (OSError, subprocess.SubprocessError):
         return None
-    for line in out.stdout.splitlines():
-        if line.startswith("GPU0"):
-            cells = line.split()
-            return cells[2] if len(cells) > 2 else None  # GPU0's link to GPU1, e.g. NV18 or SYS
-    return None
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    a, b = (
+        (int(visible[0]), int(visible[1]))
+        if len(visible) >= 2 and visible[0].isdigit() and visible[1].isdigit()
+        else (0, 1)
+    )
+    return topo_link(out.stdout, a, b)
 
 
 def hardware(device: str, count: int) -> dict[str, object]:
@@ -131,6 +147,8 @@ def hardware(device: str, count: int) -> dict[str, object]:
             accelerator_memory_gib=round(props.total_memory / 2**30, 1),
             cuda=torch.version.cuda,
             driver=(_nvidia_smi("driver_version") or [None])[0],
+            host_accelerator_count=len(_nvidia_smi("name") or []) or None,
+            visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
             interconnect=_interconnect(count),
         )
     else:

@@ -18,11 +18,16 @@ def variant_label(name: str, overrides: dict[str, Any] | None, sweep_env: dict[s
 
 
 def effective_workload(
-    work: spec.Workload, *, steps: int | None, micro_batch: int | None, world_size: int | None
+    work: spec.Workload,
+    *,
+    steps: int | None,
+    micro_batch: int | None,
+    world_size: int | None,
+    time_budget_s: float | None = None,
 ) -> dict[str, Any]:
     """The workload as run: the suite's values with the bench session's overrides applied and named."""
     values = json.loads(spec.to_json(work))
-    asked = {"steps": steps, "micro_batch": micro_batch, "world_size": world_size}
+    asked = {"steps": steps, "micro_batch": micro_batch, "world_size": world_size, "time_budget_s": time_budget_s}
     changed = {k: v for k, v in asked.items() if v is not None and v != values[k]}
     return values | changed | {"steps_requested": changed.get("steps", work.steps), "overridden": sorted(changed)}
 
@@ -35,17 +40,25 @@ def config(
     steps: int | None = None,
     micro_batch: int | None = None,
     world_size: int | None = None,
+    time_budget_s: float | None = None,
     overrides: dict[str, Any] | None = None,
     sweep_env: dict[str, str] | None = None,
     settings: dict[str, Any] | None = None,
+    note: str | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
-    """The full configuration of a run: suite, workload as run, model, variant and everything derived."""
+    """The full configuration of a run: suite, workload as run, model, variant and everything derived.
+
+    `note` is what the operator said about the circumstances of the run (another job sharing the host, say):
+    it is kept in the record and shown on the run's page."""
     model = suite.models[work.model]
-    workload = effective_workload(work, steps=steps, micro_batch=micro_batch, world_size=world_size)
+    workload = effective_workload(
+        work, steps=steps, micro_batch=micro_batch, world_size=world_size, time_budget_s=time_budget_s
+    )
     command = f"python -m runners bench --suite {suite.name} --workload {work.name} --variant {variant.name}"
     for key in workload["overridden"]:
-        command += f" --{key.replace('_', '-')} {workload[key]}"
+        flag = {"time_budget_s": "time-budget"}.get(key, key.replace("_", "-"))
+        command += f" --{flag} {workload[key]:g}" if isinstance(workload[key], float) else f" --{flag} {workload[key]}"
     for key, value in sorted((overrides or {}).items()):
         command += f" --set {key}={json.dumps(value)}"
     for key, value in sorted((sweep_env or {}).items()):
@@ -72,6 +85,7 @@ def config(
             "tokens_per_step": work.seq_len * workload["micro_batch"] * workload["world_size"],
         },
         "command": command,
+        **({"note": note} if note else {}),
         **extra,
     }
 

@@ -40,7 +40,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--run-id", required=True, help="id chosen by the bench session")
     p.add_argument("--steps", type=int, default=None, help="override the workload's step count (short checks)")
     p.add_argument("--micro-batch", type=int, default=None, help="override the workload's micro-batch")
+    p.add_argument("--time-budget", type=float, default=None, help="override the per-trial time budget (seconds)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a variant setting (sweeps)")
+    p.add_argument("--note", default=None, help="the operator's note on how this ran, kept in the record")
     return p.parse_args(argv)
 
 
@@ -84,6 +86,7 @@ def train_trial(
     settings: dict[str, Any],
     steps: int,
     micro_batch: int,
+    budget_s: float,
     rank: int,
     world: int,
     device: Any,
@@ -127,13 +130,13 @@ def train_trial(
         done = step + 1
         if done % work.window_steps == 0 or done == steps:
             # Every rank must agree on stopping, or the collectives would hang: rank 0 decides, all follow.
-            over = torch.tensor([time.perf_counter() - trial_start > work.time_budget_s], device=device)
+            over = torch.tensor([time.perf_counter() - trial_start > budget_s], device=device)
             torch.distributed.broadcast(over, src=0)
             if rank == 0:
                 mean = torch.stack(losses[-work.window_steps :]).float().mean().item()
                 log(f"  step {done}/{steps}  loss {mean:.3f}  {time.perf_counter() - trial_start:.1f} s")
             if bool(over.item()) and done < steps:
-                stop = f"time budget of {work.time_budget_s:g} s reached after {done} of {steps} steps"
+                stop = f"time budget of {budget_s:g} s reached after {done} of {steps} steps"
                 break
     times = clock.step_times_s()
     loss_t = torch.stack(losses).float()
@@ -201,10 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         calibration = calibrate.calibrate(device=device, world=world, precision=torch_setup.compute_precision(settings))
+        busbw = calibration["allreduce_busbw_bytes_per_s"]  # None on one device: nothing to reduce across
         log(
             f"  calibration: matmul {calibration['matmul_flops'] / 1e12:.1f} TFLOP/s, copy "
             f"{calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s, all-reduce bus "
-            f"{calibration['allreduce_busbw_bytes_per_s'] / 1e9:.1f} GB/s"
+            + (f"{busbw / 1e9:.1f} GB/s" if busbw is not None else "n/a (one device)")
         )
         for trial in range(work.trials):
             times, losses, run_values, stop = train_trial(
@@ -214,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                 settings=settings,
                 steps=steps,
                 micro_batch=micro_batch,
+                budget_s=args.time_budget or work.time_budget_s,
                 rank=rank,
                 world=world,
                 device=device,
@@ -269,8 +274,10 @@ def _write(
             steps=ctx["steps"],
             micro_batch=ctx["micro_batch"],
             world_size=ctx["world"],
+            time_budget_s=ctx["args"].time_budget,
             overrides=ctx["overrides"],
             settings=settings,
+            note=ctx["args"].note,
             engine_defaults=torch_setup.defaults_for(settings["parallel"]),
             compute_precision=torch_setup.compute_precision(settings),
             initial_weights=artifacts.spec_key(ctx["suite"].models[work.model], work.seed) + ".safetensors",

@@ -98,3 +98,19 @@ def test_environment_is_an_allowlist_without_secrets() -> None:
     captured = provenance.environment(env)
     assert captured == {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "1"}
     assert "planted" not in json.dumps(captured) and "hf_" not in json.dumps(captured)
+
+
+def test_topo_link_reads_the_pair_of_gpus_used() -> None:
+    # `nvidia-smi topo -m` as printed on a 4-GPU host (columns trimmed); no GPU here, so the text is inlined.
+    topo = """\
+\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity
+GPU0\t X \tNV18\tNV18\tSYS\t0-63\t0
+GPU1\tNV18\t X \tNV18\tNV18\t0-63\t0
+GPU2\tNV18\tNV18\t X \tNV18\t0-63\t0
+GPU3\tSYS\tNV18\tNV18\t X \t0-63\t0
+"""
+    assert provenance.topo_link(topo, 0, 1) == "NV18"
+    assert provenance.topo_link(topo, 0, 3) == "SYS"
+    assert provenance.topo_link(topo, 3, 0) == "SYS"
+    assert provenance.topo_link(topo, 2, 5) is None
+    assert provenance.topo_link("", 0, 1) is None
