@@ -53,12 +53,18 @@ def _git(*args: str) -> str | None:
 
 
 def harness() -> tuple[str | None, bool | None]:
-    """The harness commit and whether the checkout has changes outside `data/` (results don't dirty it)."""
+    """The harness commit and whether the checkout has changes outside `data/` (results don't dirty it).
+
+    A bench host may get a copy of the tree without .git, or with a stale one (seen on the lent GPU hosts: the
+    copy's HEAD was the commit before the one sent). The caller can name the commit it sent in
+    FAIRFIGHT_HARNESS_COMMIT; that name wins, and whether the copy had changes is then known only if the copy's
+    own HEAD agrees with it (None otherwise, never guessed)."""
+    named = os.environ.get("FAIRFIGHT_HARNESS_COMMIT") or None
     commit = _git("rev-parse", "HEAD")
+    if named and named != commit:
+        return named, None
     if commit is None:
-        # A bench host that got a copy of the tree without .git: the caller may name the commit it copied;
-        # whether that copy had changes is then unknown (None), never guessed.
-        return os.environ.get("FAIRFIGHT_HARNESS_COMMIT"), None
+        return named, None
     status = _git("status", "--porcelain", "--", ".", ":(exclude)data")
     return commit, bool(status)
 
@@ -99,7 +105,8 @@ def _nvidia_smi(query: str) -> list[str]:
 
 def topo_link(topo: str, a: int, b: int) -> str | None:
     """The link between GPUs a and b in `nvidia-smi topo -m` output (NV18, SYS, PIX, ...), None if absent."""
-    lines = [line.split() for line in topo.splitlines() if line.strip()]
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", topo)  # nvidia-smi underlines the header with terminal escapes
+    lines = [line.split() for line in plain.splitlines() if line.strip()]
     if not lines:
         return None
     header = lines[0]  # column labels: GPU0 GPU1 ... (no label for the row-name column)

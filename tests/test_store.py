@@ -101,9 +101,10 @@ def test_environment_is_an_allowlist_without_secrets() -> None:
 
 
 def test_topo_link_reads_the_pair_of_gpus_used() -> None:
-    # `nvidia-smi topo -m` as printed on a 4-GPU host (columns trimmed); no GPU here, so the text is inlined.
+    # `nvidia-smi topo -m` as printed on a 4-GPU host (header escapes kept, columns trimmed); no GPU here, so the
+    # text is inlined.
     topo = """\
-\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity
+\t\x1b[4mGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\x1b[0m
 GPU0\t X \tNV18\tNV18\tSYS\t0-63\t0
 GPU1\tNV18\t X \tNV18\tNV18\t0-63\t0
 GPU2\tNV18\tNV18\t X \tNV18\t0-63\t0
@@ -112,5 +113,15 @@ GPU3\tSYS\tNV18\tNV18\t X \t0-63\t0
     assert provenance.topo_link(topo, 0, 1) == "NV18"
     assert provenance.topo_link(topo, 0, 3) == "SYS"
     assert provenance.topo_link(topo, 3, 0) == "SYS"
+    assert provenance.topo_link(topo, 1, 0) == "NV18"  # column GPU0 carries the escape in the raw text
     assert provenance.topo_link(topo, 2, 5) is None
     assert provenance.topo_link("", 0, 1) is None
+
+
+def test_harness_commit_named_by_the_caller_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    named = "0123456789abcdef0123456789abcdef01234567"
+    monkeypatch.setenv("FAIRFIGHT_HARNESS_COMMIT", named)
+    assert provenance.harness() == (named, None)  # not this checkout's HEAD, so its dirty flag says nothing
+    monkeypatch.delenv("FAIRFIGHT_HARNESS_COMMIT")
+    commit, dirty = provenance.harness()
+    assert commit is None or (len(commit) == 40 and dirty in (True, False))
