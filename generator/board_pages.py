@@ -13,8 +13,39 @@ from runners import metrics
 
 
 def _best(frame: pl.DataFrame, tier: str) -> dict | None:
-    rows = frame.filter(pl.col("tier") == tier).sort("rank", "steps_per_s", descending=[False, True])
+    """The fastest ranked run of a tier, among full-length runs where the board has any (short exploratory runs
+    and sweeps only where nothing ran the workload's whole length)."""
+    rows = frame.filter(pl.col("tier") == tier)
+    if rows.filter(pl.col("full_length")).height:
+        rows = rows.filter(pl.col("full_length"))
+    rows = rows.sort("steps_per_s", "run_id", descending=[True, False])
     return rows.row(0, named=True) if rows.height else None
+
+
+def _spread_of(repeats: pl.DataFrame, run: dict | None) -> dict | None:
+    """The A/A figures of a run's configuration, if it was repeated."""
+    if run is None:
+        return None
+    hit = repeats.filter(pl.col("run_id").list.contains(run["run_id"]))
+    return hit.row(0, named=True) if hit.height else None
+
+
+def _hardware_note(claim: dict, ours: dict | None) -> str | None:
+    """One plain sentence on how the claim's GPUs and ours differ, from the datasheets in `metrics`."""
+    if ours is None:
+        return None
+    theirs_mem, ours_mem = metrics.datasheet_memory(claim["accelerator"]), metrics.datasheet_memory(ours["accelerator"])
+    theirs_bf16 = metrics.datasheet_peak_flops(claim["accelerator"], "bf16")
+    ours_bf16 = metrics.datasheet_peak_flops(ours["accelerator"], "bf16")
+    if not (theirs_mem and ours_mem and theirs_bf16 and ours_bf16):
+        return None
+    same = "the same" if theirs_bf16 == ours_bf16 else "a different"
+    return (
+        f"{claim['accelerator']} and {ours['accelerator']} have {same} dense bf16 peak by their datasheets "
+        f"({theirs_bf16 / 1e12:.0f} and {ours_bf16 / 1e12:.0f} TFLOP/s), but {theirs_mem[0]:.0f} GB at "
+        f"{theirs_mem[1] / 1e12:.2f} TB/s against {ours_mem[0]:.0f} GB at {ours_mem[1] / 1e12:.2f} TB/s of memory: "
+        "compute-bound steps should run alike, memory-bound parts faster on the latter."
+    )
 
 
 def write_pages(
@@ -23,6 +54,8 @@ def write_pages(
     """Render every generated page into `docs`; returns the leaderboard and edition nav entries."""
     env = pages.environment()
     boards = derive.leaderboards(summary)
+    repeats = derive.repeats(summary)
+    scaling = derive.scaling(summary)
     index_rows, claim_rows, nav = [], [], []
     for suite, workload in boards:
         slug = pages.slug(suite, workload)
@@ -36,7 +69,11 @@ def write_pages(
         config = json.loads(measured["config"][0]) if measured.height else None
         # One curve per variant (its latest run), as means over timing windows: the page stays light however
         # many runs a workload has; every run's own curve is on its run page.
-        latest = measured.sort("started_at").group_by("variant", maintain_order=True).last()
+        latest = (
+            measured.filter(pl.col("suite_scale")).sort("started_at").group_by("variant", maintain_order=True).last()
+        )
+        work_repeats = repeats.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
+        work_scaling = scaling.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         losses = (
             loaded.rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0)
             .join(latest.select("run_id", "variant", "window_steps"), on="run_id")
@@ -69,6 +106,11 @@ def write_pages(
             loss_chart=chart_sink.html(f"chart-{slug}-loss", charts.loss_curves(losses), depth=1)
             if losses.height
             else "",
+            repeats=work_repeats.to_dicts(),
+            scaling=work_scaling.to_dicts(),
+            scaling_chart=chart_sink.html(f"chart-{slug}-scaling", charts.scaling(work_scaling), depth=1)
+            if work_scaling.filter(pl.col("efficiency").is_not_null()).height
+            else "",
         )
         best = board.row(0, named=True) if board.height else None
         index_rows.append(
@@ -81,8 +123,20 @@ def write_pages(
                 best=best,
             )
         )
-        for claim in claims.to_dicts():
-            claim_rows.append(dict(claim=claim, href=href, stock=_best(board, "stock"), tuned=_best(board, "tuned")))
+        if claims.height:
+            stock, tuned = _best(board, "stock"), _best(board, "tuned")
+            claim_rows.append(
+                dict(
+                    workload=workload,
+                    claims=claims.to_dicts(),
+                    href=href,
+                    stock=stock,
+                    tuned=tuned,
+                    stock_spread=_spread_of(work_repeats, stock),
+                    tuned_spread=_spread_of(work_repeats, tuned),
+                    hardware_note=_hardware_note(claims.row(0, named=True), tuned or stock),
+                )
+            )
         nav.append({f"{suite} · {workload}": href})
     pages.render(
         env,

@@ -198,3 +198,37 @@ def step_time_distribution(board: pl.DataFrame) -> alt.LayerChart:
     )
     median = base.mark_tick(color="black", thickness=2, size=14).encode(x="step_ms_p50:Q")
     return (whisker + box + median).properties(width="container", height=alt.Step(22))
+
+
+def scaling(points: pl.DataFrame) -> alt.LayerChart:
+    """Weak-scaling efficiency against device count, one line per variant (100% = one device's tokens/s per
+    device kept at every count); square points mark figures from runs that shared the host with other jobs."""
+    data = points.filter(pl.col("efficiency").is_not_null()).select(
+        "variant",
+        "tier",
+        pl.col("accelerator_count").alias("devices"),
+        "efficiency",
+        "tokens_per_s_per_device",
+        pl.when(pl.col("shared_host")).then(pl.lit("shared host")).otherwise(pl.lit("alone")).alias("host"),
+    )
+    counts = sorted(set(data["devices"].to_list())) or [1]
+    base = alt.Chart(data).encode(
+        x=alt.X("devices:Q", title="devices", scale=alt.Scale(type="log", base=2), axis=alt.Axis(values=counts)),
+        y=alt.Y("efficiency:Q", title="scaling efficiency (tokens/s per device vs one)", axis=alt.Axis(format="%")),
+        color=alt.Color("variant:N", title="variant"),
+    )
+    lines = base.mark_line()
+    dots = base.mark_point(size=70, filled=True).encode(
+        shape=alt.Shape(
+            "host:N", title="host", scale=alt.Scale(domain=["alone", "shared host"], range=["circle", "square"])
+        ),
+        tooltip=[
+            alt.Tooltip("variant:N"),
+            alt.Tooltip("devices:Q"),
+            alt.Tooltip("efficiency:Q", format=".1%"),
+            alt.Tooltip("tokens_per_s_per_device:Q", format=",.0f", title="tokens/s per device"),
+            alt.Tooltip("host:N"),
+        ],
+    )
+    full = alt.Chart(alt.Data(values=[{"y": 1.0}])).mark_rule(color="black", strokeDash=[4, 3]).encode(y="y:Q")
+    return (lines + dots + full).properties(width="container", height=260)

@@ -40,6 +40,10 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
             cfg.str.json_path_match("$.variant.description"), cfg.str.json_path_match("$.claim.description")
         ),
         calibrated_matmul_flops=pl.col("calibration").str.json_path_match("$.matmul_flops").cast(pl.Float64),
+        note=cfg.str.json_path_match("$.note"),
+        # a run of the workload as the suite defines it: all its steps asked for, on the suite's device count
+        full_length=~cfg.str.json_path_match("$.workload.overridden").fill_null("[]").str.contains('"steps"'),
+        suite_scale=~cfg.str.json_path_match("$.workload.overridden").fill_null("[]").str.contains('"world_size"'),
     )
 
 
@@ -206,16 +210,18 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
-    """Per (suite, workload) with any record: the measured runs with steady-state numbers whose loss agrees with
-    the baseline, ranked with ties, with the speedup over their baseline run (the one loss parity compared them
-    with: the baseline variant's run with the most loss windows on the same hardware and micro-batch). A workload with
-    nothing ranked gets an empty board of the same columns."""
+    """Per (suite, workload) with any record: the measured runs on the suite's device count with steady-state
+    numbers whose loss agrees with the baseline (other device counts are in `scaling`), ranked with ties, with
+    the speedup over their baseline run (the one loss parity compared them with: the baseline variant's run with
+    the most loss windows on the same hardware, device count and micro-batch). A workload with nothing ranked
+    gets an empty board of the same columns."""
     baseline_speed = summary.select(
         parity_baseline=pl.col("run_id"), baseline_steps_per_s=pl.col("steps_per_s")
     ).filter(pl.col("baseline_steps_per_s").is_not_null())
     ranked = (
         summary.filter(
             (pl.col("origin") == "measured")
+            & pl.col("suite_scale")
             & pl.col("steps_per_s_lo").is_not_null()
             & pl.col("loss_parity_ok").fill_null(True)
         )
@@ -232,3 +238,71 @@ def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
             "rank", "steps_per_s", "run_id", descending=[False, True, False]
         )
     return boards
+
+
+def _comparable(summary: pl.DataFrame) -> pl.DataFrame:
+    """Measured full-length runs with a steady-state figure whose loss agrees with their baseline."""
+    return summary.filter(
+        (pl.col("origin") == "measured")
+        & pl.col("full_length")
+        & pl.col("steps_per_s_lo").is_not_null()
+        & pl.col("loss_parity_ok").fill_null(True)
+    )
+
+
+CONFIG_KEYS = ["suite", "workload", "variant", "accelerator", "accelerator_count", "micro_batch"]
+
+
+def repeats(summary: pl.DataFrame) -> pl.DataFrame:
+    """A/A: every configuration (variant with its overrides, hardware, device count, micro-batch) with two or more
+    full-length runs, their medians and their relative spread (`metrics.relative_spread`)."""
+    groups = (
+        _comparable(summary)
+        .sort("started_at")
+        .group_by(CONFIG_KEYS, maintain_order=True)
+        .agg(
+            pl.col("run_id"),
+            pl.col("steps_per_s").alias("medians"),
+            pl.col("note").is_not_null().any().alias("shared_host"),
+        )
+        .filter(pl.col("run_id").list.len() >= 2)
+    )
+    spreads = [metrics.relative_spread(m) for m in groups["medians"]]
+    return groups.with_columns(
+        runs=pl.col("run_id").list.len(),
+        lowest=pl.col("medians").list.min(),
+        highest=pl.col("medians").list.max(),
+        spread=pl.Series(spreads, dtype=pl.Float64),
+    ).sort(CONFIG_KEYS)
+
+
+def scaling(summary: pl.DataFrame) -> pl.DataFrame:
+    """Per variant, hardware and micro-batch, each device count's tokens/s per device (the median of its
+    full-length runs' medians) and its efficiency against one device (`metrics.scaling_efficiency`; null
+    without a one-device run). Only variants run on two or more device counts appear."""
+    keys = ["suite", "workload", "variant", "accelerator", "micro_batch"]
+    points = (
+        _comparable(summary)
+        .group_by(*keys, "accelerator_count")
+        .agg(
+            pl.col("tokens_per_s_per_device").median(),
+            pl.col("steps_per_s").median(),
+            runs=pl.len(),
+            shared_host=pl.col("note").is_not_null().any(),
+            tier=pl.col("tier").first(),
+        )
+    )
+    one = points.filter(pl.col("accelerator_count") == 1).select(*keys, one_device=pl.col("tokens_per_s_per_device"))
+    counts = points.group_by(keys).agg(n_counts=pl.col("accelerator_count").n_unique())
+    out = (
+        points.join(counts, on=keys)
+        .filter(pl.col("n_counts") >= 2)
+        .join(one, on=keys, how="left")
+        .drop("n_counts")
+        .sort(*keys, "accelerator_count")
+    )
+    eff = [
+        None if base is None else metrics.scaling_efficiency(rate, base)
+        for rate, base in out.select("tokens_per_s_per_device", "one_device").iter_rows()
+    ]
+    return out.with_columns(efficiency=pl.Series(eff, dtype=pl.Float64))

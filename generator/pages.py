@@ -33,8 +33,8 @@ def scaled(value: Any, factor: float) -> Any:
     return None if value is None else value * factor
 
 
-def pct(value: Any) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
+def pct(value: Any, digits: int = 1) -> str:
+    return "–" if value is None else f"{100 * value:.{digits}f}%"
 
 
 _MD_SPECIAL = {ch: f"&#{ord(ch)};" for ch in "\\`*_[]|<>#!&\"'{}"}

@@ -207,3 +207,47 @@ def loss_parity(
         (abs(w - b) / abs(b) for w, b in zip(windows[:common], baseline_windows[:common], strict=True)), default=0.0
     )
     return first_gap, rel, first_gap <= LOSS_PARITY_FIRST_STEP_NATS and rel <= LOSS_PARITY_REL_TOL
+
+
+# --- repeats and scaling ------------------------------------------------------------------------------------
+
+
+def relative_spread(values: Sequence[float]) -> float:
+    """Run-to-run spread of repeated runs of one configuration (an A/A test): (max − min) / median of the runs'
+    medians. Two configurations whose medians differ by less than this have not been shown to differ: the
+    same code on the same hardware already moved that much (see the Methodology page, "Repeats")."""
+    if len(values) < 2:
+        raise ValueError("a spread needs at least two runs")
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return (ordered[-1] - ordered[0]) / median
+
+
+def scaling_efficiency(per_device_rate: float, per_device_rate_one: float) -> float:
+    """Weak-scaling efficiency of data parallelism: throughput per device on N devices over throughput on one,
+    at the same micro-batch per device (so N devices process N times the tokens per step). 1.0 means N devices
+    deliver N times one device's tokens/s; communication not hidden behind compute pulls it below 1.
+    Source: the usual definition for weak scaling (e.g. Hoefler & Belli, "Scientific Benchmarking of Parallel
+    Computing Systems", SC 2015, section 5)."""
+    if per_device_rate_one <= 0:
+        raise ValueError("the one-device rate must be positive")
+    return per_device_rate / per_device_rate_one
+
+
+# Datasheet memory per device (GB) and bandwidth (bytes/s), for stating the hardware difference between a claim's
+# GPUs and ours. Sources: NVIDIA H100 datasheet (SXM5: 80 GB HBM3, 3.35 TB/s); NVIDIA H200 datasheet (SXM: 141 GB
+# HBM3e, 4.8 TB/s). The dense bf16 peak is the same for both (DATASHEET_PEAK_FLOPS).
+DATASHEET_MEMORY: dict[str, tuple[float, float]] = {
+    "H200": (141.0, 4.8e12),
+    "H100 80GB HBM3": (80.0, 3.35e12),
+    "H100": (80.0, 3.35e12),
+}
+
+
+def datasheet_memory(device_name: str) -> tuple[float, float] | None:
+    """(memory GB, bandwidth bytes/s) from the datasheet for a device name, None where there is none."""
+    for key, value in DATASHEET_MEMORY.items():
+        if key in device_name:
+            return value
+    return None

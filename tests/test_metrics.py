@@ -49,3 +49,18 @@ def test_mfu_and_datasheet_peaks() -> None:
     # the seed's stock claim at face value: 14.1 steps/s × 8192 tokens × 7.08 GFLOP/token on 2 GPUs
     value = metrics.mfu(7_078_158_336, 14.1 * 8192, peak, 2)
     assert value == pytest.approx(0.4136, abs=1e-3)
+
+
+def test_relative_spread_and_scaling_efficiency_by_hand() -> None:
+    # A/A: medians 10.0 and 10.5 → range 0.5 over median 10.25
+    assert metrics.relative_spread([10.5, 10.0]) == pytest.approx(0.5 / 10.25)
+    assert metrics.relative_spread([1.0, 2.0, 4.0]) == pytest.approx(3.0 / 2.0)
+    with pytest.raises(ValueError):
+        metrics.relative_spread([1.0])
+    # 2 GPUs at 7,000 tokens/s each against one GPU at 8,000: 87.5%
+    assert metrics.scaling_efficiency(7000.0, 8000.0) == pytest.approx(0.875)
+    with pytest.raises(ValueError):
+        metrics.scaling_efficiency(1.0, 0.0)
+    assert metrics.datasheet_memory("NVIDIA H200") == (141.0, 4.8e12)
+    assert metrics.datasheet_memory("NVIDIA H100 80GB HBM3") == (80.0, 3.35e12)
+    assert metrics.datasheet_memory("AMD EPYC") is None
