@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SCALING_NOTE = "one-process point for the scaling section (test fixture)"
+REPEAT_NOTE = "A/A repeat of the stock baseline (test fixture)"
 
 
 def run_module(*args: str, cwd: Path = ROOT, check: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
@@ -39,7 +41,8 @@ def bench_data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproce
 def built_site(
     bench_data: tuple[Path, subprocess.CompletedProcess[str]], tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    """A site built from bench_data plus one corrupt file, which must be reported and kept out."""
+    """A site built from bench_data plus one corrupt file, which must be reported and kept out, and two more
+    stock runs (one process; a repeat) that feed the scaling and A/A sections."""
     data, _ = bench_data
     work = tmp_path_factory.mktemp("site")
     corrupt_data = work / "data"
@@ -49,6 +52,11 @@ def built_site(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(path.read_bytes())
     (corrupt_data / "cpu-smoke" / "corrupt-run.parquet").write_bytes(b"PAR1 this is not a parquet file")
+    # Two more real runs of the stock baseline: one on a single process (the scaling section's one-device point)
+    # and a repeat on two (an A/A pair with bench_data's own), each with an operator's note.
+    stock = ("runners", "bench", "--suite", "cpu-smoke", "--variant", "ddp-fp32-stock", "--data-dir", str(corrupt_data))
+    run_module(*stock, "--world-size", "1", "--note", SCALING_NOTE)
+    run_module(*stock, "--note", REPEAT_NOTE)
     run_module(
         "generator.build", "--data", str(corrupt_data), "--out", str(work / "site"), "--work", str(work / "build")
     )

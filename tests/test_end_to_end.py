@@ -10,10 +10,11 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from generator import derive, load
 from runners import schema, spec
-from tests.conftest import run_module
+from tests.conftest import REPEAT_NOTE, SCALING_NOTE, run_module
 
 SMOKE = spec.load_suite("cpu-smoke")
 
@@ -97,7 +98,8 @@ def test_site_shows_the_runs_and_reports_the_corrupt_file(bench_data, built_site
     for name in ("runs.parquet", "runs.csv", "samples.parquet", "samples.csv"):
         assert (built_site / "downloads" / name).stat().st_size > 0
     samples = pl.read_parquet(built_site / "downloads" / "samples.parquet")
-    assert samples.filter(pl.col("metric") == "step_time_s").height == 4 * SMOKE.workloads[0].steps
+    # bench_data's four runs and built_site's two extra stock runs
+    assert samples.filter(pl.col("metric") == "step_time_s").height == (len(VARIANTS) + 2) * SMOKE.workloads[0].steps
     for page in ("claims", "failures", "hardware", "engines", "downloads", "methodology"):
         assert (built_site / f"{page}.html").exists(), page
     rejected = (built_site / "rejected.html").read_text()
@@ -178,3 +180,31 @@ def test_the_same_data_gives_a_byte_identical_site(bench_data, built_site: Path,
     second = {p.relative_to(again): p.read_bytes() for p in again.rglob("*") if p.is_file()}
     assert sorted(first) == sorted(second)
     assert [k for k in first if first[k] != second[k]] == []
+
+
+def test_repeats_and_scaling_reach_the_leaderboard(built_site: Path) -> None:
+    """built_site holds a one-process stock run and a repeat of the two-process one: the A/A spread and the
+    scaling efficiency come from them, the one-process run stays out of the ranking, and the notes show."""
+    loaded = load.load(built_site.parent / "data")
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    stock = summary.filter(pl.col("variant") == "ddp-fp32-stock")
+    single = stock.filter(pl.col("accelerator_count") == 1).row(0, named=True)
+    assert single["note"] == SCALING_NOTE and not single["suite_scale"] and single["full_length"]
+    assert single["parity_baseline"] == single["run_id"]  # its own device count is its own baseline
+    repeats = derive.repeats(summary).filter(pl.col("variant") == "ddp-fp32-stock").row(0, named=True)
+    assert repeats["runs"] == 2 and repeats["accelerator_count"] == 2
+    mid = (repeats["highest"] + repeats["lowest"]) / 2
+    assert repeats["spread"] == pytest.approx((repeats["highest"] - repeats["lowest"]) / mid)
+    points = derive.scaling(summary).filter(pl.col("variant") == "ddp-fp32-stock").sort("accelerator_count")
+    assert points["accelerator_count"].to_list() == [1, 2]
+    assert points["efficiency"][0] == 1.0 and points["efficiency"][1] > 0
+    board = derive.leaderboards(summary)[("cpu-smoke", "train-gpt-tiny-mb4")]
+    assert single["run_id"] not in board["run_id"].to_list()
+    assert board.filter(pl.col("variant") == "ddp-fp32-stock").height == 2
+
+    page = (built_site / "leaderboards" / "cpu-smoke-train-gpt-tiny-mb4.html").read_text()
+    assert "Repeats (A/A)" in page and "Scaling across device counts" in page
+    assert 'id="chart-cpu-smoke-train-gpt-tiny-mb4-scaling"' in page
+    run_page = (built_site / "runs" / f"{single['run_id']}.html").read_text()
+    assert SCALING_NOTE in run_page and "--world-size 1" in run_page
+    assert REPEAT_NOTE in (built_site / "runs" / f"{repeats['run_id'][1]}.html").read_text()
