@@ -63,9 +63,11 @@ def write_pages(
         all_runs = summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         board = boards[(suite, workload)]
         measured = all_runs.filter(pl.col("origin") == "measured")
-        claims = all_runs.filter(pl.col("origin") == "claim").sort("run_id")
-        flagged = measured.filter(pl.col("loss_parity_ok") == False)  # noqa: E712 (null means no baseline)
-        failures = measured.filter(pl.col("steps_per_s_lo").is_null())
+        claims = all_runs.filter((pl.col("origin") == "claim") & pl.col("retracted_by").is_null()).sort("run_id")
+        retracted = all_runs.filter(pl.col("retracted_by").is_not_null()).sort("retracted_at", "run_id")
+        counted = measured.filter(pl.col("retracted_by").is_null())
+        flagged = counted.filter(pl.col("loss_parity_ok") == False)  # noqa: E712 (null means no baseline)
+        failures = counted.filter(pl.col("steps_per_s_lo").is_null())
         config = json.loads(measured["config"][0]) if measured.height else None
         # One curve per variant (its latest run), as means over timing windows: the page stays light however
         # many runs a workload has; every run's own curve is on its run page.
@@ -82,7 +84,8 @@ def write_pages(
             .agg(pl.col("value").mean())
             .sort("run_id", "step")
         )
-        has_mfu = board.height > 0 and board.select(pl.col("mfu_calibrated").is_not_null().any()).item()
+        shown = derive.latest_per_configuration(board)
+        has_mfu = shown.height > 0 and shown.select(pl.col("mfu_calibrated").is_not_null().any()).item()
         pages.render(
             env,
             "leaderboard.md.j2",
@@ -91,17 +94,19 @@ def write_pages(
             workload=workload,
             config=config,
             rows=board.to_dicts(),
+            charted=shown.height,
             claims=claims.to_dicts(),
+            retracted=retracted.to_dicts(),
             flagged=flagged.to_dicts(),
             failures=failures.to_dicts(),
             tolerance={"first": metrics.LOSS_PARITY_FIRST_STEP_NATS, "rel": metrics.LOSS_PARITY_REL_TOL},
-            throughput_chart=chart_sink.html(f"chart-{slug}-throughput", charts.throughput(board), depth=1)
+            throughput_chart=chart_sink.html(f"chart-{slug}-throughput", charts.throughput(shown), depth=1)
             + "\n\n"
-            + chart_sink.html(f"chart-{slug}-speedup", charts.speedup(board), depth=1)
-            + ("\n\n" + chart_sink.html(f"chart-{slug}-mfu", charts.mfu(board), depth=1) if has_mfu else "")
+            + chart_sink.html(f"chart-{slug}-speedup", charts.speedup(shown), depth=1)
+            + ("\n\n" + chart_sink.html(f"chart-{slug}-mfu", charts.mfu(shown), depth=1) if has_mfu else "")
             + "\n\n"
-            + chart_sink.html(f"chart-{slug}-step-times", charts.step_time_distribution(board), depth=1)
-            if board.height
+            + chart_sink.html(f"chart-{slug}-step-times", charts.step_time_distribution(shown), depth=1)
+            if shown.height
             else "",
             loss_chart=chart_sink.html(f"chart-{slug}-loss", charts.loss_curves(losses), depth=1)
             if losses.height
@@ -149,6 +154,10 @@ def write_pages(
         failed_runs=summary.filter(pl.col("status") != "ok").height,
     )
     pages.render(env, "rejected.md.j2", docs / "rejected.md", rejected=loaded.rejected)
+    errata = summary.filter(pl.col("retracted_by").is_not_null()).sort(
+        "retracted_at", "run_id", descending=[True, False]
+    )
+    pages.render(env, "errata.md.j2", docs / "errata.md", errata=errata.to_dicts())
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
     catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink)
     return nav, nav_editions

@@ -17,7 +17,7 @@ from pathlib import Path
 import altair as alt
 import yaml
 
-from generator import board_pages, charts, derive, load, pages, run_pages
+from generator import board_pages, catalog_pages, charts, derive, load, pages, run_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE_SRC = ROOT / "site_src"
@@ -68,6 +68,8 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     newest = loaded.runs["ended_at"].max() if loaded.runs.height else None
     os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if newest else 0)
     mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
+    for staged in sorted((work_dir / catalog_pages.STAGED_DOWNLOADS).glob("*")):
+        os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
     run_pages.write_run_pages(out_dir, summary, loaded.rows)
     return loaded
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import altair as alt
@@ -153,28 +154,40 @@ def write_catalog_pages(
     write_downloads(env, docs, summary, loaded_rows)
 
 
+STAGED_DOWNLOADS = "downloads-staged"
+
+
 def write_downloads(env: jinja2.Environment, docs: Path, summary: pl.DataFrame, rows: pl.DataFrame) -> None:
-    """Everything as files: per-run summary and every measurement row, each as Parquet and as CSV."""
+    """Everything as files: per-run summary as Parquet and CSV, every measurement row as Parquet (and as one CSV
+    per run, written beside each run's page by `run_pages`).
+
+    The samples file is large (millions of rows on a busy site), so it is staged next to `docs` (in
+    `STAGED_DOWNLOADS`) and moved into the built site after MkDocs, instead of being copied by it."""
     out = docs / "downloads"
     out.mkdir(parents=True, exist_ok=True)
+    staged = docs.parent / STAGED_DOWNLOADS
+    if staged.exists():
+        shutil.rmtree(staged)
+    staged.mkdir(parents=True)
     flat = summary.select(
         [c for c, t in summary.schema.items() if not isinstance(t, pl.List | pl.Struct | pl.Object)]
     ).sort("run_id")
-    keys = summary.select(
-        "run_id", "suite", "workload", "variant", "tier", "origin", "accelerator", "accelerator_count"
-    )
-    samples = rows.join(keys, on="run_id").sort("run_id", "trial", "step", "metric", nulls_last=True)
     files = []
-    for name, frame in (("runs", flat), ("samples", samples)):
-        for fmt in ("parquet", "csv"):
-            path = out / f"{name}.{fmt}"
-            if fmt == "parquet":
-                frame.write_parquet(path, compression="zstd", statistics=False)
-            else:
-                frame.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ")).write_csv(path)
-            data = path.read_bytes()
-            files.append(
-                dict(name=path.name, rows=frame.height, size=len(data), sha256=hashlib.sha256(data).hexdigest())
-            )
+    # samples in load order: files sorted by path, each file's rows as its runner wrote them (deterministic)
+    for name, frame, fmt, where in (
+        ("runs", flat, "parquet", out),
+        ("runs", flat, "csv", out),
+        ("samples", rows, "parquet", staged),
+    ):
+        path = where / f"{name}.{fmt}"
+        if fmt == "parquet":
+            frame.write_parquet(path, compression="zstd", statistics=False)
+        else:
+            frame.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ")).write_csv(path)
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 22):
+                digest.update(chunk)
+        files.append(dict(name=path.name, rows=frame.height, size=path.stat().st_size, sha256=digest.hexdigest()))
     columns = {name: json.dumps(str(dtype)) for name, dtype in flat.schema.items()}
     pages.render(env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns)

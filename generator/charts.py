@@ -83,38 +83,40 @@ def loss_curves(losses: pl.DataFrame) -> alt.Chart:
     )
 
 
-SAMPLES = "samples"
-"""Name of the data set a run page fills into `step_samples_spec`: one object of equal-length columns
-step, phase, metric, value (flattened into rows by the spec)."""
+SAMPLE_TIMES = "step_times"
+"""Named data set of a run page's step-time panel: one object of columns `step`, `p` (1 steady, 0 warm-up) and
+`ms`, flattened into rows by the spec."""
+SAMPLE_LOSSES = "losses"
+"""Named data set of a run page's loss panel: one object of columns `step`, `p` and `loss`."""
 
 
 def step_samples_spec() -> dict:
     """Step time (ms, log) and loss of every step of one run, warm-up and steady told apart: one spec for every
-    run page, whose data set `SAMPLES` each page fills in (a chart per run would cost seconds per run)."""
-    base = (
-        alt.Chart(alt.NamedData(name=SAMPLES))
-        .transform_flatten(["step", "phase", "metric", "value"])
-        .transform_calculate(ms="datum.value * 1000")
-        .encode(
-            x=alt.X("step:Q", title="step"),
-            color=alt.Color("phase:N", scale=alt.Scale(domain=["warmup", "steady"], range=["#d4a017", "#1f6feb"])),
-        )
-    )
+    run page, whose data sets each page fills in (a chart per run would cost seconds per run)."""
+    phase = alt.Color("phase:N", scale=alt.Scale(domain=["warmup", "steady"], range=["#d4a017", "#1f6feb"]))
     time_panel = (
-        base.transform_filter(alt.datum.metric == "step_time_s")
+        alt.Chart(alt.NamedData(name=SAMPLE_TIMES))
+        .transform_flatten(["step", "p", "ms"])
+        .transform_calculate(phase="datum.p ? 'steady' : 'warmup'")
         .mark_point(size=12, filled=True)
         .encode(
+            x=alt.X("step:Q", title="step"),
             y=alt.Y("ms:Q", title="step time (ms)", scale=alt.Scale(zero=False, type="log")),
+            color=phase,
             tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("phase:N"), alt.Tooltip("ms:Q", format=".4g")],
         )
         .properties(width="container", height=180)
     )
     loss_panel = (
-        base.transform_filter(alt.datum.metric == "loss")
+        alt.Chart(alt.NamedData(name=SAMPLE_LOSSES))
+        .transform_flatten(["step", "p", "loss"])
+        .transform_calculate(phase="datum.p ? 'steady' : 'warmup'")
         .mark_line()
         .encode(
-            y=alt.Y("value:Q", title="loss (nats)", scale=alt.Scale(zero=False)),
-            tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("value:Q", format=".4f", title="loss")],
+            x=alt.X("step:Q", title="step"),
+            y=alt.Y("loss:Q", title="loss (nats)", scale=alt.Scale(zero=False)),
+            color=phase,
+            tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".4f")],
         )
         .properties(width="container", height=180)
     )

@@ -122,6 +122,7 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         runs.join(windows, on="run_id")
         .filter(
             (pl.col("variant") == pl.col("baseline_variant"))
+            & pl.col("retracted_by").is_null()
             & pl.col("status").is_in(["ok", "timeout"])
             & (pl.col("origin") == "measured")
             & (pl.col("loss_windows") > 0)
@@ -157,9 +158,20 @@ def step_time_quantiles(rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def retractions(runs: pl.DataFrame) -> pl.DataFrame:
+    """Per retracted run: the retraction record's id, its reason and when it was made."""
+    cfg = pl.col("config")
+    return runs.filter(pl.col("origin") == "retraction").select(
+        run_id=cfg.str.json_path_match("$.retraction.retracts"),
+        retracted_by=pl.col("run_id"),
+        retraction_reason=cfg.str.json_path_match("$.retraction.reason"),
+        retracted_at=pl.col("started_at"),
+    )
+
+
 def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per run with its headline numbers (null where a run has none, e.g. a failure)."""
-    runs = _config_fields(runs)
+    runs = _config_fields(runs).join(retractions(runs), on="run_id", how="left")
     run_values = (
         rows.filter(pl.col("phase") == "run")
         .sort("run_id", "metric", "trial")
@@ -221,6 +233,7 @@ def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
     ranked = (
         summary.filter(
             (pl.col("origin") == "measured")
+            & pl.col("retracted_by").is_null()
             & pl.col("suite_scale")
             & pl.col("steps_per_s_lo").is_not_null()
             & pl.col("loss_parity_ok").fill_null(True)
@@ -241,9 +254,10 @@ def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
 
 
 def _comparable(summary: pl.DataFrame) -> pl.DataFrame:
-    """Measured full-length runs with a steady-state figure whose loss agrees with their baseline."""
+    """Measured, unretracted full-length runs with a steady-state figure whose loss agrees with their baseline."""
     return summary.filter(
         (pl.col("origin") == "measured")
+        & pl.col("retracted_by").is_null()
         & pl.col("full_length")
         & pl.col("steps_per_s_lo").is_not_null()
         & pl.col("loss_parity_ok").fill_null(True)
@@ -306,3 +320,15 @@ def scaling(summary: pl.DataFrame) -> pl.DataFrame:
         for rate, base in out.select("tokens_per_s_per_device", "one_device").iter_rows()
     ]
     return out.with_columns(efficiency=pl.Series(eff, dtype=pl.Float64))
+
+
+def latest_per_configuration(board: pl.DataFrame) -> pl.DataFrame:
+    """One run per configuration (variant with its overrides, hardware, device count, micro-batch) of a board:
+    the latest full-length run, else the latest. The charts draw these; the table lists every run."""
+    keys = ["variant", "accelerator", "accelerator_count", "micro_batch"]
+    return (
+        board.sort("full_length", "started_at", "run_id")
+        .group_by(keys, maintain_order=True)
+        .last()
+        .sort("rank", "steps_per_s", "run_id", descending=[False, True, False])
+    )

@@ -1,5 +1,5 @@
 """One page per run: provenance, every setting and its difference from the engine's defaults, the command that
-reproduces it, the result file's sha256, and the raw samples (a chart, and every row in the downloads).
+reproduces it, the result file's sha256, and the raw samples (a chart, and every row as CSV beside the page).
 
 Run pages are many (one per result file, thousands on a busy leaderboard), so they are rendered straight to
 HTML with the site's own stylesheets after MkDocs has built the rest: the samples chart is one shared spec
@@ -43,37 +43,107 @@ def _flat(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix.rstrip("."), json.dumps(obj) if not isinstance(obj, str) else obj)]
 
 
-def samples_svg(times_ms: list[float], losses: list[float], warmup: int, width: int = 720, height: int = 150) -> str:
-    """A static SVG of step time (log scale) and loss per step, for readers without JavaScript."""
-    import math
+SVG_WIDTH, SVG_PANEL = 720, 150
+PLOT_X, PLOT_W = 40, SVG_WIDTH - 50  # the plot area inside each panel
 
-    def panel(values: list[float], top: int, log: bool, label: str) -> str:
-        stride = max(1, len(values) // (width - 50))  # about one point per pixel column
-        vals = [math.log10(v) if log else v for v in values[::stride] if v > 0 or not log]
-        if not vals:
-            return ""
-        lo, hi = min(vals), max(vals)
-        span = (hi - lo) or 1.0
-        n = max(len(vals) - 1, 1)
-        pts = " ".join(
-            f"{40 + (width - 50) * i / n:.1f},{top + 10 + (height - 30) * (1 - (v - lo) / span):.1f}"
-            for i, v in enumerate(vals)
+
+def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per run, in one vectorised pass over every row: the JSON columns of its samples chart and the polyline
+    points of its static SVG, for step time (ms) and loss of trial 0.
+
+    Columns: run_id, then for m in (time, loss): `{m}_json` (the object text of the chart's data set),
+    `{m}_points`, `{m}_lo`, `{m}_hi`, `{m}_warm_x` (where the warm-up shading ends)."""
+    base = rows.lazy().filter(pl.col("step").is_not_null(), pl.col("trial") == 0)
+    out = None
+    for name, metric, column, digits, log in (
+        ("time", "step_time_s", "ms", 4, True),
+        ("loss", "loss", "loss", 6, False),
+    ):
+        value = pl.col("value") * 1e3 if log else pl.col("value")
+        per = (
+            base.filter(pl.col("metric") == metric)
+            .with_columns(v=value)
+            .sort("run_id", "step")
+            .with_columns(
+                i=pl.int_range(pl.len()).over("run_id"),
+                n=pl.len().over("run_id"),
+                warm=(pl.col("phase") == "warmup").sum().over("run_id"),
+            )
+            .with_columns(stride=pl.max_horizontal(pl.lit(1), pl.col("n") // PLOT_W))
         )
-        x_warm = 40 + (width - 50) * min(warmup // stride, n) / n
+        chart = per.group_by("run_id").agg(
+            pl.concat_str(
+                pl.lit('{"step":['),
+                pl.col("step").cast(pl.String).str.join(","),
+                pl.lit('],"p":['),
+                (pl.col("phase") != "warmup").cast(pl.Int8).cast(pl.String).str.join(","),
+                pl.lit(f'],"{column}":['),
+                pl.col("v").round_sig_figs(digits).cast(pl.String).str.join(","),
+                pl.lit("]}"),
+            ).alias(f"{name}_json")
+        )
+        # The static SVG: about one point per pixel column (every stride-th step), log scale for step times.
+        drawn = (
+            per.filter((pl.col("i") % pl.col("stride") == 0) & ((pl.col("v") > 0) if log else pl.lit(True)))
+            .with_columns(y=pl.col("v").log10() if log else pl.col("v"))
+            .with_columns(
+                k=pl.int_range(pl.len()).over("run_id"),
+                m=pl.len().over("run_id"),
+                lo=pl.col("y").min().over("run_id"),
+                hi=pl.col("y").max().over("run_id"),
+            )
+            .with_columns(
+                span=pl.when(pl.col("hi") > pl.col("lo")).then(pl.col("hi") - pl.col("lo")).otherwise(1.0),
+                last=pl.max_horizontal(pl.col("m") - 1, pl.lit(1)),
+            )
+            .group_by("run_id")
+            .agg(
+                pl.format(
+                    "{},{}",
+                    (PLOT_X + PLOT_W * pl.col("k") / pl.col("last")).round(1),
+                    (10 + (SVG_PANEL - 30) * (1 - (pl.col("y") - pl.col("lo")) / pl.col("span"))).round(1),
+                )
+                .str.join(" ")
+                .alias(f"{name}_points"),
+                pl.col("lo").first().alias(f"{name}_lo"),
+                pl.col("hi").first().alias(f"{name}_hi"),
+                (
+                    PLOT_X
+                    + PLOT_W
+                    * pl.min_horizontal(pl.col("warm").first() // pl.col("stride").first(), pl.col("last").first())
+                    / pl.col("last").first()
+                ).alias(f"{name}_warm_x"),
+            )
+        )
+        both = chart.join(drawn, on="run_id", how="left")
+        out = both if out is None else out.join(both, on="run_id", how="full", coalesce=True)
+    return out.collect()
+
+
+def samples_svg(texts: dict[str, Any]) -> str:
+    """A static SVG of step time (log scale) and loss per step, for readers without JavaScript, from the points
+    `sample_texts` computed."""
+
+    def panel(name: str, top: int, log: bool, label: str) -> str:
+        points = texts.get(f"{name}_points")
+        if not points:
+            return ""
+        lo, hi, warm_x = texts[f"{name}_lo"], texts[f"{name}_hi"], texts[f"{name}_warm_x"]
         fmt = (lambda v: f"{10**v:.3g}") if log else (lambda v: f"{v:.3g}")
         return (
-            f'<rect x="40" y="{top + 10}" width="{x_warm - 40:.1f}" height="{height - 30}" fill="#fdf3d8"/>'
-            f'<polyline fill="none" stroke="#1f6feb" stroke-width="1" points="{pts}"/>'
-            f'<text x="0" y="{top + 14}" font-size="10">{fmt(hi)}</text>'
-            f'<text x="0" y="{top + height - 20}" font-size="10">{fmt(lo)}</text>'
-            f'<text x="40" y="{top + 8}" font-size="11">{label}</text>'
+            f'<g transform="translate(0,{top})">'
+            f'<rect x="{PLOT_X}" y="10" width="{warm_x - PLOT_X:.1f}" height="{SVG_PANEL - 30}" fill="#fdf3d8"/>'
+            f'<polyline fill="none" stroke="#1f6feb" stroke-width="1" points="{points}"/>'
+            f'<text x="0" y="14" font-size="10">{fmt(hi)}</text>'
+            f'<text x="0" y="{SVG_PANEL - 20}" font-size="10">{fmt(lo)}</text>'
+            f'<text x="{PLOT_X}" y="8" font-size="11">{label}</text></g>'
         )
 
-    body = panel(times_ms, 0, True, "step time (ms, log scale); warm-up shaded") + panel(
-        losses, height, False, "loss (nats)"
+    body = panel("time", 0, True, "step time (ms, log scale); warm-up shaded") + panel(
+        "loss", SVG_PANEL, False, "loss (nats)"
     )
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{2 * height}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{SVG_WIDTH}" height="{2 * SVG_PANEL}" '
         f'font-family="sans-serif">{body}</svg>\n'
     )
 
@@ -98,32 +168,33 @@ def write_run_pages(site: Path, summary: pl.DataFrame, rows: pl.DataFrame) -> li
     spec = charts.step_samples_spec()
     out_dir = site / "runs"
     out_dir.mkdir(parents=True, exist_ok=True)
-    samples = (
-        rows.filter(pl.col("step").is_not_null(), pl.col("trial") == 0, pl.col("metric").is_in(["step_time_s", "loss"]))
-        .sort("run_id", "step")
-        .partition_by("run_id", as_dict=True)
-    )
+    texts = {row["run_id"]: row for row in sample_texts(rows).iter_rows(named=True)}
+    every_row = rows.partition_by("run_id", as_dict=True, maintain_order=True)
+    spec_text = json.dumps(spec, separators=(",", ":"))
+    spec_text = spec_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     written = []
     for run in summary.to_dicts():
         run_id = run["run_id"]
         slug = pages.slug(run_id)
         config = json.loads(run["config"])
         chart_json, svg_name = None, None
-        run_rows = samples.get((run_id,))
-        if run_rows is not None and run_rows.height:
-            data = run_rows.select("step", "phase", "metric", "value")
-            # columns, not rows: the chart's flatten transform turns them back into rows (a third of the bytes)
-            spec["datasets"] = {charts.SAMPLES: [data.to_dict(as_series=False)]}
-            text = json.dumps(spec, separators=(",", ":"))
-            chart_json = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            times = data.filter(pl.col("metric") == "step_time_s")["value"].to_list()
-            losses = data.filter(pl.col("metric") == "loss")["value"].to_list()
-            svg_name = f"{slug}.svg"
-            (out_dir / svg_name).write_text(
-                samples_svg([t * 1e3 for t in times], losses, int(run.get("warmup_steps") or 0))
+        run_texts = texts.get(run_id)
+        if run_texts is not None and (run_texts.get("time_json") or run_texts.get("loss_json")):
+            datasets = (
+                f'"{charts.SAMPLE_TIMES}":[{run_texts.get("time_json") or "{}"}],'
+                f'"{charts.SAMPLE_LOSSES}":[{run_texts.get("loss_json") or "{}"}]'
             )
+            chart_json = spec_text[:-1] + ',"datasets":{' + datasets + "}}"  # numbers only: nothing to escape
+            svg_name = f"{slug}.svg"
+            (out_dir / svg_name).write_text(samples_svg(run_texts))
+        csv_name = None
+        run_rows = every_row.get((run_id,))
+        if run_rows is not None:
+            csv_name = f"{slug}.csv"
+            run_rows.write_csv(out_dir / csv_name)
         html = template.render(
             run=run,
+            csv_name=csv_name,
             config=config,
             settings=settings_rows(config),
             hardware=_flat(json.loads(run["hardware"])),

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 SCHEMA_VERSION = 1
 
 STATUSES = ("ok", "failed", "oom", "timeout", "unsupported")
-ORIGINS = ("measured", "imported", "claim")
+ORIGINS = ("measured", "imported", "claim", "retraction")
 TIERS = ("stock", "tuned", "claim")
 PHASES = ("warmup", "steady", "run")
 """`warmup` and `steady` steps; `run` for run-level values (startup time, peak memory, steps completed)."""
@@ -37,7 +37,7 @@ _COLUMNS: list[tuple[str, pa.DataType, bool, str]] = [
     ("tier", pa.string(), False, "stock | tuned | claim"),
     ("status", pa.string(), False, "ok | failed | oom | timeout | unsupported"),
     ("error", pa.string(), True, "error text when status is not ok"),
-    ("origin", pa.string(), False, "measured | imported | claim"),
+    ("origin", pa.string(), False, "measured | imported | claim | retraction (points at a run that no longer counts)"),
     ("source", pa.string(), True, "where an imported or claimed number comes from"),
     ("started_at", UTC_TS, False, "UTC start of the run"),
     ("ended_at", UTC_TS, False, "UTC end of the run"),
@@ -74,6 +74,7 @@ METRICS = {
     "peak_mem_gib": "GiB",
     "peak_rss_gib": "GiB",
     "steps_per_s": "steps/s",  # claims and imports, which carry no per-step times
+    "retracted_runs": "runs",  # a retraction record's one row (runners/retract.py)
 }
 
 
@@ -119,6 +120,10 @@ def _distinct_count(col: pa.ChunkedArray) -> int:
     """Distinct values (null included) of a column, plain or dictionary-encoded, without decoding every row."""
     if not pa.types.is_dictionary(col.type):
         return pc.count_distinct(col, mode="all").as_py()
+    chunks = [c for c in col.chunks if len(c)]
+    if chunks and not col.null_count and all(len(c.dictionary) == 1 for c in chunks):
+        # the usual case, one value per file: each chunk's dictionary holds just it; compare those alone
+        return len({c.dictionary[0].as_py() for c in chunks})
     seen: set[object] = set()
     for chunk in col.chunks:
         used = pc.unique(chunk.indices)

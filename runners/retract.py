@@ -1,0 +1,89 @@
+"""Retractions: a result that should no longer count is answered by a new record that points at it.
+
+    python -m runners retract RUN_ID --reason "why" [--data-dir data]
+
+Nothing is deleted or rewritten: the retracted run's file stays, byte for byte, and keeps its page; the new
+record (`data/<suite>/retraction-<run_id>.parquet`, origin `retraction`) names it, with the reason and the sha256
+of the file it retracts. The site then leaves the run out of rankings, repeats, scaling and parity baselines,
+marks it on its page and lists it under Errata. A run is retracted at most once (the store never overwrites).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from runners import provenance, schema, spec, store
+
+PREFIX = "retraction-"
+
+
+def find_run(data_dir: Path, run_id: str) -> Path:
+    """The result file of `run_id` under data_dir, or a SpecError saying what to do."""
+    hits = sorted(p for p in Path(data_dir).rglob(f"{run_id}.parquet") if not p.name.startswith("."))
+    if not hits:
+        raise spec.SpecError(f"no result file for run {run_id!r} under {data_dir}/: check the id on the run's page")
+    if len(hits) > 1:
+        raise spec.SpecError(f"run {run_id!r} has {len(hits)} files under {data_dir}/: {[str(h) for h in hits]}")
+    return hits[0]
+
+
+def retraction_table(target: dict, target_sha256: str, reason: str, now: datetime) -> schema.pa.Table:
+    """The record retracting `target` (its run-level columns as read from its file)."""
+    commit, dirty = provenance.harness()
+    config = {
+        "retraction": {"retracts": target["run_id"], "reason": reason, "retracted_sha256": target_sha256},
+        "suite": target["suite"],
+        "workload": {"name": target["workload"]},
+    }
+    run = {key: target[key] for key in ("suite", "workload", "engine", "engine_version", "variant", "tier")} | {
+        "run_id": PREFIX + target["run_id"],
+        "status": "ok",
+        "error": None,
+        "origin": "retraction",
+        "source": None,
+        "started_at": now,
+        "ended_at": now,
+        "harness_commit": commit,
+        "harness_dirty": dirty,
+        "accelerator": target["accelerator"],
+        "accelerator_count": target["accelerator_count"],
+        "config": json.dumps(config, sort_keys=True),
+        "hardware": json.dumps({}),
+        "software": json.dumps(provenance.versions()),
+        "environment": json.dumps({}),
+        "calibration": None,
+    }
+    rows = [dict(trial=0, step=None, phase="run", metric="retracted_runs", value=1.0, unit="runs")]
+    return schema.make_table(run, rows)
+
+
+def retract(data_dir: Path, run_id: str, reason: str, now: datetime | None = None) -> Path:
+    """Write the retraction of `run_id`; refuses an empty reason, an unknown run, a retraction, or a second one."""
+    if not reason.strip():
+        raise spec.SpecError("--reason is required: say why the run no longer counts")
+    if run_id.startswith(PREFIX):
+        raise spec.SpecError(f"{run_id!r} is itself a retraction; retractions are not retracted")
+    path = find_run(data_dir, run_id)
+    target = pq.read_table(path).slice(0, 1).to_pylist()[0]
+    existing = store.run_path(data_dir, target["suite"], PREFIX + run_id)
+    if existing.exists():
+        raise spec.SpecError(f"run {run_id!r} is already retracted by {existing}; records are never rewritten")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return store.write_run(data_dir, retraction_table(target, digest, reason.strip(), now or datetime.now(UTC)))
+
+
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_id", help="the run to retract (its id, as on its page)")
+    p.add_argument("--reason", required=True, help="why the run no longer counts; shown on the site")
+    p.add_argument("--data-dir", type=Path, default=Path("data"))
+
+
+def main(args: argparse.Namespace) -> int:
+    print(f"wrote {retract(args.data_dir, args.run_id, args.reason)}")
+    return 0

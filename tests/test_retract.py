@@ -1,0 +1,73 @@
+"""Retractions: a new record points at a run that no longer counts; nothing is deleted or rewritten."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from generator import derive, load
+from runners import retract, store
+from tests.conftest import run_module
+
+REASON = "ran with a <b>stale</b> bucket setting & a debug build"
+
+
+def _run_of(data: Path, variant: str) -> Path:
+    return next(
+        p for p in data.rglob("*.parquet") if pq.read_table(p, columns=["variant"])["variant"][0].as_py() == variant
+    )
+
+
+def test_a_retraction_points_at_the_run_and_takes_it_out_of_every_ranking(bench_data, tmp_path: Path) -> None:
+    source, _ = bench_data
+    data = tmp_path / "data"
+    shutil.copytree(source, data)
+    target = _run_of(data, "ddp-tuned")
+    before = hashlib.sha256(target.read_bytes()).hexdigest()
+
+    proc = run_module("runners", "retract", target.stem, "--reason", REASON, "--data-dir", str(data))
+    written = data / "cpu-smoke" / f"retraction-{target.stem}.parquet"
+    assert f"wrote {written}" in proc.stdout
+    assert hashlib.sha256(target.read_bytes()).hexdigest() == before  # the retracted file is untouched
+
+    again = run_module("runners", "retract", target.stem, "--reason", "twice", "--data-dir", str(data), check=False)
+    assert again.returncode == 2 and "already retracted" in again.stderr
+    unknown = run_module("runners", "retract", "no-such-run", "--reason", "x", "--data-dir", str(data), check=False)
+    assert unknown.returncode == 2 and "no result file for run 'no-such-run'" in unknown.stderr
+    blank = run_module("runners", "retract", target.stem, "--reason", " ", "--data-dir", str(data), check=False)
+    assert blank.returncode == 2 and "--reason is required" in blank.stderr
+
+    # a retraction of a run that is not there is reported by file and field, and changes nothing else
+    ghost = pq.read_table(target).slice(0, 1).to_pylist()[0] | {"run_id": "ghost-run"}
+    ghost_path = store.write_run(data, retract.retraction_table(ghost, "0" * 64, "no such run", datetime.now(UTC)))
+
+    loaded = load.load(data)
+    rejected = {r.path: r.problems for r in loaded.rejected}
+    assert rejected == {
+        ghost_path.relative_to(data.parent).as_posix(): (
+            "row 0, field 'config': retracts 'ghost-run', which no loaded result file holds",
+        )
+    }
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    row = summary.filter(pl.col("run_id") == target.stem).row(0, named=True)
+    assert row["retracted_by"] == f"retraction-{target.stem}" and row["retraction_reason"] == REASON
+    board = derive.leaderboards(summary)[("cpu-smoke", "train-gpt-tiny-mb4")]
+    assert target.stem not in board["run_id"].to_list() and board.height == 3
+    assert f"retraction-{target.stem}" not in board["run_id"].to_list()
+
+    site = tmp_path / "site"
+    run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "build"))
+    # the reason is shown as text everywhere: escaped in the HTML, never markup
+    errata = (site / "errata.html").read_text()
+    assert f"runs/{target.stem}.html" in errata and REASON in html.unescape(errata) and REASON not in errata
+    run_page = (site / "runs" / f"{target.stem}.html").read_text()
+    assert 'id="retracted"' in run_page and REASON in html.unescape(run_page) and REASON not in run_page
+    board_page = (site / "leaderboards" / "cpu-smoke-train-gpt-tiny-mb4.html").read_text()
+    assert 'id="retracted"' in board_page and REASON in html.unescape(board_page) and REASON not in board_page
+    assert "ghost-run" in (site / "rejected.html").read_text()
