@@ -55,6 +55,7 @@ def write_pages(
     env = pages.environment()
     boards = derive.leaderboards(summary)
     repeats = derive.repeats(summary)
+    window_losses = derive.loss_windows(summary, loaded.rows)
     scaling = derive.scaling(summary)
     index_rows, claim_rows, nav = [], [], []
     for suite, workload in boards:
@@ -76,13 +77,8 @@ def write_pages(
         )
         work_repeats = repeats.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         work_scaling = scaling.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
-        losses = (
-            loaded.rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0)
-            .join(latest.select("run_id", "variant", "window_steps"), on="run_id")
-            .with_columns(step=(pl.col("step") // pl.col("window_steps")) * pl.col("window_steps"))
-            .group_by("run_id", "variant", "step")
-            .agg(pl.col("value").mean())
-            .sort("run_id", "step")
+        losses = window_losses.join(latest.select("run_id", "variant"), on="run_id").select(
+            "run_id", "variant", "step", "value"
         )
         shown = derive.latest_per_configuration(board)
         has_mfu = shown.height > 0 and shown.select(pl.col("mfu_calibrated").is_not_null().any()).item()

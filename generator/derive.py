@@ -92,18 +92,43 @@ class _Curve:
 
 
 def _loss_curves(runs: pl.DataFrame, rows: pl.DataFrame) -> dict[str, _Curve]:
-    """Trial 0's first loss and steady-window mean losses per run."""
+    """Trial 0's first loss and steady-window mean losses per run: `metrics.window_means` of the losses after the
+    warm-up, computed for every run in one polars pass (the same complete windows of consecutive steps)."""
     losses = (
-        rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0)
-        .join(runs.select("run_id", "warmup_steps", "window_steps"), on="run_id")
+        rows.lazy()
+        .filter(pl.col("metric") == "loss", pl.col("trial") == 0)
+        .join(runs.lazy().select("run_id", "warmup_steps", "window_steps"), on="run_id")
         .sort("run_id", "step")
-        .group_by("run_id", maintain_order=True)
-        .agg(pl.col("value"), pl.col("warmup_steps").first(), pl.col("window_steps").first())
+        .with_columns(pos=pl.int_range(pl.len()).over("run_id"))
     )
-    return {
-        run_id: _Curve(values[0], metrics.window_means(values[warmup:], window))
-        for run_id, values, warmup, window in losses.iter_rows()
-    }
+    first = losses.group_by("run_id").agg(first=pl.col("value").first())
+    windows = (
+        losses.filter(pl.col("pos") >= pl.col("warmup_steps"))
+        .with_columns(window=(pl.col("pos") - pl.col("warmup_steps")) // pl.col("window_steps"))
+        .group_by("run_id", "window")
+        .agg(mean=pl.col("value").sum() / pl.len(), n=pl.len(), size=pl.col("window_steps").first())
+        .filter(pl.col("n") == pl.col("size"))
+        .sort("run_id", "window")
+        .group_by("run_id", maintain_order=True)
+        .agg(pl.col("mean"))
+    )
+    curves = first.join(windows, on="run_id", how="left").collect()
+    return {run_id: _Curve(f, list(means or [])) for run_id, f, means in curves.iter_rows()}
+
+
+def loss_windows(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """Every run's trial-0 loss as the mean per timing window (run_id, step at the window's start, value): what
+    the leaderboards' loss charts draw, computed once for all boards."""
+    return (
+        rows.lazy()
+        .filter(pl.col("metric") == "loss", pl.col("trial") == 0)
+        .join(summary.lazy().select("run_id", "window_steps"), on="run_id")
+        .with_columns(step=(pl.col("step") // pl.col("window_steps")) * pl.col("window_steps"))
+        .group_by("run_id", "step")
+        .agg(pl.col("value").mean())
+        .sort("run_id", "step")
+        .collect()
+    )
 
 
 def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:

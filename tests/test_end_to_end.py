@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, load
-from runners import schema, spec
+from runners import metrics, schema, spec
 from tests.conftest import REPEAT_NOTE, SCALING_NOTE, run_module
 
 SMOKE = spec.load_suite("cpu-smoke")
@@ -211,3 +211,18 @@ def test_repeats_and_scaling_reach_the_leaderboard(built_site: Path) -> None:
     run_page = (built_site / "runs" / f"{single['run_id']}.html").read_text()
     assert SCALING_NOTE in run_page and "--world-size 1" in run_page
     assert REPEAT_NOTE in (built_site / "runs" / f"{repeats['run_id'][1]}.html").read_text()
+
+
+def test_vectorised_loss_windows_match_the_formula(bench_data) -> None:
+    """derive computes every run's loss windows in one polars pass; they must be metrics.window_means exactly."""
+    data, _ = bench_data
+    loaded = load.load(data)
+    runs = derive._config_fields(loaded.runs)
+    curves = derive._loss_curves(runs, loaded.rows)
+    work = SMOKE.workloads[0]
+    for run_id in runs["run_id"]:
+        losses = loaded.rows.filter((pl.col("run_id") == run_id) & (pl.col("metric") == "loss")).sort("step")
+        values = losses["value"].to_list()
+        expected = metrics.window_means(values[work.warmup_steps :], work.window_steps)
+        assert curves[run_id].first == values[0]
+        assert curves[run_id].windows == pytest.approx(expected, rel=1e-12) and len(expected) > 0
