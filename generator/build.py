@@ -43,7 +43,7 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
-    loaded = load.load(data_dir)
+    loaded = load.load(data_dir, work_dir / "cache" / "loaded")
     for r in loaded.rejected:
         print(f"rejected {r.path}: " + "; ".join(r.problems), file=sys.stderr)
     docs = work_dir / "docs"

@@ -123,27 +123,91 @@ def _read_files(
     return reads, pa.concat_tables(heads), pa.concat_tables(rows)
 
 
-def _read_all(files: list[Path], root_parent: Path) -> tuple[list[_Read], list[pa.Table], list[pa.Table]]:
-    """Every file read and checked, in `files` order; spread over the machine's cores when there are many."""
-    indexed = list(enumerate(files))
+def _fingerprint() -> str:
+    """What a cached check depends on: this module's and the schema's code."""
+    digest = hashlib.sha256()
+    for path in (Path(__file__), Path(schema.__file__)):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _cached(cache_dir: Path | None) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """Heads and rows of files checked by an earlier build with the same code, or None."""
+    if cache_dir is None or not (cache_dir / "key.txt").exists():
+        return None
+    if (cache_dir / "key.txt").read_text() != _fingerprint():
+        return None
+    try:
+        return pl.read_ipc(cache_dir / "heads.arrow"), pl.read_ipc(cache_dir / "rows.arrow")
+    except Exception:  # a damaged cache is only a slower build
+        return None
+
+
+def _read_all(
+    files: list[Path], root_parent: Path, cache_dir: Path | None = None
+) -> tuple[list[_Read], pl.DataFrame | None, pl.DataFrame | None]:
+    """Every file read and checked, in `files` order; spread over the machine's cores when there are many.
+
+    With a cache dir, a file whose path and sha256 match one an earlier build checked (with the same code) is
+    taken from the cache instead of being read and checked again; the cache is then rewritten."""
+    cached = _cached(cache_dir)
+    known: dict[tuple[str, str], tuple[int, str]] = {}
+    if cached is not None:
+        known = {(p, d): (f, r) for f, p, d, r in cached[0].select("_file", "path", "sha256", "run_id").iter_rows()}
+    reads, todo, reuse = [], [], {}
+    for index, path in enumerate(files):
+        rel = path.relative_to(root_parent).as_posix()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if known else None
+        if (rel, digest) in known:
+            old, run_id = known[(rel, digest)]
+            reuse[old] = index
+            reads.append(_Read(index, rel, digest, run_id, ()))
+        else:
+            todo.append((index, path))
+            reads.append(None)
     workers = min(os.cpu_count() or 1, 8)
-    if len(files) < PARALLEL_FROM or workers < 2:
-        parts = [_read_files(indexed, root_parent)]
+    if len(todo) < PARALLEL_FROM or workers < 2:
+        parts = [_read_files(todo, root_parent)] if todo else []
     else:
-        size = -(-len(indexed) // (workers * 4))
-        chunks = [indexed[i : i + size] for i in range(0, len(indexed), size)]  # in order: no sort afterwards
+        size = -(-len(todo) // (workers * 4))
+        chunks = [todo[i : i + size] for i in range(0, len(todo), size)]  # in order: no sort afterwards
         # spawn, not fork: this process may already run polars' and arrow's thread pools
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             parts = list(pool.map(_read_files, chunks, [root_parent] * len(chunks)))
-    reads = [r for part in parts for r in part[0]]
-    return reads, [p[1] for p in parts if p[1] is not None], [p[2] for p in parts if p[2] is not None]
+    for part in parts:
+        for read in part[0]:
+            reads[read.index] = read
+    heads = [pl.from_arrow(p[1]) for p in parts if p[1] is not None]
+    rows = [pl.from_arrow(p[2]) for p in parts if p[2] is not None]
+    if reuse:
+        mapping = pl.DataFrame(
+            {"_file": list(reuse), "_new": list(reuse.values())}, schema={"_file": pl.Int32, "_new": pl.Int32}
+        )
+        for frames, old in ((heads, cached[0].drop("path", "sha256")), (rows, cached[1])):
+            identity = len(reuse) == old["_file"].n_unique() and all(k == v for k, v in reuse.items())
+            frames.insert(0, old if identity else old.join(mapping, on="_file").drop("_file").rename({"_new": "_file"}))
+    head = pl.concat(heads) if heads else None
+    row = pl.concat(rows) if rows else None
+    if row is not None and not row["_file"].is_sorted():
+        row = row.sort("_file", maintain_order=True)  # every file's rows in file order, files in path order
+    if cache_dir is not None and todo and head is not None:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        good = [r for r in reads if r.run_id is not None]
+        where = pl.DataFrame(
+            {"_file": [r.index for r in good], "path": [r.rel for r in good], "sha256": [r.sha256 for r in good]},
+            schema={"_file": pl.Int32, "path": pl.String, "sha256": pl.String},
+        )
+        head.join(where, on="_file").write_ipc(cache_dir / "heads.arrow")
+        row.write_ipc(cache_dir / "rows.arrow")
+        (cache_dir / "key.txt").write_text(_fingerprint())
+    return reads, head, row
 
 
-def load(data_dir: Path) -> Loaded:
-    """Load every good result file under data_dir; report the others."""
+def load(data_dir: Path, cache_dir: Path | None = None) -> Loaded:
+    """Load every good result file under data_dir; report the others. `cache_dir` (the site build's) keeps the
+    checked contents of files by path and sha256, so an unchanged file is not read and checked again."""
     root = Path(data_dir)
-    reads, head_parts, row_parts = _read_all(result_files(root), root.parent)
-    heads = pl.from_arrow(pa.concat_tables(head_parts)) if head_parts else None
+    reads, heads, rows = _read_all(result_files(root), root.parent, cache_dir)
     rejected: list[Rejected] = []
     seen: dict[str, str] = {}
     good: list[_Read] = []
@@ -179,7 +243,6 @@ def load(data_dir: Path) -> Loaded:
         schema={"_file": pl.Int32, "path": pl.String, "sha256": pl.String},
     )
     runs = heads.join(files, on="_file").drop("_file")
-    rows = pl.from_arrow(pa.concat_tables(row_parts))
     if len(kept) < len(reads):  # a duplicate or a bad retraction: drop its rows (bad files brought none)
         rows = rows.filter(pl.col("_file").is_in(files["_file"].implode()))
     return Loaded(runs=runs.sort("started_at", "run_id"), rows=rows.drop("_file"), rejected=rejected)

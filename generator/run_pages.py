@@ -120,6 +120,30 @@ def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
     return out.collect()
 
 
+CSV_COLUMNS = ["run_id", "trial", "step", "phase", "metric", "value", "unit"]
+
+
+def _csv_field(expr: pl.Expr) -> pl.Expr:
+    """A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote or a line break."""
+    text = expr.cast(pl.String).fill_null("")
+    quoted = pl.lit('"') + text.str.replace_all('"', '""', literal=True) + pl.lit('"')
+    return pl.when(text.str.contains('[",\r\n]')).then(quoted).otherwise(text)
+
+
+def csv_texts(rows: pl.DataFrame) -> dict[str, str]:
+    """Every run's rows as CSV text (header included), built for all runs in one vectorised pass, rows in the
+    order of the run's file."""
+    header = ",".join(CSV_COLUMNS)
+    lines = (
+        rows.lazy()
+        .select("run_id", pl.concat_str([_csv_field(pl.col(c)) for c in CSV_COLUMNS], separator=",").alias("line"))
+        .group_by("run_id", maintain_order=True)
+        .agg(pl.col("line").str.join("\n"))
+        .collect()
+    )
+    return {run_id: f"{header}\n{text}\n" for run_id, text in lines.iter_rows()}
+
+
 def samples_svg(texts: dict[str, Any]) -> str:
     """A static SVG of step time (log scale) and loss per step, for readers without JavaScript, from the points
     `sample_texts` computed."""
@@ -169,7 +193,7 @@ def write_run_pages(site: Path, summary: pl.DataFrame, rows: pl.DataFrame) -> li
     out_dir = site / "runs"
     out_dir.mkdir(parents=True, exist_ok=True)
     texts = {row["run_id"]: row for row in sample_texts(rows).iter_rows(named=True)}
-    every_row = rows.partition_by("run_id", as_dict=True, maintain_order=True)
+    csvs = csv_texts(rows)
     spec_text = json.dumps(spec, separators=(",", ":"))
     spec_text = spec_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     written = []
@@ -188,10 +212,9 @@ def write_run_pages(site: Path, summary: pl.DataFrame, rows: pl.DataFrame) -> li
             svg_name = f"{slug}.svg"
             (out_dir / svg_name).write_text(samples_svg(run_texts))
         csv_name = None
-        run_rows = every_row.get((run_id,))
-        if run_rows is not None:
+        if run_id in csvs:
             csv_name = f"{slug}.csv"
-            run_rows.write_csv(out_dir / csv_name)
+            (out_dir / csv_name).write_text(csvs[run_id])
         html = template.render(
             run=run,
             csv_name=csv_name,

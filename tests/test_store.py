@@ -125,3 +125,31 @@ def test_harness_commit_named_by_the_caller_wins(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("FAIRFIGHT_HARNESS_COMMIT")
     commit, dirty = provenance.harness()
     assert commit is None or (len(commit) == 40 and dirty in (True, False))
+
+
+def test_the_load_cache_reuses_unchanged_files_and_rechecks_changed_ones(tmp_path: Path, monkeypatch) -> None:
+    data, cache = tmp_path / "data", tmp_path / "cache"
+    for i in range(3):
+        store.write_run(
+            data, schema.make_table(_run(run_id=f"r{i}", started_at=datetime(2026, 11, i + 1, tzinfo=UTC)), ROWS)
+        )
+    cold = load.load(data, cache)
+    assert (cache / "heads.arrow").exists() and (cache / "rows.arrow").exists()
+    checked: list[str] = []
+    real = load.read_one
+    monkeypatch.setattr(
+        load, "read_one", lambda path, content=None: (checked.append(path.name), real(path, content))[1]
+    )
+    warm = load.load(data, cache)
+    assert checked == []  # nothing re-read: every file matched its path and sha256
+    assert warm.runs.equals(cold.runs) and warm.rows.equals(cold.rows)
+    # one file replaced by a bad one with the same name, one removed, one added: only the changed are read
+    pq.write_table(schema.make_table(_run(run_id="r1"), ROWS).drop_columns(["unit"]), data / "cpu-smoke" / "r1.parquet")
+    (data / "cpu-smoke" / "r2.parquet").unlink()
+    store.write_run(data, schema.make_table(_run(run_id="r3"), ROWS))
+    again = load.load(data, cache)
+    assert sorted(checked) == ["r1.parquet", "r3.parquet"]
+    assert again.runs["run_id"].to_list() == ["r0", "r3"]  # ordered by start
+    assert [r.path for r in again.rejected] == ["data/cpu-smoke/r1.parquet"]
+    assert again.rows["run_id"].to_list() == ["r0", "r0", "r3", "r3"]
+    assert load.load(data).runs.equals(again.runs)  # the same as without a cache
