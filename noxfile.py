@@ -86,6 +86,14 @@ def bench_h100(session: nox.Session) -> None:
     session.run("python", "-m", "runners", "bench", "--suite", "h100", *session.posargs)
 
 
+@nox.session(name="site-scale", default=False)
+def site_scale(session: nox.Session) -> None:
+    """Scale benchmark of the site: 5,000 synthetic runs × 2,000 steps (random values under build/scale, never
+    committed), built cold and warm, and the heaviest leaderboard page weighed. `-- --runs 500` for a smaller one."""
+    _install(session, "tests")
+    session.run("python", "-m", "tests.scale_check", *session.posargs, env=QUIET_ENV)
+
+
 @nox.session(default=False)
 def release(session: nox.Session) -> None:
     """Freeze data/ into an immutable edition: `nox -s release -- NAME` writes data/editions/NAME.json."""
