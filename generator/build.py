@@ -67,10 +67,20 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     # set, so the date is that of the newest record (the same data always gives the same bytes).
     newest = loaded.runs["ended_at"].max() if loaded.runs.height else None
     os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if newest else 0)
+    # Run pages are many: move the last build's aside so MkDocs' clean-up does not delete them, and let
+    # run_pages keep those whose inputs did not change.
+    kept = work_dir / "runs-kept"
+    if kept.exists():
+        shutil.rmtree(kept)
+    if (out_dir / "runs").exists():
+        try:
+            os.replace(out_dir / "runs", kept)
+        except OSError:  # another file system: render them all again
+            shutil.rmtree(out_dir / "runs")
     mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
     for staged in sorted((work_dir / catalog_pages.STAGED_DOWNLOADS).glob("*")):
         os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
-    run_pages.write_run_pages(out_dir, summary, loaded.rows)
+    run_pages.write_run_pages(out_dir, summary, loaded.rows, kept, work_dir / "cache" / "run-pages.json")
     return loaded
 
 

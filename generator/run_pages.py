@@ -8,7 +8,9 @@ with each run's data filled in, and its static SVG is drawn directly, so a page 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -184,20 +186,70 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def write_run_pages(site: Path, summary: pl.DataFrame, rows: pl.DataFrame) -> list[Path]:
-    """Render `runs/<run_id>.html` (and its samples SVG) for every run into the built site."""
+def _code_key(stylesheets: list[str]) -> str:
+    """What every run page also depends on besides its own record: this module, the chart spec, the helpers,
+    the template and the stylesheet names."""
+    digest = hashlib.sha256()
+    for path in (Path(__file__), Path(charts.__file__), Path(pages.__file__), pages.TEMPLATES / "run.html.j2"):
+        digest.update(path.read_bytes())
+    digest.update("\n".join(stylesheets).encode())
+    return digest.hexdigest()
+
+
+def write_run_pages(
+    site: Path, summary: pl.DataFrame, rows: pl.DataFrame, kept: Path | None = None, manifest: Path | None = None
+) -> int:
+    """Render `runs/<run>.html`, its samples SVG and its rows as CSV for every run into the built site; returns
+    how many runs were rendered.
+
+    Incremental when given `kept` (the previous build's runs/ directory, moved aside while MkDocs rebuilt the
+    rest) and `manifest` (what each kept page was made from): a run whose inputs are unchanged (its summary row,
+    which carries its result file's sha256, and this code) keeps its files; new and changed runs are rendered,
+    and the files of runs no longer present are removed. The bytes are the same as a full render's."""
     env = _environment()
     template = env.get_template("run.html.j2")
     stylesheets = sorted(p.relative_to(site).as_posix() for p in (site / "assets" / "stylesheets").glob("*.min.css"))
-    spec = charts.step_samples_spec()
     out_dir = site / "runs"
+    if kept is not None and kept.exists() and not out_dir.exists():
+        os.replace(kept, out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    code = _code_key(stylesheets)
+    runs = summary.to_dicts()
+    keys = {
+        run["run_id"]: hashlib.sha256((code + json.dumps(run, sort_keys=True, default=str)).encode()).hexdigest()
+        for run in runs
+    }
+    before = json.loads(manifest.read_text()) if manifest is not None and manifest.exists() else {}
+    todo = [
+        run
+        for run in runs
+        if before.get(run["run_id"]) != keys[run["run_id"]]
+        or not (out_dir / f"{pages.slug(run['run_id'])}.html").exists()
+    ]
+    current = {pages.slug(run["run_id"]) for run in runs}
+    for path in out_dir.iterdir():  # runs no longer in data/ (a removed or now rejected file)
+        if path.stem not in current:
+            path.unlink()
+    if todo:
+        if len(todo) < len(runs):
+            rows = rows.filter(pl.col("run_id").is_in([run["run_id"] for run in todo]))
+        _render(template, out_dir, todo, rows, stylesheets)
+    if manifest is not None:
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = manifest.with_suffix(".tmp")
+        tmp.write_text(json.dumps(keys, sort_keys=True))
+        tmp.replace(manifest)
+    return len(todo)
+
+
+def _render(
+    template: jinja2.Template, out_dir: Path, runs: list[dict[str, Any]], rows: pl.DataFrame, stylesheets: list[str]
+) -> None:
     texts = {row["run_id"]: row for row in sample_texts(rows).iter_rows(named=True)}
     csvs = csv_texts(rows)
-    spec_text = json.dumps(spec, separators=(",", ":"))
+    spec_text = json.dumps(charts.step_samples_spec(), separators=(",", ":"))
     spec_text = spec_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    written = []
-    for run in summary.to_dicts():
+    for run in runs:
         run_id = run["run_id"]
         slug = pages.slug(run_id)
         config = json.loads(run["config"])
@@ -211,10 +263,14 @@ def write_run_pages(site: Path, summary: pl.DataFrame, rows: pl.DataFrame) -> li
             chart_json = spec_text[:-1] + ',"datasets":{' + datasets + "}}"  # numbers only: nothing to escape
             svg_name = f"{slug}.svg"
             (out_dir / svg_name).write_text(samples_svg(run_texts))
+        else:
+            (out_dir / f"{slug}.svg").unlink(missing_ok=True)
         csv_name = None
         if run_id in csvs:
             csv_name = f"{slug}.csv"
             (out_dir / csv_name).write_text(csvs[run_id])
+        else:
+            (out_dir / f"{slug}.csv").unlink(missing_ok=True)
         html = template.render(
             run=run,
             csv_name=csv_name,
@@ -230,7 +286,4 @@ def write_run_pages(site: Path, summary: pl.DataFrame, rows: pl.DataFrame) -> li
             chart_id=f"chart-run-{slug}",
             svg_name=svg_name,
         )
-        path = out_dir / f"{slug}.html"
-        path.write_text(html)
-        written.append(path)
-    return written
+        (out_dir / f"{slug}.html").write_text(html)
