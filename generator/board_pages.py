@@ -73,7 +73,7 @@ def write_pages(
         # One curve per variant (its latest run), as means over timing windows: the page stays light however
         # many runs a workload has; every run's own curve is on its run page.
         latest = (
-            measured.filter(pl.col("suite_scale")).sort("started_at").group_by("variant", maintain_order=True).last()
+            counted.filter(pl.col("suite_scale")).sort("started_at").group_by("variant", maintain_order=True).last()
         )
         work_repeats = repeats.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         work_scaling = scaling.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
