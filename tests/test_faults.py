@@ -1,0 +1,83 @@
+"""Faults lose nothing: concurrent writers, and a runner killed with SIGKILL in the middle of its steps."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from generator import load
+from runners import schema, store
+from tests.conftest import ROOT
+from tests.test_store import ROWS, _run
+
+
+def _write_many(args: tuple[Path, str, int]) -> list[str]:
+    """One writer process: `count` records with its own ids, then one id every writer also writes."""
+    data, name, count = args
+    outcomes = [store.write_run(data, schema.make_table(_run(run_id=f"{name}-{i}"), ROWS)).name for i in range(count)]
+    try:
+        outcomes.append(store.write_run(data, schema.make_table(_run(run_id="contested", variant=name), ROWS)).name)
+    except FileExistsError:
+        outcomes.append("refused")
+    return outcomes
+
+
+def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with ProcessPoolExecutor(4) as pool:
+        results = list(pool.map(_write_many, [(data, f"w{k}", 25) for k in range(4)]))
+    files = sorted(p.name for p in (data / "cpu-smoke").iterdir())
+    assert files == sorted([f"w{k}-{i}.parquet" for k in range(4) for i in range(25)] + ["contested.parquet"])
+    # exactly one writer got the contested id; the others were refused, and its record is whole
+    assert sorted(r[-1] for r in results) == ["contested.parquet", "refused", "refused", "refused"]
+    loaded = load.load(data)
+    assert loaded.rejected == [] and loaded.runs.height == 101 and loaded.rows.height == 202
+
+
+def _processes_with(words: list[str]) -> list[int]:
+    """Pids whose command line holds every word (read from /proc: no pgrep needed)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:  # the process ended meanwhile
+                continue
+            if all(w in cmdline for w in words):
+                pids.append(int(entry.name))
+    return pids
+
+
+def test_a_runner_killed_mid_run_leaves_a_failure_record_and_no_partial_file(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    cmd = [sys.executable, "-m", "runners", "bench", "--suite", "cpu-smoke", "--variant", "ddp-fp32-stock"]
+    cmd += ["--variant", "ddp-amp-stock", "--steps", "100", "--data-dir", str(data)]
+    bench = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    killed = False
+    lines = []
+    for line in bench.stdout:  # type: ignore[union-attr]
+        lines.append(line)
+        if not killed and "step 40/100" in line:  # the first variant is training: kill its processes outright
+            pids = _processes_with(["runners.torch_train", str(data)])
+            assert pids, "no runner process found to kill"
+            for pid in pids:
+                os.kill(pid, signal.SIGKILL)
+            killed = True
+    assert bench.wait(timeout=600) == 1, "".join(lines[-40:])  # a failed variant: the suite reports it
+    assert killed, "".join(lines[-40:])
+    names = sorted(p.name for p in (data / "cpu-smoke").iterdir())
+    assert not [n for n in names if n.startswith(".")], names  # no temporary file left
+    heads = {
+        pq.read_table(p).slice(0, 1).to_pylist()[0]["variant"]: pq.read_table(p).slice(0, 1).to_pylist()[0]
+        for p in (data / "cpu-smoke").glob("*.parquet")
+    }
+    assert sorted(heads) == ["ddp-amp-stock", "ddp-fp32-stock"]  # the suite went on to the next variant
+    assert heads["ddp-fp32-stock"]["status"] == "failed" and "-9" in heads["ddp-fp32-stock"]["error"]
+    assert heads["ddp-amp-stock"]["status"] == "ok"
+    assert load.load(data).rejected == []
