@@ -41,6 +41,13 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
         ),
         calibrated_matmul_flops=pl.col("calibration").str.json_path_match("$.matmul_flops").cast(pl.Float64),
         note=cfg.str.json_path_match("$.note"),
+        # other jobs may have used the rest of the host: the operator said something about the run (`--note`)
+        # and it used fewer of the host's GPUs than the host has (both recorded by the runner)
+        shared_host=cfg.str.json_path_match("$.note").is_not_null()
+        & (
+            pl.col("hardware").str.json_path_match("$.host_accelerator_count").cast(pl.Int64)
+            > pl.col("accelerator_count")
+        ).fill_null(False),
         # a run of the workload as the suite defines it: all its steps asked for, on the suite's device count
         full_length=~cfg.str.json_path_match("$.workload.overridden").fill_null("[]").str.contains('"steps"'),
         suite_scale=~cfg.str.json_path_match("$.workload.overridden").fill_null("[]").str.contains('"world_size"'),
@@ -302,7 +309,7 @@ def repeats(summary: pl.DataFrame) -> pl.DataFrame:
         .agg(
             pl.col("run_id"),
             pl.col("steps_per_s").alias("medians"),
-            pl.col("note").is_not_null().any().alias("shared_host"),
+            pl.col("shared_host").any(),
         )
         .filter(pl.col("run_id").list.len() >= 2)
     )
@@ -327,7 +334,7 @@ def scaling(summary: pl.DataFrame) -> pl.DataFrame:
             pl.col("tokens_per_s_per_device").median(),
             pl.col("steps_per_s").median(),
             runs=pl.len(),
-            shared_host=pl.col("note").is_not_null().any(),
+            shared_host=pl.col("shared_host").any(),
             tier=pl.col("tier").first(),
         )
     )

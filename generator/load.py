@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runners import schema
+from runners import retract, schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,7 @@ def _retraction_problem(config: str, loaded_ids: set[str]) -> str | None:
         return "row 0, field 'config': a retraction must name the run it retracts (retraction.retracts)"
     if target not in loaded_ids:
         return f"row 0, field 'config': retracts {target!r}, which no loaded result file holds"
-    if target.startswith("retraction-"):
+    if target.startswith(retract.PREFIX):
         return f"row 0, field 'config': retracts {target!r}, itself a retraction"
     return None
 
@@ -192,6 +192,7 @@ def _read_all(
         row = row.sort("_file", maintain_order=True)  # every file's rows in file order, files in path order
     if cache_dir is not None and todo and head is not None:
         cache_dir.mkdir(parents=True, exist_ok=True)
+        (cache_dir / "key.txt").unlink(missing_ok=True)  # no key while half-written: an interrupted write is unused
         good = [r for r in reads if r.run_id is not None]
         where = pl.DataFrame(
             {"_file": [r.index for r in good], "path": [r.rel for r in good], "sha256": [r.sha256 for r in good]},

@@ -199,6 +199,7 @@ def test_repeats_and_scaling_reach_the_leaderboard(built_site: Path) -> None:
     stock = summary.filter(pl.col("variant") == "ddp-fp32-stock")
     single = stock.filter(pl.col("accelerator_count") == 1).row(0, named=True)
     assert single["note"] == SCALING_NOTE and not single["suite_scale"] and single["full_length"]
+    assert not single["shared_host"]  # a note alone is not a shared host: a CPU run used the whole host
     assert single["parity_baseline"] == single["run_id"]  # its own device count is its own baseline
     repeats = derive.repeats(summary).filter(pl.col("variant") == "ddp-fp32-stock").row(0, named=True)
     assert repeats["runs"] == 2 and repeats["accelerator_count"] == 2
