@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The seed's workload at full length (2000 steps) on a 4-GPU H200 host, in slices that each fit one 10-minute call
-# of the bench host (issue 5: 2 GPUs, A/A repeats, 1 GPU; issue 10: 4 GPUs).
+# The seed's workload at full length (2000 steps) on H200 hosts, in slices that each fit one 10-minute call of the
+# bench host (issue 5: 2 GPUs, A/A repeats, 1 GPU; issue 10: 4 GPUs). Slices 1-3 need a 4-GPU host, 4-6 a 2-GPU one.
 #
 #   runners/sweeps/full-length.sh SLICE [DATA_DIR] [LOG_DIR]
 #
@@ -52,8 +52,19 @@ case $SLICE in
   } &
   wait
   ;;
+4) # micro-batch 16 stock bf16 on a 2-GPU host, alone (2000 steps take ~480 s)
+  on 0,1 pair01 $MB16 --variant ddp-amp-stock
+  ;;
+5) # micro-batch 16 ddp-tuned on a 2-GPU host, alone (~430 s of steps after ~70 s of compile and warm-up)
+  on 0,1 pair01 $MB16 --variant ddp-tuned
+  ;;
+6) # micro-batch 16 stock fp32 (2.3 s a step: a 180 s budget buys ~3 loss windows for the parity baseline), then
+  # micro-batch 4 best tuned alone on the host, to measure what sharing a host cost the slice 1 and 3 runs
+  on 0,1 pair01 $MB16 --variant ddp-fp32-stock --time-budget 180
+  on 0,1 pair01 $MB4 --variant fsdp2-compile
+  ;;
 *)
-  echo "unknown slice $SLICE (1-3)" >&2
+  echo "unknown slice $SLICE (1-6)" >&2
   exit 2
   ;;
 esac
