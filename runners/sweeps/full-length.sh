@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The seed's workload at full length (2000 steps) on H200 hosts, in slices that each fit one 10-minute call of the
-# bench host (issue 5: 2 GPUs, A/A repeats, 1 GPU; issue 10: 4 GPUs). Slices 1-3 need a 4-GPU host, 4-6 a 2-GPU one.
+# bench host (issue 5: 2 GPUs, A/A repeats, 1 GPU; issue 10: 4 GPUs). Slices 1-3 need a 4-GPU host, 4-7 a 2-GPU one.
 #
 #   runners/sweeps/full-length.sh SLICE [DATA_DIR] [LOG_DIR]
 #
@@ -63,8 +63,11 @@ case $SLICE in
   on 0,1 pair01 $MB16 --variant ddp-fp32-stock --time-budget 180
   on 0,1 pair01 $MB4 --variant fsdp2-compile
   ;;
+7) # the A/A repeat of slice 6's solo best-tuned run (a repeat runs under the same host conditions)
+  on 0,1 pair01 $MB4 --variant fsdp2-compile
+  ;;
 *)
-  echo "unknown slice $SLICE (1-6)" >&2
+  echo "unknown slice $SLICE (1-7)" >&2
   exit 2
   ;;
 esac
