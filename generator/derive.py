@@ -301,15 +301,17 @@ CONFIG_KEYS = ["suite", "workload", "variant", "accelerator", "accelerator_count
 
 def repeats(summary: pl.DataFrame) -> pl.DataFrame:
     """A/A: every configuration (variant with its overrides, hardware, device count, micro-batch) with two or more
-    full-length runs, their medians and their relative spread (`metrics.relative_spread`)."""
+    full-length runs under the same host conditions, their medians and their relative spread
+    (`metrics.relative_spread`). A run beside other jobs on a shared host and a run alone are not repeats of each
+    other: sharing is a condition, not noise, so each condition has its own spread."""
+    keys = [*CONFIG_KEYS, "shared_host"]
     groups = (
         _comparable(summary)
         .sort("started_at")
-        .group_by(CONFIG_KEYS, maintain_order=True)
+        .group_by(keys, maintain_order=True)
         .agg(
             pl.col("run_id"),
             pl.col("steps_per_s").alias("medians"),
-            pl.col("shared_host").any(),
         )
         .filter(pl.col("run_id").list.len() >= 2)
     )
@@ -319,7 +321,7 @@ def repeats(summary: pl.DataFrame) -> pl.DataFrame:
         lowest=pl.col("medians").list.min(),
         highest=pl.col("medians").list.max(),
         spread=pl.Series(spreads, dtype=pl.Float64),
-    ).sort(CONFIG_KEYS)
+    ).sort(keys)
 
 
 def scaling(summary: pl.DataFrame) -> pl.DataFrame:

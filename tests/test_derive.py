@@ -1,0 +1,50 @@
+"""derive's pure functions on small hand-built summaries (the end-to-end tests feed them real CPU runs)."""
+
+from datetime import datetime, timedelta
+
+import polars as pl
+import pytest
+
+from generator import derive
+
+
+def _summary(rates: list[float], shared: list[bool]) -> pl.DataFrame:
+    """Full-length, parity-passing measured runs of one configuration, one per rate."""
+    n = len(rates)
+    start = datetime(2026, 11, 29)
+    return pl.DataFrame(
+        {
+            "run_id": [f"run-{i}" for i in range(n)],
+            "suite": ["h100"] * n,
+            "workload": ["train-gpt-1.27b-mb4"] * n,
+            "variant": ["fsdp2-compile"] * n,
+            "accelerator": ["NVIDIA H200"] * n,
+            "accelerator_count": [2] * n,
+            "micro_batch": [4] * n,
+            "origin": ["measured"] * n,
+            "retracted_by": pl.Series([None] * n, dtype=pl.String),
+            "full_length": [True] * n,
+            "loss_parity_ok": [True] * n,
+            "started_at": [start + timedelta(hours=i) for i in range(n)],
+            "steps_per_s": rates,
+            "steps_per_s_lo": [r * 0.99 for r in rates],
+            "shared_host": shared,
+        }
+    )
+
+
+def test_repeats_keep_shared_and_solo_runs_apart() -> None:
+    """Two runs beside other jobs and two alone: two A/A groups, each with its own spread; never one mixed group."""
+    summary = _summary([14.9, 14.95, 15.1, 14.9], [True, True, False, False])
+    groups = derive.repeats(summary).sort("shared_host")
+    assert groups["shared_host"].to_list() == [False, True]
+    assert groups["runs"].to_list() == [2, 2]
+    alone, shared = groups.rows(named=True)
+    assert alone["run_id"] == ["run-2", "run-3"]
+    assert alone["spread"] == pytest.approx(0.2 / 15.0)
+    assert shared["spread"] == pytest.approx(0.05 / 14.925)
+
+
+def test_a_single_run_per_condition_is_not_a_repeat() -> None:
+    summary = _summary([14.9, 15.1], [True, False])
+    assert derive.repeats(summary).height == 0
