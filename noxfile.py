@@ -88,8 +88,9 @@ def bench_h100(session: nox.Session) -> None:
 
 @nox.session(name="site-scale", default=False)
 def site_scale(session: nox.Session) -> None:
-    """Scale benchmark of the site: 5,000 synthetic runs × 2,000 steps (random values under build/scale, never
-    committed), built cold and warm, and the heaviest leaderboard page weighed. `-- --runs 500` for a smaller one."""
+    """Scale benchmark of the site: 5,000 synthetic runs × 1,000 steps, about 10 million rows (random values under
+    build/scale, never committed), built cold and warm, and the heaviest leaderboard page weighed.
+    `-- --steps 2000` for 20 million rows, `-- --runs 500` for a smaller one."""
     _install(session, "tests")
     session.run("python", "-m", "tests.scale_check", *session.posargs, env=QUIET_ENV)
 

@@ -8,13 +8,17 @@ Everything written goes to the ignored `build/` and `site/` directories; `site_s
 from __future__ import annotations
 
 import argparse
+import contextlib
+import multiprocessing
 import os
 import shutil
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import altair as alt
+import polars as pl
 import yaml
 
 from generator import board_pages, catalog_pages, charts, derive, load, pages, run_pages
@@ -40,9 +44,6 @@ def vega_bundle(cache_dir: Path) -> str:
 
 def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     """Build the whole site from `data_dir` into `out_dir`, using `work_dir` for generated sources."""
-    from mkdocs.commands.build import build as mkdocs_build
-    from mkdocs.config import load_config
-
     loaded = load.load(data_dir, work_dir / "cache" / "loaded")
     for r in loaded.rejected:
         print(f"rejected {r.path}: " + "; ".join(r.problems), file=sys.stderr)
@@ -55,8 +56,47 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
     summary = derive.run_summary(loaded.runs, loaded.rows)
+    # Run pages are many: the last build's are moved aside (MkDocs would delete them) and kept where their inputs
+    # did not change; the rest are rendered by a worker process while this one writes the other pages and runs
+    # MkDocs, then moved into the site.
+    kept = work_dir / "runs-kept"
+    if kept.exists():
+        shutil.rmtree(kept)
+    if (out_dir / "runs").exists():
+        try:
+            os.replace(out_dir / "runs", kept)
+        except OSError:  # another file system: render them all again
+            shutil.rmtree(out_dir / "runs")
+    with _render_pool(summary.height) as pool:
+        pending = run_pages.start_run_pages(kept, summary, loaded.rows, work_dir / "cache" / "run-pages.json", pool)
+        _build_rest(loaded, summary, docs, data_dir, out_dir, work_dir)
+        pending.finish(out_dir)
+    return loaded
+
+
+def _render_pool(runs: int) -> contextlib.AbstractContextManager[ProcessPoolExecutor | None]:
+    """Worker processes for the run pages (spawned: this process runs polars' thread pool), or none for a small
+    site, where starting one costs more than it saves."""
+    if runs < RENDER_POOL_FROM:
+        return contextlib.nullcontext()
+    workers = max(1, min((os.cpu_count() or 1) - 1, 4))
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+RENDER_POOL_FROM = 200
+"""Runs from which run pages are rendered by worker processes."""
+
+
+def _build_rest(
+    loaded: load.Loaded, summary: pl.DataFrame, docs: Path, data_dir: Path, out_dir: Path, work_dir: Path
+) -> None:
+    """Every page but the run pages: Markdown from the templates, charts, then MkDocs into `out_dir`."""
+    from mkdocs.commands.build import build as mkdocs_build
+    from mkdocs.config import load_config
+
     chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
     nav, nav_editions = board_pages.write_pages(loaded, summary, docs, chart_sink, data_dir)
+    chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
     if nav:
         config["nav"].insert(1, {"Leaderboards": nav})
@@ -67,21 +107,9 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     # set, so the date is that of the newest record (the same data always gives the same bytes).
     newest = loaded.runs["ended_at"].max() if loaded.runs.height else None
     os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if newest else 0)
-    # Run pages are many: move the last build's aside so MkDocs' clean-up does not delete them, and let
-    # run_pages keep those whose inputs did not change.
-    kept = work_dir / "runs-kept"
-    if kept.exists():
-        shutil.rmtree(kept)
-    if (out_dir / "runs").exists():
-        try:
-            os.replace(out_dir / "runs", kept)
-        except OSError:  # another file system: render them all again
-            shutil.rmtree(out_dir / "runs")
     mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
     for staged in sorted((work_dir / catalog_pages.STAGED_DOWNLOADS).glob("*")):
         os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
-    run_pages.write_run_pages(out_dir, summary, loaded.rows, kept, work_dir / "cache" / "run-pages.json")
-    return loaded
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -83,21 +83,16 @@ def loss_curves(losses: pl.DataFrame) -> alt.Chart:
     )
 
 
-SAMPLE_TIMES = "step_times"
-"""Named data set of a run page's step-time panel: one object of columns `step`, `p` (1 steady, 0 warm-up) and
-`ms`, flattened into rows by the spec."""
-SAMPLE_LOSSES = "losses"
-"""Named data set of a run page's loss panel: one object of columns `step`, `p` and `loss`."""
-
-
-def step_samples_spec() -> dict:
-    """Step time (ms, log) and loss of every step of one run, warm-up and steady told apart: one spec for every
-    run page, whose data sets each page fills in (a chart per run would cost seconds per run)."""
+def step_samples_spec(csv_url: str) -> dict:
+    """Step time (ms, log) and loss of every step of one run's trial 0, warm-up and steady told apart, drawn from
+    the run's CSV beside its page (`csv_url`): the samples are not shipped twice, and one spec serves every run
+    page with only its URL changed."""
     phase = alt.Color("phase:N", scale=alt.Scale(domain=["warmup", "steady"], range=["#d4a017", "#1f6feb"]))
+    samples = "datum.trial === 0 && isValid(datum.step) && datum.metric === "
     time_panel = (
-        alt.Chart(alt.NamedData(name=SAMPLE_TIMES))
-        .transform_flatten(["step", "p", "ms"])
-        .transform_calculate(phase="datum.p ? 'steady' : 'warmup'")
+        alt.Chart()
+        .transform_filter(samples + "'step_time_s'")
+        .transform_calculate(ms="datum.value * 1000")
         .mark_point(size=12, filled=True)
         .encode(
             x=alt.X("step:Q", title="step"),
@@ -108,19 +103,20 @@ def step_samples_spec() -> dict:
         .properties(width="container", height=180)
     )
     loss_panel = (
-        alt.Chart(alt.NamedData(name=SAMPLE_LOSSES))
-        .transform_flatten(["step", "p", "loss"])
-        .transform_calculate(phase="datum.p ? 'steady' : 'warmup'")
+        alt.Chart()
+        .transform_filter(samples + "'loss'")
         .mark_line()
         .encode(
             x=alt.X("step:Q", title="step"),
-            y=alt.Y("loss:Q", title="loss (nats)", scale=alt.Scale(zero=False)),
+            y=alt.Y("value:Q", title="loss (nats)", scale=alt.Scale(zero=False)),
             color=phase,
-            tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".4f")],
+            tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("value:Q", title="loss", format=".4f")],
         )
         .properties(width="container", height=180)
     )
-    return alt.vconcat(time_panel, loss_panel).to_dict()
+    parse = {"trial": "number", "step": "number", "value": "number"}
+    data = alt.UrlData(url=csv_url, format=alt.CsvDataFormat(type="csv", parse=parse))
+    return alt.vconcat(time_panel, loss_panel, data=data).to_dict()
 
 
 def speedup(board: pl.DataFrame) -> alt.Chart:

@@ -81,8 +81,11 @@ def _retraction_problem(config: str, loaded_ids: set[str]) -> str | None:
 
 
 _ROW_COLUMNS = ["run_id", "trial", "step", "phase", "metric", "value", "unit"]
-_RUN_SCHEMA = pa.schema([schema.SCHEMA.field(c) for c in schema.RUN_COLUMNS])
-_ROW_SCHEMA = pa.schema([schema.SCHEMA.field(c) for c in _ROW_COLUMNS])
+_SAMPLE_COLUMNS = _ROW_COLUMNS[1:]
+"""What a row carries across processes and into the cache: its run id comes back from its file's head (a join
+on `_file`), so millions of copies of the same id never get copied or pickled."""
+_SAMPLE_SCHEMA = pa.schema([schema.SCHEMA.field(c) for c in _SAMPLE_COLUMNS])
+_HEAD_SCHEMA = pa.schema([*(schema.SCHEMA.field(c) for c in schema.RUN_COLUMNS), pa.field("_file", pa.int32())])
 PARALLEL_FROM = 200
 """Files below which loading stays in this process (a worker pool costs about a second to start)."""
 
@@ -115,12 +118,19 @@ def _read_files(
             reads.append(_Read(index, rel, digest, None, tuple(problems)))
             continue
         tag = pa.repeat(pa.scalar(index, pa.int32()), table.num_rows)
-        heads.append(table.select(schema.RUN_COLUMNS).slice(0, 1).cast(_RUN_SCHEMA).append_column("_file", tag[:1]))
-        rows.append(table.select(_ROW_COLUMNS).cast(_ROW_SCHEMA).append_column("_file", tag))
-        reads.append(_Read(index, rel, digest, table.column("run_id")[0].as_py(), ()))
+        # the head as one row of plain values (the file's dictionaries differ, so dictionary columns would not
+        # concatenate); the rows as read, cast only where a migration left another type
+        head = table.select(schema.RUN_COLUMNS).slice(0, 1).to_pylist()[0]
+        head["_file"] = index
+        heads.append(head)
+        samples = table.select(_SAMPLE_COLUMNS)
+        if not samples.schema.equals(_SAMPLE_SCHEMA):
+            samples = samples.cast(_SAMPLE_SCHEMA)
+        rows.append(samples.append_column("_file", tag))
+        reads.append(_Read(index, rel, digest, head["run_id"], ()))
     if not heads:
         return reads, None, None
-    return reads, pa.concat_tables(heads), pa.concat_tables(rows)
+    return reads, pa.Table.from_pylist(heads, schema=_HEAD_SCHEMA), pa.concat_tables(rows)
 
 
 def _fingerprint() -> str:
@@ -243,7 +253,11 @@ def load(data_dir: Path, cache_dir: Path | None = None) -> Loaded:
         {"_file": [r.index for r in kept], "path": [r.rel for r in kept], "sha256": [r.sha256 for r in kept]},
         schema={"_file": pl.Int32, "path": pl.String, "sha256": pl.String},
     )
-    runs = heads.join(files, on="_file").drop("_file")
+    runs = heads.join(files, on="_file")
     if len(kept) < len(reads):  # a duplicate or a bad retraction: drop its rows (bad files brought none)
         rows = rows.filter(pl.col("_file").is_in(files["_file"].implode()))
-    return Loaded(runs=runs.sort("started_at", "run_id"), rows=rows.drop("_file"), rejected=rejected)
+    # each row gets its run id back from its file's head (the left join keeps the rows' order)
+    rows = rows.join(runs.select("_file", "run_id"), on="_file", how="left", maintain_order="left")
+    return Loaded(
+        runs=runs.drop("_file").sort("started_at", "run_id"), rows=rows.select(_ROW_COLUMNS), rejected=rejected
+    )

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -47,31 +49,50 @@ def md_text(value: Any) -> str:
 
 class Charts:
     """Places charts on pages: an inert JSON spec rendered by the local vega bundle (assets/js/charts.js), plus a
-    static SVG for readers without JavaScript, made offline by vl-convert and cached by the spec's hash."""
+    static SVG for readers without JavaScript, made offline by vl-convert and cached by the spec's hash.
+
+    SVGs are drawn on worker threads while the pages are written (vl-convert releases the GIL); `finish()` waits
+    for them and must be called before the docs directory is built."""
 
     def __init__(self, docs: Path, cache: Path) -> None:
         self.out = docs / "assets" / "charts"
         self.cache = cache
         self.out.mkdir(parents=True, exist_ok=True)
         self.cache.mkdir(parents=True, exist_ok=True)
+        self._pool = ThreadPoolExecutor(max(1, min(os.cpu_count() or 1, 4)), thread_name_prefix="svg")
+        self._drawn: dict[str, Future[Path]] = {}  # spec hash → its cached SVG, each drawn once
+        self._pending: list[tuple[Future[Path], Path]] = []
 
-    def svg(self, spec: dict[str, Any]) -> bytes:
+    def _draw(self, key: str, spec: dict[str, Any]) -> Path:
         import vl_convert
 
-        key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
         cached = self.cache / f"{key}.svg"
         if not cached.exists():
             tmp = cached.with_suffix(".tmp")
             tmp.write_text(vl_convert.vegalite_to_svg(_fixed_width(spec)))
             tmp.replace(cached)
-        return cached.read_bytes()
+        return cached
+
+    def svg_to(self, spec: dict[str, Any], target: Path) -> None:
+        """Have `target` hold the static SVG of `spec` once `finish()` returns."""
+        key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+        if key not in self._drawn:
+            self._drawn[key] = self._pool.submit(self._draw, key, spec)
+        self._pending.append((self._drawn[key], target))
+
+    def finish(self) -> None:
+        """Wait for every SVG and put it in place (raising the first error, if any)."""
+        for drawn, target in self._pending:
+            target.write_bytes(drawn.result().read_bytes())
+        self._pending.clear()
+        self._pool.shutdown()
 
     def html(self, chart_id: str, chart: alt.TopLevelMixin, depth: int = 0) -> str:
         # charts come from the tested functions in `charts`; the browser test renders every one, so skipping
         # altair's JSON-schema validation here (seconds on a busy site) loses no check
         spec = chart.to_dict(validate=False)
         svg_name = f"{chart_id}.svg"
-        (self.out / svg_name).write_bytes(self.svg(spec))
+        self.svg_to(spec, self.out / svg_name)
         text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
         text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
         src = "../" * depth + f"assets/charts/{svg_name}"
@@ -104,7 +125,7 @@ def slug(*parts: str) -> str:
 
 def run_href(run_id: str) -> str:
     """Where a run's page lives, relative to the docs root."""
-    return f"runs/{slug(run_id)}.html"  # written straight to HTML after MkDocs (generator/run_pages.py)
+    return f"runs/{slug(run_id)}.html"  # rendered straight to HTML, not by MkDocs (generator/run_pages.py)
 
 
 def claim_unknowns(config: str) -> str:

@@ -1,9 +1,11 @@
 """One page per run: provenance, every setting and its difference from the engine's defaults, the command that
-reproduces it, the result file's sha256, and the raw samples (a chart, and every row as CSV beside the page).
+reproduces it, the result file's sha256, and the raw samples (every row as CSV beside the page, and a chart of
+them that reads that CSV).
 
 Run pages are many (one per result file, thousands on a busy leaderboard), so they are rendered straight to
-HTML with the site's own stylesheets after MkDocs has built the rest: the samples chart is one shared spec
-with each run's data filled in, and its static SVG is drawn directly, so a page costs milliseconds.
+HTML with the site's own stylesheets, by worker processes while MkDocs builds the rest: the samples chart is
+one shared spec with each run's CSV named in it, and its static SVG is drawn directly, so a page costs
+milliseconds.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -50,56 +54,49 @@ PLOT_X, PLOT_W = 40, SVG_WIDTH - 50  # the plot area inside each panel
 
 
 def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
-    """Per run, in one vectorised pass over every row: the JSON columns of its samples chart and the polyline
-    points of its static SVG, for step time (ms) and loss of trial 0.
+    """Per run, in one vectorised pass over every row: the polyline points of its static samples SVG, for step
+    time (ms) and loss of trial 0 (the interactive chart reads the run's CSV instead).
 
-    Columns: run_id, then for m in (time, loss): `{m}_json` (the object text of the chart's data set),
-    `{m}_points`, `{m}_lo`, `{m}_hi`, `{m}_warm_x` (where the warm-up shading ends)."""
-    base = rows.lazy().filter(pl.col("step").is_not_null(), pl.col("trial") == 0)
+    Columns: run_id, then for m in (time, loss): `{m}_points`, `{m}_lo`, `{m}_hi`, `{m}_warm_x` (where the
+    warm-up shading ends)."""
+    # each run's rows are contiguous (one file each): an integer id per block makes the windows cheap, and the
+    # rows need sorting only if some file lists a metric's steps out of order
+    base = (
+        rows.lazy()
+        .with_columns(_run=pl.col("run_id").rle_id())
+        .filter(pl.col("step").is_not_null(), pl.col("trial") == 0)
+    )
     out = None
-    for name, metric, column, digits, log in (
-        ("time", "step_time_s", "ms", 4, True),
-        ("loss", "loss", "loss", 6, False),
-    ):
+    for name, metric, log in (("time", "step_time_s", True), ("loss", "loss", False)):
         value = pl.col("value") * 1e3 if log else pl.col("value")
+        per = base.filter(pl.col("metric") == metric).with_columns(v=value)
+        unordered = per.select(((pl.col("step").diff() < 0) & (pl.col("_run").diff() == 0)).any()).collect().item()
         per = (
-            base.filter(pl.col("metric") == metric)
-            .with_columns(v=value)
-            .sort("run_id", "step")
+            (per.sort("_run", "step", maintain_order=True) if unordered else per)
             .with_columns(
-                i=pl.int_range(pl.len()).over("run_id"),
-                n=pl.len().over("run_id"),
-                warm=(pl.col("phase") == "warmup").sum().over("run_id"),
+                i=pl.int_range(pl.len()).over("_run"),
+                n=pl.len().over("_run"),
+                warm=(pl.col("phase") == "warmup").sum().over("_run"),
             )
             .with_columns(stride=pl.max_horizontal(pl.lit(1), pl.col("n") // PLOT_W))
         )
-        chart = per.group_by("run_id").agg(
-            pl.concat_str(
-                pl.lit('{"step":['),
-                pl.col("step").cast(pl.String).str.join(","),
-                pl.lit('],"p":['),
-                (pl.col("phase") != "warmup").cast(pl.Int8).cast(pl.String).str.join(","),
-                pl.lit(f'],"{column}":['),
-                pl.col("v").round_sig_figs(digits).cast(pl.String).str.join(","),
-                pl.lit("]}"),
-            ).alias(f"{name}_json")
-        )
-        # The static SVG: about one point per pixel column (every stride-th step), log scale for step times.
+        # about one point per pixel column (every stride-th step), log scale for step times
         drawn = (
             per.filter((pl.col("i") % pl.col("stride") == 0) & ((pl.col("v") > 0) if log else pl.lit(True)))
             .with_columns(y=pl.col("v").log10() if log else pl.col("v"))
             .with_columns(
-                k=pl.int_range(pl.len()).over("run_id"),
-                m=pl.len().over("run_id"),
-                lo=pl.col("y").min().over("run_id"),
-                hi=pl.col("y").max().over("run_id"),
+                k=pl.int_range(pl.len()).over("_run"),
+                m=pl.len().over("_run"),
+                lo=pl.col("y").min().over("_run"),
+                hi=pl.col("y").max().over("_run"),
             )
             .with_columns(
                 span=pl.when(pl.col("hi") > pl.col("lo")).then(pl.col("hi") - pl.col("lo")).otherwise(1.0),
                 last=pl.max_horizontal(pl.col("m") - 1, pl.lit(1)),
             )
-            .group_by("run_id")
+            .group_by("_run")
             .agg(
+                pl.col("run_id").first(),
                 pl.format(
                     "{},{}",
                     (PLOT_X + PLOT_W * pl.col("k") / pl.col("last")).round(1),
@@ -117,17 +114,20 @@ def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
                 ).alias(f"{name}_warm_x"),
             )
         )
-        both = chart.join(drawn, on="run_id", how="left")
-        out = both if out is None else out.join(both, on="run_id", how="full", coalesce=True)
+        drawn = drawn.drop("_run")
+        out = drawn if out is None else out.join(drawn, on="run_id", how="full", coalesce=True)
     return out.collect()
 
 
 CSV_COLUMNS = ["run_id", "trial", "step", "phase", "metric", "value", "unit"]
 
 
-def _csv_field(expr: pl.Expr) -> pl.Expr:
-    """A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote or a line break."""
+def _csv_field(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote or a line break (only
+    text can; a number is written as it is)."""
     text = expr.cast(pl.String).fill_null("")
+    if dtype != pl.String:
+        return text
     quoted = pl.lit('"') + text.str.replace_all('"', '""', literal=True) + pl.lit('"')
     return pl.when(text.str.contains('[",\r\n]')).then(quoted).otherwise(text)
 
@@ -136,14 +136,22 @@ def csv_texts(rows: pl.DataFrame) -> dict[str, str]:
     """Every run's rows as CSV text (header included), built for all runs in one vectorised pass, rows in the
     order of the run's file."""
     header = ",".join(CSV_COLUMNS)
+    schema = rows.schema
     lines = (
         rows.lazy()
-        .select("run_id", pl.concat_str([_csv_field(pl.col(c)) for c in CSV_COLUMNS], separator=",").alias("line"))
-        .group_by("run_id", maintain_order=True)
-        .agg(pl.col("line").str.join("\n"))
+        .select(
+            pl.col("run_id").rle_id().alias("_run"),  # each run's rows are contiguous: group by an integer
+            "run_id",
+            pl.concat_str([_csv_field(pl.col(c), schema[c]) for c in CSV_COLUMNS], separator=",").alias("line"),
+        )
+        .group_by("_run", maintain_order=True)
+        .agg(pl.col("run_id").first(), pl.col("line").str.join("\n"))
         .collect()
     )
-    return {run_id: f"{header}\n{text}\n" for run_id, text in lines.iter_rows()}
+    out: dict[str, str] = {}
+    for _, run_id, text in lines.iter_rows():  # a run split in blocks (never written so) still gets every row
+        out[run_id] = f"{out[run_id]}{text}\n" if run_id in out else f"{header}\n{text}\n"
+    return out
 
 
 def samples_svg(texts: dict[str, Any]) -> str:
@@ -186,6 +194,14 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+def theme_stylesheets() -> list[str]:
+    """The theme's stylesheets as MkDocs will place them (`assets/stylesheets/*.min.css`), known before it runs."""
+    import material
+
+    theme = Path(material.__file__).parent / "templates" / "assets" / "stylesheets"
+    return sorted(f"assets/stylesheets/{p.name}" for p in theme.glob("*.min.css"))
+
+
 def _code_key(stylesheets: list[str]) -> str:
     """What every run page also depends on besides its own record: this module, the chart spec, the helpers,
     the template and the stylesheet names."""
@@ -196,23 +212,55 @@ def _code_key(stylesheets: list[str]) -> str:
     return digest.hexdigest()
 
 
-def write_run_pages(
-    site: Path, summary: pl.DataFrame, rows: pl.DataFrame, kept: Path | None = None, manifest: Path | None = None
-) -> int:
-    """Render `runs/<run>.html`, its samples SVG and its rows as CSV for every run into the built site; returns
-    how many runs were rendered.
+_CSV_PLACEHOLDER = "@csv@"
+"""Stands for the run's CSV file name in the shared samples spec."""
 
-    Incremental when given `kept` (the previous build's runs/ directory, moved aside while MkDocs rebuilt the
-    rest) and `manifest` (what each kept page was made from): a run whose inputs are unchanged (its summary row,
-    which carries its result file's sha256, and this code) keeps its files; new and changed runs are rendered,
-    and the files of runs no longer present are removed. The bytes are the same as a full render's."""
-    env = _environment()
-    template = env.get_template("run.html.j2")
-    stylesheets = sorted(p.relative_to(site).as_posix() for p in (site / "assets" / "stylesheets").glob("*.min.css"))
-    out_dir = site / "runs"
-    if kept is not None and kept.exists() and not out_dir.exists():
-        os.replace(kept, out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+RENDER_CHUNK = 250
+"""Runs per rendering job: small enough to spread over workers, large enough that pickling stays cheap."""
+
+
+class Pending:
+    """Run pages being rendered into a staging directory (by worker processes, or already in this one):
+    `finish(site)` waits for them, moves the directory to `site/runs` and records what each page was made from."""
+
+    def __init__(self, stage: Path, jobs: list[Any], keys: dict[str, str], manifest: Path | None, rendered: int):
+        self.stage, self.jobs, self.keys, self.manifest, self.rendered = stage, jobs, keys, manifest, rendered
+
+    def finish(self, site: Path) -> int:
+        """Wait for every page; returns how many runs were rendered (the others kept their files)."""
+        for job in self.jobs:
+            job.result()  # a failed render raises here, before anything is moved or recorded
+        target = site / "runs"
+        if self.stage.resolve() != target.resolve():
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(self.stage, target)
+        if self.manifest is not None:
+            self.manifest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.manifest.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.keys, sort_keys=True))
+            tmp.replace(self.manifest)
+        return self.rendered
+
+
+def start_run_pages(
+    stage: Path,
+    summary: pl.DataFrame,
+    rows: pl.DataFrame,
+    manifest: Path | None = None,
+    pool: Executor | None = None,
+    stylesheets: list[str] | None = None,
+) -> Pending:
+    """Begin rendering `<run>.html`, its samples SVG and its rows as CSV for every run into `stage` (which may
+    hold the previous build's pages); `finish(site)` completes it. The data work (samples, CSV) happens here;
+    the HTML is rendered on `pool` when given, so it can overlap the rest of the build.
+
+    Incremental when `stage` holds the last build's pages and `manifest` says what each was made from: a run
+    whose inputs are unchanged (its summary row, which carries its result file's sha256, and this code) keeps
+    its files; new and changed runs are rendered, and the files of runs no longer present are removed. The
+    bytes are the same as a full render's."""
+    stylesheets = theme_stylesheets() if stylesheets is None else stylesheets
+    stage.mkdir(parents=True, exist_ok=True)
     code = _code_key(stylesheets)
     runs = summary.to_dicts()
     keys = {
@@ -224,53 +272,75 @@ def write_run_pages(
         run
         for run in runs
         if before.get(run["run_id"]) != keys[run["run_id"]]
-        or not (out_dir / f"{pages.slug(run['run_id'])}.html").exists()
+        or not (stage / f"{pages.slug(run['run_id'])}.html").exists()
     ]
     current = {pages.slug(run["run_id"]) for run in runs}
-    for path in out_dir.iterdir():  # runs no longer in data/ (a removed or now rejected file)
+    for path in stage.iterdir():  # runs no longer in data/ (a removed or now rejected file)
         if path.stem not in current:
             path.unlink()
+    jobs: list[Any] = []
     if todo:
         if len(todo) < len(runs):
             rows = rows.filter(pl.col("run_id").is_in([run["run_id"] for run in todo]))
-        _render(template, out_dir, todo, rows, stylesheets)
-    if manifest is not None:
-        manifest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = manifest.with_suffix(".tmp")
-        tmp.write_text(json.dumps(keys, sort_keys=True))
-        tmp.replace(manifest)
-    return len(todo)
+        texts = {row["run_id"]: row for row in sample_texts(rows).iter_rows(named=True)}
+        _write_csvs(stage, todo, rows)
+        for i in range(0, len(todo), RENDER_CHUNK):
+            chunk = todo[i : i + RENDER_CHUNK]
+            args = (stage, chunk, {r["run_id"]: texts.get(r["run_id"]) for r in chunk}, stylesheets)
+            jobs.append(pool.submit(_render, *args) if pool is not None else _Done(_render(*args)))
+    return Pending(stage, jobs, keys, manifest, len(todo))
 
 
-def _render(
-    template: jinja2.Template, out_dir: Path, runs: list[dict[str, Any]], rows: pl.DataFrame, stylesheets: list[str]
-) -> None:
-    texts = {row["run_id"]: row for row in sample_texts(rows).iter_rows(named=True)}
+class _Done:
+    """A job that already ran in this process."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+def write_run_pages(
+    site: Path, summary: pl.DataFrame, rows: pl.DataFrame, kept: Path | None = None, manifest: Path | None = None
+) -> int:
+    """Render every run's page into `site/runs` in this process, starting from `kept` (the previous build's
+    pages, moved aside) when `site/runs` does not exist; returns how many runs were rendered."""
+    runs = site / "runs"
+    stage = kept if kept is not None and kept.exists() and not runs.exists() else runs
+    return start_run_pages(stage, summary, rows, manifest).finish(site)
+
+
+def _write_csvs(stage: Path, runs: list[dict[str, Any]], rows: pl.DataFrame) -> None:
+    """Each run's rows as `<run>.csv`; a run without rows has none."""
     csvs = csv_texts(rows)
-    spec_text = json.dumps(charts.step_samples_spec(), separators=(",", ":"))
+    for run in runs:
+        run_id = run["run_id"]
+        path = stage / f"{pages.slug(run_id)}.csv"
+        if run_id in csvs:
+            path.write_text(csvs[run_id])
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _render(stage: Path, runs: list[dict[str, Any]], texts: dict[str, Any], stylesheets: list[str]) -> int:
+    """Write each run's page and samples SVG into `stage` (a worker's job: no polars here)."""
+    template = _environment().get_template("run.html.j2")
+    spec_text = json.dumps(charts.step_samples_spec(_CSV_PLACEHOLDER), separators=(",", ":"))
     spec_text = spec_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     for run in runs:
         run_id = run["run_id"]
         slug = pages.slug(run_id)
         config = json.loads(run["config"])
         chart_json, svg_name = None, None
+        csv_name = f"{slug}.csv" if (stage / f"{slug}.csv").exists() else None
         run_texts = texts.get(run_id)
-        if run_texts is not None and (run_texts.get("time_json") or run_texts.get("loss_json")):
-            datasets = (
-                f'"{charts.SAMPLE_TIMES}":[{run_texts.get("time_json") or "{}"}],'
-                f'"{charts.SAMPLE_LOSSES}":[{run_texts.get("loss_json") or "{}"}]'
-            )
-            chart_json = spec_text[:-1] + ',"datasets":{' + datasets + "}}"  # numbers only: nothing to escape
+        if csv_name and run_texts is not None and (run_texts.get("time_points") or run_texts.get("loss_points")):
+            chart_json = spec_text.replace(_CSV_PLACEHOLDER, csv_name)  # a slug: nothing to escape
             svg_name = f"{slug}.svg"
-            (out_dir / svg_name).write_text(samples_svg(run_texts))
+            (stage / svg_name).write_text(samples_svg(run_texts))
         else:
-            (out_dir / f"{slug}.svg").unlink(missing_ok=True)
-        csv_name = None
-        if run_id in csvs:
-            csv_name = f"{slug}.csv"
-            (out_dir / csv_name).write_text(csvs[run_id])
-        else:
-            (out_dir / f"{slug}.csv").unlink(missing_ok=True)
+            (stage / f"{slug}.svg").unlink(missing_ok=True)
         html = template.render(
             run=run,
             csv_name=csv_name,
@@ -286,4 +356,5 @@ def _render(
             chart_id=f"chart-run-{slug}",
             svg_name=svg_name,
         )
-        (out_dir / f"{slug}.html").write_text(html)
+        (stage / f"{slug}.html").write_text(html)
+    return len(runs)
