@@ -14,7 +14,8 @@ import hashlib
 import json
 import os
 import shutil
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -219,12 +220,17 @@ RENDER_CHUNK = 250
 """Runs per rendering job: small enough to spread over workers, large enough that pickling stays cheap."""
 
 
+@dataclass(frozen=True, slots=True)
 class Pending:
-    """Run pages being rendered into a staging directory (by worker processes, or already in this one):
+    """Run pages being rendered into a staging directory (by worker processes, or already rendered here):
     `finish(site)` waits for them, moves the directory to `site/runs` and records what each page was made from."""
 
-    def __init__(self, stage: Path, jobs: list[Any], keys: dict[str, str], manifest: Path | None, rendered: int):
-        self.stage, self.jobs, self.keys, self.manifest, self.rendered = stage, jobs, keys, manifest, rendered
+    stage: Path
+    jobs: list[Future[int]]
+    keys: dict[str, str]
+    """Per run id, the digest of what its page is made from (the manifest's content)."""
+    manifest: Path | None
+    rendered: int
 
     def finish(self, site: Path) -> int:
         """Wait for every page; returns how many runs were rendered (the others kept their files)."""
@@ -249,7 +255,6 @@ def start_run_pages(
     rows: pl.DataFrame,
     manifest: Path | None = None,
     pool: Executor | None = None,
-    stylesheets: list[str] | None = None,
 ) -> Pending:
     """Begin rendering `<run>.html`, its samples SVG and its rows as CSV for every run into `stage` (which may
     hold the previous build's pages); `finish(site)` completes it. The data work (samples, CSV) happens here;
@@ -259,7 +264,7 @@ def start_run_pages(
     whose inputs are unchanged (its summary row, which carries its result file's sha256, and this code) keeps
     its files; new and changed runs are rendered, and the files of runs no longer present are removed. The
     bytes are the same as a full render's."""
-    stylesheets = theme_stylesheets() if stylesheets is None else stylesheets
+    stylesheets = theme_stylesheets()
     stage.mkdir(parents=True, exist_ok=True)
     code = _code_key(stylesheets)
     runs = summary.to_dicts()
@@ -278,7 +283,7 @@ def start_run_pages(
     for path in stage.iterdir():  # runs no longer in data/ (a removed or now rejected file)
         if path.stem not in current:
             path.unlink()
-    jobs: list[Any] = []
+    jobs: list[Future[int]] = []
     if todo:
         if len(todo) < len(runs):
             rows = rows.filter(pl.col("run_id").is_in([run["run_id"] for run in todo]))
@@ -287,18 +292,11 @@ def start_run_pages(
         for i in range(0, len(todo), RENDER_CHUNK):
             chunk = todo[i : i + RENDER_CHUNK]
             args = (stage, chunk, {r["run_id"]: texts.get(r["run_id"]) for r in chunk}, stylesheets)
-            jobs.append(pool.submit(_render, *args) if pool is not None else _Done(_render(*args)))
+            if pool is None:
+                _render(*args)
+            else:
+                jobs.append(pool.submit(_render, *args))
     return Pending(stage, jobs, keys, manifest, len(todo))
-
-
-class _Done:
-    """A job that already ran in this process."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def result(self) -> Any:
-        return self.value
 
 
 def write_run_pages(
