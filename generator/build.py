@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import altair as alt
@@ -44,7 +44,11 @@ def vega_bundle(cache_dir: Path) -> str:
 
 def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     """Build the whole site from `data_dir` into `out_dir`, using `work_dir` for generated sources."""
-    loaded = load.load(data_dir, work_dir / "cache" / "loaded")
+    with ThreadPoolExecutor(1) as side:
+        # the script bundle (seconds to make when not cached) is made while the data loads
+        bundle = side.submit(vega_bundle, work_dir / "cache")
+        loaded = load.load(data_dir, work_dir / "cache" / "loaded")
+        bundle_text = bundle.result()
     for r in loaded.rejected:
         print(f"rejected {r.path}: " + "; ".join(r.problems), file=sys.stderr)
     docs = work_dir / "docs"
@@ -52,7 +56,7 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
         shutil.rmtree(docs)
     shutil.copytree(SITE_SRC / "docs", docs)
     shutil.copytree(SITE_SRC / "assets", docs / "assets")
-    (docs / "assets" / "js" / "vega.js").write_text(vega_bundle(work_dir / "cache"))
+    (docs / "assets" / "js" / "vega.js").write_text(bundle_text)
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
     summary = derive.run_summary(loaded.runs, loaded.rows)

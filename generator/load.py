@@ -13,6 +13,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -48,24 +49,31 @@ _DICT_COLUMNS = [f.name for f in schema.SCHEMA if f.name in schema.RUN_COLUMNS a
 
 def read_one(path: Path, content: bytes | None = None) -> tuple[pa.Table | None, list[str]]:
     """Read (or parse `content` of), upgrade and check one file: (table, []) when good, (None, problems) when not."""
+    table, _, problems = _read_checked(path, content)
+    return table, problems
+
+
+def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, dict[str, Any] | None, list[str]]:
+    """`read_one`, also returning the good table's row 0 as a dict (its run-level values)."""
     try:
         # run-level strings repeat on every row: keep them dictionary-encoded while checking (a file of 4,000 rows
         # would otherwise expand its config JSON 4,000 times)
         source = pa.BufferReader(Path(path).read_bytes() if content is None else content)
         # ParquetFile.read: no dataset layer and no thread pool, about half read_table's cost on small files
-        table = pq.ParquetFile(source, read_dictionary=_DICT_COLUMNS).read(use_threads=False)
+        # no pre-buffering: the whole file is in memory already
+        table = pq.ParquetFile(source, read_dictionary=_DICT_COLUMNS, pre_buffer=False).read(use_threads=False)
     except Exception as e:  # any unreadable file: truncated, not Parquet, wrong encoding
-        return None, [f"not a readable Parquet file: {type(e).__name__}: {e}"]
+        return None, None, [f"not a readable Parquet file: {type(e).__name__}: {e}"]
     try:
         table = schema.upgrade(table)
     except ValueError as e:
-        return None, [str(e)]
-    problems = schema.check_table(table)
-    if problems:
-        return None, [str(p) for p in problems]
-    if table.column("run_id")[0].as_py() != path.stem:
-        return None, [f"field 'run_id': {table.column('run_id')[0].as_py()!r} does not match the file name"]
-    return table, []
+        return None, None, [str(e)]
+    first, problems = schema.check_run(table)
+    if first is None:
+        return None, None, [str(p) for p in problems]
+    if first["run_id"] != path.stem:
+        return None, None, [f"field 'run_id': {first['run_id']!r} does not match the file name"]
+    return table, first, []
 
 
 def _retraction_problem(config: str, loaded_ids: set[str]) -> str | None:
@@ -112,7 +120,7 @@ def _read_files(
     reads, heads, rows = [], [], []
     for index, path in indexed:
         content = path.read_bytes()
-        table, problems = read_one(path, content)
+        table, first, problems = _read_checked(path, content)
         rel, digest = path.relative_to(root_parent).as_posix(), hashlib.sha256(content).hexdigest()
         if table is None:
             reads.append(_Read(index, rel, digest, None, tuple(problems)))
@@ -120,7 +128,7 @@ def _read_files(
         tag = pa.repeat(pa.scalar(index, pa.int32()), table.num_rows)
         # the head as one row of plain values (the file's dictionaries differ, so dictionary columns would not
         # concatenate); the rows as read, cast only where a migration left another type
-        head = table.select(schema.RUN_COLUMNS).slice(0, 1).to_pylist()[0]
+        head = {key: first[key] for key in schema.RUN_COLUMNS}
         head["_file"] = index
         heads.append(head)
         samples = table.select(_SAMPLE_COLUMNS)

@@ -120,7 +120,8 @@ def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
     return out.collect()
 
 
-CSV_COLUMNS = ["run_id", "trial", "step", "phase", "metric", "value", "unit"]
+CSV_COLUMNS = ["trial", "step", "phase", "metric", "value", "unit"]
+"""A run's CSV: every row as its file holds it, less the run id (the CSV and its page are named after it)."""
 
 
 def _csv_field(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
@@ -288,14 +289,16 @@ def start_run_pages(
         if len(todo) < len(runs):
             rows = rows.filter(pl.col("run_id").is_in([run["run_id"] for run in todo]))
         texts = {row["run_id"]: row for row in sample_texts(rows).iter_rows(named=True)}
-        _write_csvs(stage, todo, rows)
+        with_rows = set(rows["run_id"].unique().to_list())  # the runs that get a CSV
         for i in range(0, len(todo), RENDER_CHUNK):
             chunk = todo[i : i + RENDER_CHUNK]
-            args = (stage, chunk, {r["run_id"]: texts.get(r["run_id"]) for r in chunk}, stylesheets)
+            ids = [r["run_id"] for r in chunk]
+            args = (stage, chunk, {i: texts.get(i) for i in ids}, with_rows.intersection(ids), stylesheets)
             if pool is None:
                 _render(*args)
             else:
                 jobs.append(pool.submit(_render, *args))
+        _write_csvs(stage, todo, rows)  # while the workers render the pages that link to them
     return Pending(stage, jobs, keys, manifest, len(todo))
 
 
@@ -321,8 +324,11 @@ def _write_csvs(stage: Path, runs: list[dict[str, Any]], rows: pl.DataFrame) -> 
             path.unlink(missing_ok=True)
 
 
-def _render(stage: Path, runs: list[dict[str, Any]], texts: dict[str, Any], stylesheets: list[str]) -> int:
-    """Write each run's page and samples SVG into `stage` (a worker's job: no polars here)."""
+def _render(
+    stage: Path, runs: list[dict[str, Any]], texts: dict[str, Any], with_csv: set[str], stylesheets: list[str]
+) -> int:
+    """Write each run's page and samples SVG into `stage` (a worker's job: no polars here); `with_csv` names the
+    runs whose CSV is (being) written beside them."""
     template = _environment().get_template("run.html.j2")
     spec_text = json.dumps(charts.step_samples_spec(_CSV_PLACEHOLDER), separators=(",", ":"))
     spec_text = spec_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -331,7 +337,7 @@ def _render(stage: Path, runs: list[dict[str, Any]], texts: dict[str, Any], styl
         slug = pages.slug(run_id)
         config = json.loads(run["config"])
         chart_json, svg_name = None, None
-        csv_name = f"{slug}.csv" if (stage / f"{slug}.csv").exists() else None
+        csv_name = f"{slug}.csv" if run_id in with_csv else None
         run_texts = texts.get(run_id)
         if csv_name and run_texts is not None and (run_texts.get("time_points") or run_texts.get("loss_points")):
             chart_json = spec_text.replace(_CSV_PLACEHOLDER, csv_name)  # a slug: nothing to escape

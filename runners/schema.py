@@ -121,8 +121,9 @@ def _distinct_count(col: pa.ChunkedArray) -> int:
     if not pa.types.is_dictionary(col.type):
         return pc.count_distinct(col, mode="all").as_py()
     chunks = [c for c in col.chunks if len(c)]
+    if len(chunks) == 1 and not col.null_count and len(chunks[0].dictionary) == 1:
+        return 1  # the usual case, one value per file: the chunk's dictionary holds just it
     if chunks and not col.null_count and all(len(c.dictionary) == 1 for c in chunks):
-        # the usual case, one value per file: each chunk's dictionary holds just it; compare those alone
         return len({c.dictionary[0].as_py() for c in chunks})
     seen: set[object] = set()
     for chunk in col.chunks:
@@ -137,35 +138,59 @@ def schema_type(name: str) -> pa.DataType:
     return SCHEMA.field(name).type
 
 
-def check_table(table: pa.Table) -> list[Problem]:
-    """Structural checks of a (possibly upgraded) table: columns, types, nulls, enumerations, one run per file."""
+_TYPES_CHECKED: set[pa.Schema] = set()
+"""Table schemas (column names and types, dictionary-encoded or not) that passed the type checks: loading
+thousands of files written alike checks their types once."""
+_REQUIRED = [name for name, _, nullable, _ in _COLUMNS if not nullable]
+_PHASE_SET = pa.array(PHASES)
+
+
+def _type_problems(table: pa.Table) -> list[Problem]:
+    if table.schema in _TYPES_CHECKED:
+        return []
     problems: list[Problem] = []
     names = set(table.column_names)
-    for name, dtype, nullable, _ in _COLUMNS:
+    for name, dtype, _, _ in _COLUMNS:
         if name not in names:
             problems.append(Problem(None, name, "missing column"))
             continue
-        col = table.column(name)
-        dictionary_of_it = pa.types.is_dictionary(col.type) and col.type.value_type.equals(dtype)
-        if not (col.type.equals(dtype) or dictionary_of_it):
-            problems.append(Problem(None, name, f"type {col.type}, expected {dtype}"))
-            continue
-        if not nullable and col.null_count:
-            first = next(i for i, v in enumerate(col.to_pylist()) if v is None)
-            problems.append(Problem(first, name, "null in a required column"))
+        col_type = table.schema.field(name).type
+        dictionary_of_it = pa.types.is_dictionary(col_type) and col_type.value_type.equals(dtype)
+        if not (col_type.equals(dtype) or dictionary_of_it):
+            problems.append(Problem(None, name, f"type {col_type}, expected {dtype}"))
     for extra in sorted(names - {c[0] for c in _COLUMNS}):
         problems.append(Problem(None, extra, "unknown column"))
+    if not problems and len(_TYPES_CHECKED) < 64:
+        _TYPES_CHECKED.add(table.schema)
+    return problems
+
+
+def check_table(table: pa.Table) -> list[Problem]:
+    """Structural checks of a (possibly upgraded) table: columns, types, nulls, enumerations, one run per file."""
+    return check_run(table)[1]
+
+
+def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """`check_table`'s checks, also returning row 0 as a dict (the run-level values) when the table passes."""
+    problems = _type_problems(table)
     if problems:
-        return problems
+        return None, problems
+    for name in _REQUIRED:
+        col = table.column(name)
+        if col.null_count:
+            first = next(i for i, v in enumerate(col.to_pylist()) if v is None)
+            problems.append(Problem(first, name, "null in a required column"))
+    if problems:
+        return None, problems
     if table.num_rows == 0:
-        return [Problem(None, None, "no rows: a run file holds at least its steps_completed row")]
+        return None, [Problem(None, None, "no rows: a run file holds at least its steps_completed row")]
     for key in RUN_COLUMNS:  # one run per file: run-level columns are constant
         col = table.column(key)
         if _distinct_count(col) > 1:
             col = col.cast(schema_type(key))
             first_value = col[0]
             row = pc.index(pc.not_equal(col, first_value).fill_null(True), True).as_py()
-            return [
+            return None, [
                 Problem(
                     row,
                     key,
@@ -190,7 +215,7 @@ def check_table(table: pa.Table) -> list[Problem]:
     phase, value, metric = table.column("phase"), table.column("value"), table.column("metric")
     checks = [
         (
-            pc.invert(pc.is_in(phase, value_set=pa.array(PHASES))),
+            pc.invert(pc.is_in(phase, value_set=_PHASE_SET)),
             "phase",
             lambda i: f"{phase[i].as_py()!r} is not one of {list(PHASES)}",
         ),
@@ -209,7 +234,7 @@ def check_table(table: pa.Table) -> list[Problem]:
         bad = pc.indices_nonzero(mask.fill_null(True) if hasattr(mask, "fill_null") else mask)
         for i in bad.to_pylist()[:5]:
             problems.append(Problem(i, name, message(i)))
-    return problems
+    return (None if problems else first), problems
 
 
 def make_table(run: dict[str, Any], rows: list[dict[str, Any]]) -> pa.Table:

@@ -99,6 +99,7 @@ def test_site_shows_the_runs_and_reports_the_corrupt_file(bench_data, built_site
         assert (built_site / "downloads" / name).stat().st_size > 0
     for path in _files(data).values():  # and every row of each run as CSV beside its page
         run_csv = pl.read_csv(built_site / "runs" / f"{path.stem}.csv", schema_overrides={"step": pl.Int32})
+        assert run_csv.columns == ["trial", "step", "phase", "metric", "value", "unit"]  # the name says the run
         original = pl.from_arrow(pq.read_table(path).select(run_csv.columns)).cast(run_csv.schema)
         assert run_csv.equals(original)  # every row, in file order, values exact
     samples = pl.read_parquet(built_site / "downloads" / "samples.parquet")

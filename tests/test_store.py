@@ -136,9 +136,9 @@ def test_the_load_cache_reuses_unchanged_files_and_rechecks_changed_ones(tmp_pat
     cold = load.load(data, cache)
     assert (cache / "heads.arrow").exists() and (cache / "rows.arrow").exists()
     checked: list[str] = []
-    real = load.read_one
+    real = load._read_checked
     monkeypatch.setattr(
-        load, "read_one", lambda path, content=None: (checked.append(path.name), real(path, content))[1]
+        load, "_read_checked", lambda path, content: (checked.append(path.name), real(path, content))[1]
     )
     warm = load.load(data, cache)
     assert checked == []  # nothing re-read: every file matched its path and sha256
