@@ -53,7 +53,18 @@ def tests(session: nox.Session) -> None:
     """Run the test suite: real torch on CPU (gloo, 2 processes), the site build, and a real headless Chromium."""
     _install(session, "tests")
     _ensure_chromium(session)
-    session.run("pytest", *session.posargs, env=QUIET_ENV)
+    llama = _build_llama(session)
+    session.run("pytest", *session.posargs, env=QUIET_ENV | llama)
+
+
+def _build_llama(session: nox.Session, *flags: str) -> dict[str, str]:
+    """Build llama.cpp (libraries + llama-bench) from llama-cpp-python's sdist once per machine (reused from
+    build/llama.cpp), install the Python package on top, and return the variables that point at the build."""
+    out = session.run("python", "-m", "runners.llamacpp_build", *flags, silent=True) or ""
+    exports = [line.removeprefix("export ").split("=", 1) for line in out.splitlines() if line.startswith("export ")]
+    if not exports:
+        session.error(f"runners.llamacpp_build printed no variables:\n{out[-3000:]}")
+    return dict(exports)
 
 
 @nox.session
@@ -70,8 +81,9 @@ def bench_cpu(session: nox.Session) -> None:
 
     Extra arguments go to `python -m runners bench`, e.g. `nox -s bench-cpu -- --variant ddp-fp32-stock`.
     """
-    _install(session, "torch")
-    session.run("python", "-m", "runners", "bench", "--suite", "cpu-smoke", *session.posargs)
+    _install(session, "torch", "llama")
+    llama = _build_llama(session)
+    session.run("python", "-m", "runners", "bench", "--suite", "cpu-smoke", *session.posargs, env=llama)
 
 
 @nox.session(name="bench-h100", venv_backend=TORCH_BACKEND, default=False)

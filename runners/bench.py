@@ -216,6 +216,18 @@ def summarize(path: Path, window_steps: int) -> dict[str, object]:
     return line
 
 
+def _inference_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[spec.Inference, spec.Variant, list]]:
+    """(entry, variant, tests) for every inference entry and variant the filters keep (`--workload` takes an
+    entry's name or a test's workload name)."""
+    todo = []
+    for entry in suite.inference:
+        tests = [t for t in entry.tests() if not args.workload or {entry.name, t.workload} & set(args.workload)]
+        for v in entry.variants:
+            if tests and (not args.variant or v in args.variant):
+                todo.append((entry, suite.variants[v], tests))
+    return todo
+
+
 def run_suite(args: argparse.Namespace) -> int:
     suite = spec.load_suite(args.suite)
     todo = [
@@ -225,13 +237,15 @@ def run_suite(args: argparse.Namespace) -> int:
         for v in w.variants
         if not args.variant or v in args.variant
     ]
-    if not todo:
+    inference = _inference_todo(suite, args)
+    if not todo and not inference:
         raise SystemExit(f"nothing to run: no workload/variant of suite {suite.name} matches the filters")
     swept = sweep_env(args.env)
     env = os.environ | swept | FORCED_ENV | {"FAIRFIGHT_SWEEP_ENV": ",".join(sorted(swept))}
     check_devices(suite, args)
     summary = []
-    print(f"suite {suite.name}: {len(todo)} run(s) → {args.data_dir}/{suite.name}/", flush=True)
+    runs = len(todo) + sum(len(tests) for *_, tests in inference)
+    print(f"suite {suite.name}: {runs} run(s) → {args.data_dir}/{suite.name}/", flush=True)
     for i, (work, variant) in enumerate(todo, 1):
         run_id = new_run_id(work.name, variant.name)
         print(f"[{i}/{len(todo)}] {work.name} · {variant.name} ({variant.tier}) run {run_id}", flush=True)
@@ -255,14 +269,124 @@ def run_suite(args: argparse.Namespace) -> int:
             }
         )
         print(f"    {line['status']}: {line['steps']} steps, steps/s {line['steps_per_s']}", flush=True)
+    for entry, variant, tests in inference:
+        summary += run_inference(args, suite, entry, variant, tests, env)
     _print_table(summary)
     return 0 if all(s["status"] == "ok" for s in summary) else 1
+
+
+def run_inference(
+    args: argparse.Namespace,
+    suite: spec.Suite,
+    entry: spec.Inference,
+    variant: spec.Variant,
+    tests: list[spec.InferenceTest],
+    env: dict[str, str],
+) -> list[dict[str, object]]:
+    """One variant's tests in one runner process (the model loads once), then the engine's own benchmark tool on
+    the same file and settings; a test the runner did not record gets a failure record."""
+    from runners import llamacpp
+
+    if variant.engine != "llamacpp":
+        raise spec.SpecError(f"variant {variant.name!r}: no inference runner for engine {variant.engine!r}")
+    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
+    print(f"[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
+    common = ["--suite", args.suite, "--inference", entry.name, "--variant", variant.name, "--run-stamp", stamp]
+    common += ["--data-dir", str(args.data_dir)] + [a for t in tests for a in ("--workload", t.workload)]
+    started, t0 = datetime.now(UTC), time.perf_counter()
+    cmd = [sys.executable, "-m", "runners.llamacpp", *common] + (["--note", args.note] if args.note else [])
+    code, err = _run_teeing_stderr(cmd, env, entry.time_budget_s + GRACE_S)
+    lines = []
+    for test in tests:
+        run_id = llamacpp.run_id(stamp, test.workload, variant.name)
+        path = store.run_path(args.data_dir, suite.name, run_id)
+        if not path.exists():
+            error = f"runner exited with {code}: {(err or '').strip()[-3000:]}"
+            path = write_test_failure(args, suite, entry, test, variant, run_id, started, _classify(code, err), error)
+        lines.append(
+            {
+                "workload": test.workload,
+                "variant": variant.name,
+                **summarize_test(path),
+                "wall_s": f"{time.perf_counter() - t0:.0f}",
+                "file": str(path),
+            }
+        )
+    if os.environ.get("LLAMA_BENCH"):  # the cross-check, when a llama-bench built from the same source is there
+        code, err = _run_teeing_stderr(
+            [sys.executable, "-m", "runners.llama_bench", *common], env, entry.time_budget_s + GRACE_S
+        )
+        for test in tests:
+            path = store.run_path(
+                args.data_dir, suite.name, llamacpp.run_id(stamp, test.workload, variant.name + "-llama-bench")
+            )
+            if path.exists():
+                lines.append(
+                    {"workload": test.workload, "variant": f"{variant.name} (llama-bench)", **summarize_test(path)}
+                    | {"wall_s": f"{time.perf_counter() - t0:.0f}", "file": str(path)}
+                )
+        if code != 0:
+            print(f"    llama-bench cross-check failed (exit {code}); the runner's records stand", flush=True)
+    else:
+        print("    no LLAMA_BENCH set: the llama-bench cross-check is skipped", flush=True)
+    return lines
+
+
+def write_test_failure(
+    args: argparse.Namespace,
+    suite: spec.Suite,
+    entry: spec.Inference,
+    test: spec.InferenceTest,
+    variant: spec.Variant,
+    run_id: str,
+    started: datetime,
+    status: str,
+    error: str,
+) -> Path:
+    """A record for an inference test whose runner died before writing it."""
+    from runners import llamacpp
+
+    try:
+        hw = provenance.hardware(entry.device, 1)
+    except Exception as e:
+        hw = {"device": entry.device, "count": 1, "accelerator": "unknown", "probe_error": str(e)}
+    try:
+        version = metadata.version("llama_cpp_python")
+    except metadata.PackageNotFoundError:
+        version = "not installed"
+    files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model file was described"}
+    config = llamacpp.test_config(suite, entry, test, variant, dict(variant.settings), files, args.note)
+    run = record.run_columns(
+        run_id=run_id,
+        suite=suite,
+        engine_version=version,
+        status=status,
+        error=error,
+        started=started,
+        hardware=hw,
+        config=config,
+        packages=("llama_cpp_python", "gguf", "numpy"),
+    )
+    rows = [dict(trial=0, step=None, phase="run", metric="tests_completed", value=0.0, unit="tests")]
+    return store.write_run(args.data_dir, schema.make_table(run, rows))
+
+
+def summarize_test(path: Path) -> dict[str, object]:
+    """One summary line of an inference test's file: status, repetitions, tokens/s mean ± standard deviation."""
+    t = pq.read_table(path, columns=["status", "metric", "value"]).to_pylist()
+    rates = [r["value"] for r in t if r["metric"] == "tokens_per_s"]
+    line: dict[str, object] = {"status": t[0]["status"], "steps": len(rates), "steps_per_s": None}
+    if rates:
+        mean = sum(rates) / len(rates)
+        sd = (sum((r - mean) ** 2 for r in rates) / max(1, len(rates) - 1)) ** 0.5
+        line["steps_per_s"] = f"{mean:,.1f} ± {sd:,.1f} tokens/s"
+    return line
 
 
 def _print_table(rows: list[dict[str, object]]) -> None:
     cols = ["workload", "variant", "status", "steps", "steps_per_s", "wall_s", "file"]
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
-    print("\nsummary (steps/s: median [95% interval] over windows)")
+    print("\nsummary (steps/s: median [95% interval] over windows; inference: tokens/s mean ± sd, steps = repetitions)")
     print("  ".join(c.ljust(widths[c]) for c in cols))
     for r in rows:
         print("  ".join(str(r[c]).ljust(widths[c]) for c in cols))

@@ -251,3 +251,25 @@ def datasheet_memory(device_name: str) -> tuple[float, float] | None:
         if key in device_name:
             return value
     return None
+
+
+# --- decoding: bytes moved per token ------------------------------------------------------------------------
+
+
+def kv_cache_bytes_per_token(spec: ModelSpec, k_bytes: float, v_bytes: float) -> float:
+    """Bytes one token of context holds in the KV cache, and so the bytes a decoded token reads per token of
+    depth: a key and a value of kv_heads × head_dim elements in every layer (grouped-query attention shares them
+    across heads). `k_bytes`/`v_bytes` are bytes per element of the cache's types (2 for f16)."""
+    return spec.layers * spec.kv_heads * spec.head_dim * (k_bytes + v_bytes)
+
+
+def mbu(bytes_per_token: float, tokens_per_s: float, bandwidth_bytes_per_s: float) -> float:
+    """Model bandwidth utilisation of batch-1 decoding: bytes a token reads (every weight once, plus the KV cache
+    so far) × tokens/s over the memory bandwidth, in [0, 1] for a memory-bound decode.
+
+    Source: Databricks, "LLM Inference Performance Engineering: Best Practices" (2023), section "Model Bandwidth
+    Utilization": achieved bandwidth = (total model parameter bytes + KV cache size) / TPOT, over peak bandwidth.
+    """
+    if bandwidth_bytes_per_s <= 0:
+        raise ValueError("bandwidth must be positive")
+    return bytes_per_token * tokens_per_s / bandwidth_bytes_per_s

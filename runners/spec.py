@@ -147,12 +147,66 @@ class Workload:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Inference:
+    """Prompt processing and generation of a Llama-shaped model, as llama-bench measures them: each test
+    processes `n_prompt` tokens (pp) or generates `n_gen` tokens one at a time (tg) after `depth` tokens already
+    fill the KV cache, repeated; every (test, depth) is its own workload, named `{name}-pp512-d4096`."""
+
+    name: str
+    """Unique within its suite, e.g. `llama-8b`."""
+    model: str
+    """Key of a llama-family model in the same suite file."""
+    variants: tuple[str, ...]
+    """Variant names (from variants.toml) run on every test."""
+    device: Literal["cpu", "cuda"]
+    """Where the layers run."""
+    n_prompt: int = 512
+    """Tokens of a prompt-processing test (llama-bench's pp512)."""
+    n_gen: int = 128
+    """Tokens of a generation test (llama-bench's tg128)."""
+    depths: tuple[int, ...] = (0,)
+    """KV-cache depths (tokens already in context) at which both tests run."""
+    repetitions: int = 5
+    """Timed repetitions of each test, after one untimed warm-up."""
+    seed: int = 0
+    """Seed of the random weights."""
+    time_budget_s: float = 1800.0
+    """Wall-clock budget of one variant's whole set of tests (model files made on first use not included)."""
+
+    def __post_init__(self) -> None:
+        for name in ("n_prompt", "n_gen", "repetitions"):
+            if getattr(self, name) <= 0:
+                raise SpecError(f"inference {self.name!r}: {name} must be positive")
+        if not self.depths or any(d < 0 for d in self.depths) or len(set(self.depths)) != len(self.depths):
+            raise SpecError(f"inference {self.name!r}: depths must be distinct and non-negative")
+
+    def tests(self) -> list[InferenceTest]:
+        """Every test in llama-bench's order: for each depth, prompt processing then generation."""
+        out = []
+        for depth in self.depths:
+            for kind, n in (("pp", self.n_prompt), ("tg", self.n_gen)):
+                name = f"{self.name}-{kind}{n}-d{depth}"
+                out.append(InferenceTest(workload=name, kind=kind, n_tokens=n, depth=depth))
+        return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InferenceTest:
+    """One test of an `Inference`: a workload of its own on the site."""
+
+    workload: str
+    kind: Literal["pp", "tg"]
+    n_tokens: int
+    depth: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Variant:
     """An engine plus every setting it uses, written out even where it equals the engine's default."""
 
     name: str
     """e.g. `ddp-fp32-stock`."""
-    engine: Literal["torch"]
+    engine: Literal["torch", "llamacpp"]
     """Runner module that executes it."""
     tier: Tier
     """`stock`: what the tutorials show; `tuned`: every advantage; `claim`: reported elsewhere."""
@@ -174,6 +228,8 @@ class Suite:
     workloads: tuple[Workload, ...]
     variants: dict[str, Variant]
     """Every variant used by a workload, resolved from variants.toml."""
+    inference: tuple[Inference, ...] = ()
+    """Prompt-processing and generation tests (llama-bench style)."""
     path: str = ""
 
     def workload(self, name: str) -> Workload:
@@ -181,6 +237,12 @@ class Suite:
             if w.name == name:
                 return w
         raise SpecError(f"{self.path}: no workload {name!r}; known: {[w.name for w in self.workloads]}")
+
+    def inference_entry(self, name: str) -> Inference:
+        for entry in self.inference:
+            if entry.name == name:
+                return entry
+        raise SpecError(f"{self.path}: no inference entry {name!r}; known: {[e.name for e in self.inference]}")
 
 
 # --- strict loading -----------------------------------------------------------------------------------------
@@ -268,9 +330,11 @@ def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE) ->
         known = sorted(p.stem for p in SUITES_DIR.glob("*.toml") if p.stem != "variants")
         raise SpecError(f"{path}: no such suite file; known suites: {known}")
     raw = _read_toml(path)
-    unknown = sorted(set(raw) - {"suite", "models", "workloads"})
+    unknown = sorted(set(raw) - {"suite", "models", "workloads", "inference"})
     if unknown:
-        raise SpecError(f"{path}: unknown top-level key {unknown[0]!r}; expected [suite], [models.*], [[workloads]]")
+        raise SpecError(
+            f"{path}: unknown top-level key {unknown[0]!r}; expected [suite], [models.*], [[workloads]], [[inference]]"
+        )
     head = raw.get("suite")
     if head is None:
         raise SpecError(f"{path}: missing [suite] table")
@@ -286,8 +350,23 @@ def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE) ->
     workloads = tuple(
         build(Workload, table, f"{path}: [[workloads]] #{i + 1}") for i, table in enumerate(raw.get("workloads", []))
     )
+    inference = tuple(
+        build(Inference, table, f"{path}: [[inference]] #{i + 1}") for i, table in enumerate(raw.get("inference", []))
+    )
     all_variants = load_variants(variants_path)
     seen: set[str] = set()
+    for entry in inference:
+        if entry.model not in models:
+            raise SpecError(f"{path}: inference {entry.name!r}: key 'model': unknown model {entry.model!r}")
+        if models[entry.model].family != "llama":
+            raise SpecError(f"{path}: inference {entry.name!r}: key 'model': {entry.model!r} is not a llama model")
+        for v in entry.variants:
+            if v not in all_variants:
+                raise SpecError(f"{path}: inference {entry.name!r}: key 'variants': {v!r} is not in {variants_path}")
+        for test in entry.tests():
+            if test.workload in seen:
+                raise SpecError(f"{path}: workload name {test.workload!r} appears twice")
+            seen.add(test.workload)
     for w in workloads:
         if w.name in seen:
             raise SpecError(f"{path}: workload name {w.name!r} appears twice")
@@ -302,7 +381,7 @@ def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE) ->
         for v in w.variants:
             if v not in all_variants:
                 raise SpecError(f"{path}: workload {w.name!r}: key 'variants': {v!r} is not in {variants_path}")
-    used = {v for w in workloads for v in w.variants}
+    used = {v for w in workloads for v in w.variants} | {v for e in inference for v in e.variants}
     return Suite(
         name=_check_type(head["name"], str, f"{path}: [suite] key 'name'"),
         description=_check_type(head["description"], str, f"{path}: [suite] key 'description'"),
@@ -310,6 +389,7 @@ def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE) ->
         models=models,
         workloads=workloads,
         variants={k: v for k, v in all_variants.items() if k in used},
+        inference=inference,
         path=str(path),
     )
 

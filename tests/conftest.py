@@ -12,6 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCALING_NOTE = "one-process point for the scaling section (test fixture)"
 REPEAT_NOTE = "A/A repeat of the stock baseline (test fixture)"
+TRAIN = "train-gpt-tiny-mb4"
+"""cpu-smoke's training workload (its llama.cpp tests have fixtures of their own, in test_llamacpp.py)."""
 
 
 def run_module(*args: str, cwd: Path = ROOT, check: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
@@ -30,10 +32,29 @@ def run_module(*args: str, cwd: Path = ROOT, check: bool = True, **env: str) -> 
 
 
 @pytest.fixture(scope="session")
+def llama_build() -> dict[str, str]:
+    """llama.cpp built once from llama-cpp-python's vendored source (libraries and llama-bench, under
+    build/llama.cpp, reused between sessions) with the Python package installed on top: the variables that point
+    the runner and the cross-check at it. `nox -s tests` builds it before pytest starts."""
+    from runners import llamacpp_build
+
+    env = llamacpp_build.env_for()
+    if not (Path(env["LLAMA_BENCH"]).exists() and _has_llama_cpp()):
+        env = llamacpp_build.build()
+    return env
+
+
+def _has_llama_cpp() -> bool:
+    from importlib import util
+
+    return util.find_spec("llama_cpp") is not None
+
+
+@pytest.fixture(scope="session")
 def bench_data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """data/ holding the result of a real `python -m runners bench --suite cpu-smoke` run."""
     data = tmp_path_factory.mktemp("bench") / "data"
-    proc = run_module("runners", "bench", "--suite", "cpu-smoke", "--data-dir", str(data))
+    proc = run_module("runners", "bench", "--suite", "cpu-smoke", "--workload", TRAIN, "--data-dir", str(data))
     return data, proc
 
 

@@ -1,0 +1,153 @@
+"""The cross-check: llama.cpp's own `llama-bench`, built from the same vendored llama.cpp as the runner's library
+(runners/llamacpp_build.py), run on the same GGUF file with the same settings; its JSON Lines become result
+records marked `imported` (engine `llama-bench`), one per test, beside the runner's `measured` ones.
+
+    python -m runners.llama_bench --suite cpu-smoke --inference llama-tiny --variant llamacpp-f16 --run-stamp S
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+FLASH_ATTN_FLAG = {"auto": "auto", "off": "off", "on": "on"}
+
+
+def command(binary: str, gguf: Path, settings: dict[str, Any], entry: Any, workloads: list[Any]) -> list[str]:
+    """llama-bench's arguments for the same tests and settings as the runner's (every one passed explicitly)."""
+    depths = sorted({t.depth for t in workloads})
+    kinds = {t.kind for t in workloads}
+    return [
+        binary,
+        "-m",
+        str(gguf),
+        "-p",
+        str(entry.n_prompt if "pp" in kinds else 0),
+        "-n",
+        str(entry.n_gen if "tg" in kinds else 0),
+        "-d",
+        ",".join(map(str, depths)),
+        "-r",
+        str(entry.repetitions),
+        "-b",
+        str(settings["n_batch"]),
+        "-ub",
+        str(settings["n_ubatch"]),
+        "-ngl",
+        str(settings["n_gpu_layers"]),
+        "-fa",
+        FLASH_ATTN_FLAG[settings["flash_attn"]],
+        "-ctk",
+        settings["type_k"],
+        "-ctv",
+        settings["type_v"],
+        "-t",
+        str(settings["n_threads"]),
+        "-o",
+        "jsonl",
+    ]
+
+
+def parse(lines: str) -> list[dict[str, Any]]:
+    """llama-bench's JSON Lines output: one object per test; anything else on stdout is an error."""
+    out = []
+    for i, line in enumerate(lines.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"llama-bench output line {i}: not JSON ({e}): {line[:200]!r}") from None
+        for key in ("n_prompt", "n_gen", "n_depth", "samples_ns", "build_commit"):
+            if key not in obj:
+                raise ValueError(f"llama-bench output line {i}: no field {key!r}")
+        out.append(obj)
+    return out
+
+
+def test_of(obj: dict[str, Any], tests: list[Any]) -> Any:
+    """The runner's test a llama-bench result is for (same kind, token count and depth)."""
+    kind, n = ("pp", obj["n_prompt"]) if obj["n_prompt"] > 0 else ("tg", obj["n_gen"])
+    for t in tests:
+        if (t.kind, t.n_tokens, t.depth) == (kind, n, obj["n_depth"]):
+            return t
+    raise ValueError(f"llama-bench result {kind}{n} at depth {obj['n_depth']} matches no test of the suite")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import llama_cpp  # noqa: F401  (before numpy, see runners/llamacpp.py: a quantized file may be made here)
+
+    from runners import llama_files, llamacpp, provenance, record, schema, spec, store
+
+    p = argparse.ArgumentParser(prog="python -m runners.llama_bench", description=__doc__.splitlines()[0])
+    p.add_argument("--suite", required=True)
+    p.add_argument("--inference", required=True)
+    p.add_argument("--variant", required=True)
+    p.add_argument("--run-stamp", required=True)
+    p.add_argument("--data-dir", type=Path, default=Path("data"))
+    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
+    p.add_argument("--binary", default=os.environ.get("LLAMA_BENCH", "llama-bench"))
+    p.add_argument("--workload", action="append")
+    args = p.parse_args(argv)
+    suite = spec.load_suite(args.suite)
+    entry = suite.inference_entry(args.inference)
+    variant = suite.variants[args.variant]
+    settings = llamacpp.resolve_settings(variant.settings)
+    model = suite.models[entry.model]
+    tests = [t for t in entry.tests() if not args.workload or t.workload in args.workload]
+    path, made = llama_files.gguf_file(model, entry.seed, settings["weights"], args.cache_dir)
+    files = made | {"file": path.name, "weight_bytes_per_token": llamacpp.weight_bytes_read_per_token(path)}
+    cmd = command(args.binary, path, settings, entry, tests)
+    started = datetime.now(UTC)
+    print("running " + " ".join(cmd), file=sys.stderr, flush=True)
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        print(out.stderr[-4000:], file=sys.stderr)
+        raise SystemExit(f"llama-bench exited with {out.returncode}")
+    hardware = provenance.hardware(entry.device, 1)
+    for obj in parse(out.stdout):
+        test = test_of(obj, tests)
+        config = llamacpp.test_config(suite, entry, test, variant, settings, files, None)
+        config["variant"]["engine"] = "llama-bench"
+        config["imported"] = {"tool": "llama-bench", "command": " ".join(cmd), "result": obj}
+        rows = [
+            dict(trial=rep, step=None, phase="steady", metric=metric, value=value, unit=unit)
+            for rep, ns in enumerate(obj["samples_ns"])
+            for metric, value, unit in (
+                ("test_time_s", ns / 1e9, "s"),
+                ("tokens_per_s", test.n_tokens / (ns / 1e9), "tokens/s"),
+            )
+        ]
+        run = record.run_columns(
+            run_id=llamacpp.run_id(args.run_stamp, test.workload, variant.name + "-llama-bench"),
+            suite=suite,
+            config=config,
+            engine_version=f"{obj['build_commit']} ({obj.get('build_number', '?')})",
+            status="ok",
+            error=None,
+            started=started,
+            hardware=hardware,
+            packages=("llama_cpp_python", "gguf"),
+        )
+        run |= {
+            "engine": "llama-bench",
+            "origin": "imported",
+            "source": f"llama-bench {obj['build_commit']} built from the llama.cpp vendored in llama-cpp-python, "
+            "run by runners/llama_bench.py on the same host and file",
+            # llama-bench runs every test in one process: each record spans the whole run
+            "ended_at": max(run["ended_at"], started + timedelta(microseconds=1)),
+        }
+        written = store.write_run(args.data_dir, schema.make_table(run, rows))
+        mean = obj.get("avg_ts", 0)
+        print(f"    {test.workload}: {mean:,.1f} tokens/s (llama-bench mean) → {written}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,388 @@
+"""llama.cpp through llama-cpp-python: llama-bench's prompt-processing (pp) and generation (tg) tests at several
+KV-cache depths, one result file per test.
+
+    python -m runners.llamacpp --suite cpu-smoke --inference llama-tiny --variant llamacpp-f16 --run-stamp STAMP
+
+Each test mirrors llama-bench (tools/llama-bench/llama-bench.cpp in the vendored llama.cpp): a context of
+n_tokens + depth, one untimed warm-up (the whole prompt for pp, one token for tg), then per repetition: clear the
+cache, fill it with `depth` random tokens (untimed), then time the test — pp decodes n_prompt random tokens in
+batches of n_batch, tg decodes n_gen tokens one at a time, synchronising after each — with a monotonic clock
+around it. llama.cpp's own counters (`llama_perf_context`) are kept beside the wall time. Normally started by
+`python -m runners bench`, which writes a failure record for any test this process did not finish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ENGINE_DEFAULTS = {
+    "n_gpu_layers": 0,
+    "flash_attn": "off",
+    "n_batch": 512,
+    "n_ubatch": 512,
+    "type_k": "f16",
+    "type_v": "f16",
+    "n_threads": "cpu_count // 2",
+}
+"""What `llama_cpp.Llama()` uses when a setting is left out (llama-cpp-python 0.3.36): the run page's diff."""
+SETTINGS = ("weights", "n_gpu_layers", "flash_attn", "n_batch", "n_ubatch", "type_k", "type_v", "n_threads")
+KV_TYPES = {"f16": 1, "q8_0": 8, "q4_0": 2}
+"""ggml type ids of the KV cache types a variant may name."""
+KV_BYTES = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+"""Bytes per KV-cache element of each type (ggml block sizes: 32 values in 34 or 18 bytes)."""
+FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
+
+
+def physical_cores() -> int:
+    """Cores without their hyper-threads, as llama-bench counts them for its default thread count."""
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        pairs = set()
+        phys = core = None
+        for line in [*cpuinfo.splitlines(), ""]:
+            if line.startswith("physical id"):
+                phys = line.split(":")[1].strip()
+            elif line.startswith("core id"):
+                core = line.split(":")[1].strip()
+            elif not line.strip() and core is not None:
+                pairs.add((phys, core))
+                phys = core = None
+        if pairs:
+            return len(pairs)
+    except OSError:
+        pass
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def resolve_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The variant's settings with every value pinned: `n_threads = 0` becomes this host's physical cores."""
+    unknown = sorted(set(settings) - set(SETTINGS))
+    missing = sorted(set(SETTINGS) - set(settings))
+    if unknown or missing:
+        raise ValueError(f"llama.cpp settings: unknown {unknown}, missing {missing}; expected {list(SETTINGS)}")
+    kv_ok = settings["type_k"] in KV_TYPES and settings["type_v"] in KV_TYPES
+    if settings["flash_attn"] not in FLASH_ATTN or not kv_ok:
+        raise ValueError(f"llama.cpp settings: flash_attn in {list(FLASH_ATTN)}, type_k/type_v in {list(KV_TYPES)}")
+    out = dict(settings)
+    if out["n_threads"] == 0:
+        out["n_threads"] = physical_cores()
+    return out
+
+
+def weight_bytes_read_per_token(gguf_path: Path) -> int:
+    """Bytes of every weight a decoded token reads: all tensors but the token embedding (one row is looked up)."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(gguf_path))
+    return sum(int(t.n_bytes) for t in reader.tensors if t.name != "token_embd.weight")
+
+
+_LOG_ERROR = 3  # GGML_LOG_LEVEL_ERROR
+_kept_callbacks: list[Any] = []
+
+
+def quiet_logs(llama_cpp: Any) -> None:
+    """Keep llama.cpp's errors on stderr and drop its (very long) informational log."""
+
+    @llama_cpp.llama_log_callback
+    def callback(level: int, text: bytes, _user: Any) -> None:
+        if level >= _LOG_ERROR:
+            sys.stderr.write(text.decode(errors="replace"))
+
+    _kept_callbacks.append(callback)  # ctypes callbacks must outlive their registration
+    llama_cpp.llama_log_set(callback, ctypes.c_void_p())
+
+
+class _Bench:
+    """One model loaded in llama.cpp; runs llama-bench's tests on fresh contexts."""
+
+    def __init__(self, llama_cpp: Any, path: Path, settings: dict[str, Any], device: str) -> None:
+        self.ll = llama_cpp
+        self.settings = settings
+        self.device = device
+        self.memory_gib: float | None = None
+        quiet_logs(llama_cpp)
+        llama_cpp.llama_backend_init()
+        params = llama_cpp.llama_model_default_params()
+        params.n_gpu_layers = settings["n_gpu_layers"]
+        t0 = time.perf_counter()
+        self.model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
+        if not self.model:
+            raise RuntimeError(f"llama.cpp could not load {path}")
+        self.load_s = time.perf_counter() - t0
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(llama_cpp.llama_model_get_vocab(self.model))
+        self.rng = random.Random(0)
+
+    def _context(self, n_ctx: int) -> Any:
+        ll, s = self.ll, self.settings
+        params = ll.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = s["n_batch"]
+        params.n_ubatch = s["n_ubatch"]
+        params.n_threads = params.n_threads_batch = s["n_threads"]
+        params.flash_attn_type = FLASH_ATTN[s["flash_attn"]]
+        params.type_k, params.type_v = KV_TYPES[s["type_k"]], KV_TYPES[s["type_v"]]
+        params.no_perf = False
+        ctx = ll.llama_init_from_model(self.model, params)
+        if not ctx:
+            raise RuntimeError(f"llama.cpp could not create a context of {n_ctx} tokens")
+        return ctx
+
+    def _decode(self, ctx: Any, tokens: list[int]) -> None:
+        array = (self.ll.llama_token * len(tokens))(*tokens)
+        code = self.ll.llama_decode(ctx, self.ll.llama_batch_get_one(array, len(tokens)))
+        if code != 0:
+            raise RuntimeError(f"llama_decode returned {code}")
+
+    def _prompt(self, ctx: Any, n: int) -> None:
+        done = 0
+        while done < n:
+            size = min(n - done, self.settings["n_batch"])
+            self._decode(ctx, [self.rng.randrange(self.n_vocab) for _ in range(size)])
+            done += size
+        self.ll.llama_synchronize(ctx)
+
+    def _generate(self, ctx: Any, n: int) -> None:
+        token = self.rng.randrange(self.n_vocab)
+        for _ in range(n):
+            self._decode(ctx, [token])
+            self.ll.llama_synchronize(ctx)
+            token = self.rng.randrange(self.n_vocab)
+
+    def run(self, kind: str, n: int, depth: int, repetitions: int) -> list[dict[str, float]]:
+        """Per repetition: wall seconds, and llama.cpp's own milliseconds and token count for the test."""
+        ll = self.ll
+        ctx = self._context(n + depth)
+        try:
+            ll.llama_set_n_threads(ctx, self.settings["n_threads"], self.settings["n_threads"])
+            memory = ll.llama_get_memory(ctx)
+            if kind == "pp":  # warm-up, as llama-bench: the whole prompt, or one generated token
+                self._prompt(ctx, n)
+            else:
+                self._generate(ctx, 1)
+            samples = []
+            for _ in range(repetitions):
+                ll.llama_memory_clear(memory, False)
+                if depth:
+                    self._prompt(ctx, depth)
+                ll.llama_perf_context_reset(ctx)
+                t0 = time.perf_counter_ns()
+                if kind == "pp":
+                    self._prompt(ctx, n)
+                else:
+                    self._generate(ctx, n)
+                wall = (time.perf_counter_ns() - t0) / 1e9
+                perf = ll.llama_perf_context(ctx)
+                own_ms, own_n = (perf.t_p_eval_ms, perf.n_p_eval) if kind == "pp" else (perf.t_eval_ms, perf.n_eval)
+                samples.append({"wall_s": wall, "llama_ms": float(own_ms), "llama_tokens": float(own_n)})
+            self.memory_gib = device_memory_gib(self.device)  # with this test's context still allocated
+            return samples
+        finally:
+            ll.llama_free(ctx)
+
+    def close(self) -> None:
+        self.ll.llama_model_free(self.model)
+
+
+def device_memory_gib(device: str) -> float | None:
+    """Memory in use now: on a GPU, nvidia-smi's figure for this process, else (in a container that hides process
+    ids) for the whole device this process sees first, which the bench session gives to this process alone; on a
+    CPU, this process's peak RSS."""
+    if device != "cuda":
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+    def query(what: str) -> list[list[str]]:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-{what}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+        return [[f.strip() for f in line.split(",")] for line in out.splitlines() if "," in line]
+
+    try:
+        for pid, mib in query("compute-apps=pid,used_memory"):
+            if pid == str(os.getpid()):
+                return float(mib) / 1024
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
+        for index, uuid, mib in query("gpu=index,uuid,memory.used"):
+            if visible in (index, uuid):
+                return float(mib) / 1024
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return None
+
+
+def run_id(stamp: str, workload: str, variant: str) -> str:
+    """A test's run id: the bench session's stamp (UTC start and a random suffix) around the test's names."""
+    when, _, suffix = stamp.partition("~")
+    return f"{when}-{workload}-{variant}-{suffix}"
+
+
+def test_config(
+    suite: Any, entry: Any, test: Any, variant: Any, settings: dict[str, Any], files: dict[str, Any], note: str | None
+) -> dict[str, Any]:
+    """The full configuration of one test's record."""
+    from runners import metrics, spec
+
+    model = suite.models[entry.model]
+    kv_bytes = metrics.kv_cache_bytes_per_token(model, KV_BYTES[settings["type_k"]], KV_BYTES[settings["type_v"]])
+    return {
+        "suite": suite.name,
+        "suite_description": suite.description,
+        "suite_hardware": suite.hardware,
+        "workload": {
+            "name": test.workload,
+            "kind": test.kind,
+            "n_tokens": test.n_tokens,
+            "depth": test.depth,
+            "inference": json.loads(spec.to_json(entry)),
+            "world_size": 1,
+            "device": entry.device,
+            "repetitions": entry.repetitions,
+        },
+        "model": json.loads(spec.to_json(model)),
+        "variant": {
+            "name": variant.name,
+            "engine": variant.engine,
+            "tier": variant.tier,
+            "description": variant.description,
+            "settings": settings,
+            "overrides": {},
+            "sweep_env": {},
+        },
+        "engine_defaults": ENGINE_DEFAULTS,
+        "model_file": files,
+        "derived": {
+            "total_params": model.total_params,
+            "non_embedding_params": model.non_embedding_params,
+            "weight_bytes_per_token": files["weight_bytes_per_token"],
+            "kv_bytes_per_token_of_depth": kv_bytes,
+            # a tg token reads every weight and the cache so far (the depth plus half the test, on average)
+            "decode_bytes_per_token": files["weight_bytes_per_token"] + kv_bytes * (test.depth + test.n_tokens / 2)
+            if test.kind == "tg"
+            else None,
+        },
+        "command": f"python -m runners bench --suite {suite.name} --workload {test.workload} --variant {variant.name}",
+        **({"note": note} if note else {}),
+    }
+
+
+def make_files(argv: list[str]) -> int:
+    """`python -m runners.llamacpp files --suite h100 --model llama-8b [--weights f16 q8_0 q4_k_m] [--hf]`: make (or
+    find) a suite model's files ahead of a bench session."""
+    from runners import llama_files, spec
+
+    p = argparse.ArgumentParser(prog="python -m runners.llamacpp files", description=make_files.__doc__.split(":")[0])
+    p.add_argument("--suite", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--weights", nargs="+", default=list(llama_files.WEIGHT_TYPES), choices=llama_files.WEIGHT_TYPES)
+    p.add_argument("--hf", action="store_true", help="also the Hugging Face folder (what vLLM and mlx-lm load)")
+    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
+    args = p.parse_args(argv)
+    model = spec.load_suite(args.suite).models[args.model]
+    for weights in args.weights:
+        t0 = time.perf_counter()
+        path, how = llama_files.gguf_file(model, args.seed, weights, args.cache_dir)
+        took = time.perf_counter() - t0
+        print(f"{path}: {how['bytes'] / 2**30:.2f} GiB, sha256 {how['sha256'][:16]}, {took:.0f} s", file=sys.stderr)
+    if args.hf:
+        print(llama_files.hf_folder(model, args.seed, args.cache_dir), file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import llama_cpp  # before anything imports numpy: on the bench hosts' image the other order crashes on load
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["files"]:
+        return make_files(argv[1:])
+
+    from runners import llama_files, provenance, record, schema, spec, store
+
+    p = argparse.ArgumentParser(prog="python -m runners.llamacpp", description=__doc__.splitlines()[0])
+    p.add_argument("--suite", required=True)
+    p.add_argument("--inference", required=True, help="name of an [[inference]] entry of the suite")
+    p.add_argument("--variant", required=True)
+    p.add_argument("--run-stamp", required=True, help="UTC start and random suffix, `STAMP~HEX` (from bench)")
+    p.add_argument("--data-dir", type=Path, default=Path("data"))
+    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
+    p.add_argument("--workload", action="append", help="only these tests (workload names)")
+    p.add_argument("--note", default=None)
+    args = p.parse_args(argv)
+    suite = spec.load_suite(args.suite)
+    entry = suite.inference_entry(args.inference)
+    variant = suite.variants[args.variant]
+    settings = resolve_settings(variant.settings)
+    model = suite.models[entry.model]
+    t0 = time.perf_counter()
+    path, made = llama_files.gguf_file(model, entry.seed, settings["weights"], args.cache_dir)
+    files = made | {"file": path.name, "weight_bytes_per_token": weight_bytes_read_per_token(path)}
+    files["make_s"] = round(time.perf_counter() - t0, 3)
+    print(f"model file {path} ({files['bytes'] / 2**30:.2f} GiB) ready", file=sys.stderr, flush=True)
+    bench = _Bench(llama_cpp, path, settings, entry.device)
+    hardware = provenance.hardware(entry.device, 1)
+    version = llama_cpp.__version__
+    peak: float | None = None
+    try:
+        for test in entry.tests():
+            if args.workload and test.workload not in args.workload:
+                continue
+            started = datetime.now(UTC)
+            samples = bench.run(test.kind, test.n_tokens, test.depth, entry.repetitions)
+            now = bench.memory_gib
+            peak = now if peak is None else max(peak, now or 0.0)
+            rows: list[dict[str, Any]] = [
+                dict(trial=0, step=None, phase="run", metric="startup_s", value=bench.load_s, unit="s"),
+            ]
+            if peak is not None:  # the most memory held after any test so far (contexts grow with depth)
+                rows.append(dict(trial=0, step=None, phase="run", metric="peak_mem_gib", value=peak, unit="GiB"))
+            for rep, s in enumerate(samples):
+                rows += [
+                    dict(trial=rep, step=None, phase="steady", metric="test_time_s", value=s["wall_s"], unit="s"),
+                    dict(trial=rep, step=None, phase="steady", metric="tokens_per_s", value=test.n_tokens / s["wall_s"])
+                    | {"unit": "tokens/s"},
+                    dict(trial=rep, step=None, phase="steady", metric="llama_time_s", value=s["llama_ms"] / 1e3)
+                    | {"unit": "s"},
+                    dict(trial=rep, step=None, phase="steady", metric="llama_tokens", value=s["llama_tokens"])
+                    | {"unit": "tokens"},
+                ]
+            config = test_config(suite, entry, test, variant, settings, files, args.note)
+            run = record.run_columns(
+                run_id=run_id(args.run_stamp, test.workload, variant.name),
+                suite=suite,
+                config=config,
+                engine_version=version,
+                status="ok",
+                error=None,
+                started=started,
+                hardware=hardware,
+                packages=("llama_cpp_python", "gguf", "numpy"),
+            )
+            written = store.write_run(args.data_dir, schema.make_table(run, rows))
+            rates = sorted(test.n_tokens / s["wall_s"] for s in samples)
+            print(
+                f"    {test.workload}: {rates[len(rates) // 2]:,.1f} tokens/s (median of {len(rates)}) → {written}",
+                file=sys.stderr,
+                flush=True,
+            )
+    finally:
+        bench.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Build llama.cpp once for both sides of the cross-check: the shared libraries that llama-cpp-python loads and
+the `llama-bench` tool, from the one llama.cpp source vendored in the llama-cpp-python sdist, with one CMake
+configuration. The Python package is then installed without building anything of its own and pointed at those
+libraries (`LLAMA_CPP_LIB_PATH`), so the runner and llama-bench execute the very same compiled code.
+
+    python -m runners.llamacpp_build [--sdist FILE] [--cuda] [--out build/llama.cpp] [--jobs N]
+
+Without --sdist the pinned sdist is fetched with pip (bench hosts without a package index pass the file). Prints
+the two environment variables to set; `env_for(out, cuda)` returns them. A finished build is reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+VERSION = "0.3.36"
+"""llama-cpp-python release whose vendored llama.cpp we build (ctypes bindings and library must match)."""
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "build" / "llama.cpp"
+CMAKE_FLAGS = [
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=ON",
+    "-DLLAMA_BUILD_TOOLS=ON",  # llama-bench
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_SERVER=OFF",
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+]
+PIP_SDIST = ["--no-binary", ":all:", "--no-deps"]
+CUDA_FLAGS = ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=90", "-DGGML_NATIVE=OFF"]
+
+
+def backend_dir(out: Path, cuda: bool) -> Path:
+    return out / ("cuda" if cuda else "cpu")
+
+
+def env_for(out: Path = DEFAULT_OUT, cuda: bool = False) -> dict[str, str]:
+    """The variables that point llama-cpp-python and the cross-check at this build."""
+    bin_dir = backend_dir(out, cuda) / "build" / "bin"
+    return {"LLAMA_CPP_LIB_PATH": str(bin_dir), "LLAMA_BENCH": str(bin_dir / "llama-bench")}
+
+
+def _sdist(out: Path, given: Path | None) -> Path:
+    if given is not None:
+        return given
+    found = sorted(out.glob(f"llama_cpp_python-{VERSION}.tar.gz"))
+    if found:
+        return found[0]
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", f"llama-cpp-python=={VERSION}", *PIP_SDIST, "--dest", str(out)],
+        check=True,
+    )
+    return out / f"llama_cpp_python-{VERSION}.tar.gz"
+
+
+def _source(out: Path, sdist: Path) -> Path:
+    """The unpacked sdist (a directory given as --sdist is used as it is)."""
+    if sdist.is_dir():
+        return sdist
+    src = out / "src" / f"llama_cpp_python-{VERSION}"
+    if not (src / "vendor" / "llama.cpp" / "CMakeLists.txt").exists():
+        shutil.rmtree(out / "src", ignore_errors=True)
+        with tarfile.open(sdist) as tar:
+            tar.extractall(out / "src", filter="data")
+    return src
+
+
+def build(out: Path = DEFAULT_OUT, sdist: Path | None = None, cuda: bool = False, jobs: int | None = None) -> dict:
+    """Configure and build the libraries and llama-bench (skipped when a build with the same flags is there),
+    then install the Python package on top of them; returns `env_for`."""
+    out = Path(out)
+    src = _source(out, _sdist(out, sdist))
+    where = backend_dir(out, cuda)
+    flags = CMAKE_FLAGS + (CUDA_FLAGS if cuda else [])
+    stamp = where / "flags.json"
+    env = env_for(out, cuda)
+    if not (stamp.exists() and json.loads(stamp.read_text()) == flags and Path(env["LLAMA_BENCH"]).exists()):
+        stamp.unlink(missing_ok=True)
+        tree = where / "build"
+        subprocess.run(["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(tree), *flags], check=True)
+        targets = ["--target", "llama", "llama-bench", "-j", str(jobs or os.cpu_count() or 2)]
+        subprocess.run(["cmake", "--build", str(tree), *targets], check=True)
+        stamp.write_text(json.dumps(flags))
+    # the package's Python half only: its own CMake build is switched off, the libraries above are used
+    no_index = os.environ.get("PIP_NO_INDEX") is not None
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", str(src)]
+        + (["--no-build-isolation"] if no_index else []),
+        check=True,
+        env=os.environ | {"CMAKE_ARGS": "-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF"},
+    )
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m runners.llamacpp_build", description=__doc__.splitlines()[0])
+    p.add_argument("--sdist", type=Path, default=None, help=f"llama-cpp-python {VERSION} sdist (file or directory)")
+    p.add_argument("--cuda", action="store_true", help="build the CUDA backend (sm_90) as well")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    p.add_argument("--jobs", type=int, default=None)
+    args = p.parse_args(argv)
+    env = build(args.out, args.sdist, args.cuda, args.jobs)
+    for key, value in env.items():
+        print(f"export {key}={value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""llama.cpp on CPU with a tiny Llama shape: the model files read back in every format, and a real bench session
+(llama-cpp-python and llama-bench, both from one build of the vendored llama.cpp) records every test."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from runners import llama_files, metrics, spec
+from tests.conftest import run_module
+
+SMOKE = spec.load_suite("cpu-smoke")
+TINY = SMOKE.models["llama-tiny"]
+ENTRY = SMOKE.inference_entry("llama-tiny")
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory, llama_build: dict[str, str]) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
+def test_every_format_reads_back_with_the_spec_shapes(model_cache: Path) -> None:
+    """GGUF (F16 written here, Q8_0 and Q4_K_M by llama.cpp's quantizer), the Hugging Face folder and MLX all hold
+    the spec's tensors; the F16 GGUF and the safetensors hold the same values (q and k permuted for llama.cpp)."""
+    import gguf
+    import mlx.core as mx
+    import numpy as np
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    shapes = llama_files.hf_shapes(TINY)
+    assert sum(math.prod(s) for s in shapes.values()) == TINY.total_params
+    folder = llama_files.hf_folder(TINY, ENTRY.seed, model_cache)
+    st = load_file(str(folder / "model.safetensors"))
+    assert {k: v.shape for k, v in st.items()} == shapes
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["hidden_size"], config["num_key_value_heads"], config["vocab_size"]) == (256, 2, 512)
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))  # offline: a file, no hub
+    assert tokenizer.get_vocab_size() == TINY.vocab
+    assert tokenizer.decode(tokenizer.encode("the fair fight").ids) == "the fair fight"
+    mlx_weights = mx.load(str(folder / "model.safetensors"))
+    assert {k: tuple(v.shape) for k, v in mlx_weights.items()} == shapes
+    for weights in llama_files.WEIGHT_TYPES:
+        path, how = llama_files.gguf_file(TINY, ENTRY.seed, weights, model_cache)
+        assert how["sha256"] == llama_files.sha256(path) and how["weights"] == weights
+        reader = gguf.GGUFReader(str(path))
+        tensors = {t.name: t for t in reader.tensors}
+        assert set(tensors) == {llama_files.gguf_name(n) for n in shapes}
+        assert sum(int(t.n_elements) for t in tensors.values()) == TINY.total_params
+        for name, shape in shapes.items():
+            assert tuple(int(d) for d in reversed(tensors[llama_files.gguf_name(name)].shape)) == shape
+        if weights == "f16":
+            q, v = "model.layers.0.self_attn.q_proj.weight", "model.layers.1.self_attn.v_proj.weight"
+            q_gguf = np.asarray(tensors["blk.0.attn_q.weight"].data).reshape(shapes[q])
+            assert np.array_equal(q_gguf, llama_files._permute(st[q], TINY.heads))
+            assert np.array_equal(np.asarray(tensors["blk.1.attn_v.weight"].data).reshape(shapes[v]), st[v])
+        else:
+            assert "from_sha256" in how and how["tool"] == "llama_cpp.llama_model_quantize"
+    # the same key gives the same bytes: a second cache makes an identical F16 file
+    again, _ = llama_files.gguf_file(TINY, ENTRY.seed, "f16", model_cache / "again")
+    first, _ = llama_files.gguf_file(TINY, ENTRY.seed, "f16", model_cache)
+    assert llama_files.sha256(again) == llama_files.sha256(first)
+
+
+def test_kv_cache_bytes_follow_grouped_query_attention() -> None:
+    eight_b = spec.load_suite("h100").models["llama-8b"]
+    # Llama-3-8B: 32 layers × 8 kv heads × 128 dims × (2 + 2) bytes = 128 KiB per token of context
+    assert metrics.kv_cache_bytes_per_token(eight_b, 2, 2) == 131072
+    assert metrics.mbu(16e9, 100, 4.8e12) == pytest.approx(1 / 3)
+
+
+@pytest.fixture(scope="session")
+def llama_bench_data(
+    tmp_path_factory: pytest.TempPathFactory, llama_build: dict[str, str]
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """A real `python -m runners bench --suite cpu-smoke --workload llama-tiny` of two variants."""
+    data = tmp_path_factory.mktemp("llama") / "data"
+    proc = run_module(
+        "runners",
+        "bench",
+        "--suite",
+        "cpu-smoke",
+        "--workload",
+        "llama-tiny",
+        "--variant",
+        "llamacpp-f16",
+        "--variant",
+        "llamacpp-q8_0",
+        "--data-dir",
+        str(data),
+        FAIRFIGHT_CACHE=str(tmp_path_factory.mktemp("cache")),
+        **llama_build,
+    )
+    return data, proc
+
+
+@pytest.mark.slow
+def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_data) -> None:
+    data, proc = llama_bench_data
+    records = {}
+    for path in sorted((data / "cpu-smoke").glob("*.parquet")):
+        rows = pq.read_table(path).to_pylist()
+        records[(rows[0]["engine"], rows[0]["variant"], rows[0]["workload"])] = rows
+    tests = [t.workload for t in ENTRY.tests()]
+    assert len(records) == 2 * 2 * len(tests), proc.stdout  # two variants, each measured and cross-checked
+    for variant in ("llamacpp-f16", "llamacpp-q8_0"):
+        for engine in ("llamacpp", "llama-bench"):
+            found = {w: records[(engine, variant, w)] for w in tests if (engine, variant, w) in records}
+            assert sorted(found) == sorted(tests), (variant, engine, proc.stdout)
+            for rows in found.values():
+                head = rows[0]
+                assert head["status"] == "ok"
+                assert head["origin"] == ("measured" if engine == "llamacpp" else "imported")
+                rates = [r["value"] for r in rows if r["metric"] == "tokens_per_s"]
+                assert len(rates) == ENTRY.repetitions and all(r > 0 and math.isfinite(r) for r in rates)
+                config = json.loads(head["config"])
+                assert config["variant"]["settings"]["weights"] == variant.removeprefix("llamacpp-")
+                assert config["variant"]["settings"]["n_threads"] >= 1  # pinned, not "0"
+                assert config["model_file"]["sha256"] and config["workload"]["depth"] in ENTRY.depths
+                if engine == "llama-bench":  # the same settings went to llama-bench, explicitly
+                    cmd = config["imported"]["command"]
+                    assert f"-t {config['variant']['settings']['n_threads']}" in cmd and "-fa on" in cmd
+                else:
+                    own = [r["value"] for r in rows if r["metric"] == "llama_tokens"]
+                    assert own == [float(config["workload"]["n_tokens"])] * ENTRY.repetitions
+    assert "summary" in proc.stdout and "tokens/s" in proc.stdout
