@@ -305,9 +305,11 @@ def make_files(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["files"] and "--weights" in argv and set(argv[argv.index("--weights") + 1 :]) <= {"f16"}:
+        return make_files(argv[1:])  # F16 files are written without llama.cpp (before it is even built)
     import llama_cpp  # before anything imports numpy: on the bench hosts' image the other order crashes on load
 
-    argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["files"]:
         return make_files(argv[1:])
 
