@@ -81,11 +81,16 @@ def resolve_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def weight_bytes_read_per_token(gguf_path: Path) -> int:
-    """Bytes of every weight a decoded token reads: all tensors but the token embedding (one row is looked up)."""
-    import gguf
+    """Bytes of every weight a decoded token reads: all tensors but the token embedding (one row is looked up).
 
-    reader = gguf.GGUFReader(str(gguf_path))
-    return sum(int(t.n_bytes) for t in reader.tensors if t.name != "token_embd.weight")
+    Read by gguf's reader in a child process: in a process that has llama.cpp loaded, the reader's numpy work
+    crashed on the bench hosts' image ("free(): invalid pointer")."""
+    code = (
+        "import gguf, sys; r = gguf.GGUFReader(sys.argv[1]); "
+        "print(sum(int(t.n_bytes) for t in r.tensors if t.name != 'token_embd.weight'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(gguf_path)], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip())
 
 
 _LOG_ERROR = 3  # GGML_LOG_LEVEL_ERROR
@@ -272,7 +277,7 @@ def test_config(
             "kv_bytes_per_token_of_depth": kv_bytes,
             # a tg token reads every weight and the cache so far (the depth plus half the test, on average)
             "decode_bytes_per_token": files["weight_bytes_per_token"] + kv_bytes * (test.depth + test.n_tokens / 2)
-            if test.kind == "tg"
+            if test.kind == "tg" and files.get("weight_bytes_per_token") is not None
             else None,
         },
         "command": f"python -m runners bench --suite {suite.name} --workload {test.workload} --variant {variant.name}",

@@ -34,6 +34,9 @@ prepare)
   $F --model llama-14b >>"$LOG/files-14b.log" 2>&1 &
   wait
   grep -h "GiB" "$LOG"/files-*.log
+  # a seconds-long check that the runner and llama-bench work with this build (its records are thrown away)
+  python3 -m runners bench --suite cpu-smoke --workload llama-tiny-tg16-d0 --variant llamacpp-f16 \
+    --data-dir /tmp/smoke 2>&1 | tail -n 4
   ;;
 run)
   DATA=${2:?data dir}
