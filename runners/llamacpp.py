@@ -313,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["files"] and "--weights" in argv and set(argv[argv.index("--weights") + 1 :]) <= {"f16"}:
         return make_files(argv[1:])  # F16 files are written without llama.cpp (before it is even built)
+    # Import order matters on the bench hosts' image (seen there, see ../shared/ENVIRONMENT.md): pyarrow imported
+    # after llama_cpp aborts the process ("free(): invalid pointer"), numpy before it crashes model loads.
+    import pyarrow.parquet  # noqa: F401
     import llama_cpp  # before anything imports numpy: on the bench hosts' image the other order crashes on load
 
     if argv[:1] == ["files"]:
