@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -292,10 +294,16 @@ def run_inference(
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
     print(f"[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
     common = ["--suite", args.suite, "--inference", entry.name, "--variant", variant.name, "--run-stamp", stamp]
-    common += ["--data-dir", str(args.data_dir)] + [a for t in tests for a in ("--workload", t.workload)]
+    common += [a for t in tests for a in ("--workload", t.workload)]
     started, t0 = datetime.now(UTC), time.perf_counter()
-    cmd = [sys.executable, "-m", "runners.llamacpp", *common] + (["--note", args.note] if args.note else [])
-    code, err = _run_teeing_stderr(cmd, env, entry.time_budget_s + GRACE_S)
+    with tempfile.TemporaryDirectory() as tmp:
+        measured = Path(tmp) / "tests.jsonl"
+        cmd = [sys.executable, "-m", "runners.llamacpp", *common, "--out", str(measured)]
+        code, err = _run_teeing_stderr(
+            cmd + (["--note", args.note] if args.note else []), env, entry.time_budget_s + GRACE_S
+        )
+        for line in measured.read_text().splitlines() if measured.exists() else []:
+            store.write_run(args.data_dir, schema.make_table(*_record_of(json.loads(line))))
     lines = []
     for test in tests:
         run_id = llamacpp.run_id(stamp, test.workload, variant.name)
@@ -314,7 +322,9 @@ def run_inference(
         )
     if os.environ.get("LLAMA_BENCH"):  # the cross-check, when a llama-bench built from the same source is there
         code, err = _run_teeing_stderr(
-            [sys.executable, "-m", "runners.llama_bench", *common], env, entry.time_budget_s + GRACE_S
+            [sys.executable, "-m", "runners.llama_bench", *common, "--data-dir", str(args.data_dir)],
+            env,
+            entry.time_budget_s + GRACE_S,
         )
         for test in tests:
             path = store.run_path(
@@ -330,6 +340,14 @@ def run_inference(
     else:
         print("    no LLAMA_BENCH set: the llama-bench cross-check is skipped", flush=True)
     return lines
+
+
+def _record_of(line: dict) -> tuple[dict, list[dict]]:
+    """A test's record as the llama.cpp runner wrote it (JSON: times as ISO 8601 text), ready for the schema."""
+    run = dict(line["run"])
+    for key in ("started_at", "ended_at"):
+        run[key] = datetime.fromisoformat(run[key])
+    return run, line["rows"]
 
 
 def write_test_failure(

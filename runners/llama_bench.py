@@ -81,11 +81,8 @@ def test_of(obj: dict[str, Any], tests: list[Any]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Import order matters on the bench hosts' image (seen there, see ../shared/ENVIRONMENT.md): pyarrow imported
-    # after llama_cpp aborts the process ("free(): invalid pointer"), numpy before it crashes model loads.
-    import pyarrow.parquet  # noqa: F401
-    import llama_cpp  # noqa: F401  (before numpy, see runners/llamacpp.py: a quantized file may be made here)
-
+    # No llama_cpp here (this process writes Parquet, and on the bench hosts' image pyarrow and llama_cpp in one
+    # process crash, see runners/llamacpp.py): the runner, which runs first, has already made the model file.
     from runners import llama_files, llamacpp, provenance, record, schema, spec, store
 
     p = argparse.ArgumentParser(prog="python -m runners.llama_bench", description=__doc__.splitlines()[0])

@@ -1,14 +1,17 @@
 """llama.cpp through llama-cpp-python: llama-bench's prompt-processing (pp) and generation (tg) tests at several
 KV-cache depths, one result file per test.
 
-    python -m runners.llamacpp --suite cpu-smoke --inference llama-tiny --variant llamacpp-f16 --run-stamp STAMP
+    python -m runners.llamacpp --suite cpu-smoke --inference llama-tiny --variant llamacpp-f16 --run-stamp STAMP \
+        --out tests.jsonl
+    python -m runners.llamacpp files --suite h100 --model llama-8b     (make a model's files ahead of a session)
 
 Each test mirrors llama-bench (tools/llama-bench/llama-bench.cpp in the vendored llama.cpp): a context of
 n_tokens + depth, one untimed warm-up (the whole prompt for pp, one token for tg), then per repetition: clear the
 cache, fill it with `depth` random tokens (untimed), then time the test — pp decodes n_prompt random tokens in
 batches of n_batch, tg decodes n_gen tokens one at a time, synchronising after each — with a monotonic clock
 around it. llama.cpp's own counters (`llama_perf_context`) are kept beside the wall time. Normally started by
-`python -m runners bench`, which writes a failure record for any test this process did not finish.
+`python -m runners bench`, which turns each line this process writes into a result file and writes a failure
+record for any test it did not finish.
 """
 
 from __future__ import annotations
@@ -313,22 +316,22 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["files"] and "--weights" in argv and set(argv[argv.index("--weights") + 1 :]) <= {"f16"}:
         return make_files(argv[1:])  # F16 files are written without llama.cpp (before it is even built)
-    # Import order matters on the bench hosts' image (seen there, see ../shared/ENVIRONMENT.md): pyarrow imported
-    # after llama_cpp aborts the process ("free(): invalid pointer"), numpy before it crashes model loads.
-    import pyarrow.parquet  # noqa: F401
-    import llama_cpp  # before anything imports numpy: on the bench hosts' image the other order crashes on load
+    # No pyarrow in this process: on the bench hosts' image, pyarrow imported after llama_cpp aborts the process
+    # ("free(): invalid pointer") and numpy imported before it crashes model loads (both seen there). So this
+    # process measures and writes JSON Lines; the bench session (runners/bench.py) writes the result files.
+    import llama_cpp
 
     if argv[:1] == ["files"]:
         return make_files(argv[1:])
 
-    from runners import llama_files, provenance, record, schema, spec, store
+    from runners import llama_files, provenance, record, spec
 
     p = argparse.ArgumentParser(prog="python -m runners.llamacpp", description=__doc__.splitlines()[0])
     p.add_argument("--suite", required=True)
     p.add_argument("--inference", required=True, help="name of an [[inference]] entry of the suite")
     p.add_argument("--variant", required=True)
     p.add_argument("--run-stamp", required=True, help="UTC start and random suffix, `STAMP~HEX` (from bench)")
-    p.add_argument("--data-dir", type=Path, default=Path("data"))
+    p.add_argument("--out", type=Path, required=True, help="JSON Lines: one test's record per line, as it ends")
     p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
     p.add_argument("--workload", action="append", help="only these tests (workload names)")
     p.add_argument("--note", default=None)
@@ -382,10 +385,11 @@ def main(argv: list[str] | None = None) -> int:
                 hardware=hardware,
                 packages=("llama_cpp_python", "gguf", "numpy"),
             )
-            written = store.write_run(args.data_dir, schema.make_table(run, rows))
+            with open(args.out, "a") as out:  # a line per finished test: a later crash loses none of them
+                out.write(json.dumps({"run": run, "rows": rows}, default=datetime.isoformat) + "\n")
             rates = sorted(test.n_tokens / s["wall_s"] for s in samples)
             print(
-                f"    {test.workload}: {rates[len(rates) // 2]:,.1f} tokens/s (median of {len(rates)}) → {written}",
+                f"    {test.workload}: {rates[len(rates) // 2]:,.1f} tokens/s (median of {len(rates)})",
                 file=sys.stderr,
                 flush=True,
             )
