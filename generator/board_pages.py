@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
-from generator import catalog_pages, charts, derive, editions, load, pages
+from generator import catalog_pages, charts, derive, editions, inference, load, pages
 from runners import metrics
 
 
@@ -57,10 +58,16 @@ def write_pages(
     repeats = derive.repeats(summary)
     window_losses = derive.loss_windows(summary, loaded.rows)
     scaling = derive.scaling(summary)
+    tests = inference.test_summary(summary, loaded.rows)
     index_rows, claim_rows, nav = [], [], []
     for suite, workload in boards:
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
+        nav.append({f"{suite} · {workload}": href})
+        work_tests = tests.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
+        if work_tests.height:
+            index_rows.append(_inference_board(env, docs / href, suite, workload, work_tests, chart_sink, slug))
+            continue
         all_runs = summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         board = boards[(suite, workload)]
         measured = all_runs.filter(pl.col("origin") == "measured")
@@ -122,6 +129,7 @@ def write_pages(
                 runs=measured.height,
                 claims=claims.height,
                 best=best,
+                inference=None,
             )
         )
         if claims.height:
@@ -138,7 +146,6 @@ def write_pages(
                     hardware_note=_hardware_note(claims.row(0, named=True), tuned or stock),
                 )
             )
-        nav.append({f"{suite} · {workload}": href})
     pages.render(
         env,
         "index.md.j2",
@@ -157,3 +164,48 @@ def write_pages(
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
     catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink)
     return nav, nav_editions
+
+
+def _inference_board(
+    env: Any, path: Path, suite: str, workload: str, tests: pl.DataFrame, chart_sink: pages.Charts, slug: str
+) -> dict[str, Any]:
+    """An inference test's page (runner ranking, llama-bench's figures, failures); returns its home-page row."""
+    ranked = inference.board(tests)
+    current = tests.filter(pl.col("retracted_by").is_null())
+    status = dict(current.select("run_id", "status").iter_rows())
+    imported = (
+        current.filter(pl.col("origin") == "imported")
+        .with_columns(paired_status=pl.col("paired_run").replace_strict(status, default=None, return_dtype=pl.String))
+        .sort("workload", "variant", "started_at")
+    )
+    failures = current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok")).sort("started_at")
+    measured = current.filter(pl.col("origin") == "measured")
+    config = json.loads((measured if measured.height else current)["config"][0])
+    kind = config["workload"]["kind"]
+    drawn = current.filter(pl.col("status") == "ok")
+    pages.render(
+        env,
+        "inference.md.j2",
+        path,
+        suite=suite,
+        workload=workload,
+        kind=kind,
+        config=config,
+        rows=ranked.to_dicts(),
+        imported=imported.to_dicts(),
+        failures=failures.to_dicts(),
+        chart=chart_sink.html(f"chart-{slug}-tokens", charts.test_throughput(drawn, "tokens/s"), depth=1)
+        if drawn.height
+        else "",
+    )
+    best = ranked.row(0, named=True) if ranked.height else None
+    tool = imported.filter(pl.col("status") == "ok").sort("rate_med", descending=True)
+    return dict(
+        suite=suite,
+        workload=workload,
+        href=str(path.relative_to(path.parent.parent)),
+        runs=measured.height,
+        claims=0,
+        best=None,
+        inference=best or (tool.row(0, named=True) if tool.height else None),
+    )

@@ -230,3 +230,39 @@ def scaling(points: pl.DataFrame) -> alt.LayerChart:
     )
     full = alt.Chart(alt.Data(values=[{"y": 1.0}])).mark_rule(color="black", strokeDash=[4, 3]).encode(y="y:Q")
     return (lines + dots + full).properties(width="container", height=260)
+
+
+ENGINE_COLORS = {"llamacpp": "#1f6feb", "llama-bench": "#8c8c8c"}
+
+
+def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
+    """An inference test's tokens/s per run (median of repetitions, 95% interval): the runner's measurements and
+    llama-bench's on the same file side by side, coloured by which tool measured them."""
+    data = tests.filter(pl.col("rate_med").is_not_null()).select(
+        pl.format("{} · {} · {}", pl.col("variant"), pl.col("engine"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+        "variant",
+        "engine",
+        "accelerator",
+        pl.col("rate_med").alias("median"),
+        pl.col("rate_lo").alias("lo"),
+        pl.col("rate_hi").alias("hi"),
+    )
+    base = alt.Chart(data).encode(y=alt.Y("run:N", sort="-x", title=None))
+    bars = base.mark_bar(opacity=0.85).encode(
+        x=alt.X("median:Q", title=f"{unit} (median of repetitions, 95% interval)"),
+        color=alt.Color(
+            "engine:N",
+            scale=alt.Scale(domain=list(ENGINE_COLORS), range=list(ENGINE_COLORS.values())),
+            title="measured by",
+        ),
+        tooltip=[
+            alt.Tooltip("variant:N"),
+            alt.Tooltip("engine:N", title="measured by"),
+            alt.Tooltip("accelerator:N"),
+            alt.Tooltip("median:Q", format=",.1f"),
+            alt.Tooltip("lo:Q", format=",.1f", title="95% lo"),
+            alt.Tooltip("hi:Q", format=",.1f", title="95% hi"),
+        ],
+    )
+    whiskers = base.mark_errorbar(ticks=True, color="black").encode(x=alt.X("lo:Q", title=None), x2="hi:Q")
+    return (bars + whiskers).properties(width="container", height=alt.Step(28))

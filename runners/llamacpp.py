@@ -233,6 +233,14 @@ def device_memory_gib(device: str) -> float | None:
     return None
 
 
+def hardware_probe(device: str) -> dict[str, Any]:
+    """`provenance.hardware` run in a child process: its CUDA path imports torch, and torch in a process that has
+    llama.cpp loaded aborts it on the bench hosts' image ("free(): invalid pointer", seen there)."""
+    code = "import json, sys; from runners import provenance; print(json.dumps(provenance.hardware(sys.argv[1], 1)))"
+    out = subprocess.run([sys.executable, "-c", code, device], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
 def run_id(stamp: str, workload: str, variant: str) -> str:
     """A test's run id: the bench session's stamp (UTC start and a random suffix) around the test's names."""
     when, _, suffix = stamp.partition("~")
@@ -316,15 +324,16 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["files"] and "--weights" in argv and set(argv[argv.index("--weights") + 1 :]) <= {"f16"}:
         return make_files(argv[1:])  # F16 files are written without llama.cpp (before it is even built)
-    # No pyarrow in this process: on the bench hosts' image, pyarrow imported after llama_cpp aborts the process
-    # ("free(): invalid pointer") and numpy imported before it crashes model loads (both seen there). So this
-    # process measures and writes JSON Lines; the bench session (runners/bench.py) writes the result files.
+    # Neither pyarrow nor torch in this process: on the bench hosts' image, either one imported beside llama_cpp
+    # aborts the process ("free(): invalid pointer"), and numpy imported before it crashes model loads (all seen
+    # there). So this process measures and writes JSON Lines; the bench session (runners/bench.py) writes the
+    # result files, and the hardware is probed by a child process.
     import llama_cpp
 
     if argv[:1] == ["files"]:
         return make_files(argv[1:])
 
-    from runners import llama_files, provenance, record, spec
+    from runners import llama_files, record, spec
 
     p = argparse.ArgumentParser(prog="python -m runners.llamacpp", description=__doc__.splitlines()[0])
     p.add_argument("--suite", required=True)
@@ -346,8 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     files = made | {"file": path.name, "weight_bytes_per_token": weight_bytes_read_per_token(path)}
     files["make_s"] = round(time.perf_counter() - t0, 3)
     print(f"model file {path} ({files['bytes'] / 2**30:.2f} GiB) ready", file=sys.stderr, flush=True)
+    hardware = hardware_probe(entry.device)
     bench = _Bench(llama_cpp, path, settings, entry.device)
-    hardware = provenance.hardware(entry.device, 1)
     version = llama_cpp.__version__
     peak: float | None = None
     try:

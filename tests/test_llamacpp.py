@@ -129,3 +129,19 @@ def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_da
                     own = [r["value"] for r in rows if r["metric"] == "llama_tokens"]
                     assert own == [float(config["workload"]["n_tokens"])] * ENTRY.repetitions
     assert "summary" in proc.stdout and "tokens/s" in proc.stdout
+
+
+@pytest.mark.slow
+def test_the_site_ranks_the_runner_beside_llama_bench(llama_bench_data, tmp_path: Path) -> None:
+    """An inference test's page ranks the runner's records and shows llama-bench's figure and the ratio beside
+    each; the home page lists the test with its best figure in tokens/s."""
+    data, _ = llama_bench_data
+    site = tmp_path / "site"
+    run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "work"))
+    tg = ENTRY.tests()[1]
+    page = (site / "leaderboards" / f"cpu-smoke-{tg.workload}.html").read_text()
+    assert "llamacpp-f16" in page and "llamacpp-q8_0" in page and "llama-bench (imported)" in page
+    assert "Ratio" in page and "-llama-bench-" in page  # each ranked row links its llama-bench record
+    assert "No run of this test by the runner has finished yet" not in page
+    home = (site / "index.html").read_text()
+    assert tg.workload in home and "tokens/s" in home

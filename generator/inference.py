@@ -1,0 +1,103 @@
+"""Inference tests (llama-bench style: pp and tg at a KV-cache depth) from loaded records to the numbers their
+pages show: per-run statistics over repetitions, the cross-check against llama-bench, MBU, and rankings.
+
+Every formula comes from `runners.metrics`; this module only groups, joins and orders.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from runners import metrics
+
+KINDS = ("pp", "tg")
+BENCH_TAG = "-llama-bench-"
+"""llama-bench's record of a test has the runner's run id with this inserted before the random suffix."""
+
+
+def is_inference(summary: pl.DataFrame) -> pl.Series:
+    """Which runs are inference tests (their workload's kind is pp or tg)."""
+    return summary["config"].str.json_path_match("$.workload.kind").is_in(KINDS).fill_null(False)
+
+
+def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """One row per inference run: its test, weights, and tokens/s over repetitions (median with a 95% interval,
+    mean ± standard deviation), llama.cpp's own counters' rate, the bytes a decoded token reads and the MBU
+    against the datasheet bandwidth; the llama-bench record of the same test, file and settings is paired with
+    the runner's (`bench_*` columns and the ratio runner / llama-bench of the means)."""
+    cfg = pl.col("config")
+    runs = summary.filter(is_inference(summary)).with_columns(
+        kind=cfg.str.json_path_match("$.workload.kind"),
+        n_tokens=cfg.str.json_path_match("$.workload.n_tokens").cast(pl.Int64),
+        depth=cfg.str.json_path_match("$.workload.depth").cast(pl.Int64),
+        weights=cfg.str.json_path_match("$.variant.settings.weights"),
+        model_name=cfg.str.json_path_match("$.model.name"),
+        model_sha256=cfg.str.json_path_match("$.model_file.sha256"),
+        model_gib=cfg.str.json_path_match("$.model_file.bytes").cast(pl.Float64) / 2**30,
+        decode_bytes_per_token=cfg.str.json_path_match("$.derived.decode_bytes_per_token").cast(pl.Float64),
+    )
+    reps = (
+        rows.filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("phase") == "steady")
+        .pivot(on="metric", index=["run_id", "trial"], values="value", aggregate_function="first")
+        .sort("run_id", "trial")
+    )
+    for name in ("tokens_per_s", "llama_time_s", "llama_tokens"):
+        if name not in reps.columns:
+            reps = reps.with_columns(pl.lit(None, dtype=pl.Float64).alias(name))
+    per_run = reps.group_by("run_id", maintain_order=True).agg(
+        pl.col("tokens_per_s"),
+        rate_mean=pl.col("tokens_per_s").mean(),
+        rate_sd=pl.col("tokens_per_s").std(),
+        llama_rate=(pl.col("llama_tokens") / pl.col("llama_time_s")).median(),
+    )
+    stats = []
+    for run_id, rates in per_run.select("run_id", "tokens_per_s").iter_rows():
+        rates = [r for r in rates if r is not None]
+        ci = metrics.median_ci(rates) if rates else None
+        if ci is None:
+            stats.append((run_id, None, None, None, None, 0))
+        else:
+            stats.append((run_id, ci.median, ci.lo, ci.hi, ci.coverage, ci.n))
+    stat_frame = pl.DataFrame(
+        stats,
+        schema={
+            "run_id": pl.String,
+            "rate_med": pl.Float64,
+            "rate_lo": pl.Float64,
+            "rate_hi": pl.Float64,
+            "rate_coverage": pl.Float64,
+            "repetitions": pl.Int64,
+        },
+        orient="row",
+    )
+    bandwidth = [(metrics.datasheet_memory(acc) or (None, None))[1] for acc in runs["accelerator"].to_list()]
+    out = (
+        runs.with_columns(datasheet_bandwidth=pl.Series(bandwidth, dtype=pl.Float64))
+        .join(per_run.drop("tokens_per_s"), on="run_id", how="left")
+        .join(stat_frame, on="run_id", how="left")
+        .with_columns(
+            mbu_datasheet=pl.when(pl.col("kind") == "tg").then(
+                pl.col("decode_bytes_per_token") * pl.col("rate_mean") / pl.col("datasheet_bandwidth")
+            ),
+            paired_run=pl.when(pl.col("origin") == "imported").then(
+                pl.col("run_id").str.replace(BENCH_TAG, "-", literal=True)
+            ),
+        )
+    )
+    bench = out.filter(pl.col("engine") == "llama-bench").select(
+        run_id="paired_run",
+        bench_run=pl.col("run_id"),
+        bench_rate=pl.col("rate_mean"),
+        bench_sd=pl.col("rate_sd"),
+    )
+    return out.join(bench, on="run_id", how="left").with_columns(bench_ratio=pl.col("rate_mean") / pl.col("bench_rate"))
+
+
+def board(tests: pl.DataFrame) -> pl.DataFrame:
+    """The ranked runs of one inference workload: measured, unretracted, with repetitions; ranks tie where the
+    95% intervals of the median tokens/s overlap."""
+    ranked = tests.filter(
+        (pl.col("origin") == "measured") & pl.col("retracted_by").is_null() & pl.col("rate_lo").is_not_null()
+    ).sort("rate_med", "run_id", descending=[True, False])
+    ranks = metrics.ranks_with_ties(list(ranked.select("rate_lo", "rate_hi").iter_rows()))
+    return ranked.with_columns(rank=pl.Series(ranks, dtype=pl.Int64))
