@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -60,11 +61,11 @@ def tests(session: nox.Session) -> None:
 def _build_llama(session: nox.Session, *flags: str) -> dict[str, str]:
     """Build llama.cpp (libraries + llama-bench) from llama-cpp-python's sdist once per machine (reused from
     build/llama.cpp), install the Python package on top, and return the variables that point at the build."""
-    out = session.run("python", "-m", "runners.llamacpp_build", *flags, silent=True) or ""
-    exports = [line.removeprefix("export ").split("=", 1) for line in out.splitlines() if line.startswith("export ")]
-    if not exports:
-        session.error(f"runners.llamacpp_build printed no variables:\n{out[-3000:]}")
-    return dict(exports)
+    session.run("python", "-m", "runners.llamacpp_build", *flags)
+    env = ROOT / "build" / "llama.cpp" / ("cuda" if "--cuda" in flags else "cpu") / "env.json"
+    if not env.exists():
+        session.error(f"runners.llamacpp_build finished without writing {env}")
+    return json.loads(env.read_text())
 
 
 @nox.session

@@ -6,7 +6,8 @@ libraries (`LLAMA_CPP_LIB_PATH`), so the runner and llama-bench execute the very
     python -m runners.llamacpp_build [--sdist FILE] [--cuda] [--out build/llama.cpp] [--jobs N]
 
 Without --sdist the pinned sdist is fetched with pip (bench hosts without a package index pass the file). Prints
-the two environment variables to set; `env_for(out, cuda)` returns them. A finished build is reused.
+the two environment variables to set (`env_for`) and leaves them in `<out>/<cpu|cuda>/env.json`. A finished
+build is reused.
 """
 
 from __future__ import annotations
@@ -44,8 +45,13 @@ def backend_dir(out: Path, cuda: bool) -> Path:
 
 def env_for(out: Path = DEFAULT_OUT, cuda: bool = False) -> dict[str, str]:
     """The variables that point llama-cpp-python and the cross-check at this build."""
-    bin_dir = backend_dir(out, cuda) / "build" / "bin"
+    bin_dir = backend_dir(Path(out).resolve(), cuda) / "build" / "bin"
     return {"LLAMA_CPP_LIB_PATH": str(bin_dir), "LLAMA_BENCH": str(bin_dir / "llama-bench")}
+
+
+def env_file(out: Path = DEFAULT_OUT, cuda: bool = False) -> Path:
+    """Where a finished build leaves `env_for` as JSON (what `nox -s tests` reads after building)."""
+    return backend_dir(Path(out), cuda) / "env.json"
 
 
 def _sdist(out: Path, given: Path | None) -> Path:
@@ -85,11 +91,14 @@ def build(out: Path = DEFAULT_OUT, sdist: Path | None = None, cuda: bool = False
     env = env_for(out, cuda)
     if not (stamp.exists() and json.loads(stamp.read_text()) == flags and Path(env["LLAMA_BENCH"]).exists()):
         stamp.unlink(missing_ok=True)
+        print(f"building llama.cpp (libraries and llama-bench) in {where / 'build'}: minutes", flush=True)
         tree = where / "build"
         subprocess.run(["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(tree), *flags], check=True)
         targets = ["--target", "llama", "llama-bench", "-j", str(jobs or os.cpu_count() or 2)]
         subprocess.run(["cmake", "--build", str(tree), *targets], check=True)
         stamp.write_text(json.dumps(flags))
+    else:
+        print(f"llama.cpp already built in {where / 'build'} (flags unchanged): reusing it", flush=True)
     # the package's Python half only: its own CMake build is switched off, the libraries above are used
     no_index = os.environ.get("PIP_NO_INDEX") is not None
     subprocess.run(
@@ -98,6 +107,7 @@ def build(out: Path = DEFAULT_OUT, sdist: Path | None = None, cuda: bool = False
         check=True,
         env=os.environ | {"CMAKE_ARGS": "-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF"},
     )
+    env_file(out, cuda).write_text(json.dumps(env, indent=2) + "\n")
     return env
 
 
