@@ -8,7 +8,14 @@
 # `prepare` builds llama.cpp (libraries + llama-bench, CUDA sm_90) from the llama-cpp-python sdist carried in
 # .llsrc/ while the F16 files are written, then quantizes them. `run` starts one bench session per model, each
 # pinned to its own GPU and saying so in its records (--note); each runs the runner and the llama-bench
-# cross-check for the three weight types. Needs the gguf and diskcache wheels in .whl/ (see README).
+# cross-check for the three weight types.
+#
+# Both calls carry two ignored folders (list them in .git/info/exclude), made here beforehand:
+#   .llsrc/  the llama-cpp-python 0.3.36 sdist unpacked (`python -m runners.llamacpp_build` downloads it to
+#            build/llama.cpp/), less what the build never reads, to fit the 64 MiB transfer: docs/ and, under
+#            vendor/llama.cpp/, models/*.gguf, docs, benches, .github, .git, tools/ui and tools/server (~49 MiB)
+#   .whl/    the gguf 0.19.0 and diskcache wheels, which the image lacks:
+#            pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl gguf==0.19.0 diskcache
 set -u
 STEP=${1:?prepare or run}
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
