@@ -29,7 +29,7 @@ def fairfight_theme() -> alt.theme.ThemeConfig:
     }
 
 
-def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str = "steps/s") -> alt.Chart:
+def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str = "steps/s") -> alt.LayerChart:
     """Median per run with its 95% interval, one row per run, coloured by tier."""
     data = board.select(
         pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
@@ -41,22 +41,28 @@ def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str =
         pl.col(f"{metric}_lo").alias("lo"),
         pl.col(f"{metric}_hi").alias("hi"),
     )
+    tier = alt.Color(
+        "tier:N", scale=alt.Scale(domain=list(TIER_COLORS), range=list(TIER_COLORS.values())), title="tier"
+    )
+    described = [alt.Tooltip("variant:N"), alt.Tooltip("tier:N"), alt.Tooltip("accelerator:N")]
+    described.append(alt.Tooltip("accelerator_count:Q", title="devices"))
+    return _interval_bars(data, f"{label} (median, 95% interval)", tier, described, ".4g")
+
+
+def _interval_bars(
+    data: pl.DataFrame, x_title: str, color: alt.Color, described: list[alt.Tooltip], number: str
+) -> alt.LayerChart:
+    """One bar per row of `data` (columns run, median, lo, hi and those `described` names) at its median, with
+    whiskers over its interval."""
     base = alt.Chart(data).encode(y=alt.Y("run:N", sort="-x", title=None))
     bars = base.mark_bar(opacity=0.85).encode(
-        x=alt.X("median:Q", title=f"{label} (median, 95% interval)"),
-        color=alt.Color(
-            "tier:N",
-            scale=alt.Scale(domain=list(TIER_COLORS), range=list(TIER_COLORS.values())),
-            title="tier",
-        ),
+        x=alt.X("median:Q", title=x_title),
+        color=color,
         tooltip=[
-            alt.Tooltip("variant:N"),
-            alt.Tooltip("tier:N"),
-            alt.Tooltip("accelerator:N"),
-            alt.Tooltip("accelerator_count:Q", title="devices"),
-            alt.Tooltip("median:Q", format=".4g"),
-            alt.Tooltip("lo:Q", format=".4g", title="95% lo"),
-            alt.Tooltip("hi:Q", format=".4g", title="95% hi"),
+            *described,
+            alt.Tooltip("median:Q", format=number),
+            alt.Tooltip("lo:Q", format=number, title="95% lo"),
+            alt.Tooltip("hi:Q", format=number, title="95% hi"),
         ],
     )
     whiskers = base.mark_errorbar(ticks=True, color="black").encode(x=alt.X("lo:Q", title=None), x2="hi:Q")
@@ -247,22 +253,10 @@ def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
         pl.col("rate_lo").alias("lo"),
         pl.col("rate_hi").alias("hi"),
     )
-    base = alt.Chart(data).encode(y=alt.Y("run:N", sort="-x", title=None))
-    bars = base.mark_bar(opacity=0.85).encode(
-        x=alt.X("median:Q", title=f"{unit} (median of repetitions, 95% interval)"),
-        color=alt.Color(
-            "engine:N",
-            scale=alt.Scale(domain=list(ENGINE_COLORS), range=list(ENGINE_COLORS.values())),
-            title="measured by",
-        ),
-        tooltip=[
-            alt.Tooltip("variant:N"),
-            alt.Tooltip("engine:N", title="measured by"),
-            alt.Tooltip("accelerator:N"),
-            alt.Tooltip("median:Q", format=",.1f"),
-            alt.Tooltip("lo:Q", format=",.1f", title="95% lo"),
-            alt.Tooltip("hi:Q", format=",.1f", title="95% hi"),
-        ],
+    engine = alt.Color(
+        "engine:N",
+        scale=alt.Scale(domain=list(ENGINE_COLORS), range=list(ENGINE_COLORS.values())),
+        title="measured by",
     )
-    whiskers = base.mark_errorbar(ticks=True, color="black").encode(x=alt.X("lo:Q", title=None), x2="hi:Q")
-    return (bars + whiskers).properties(width="container", height=alt.Step(28))
+    described = [alt.Tooltip("variant:N"), alt.Tooltip("engine:N", title="measured by"), alt.Tooltip("accelerator:N")]
+    return _interval_bars(data, f"{unit} (median of repetitions, 95% interval)", engine, described, ",.1f")

@@ -158,6 +158,19 @@ def _classify(returncode: int | None, tail: str) -> str:
     return "failed"
 
 
+def _failure_provenance(device: str, count: int, package: str) -> tuple[dict[str, object], str]:
+    """Hardware and engine version for a failure record, whatever state the host is in."""
+    try:
+        hw = provenance.hardware(device, count)
+    except Exception as e:  # the hardware probe itself may be what is broken
+        hw = {"device": device, "count": count, "accelerator": "unknown", "probe_error": str(e)}
+    try:
+        version = metadata.version(package)
+    except metadata.PackageNotFoundError:
+        version = "not installed"
+    return hw, version
+
+
 def write_failure(
     args: argparse.Namespace,
     suite: spec.Suite,
@@ -170,14 +183,7 @@ def write_failure(
 ) -> Path:
     """A record for a variant whose runner died before writing its own."""
     world = args.world_size or work.world_size
-    try:
-        hw = provenance.hardware(work.device, world)
-    except Exception as e:  # the hardware probe itself may be what is broken
-        hw = {"device": work.device, "count": world, "accelerator": "unknown", "probe_error": str(e)}
-    try:
-        version = metadata.version(variant.engine)
-    except metadata.PackageNotFoundError:
-        version = "not installed"
+    hw, version = _failure_provenance(work.device, world, variant.engine)
     overrides = torch_setup.parse_overrides(args.set)
     run = record.run_columns(
         run_id=run_id,
@@ -364,14 +370,7 @@ def write_test_failure(
     """A record for an inference test whose runner died before writing it."""
     from runners import llamacpp
 
-    try:
-        hw = provenance.hardware(entry.device, 1)
-    except Exception as e:
-        hw = {"device": entry.device, "count": 1, "accelerator": "unknown", "probe_error": str(e)}
-    try:
-        version = metadata.version("llama_cpp_python")
-    except metadata.PackageNotFoundError:
-        version = "not installed"
+    hw, version = _failure_provenance(entry.device, 1, "llama_cpp_python")
     files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model file was described"}
     config = llamacpp.test_config(suite, entry, test, variant, dict(variant.settings), files, args.note)
     run = record.run_columns(

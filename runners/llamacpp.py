@@ -209,26 +209,17 @@ def device_memory_gib(device: str) -> float | None:
     CPU, this process's peak RSS."""
     if device != "cuda":
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-
-    def query(what: str) -> list[list[str]]:
-        out = subprocess.run(
-            ["nvidia-smi", f"--query-{what}", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
-        return [[f.strip() for f in line.split(",")] for line in out.splitlines() if "," in line]
+    from runners.provenance import nvidia_smi_query  # no torch at import: that is only in provenance.hardware
 
     try:
-        for pid, mib in query("compute-apps=pid,used_memory"):
+        for pid, mib in nvidia_smi_query("compute-apps=pid,used_memory"):
             if pid == str(os.getpid()):
                 return float(mib) / 1024
         visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
-        for index, uuid, mib in query("gpu=index,uuid,memory.used"):
+        for index, uuid, mib in nvidia_smi_query("gpu=index,uuid,memory.used"):
             if visible in (index, uuid):
                 return float(mib) / 1024
-    except (OSError, subprocess.SubprocessError, ValueError):
+    except ValueError:  # a field that is not a number ("[N/A]")
         return None
     return None
 
@@ -251,14 +242,12 @@ def test_config(
     suite: Any, entry: Any, test: Any, variant: Any, settings: dict[str, Any], files: dict[str, Any], note: str | None
 ) -> dict[str, Any]:
     """The full configuration of one test's record."""
-    from runners import metrics, spec
+    from runners import metrics, record, spec
 
     model = suite.models[entry.model]
     kv_bytes = metrics.kv_cache_bytes_per_token(model, KV_BYTES[settings["type_k"]], KV_BYTES[settings["type_v"]])
     return {
-        "suite": suite.name,
-        "suite_description": suite.description,
-        "suite_hardware": suite.hardware,
+        **record.config_head(suite, model, variant, settings),
         "workload": {
             "name": test.workload,
             "kind": test.kind,
@@ -268,16 +257,6 @@ def test_config(
             "world_size": 1,
             "device": entry.device,
             "repetitions": entry.repetitions,
-        },
-        "model": json.loads(spec.to_json(model)),
-        "variant": {
-            "name": variant.name,
-            "engine": variant.engine,
-            "tier": variant.tier,
-            "description": variant.description,
-            "settings": settings,
-            "overrides": {},
-            "sweep_env": {},
         },
         "engine_defaults": ENGINE_DEFAULTS,
         "model_file": files,

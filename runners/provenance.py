@@ -89,10 +89,12 @@ def _ram_gib() -> float | None:
     return None
 
 
-def _nvidia_smi(query: str) -> list[str]:
+def nvidia_smi_query(what: str) -> list[list[str]]:
+    """`nvidia-smi --query-WHAT --format=csv,noheader,nounits` as rows of fields (`gpu=name,uuid`,
+    `compute-apps=pid,used_memory`); no rows when nvidia-smi is missing or fails."""
     try:
         out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+            ["nvidia-smi", f"--query-{what}", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=30,
@@ -100,7 +102,11 @@ def _nvidia_smi(query: str) -> list[str]:
         )
     except (OSError, subprocess.SubprocessError):
         return []
-    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+    return [[f.strip() for f in line.split(",")] for line in out.stdout.splitlines() if line.strip()]
+
+
+def _nvidia_smi(query: str) -> list[str]:
+    return [", ".join(fields) for fields in nvidia_smi_query(f"gpu={query}")]
 
 
 def topo_link(topo: str, a: int, b: int) -> str | None:

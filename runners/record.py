@@ -32,6 +32,34 @@ def effective_workload(
     return values | changed | {"steps_requested": changed.get("steps", work.steps), "overridden": sorted(changed)}
 
 
+def config_head(
+    suite: spec.Suite,
+    model: spec.ModelSpec,
+    variant: spec.Variant,
+    settings: dict[str, Any],
+    *,
+    overrides: dict[str, Any] | None = None,
+    sweep_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """What every run's configuration starts with, whatever the runner: the suite, the model and the variant with
+    the settings it ran with."""
+    return {
+        "suite": suite.name,
+        "suite_description": suite.description,
+        "suite_hardware": suite.hardware,
+        "model": json.loads(spec.to_json(model)),
+        "variant": {
+            "name": variant.name,
+            "engine": variant.engine,
+            "tier": variant.tier,
+            "description": variant.description,
+            "settings": settings,
+            "overrides": overrides or {},
+            "sweep_env": sweep_env or {},
+        },
+    }
+
+
 def config(
     suite: spec.Suite,
     work: spec.Workload,
@@ -64,20 +92,15 @@ def config(
     for key, value in sorted((sweep_env or {}).items()):
         command += f" --env {key}={value}"
     return {
-        "suite": suite.name,
-        "suite_description": suite.description,
-        "suite_hardware": suite.hardware,
+        **config_head(
+            suite,
+            model,
+            variant,
+            settings if settings is not None else variant.settings,
+            overrides=overrides,
+            sweep_env=sweep_env,
+        ),
         "workload": workload,
-        "model": json.loads(spec.to_json(model)),
-        "variant": {
-            "name": variant.name,
-            "engine": variant.engine,
-            "tier": variant.tier,
-            "description": variant.description,
-            "settings": settings if settings is not None else variant.settings,
-            "overrides": overrides or {},
-            "sweep_env": sweep_env or {},
-        },
         "derived": {
             "total_params": model.total_params,
             "non_embedding_params": model.non_embedding_params,
