@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# llama.cpp on a 2×H200 bench host (issue 6), in two back-to-back calls (the host keeps its files between calls
-# only while it stays warm):
+# llama.cpp on an H200 bench host (issue 6), in back-to-back calls (the host keeps its files between calls only
+# while it stays warm):
 #
-#   runners/sweeps/llamacpp-h200.sh prepare [LOG_DIR]          build + every model file (~8 minutes)
-#   runners/sweeps/llamacpp-h200.sh run DATA_DIR [LOG_DIR]     the 8B and 14B tests, one model per GPU at once
+#   runners/sweeps/llamacpp-h200.sh build [LOG_DIR]                  llama.cpp + the F16 files, then a smoke test
+#   runners/sweeps/llamacpp-h200.sh quantize [LOG_DIR]               Q8_0 and Q4_K_M from the F16 files
+#   runners/sweeps/llamacpp-h200.sh run DATA_DIR LOG_DIR MODEL...    the models' tests (llama-8b, llama-14b)
 #
-# `prepare` builds llama.cpp (libraries + llama-bench, CUDA sm_90) from the llama-cpp-python sdist carried in
-# .llsrc/ while the F16 files are written, then quantizes them. `run` starts one bench session per model, each
-# pinned to its own GPU and saying so in its records (--note); each runs the runner and the llama-bench
-# cross-check for the three weight types.
+# `build` compiles llama.cpp (libraries + llama-bench, CUDA sm_90; ~5 minutes on 16 cores) from the
+# llama-cpp-python sdist carried in .llsrc/ while the F16 files are written, then runs a seconds-long bench of the
+# tiny model to show the runner and llama-bench work with this build. `run` runs, per model, the runner and the
+# llama-bench cross-check for the three weight types. With as many GPUs as models, each model gets its own GPU
+# and they run at once (each record says so, --note); otherwise they run one after the other.
 #
-# Both calls carry two ignored folders (list them in .git/info/exclude), made here beforehand:
+# `build` carries two ignored folders (list them in .git/info/exclude), made here beforehand:
 #   .llsrc/  the llama-cpp-python 0.3.36 sdist unpacked (`python -m runners.llamacpp_build` downloads it to
 #            build/llama.cpp/), less what the build never reads, to fit the 64 MiB transfer: docs/ and, under
 #            vendor/llama.cpp/, models/*.gguf, docs, benches, .github, .git, tools/ui and tools/server (~49 MiB)
@@ -29,30 +31,49 @@ for k, v in b.env_for(__import__("pathlib").Path(sys.argv[1]), True).items(): pr
 F="python3 -m runners.llamacpp files --suite h100"
 
 case $STEP in
-prepare)
+build)
   LOG=${2:-.}
   $F --model llama-8b --weights f16 >"$LOG/files-8b.log" 2>&1 &
   $F --model llama-14b --weights f16 >"$LOG/files-14b.log" 2>&1 &
   python3 -m runners.llamacpp_build --sdist .llsrc/llama_cpp_python-0.3.36 --cuda --out "$LLB" >"$LOG/build.log" 2>&1
   echo "build exit $?"
-  wait
   tail -n 3 "$LOG/build.log"
+  # the runner and llama-bench with this build, on the tiny model (its records are thrown away)
+  python3 -X faulthandler -m runners bench --suite cpu-smoke --workload llama-tiny-tg16-d0 --variant llamacpp-f16 \
+    --data-dir /tmp/smoke >"$LOG/smoke.log" 2>&1
+  echo "smoke exit $?"
+  tail -n 30 "$LOG/smoke.log"
+  wait
+  tail -n 2 "$LOG"/files-*.log
+  ;;
+quantize)
+  LOG=${2:-.}
   $F --model llama-8b >>"$LOG/files-8b.log" 2>&1 &
   $F --model llama-14b >>"$LOG/files-14b.log" 2>&1 &
   wait
   grep -h "GiB" "$LOG"/files-*.log
-  # a seconds-long check that the runner and llama-bench work with this build (its records are thrown away)
-  python3 -m runners bench --suite cpu-smoke --workload llama-tiny-tg16-d0 --variant llamacpp-f16 \
-    --data-dir /tmp/smoke 2>&1 | tail -n 4
   ;;
 run)
   DATA=${2:?data dir}
-  LOG=${3:-.}
+  LOG=${3:?log dir}
+  shift 3
   B="python3 -m runners bench --suite h100 --data-dir $DATA"
-  SIDE="ran while the other model's bench session used the host's other GPU (runners/sweeps/llamacpp-h200.sh)"
-  CUDA_VISIBLE_DEVICES=0 $B --workload llama-8b --note "$SIDE" >"$LOG/bench-8b.log" 2>&1 &
-  CUDA_VISIBLE_DEVICES=1 $B --workload llama-14b --note "$SIDE" >"$LOG/bench-14b.log" 2>&1 &
-  wait
-  tail -n 40 "$LOG/bench-8b.log" "$LOG/bench-14b.log"
+  GPUS=$(nvidia-smi -L | wc -l)
+  if [ "$#" -gt 1 ] && [ "$GPUS" -ge "$#" ]; then
+    SIDE="ran while another model's bench session used another GPU of the host (runners/sweeps/llamacpp-h200.sh)"
+    i=0
+    for M in "$@"; do
+      CUDA_VISIBLE_DEVICES=$i $B --workload "$M" --note "$SIDE" >"$LOG/bench-$M.log" 2>&1 &
+      i=$((i + 1))
+    done
+    wait
+  else
+    for M in "$@"; do $B --workload "$M" >"$LOG/bench-$M.log" 2>&1; done
+  fi
+  for M in "$@"; do tail -n 40 "$LOG/bench-$M.log"; done
+  ;;
+*)
+  echo "usage: $0 build|quantize|run ..." >&2
+  exit 2
   ;;
 esac
