@@ -372,7 +372,7 @@ def write_test_failure(
 
     hw, version = _failure_provenance(entry.device, 1, "llama_cpp_python")
     files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model file was described"}
-    config = llamacpp.test_config(suite, entry, test, variant, dict(variant.settings), files, args.note)
+    config = llamacpp.test_config(suite, entry, test, variant, dict(variant.settings), files, args.note, None)
     run = record.run_columns(
         run_id=run_id,
         suite=suite,

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     hardware = provenance.hardware(entry.device, 1)
     for obj in parse(out.stdout):
         test = test_of(obj, tests)
-        config = llamacpp.test_config(suite, entry, test, variant, settings, files, None)
+        config = llamacpp.test_config(suite, entry, test, variant, settings, files, None, None)
         config["variant"]["engine"] = "llama-bench"
         config["imported"] = {"tool": "llama-bench", "command": " ".join(cmd), "result": obj}
         rows = [

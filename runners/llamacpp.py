@@ -131,6 +131,10 @@ class _Bench:
         self.load_s = time.perf_counter() - t0
         self.n_vocab = llama_cpp.llama_vocab_n_tokens(llama_cpp.llama_model_get_vocab(self.model))
         self.rng = random.Random(0)
+        self.depth_state: tuple[int, Any] | None = None
+        """(depth, sequence state) of the last depth filled, kept across tests as llama-bench keeps it (`cstate`)."""
+        self.fills = 0
+        """Depth fills computed by the last test's repetitions (the others restored the kept state)."""
 
     def _context(self, n_ctx: int) -> Any:
         ll, s = self.ll, self.settings
@@ -168,6 +172,25 @@ class _Bench:
             self.ll.llama_synchronize(ctx)
             token = self.rng.randrange(self.n_vocab)
 
+    def _fill(self, ctx: Any, depth: int) -> None:
+        """Put `depth` tokens in the cleared cache as llama-bench does (its `cstate`, llama.cpp PR 16944): restore the
+        sequence state kept from the last fill at this depth, else decode `depth` random tokens and keep the state.
+        It matters: on an H200 (F16, 8B and 14B), pp512 timed right after a fresh fill at depth 4096 or 16384 ran
+        7-12% below llama-bench's repetitions that restored the state (data/h100, 2026-11-30)."""
+        ll = self.ll
+        kept = self.depth_state
+        if not (kept and kept[0] == depth and ll.llama_state_seq_set_data(ctx, kept[1], len(kept[1]), 0)):
+            self._prompt(ctx, depth)
+            self.fills += 1
+            size = ll.llama_state_seq_get_size(ctx, 0)
+            buf = (ctypes.c_uint8 * size)()
+            if ll.llama_state_seq_get_data(ctx, buf, size, 0) != size:
+                raise RuntimeError(f"llama_state_seq_get_data did not copy the {size}-byte state")
+            self.depth_state = (depth, buf)
+        last = ll.llama_memory_seq_pos_max(ll.llama_get_memory(ctx), 0)
+        if last != depth - 1:
+            raise RuntimeError(f"the cache should hold positions 0..{depth - 1} before the test; it ends at {last}")
+
     def run(self, kind: str, n: int, depth: int, repetitions: int) -> list[dict[str, float]]:
         """Per repetition: wall seconds, and llama.cpp's own milliseconds and token count for the test."""
         ll = self.ll
@@ -180,10 +203,11 @@ class _Bench:
             else:
                 self._generate(ctx, 1)
             samples = []
+            self.fills = 0
             for _ in range(repetitions):
                 ll.llama_memory_clear(memory, False)
                 if depth:
-                    self._prompt(ctx, depth)
+                    self._fill(ctx, depth)
                 ll.llama_perf_context_reset(ctx)
                 t0 = time.perf_counter_ns()
                 if kind == "pp":
@@ -239,7 +263,14 @@ def run_id(stamp: str, workload: str, variant: str) -> str:
 
 
 def test_config(
-    suite: Any, entry: Any, test: Any, variant: Any, settings: dict[str, Any], files: dict[str, Any], note: str | None
+    suite: Any,
+    entry: Any,
+    test: Any,
+    variant: Any,
+    settings: dict[str, Any],
+    files: dict[str, Any],
+    note: str | None,
+    depth_fills: int | None,
 ) -> dict[str, Any]:
     """The full configuration of one test's record."""
     from runners import metrics, record, spec
@@ -257,6 +288,9 @@ def test_config(
             "world_size": 1,
             "device": entry.device,
             "repetitions": entry.repetitions,
+            # how many repetitions decoded their depth; the others restored the state the last fill kept (None: not
+            # known: llama-bench, which fills on its first repetition at most, or a runner that died)
+            "depth_fills": depth_fills,
         },
         "engine_defaults": ENGINE_DEFAULTS,
         "model_file": files,
@@ -361,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
                     dict(trial=rep, step=None, phase="steady", metric="llama_tokens", value=s["llama_tokens"])
                     | {"unit": "tokens"},
                 ]
-            config = test_config(suite, entry, test, variant, settings, files, args.note)
+            config = test_config(suite, entry, test, variant, settings, files, args.note, bench.fills)
             run = record.run_columns(
                 run_id=run_id(args.run_stamp, test.workload, variant.name),
                 suite=suite,

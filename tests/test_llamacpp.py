@@ -128,6 +128,11 @@ def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_da
                 else:
                     own = [r["value"] for r in rows if r["metric"] == "llama_tokens"]
                     assert own == [float(config["workload"]["n_tokens"])] * ENTRY.repetitions
+            if engine == "llamacpp":  # as llama-bench: one depth fill per depth, later repetitions restore its state
+                for depth in ENTRY.depths:
+                    at_depth = [rows for w, rows in found.items() if w.endswith(f"-d{depth}")]
+                    fills = [json.loads(rows[0]["config"])["workload"]["depth_fills"] for rows in at_depth]
+                    assert sum(fills) == (1 if depth else 0), (variant, depth, fills)
     assert "summary" in proc.stdout and "tokens/s" in proc.stdout
 
 
