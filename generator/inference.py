@@ -24,7 +24,9 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per inference run: its test, weights, and tokens/s over repetitions (median with a 95% interval,
     mean ± standard deviation), llama.cpp's own counters' rate, the bytes a decoded token reads and the MBU
     against the datasheet bandwidth; the llama-bench record of the same test, file and settings is paired with
-    the runner's (`bench_*` columns and the ratio runner / llama-bench of the means)."""
+    the runner's (`bench_*` columns and the ratio runner / llama-bench of the means). `depth_fills` is how many
+    repetitions decoded their depth (null in records older than the runner's depth-state reuse, which decoded it
+    on every repetition, and in llama-bench's)."""
     cfg = pl.col("config")
     runs = summary.filter(is_inference(summary)).with_columns(
         kind=cfg.str.json_path_match("$.workload.kind"),
@@ -35,6 +37,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         model_sha256=cfg.str.json_path_match("$.model_file.sha256"),
         model_gib=cfg.str.json_path_match("$.model_file.bytes").cast(pl.Float64) / 2**30,
         decode_bytes_per_token=cfg.str.json_path_match("$.derived.decode_bytes_per_token").cast(pl.Float64),
+        depth_fills=cfg.str.json_path_match("$.workload.depth_fills").cast(pl.Int64),
     )
     reps = (
         rows.filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("phase") == "steady")

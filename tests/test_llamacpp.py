@@ -148,5 +148,8 @@ def test_the_site_ranks_the_runner_beside_llama_bench(llama_bench_data, tmp_path
     assert "llamacpp-f16" in page and "llamacpp-q8_0" in page and "llama-bench (imported)" in page
     assert "Ratio" in page and "-llama-bench-" in page  # each ranked row links its llama-bench record
     assert "No run of this test by the runner has finished yet" not in page
+    deep = next(t for t in ENTRY.tests() if t.depth)
+    deep_page = (site / "leaderboards" / f"cpu-smoke-{deep.workload}.html").read_text()
+    assert "Depth fills" in deep_page and "every repetition" not in deep_page  # these records say how many
     home = (site / "index.html").read_text()
     assert tg.workload in home and "tokens/s" in home
