@@ -21,7 +21,7 @@ import altair as alt
 import polars as pl
 import yaml
 
-from generator import board_pages, catalog_pages, charts, derive, load, pages, run_pages
+from generator import board_pages, catalog_pages, charts, checks, load, pages, run_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE_SRC = ROOT / "site_src"
@@ -49,8 +49,6 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
         bundle = side.submit(vega_bundle, work_dir / "cache")
         loaded = load.load(data_dir, work_dir / "cache" / "loaded")
         bundle_text = bundle.result()
-    for r in loaded.rejected:
-        print(f"rejected {r.path}: " + "; ".join(r.problems), file=sys.stderr)
     docs = work_dir / "docs"
     if docs.exists():
         shutil.rmtree(docs)
@@ -59,7 +57,9 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     (docs / "assets" / "js" / "vega.js").write_text(bundle_text)
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
-    summary = derive.run_summary(loaded.runs, loaded.rows)
+    loaded, summary = checks.checked(loaded)
+    for r in loaded.rejected:
+        print(f"rejected {r.path}: " + "; ".join(r.problems), file=sys.stderr)
     # Run pages are many: the last build's are moved aside (MkDocs would delete them) and kept where their inputs
     # did not change; the rest are rendered by a worker process while this one writes the other pages and runs
     # MkDocs, then moved into the site.

@@ -222,11 +222,12 @@ def _read_all(
     return reads, head, row
 
 
-def load(data_dir: Path, cache_dir: Path | None = None) -> Loaded:
-    """Load every good result file under data_dir; report the others. `cache_dir` (the site build's) keeps the
-    checked contents of files by path and sha256, so an unchanged file is not read and checked again."""
+def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None = None) -> Loaded:
+    """Load every good result file under data_dir (or just `files`, named relative to data_dir's parent); report
+    the others. `cache_dir` (the site build's) keeps the checked contents of files by path and sha256, so an
+    unchanged file is not read and checked again."""
     root = Path(data_dir)
-    reads, heads, rows = _read_all(result_files(root), root.parent, cache_dir)
+    reads, heads, rows = _read_all(result_files(root) if files is None else files, root.parent, cache_dir)
     rejected: list[Rejected] = []
     seen: dict[str, str] = {}
     good: list[_Read] = []

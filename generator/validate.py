@@ -1,15 +1,18 @@
 """`python -m generator.validate [FILES]`: check result files the way the site build does, before submitting.
 
-Exit status 0 when every file is good, 1 otherwise; each problem names the file, the row and the field.
+Every check the build makes: each file's schema and values (runners/schema.py), duplicate run ids, retractions
+that name no loaded run, and derived figures that cannot be (generator/checks.py). Exit status 0 when every file
+is good, 1 otherwise; each problem names the file, the row and the field.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-from generator import load
+from generator import checks, load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,15 +23,20 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     files: list[Path] = []
     for target in args.files or [ROOT / "data"]:
-        files.extend(load.result_files(target) if target.is_dir() else [target])
-    bad = 0
-    for path in files:
-        _, problems = load.read_one(path)
-        for problem in problems:
-            print(f"{path}: {problem}")
-        bad += bool(problems)
-    print(f"{len(files)} file(s) checked, {bad} with problems")
-    return 1 if bad else 0
+        if not target.exists():
+            raise SystemExit(f"{target}: no such file or folder")
+        files.extend(p.resolve() for p in (load.result_files(target) if target.is_dir() else [target]))
+    if not files:
+        print("0 file(s) checked")
+        return 0
+    # the files are named relative to the folder that holds them all
+    base = Path(os.path.commonpath([f.parent for f in files]))
+    loaded, _ = checks.checked(load.load(base / "_", files=sorted(set(files))))
+    for rejected in loaded.rejected:
+        for problem in rejected.problems:
+            print(f"{base / rejected.path}: {problem}")
+    print(f"{len(set(files))} file(s) checked, {len(loaded.rejected)} with problems")
+    return 1 if loaded.rejected else 0
 
 
 if __name__ == "__main__":

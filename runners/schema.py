@@ -63,19 +63,43 @@ COLUMN_DOCS = {name: doc for name, _, _, doc in _COLUMNS}
 RUN_COLUMNS = [name for name, *_ in _COLUMNS if name not in ("trial", "step", "phase", "metric", "value", "unit")]
 JSON_COLUMNS = ("config", "hardware", "software", "environment", "calibration")
 
-# Metric names every runner uses, with their units. A record may carry others; these have fixed meanings.
-METRICS = {
-    "step_time_s": "s",
-    "loss": "nats",
-    "steps_completed": "steps",
-    "startup_s": "s",
-    "setup_s": "s",
-    "warmup_s": "s",
-    "peak_mem_gib": "GiB",
-    "peak_rss_gib": "GiB",
-    "steps_per_s": "steps/s",  # claims and imports, which carry no per-step times
-    "retracted_runs": "runs",  # a retraction record's one row (runners/retract.py)
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """What a metric's rows must hold: its unit, the lowest possible value, and whether it counts things."""
+
+    unit: str
+    low: float = 0.0
+    strict: bool = False
+    """True: the value must be above `low` (a rate or a step's time cannot be zero); False: at least `low`."""
+    whole: bool = False
+
+
+# Metric names the runners and importers use, with their fixed meanings. A record may carry others (they get the
+# generic checks: finite, and no negative `*_s` time); these are checked for their unit and range.
+METRIC_RULES: dict[str, Metric] = {
+    "step_time_s": Metric("s", strict=True),
+    "loss": Metric("nats"),  # cross-entropy: never negative
+    "steps_completed": Metric("steps", whole=True),
+    "startup_s": Metric("s"),
+    "setup_s": Metric("s"),
+    "warmup_s": Metric("s"),
+    "peak_mem_gib": Metric("GiB"),
+    "peak_rss_gib": Metric("GiB"),
+    "steps_per_s": Metric("steps/s", strict=True),  # claims and imports, which carry no per-step times
+    "retracted_runs": Metric("runs", low=1, whole=True),  # a retraction record's one row (runners/retract.py)
+    "test_time_s": Metric("s", strict=True),  # one repetition of an inference test (runners/llamacpp.py)
+    "tokens_per_s": Metric("tokens/s", strict=True),
+    "llama_time_s": Metric("s"),  # llama.cpp's own counters for the same repetition
+    "llama_tokens": Metric("tokens", whole=True),
+    "tests_completed": Metric("tests", whole=True),
 }
+METRICS = {name: rule.unit for name, rule in METRIC_RULES.items()}
+
+RUNNER_ENGINES = ("torch", "llamacpp")
+"""Engines whose records Fair Fight measures with its own runners (origin `measured`)."""
+IMPORTED_ENGINES = ("llama-bench",)
+"""Engines' own tools whose output Fair Fight imports (origin `imported`). Claims and retractions name any engine."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +232,22 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
             json.loads(first[key])
         except json.JSONDecodeError as e:
             problems.append(Problem(0, key, f"not valid JSON: {e}"))
+    engines = {"measured": RUNNER_ENGINES, "imported": IMPORTED_ENGINES}.get(first["origin"])
+    if engines is not None and first["engine"] not in engines:
+        problems.append(
+            Problem(0, "engine", f"{first['engine']!r}: {first['origin']} records come from {list(engines)}")
+        )
+    if first["suite"] not in known_suites():
+        problems.append(
+            Problem(
+                0,
+                "suite",
+                f"{first['suite']!r} has no suite file in runners/suites (known: {sorted(known_suites())}); "
+                "add the suite's file there to publish its records",
+            )
+        )
+    if first["accelerator_count"] < 1:
+        problems.append(Problem(0, "accelerator_count", f"{first['accelerator_count']} devices: at least 1"))
     if first["status"] != "ok" and not first["error"]:
         problems.append(Problem(0, "error", f"status {first['status']!r} needs an error text"))
     if first["ended_at"] < first["started_at"]:
@@ -229,12 +269,68 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
             "value",
             lambda i: f"negative time {value[i].as_py()} (metric {metric[i].as_py()!r})",
         ),
+        *_metric_checks(table),
+        (pc.less(table.column("trial"), 0), "trial", lambda i: "negative trial index"),
+        (pc.less(table.column("step"), 0).fill_null(False), "step", lambda i: "negative step"),
     ]
     for mask, name, message in checks:
         bad = pc.indices_nonzero(mask.fill_null(True) if hasattr(mask, "fill_null") else mask)
         for i in bad.to_pylist()[:5]:
             problems.append(Problem(i, name, message(i)))
     return (None if problems else first), problems
+
+
+_RULE_NAMES = pa.array(list(METRIC_RULES))
+_RULE_UNITS = pa.array([r.unit for r in METRIC_RULES.values()])
+_RULE_LOW = pa.array([r.low for r in METRIC_RULES.values()], pa.float64())
+_RULE_STRICT = pa.array([r.strict for r in METRIC_RULES.values()])
+_RULE_WHOLE = pa.array([r.whole for r in METRIC_RULES.values()])
+
+
+def _metric_checks(table: pa.Table) -> list[tuple[Any, str, Callable[[int], str]]]:
+    """(mask, field, message) for rows of a known metric whose unit or value breaks its rule (METRIC_RULES)."""
+    metric, value, unit = table.column("metric"), table.column("value"), table.column("unit")
+    rule = pc.index_in(metric, value_set=_RULE_NAMES)  # null for metrics without a rule
+    if rule.null_count == len(rule):
+        return []
+    low, strict = pc.take(_RULE_LOW, rule), pc.take(_RULE_STRICT, rule)
+    # unknown metrics give null: not flagged here
+    wrong_unit = pc.fill_null(pc.not_equal(unit, pc.take(_RULE_UNITS, rule)), False)
+    out_of_range = pc.fill_null(pc.if_else(strict, pc.less_equal(value, low), pc.less(value, low)), False)
+    fractional = pc.fill_null(pc.and_(pc.take(_RULE_WHOLE, rule), pc.not_equal(pc.floor(value), value)), False)
+
+    def rule_of(i: int) -> Metric:
+        return METRIC_RULES[metric[i].as_py()]
+
+    return [
+        (
+            wrong_unit,
+            "unit",
+            lambda i: f"{unit[i].as_py()!r} for metric {metric[i].as_py()!r}, whose unit is {rule_of(i).unit!r}",
+        ),
+        (
+            out_of_range,
+            "value",
+            lambda i: (
+                f"{metric[i].as_py()} = {value[i].as_py()}: must be "
+                + (f"above {rule_of(i).low:g}" if rule_of(i).strict else f"at least {rule_of(i).low:g}")
+            ),
+        ),
+        (fractional, "value", lambda i: f"{metric[i].as_py()} = {value[i].as_py()}: must be a whole number"),
+    ]
+
+
+_SUITES: frozenset[str] | None = None
+
+
+def known_suites() -> frozenset[str]:
+    """Names of the suite files in runners/suites (a record's suite must be one of them)."""
+    global _SUITES
+    if _SUITES is None:
+        from runners import spec
+
+        _SUITES = frozenset(p.stem for p in spec.SUITES_DIR.glob("*.toml") if p != spec.VARIANTS_FILE)
+    return _SUITES
 
 
 def make_table(run: dict[str, Any], rows: list[dict[str, Any]]) -> pa.Table:

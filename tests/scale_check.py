@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests import synthetic
+
 
 def page_weight(site: Path, page: Path) -> tuple[int, int]:
     """(raw bytes, gzip bytes) of a page plus the scripts and stylesheets it references inside the site."""
@@ -39,12 +41,18 @@ def page_weight(site: Path, page: Path) -> tuple[int, int]:
 
 def build(data: Path, out: Path, work: Path) -> float:
     t0 = time.perf_counter()
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "generator.build", "--data", str(data), "--out", str(out), "--work", str(work)],
         check=True,
         stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    return time.perf_counter() - t0
+    took = time.perf_counter() - t0
+    rejected = [line for line in done.stderr.splitlines() if line.startswith("rejected ")]
+    if rejected:  # a timing of a build that threw files out says nothing
+        raise SystemExit(f"{len(rejected)} synthetic file(s) rejected, e.g. {rejected[0]}")
+    return took
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--dir", type=Path, default=Path("build/scale"))
     args = p.parse_args(argv)
-    data = args.dir / f"data-{args.runs}x{args.steps}"
+    data = args.dir / f"data-{args.runs}x{args.steps}-v{synthetic.VERSION}"
     if not data.exists():
         print(f"writing {args.runs} synthetic runs × {args.steps} steps to {data} ...", flush=True)
         tmp = data.with_name(data.name + ".tmp")

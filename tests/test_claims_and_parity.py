@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -10,8 +12,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from generator import derive, load
-from runners import claims, schema, spec, store
+from generator import checks, derive, load, validate
+from runners import claims, retract, schema, spec, store
 
 SEED_CLAIMS = spec.SUITES_DIR.parent / "claims" / "seed.toml"
 
@@ -39,7 +41,14 @@ def test_claim_files_are_strict(tmp_path: Path) -> None:
         claims.load_claims(bad)
 
 
-def _training_run(run_id: str, variant: str, losses: list[float], started: datetime) -> schema.pa.Table:
+def _training_run(
+    run_id: str,
+    variant: str,
+    losses: list[float],
+    started: datetime,
+    accelerator: str = "cpu",
+    flops_per_token: float = 1e6,
+) -> schema.pa.Table:
     work = {
         "name": "w",
         "warmup_steps": 2,
@@ -49,10 +58,14 @@ def _training_run(run_id: str, variant: str, losses: list[float], started: datet
         "variants": ["base", "fast"],
         "world_size": 2,
     }
-    config = {"workload": work, "derived": {"tokens_per_step": 512, "flops_per_token": 1e6}}
+    config = {
+        "workload": work,
+        "compute_precision": "bf16",
+        "derived": {"tokens_per_step": 512, "flops_per_token": flops_per_token},
+    }
     run = {
         "run_id": run_id,
-        "suite": "s",
+        "suite": "cpu-smoke",
         "workload": "w",
         "engine": "torch",
         "engine_version": "2",
@@ -66,7 +79,7 @@ def _training_run(run_id: str, variant: str, losses: list[float], started: datet
         "ended_at": started + timedelta(seconds=1),
         "harness_commit": None,
         "harness_dirty": None,
-        "accelerator": "cpu",
+        "accelerator": accelerator,
         "accelerator_count": 2,
         "config": json.dumps(config),
         "hardware": "{}",
@@ -98,6 +111,30 @@ def test_a_departing_loss_curve_is_flagged_and_not_ranked(tmp_path: Path) -> Non
     assert parity["fast-ok"]["loss_parity_ok"] is True
     assert parity["fast-drift"]["loss_parity_ok"] is False
     assert parity["fast-drift"]["loss_max_rel_gap"] == pytest.approx(0.10)
-    board = derive.leaderboards(summary)[("s", "w")]
+    board = derive.leaderboards(summary)[("cpu-smoke", "w")]
     assert sorted(board["run_id"]) == ["base-1", "fast-ok"]
     assert board.filter(pl.col("run_id") == "base-1")["speedup"].to_list() == [1.0]
+
+
+def test_a_run_faster_than_its_hardware_can_be_is_rejected_with_its_retraction(tmp_path: Path) -> None:
+    """Steps that imply more than 100% MFU of the datasheet peak cannot be: the site build and `nox -s validate`
+    reject the run (and a retraction of it), naming the file and the field, and keep the plausible run."""
+    t0 = datetime(2026, 11, 29, tzinfo=UTC)
+    losses = list(np.linspace(6.2, 4.0, 26))
+    data = tmp_path / "data"
+    store.write_run(data, _training_run("plausible", "base", losses, t0, "NVIDIA H200", flops_per_token=1e6))
+    # 512 tokens per 0.1 s step at 1e12 FLOPs per token on two H200s (989 TFLOP/s bf16 each): 259% MFU
+    store.write_run(data, _training_run("too-fast", "fast", losses, t0, "NVIDIA H200", flops_per_token=1e12))
+    retraction = retract.retract(data, "too-fast", "testing a retraction of a rejected run")
+    loaded, summary = checks.checked(load.load(data))
+    assert summary["run_id"].to_list() == ["plausible"] and loaded.runs["run_id"].to_list() == ["plausible"]
+    assert set(loaded.rows["run_id"].unique()) == {"plausible"}
+    problems = {r.path: r.problems[0] for r in loaded.rejected}
+    assert set(problems) == {"data/cpu-smoke/too-fast.parquet", f"data/cpu-smoke/{retraction.name}"}
+    too_fast = problems["data/cpu-smoke/too-fast.parquet"]
+    assert "field 'value': these steps imply 259% MFU, above the NVIDIA H200" in too_fast
+    assert "retracts 'too-fast', which is rejected" in problems[f"data/cpu-smoke/{retraction.name}"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert validate.main([str(data / "cpu-smoke" / "too-fast.parquet")]) == 1
+    assert f"{data / 'cpu-smoke' / 'too-fast.parquet'}: rows of metric 'step_time_s'" in out.getvalue()

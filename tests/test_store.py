@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from generator import load
+from generator import load, validate
 from runners import provenance, schema, store
 
 
@@ -67,6 +70,54 @@ def test_invalid_records_are_refused_with_row_and_field(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"field 'error': status 'failed' needs an error text"):
         store.write_run(tmp_path, schema.make_table(_run(status="failed"), ROWS))
     assert not any(tmp_path.rglob("*.parquet"))
+
+
+def _row(metric: str, value: float, unit: str, **over: object) -> dict[str, object]:
+    return dict(trial=0, step=None, phase="run", metric=metric, value=value, unit=unit) | over
+
+
+SEMANTIC_FAULTS = {
+    # name: (run-level changes, rows added to the good ones, the problem expected)
+    "unit of a known metric": ({}, [_row("peak_mem_gib", 3.0, "MiB")], "row 2, field 'unit': 'MiB' for metric"),
+    "negative loss": ({}, [_row("loss", -0.5, "nats", phase="steady", step=0)], "loss = -0.5: must be at least 0"),
+    "zero step time": ({}, [_row("step_time_s", 0.0, "s", phase="steady", step=1)], "must be above 0"),
+    "zero tokens/s": ({}, [_row("tokens_per_s", 0.0, "tokens/s", phase="steady")], "tokens_per_s = 0.0: must be"),
+    "fractional count": ({}, [_row("steps_completed", 2.5, "steps")], "steps_completed = 2.5: must be a whole"),
+    "infinite value": ({}, [_row("peak_mem_gib", float("inf"), "GiB")], "field 'value': inf is not finite"),
+    "negative step": ({}, [_row("loss", 1.0, "nats", phase="steady", step=-3)], "row 2, field 'step': negative step"),
+    "negative trial": ({}, [_row("loss", 1.0, "nats", trial=-1)], "row 2, field 'trial': negative trial"),
+    "unknown engine": ({"engine": "tensorflow"}, [], "row 0, field 'engine': 'tensorflow': measured records"),
+    "unknown import": ({"engine": "torch", "origin": "imported"}, [], "field 'engine': 'torch': imported records"),
+    "unknown suite": ({"suite": "h1000"}, [], "row 0, field 'suite': 'h1000' has no suite file"),
+    "no devices": ({"accelerator_count": 0}, [], "field 'accelerator_count': 0 devices"),
+    "time travel": ({"ended_at": datetime(2026, 1, 1, tzinfo=UTC)}, [], "field 'ended_at': run ends before it starts"),
+    "bad JSON": ({"config": "{'a': 1}"}, [], "row 0, field 'config': not valid JSON"),
+    "bad origin": ({"origin": "rumour"}, [], "row 0, field 'origin': 'rumour' is not one of"),
+}
+
+
+@pytest.mark.parametrize("fault", list(SEMANTIC_FAULTS))
+def test_semantic_faults_are_refused_and_reported_by_file_row_and_field(fault: str, tmp_path: Path) -> None:
+    """Each bad value is refused by the store (nothing written) and, written anyway, rejected by the loader and by
+    `nox -s validate` (generator.validate), naming the file, the row and the field."""
+    over, extra, expected = SEMANTIC_FAULTS[fault]
+    table = schema.make_table(_run(**over), [*ROWS, *extra])
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        store.write_run(tmp_path / "refused", table)
+    assert not (tmp_path / "refused").exists() or not any((tmp_path / "refused").rglob("*.parquet"))
+    data = tmp_path / "data"
+    (data / "cpu-smoke").mkdir(parents=True)
+    pq.write_table(table, data / "cpu-smoke" / "r1.parquet")  # written around the store, as a crafted file would be
+    store.write_run(data, schema.make_table(_run(run_id="good"), ROWS))
+    loaded = load.load(data)
+    assert loaded.runs["run_id"].to_list() == ["good"]
+    [rejected] = loaded.rejected
+    assert rejected.path == "data/cpu-smoke/r1.parquet" and any(expected in p for p in rejected.problems)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert validate.main([str(data)]) == 1
+    assert f"{data / 'cpu-smoke' / 'r1.parquet'}: " in out.getvalue() and expected in out.getvalue()
+    assert "2 file(s) checked, 1 with problems" in out.getvalue()
 
 
 def test_loader_reports_bad_files_by_name_and_keeps_good_ones(tmp_path: Path) -> None:

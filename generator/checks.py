@@ -1,0 +1,49 @@
+"""Checks that no single row can fail: a run's derived figures that cannot be. A run whose steps imply more than
+100% MFU of its device's datasheet peak is rejected like a malformed file: kept out of every leaderboard and
+listed on the Rejected files page with the reason, by the site build and by `nox -s validate` alike.
+
+MBU is not checked this way: a model small enough to sit in the GPU's cache can read faster than memory does.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from generator import derive, load
+
+
+def impossible(summary: pl.DataFrame) -> list[tuple[str, str]]:
+    """(run_id, problem) for each run whose derived MFU exceeds the datasheet peak."""
+    over = summary.filter(pl.col("mfu_datasheet") > 1)
+    return [
+        (
+            run_id,
+            f"rows of metric 'step_time_s', field 'value': these steps imply {mfu:.0%} MFU, above the {acc} datasheet "
+            f"peak for {precision or 'fp32'}: a step time, config.model or config.derived is wrong",
+        )
+        for run_id, mfu, acc, precision in over.select(
+            "run_id", "mfu_datasheet", "accelerator", "compute_precision"
+        ).iter_rows()
+    ]
+
+
+def checked(loaded: load.Loaded) -> tuple[load.Loaded, pl.DataFrame]:
+    """The loaded runs less those with impossible figures (now listed as rejected, with any retraction of
+    them), and the run summary of the rest."""
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    bad = dict(impossible(summary))
+    if not bad:
+        return loaded, summary
+    path = dict(loaded.runs.select("run_id", "path").iter_rows())
+    rejected = [*loaded.rejected, *(load.Rejected(path[r], (problem,)) for r, problem in bad.items())]
+    retracting = summary.filter(pl.col("origin") == "retraction").select(
+        "run_id", target=pl.col("config").str.json_path_match("$.retraction.retracts")
+    )
+    for run_id, target in retracting.iter_rows():
+        if target in bad:
+            bad[run_id] = f"row 0, field 'config': retracts {target!r}, which is rejected"
+            rejected.append(load.Rejected(path[run_id], (bad[run_id],)))
+    gone = pl.Series(list(bad), dtype=pl.String).implode()
+    runs = loaded.runs.filter(~pl.col("run_id").is_in(gone))
+    rows = loaded.rows.filter(~pl.col("run_id").is_in(gone))
+    return load.Loaded(runs=runs, rows=rows, rejected=rejected), derive.run_summary(runs, rows)
