@@ -8,6 +8,7 @@ upgrades them in memory.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -252,6 +253,45 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
         problems.append(Problem(0, "error", f"status {first['status']!r} needs an error text"))
     if first["ended_at"] < first["started_at"]:
         problems.append(Problem(0, "ended_at", "run ends before it starts"))
+    if _rows_may_be_bad(table):
+        problems += _row_problems(table)
+    return (None if problems else first), problems
+
+
+def _rows_may_be_bad(table: pa.Table) -> bool:
+    """Whether any row can fail a row check, judged from one aggregation per (metric, unit, phase): the usual
+    good file costs one group-by instead of a dozen passes over its rows. Never False where `_row_problems`
+    finds something (a non-finite value makes its group's sum non-finite); True sends the file there."""
+    groups = (
+        table.select(["metric", "unit", "phase", "value", "trial", "step"])
+        .group_by(["metric", "unit", "phase"], use_threads=False)
+        .aggregate([("value", "min"), ("value", "sum"), ("trial", "min"), ("step", "min"), ("value", "list")])
+    )
+    values = groups.column("value_list")
+    for i, (metric, unit, phase, low, total, trial, step) in enumerate(
+        zip(
+            *(groups.column(c).to_pylist() for c in ("metric", "unit", "phase", "value_min", "value_sum")),
+            groups.column("trial_min").to_pylist(),
+            groups.column("step_min").to_pylist(),
+            strict=True,
+        )
+    ):
+        if phase not in PHASES or not math.isfinite(total) or trial < 0 or (step is not None and step < 0):
+            return True
+        if metric.endswith("_s") and low < 0:
+            return True
+        rule = METRIC_RULES.get(metric)
+        if rule is None:
+            continue
+        if unit != rule.unit or (low <= rule.low if rule.strict else low < rule.low):
+            return True
+        if rule.whole and any(v != math.floor(v) for v in values[i].values.to_pylist()):
+            return True
+    return False
+
+
+def _row_problems(table: pa.Table) -> list[Problem]:
+    """The rows that break a row check, up to five per check, each with its row and field."""
     phase, value, metric = table.column("phase"), table.column("value"), table.column("metric")
     checks = [
         (
@@ -273,11 +313,12 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
         (pc.less(table.column("trial"), 0), "trial", lambda i: "negative trial index"),
         (pc.less(table.column("step"), 0).fill_null(False), "step", lambda i: "negative step"),
     ]
+    problems = []
     for mask, name, message in checks:
         bad = pc.indices_nonzero(mask.fill_null(True) if hasattr(mask, "fill_null") else mask)
         for i in bad.to_pylist()[:5]:
             problems.append(Problem(i, name, message(i)))
-    return (None if problems else first), problems
+    return problems
 
 
 _RULE_NAMES = pa.array(list(METRIC_RULES))

@@ -1,0 +1,139 @@
+"""Property tests (hypothesis) of the record checks: the quick per-file screen never lets a bad row through, and
+any table the store accepts loads back unchanged."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from generator import load
+from runners import schema
+
+METRIC_NAMES = [*schema.METRIC_RULES, "custom_s", "custom_count"]
+UNITS = sorted({rule.unit for rule in schema.METRIC_RULES.values()} | {"ms", ""})
+VALUES = st.one_of(
+    st.floats(min_value=-1e6, max_value=1e6, allow_nan=False),
+    st.integers(min_value=-3, max_value=5000).map(float),
+    st.sampled_from([float("nan"), float("inf"), -float("inf"), 0.0, -0.0]),
+)
+ROWS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "trial": st.integers(min_value=-1, max_value=3),
+            "step": st.one_of(st.none(), st.integers(min_value=-2, max_value=2000)),
+            "phase": st.sampled_from([*schema.PHASES, "cooldown"]),
+            "metric": st.sampled_from(METRIC_NAMES),
+            "value": VALUES,
+            "unit": st.sampled_from(UNITS),
+        }
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+@st.composite
+def good_row(draw: st.DrawFn) -> dict:
+    """A row every check accepts: a known metric in its unit and range."""
+    metric = draw(st.sampled_from(list(schema.METRIC_RULES)))
+    rule = schema.METRIC_RULES[metric]
+    if rule.whole:
+        value = float(draw(st.integers(min_value=int(rule.low), max_value=10**6)))
+    else:
+        value = draw(st.floats(min_value=rule.low, max_value=1e6, exclude_min=rule.strict))
+    step = draw(st.one_of(st.none(), st.integers(min_value=0, max_value=2000)))
+    phase = draw(st.sampled_from(schema.PHASES))
+    return dict(trial=draw(st.integers(0, 3)), step=step, phase=phase, metric=metric, value=value, unit=rule.unit)
+
+
+GOOD_ROWS = st.lists(good_row(), min_size=1, max_size=40)
+LOW = {name: rule.low for name, rule in schema.METRIC_RULES.items()}
+SPOILERS = {
+    "unit": lambda row, draw: {"unit": draw(st.sampled_from([u for u in UNITS if u != row["unit"]]))},
+    "value": lambda row, draw: {"value": draw(VALUES)},
+    "fraction": lambda row, draw: {"value": row["value"] + draw(st.sampled_from([0.5, 1e-9, -0.25]))},
+    "below": lambda row, draw: {"value": LOW[row["metric"]] - draw(st.sampled_from([0.0, 1e-9, 7.0]))},
+    "phase": lambda row, draw: {"phase": draw(st.sampled_from(["cooldown", "Steady", ""]))},
+    "trial": lambda row, draw: {"trial": draw(st.integers(-5, -1))},
+    "step": lambda row, draw: {"step": draw(st.integers(-5, -1))},
+}
+
+
+@st.composite
+def spoiled_rows(draw: st.DrawFn) -> list[dict]:
+    """Good rows with one of them changed in one field (which may or may not make it bad)."""
+    rows = draw(GOOD_ROWS)
+    i = draw(st.integers(0, len(rows) - 1))
+    rows[i] = rows[i] | SPOILERS[draw(st.sampled_from(list(SPOILERS)))](rows[i], draw)
+    return rows
+
+
+TABLES = st.one_of(ROWS, GOOD_ROWS, spoiled_rows())
+START = datetime(2026, 11, 30, tzinfo=UTC)
+RUN = {
+    "run_id": "prop",
+    "suite": "cpu-smoke",
+    "workload": "w",
+    "engine": "torch",
+    "engine_version": "2.13.0",
+    "variant": "v",
+    "tier": "stock",
+    "status": "ok",
+    "origin": "measured",
+    "started_at": START,
+    "ended_at": START + timedelta(seconds=1),
+    "accelerator": "cpu",
+    "accelerator_count": 1,
+    "config": "{}",
+    "hardware": "{}",
+    "software": "{}",
+    "environment": "{}",
+}
+
+
+@given(TABLES)
+@settings(max_examples=400, deadline=None)
+def test_the_quick_screen_flags_every_table_with_a_bad_row(rows: list[dict]) -> None:
+    table = schema.make_table(RUN, rows)
+    problems = schema._row_problems(table)
+    if problems:
+        assert schema._rows_may_be_bad(table), problems
+    else:
+        assert not schema._rows_may_be_bad(table)  # values are bounded here: no sum overflows to infinity
+    assert not problems or schema.check_table(table)  # and check_table reports them
+
+
+def _good(row: dict) -> bool:
+    rule = schema.METRIC_RULES.get(row["metric"])
+    v = row["value"]
+    ok = row["phase"] in schema.PHASES and math.isfinite(v) and row["trial"] >= 0 and (row["step"] or 0) >= 0
+    ok = ok and not (row["metric"].endswith("_s") and v < 0)
+    if rule is not None:
+        ok = ok and row["unit"] == rule.unit and (v > rule.low if rule.strict else v >= rule.low)
+        ok = ok and (not rule.whole or v == math.floor(v))
+    return ok
+
+
+@given(rows=TABLES)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_table_is_accepted_exactly_when_every_row_is_good_and_loads_back_unchanged(
+    rows: list[dict], tmp_path_factory
+) -> None:
+    """The rules written out once more by hand (`_good`): the checks accept a table exactly when each row passes
+    them; an accepted table written to disk loads back row for row."""
+    table = schema.make_table(RUN, rows)
+    accepted = not schema.check_table(table)
+    assert accepted == all(_good(r) for r in rows)
+    if accepted:
+        data: Path = tmp_path_factory.mktemp("data")
+        (data / "cpu-smoke").mkdir()
+        pq.write_table(table, data / "cpu-smoke" / "prop.parquet")
+        loaded = load.load(data)
+        assert loaded.rejected == [] and loaded.runs["run_id"].to_list() == ["prop"]
+        back = loaded.rows.drop("run_id").to_dicts()
+        assert back == [{k: r[k] for k in ("trial", "step", "phase", "metric", "value", "unit")} for r in rows]
