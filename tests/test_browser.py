@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
@@ -15,14 +17,28 @@ CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 
 
-@pytest.fixture(scope="module")
-def served_site(built_site: Path):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(built_site))
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """A static file server for a built site on 127.0.0.1 (a free port), for as long as the block runs."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def served_site(built_site: Path):
+    with serve(built_site) as url:
+        yield url
 
 
 def test_every_page_loads_clean_with_charts_and_working_links(served_site: str, built_site: Path) -> None:

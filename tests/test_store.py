@@ -9,6 +9,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -118,6 +119,29 @@ def test_semantic_faults_are_refused_and_reported_by_file_row_and_field(fault: s
         assert validate.main([str(data)]) == 1
     assert f"{data / 'cpu-smoke' / 'r1.parquet'}: " in out.getvalue() and expected in out.getvalue()
     assert "2 file(s) checked, 1 with problems" in out.getvalue()
+
+
+def test_file_level_faults_are_reported_and_the_first_copy_kept(tmp_path: Path) -> None:
+    """Two runs in one file, a run id that two files share, and a file from a newer Fair Fight: each is rejected
+    with its reason; the first file of a shared id is kept."""
+    data = tmp_path / "data"
+    store.write_run(data, schema.make_table(_run(), ROWS))
+    (data / "h100").mkdir()
+    (data / "h100" / "r1.parquet").write_bytes((data / "cpu-smoke" / "r1.parquet").read_bytes())  # the same id
+    two = pa.concat_tables([schema.make_table(_run(run_id="r2"), ROWS), schema.make_table(_run(run_id="r3"), ROWS)])
+    pq.write_table(two, data / "cpu-smoke" / "r2.parquet")
+    newer = schema.make_table(_run(run_id="r4"), ROWS)
+    newer = newer.set_column(0, newer.schema.field(0), pa.array([schema.SCHEMA_VERSION + 1] * 2, pa.int32()))
+    pq.write_table(newer, data / "cpu-smoke" / "r4.parquet")
+    loaded = load.load(data)
+    assert loaded.runs["path"].to_list() == ["data/cpu-smoke/r1.parquet"]
+    problems = {r.path: r.problems[0] for r in loaded.rejected}
+    assert problems == {
+        "data/h100/r1.parquet": "row 0, field 'run_id': 'r1' already loaded from data/cpu-smoke/r1.parquet",
+        "data/cpu-smoke/r2.parquet": "row 2, field 'run_id': differs from row 0 ('r3' != 'r2'): one run per file",
+        "data/cpu-smoke/r4.parquet": f"written by schema version {schema.SCHEMA_VERSION + 1}, newer than this Fair "
+        f"Fight ({schema.SCHEMA_VERSION}): update your checkout",
+    }
 
 
 def test_loader_reports_bad_files_by_name_and_keeps_good_ones(tmp_path: Path) -> None:
