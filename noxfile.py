@@ -119,6 +119,6 @@ def release(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def validate(session: nox.Session) -> None:
-    """Check result files against the schema (all of data/ by default, or the files given after --)."""
+    """Check result files as the site build does (all of data/ by default, or the files given after --)."""
     _install(session, "site")
     session.run("python", "-m", "generator.validate", *session.posargs)

@@ -50,6 +50,14 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         "--env", action="append", metavar="KEY=VALUE", help="set an allowlisted variable (NCCL_*, ...) for a sweep"
     )
     p.add_argument("--data-dir", default="data", type=Path, help="where result files go (default: data)")
+    p.add_argument(
+        "--variants",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="variants of engines Fair Fight does not ship (engine 'external', runners/external.py): they join every"
+        " training workload",
+    )
 
 
 def new_run_id(workload: str, variant: str) -> str:
@@ -62,6 +70,8 @@ def runner_command(work: spec.Workload, variant: spec.Variant, args: argparse.Na
         world = args.world_size or work.world_size
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}"]
         cmd += ["-m", "runners.torch_train"]
+    elif variant.engine == "external":
+        cmd = [sys.executable, "-m", "runners.external", "--variants", str(args.variants)]
     else:
         raise spec.SpecError(f"variant {variant.name!r}: no runner for engine {variant.engine!r}")
     cmd += [
@@ -237,7 +247,7 @@ def _inference_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[s
 
 
 def run_suite(args: argparse.Namespace) -> int:
-    suite = spec.load_suite(args.suite)
+    suite = spec.load_suite(args.suite, external=args.variants)
     todo = [
         (w, suite.variants[v])
         for w in suite.workloads

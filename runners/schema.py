@@ -97,8 +97,9 @@ METRIC_RULES: dict[str, Metric] = {
 }
 METRICS = {name: rule.unit for name, rule in METRIC_RULES.items()}
 
-RUNNER_ENGINES = ("torch", "llamacpp")
-"""Engines whose records Fair Fight measures with its own runners (origin `measured`)."""
+RUNNER_ENGINES = ("torch", "llamacpp", "external")
+"""Engines whose records Fair Fight measures with its own runners (origin `measured`); `external` is any engine
+run through the external-runner contract (runners/external.py), named by its variant."""
 IMPORTED_ENGINES = ("llama-bench",)
 """Engines' own tools whose output Fair Fight imports (origin `imported`). Claims and retractions name any engine."""
 

@@ -206,8 +206,8 @@ class Variant:
 
     name: str
     """e.g. `ddp-fp32-stock`."""
-    engine: Literal["torch", "llamacpp"]
-    """Runner module that executes it."""
+    engine: Literal["torch", "llamacpp", "external"]
+    """Runner module that executes it (`external`: a command of the engine's own, runners/external.py)."""
     tier: Tier
     """`stock`: what the tutorials show; `tuned`: every advantage; `claim`: reported elsewhere."""
     description: str
@@ -321,8 +321,10 @@ def load_variants(path: Path = VARIANTS_FILE) -> dict[str, Variant]:
     }
 
 
-def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE) -> Suite:
-    """Load `runners/suites/NAME.toml` (or an explicit path) and resolve its models and variants."""
+def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE, external: Path | None = None) -> Suite:
+    """Load `runners/suites/NAME.toml` (or an explicit path) and resolve its models and variants. `external` is a
+    variants file of engines Fair Fight does not ship (engine `external`): its variants join every training
+    workload."""
     path = Path(name_or_path)
     if not path.suffix:
         path = SUITES_DIR / f"{name_or_path}.toml"
@@ -354,6 +356,20 @@ def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE) ->
         build(Inference, table, f"{path}: [[inference]] #{i + 1}") for i, table in enumerate(raw.get("inference", []))
     )
     all_variants = load_variants(variants_path)
+    if external is not None:
+        added = load_variants(Path(external))
+        for name, variant in added.items():
+            if variant.engine != "external":
+                raise SpecError(
+                    f"{external}: [variants.{name}]: engine must be 'external' in a file of outside engines"
+                )
+            if name in all_variants:
+                raise SpecError(f"{external}: [variants.{name}]: {name!r} is already a variant of {variants_path}")
+            command = variant.settings.get("command")
+            if not (isinstance(command, list) and command and all(isinstance(c, str) for c in command)):
+                raise SpecError(f"{external}: [variants.{name}]: settings.command must be a list of strings")
+        all_variants |= added
+        workloads = tuple(dataclasses.replace(w, variants=(*w.variants, *added)) for w in workloads)
     seen: set[str] = set()
     for entry in inference:
         if entry.model not in models:

@@ -1,0 +1,115 @@
+"""The external-runner contract (runners/external.py): an engine Fair Fight does not ship, run by a bench session
+as a separate process, lands as an ordinary validated result file; bad output and crashes lose nothing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from generator import load
+from runners import spec
+from tests.conftest import ROOT, TRAIN, run_module
+
+EXAMPLE = ROOT / "examples" / "engines" / "numpy.toml"
+
+
+def _bench(data: Path, variants: Path, variant: str, steps: int = 12) -> tuple[dict, list[dict], str]:
+    proc = run_module(
+        "runners", "bench", "--suite", "cpu-smoke", "--workload", TRAIN, "--variants", str(variants),
+        "--variant", variant, "--steps", str(steps), "--data-dir", str(data), check=False,
+    )  # fmt: skip
+    [path] = (data / "cpu-smoke").glob("*.parquet")
+    rows = pq.read_table(path).to_pylist()
+    return rows[0], rows, proc.stdout + proc.stderr
+
+
+def _engine(tmp_path: Path, body: str) -> Path:
+    """A variants file whose one variant runs `body` as a Python script (a separate process)."""
+    script = tmp_path / "engine.py"
+    script.write_text("import json, sys\nspec = json.load(sys.stdin)\n" + body)
+    variants = tmp_path / "engines.toml"
+    variants.write_text(
+        '[variants.outside]\nengine = "external"\ntier = "tuned"\ndescription = "a test engine"\n'
+        f"[variants.outside.settings]\ncommand = {json.dumps([sys.executable, str(script)])}\n"
+    )
+    return variants
+
+
+def test_an_outside_engine_lands_as_an_ordinary_validated_record(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    head, rows, out = _bench(data, EXAMPLE, "numpy-bigram")
+    assert head["status"] == "ok" and head["engine"] == "external" and head["variant"] == "numpy-bigram", out
+    assert head["engine_version"].startswith("numpy-bigram 1")
+    config = json.loads(head["config"])
+    assert config["variant"]["settings"]["command"] == ["python", "examples/engines/numpy_bigram.py"]
+    assert config["command"].endswith(f"--variants {EXAMPLE}")
+    losses = [r["value"] for r in rows if r["metric"] == "loss"]
+    assert len(losses) == 12 and losses[-1] < losses[0]  # it trained
+    assert [r["value"] for r in rows if r["metric"] == "steps_completed"] == [12.0]
+    loaded = load.load(data)
+    assert loaded.rejected == [] and loaded.runs["engine"].to_list() == ["external"]
+    assert "numpy-bigram" in out and "summary" in out
+
+
+def test_bad_output_lines_are_kept_verbatim_and_named(tmp_path: Path) -> None:
+    variants = _engine(
+        tmp_path,
+        """
+def row(step, value, **extra):
+    return json.dumps({"trial": 0, "step": step, "phase": "steady", "metric": "step_time_s", "value": value,
+                       "unit": "s", **extra})
+print(json.dumps({"engine_version": "outside 0.1"}))
+print(row(0, 0.5))
+print("this is not JSON")
+print(row(1, -0.5))
+print(row(2, 0.5, colour="red"))
+print(row(3, 0.25))
+""",
+    )
+    head, rows, out = _bench(tmp_path / "data", variants, "outside")
+    assert head["status"] == "failed" and head["engine_version"] == "outside 0.1", out
+    error = head["error"]
+    assert "3 output line(s) refused" in error and "line 3: not JSON" in error
+    assert "line 4, field 'value': step_time_s = -0.5: must be above 0" in error
+    assert "line 5, field 'colour': unknown" in error
+    kept = json.loads(head["config"])["external"]
+    assert [r["line"] for r in kept["rejected_lines"]] == [3, 4, 5] and kept["rejected_count"] == 3
+    assert kept["rejected_lines"][0]["text"] == "this is not JSON"
+    assert '"colour": "red"' in kept["rejected_lines"][2]["text"]  # verbatim, as the engine wrote it
+    times = [(r["step"], r["value"]) for r in rows if r["metric"] == "step_time_s"]
+    assert times == [(0, 0.5), (3, 0.25)]  # the good rows are kept
+    assert load.load(tmp_path / "data").rejected == []  # a failure record is a valid record
+
+
+def test_a_crashing_outside_engine_keeps_the_rows_it_wrote(tmp_path: Path) -> None:
+    variants = _engine(
+        tmp_path,
+        """
+for step in range(3):
+    print(json.dumps({"trial": 0, "step": step, "phase": "warmup", "metric": "loss", "value": 5.0 - step,
+                      "unit": "nats"}), flush=True)
+print("out of memory, say", file=sys.stderr)
+sys.exit(3)
+""",
+    )
+    head, rows, out = _bench(tmp_path / "data", variants, "outside")
+    assert head["status"] == "failed" and "exited with 3" in head["error"], out
+    assert head["engine_version"] == "unknown"
+    assert [r["value"] for r in rows if r["metric"] == "loss"] == [5.0, 4.0, 3.0]
+    assert "out of memory, say" in out  # its standard error reaches the bench log
+
+
+def test_an_outside_variants_file_is_strict(tmp_path: Path) -> None:
+    bad = tmp_path / "engines.toml"
+    bad.write_text(EXAMPLE.read_text().replace('engine = "external"', 'engine = "torch"'))
+    with pytest.raises(spec.SpecError, match=r"engines\.toml: \[variants\.numpy-bigram\]: engine must be 'external'"):
+        spec.load_suite("cpu-smoke", external=bad)
+    bad.write_text(EXAMPLE.read_text().replace("command = [", "command_line = ["))
+    with pytest.raises(spec.SpecError, match=r"settings\.command must be a list of strings"):
+        spec.load_suite("cpu-smoke", external=bad)
+    suite = spec.load_suite("cpu-smoke", external=EXAMPLE)
+    assert "numpy-bigram" in suite.workload(TRAIN).variants and suite.variants["numpy-bigram"].engine == "external"
