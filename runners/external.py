@@ -80,6 +80,8 @@ def parse_line(n: int, text: str) -> dict[str, Any]:
     for key, types in (("trial", int), ("step", (int, type(None))), ("value", (int, float))):
         if isinstance(obj[key], bool) or not isinstance(obj[key], types):
             raise ValueError(f"line {n}, field {key!r}: {obj[key]!r} is not a number of the right kind")
+        if key != "value" and obj[key] is not None and not -(2**31) <= obj[key] < 2**31:
+            raise ValueError(f"line {n}, field {key!r}: {obj[key]} does not fit the record's 32-bit integer")
     for key in ("phase", "metric", "unit"):
         if not isinstance(obj[key], str):
             raise ValueError(f"line {n}, field {key!r}: {obj[key]!r} is not a string")

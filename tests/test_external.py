@@ -68,16 +68,18 @@ print("this is not JSON")
 print(row(1, -0.5))
 print(row(2, 0.5, colour="red"))
 print(row(3, 0.25))
+print(row(2**40, 0.25))
 """,
     )
     head, rows, out = _bench(tmp_path / "data", variants, "outside")
     assert head["status"] == "failed" and head["engine_version"] == "outside 0.1", out
     error = head["error"]
-    assert "3 output line(s) refused" in error and "line 3: not JSON" in error
+    assert "4 output line(s) refused" in error and "line 3: not JSON" in error
     assert "line 4, field 'value': step_time_s = -0.5: must be above 0" in error
     assert "line 5, field 'colour': unknown" in error
     kept = json.loads(head["config"])["external"]
-    assert [r["line"] for r in kept["rejected_lines"]] == [3, 4, 5] and kept["rejected_count"] == 3
+    assert "line 7, field 'step': 1099511627776 does not fit" in error
+    assert [r["line"] for r in kept["rejected_lines"]] == [3, 4, 5, 7] and kept["rejected_count"] == 4
     assert kept["rejected_lines"][0]["text"] == "this is not JSON"
     assert '"colour": "red"' in kept["rejected_lines"][2]["text"]  # verbatim, as the engine wrote it
     times = [(r["step"], r["value"]) for r in rows if r["metric"] == "step_time_s"]
