@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,7 @@ def test_of(obj: dict[str, Any], tests: list[Any]) -> Any:
 def main(argv: list[str] | None = None) -> int:
     # No llama_cpp here (this process writes Parquet, and on the bench hosts' image pyarrow and llama_cpp in one
     # process crash, see runners/llamacpp.py): the runner, which runs first, has already made the model file.
-    from runners import llama_files, llamacpp, provenance, record, schema, spec, store
+    from runners import llama_files, llamacpp, llamacpp_build, provenance, record, schema, spec, store
 
     p = argparse.ArgumentParser(prog="python -m runners.llama_bench", description=__doc__.splitlines()[0])
     p.add_argument("--suite", required=True)
@@ -96,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workload", action="append")
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
+    vendored = metadata.version("llama_cpp_python")
+    commit_file = Path(args.binary).resolve().parent.parent.parent / llamacpp_build.COMMIT_FILE
+    commit = commit_file.read_text().strip()[:12] if commit_file.exists() else "unknown"
     entry = suite.inference_entry(args.inference)
     variant = suite.variants[args.variant]
     settings = llamacpp.resolve_settings(variant.settings)
@@ -128,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
             run_id=llamacpp.run_id(args.run_stamp, test.workload, variant.name + "-llama-bench"),
             suite=suite,
             config=config,
-            engine_version=f"{obj['build_commit']} ({obj.get('build_number', '?')})",
+            # the build's record of the vendored commit: llama-bench's own stamp may not know it
+            engine_version=f"llama.cpp {commit} of llama-cpp-python {vendored}",
             status="ok",
             error=None,
             started=started,
@@ -138,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         run |= {
             "engine": "llama-bench",
             "origin": "imported",
-            "source": f"llama-bench {obj['build_commit']} built from the llama.cpp vendored in llama-cpp-python, "
+            "source": f"llama-bench built from the llama.cpp vendored in llama-cpp-python {vendored}, "
             "run by runners/llama_bench.py on the same host and file",
             # llama-bench runs every test in one process: each record spans the whole run
             "ended_at": max(run["ended_at"], started + timedelta(microseconds=1)),

@@ -49,6 +49,26 @@ def env_for(out: Path = DEFAULT_OUT, cuda: bool = False) -> dict[str, str]:
     return {"LLAMA_CPP_LIB_PATH": str(bin_dir), "LLAMA_BENCH": str(bin_dir / "llama-bench")}
 
 
+COMMIT_FILE = "llama_cpp_commit.txt"
+"""In a backend's folder: the vendored llama.cpp commit it was built from (llama-bench's `build_commit` cannot say
+when the sdist's git history was left out, as on the bench hosts)."""
+
+
+def vendored_commit(src: Path) -> str:
+    """The llama.cpp commit vendored in the sdist: from a `LLAMA_CPP_COMMIT` file beside its source (written where
+    the trimmed copy was made), else from its git submodule, else `unknown`."""
+    marker = src / "LLAMA_CPP_COMMIT"
+    if marker.exists():
+        return marker.read_text().strip()
+    found = subprocess.run(
+        ["git", "-C", str(src / "vendor" / "llama.cpp"), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"GIT_CEILING_DIRECTORIES": str(src.resolve().parent)},
+    )
+    return found.stdout.strip() if found.returncode == 0 else "unknown"
+
+
 def env_file(out: Path = DEFAULT_OUT, cuda: bool = False) -> Path:
     """Where a finished build leaves `env_for` as JSON (what `nox -s tests` reads after building)."""
     return backend_dir(Path(out), cuda) / "env.json"
@@ -93,12 +113,18 @@ def build(out: Path = DEFAULT_OUT, sdist: Path | None = None, cuda: bool = False
         stamp.unlink(missing_ok=True)
         print(f"building llama.cpp (libraries and llama-bench) in {where / 'build'}: minutes", flush=True)
         tree = where / "build"
-        subprocess.run(["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(tree), *flags], check=True)
+        # the sdist has no .git: without a ceiling, llama.cpp's build-info would take the commit of whatever
+        # repository holds this folder (Fair Fight's own checkout) as llama.cpp's
+        no_parent_repo = os.environ | {"GIT_CEILING_DIRECTORIES": str(src.resolve().parent)}
+        subprocess.run(
+            ["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(tree), *flags], check=True, env=no_parent_repo
+        )
         targets = ["--target", "llama", "llama-bench", "-j", str(jobs or os.cpu_count() or 2)]
         subprocess.run(["cmake", "--build", str(tree), *targets], check=True)
         stamp.write_text(json.dumps(flags))
     else:
         print(f"llama.cpp already built in {where / 'build'} (flags unchanged): reusing it", flush=True)
+    (where / COMMIT_FILE).write_text(vendored_commit(src) + "\n")
     # the package's Python half only: its own CMake build is switched off, the libraries above are used
     no_index = os.environ.get("PIP_NO_INDEX") is not None
     subprocess.run(

@@ -100,8 +100,10 @@ def llama_bench_data(
 
 
 @pytest.mark.slow
-def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_data) -> None:
+def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_data, llama_build) -> None:
     data, proc = llama_bench_data
+    commit_file = Path(llama_build["LLAMA_BENCH"]).parents[2] / "llama_cpp_commit.txt"
+    commit = commit_file.read_text().strip()[:12] if commit_file.exists() else "unknown"
     records = {}
     for path in sorted((data / "cpu-smoke").glob("*.parquet")):
         rows = pq.read_table(path).to_pylist()
@@ -125,6 +127,7 @@ def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_da
                 if engine == "llama-bench":  # the same settings went to llama-bench, explicitly
                     cmd = config["imported"]["command"]
                     assert f"-t {config['variant']['settings']['n_threads']}" in cmd and "-fa on" in cmd
+                    assert head["engine_version"] == f"llama.cpp {commit} of llama-cpp-python 0.3.36"
                 else:
                     own = [r["value"] for r in rows if r["metric"] == "llama_tokens"]
                     assert own == [float(config["workload"]["n_tokens"])] * ENTRY.repetitions
@@ -153,3 +156,20 @@ def test_the_site_ranks_the_runner_beside_llama_bench(llama_bench_data, tmp_path
     assert "Depth fills" in deep_page and "every repetition" not in deep_page  # these records say how many
     home = (site / "index.html").read_text()
     assert tg.workload in home and "tokens/s" in home
+
+
+def test_the_vendored_commit_is_never_the_enclosing_repository(tmp_path: Path) -> None:
+    """A trimmed sdist without its git history sits inside another repository (Fair Fight's checkout, on the bench
+    hosts): llama.cpp's commit must come from the sdist or be `unknown`, never be the enclosing repository's."""
+    from runners import llamacpp_build
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+         "-m", "enclosing"], check=True,
+    )  # fmt: skip
+    src = tmp_path / "llama_cpp_python-0.3.36"
+    (src / "vendor" / "llama.cpp").mkdir(parents=True)
+    assert llamacpp_build.vendored_commit(src) == "unknown"
+    (src / "LLAMA_CPP_COMMIT").write_text("0c1e57098bba43ac29e6e3b677cdceebdd22334f\n")
+    assert llamacpp_build.vendored_commit(src) == "0c1e57098bba43ac29e6e3b677cdceebdd22334f"

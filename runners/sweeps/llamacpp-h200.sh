@@ -15,7 +15,9 @@
 # `build` carries two ignored folders (list them in .git/info/exclude), made here beforehand:
 #   .llsrc/  the llama-cpp-python 0.3.36 sdist unpacked (`python -m runners.llamacpp_build` downloads it to
 #            build/llama.cpp/), less what the build never reads, to fit the 64 MiB transfer: docs/ and, under
-#            vendor/llama.cpp/, models/*.gguf, docs, benches, .github, .git, tools/ui and tools/server (~49 MiB)
+#            vendor/llama.cpp/, models/*.gguf, docs, benches, .github, .git, tools/ui and tools/server (~49 MiB),
+#            plus the vendored commit the dropped .git knew, for the records: git -C build/llama.cpp/src/
+#            llama_cpp_python-0.3.36/vendor/llama.cpp rev-parse HEAD > .llsrc/llama_cpp_python-0.3.36/LLAMA_CPP_COMMIT
 #   .whl/    the gguf 0.19.0 and diskcache wheels, which the image lacks:
 #            pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl gguf==0.19.0 diskcache
 set -u
