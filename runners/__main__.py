@@ -1,12 +1,12 @@
-"""`python -m runners COMMAND`: run a suite (`bench`), import claims (`claim`), retract a run (`retract`) or list
-what the suites hold (`list`)."""
+"""`python -m runners COMMAND`: run a suite (`bench`), import claims (`claim`) or other tools' results (`import`),
+retract a run (`retract`) or list what the suites hold (`list`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from runners import bench, claims, retract, spec
+from runners import bench, claims, imports, retract, spec
 
 
 def _list(_: argparse.Namespace) -> int:
@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("claim", help="import claims (numbers reported elsewhere) from a TOML file into data/")
     claims.add_cli_args(p)
     p.set_defaults(func=claims.main)
+    p = sub.add_parser("import", help="import an engine's own benchmark output (llama-bench JSON) into data/")
+    imports.add_cli_args(p)
+    p.set_defaults(func=imports.main)
     p = sub.add_parser("retract", help="retract a run: a new record pointing at it, with the reason (nothing deleted)")
     retract.add_cli_args(p)
     p.set_defaults(func=retract.main)

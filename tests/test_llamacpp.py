@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from generator import load
 from runners import llama_files, metrics, spec
 from tests.conftest import run_module
 
@@ -173,3 +174,45 @@ def test_the_vendored_commit_is_never_the_enclosing_repository(tmp_path: Path) -
     assert llamacpp_build.vendored_commit(src) == "unknown"
     (src / "LLAMA_CPP_COMMIT").write_text("0c1e57098bba43ac29e6e3b677cdceebdd22334f\n")
     assert llamacpp_build.vendored_commit(src) == "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+
+
+def _llama_bench_output(data: Path, variant: str) -> list[dict]:
+    """llama-bench's own JSON results, as kept in the cross-check's records of one variant."""
+    out = []
+    for path in sorted((data / "cpu-smoke").glob(f"*-{variant}-llama-bench-*.parquet")):
+        out.append(json.loads(pq.read_table(path).column("config")[0].as_py())["imported"]["result"])
+    return out
+
+
+def test_llama_bench_output_from_elsewhere_imports_once_and_checked(llama_bench_data, tmp_path: Path) -> None:
+    """`python -m runners import llama-bench`: real llama-bench output (the cross-check's, written out as a
+    contributor's file) becomes imported records that load cleanly; again, nothing new; a result run with other
+    settings or on another model refuses the whole file, naming result and field."""
+    data, _ = llama_bench_data
+    results = _llama_bench_output(data, "llamacpp-f16")
+    assert len(results) == len(ENTRY.tests())
+    given = tmp_path / "theirs.jsonl"
+    given.write_text("".join(json.dumps(r) + "\n" for r in results))
+    target = tmp_path / "data"
+    cmd = ("runners", "import", "llama-bench", str(given), "--suite", "cpu-smoke", "--inference", "llama-tiny")
+    cmd += ("--variant", "llamacpp-f16", "--source", "a contributor's laptop (test)", "--data-dir", str(target))
+    first = run_module(*cmd)
+    assert first.stdout.count("tokens/s (mean)") == len(results)
+    loaded = load.load(target)
+    assert loaded.rejected == [] and set(loaded.runs["origin"]) == {"imported"}
+    assert set(loaded.runs["engine"]) == {"llama-bench"}
+    assert set(loaded.runs["source"]) == {"a contributor's laptop (test)"}
+    rates = loaded.rows.filter(metric="tokens_per_s")["value"].to_list()
+    assert len(rates) == len(results) * ENTRY.repetitions and all(r > 0 for r in rates)
+    again = run_module(*cmd)
+    assert again.stdout.count("already imported") == len(results)
+    assert len(load.result_files(target)) == len(results)
+    bad = [dict(r) for r in results]
+    bad[1]["n_batch"] = 7
+    bad[2]["model_n_params"] = 123
+    given.write_text(json.dumps(bad))  # llama-bench's -o json form: one array
+    refused = run_module(*cmd[:-2], "--data-dir", str(tmp_path / "other"), check=False)
+    assert refused.returncode == 1 and "refused, nothing imported" in refused.stderr
+    assert "result 2, field 'n_batch': 7, but llamacpp-f16 sets" in refused.stderr
+    assert "result 3, field 'model_n_params': 123, but llama-tiny has" in refused.stderr
+    assert not (tmp_path / "other").exists()

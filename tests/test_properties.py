@@ -3,6 +3,7 @@ any table the store accepts loads back unchanged."""
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator import load
-from runners import schema
+from runners import imports, schema, spec
 
 METRIC_NAMES = [*schema.METRIC_RULES, "custom_s", "custom_count"]
 UNITS = sorted({rule.unit for rule in schema.METRIC_RULES.values()} | {"ms", ""})
@@ -137,3 +138,27 @@ def test_a_table_is_accepted_exactly_when_every_row_is_good_and_loads_back_uncha
         assert loaded.rejected == [] and loaded.runs["run_id"].to_list() == ["prop"]
         back = loaded.rows.drop("run_id").to_dicts()
         assert back == [{k: r[k] for k in ("trial", "step", "phase", "metric", "value", "unit")} for r in rows]
+
+
+FIXTURE_H100 = Path(__file__).parent / "fixtures" / "schema-v1" / "data" / "h100"
+LLAMA_BENCH_RECORD = next(FIXTURE_H100.glob("*-llamacpp-f16-llama-bench-*.parquet"))
+BASE_RESULT = json.loads(pq.read_table(LLAMA_BENCH_RECORD).column("config")[0].as_py())["imported"]["result"]
+H100 = spec.load_suite("h100")
+ODD_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(), st.text(max_size=12),
+    st.lists(st.integers(-5, 10**9), max_size=4),
+)  # fmt: skip
+
+
+@given(st.dictionaries(st.sampled_from(sorted(BASE_RESULT)), ODD_VALUES, max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_the_llama_bench_importer_names_every_problem_and_never_crashes(changes: dict) -> None:
+    """Real llama-bench output (an H200 result kept in the fixtures) with fields changed to anything: the importer
+    either accepts it or names each problem by result and field; it never fails another way."""
+    entry = H100.inference_entry("llama-8b")
+    model, variant = H100.models[entry.model], H100.variants["llamacpp-f16"]
+    assert imports.problems_of(BASE_RESULT, 1, model, variant, entry.tests()) == []
+    problems = imports.problems_of(BASE_RESULT | changes, 1, model, variant, entry.tests())
+    assert all(p.startswith("result 1, field") for p in problems), problems
+    if all(BASE_RESULT[k] == v and type(BASE_RESULT[k]) is type(v) for k, v in changes.items()):
+        assert problems == []

@@ -1,0 +1,189 @@
+"""Importers: results that engines' own benchmark tools wrote elsewhere become records marked `imported`, checked
+like every other and shown beside Fair Fight's measurements (never ranked with them).
+
+    python -m runners import llama-bench RESULTS.jsonl --suite h100 --inference llama-8b --variant llamacpp-q8_0 \
+        --source "who ran it, on what, and where the raw output is"
+
+llama-bench: its `-o jsonl` or `-o json` output. Every result must be one of the suite entry's tests (same kind,
+token count and depth), on the suite's model shape (llama-bench's `model_n_params` equals the spec's parameter
+count, its `model_type` names the variant's weight type) with the variant's settings (batch, micro-batch, layers
+on the GPU, flash attention, KV-cache types); otherwise the file is refused whole, each problem named by result
+and field, and nothing is written. Importing the same file again writes nothing new (run ids come from its
+sha256). Its hardware is what llama-bench reported; the host's threads are kept as reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from runners import llama_bench, llamacpp, record, schema, spec, store
+
+WEIGHT_TYPES = {"f16": "F16", "q8_0": "Q8_0", "q4_k_m": "Q4_K - Medium"}
+"""How llama.cpp's `model_type` names each variant weight type (llama_model_ftype_name)."""
+SETTINGS = ("n_batch", "n_ubatch", "n_gpu_layers", "type_k", "type_v")
+FLASH_ATTN = {1: "on", 0: "off", -1: "auto"}
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """llama-bench's results from `-o json` (one array) or `-o jsonl` (an object per line)."""
+    text = path.read_text()
+    if text.lstrip().startswith("["):
+        try:
+            objs = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not JSON ({e})") from None
+        return llama_bench.parse("\n".join(json.dumps(o) for o in objs))
+    try:
+        return llama_bench.parse(text)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+def problems_of(obj: dict[str, Any], i: int, model: spec.ModelSpec, variant: spec.Variant, tests: list) -> list[str]:
+    """What keeps result `i` (from 1) from being the suite's test on the variant: each names its field."""
+    found = []
+    where = f"result {i}"
+    if obj.get("model_n_params") != model.total_params:
+        found.append(
+            f"{where}, field 'model_n_params': {obj.get('model_n_params')}, but {model.name} has "
+            f"{model.total_params} parameters: another model"
+        )
+    weights = WEIGHT_TYPES.get(variant.settings.get("weights", ""), "?")
+    if weights not in str(obj.get("model_type", "")):
+        found.append(f"{where}, field 'model_type': {obj.get('model_type')!r}, but {variant.name} runs {weights}")
+    for key in SETTINGS:
+        want = variant.settings.get(key)
+        if obj.get(key) != want:
+            found.append(f"{where}, field {key!r}: {obj.get(key)!r}, but {variant.name} sets {want!r}")
+    flash = obj.get("flash_attn")
+    said = FLASH_ATTN.get(int(flash)) if isinstance(flash, (bool, int)) else flash  # 1/true: on, 0/false: off
+    if said != variant.settings.get("flash_attn"):
+        found.append(
+            f"{where}, field 'flash_attn': {flash!r}, but {variant.name} sets {variant.settings.get('flash_attn')!r}"
+        )
+    counts = [key for key in ("n_prompt", "n_gen", "n_depth") if not _whole(obj.get(key))]
+    for key in counts:
+        found.append(f"{where}, field {key!r}: {obj.get(key)!r} is not a token count")
+    if not counts:
+        try:
+            llama_bench.test_of(obj, tests)
+        except ValueError as e:
+            found.append(f"{where}, fields 'n_prompt', 'n_gen', 'n_depth': {e}")
+    samples = obj.get("samples_ns")
+    if not (isinstance(samples, list) and samples and all(_whole(s) and s > 0 for s in samples)):
+        found.append(f"{where}, field 'samples_ns': a list of positive nanosecond counts was expected")
+    try:
+        when = datetime.fromisoformat(str(obj.get("test_time")).replace("Z", "+00:00"))
+    except ValueError:
+        found.append(f"{where}, field 'test_time': {obj.get('test_time')!r} is not an ISO 8601 time")
+    else:
+        if when.tzinfo is None:
+            found.append(f"{where}, field 'test_time': {obj.get('test_time')!r} has no time zone")
+    return found
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def import_llama_bench(
+    path: Path, suite: spec.Suite, entry: spec.Inference, variant: spec.Variant, source: str, data_dir: Path
+) -> list[str]:
+    """Write one imported record per result; returns what happened to each, or raises ValueError (nothing
+    written) listing every problem."""
+    objs = read_results(path)
+    model, tests = suite.models[entry.model], entry.tests()
+    if variant.engine != "llamacpp" or variant.name not in entry.variants:
+        raise ValueError(f"variant {variant.name!r} is not a llama.cpp variant of {suite.name}'s {entry.name}")
+    found = [p for i, obj in enumerate(objs, 1) for p in problems_of(obj, i, model, variant, tests)]
+    if not objs:
+        found.append("no results in the file")
+    if found:
+        raise ValueError(f"{path}: refused, nothing imported:\n  " + "\n  ".join(found))
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    done = []
+    for obj in objs:
+        test = llama_bench.test_of(obj, tests)
+        run_id = f"import-llama-bench-{sha[:12]}-{test.workload}-{variant.name}"
+        if store.run_path(data_dir, suite.name, run_id).exists():
+            done.append(f"{test.workload}: already imported ({run_id})")
+            continue
+        settings = {**variant.settings, "n_threads": obj.get("n_threads")}
+        files = {
+            "file": Path(str(obj.get("model_filename", "?"))).name,
+            "bytes": obj.get("model_size"),
+            "weight_bytes_per_token": None,  # not Fair Fight's file: what a token reads is not known here
+            "note": "the contributor's model file, not made by Fair Fight: same shape and weight type",
+        }
+        config = llamacpp.test_config(suite, entry, test, variant, settings, files, None, None)
+        config["variant"]["engine"] = "llama-bench"
+        config["imported"] = {"tool": "llama-bench", "file": path.name, "sha256": sha, "result": obj}
+        started = datetime.fromisoformat(obj["test_time"].replace("Z", "+00:00"))
+        hardware = {
+            "device": entry.device,
+            "count": 1,
+            "accelerator": obj.get("gpu_info") or obj.get("cpu_info") or "unknown",
+            "cpu": obj.get("cpu_info"),
+            "backends": obj.get("backends"),
+            "reported_by": "llama-bench",
+        }
+        run = record.run_columns(
+            run_id=run_id,
+            suite=suite,
+            config=config,
+            engine_version=f"llama.cpp {obj['build_commit']} (build {obj.get('build_number', '?')})",
+            status="ok",
+            error=None,
+            started=started,
+            hardware=hardware,
+            packages=(),
+        )
+        run |= {
+            "engine": "llama-bench",
+            "origin": "imported",
+            "source": source,
+            "ended_at": started + timedelta(microseconds=max(1, sum(obj["samples_ns"]) // 1000)),
+            "software": json.dumps({"llama-bench": obj["build_commit"], "backends": obj.get("backends")}),
+            "environment": "{}",  # the importing machine's variables say nothing about the run
+        }
+        rows = [
+            dict(trial=rep, step=None, phase="steady", metric=metric, value=value, unit=unit)
+            for rep, ns in enumerate(obj["samples_ns"])
+            for metric, value, unit in (
+                ("test_time_s", ns / 1e9, "s"),
+                ("tokens_per_s", test.n_tokens / (ns / 1e9), "tokens/s"),
+            )
+        ]
+        written = store.write_run(data_dir, schema.make_table(run, rows))
+        done.append(f"{test.workload}: {obj.get('avg_ts', 0):,.1f} tokens/s (mean) → {written}")
+    return done
+
+
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("tool", choices=["llama-bench"], help="whose output the file is")
+    p.add_argument("file", type=Path)
+    p.add_argument("--suite", required=True)
+    p.add_argument("--inference", required=True, help="the suite's [[inference]] entry the results are for")
+    p.add_argument("--variant", required=True, help="the llama.cpp variant whose settings the results used")
+    p.add_argument("--source", required=True, help="who ran it, on what hardware, where the raw output lives")
+    p.add_argument("--data-dir", type=Path, default=Path("data"))
+
+
+def main(args: argparse.Namespace) -> int:
+    suite = spec.load_suite(args.suite)
+    entry = suite.inference_entry(args.inference)
+    if args.variant not in suite.variants:
+        raise spec.SpecError(f"{suite.name}: no variant {args.variant!r}")
+    try:
+        lines = import_llama_bench(args.file, suite, entry, suite.variants[args.variant], args.source, args.data_dir)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
