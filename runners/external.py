@@ -42,7 +42,8 @@ from runners import provenance, record, schema, spec, store
 CONTRACT = 1
 ROW_KEYS = ("trial", "step", "phase", "metric", "value", "unit")
 STOP_GRACE_S = 60.0
-"""Beyond its trials' time budgets, before the command is stopped (the bench session allows more)."""
+"""Beyond its trials' time budgets (or one budget, if shorter), before the command is stopped (the bench session
+allows more)."""
 KEPT_LINES = 200
 """Rejected lines kept verbatim in a record (and their count beyond)."""
 
@@ -129,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     texts: dict[int, str] = {}
     rejected: list[tuple[int, str, str]] = []  # line number, text, problem
     version, status = "unknown", "ok"
-    limit = work.trials * config["workload"]["time_budget_s"] + STOP_GRACE_S
+    budget = config["workload"]["time_budget_s"]
+    limit = work.trials * budget + min(STOP_GRACE_S, budget)
     try:
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     except OSError as e:

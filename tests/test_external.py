@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -17,10 +18,10 @@ from tests.conftest import ROOT, TRAIN, run_module
 EXAMPLE = ROOT / "examples" / "engines" / "numpy.toml"
 
 
-def _bench(data: Path, variants: Path, variant: str, steps: int = 12) -> tuple[dict, list[dict], str]:
+def _bench(data: Path, variants: Path, variant: str, *more: str) -> tuple[dict, list[dict], str]:
     proc = run_module(
         "runners", "bench", "--suite", "cpu-smoke", "--workload", TRAIN, "--variants", str(variants),
-        "--variant", variant, "--steps", str(steps), "--data-dir", str(data), check=False,
+        "--variant", variant, "--steps", "12", "--data-dir", str(data), *more, check=False,
     )  # fmt: skip
     [path] = (data / "cpu-smoke").glob("*.parquet")
     rows = pq.read_table(path).to_pylist()
@@ -115,3 +116,21 @@ def test_an_outside_variants_file_is_strict(tmp_path: Path) -> None:
         spec.load_suite("cpu-smoke", external=bad)
     suite = spec.load_suite("cpu-smoke", external=EXAMPLE)
     assert "numpy-bigram" in suite.workload(TRAIN).variants and suite.variants["numpy-bigram"].engine == "external"
+
+
+def test_an_outside_engine_over_its_time_budget_is_stopped_and_keeps_its_rows(tmp_path: Path) -> None:
+    variants = _engine(
+        tmp_path,
+        """
+import time
+for step in range(2):
+    print(json.dumps({"trial": 0, "step": step, "phase": "warmup", "metric": "step_time_s", "value": 0.1,
+                      "unit": "s"}), flush=True)
+time.sleep(120)
+""",
+    )
+    t0 = time.perf_counter()
+    head, rows, out = _bench(tmp_path / "data", variants, "outside", "--time-budget", "1")
+    assert time.perf_counter() - t0 < 60, out  # stopped after its budget and one more, not after the sleep
+    assert head["status"] == "timeout" and "overran its time budget (2 s)" in head["error"], out
+    assert [r["step"] for r in rows if r["metric"] == "step_time_s"] == [0, 1]
