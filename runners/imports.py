@@ -152,15 +152,7 @@ def import_llama_bench(
             "software": json.dumps({"llama-bench": obj["build_commit"], "backends": obj.get("backends")}),
             "environment": "{}",  # the importing machine's variables say nothing about the run
         }
-        rows = [
-            dict(trial=rep, step=None, phase="steady", metric=metric, value=value, unit=unit)
-            for rep, ns in enumerate(obj["samples_ns"])
-            for metric, value, unit in (
-                ("test_time_s", ns / 1e9, "s"),
-                ("tokens_per_s", test.n_tokens / (ns / 1e9), "tokens/s"),
-            )
-        ]
-        written = store.write_run(data_dir, schema.make_table(run, rows))
+        written = store.write_run(data_dir, schema.make_table(run, llama_bench.sample_rows(obj, test.n_tokens)))
         done.append(f"{test.workload}: {obj.get('avg_ts', 0):,.1f} tokens/s (mean) → {written}")
     return done
 

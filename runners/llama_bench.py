@@ -81,6 +81,15 @@ def test_of(obj: dict[str, Any], tests: list[Any]) -> Any:
     raise ValueError(f"llama-bench result {kind}{n} at depth {obj['n_depth']} matches no test of the suite")
 
 
+def sample_rows(obj: dict[str, Any], n_tokens: int) -> list[dict[str, Any]]:
+    """A llama-bench result's repetitions as record rows: each one's time and tokens/s."""
+    return [
+        dict(trial=rep, step=None, phase="steady", metric=metric, value=value, unit=unit)
+        for rep, ns in enumerate(obj["samples_ns"])
+        for metric, value, unit in (("test_time_s", ns / 1e9, "s"), ("tokens_per_s", n_tokens / (ns / 1e9), "tokens/s"))
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     # No llama_cpp here (this process writes Parquet, and on the bench hosts' image pyarrow and llama_cpp in one
     # process crash, see runners/llamacpp.py): the runner, which runs first, has already made the model file.
@@ -120,14 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         config = llamacpp.test_config(suite, entry, test, variant, settings, files, None, None)
         config["variant"]["engine"] = "llama-bench"
         config["imported"] = {"tool": "llama-bench", "command": " ".join(cmd), "result": obj}
-        rows = [
-            dict(trial=rep, step=None, phase="steady", metric=metric, value=value, unit=unit)
-            for rep, ns in enumerate(obj["samples_ns"])
-            for metric, value, unit in (
-                ("test_time_s", ns / 1e9, "s"),
-                ("tokens_per_s", test.n_tokens / (ns / 1e9), "tokens/s"),
-            )
-        ]
+        rows = sample_rows(obj, test.n_tokens)
         run = record.run_columns(
             run_id=llamacpp.run_id(args.run_stamp, test.workload, variant.name + "-llama-bench"),
             suite=suite,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -14,6 +13,7 @@ from hypothesis import strategies as st
 
 from generator import load
 from runners import imports, schema, spec
+from tests.test_store import _run
 
 METRIC_NAMES = [*schema.METRIC_RULES, "custom_s", "custom_count"]
 UNITS = sorted({rule.unit for rule in schema.METRIC_RULES.values()} | {"ms", ""})
@@ -75,26 +75,7 @@ def spoiled_rows(draw: st.DrawFn) -> list[dict]:
 
 
 TABLES = st.one_of(ROWS, GOOD_ROWS, spoiled_rows())
-START = datetime(2026, 11, 30, tzinfo=UTC)
-RUN = {
-    "run_id": "prop",
-    "suite": "cpu-smoke",
-    "workload": "w",
-    "engine": "torch",
-    "engine_version": "2.13.0",
-    "variant": "v",
-    "tier": "stock",
-    "status": "ok",
-    "origin": "measured",
-    "started_at": START,
-    "ended_at": START + timedelta(seconds=1),
-    "accelerator": "cpu",
-    "accelerator_count": 1,
-    "config": "{}",
-    "hardware": "{}",
-    "software": "{}",
-    "environment": "{}",
-}
+RUN = _run(run_id="prop", accelerator_count=1)
 
 
 @given(TABLES)
