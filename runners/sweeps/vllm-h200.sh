@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# vLLM on an H200 bench host (issue 7), in back-to-back calls (the host keeps its files between calls only while it
+# stays warm):
+#
+#   runners/sweeps/vllm-h200.sh receive PART                  keep one wheelhouse part (carried as .vwh/PART)
+#   runners/sweeps/vllm-h200.sh install                       unpack the parts and install the wheels
+#   runners/sweeps/vllm-h200.sh run DATA_DIR LOG_DIR ENTRY [VARIANT...]   the serving tests of one [[serving]] entry
+#
+# The wheelhouse is vLLM 0.25.0 (the release built for the image's torch 2.11 + CUDA 13) and the small wheels the
+# image lacks (../shared/ENVIRONMENT.md lists them), made here beforehand and split into 60 MiB parts:
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 ... -d vwh \
+#       vllm==0.25.0 cachetools blake3 fastapi==0.136.3 ...
+#   tar cf - vwh | split -b 60m - .vwh/part          (.vwh/ listed in .git/info/exclude)
+set -u
+STEP=${1:?receive, install or run}
+export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
+export FAIRFIGHT_CACHE=${FAIRFIGHT_CACHE:-/root/ffc}
+SITE=/root/vsite
+export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
+
+case $STEP in
+receive)
+  mkdir -p /root/vparts && cp ".vwh/${2:?part name}" /root/vparts/ && ls -la /root/vparts
+  ;;
+install)
+  cat /root/vparts/part* | tar xf - -C /root && rm -rf /root/vparts
+  python3 -m pip install -q --no-index --no-deps --no-compile --target $SITE /root/vwh/*.whl 2>&1 | tail -3
+  python3 -c "import vllm, aiohttp, pyarrow; print('vllm', vllm.__version__, 'aiohttp', aiohttp.__version__)"
+  nvidia-smi -L
+  df -h /root | tail -1
+  ;;
+run)
+  DATA=${2:?data dir}
+  LOG=${3:?log dir}
+  ENTRY=${4:?serving entry}
+  shift 4
+  V=()
+  for v in "$@"; do V+=(--variant "$v"); done
+  python3 -m runners bench --suite h100 --data-dir "$DATA" --workload "$ENTRY" "${V[@]}" >"$LOG/bench-$ENTRY.log" 2>&1
+  echo "bench exit $?"
+  tail -n 30 "$LOG/bench-$ENTRY.log"
+  ;;
+*)
+  echo "usage: $0 receive PART | install | run DATA LOG ENTRY [VARIANT...]" >&2
+  exit 2
+  ;;
+esac
