@@ -7,10 +7,12 @@
 #   runners/sweeps/vllm-h200.sh run DATA_DIR LOG_DIR ENTRY [VARIANT...]   the serving tests of one [[serving]] entry
 #
 # The wheelhouse is vLLM 0.25.0 (the release built for the image's torch 2.11 + CUDA 13) and the small wheels the
-# image lacks (../shared/ENVIRONMENT.md lists them), made here beforehand and split into 60 MiB parts:
+# image lacks (../shared/ENVIRONMENT.md lists them; the OpenAI server also needs model-hosting-container-standards,
+# jmespath and supervisor), made here beforehand and split into 50 MiB parts (a call carries the working tree too,
+# 64 MiB in all):
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 ... -d vwh \
-#       vllm==0.25.0 cachetools blake3 fastapi==0.136.3 ...
-#   tar cf - vwh | split -b 60m - .vwh/part          (.vwh/ listed in .git/info/exclude)
+#       vllm==0.25.0 cachetools blake3 fastapi==0.136.3 ... model-hosting-container-standards jmespath supervisor
+#   tar cf - vwh | split -b 50m - .vwh/q          (.vwh/ listed in .git/info/exclude)
 set -u
 STEP=${1:?receive, install or run}
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
@@ -21,10 +23,10 @@ export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 
 case $STEP in
 receive)
-  mkdir -p /root/vparts && cp ".vwh/${2:?part name}" /root/vparts/ && ls -la /root/vparts
+  mkdir -p /root/vparts && rm -f /root/vparts/part* && cp ".vwh/${2:?part name}" /root/vparts/ && ls -la /root/vparts
   ;;
 install)
-  cat /root/vparts/part* | tar xf - -C /root && rm -rf /root/vparts
+  cat /root/vparts/q* | tar xf - -C /root && rm -rf /root/vparts
   python3 -m pip install -q --no-index --no-deps --no-compile --target $SITE /root/vwh/*.whl 2>&1 | tail -3
   python3 -c "import vllm, aiohttp, pyarrow; print('vllm', vllm.__version__, 'aiohttp', aiohttp.__version__)"
   nvidia-smi -L
