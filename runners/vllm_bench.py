@@ -79,32 +79,38 @@ def throughput_rows(result: dict[str, Any], output_tokens: int) -> list[dict[str
 
 
 def serve_requests(result: dict[str, Any]) -> tuple[list[Any], float]:
-    """`vllm bench serve --save-result`: its per-request arrays as the load generator's requests, and the point's
-    duration; errors name the field and the request."""
+    """`vllm bench serve --save-result --save-detailed`: its per-request arrays as the load generator's requests, and
+    the point's duration; errors name the field and the request. Releases before about 0.30 keep no per-request
+    latency: a request's end-to-end time is then its TTFT plus its inter-token gaps (the last token's arrival, which
+    leaves out only the final usage chunk)."""
     from runners.metrics import ServedRequest
 
-    for key in ("duration", "ttfts", "itls", "latencies", "output_lens", "input_lens"):
+    for key in ("duration", "ttfts", "itls", "output_lens", "input_lens"):
         if key not in result:
-            raise ValueError(f"vllm bench serve result: no field {key!r}")
-    n = len(result["latencies"])
-    for key in ("ttfts", "itls", "output_lens", "input_lens"):
+            raise ValueError(f"vllm bench serve result: no field {key!r} (was it run with --save-detailed?)")
+    n = len(result["ttfts"])
+    latencies = result.get("latencies")
+    for key in ("itls", "output_lens", "input_lens", *(["latencies"] if latencies is not None else [])):
         if len(result[key]) != n:
             raise ValueError(f"vllm bench serve result: field {key!r} has {len(result[key])} entries, not {n}")
     errors = result.get("errors") or [""] * n
     out = []
     for i in range(n):
-        ok = not errors[i] and result["output_lens"][i] > 0
+        ok = not errors[i] and result["output_lens"][i] > 0 and result["ttfts"][i] is not None
+        try:
+            ttft = float(result["ttfts"][i]) if ok else None
+            gaps = tuple(float(g) for g in result["itls"][i]) if ok else ()
+            e2e = None if not ok else float(latencies[i]) if latencies is not None else ttft + sum(gaps)
+            tokens = (int(result["input_lens"][i]), int(result["output_lens"][i]))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"vllm bench serve result: request {i}: not a number ({e})") from None
         out.append(
-            ServedRequest(
-                ok=ok,
-                ttft_s=float(result["ttfts"][i]) if ok else None,
-                itl_s=tuple(float(g) for g in result["itls"][i]) if ok else (),
-                e2e_s=float(result["latencies"][i]) if ok else None,
-                prompt_tokens=int(result["input_lens"][i]),
-                output_tokens=int(result["output_lens"][i]),
-            )
+            ServedRequest(ok=ok, ttft_s=ttft, itl_s=gaps, e2e_s=e2e, prompt_tokens=tokens[0], output_tokens=tokens[1])
         )
-    return out, float(result["duration"])
+    duration = result["duration"]
+    if not isinstance(duration, int | float) or isinstance(duration, bool) or duration <= 0:
+        raise ValueError(f"vllm bench serve result: field 'duration' is {duration!r}, not a positive time")
+    return out, float(duration)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -476,6 +476,8 @@ def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, e
             rows = vllm_bench.throughput_rows(result, entry.num_prompts * entry.output_len)
         else:
             rows = served_rows(*vllm_bench.serve_requests(result))
+            if "latencies" not in result:
+                result["e2e_from"] = "ttft + itls: this vLLM keeps no per-request latency"
     except ValueError as e:
         print(f"    vllm bench {tool}: its result cannot be read ({e}); the runner's record stands", file=sys.stderr)
         return
