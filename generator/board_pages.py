@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from generator import catalog_pages, charts, derive, editions, inference, load, pages
+from generator import catalog_pages, charts, derive, editions, inference, load, pages, serving
 from runners import metrics
 
 
@@ -59,6 +59,8 @@ def write_pages(
     window_losses = derive.loss_windows(summary, loaded.rows)
     scaling = derive.scaling(summary)
     tests = inference.test_summary(summary, loaded.rows)
+    served = serving.test_summary(summary, loaded.rows)
+    tp = serving.tp_scaling(served)
     index_rows, claim_rows, nav = [], [], []
     for suite, workload in boards:
         slug = pages.slug(suite, workload)
@@ -67,6 +69,10 @@ def write_pages(
         work_tests = tests.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         if work_tests.height:
             index_rows.append(_inference_board(env, docs / href, suite, workload, work_tests, chart_sink, slug))
+            continue
+        work_served = served.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
+        if work_served.height:
+            index_rows.append(_serving_board(env, docs / href, suite, workload, work_served, tp, tests))
             continue
         all_runs = summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         board = boards[(suite, workload)]
@@ -130,6 +136,7 @@ def write_pages(
                 claims=claims.height,
                 best=best,
                 inference=None,
+                serving=None,
             )
         )
         if claims.height:
@@ -208,4 +215,51 @@ def _inference_board(
         claims=0,
         best=None,
         inference=best or (tool.row(0, named=True) if tool.height else None),
+        serving=None,
+    )
+
+
+def _serving_board(
+    env: Any, path: Path, suite: str, workload: str, tests: pl.DataFrame, tp: pl.DataFrame, llama: pl.DataFrame
+) -> dict[str, Any]:
+    """A serving test's page (the runner's runs by throughput, vLLM's bench tool beside each, tensor-parallel
+    scaling, and at one request in flight llama.cpp's generation on the same model); returns its home-page row."""
+    current = tests.filter(pl.col("retracted_by").is_null())
+    measured = current.filter(pl.col("origin") == "measured")
+    ok = measured.filter(pl.col("status") == "ok").sort("out_rate", "run_id", descending=[True, False], nulls_last=True)
+    config = json.loads((measured if measured.height else current)["config"][0])
+    model = config["model"]["name"]
+    beside = llama.filter(
+        (pl.col("suite") == suite)
+        & (pl.col("model_name") == model)
+        & (pl.col("kind") == "tg")
+        & (pl.col("depth") == 0)
+        & (pl.col("origin") == "measured")
+        & (pl.col("status") == "ok")
+        & pl.col("retracted_by").is_null()
+    ).sort("weights", "started_at")
+    pages.render(
+        env,
+        "serving.md.j2",
+        path,
+        suite=suite,
+        workload=workload,
+        config=config,
+        work=config["workload"],
+        rows=ok.to_dicts(),
+        imported=current.filter(pl.col("origin") == "imported").sort("variant", "started_at").to_dicts(),
+        failures=measured.filter(pl.col("status") != "ok").sort("started_at").to_dicts(),
+        scaling=tp.filter((pl.col("suite") == suite) & (pl.col("workload") == workload)).to_dicts(),
+        llama=beside.to_dicts() if config["workload"].get("concurrency") == 1 else [],
+    )
+    best = ok.row(0, named=True) if ok.height else None
+    return dict(
+        suite=suite,
+        workload=workload,
+        href=str(path.relative_to(path.parent.parent)),
+        runs=measured.height,
+        claims=0,
+        best=None,
+        inference=None,
+        serving=best,
     )

@@ -456,9 +456,7 @@ def summarize_serving(path: Path) -> dict[str, object]:
         sd = (sum((r - mean) ** 2 for r in rates) / max(1, len(rates) - 1)) ** 0.5
         return line | {"steps": len(rates), "steps_per_s": f"{mean:,.1f} ± {sd:,.1f} output tokens/s"}
     if any(r["metric"] == "duration_s" for r in t):
-        from runners import vllm_engine
-
-        requests, duration = vllm_engine.requests_of_rows(t)
+        requests, duration = metrics.requests_from_rows(t)
         m = metrics.serving_metrics(requests, duration, float("inf"), float("inf"))
         if "median_ttft_ms" in m:
             text = f"{m['output_tokens_per_s']:,.1f} output tokens/s, TTFT {m['median_ttft_ms']:,.1f} ms"

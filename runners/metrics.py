@@ -235,6 +235,15 @@ def scaling_efficiency(per_device_rate: float, per_device_rate_one: float) -> fl
     return per_device_rate / per_device_rate_one
 
 
+def strong_scaling_efficiency(rate: float, rate_one: float, devices: int) -> float:
+    """Strong-scaling efficiency of the same work split over `devices` (tensor parallelism serving one request
+    stream): speedup over one device ÷ devices; 1.0 means N devices finish N times faster. Source: Amdahl-style
+    strong scaling as in Hoefler & Belli, SC 2015, section 5."""
+    if rate_one <= 0 or devices <= 0:
+        raise ValueError("the one-device rate and the device count must be positive")
+    return rate / rate_one / devices
+
+
 # Datasheet memory per device (GB) and bandwidth (bytes/s), for stating the hardware difference between a claim's
 # GPUs and ours. Sources: NVIDIA H100 datasheet (SXM5: 80 GB HBM3, 3.35 TB/s); NVIDIA H200 datasheet (SXM: 141 GB
 # HBM3e, 4.8 TB/s). The dense bf16 peak is the same for both (DATASHEET_PEAK_FLOPS).
@@ -304,6 +313,37 @@ class ServedRequest:
     prompt_tokens: int
     output_tokens: int
     """As the server's usage report counts them."""
+
+
+SERVED_SAMPLES = ("request_ok", "ttft_s", "e2e_s", "prompt_tokens", "output_tokens", "itl_s", "duration_s")
+"""The record rows of a served point (runners/vllm_engine.py `served_rows`): per request (trial) and per gap (step)."""
+
+
+def requests_from_rows(rows: Sequence[dict]) -> tuple[list[ServedRequest], float]:
+    """A served point's requests and duration back from its record rows (`trial`, `step`, `metric`, `value`)."""
+    by: dict[int, dict] = {}
+    duration = 0.0
+    for r in rows:
+        if r["metric"] == "duration_s":
+            duration = r["value"]
+        elif r["metric"] in SERVED_SAMPLES:
+            d = by.setdefault(r["trial"], {"itl": {}})
+            if r["metric"] == "itl_s":
+                d["itl"][r["step"]] = r["value"]
+            else:
+                d[r["metric"]] = r["value"]
+    requests = [
+        ServedRequest(
+            ok=bool(d.get("request_ok")),
+            ttft_s=d.get("ttft_s"),
+            itl_s=tuple(v for _, v in sorted(d["itl"].items())),
+            e2e_s=d.get("e2e_s"),
+            prompt_tokens=int(d.get("prompt_tokens") or 0),
+            output_tokens=int(d.get("output_tokens") or 0),
+        )
+        for _, d in sorted(by.items())
+    ]
+    return requests, duration
 
 
 def serving_metrics(

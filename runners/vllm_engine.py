@@ -259,37 +259,6 @@ def served_rows(requests: list[Any], duration_s: float) -> list[dict[str, Any]]:
     return rows
 
 
-def requests_of_rows(rows: list[dict[str, Any]]) -> tuple[list[Any], float]:
-    """The inverse of `served_rows`: the requests and the duration (what the generator computes figures from)."""
-    from runners.metrics import ServedRequest
-
-    by: dict[int, dict[str, Any]] = {}
-    duration = 0.0
-    for r in rows:
-        if r["metric"] == "duration_s":
-            duration = r["value"]
-            continue
-        if r["metric"] not in ("request_ok", "ttft_s", "e2e_s", "prompt_tokens", "output_tokens", "itl_s"):
-            continue
-        d = by.setdefault(r["trial"], {"itl": {}})
-        if r["metric"] == "itl_s":
-            d["itl"][r["step"]] = r["value"]
-        else:
-            d[r["metric"]] = r["value"]
-    out = [
-        ServedRequest(
-            ok=bool(d.get("request_ok")),
-            ttft_s=d.get("ttft_s"),
-            itl_s=tuple(v for _, v in sorted(d["itl"].items())),
-            e2e_s=d.get("e2e_s"),
-            prompt_tokens=int(d.get("prompt_tokens", 0)),
-            output_tokens=int(d.get("output_tokens", 0)),
-        )
-        for _, d in sorted(by.items())
-    ]
-    return out, duration
-
-
 # --- records -----------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,171 @@
+"""Serving tests (vLLM: offline throughput and served latency) from loaded records to the numbers their pages show:
+per-run statistics, the cross-check against `vllm bench`, tensor-parallel scaling, and batch-1 decode beside
+llama.cpp's generation test.
+
+Every formula comes from `runners.metrics` (`serving_metrics`, `median_ci`, `mbu`); this module only groups, joins
+and orders. Served points are recomputed from their raw per-request samples, so the runner's records and vLLM's
+tool's records go through the very same code.
+"""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from runners import metrics
+
+KINDS = ("offline", "serve")
+BENCH_TAG = "-vllm-bench-"
+"""vLLM's bench tool's record of a test has the runner's run id with this inserted before the random suffix."""
+
+
+def is_serving(summary: pl.DataFrame) -> pl.Series:
+    return summary["config"].str.json_path_match("$.workload.kind").is_in(KINDS).fill_null(False)
+
+
+def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> list[dict]:
+    served = runs.filter(pl.col("kind") == "serve")
+    samples = rows.filter(
+        pl.col("run_id").is_in(served["run_id"].implode()), pl.col("metric").is_in(metrics.SERVED_SAMPLES)
+    )
+    by_run = {key[0]: g for key, g in samples.partition_by("run_id", as_dict=True).items()}
+    out = []
+    for run_id, config in served.select("run_id", "config").iter_rows():
+        group = by_run.get(run_id)
+        if group is None:
+            continue
+        entry = json.loads(config)["workload"]["serving"]
+        requests, duration = metrics.requests_from_rows(group.select("trial", "step", "metric", "value").to_dicts())
+        if duration <= 0:
+            continue
+        figures = metrics.serving_metrics(requests, duration, entry["slo_ttft_ms"], entry["slo_tpot_ms"])
+        out.append({"run_id": run_id, **figures})
+    return out
+
+
+def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """One row per serving run: its test (kind, concurrency or request rate, lengths), tensor-parallel size, and
+    figures. Offline: output tokens/s over repetitions (median with a 95% interval, mean ± sd), total tokens/s and
+    requests/s (means). Served: `metrics.serving_metrics` of its requests (throughputs, goodput, mean/median/p99 of
+    TTFT, TPOT, ITL and end-to-end latency). At one request in flight, the decode rate is 1000 / median TPOT and its
+    MBU is the bytes a decoded token reads × that rate ÷ the datasheet bandwidth. vLLM's bench tool's record of the
+    same test is paired with the runner's (`bench_*` columns; ratios are runner / tool)."""
+    cfg = pl.col("config")
+    runs = summary.filter(is_serving(summary)).with_columns(
+        kind=cfg.str.json_path_match("$.workload.kind"),
+        concurrency=cfg.str.json_path_match("$.workload.concurrency").cast(pl.Int64),
+        request_rate=cfg.str.json_path_match("$.workload.request_rate").cast(pl.Float64),
+        input_len=cfg.str.json_path_match("$.workload.input_len").cast(pl.Int64),
+        output_len=cfg.str.json_path_match("$.workload.output_len").cast(pl.Int64),
+        entry=cfg.str.json_path_match("$.workload.serving.name"),
+        model_name=cfg.str.json_path_match("$.model.name"),
+        dtype=cfg.str.json_path_match("$.variant.settings.dtype"),
+        decode_bytes_per_token=cfg.str.json_path_match("$.derived.decode_bytes_per_token").cast(pl.Float64),
+    )
+    offline = (
+        rows.filter(
+            pl.col("run_id").is_in(runs.filter(pl.col("kind") == "offline")["run_id"].implode()),
+            pl.col("phase") == "steady",
+            pl.col("metric").is_in(["output_tokens_per_s", "total_tokens_per_s", "request_throughput"]),
+        )
+        .pivot(on="metric", index=["run_id", "trial"], values="value", aggregate_function="first")
+        .sort("run_id", "trial")
+    )
+    for name in ("output_tokens_per_s", "total_tokens_per_s", "request_throughput"):
+        if name not in offline.columns:
+            offline = offline.with_columns(pl.lit(None, dtype=pl.Float64).alias(name))
+    per_run = offline.group_by("run_id", maintain_order=True).agg(
+        pl.col("output_tokens_per_s").alias("rates"),
+        out_mean=pl.col("output_tokens_per_s").mean(),
+        out_sd=pl.col("output_tokens_per_s").std(),
+        total_mean=pl.col("total_tokens_per_s").mean(),
+        requests_mean=pl.col("request_throughput").mean(),
+    )
+    stats = []
+    for run_id, rates in per_run.select("run_id", "rates").iter_rows():
+        ci = metrics.median_ci([r for r in rates if r is not None]) if rates else None
+        stats.append((run_id, *((ci.median, ci.lo, ci.hi, ci.coverage, ci.n) if ci else (None, None, None, None, 0))))
+    stat_frame = pl.DataFrame(
+        stats,
+        schema={
+            "run_id": pl.String,
+            "out_med": pl.Float64,
+            "out_lo": pl.Float64,
+            "out_hi": pl.Float64,
+            "out_coverage": pl.Float64,
+            "repetitions": pl.Int64,
+        },
+        orient="row",
+    )
+    served_schema = {"run_id": pl.String, **{k: pl.Float64 for k in _SERVED_COLUMNS}}
+    served = pl.DataFrame(
+        [{k: f.get(k) for k in served_schema} for f in _served_figures(runs, rows)], schema=served_schema
+    )
+    bandwidth = [(metrics.datasheet_memory(acc) or (None, None))[1] for acc in runs["accelerator"].to_list()]
+    out = (
+        runs.with_columns(datasheet_bandwidth=pl.Series(bandwidth, dtype=pl.Float64))
+        .join(per_run.drop("rates"), on="run_id", how="left")
+        .join(stat_frame, on="run_id", how="left")
+        .join(served, on="run_id", how="left")
+        .with_columns(
+            # the test's output tokens/s, whichever kind: offline mean over repetitions, or the served point's
+            out_rate=pl.coalesce("out_mean", "output_tokens_per_s"),
+            decode_rate=pl.when(pl.col("concurrency") == 1).then(1000 / pl.col("median_tpot_ms")),
+            paired_run=pl.when(pl.col("origin") == "imported").then(
+                pl.col("run_id").str.replace(BENCH_TAG, "-", literal=True)
+            ),
+        )
+        .with_columns(
+            # tensor parallelism splits the weights: the bandwidth is every GPU's together
+            mbu_datasheet=pl.col("decode_bytes_per_token")
+            * pl.col("decode_rate")
+            / (pl.col("datasheet_bandwidth") * pl.col("accelerator_count"))
+        )
+    )
+    bench = out.filter(pl.col("engine") == "vllm-bench").select(
+        run_id="paired_run",
+        bench_run=pl.col("run_id"),
+        bench_rate=pl.col("out_rate"),
+        bench_ttft=pl.col("median_ttft_ms"),
+        bench_tpot=pl.col("median_tpot_ms"),
+    )
+    return out.join(bench, on="run_id", how="left").with_columns(
+        bench_ratio=pl.col("out_rate") / pl.col("bench_rate"),
+        bench_tpot_ratio=pl.col("median_tpot_ms") / pl.col("bench_tpot"),
+    )
+
+
+_SERVED_COLUMNS = (
+    "completed_requests",
+    "failed_requests",
+    "duration_s",
+    "request_throughput",
+    "output_tokens_per_s",
+    "total_tokens_per_s",
+    "goodput_requests_per_s",
+    *(f"{s}_{m}" for m in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms") for s in ("mean", "median", "p99")),
+)
+
+
+def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
+    """Each measured test's latest ok run per tensor-parallel size, with its output tokens/s over the one-GPU run's
+    of the same test and suite (speedup) and that speedup per GPU (`metrics.strong_scaling_efficiency`)."""
+    latest = (
+        tests.filter((pl.col("origin") == "measured") & (pl.col("status") == "ok") & pl.col("retracted_by").is_null())
+        .filter(pl.col("out_rate").is_not_null())
+        .sort("started_at")
+        .group_by("suite", "workload", "accelerator_count", maintain_order=True)
+        .last()
+    )
+    one = latest.filter(pl.col("accelerator_count") == 1).select("suite", "workload", one_rate=pl.col("out_rate"))
+    joined = latest.join(one, on=["suite", "workload"], how="left").with_columns(
+        speedup=pl.col("out_rate") / pl.col("one_rate")
+    )
+    eff = [
+        None if s is None else metrics.strong_scaling_efficiency(r, o, n)
+        for s, r, n, o in joined.select("speedup", "out_rate", "accelerator_count", "one_rate").iter_rows()
+    ]
+    return joined.with_columns(efficiency=pl.Series(eff, dtype=pl.Float64)).sort(
+        "suite", "entry", "kind", "concurrency", "accelerator_count"
+    )
