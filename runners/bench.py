@@ -388,7 +388,9 @@ def run_serving(
         raise spec.SpecError(f"variant {variant.name!r}: no serving runner for engine {variant.engine!r}")
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
     print(f"[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
-    cmd = [sys.executable, "-m", "runners.vllm_engine", "--suite", args.suite, "--serving", entry.name]
+    # vLLM lives in an environment of its own on CPU machines (runners/vllm_env.py); elsewhere, in this one
+    python = os.environ.get("FAIRFIGHT_VLLM_PYTHON") or sys.executable
+    cmd = [python, "-m", "runners.vllm_engine", "--suite", args.suite, "--serving", entry.name]
     cmd += ["--variant", variant.name, "--run-stamp", stamp, "--data-dir", str(args.data_dir)]
     cmd += [a for t in tests for a in ("--workload", t.workload)] + (["--note", args.note] if args.note else [])
     started, t0 = datetime.now(UTC), time.perf_counter()

