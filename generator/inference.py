@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from generator import derive
 from runners import metrics
 
 KINDS = ("pp", "tg")
@@ -53,26 +54,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         rate_sd=pl.col("tokens_per_s").std(),
         llama_rate=(pl.col("llama_tokens") / pl.col("llama_time_s")).median(),
     )
-    stats = []
-    for run_id, rates in per_run.select("run_id", "tokens_per_s").iter_rows():
-        rates = [r for r in rates if r is not None]
-        ci = metrics.median_ci(rates) if rates else None
-        if ci is None:
-            stats.append((run_id, None, None, None, None, 0))
-        else:
-            stats.append((run_id, ci.median, ci.lo, ci.hi, ci.coverage, ci.n))
-    stat_frame = pl.DataFrame(
-        stats,
-        schema={
-            "run_id": pl.String,
-            "rate_med": pl.Float64,
-            "rate_lo": pl.Float64,
-            "rate_hi": pl.Float64,
-            "rate_coverage": pl.Float64,
-            "repetitions": pl.Int64,
-        },
-        orient="row",
-    )
+    stat_frame = derive.repetition_intervals(per_run.select("run_id", "tokens_per_s"), "rate")
     bandwidth = [(metrics.datasheet_memory(acc) or (None, None))[1] for acc in runs["accelerator"].to_list()]
     out = (
         runs.with_columns(datasheet_bandwidth=pl.Series(bandwidth, dtype=pl.Float64))

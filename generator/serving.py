@@ -13,6 +13,7 @@ import json
 
 import polars as pl
 
+from generator import derive
 from runners import metrics
 
 KINDS = ("offline", "serve")
@@ -82,22 +83,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         total_mean=pl.col("total_tokens_per_s").mean(),
         requests_mean=pl.col("request_throughput").mean(),
     )
-    stats = []
-    for run_id, rates in per_run.select("run_id", "rates").iter_rows():
-        ci = metrics.median_ci([r for r in rates if r is not None]) if rates else None
-        stats.append((run_id, *((ci.median, ci.lo, ci.hi, ci.coverage, ci.n) if ci else (None, None, None, None, 0))))
-    stat_frame = pl.DataFrame(
-        stats,
-        schema={
-            "run_id": pl.String,
-            "out_med": pl.Float64,
-            "out_lo": pl.Float64,
-            "out_hi": pl.Float64,
-            "out_coverage": pl.Float64,
-            "repetitions": pl.Int64,
-        },
-        orient="row",
-    )
+    stat_frame = derive.repetition_intervals(per_run.select("run_id", "rates"), "out")
     served_schema = {"run_id": pl.String, **{k: pl.Float64 for k in _SERVED_COLUMNS}}
     served = pl.DataFrame(
         [{k: f.get(k) for k in served_schema} for f in _served_figures(runs, rows)], schema=served_schema

