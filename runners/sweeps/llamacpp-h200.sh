@@ -26,6 +26,9 @@ export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export FAIRFIGHT_CACHE=${FAIRFIGHT_CACHE:-/root/ffc}
 LLB=${LLB:-/root/llama.cpp}
+# The carried folders are ignored here through .git/info/exclude, which does not travel with the tree:
+# without this the records made here would say harness_dirty although the tree sent was clean.
+[ -d .git/info ] && for d in .llsrc/ .whl/; do grep -qxF "$d" .git/info/exclude 2>/dev/null || echo "$d" >> .git/info/exclude; done
 python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site .whl/*.whl >/dev/null 2>&1 || true
 export PYTHONPATH=/root/site${PYTHONPATH:+:$PYTHONPATH}
 eval "$(python3 -c 'from runners import llamacpp_build as b; import sys

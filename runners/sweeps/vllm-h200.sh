@@ -12,6 +12,8 @@
 # 64 MiB in all):
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 ... -d vwh \
 #       vllm==0.25.0 cachetools blake3 fastapi==0.136.3 ... model-hosting-container-standards jmespath supervisor
+#   (llguidance 1.7.x, which vLLM 0.25 asks for, was not on the index on 2026-11-30: 1.6.1 stands in; it serves only
+#   structured output, which no test uses)
 #   tar cf - vwh | split -b 50m - .vwh/q          (.vwh/ listed in .git/info/exclude)
 set -u
 STEP=${1:?receive, install or run}
@@ -19,6 +21,9 @@ export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
 export FAIRFIGHT_CACHE=${FAIRFIGHT_CACHE:-/root/ffc}
 SITE=/root/vsite
+# The carried folders are ignored here through .git/info/exclude, which does not travel with the tree:
+# without this the records made here would say harness_dirty although the tree sent was clean.
+[ -d .git/info ] && for d in .vwh/; do grep -qxF "$d" .git/info/exclude 2>/dev/null || echo "$d" >> .git/info/exclude; done
 export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 
 case $STEP in
