@@ -55,11 +55,14 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def env_changes(runs: pl.DataFrame) -> pl.DataFrame:
-    """Per run, the allowlisted variables it set that not every measured run of its suite on the same hardware
-    set alike (an NCCL sweep, say), as `KEY=VALUE` text: what the image or launcher sets everywhere is omitted."""
+    """Per run, the allowlisted variables it set that not every measured run of its suite, engine and hardware
+    set alike (an NCCL sweep, say), as `KEY=VALUE` text: what the image or an engine's launcher sets everywhere
+    (torchrun's TORCH_* for every PyTorch run, none for MLX's) is omitted."""
     envs = {run_id: json.loads(env) for run_id, env in runs.select("run_id", "environment").iter_rows()}
     out = []
-    for _, group in runs.filter(pl.col("origin") == "measured").group_by("suite", "accelerator", "accelerator_count"):
+    for _, group in runs.filter(pl.col("origin") == "measured").group_by(
+        "suite", "engine", "accelerator", "accelerator_count"
+    ):
         items = [set(envs[r].items()) for r in group["run_id"]]
         common = set.intersection(*items)
         out += [

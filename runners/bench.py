@@ -70,6 +70,8 @@ def runner_command(work: spec.Workload, variant: spec.Variant, args: argparse.Na
         world = args.world_size or work.world_size
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}"]
         cmd += ["-m", "runners.torch_train"]
+    elif variant.engine == "mlx":
+        cmd = [sys.executable, "-m", "runners.mlx_train"]
     elif variant.engine == "external":
         cmd = [sys.executable, "-m", "runners.external", "--variants", str(args.variants)]
     else:
@@ -97,6 +99,15 @@ def runner_command(work: spec.Workload, variant: spec.Variant, args: argparse.Na
     for item in args.set or []:
         cmd += ["--set", item]
     return cmd
+
+
+def runner_env(work: spec.Workload, variant: spec.Variant) -> dict[str, str]:
+    """Variables one variant's runner needs beyond the session's (MLX on a Linux CPU: OpenBLAS preloaded)."""
+    if variant.engine == "mlx":
+        from runners import mlx_train
+
+        return mlx_train.launch_env(work.device)
+    return {}
 
 
 def sweep_env(items: list[str] | None) -> dict[str, str]:
@@ -282,7 +293,7 @@ def run_suite(args: argparse.Namespace) -> int:
         started, t0 = datetime.now(UTC), time.perf_counter()
         cmd = runner_command(work, variant, args, run_id)
         limit = work.trials * (args.time_budget or work.time_budget_s) + GRACE_S
-        code, err = _run_teeing_stderr(cmd, env, limit)
+        code, err = _run_teeing_stderr(cmd, env | runner_env(work, variant), limit)
         path = store.run_path(args.data_dir, suite.name, run_id)
         if not path.exists():
             status = _classify(code, err or "")

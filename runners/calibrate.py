@@ -19,13 +19,9 @@ SIZES = {
 }
 
 
-def _timed(torch: Any, device: Any, fn: Any, inner: int, reps: int = 5) -> float:
-    """Median seconds of one call of fn over `reps` repetitions of `inner` calls, after a warm-up."""
-
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
+def _timed(fn: Any, inner: int, sync: Any = lambda: None, reps: int = 5) -> float:
+    """Median seconds of one call of fn over `reps` repetitions of `inner` calls, after a warm-up; `sync` waits for
+    the device before the clock is read."""
     for _ in range(2):
         fn()
     sync()
@@ -39,22 +35,26 @@ def _timed(torch: Any, device: Any, fn: Any, inner: int, reps: int = 5) -> float
     return statistics.median(samples)
 
 
+def _sync(torch: Any, device: Any) -> Any:
+    return (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+
+
 def _time_matmul(torch: Any, device: Any, n: int, dtype: Any) -> float:
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
-    return _timed(torch, device, lambda: torch.mm(a, b), inner=10)
+    return _timed(lambda: torch.mm(a, b), inner=10, sync=_sync(torch, device))
 
 
 def _time_copy(torch: Any, device: Any, nbytes: int) -> float:
     x = torch.empty(nbytes, dtype=torch.uint8, device=device)
     y = torch.empty_like(x)
-    return _timed(torch, device, lambda: y.copy_(x), inner=10)
+    return _timed(lambda: y.copy_(x), inner=10, sync=_sync(torch, device))
 
 
 def _time_allreduce(torch: Any, dist: Any, device: Any, nbytes: int) -> float:
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32  # gloo reduces fp32 most reliably
     buf = torch.ones(nbytes // dtype.itemsize, dtype=dtype, device=device)
-    return _timed(torch, device, lambda: dist.all_reduce(buf), inner=5)
+    return _timed(lambda: dist.all_reduce(buf), inner=5, sync=_sync(torch, device))
 
 
 def calibrate(*, device: Any, world: int, precision: str) -> dict[str, Any]:
@@ -85,4 +85,30 @@ def calibrate(*, device: Any, world: int, precision: str) -> dict[str, Any]:
             None if t_ar is None else metrics.allreduce_bus_bandwidth(sizes["allreduce_bytes"], t_ar, world)
         ),
         "method": "median of 5 repetitions after 2 warm-up calls, device synchronised (runners/calibrate.py)",
+    }
+
+
+def calibrate_mlx(*, device: str, precision: str) -> dict[str, Any]:
+    """The same peaks measured with MLX on its default device (one device: no all-reduce); mx.eval waits for the
+    work, so each timed call is complete when the clock is read."""
+    import mlx.core as mx
+
+    sizes = SIZES["cpu" if device == "cpu" else "cuda"]
+    n = sizes["matmul_n"]
+    dtype = mx.bfloat16 if precision == "bf16" else mx.float32
+    a, b = mx.random.normal((n, n)).astype(dtype), mx.random.normal((n, n)).astype(dtype)
+    x = mx.zeros((sizes["copy_bytes"],), dtype=mx.uint8)
+    mx.eval(a, b, x)
+    t_mm = _timed(lambda: mx.eval(a @ b), inner=10)
+    t_copy = _timed(lambda: mx.eval(x + 1), inner=10)  # reads and writes every byte once, as a copy does
+    return {
+        "matmul_precision": precision,
+        "matmul_n": n,
+        "matmul_flops": metrics.matmul_flops(n, n, n) / t_mm,
+        "copy_bytes": sizes["copy_bytes"],
+        "copy_bytes_per_s": metrics.copy_bandwidth(sizes["copy_bytes"], t_copy),
+        "allreduce_bytes": None,
+        "allreduce_ranks": 1,
+        "allreduce_busbw_bytes_per_s": None,
+        "method": "MLX: median of 5 repetitions after 2 warm-up calls, each call evaluated (runners/calibrate.py)",
     }

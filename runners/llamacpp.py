@@ -248,14 +248,6 @@ def device_memory_gib(device: str) -> float | None:
     return None
 
 
-def hardware_probe(device: str) -> dict[str, Any]:
-    """`provenance.hardware` run in a child process: its CUDA path imports torch, and torch in a process that has
-    llama.cpp loaded aborts it on the bench hosts' image ("free(): invalid pointer", seen there)."""
-    code = "import json, sys; from runners import provenance; print(json.dumps(provenance.hardware(sys.argv[1], 1)))"
-    out = subprocess.run([sys.executable, "-c", code, device], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
-
-
 def run_id(stamp: str, workload: str, variant: str) -> str:
     """A test's run id: the bench session's stamp (UTC start and a random suffix) around the test's names."""
     when, _, suffix = stamp.partition("~")
@@ -346,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["files"]:
         return make_files(argv[1:])
 
-    from runners import llama_files, record, spec
+    from runners import llama_files, provenance, record, spec
 
     p = argparse.ArgumentParser(prog="python -m runners.llamacpp", description=__doc__.splitlines()[0])
     p.add_argument("--suite", required=True)
@@ -368,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     files = made | {"file": path.name, "weight_bytes_per_token": weight_bytes_read_per_token(path)}
     files["make_s"] = round(time.perf_counter() - t0, 3)
     print(f"model file {path} ({files['bytes'] / 2**30:.2f} GiB) ready", file=sys.stderr, flush=True)
-    hardware = hardware_probe(entry.device)
+    hardware = provenance.hardware_in_child(entry.device, 1)
     bench = _Bench(llama_cpp, path, settings, entry.device)
     version = llama_cpp.__version__
     peak: float | None = None

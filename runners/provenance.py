@@ -169,6 +169,22 @@ def hardware(device: str, count: int) -> dict[str, object]:
     return info
 
 
+def hardware_in_child(device: str, count: int) -> dict[str, object]:
+    """`hardware` probed by a child process, for runners whose process must not import torch (its CUDA path does):
+    torch beside llama.cpp aborts the process on the bench hosts' image ("free(): invalid pointer"), a CUDA context
+    beside vLLM takes memory the engine counts on (`gpu_memory_utilization`), and MLX's CUDA backend is kept apart
+    from torch's CUDA libraries likewise."""
+    import json
+    import subprocess
+
+    code = (
+        "import json, sys; from runners import provenance; "
+        "print(json.dumps(provenance.hardware(sys.argv[1], int(sys.argv[2]))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, device, str(count)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
 def versions(*packages: str) -> dict[str, str | None]:
     """Python, platform and the installed version of each named package (None if absent)."""
     found: dict[str, str | None] = {"python": sys.version.split()[0], "platform": platform.platform()}

@@ -108,10 +108,10 @@ METRIC_RULES: dict[str, Metric] = {
 }
 METRICS = {name: rule.unit for name, rule in METRIC_RULES.items()}
 
-RUNNER_ENGINES = ("torch", "llamacpp", "vllm", "external")
+RUNNER_ENGINES = ("torch", "mlx", "llamacpp", "vllm", "external")
 """Engines whose records Fair Fight measures with its own runners (origin `measured`); `external` is any engine
 run through the external-runner contract (runners/external.py), named by its variant."""
-IMPORTED_ENGINES = ("llama-bench", "vllm-bench")
+IMPORTED_ENGINES = ("llama-bench", "vllm-bench", "mlx-lm-benchmark")
 """Engines' own tools whose output Fair Fight imports (origin `imported`). Claims and retractions name any engine."""
 
 

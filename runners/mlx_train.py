@@ -1,0 +1,300 @@
+"""MLX training runner: the seed's GPT-style model on one device (Apple GPU, CUDA GPU or CPU), one process.
+
+Launched by the bench session as
+    python -m runners.mlx_train --suite S --workload NAME --variant V --data-dir data --run-id ID [--set key=value]
+It starts from the same initial-weights file and reads the same token stream as the PyTorch runner
+(runners/artifacts.py), so its loss curve is checked against PyTorch's by the site's loss-parity check. Each step
+is evaluated (`mx.eval` of the loss, the parameters and the optimizer state) before the clock is read.
+
+MLX has no autocast: `precision = "bf16-mixed"` keeps float32 parameters and runs each matmul in bfloat16, with
+LayerNorm, the residual stream and the loss in float32 — what torch.autocast(bfloat16) does (runners/mlx_model.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import platform
+import resource
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from runners import artifacts, calibrate, provenance, record, schema, spec, store, torch_setup
+
+PROCESS_START = time.perf_counter()
+CACHE_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight"))
+
+DEFAULTS: dict[str, Any] = {
+    "precision": "fp32",  # fp32 | bf16-mixed (float32 parameters, bfloat16 matmuls; see the module docstring)
+    "optimizer": "adamw",  # mlx.optimizers.AdamW
+    "lr": 1e-3,  # AdamW has no default rate in MLX; PyTorch's default, as every torch variant uses
+    "betas": [0.9, 0.999],
+    "eps": 1e-8,
+    "weight_decay": 1e-2,
+    "bias_correction": False,  # MLX's default; PyTorch's AdamW always corrects, so parity needs True
+    "compile": False,  # mx.compile of the whole step (forward, backward, optimizer update)
+}
+"""Every setting an MLX training variant writes out, with MLX's defaults (mlx 0.32): the run page's diff."""
+CHOICES: dict[str, tuple[Any, ...]] = {"precision": ("fp32", "bf16-mixed"), "optimizer": ("adamw",)}
+OPENBLAS = (
+    "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
+    "/usr/lib/aarch64-linux-gnu/openblas-pthread/libopenblas.so.0",
+)
+"""Debian's OpenBLAS (package libopenblas0-pthread). MLX's Linux CPU wheel links the reference BLAS, about 30×
+slower at matmuls (../shared/ENVIRONMENT.md): on a CPU the bench session preloads this one, or says it could not."""
+
+
+def check_settings(variant: spec.Variant, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    return spec.check_written_out(
+        f"variant {variant.name!r}: settings", dict(variant.settings) | (overrides or {}), DEFAULTS, CHOICES
+    )
+
+
+def compute_precision(settings: dict[str, Any]) -> str:
+    """The precision the matmuls run in, which picks the peak MFU is measured against."""
+    return "bf16" if settings["precision"] == "bf16-mixed" else "fp32"
+
+
+def launch_env(device: str) -> dict[str, str]:
+    """Variables the bench session sets for an MLX process: on a Linux CPU, OpenBLAS preloaded where it is
+    installed (none found: nothing set, and the record says the reference BLAS ran)."""
+    if device != "cpu" or platform.system() != "Linux":
+        return {}
+    found = next((p for p in OPENBLAS if Path(p).exists()), None)
+    return {"LD_PRELOAD": found} if found else {}
+
+
+def blas_used(device: str) -> str | None:
+    """What did the CPU matmuls, for the record (None on a GPU)."""
+    if device != "cpu":
+        return None
+    if platform.system() != "Linux":
+        return "MLX's CPU backend (Accelerate on macOS)"
+    preloaded = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if "openblas" in p]
+    if preloaded:
+        return f"OpenBLAS preloaded ({preloaded[0]})"
+    return "the reference BLAS of MLX's Linux wheel (no OpenBLAS found: install libopenblas0-pthread)"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="runners.mlx_train", description=__doc__.splitlines()[0])
+    p.add_argument("--suite", required=True, help="suite name or path to its TOML file")
+    p.add_argument("--workload", required=True)
+    p.add_argument("--variant", required=True)
+    p.add_argument("--data-dir", default="data", help="where the result file goes")
+    p.add_argument("--run-id", required=True, help="id chosen by the bench session")
+    p.add_argument("--steps", type=int, default=None, help="override the workload's step count (short checks)")
+    p.add_argument("--micro-batch", type=int, default=None, help="override the workload's micro-batch")
+    p.add_argument("--time-budget", type=float, default=None, help="override the per-trial time budget (seconds)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a variant setting (sweeps)")
+    p.add_argument("--note", default=None, help="the operator's note on how this ran, kept in the record")
+    return p.parse_args(argv)
+
+
+def train_trial(
+    *,
+    mx: Any,
+    model_spec: spec.ModelSpec,
+    work: spec.Workload,
+    settings: dict[str, Any],
+    steps: int,
+    micro_batch: int,
+    budget_s: float,
+    log: Any,
+) -> tuple[list[float], list[float], dict[str, float], str | None]:
+    """One trial from the shared initial weights; returns step times, losses, run-level values, stop reason."""
+    from functools import partial
+
+    import mlx.nn as nn
+    import mlx.optimizers as optim
+
+    from runners.mlx_model import GPT, loss_fn
+
+    trial_start = time.perf_counter()
+    compute = mx.bfloat16 if settings["precision"] == "bf16-mixed" else mx.float32
+    model = GPT(model_spec, compute)
+    model.load_numpy(
+        artifacts.read_safetensors(artifacts.initial_weights_file(model_spec, work.seed, CACHE_DIR / "init"))
+    )
+    opt = optim.AdamW(
+        learning_rate=settings["lr"],
+        betas=list(settings["betas"]),
+        eps=settings["eps"],
+        weight_decay=settings["weight_decay"],
+        bias_correction=settings["bias_correction"],
+    )
+    loss_and_grad = nn.value_and_grad(model, loss_fn)
+
+    def step_fn(x: Any, y: Any) -> Any:
+        loss, grads = loss_and_grad(model, x, y)
+        opt.update(model, grads)
+        return loss
+
+    state = [model.state, opt.state]
+    if settings["compile"]:
+        step_fn = partial(mx.compile, inputs=state, outputs=state)(step_fn)
+    tokens = artifacts.token_batches(
+        vocab=model_spec.vocab, seed=work.seed, steps=range(steps), global_batch=micro_batch, seq_len=work.seq_len
+    )
+    data = mx.array(tokens)  # resident on the device: the input pipeline is not measured
+    mx.eval(model.parameters(), data)
+    mx.reset_peak_memory()
+    setup_s = time.perf_counter() - trial_start
+    marks, losses, stop = [time.perf_counter()], [], None
+    for step in range(steps):
+        loss = step_fn(data[step, :, :-1], data[step, :, 1:])
+        mx.eval(loss, state)
+        marks.append(time.perf_counter())
+        losses.append(loss.item())
+        done = step + 1
+        if done % work.window_steps == 0 or done == steps:
+            mean = sum(losses[-work.window_steps :]) / len(losses[-work.window_steps :])
+            log(f"  step {done}/{steps}  loss {mean:.3f}  {time.perf_counter() - trial_start:.1f} s")
+            if time.perf_counter() - trial_start > budget_s and done < steps:
+                stop = f"time budget of {budget_s:g} s reached after {done} of {steps} steps"
+                break
+    times = [b - a for a, b in itertools.pairwise(marks)]
+    run_values = {"setup_s": setup_s, "warmup_s": sum(times[: work.warmup_steps])}
+    if work.device == "cpu":
+        run_values["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    else:
+        run_values["peak_mem_gib"] = mx.get_peak_memory() / 2**30
+    return times, losses, run_values, stop
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = datetime.now(UTC)
+    suite = spec.load_suite(args.suite)
+    work = suite.workload(args.workload)
+    variant = suite.variants.get(args.variant) or spec.load_variants().get(args.variant)
+    if variant is None or variant.engine != "mlx":
+        raise spec.SpecError(f"{args.variant!r} is not an MLX variant")
+    if work.world_size != 1:
+        raise spec.SpecError(
+            f"workload {work.name!r} has world_size {work.world_size}: the MLX runner drives one device per process"
+        )
+    overrides = torch_setup.parse_overrides(args.set)
+    settings = check_settings(variant, overrides)
+    steps = args.steps or work.steps
+    micro_batch = args.micro_batch or work.micro_batch
+    if steps <= work.warmup_steps:
+        raise SystemExit(f"--steps {steps} leaves no steady steps after {work.warmup_steps} warm-up steps")
+
+    import mlx.core as mx
+
+    mx.set_default_device(mx.cpu if work.device == "cpu" else mx.gpu)
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+
+    ctx = dict(
+        args=args, suite=suite, work=work, variant=variant, settings=settings, overrides=overrides, steps=steps
+    ) | dict(micro_batch=micro_batch, started=started, mx=mx)
+    rows: list[dict[str, Any]] = []
+    status, error, calibration = "ok", None, None
+    log(
+        f"{variant.name} on {work.name}: MLX {mx.__version__} on {mx.default_device()}, micro-batch {micro_batch}, "
+        f"{steps} steps × {work.trials} trial(s){' with ' + str(overrides) if overrides else ''}"
+    )
+    try:
+        calibration = calibrate.calibrate_mlx(device=work.device, precision=compute_precision(settings))
+        log(
+            f"  calibration: matmul {calibration['matmul_flops'] / 1e12:.2f} TFLOP/s, copy "
+            f"{calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s"
+        )
+        for trial in range(work.trials):
+            times, losses, run_values, stop = train_trial(
+                mx=mx,
+                model_spec=suite.models[work.model],
+                work=work,
+                settings=settings,
+                steps=steps,
+                micro_batch=micro_batch,
+                budget_s=args.time_budget or work.time_budget_s,
+                log=log,
+            )
+            for step, (t, loss) in enumerate(zip(times, losses, strict=True)):
+                phase = "warmup" if step < work.warmup_steps else "steady"
+                rows.append(dict(trial=trial, step=step, phase=phase, metric="step_time_s", value=t, unit="s"))
+                rows.append(dict(trial=trial, step=step, phase=phase, metric="loss", value=loss, unit="nats"))
+            run_values["steps_completed"] = float(len(times))
+            if trial == 0:
+                run_values["startup_s"] = time.perf_counter() - PROCESS_START - sum(times)
+            for metric, value in run_values.items():
+                rows.append(
+                    dict(trial=trial, step=None, phase="run", metric=metric, value=value, unit=schema.METRICS[metric])
+                )
+            if stop:
+                status, error = "timeout", stop
+                log(f"  stopped: {stop}")
+                break
+    except Exception as e:  # a failure is a result: record it, then fail the process
+        oom = "out of memory" in str(e).lower() or "outofmemory" in type(e).__name__.lower()
+        status, error = ("oom" if oom else "failed"), "".join(traceback.format_exception(e))[-4000:]
+        if not rows:
+            rows.append(dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps"))
+        _write(ctx, status, error, rows, calibration)
+        raise
+    log(f"  wrote {_write(ctx, status, error, rows, calibration)}")
+    return 0
+
+
+def hardware(device: str, mx: Any) -> dict[str, Any]:
+    """provenance.hardware, probed in a child process on a CUDA host (its CUDA path imports torch, kept out of the
+    process that has MLX's CUDA backend loaded), with MLX's own name for an Apple GPU."""
+    if device == "cuda":
+        return provenance.hardware_in_child(device, 1)
+    hw = provenance.hardware(device, 1)
+    if device == "metal":
+        info = mx.device_info()
+        hw |= {
+            "accelerator": f"{info.get('device_name', 'Apple GPU')} GPU",
+            "accelerator_memory_gib": round(info.get("memory_size", 0) / 2**30, 1) or None,
+        }
+    return hw
+
+
+def _write(
+    ctx: dict[str, Any], status: str, error: str | None, rows: list[dict[str, Any]], calibration: dict[str, Any] | None
+) -> Path:
+    mx, work, settings = ctx["mx"], ctx["work"], ctx["settings"]
+    run = record.run_columns(
+        run_id=ctx["args"].run_id,
+        suite=ctx["suite"],
+        engine_version=mx.__version__,
+        status=status,
+        error=error,
+        started=ctx["started"],
+        hardware=hardware(work.device, mx),
+        config=record.config(
+            ctx["suite"],
+            work,
+            ctx["variant"],
+            steps=ctx["steps"],
+            micro_batch=ctx["micro_batch"],
+            world_size=1,
+            time_budget_s=ctx["args"].time_budget,
+            overrides=ctx["overrides"],
+            settings=settings,
+            note=ctx["args"].note,
+            engine_defaults=DEFAULTS,
+            compute_precision=compute_precision(settings),
+            initial_weights=artifacts.spec_key(ctx["suite"].models[work.model], work.seed) + ".safetensors",
+            launcher="python -m runners.mlx_train (one process, one device)",
+            mlx_device=str(mx.default_device()),
+            blas=blas_used(work.device),
+        ),
+        packages=("mlx", "mlx-cuda-13", "mlx-cpu", "mlx-metal", "numpy", "pyarrow"),
+        calibration=calibration,
+    )
+    return store.write_run(ctx["args"].data_dir, schema.make_table(run, rows))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

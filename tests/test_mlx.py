@@ -1,0 +1,131 @@
+"""MLX (mlx-cpu here): the training runner against PyTorch on the same weights and data, and the generation runner
+against mlx_lm.benchmark. Real engines on CPU with tiny shapes; OpenBLAS is preloaded where installed, as the bench
+session does (`nox -s tests` installs it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from generator import derive, load
+from runners import artifacts, mlx_train, schema, spec
+from tests.conftest import run_module
+
+SMOKE = spec.load_suite("cpu-smoke")
+ONE_DEVICE = "train-gpt-tiny-1dev"
+
+
+def test_mlx_model_matches_torch_on_the_shared_weights() -> None:
+    """The same initial-weights file gives the same loss in both engines, fp32 and bf16 (mixed)."""
+    import mlx.core as mx
+    import torch
+
+    from runners import mlx_model, torch_model
+
+    mx.set_default_device(mx.cpu)
+    model_spec = SMOKE.models["gpt-tiny"]
+    weights = artifacts.init_weights(model_spec, 0)
+    tokens = artifacts.token_batches(vocab=model_spec.vocab, seed=0, steps=range(1), global_batch=4, seq_len=64)[0]
+    reference = torch_model.GPT(model_spec)
+    reference.load_numpy(weights)
+    with torch.no_grad():
+        logits = reference(torch.from_numpy(tokens[:, :-1]))
+        want = torch.nn.functional.cross_entropy(
+            logits.view(-1, model_spec.vocab), torch.from_numpy(tokens[:, 1:]).reshape(-1)
+        )
+    for compute, tolerance in ((mx.float32, 1e-5), (mx.bfloat16, 1e-2)):
+        model = mlx_model.GPT(model_spec, compute)
+        model.load_numpy(weights)
+        got = mlx_model.loss_fn(model, mx.array(tokens[:, :-1]), mx.array(tokens[:, 1:])).item()
+        assert abs(got - want.item()) < tolerance, (compute, got, want.item())
+    wrong = dict(weights)
+    wrong.pop("head.weight")
+    with pytest.raises(ValueError, match=r"missing \['head.weight'\]"):
+        mlx_model.GPT(model_spec).load_numpy(wrong)
+
+
+def test_mlx_settings_are_written_out_and_checked() -> None:
+    variant = SMOKE.variants["mlx-fp32"]
+    assert mlx_train.check_settings(variant) == variant.settings | {"lr": 1e-3, "eps": 1e-8, "weight_decay": 1e-2}
+    assert mlx_train.compute_precision(mlx_train.check_settings(SMOKE.variants["mlx-bf16-compile"])) == "bf16"
+    with pytest.raises(spec.SpecError, match="unknown key 'fused'"):
+        mlx_train.check_settings(variant, {"fused": True})
+    with pytest.raises(spec.SpecError, match=r"'precision': 'fp16' is not one of"):
+        mlx_train.check_settings(variant, {"precision": "fp16"})
+    broken = spec.Variant(name="mlx-x", engine="mlx", tier="stock", description="x", settings={"precision": "fp32"})
+    with pytest.raises(spec.SpecError, match="missing key 'betas'"):
+        mlx_train.check_settings(broken)
+
+
+def test_openblas_is_preloaded_on_a_linux_cpu_when_installed() -> None:
+    env = mlx_train.launch_env("cpu")
+    installed = [p for p in mlx_train.OPENBLAS if Path(p).exists()]
+    assert env == ({"LD_PRELOAD": installed[0]} if installed else {})
+    assert mlx_train.launch_env("cuda") == {} and mlx_train.blas_used("cuda") is None
+    assert "reference BLAS" in mlx_train.blas_used("cpu") or "OpenBLAS" in mlx_train.blas_used("cpu")
+
+
+def test_mlx_runner_refuses_a_multi_device_workload(tmp_path: Path) -> None:
+    proc = run_module(
+        "runners.mlx_train", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-mb4", "--variant", "mlx-fp32",
+        "--run-id", "x", "--data-dir", str(tmp_path), check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0 and "drives one device per process" in proc.stderr
+    assert not list(tmp_path.rglob("*.parquet"))
+
+
+@pytest.fixture(scope="module")
+def mlx_train_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real bench session of the one-device workload: PyTorch's fp32 baseline and both MLX variants."""
+    data = tmp_path_factory.mktemp("mlx") / "data"
+    run_module(
+        "runners", "bench", "--suite", "cpu-smoke", "--workload", ONE_DEVICE, "--variant", "ddp-fp32-stock",
+        "--variant", "mlx-fp32", "--variant", "mlx-bf16-compile", "--data-dir", str(data), "--steps", "30",
+    )  # fmt: skip
+    return data
+
+
+@pytest.mark.slow
+def test_mlx_training_records_and_loss_parity_with_torch(mlx_train_data: Path, tmp_path: Path) -> None:
+    files = {pq.read_table(p, columns=["variant"])["variant"][0].as_py(): p for p in mlx_train_data.rglob("*.parquet")}
+    assert sorted(files) == ["ddp-fp32-stock", "mlx-bf16-compile", "mlx-fp32"]
+    losses = {}
+    for variant, path in files.items():
+        table = pq.read_table(path)
+        assert schema.check_table(table) == [], variant
+        rows = table.to_pylist()
+        run = rows[0]
+        assert run["status"] == "ok" and run["accelerator_count"] == 1, (variant, run["error"])
+        losses[variant] = np.array([r["value"] for r in rows if r["metric"] == "loss"])
+        assert len(losses[variant]) == 30
+        if variant.startswith("mlx"):
+            config = json.loads(run["config"])
+            assert run["engine"] == "mlx" and run["engine_version"].startswith("0.")
+            assert config["engine_defaults"]["bias_correction"] is False  # MLX's default, changed by the variant
+            assert config["variant"]["settings"]["bias_correction"] is True
+            assert config["blas"] == mlx_train.blas_used("cpu") or "OpenBLAS" in config["blas"]
+            assert json.loads(run["calibration"])["matmul_flops"] > 0
+            run_values = {r["metric"]: r["value"] for r in rows if r["phase"] == "run"}
+            assert run_values["steps_completed"] == 30 and run_values["warmup_s"] > 0
+    # same initial weights, same tokens, same optimizer maths: fp32 MLX follows PyTorch fp32 step by step
+    assert np.max(np.abs(losses["mlx-fp32"] - losses["ddp-fp32-stock"])) < 1e-3
+    assert np.max(np.abs(losses["mlx-bf16-compile"] - losses["ddp-fp32-stock"])) < 2e-2
+    assert losses["mlx-fp32"][-1] < losses["mlx-fp32"][0] - 0.5  # and it learns
+    loaded = load.load(mlx_train_data)
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    parity = dict(summary.select("variant", "loss_parity_ok").iter_rows())
+    assert parity == {"ddp-fp32-stock": True, "mlx-fp32": True, "mlx-bf16-compile": True}
+    board = derive.leaderboards(summary)[("cpu-smoke", ONE_DEVICE)]
+    assert sorted(board["variant"]) == sorted(files)
+    assert board.filter(pl.col("engine") == "mlx")["mfu_calibrated"].min() > 0
+    site = tmp_path / "site"
+    run_module("generator.build", "--data", str(mlx_train_data), "--out", str(site), "--work", str(tmp_path / "w"))
+    page = (tmp_path / "w" / "docs" / "leaderboards" / f"cpu-smoke-{ONE_DEVICE}.md").read_text()
+    for variant in files:
+        assert f"| {variant} |" in page or f"| {variant} <small>" in page
+    assert "| mlx 0." in page and "| torch 2." in page
