@@ -238,12 +238,13 @@ def scaling(points: pl.DataFrame) -> alt.LayerChart:
     return (lines + dots + full).properties(width="container", height=260)
 
 
-ENGINE_COLORS = {"llamacpp": "#1f6feb", "llama-bench": "#8c8c8c"}
+ENGINE_COLORS = {"llamacpp": "#1f6feb", "llama-bench": "#8c8c8c", "mlx": "#d9480f", "mlx-lm-benchmark": "#f4a261"}
 
 
 def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
     """An inference test's tokens/s per run (median of repetitions, 95% interval): the runner's measurements and
-    llama-bench's on the same file side by side, coloured by which tool measured them."""
+    the engine's own tool's (llama-bench, mlx_lm.benchmark) on the same weights side by side, coloured by which
+    measured them."""
     data = tests.filter(pl.col("rate_med").is_not_null()).select(
         pl.format("{} · {} · {}", pl.col("variant"), pl.col("engine"), pl.col("run_id").str.slice(0, 16)).alias("run"),
         "variant",

@@ -1,5 +1,6 @@
 """Inference tests (llama-bench style: pp and tg at a KV-cache depth) from loaded records to the numbers their
-pages show: per-run statistics over repetitions, the cross-check against llama-bench, MBU, and rankings.
+pages show: per-run statistics over repetitions, the cross-check against the engine's own tool (llama-bench,
+mlx_lm.benchmark), MBU, and rankings.
 
 Every formula comes from `runners.metrics`; this module only groups, joins and orders.
 """
@@ -12,8 +13,9 @@ from generator import derive
 from runners import metrics
 
 KINDS = ("pp", "tg")
-BENCH_TAG = "-llama-bench-"
-"""llama-bench's record of a test has the runner's run id with this inserted before the random suffix."""
+BENCH_TAGS = {"llama-bench": "-llama-bench-", "mlx-lm-benchmark": "-mlx-lm-benchmark-"}
+"""An engine's own tool's record of a test (llama-bench for llama.cpp, mlx_lm.benchmark for MLX) has the runner's
+run id with this inserted before the random suffix."""
 
 
 def is_inference(summary: pl.DataFrame) -> pl.Series:
@@ -24,8 +26,8 @@ def is_inference(summary: pl.DataFrame) -> pl.Series:
 def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per inference run: its test, weights, and tokens/s over repetitions (median with a 95% interval,
     mean ± standard deviation), llama.cpp's own counters' rate, the bytes a decoded token reads and the MBU
-    against the datasheet bandwidth; the llama-bench record of the same test, file and settings is paired with
-    the runner's (`bench_*` columns and the ratio runner / llama-bench of the means). `depth_fills` is how many
+    against the datasheet bandwidth; the engine's own tool's record of the same test, weights and settings is paired
+    with the runner's (`bench_*` columns and the ratio runner / tool of the means). `depth_fills` is how many
     repetitions decoded their depth (null in records older than the runner's depth-state reuse, which decoded it
     on every repetition, and in llama-bench's)."""
     cfg = pl.col("config")
@@ -64,16 +66,20 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             mbu_datasheet=pl.when(pl.col("kind") == "tg").then(
                 pl.col("decode_bytes_per_token") * pl.col("rate_mean") / pl.col("datasheet_bandwidth")
             ),
-            paired_run=pl.when(pl.col("origin") == "imported").then(
-                pl.col("run_id").str.replace(BENCH_TAG, "-", literal=True)
+            paired_run=pl.coalesce(
+                pl.when((pl.col("origin") == "imported") & (pl.col("engine") == tool)).then(
+                    pl.col("run_id").str.replace(tag, "-", literal=True)
+                )
+                for tool, tag in BENCH_TAGS.items()
             ),
         )
     )
-    bench = out.filter(pl.col("engine") == "llama-bench").select(
+    bench = out.filter(pl.col("engine").is_in(list(BENCH_TAGS))).select(
         run_id="paired_run",
         bench_run=pl.col("run_id"),
         bench_rate=pl.col("rate_mean"),
         bench_sd=pl.col("rate_sd"),
+        bench_tool=pl.col("engine"),
     )
     return out.join(bench, on="run_id", how="left").with_columns(bench_ratio=pl.col("rate_mean") / pl.col("bench_rate"))
 

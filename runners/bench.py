@@ -318,6 +318,14 @@ def run_suite(args: argparse.Namespace) -> int:
     return 0 if all(s["status"] == "ok" for s in summary) else 1
 
 
+INFERENCE_ENGINES = {
+    "llamacpp": ("runners.llamacpp", "runners.llama_bench", "llama-bench"),
+    "mlx": ("runners.mlx_generate", "runners.mlx_lm_bench", "mlx-lm-benchmark"),
+}
+"""Per engine with inference tests: its runner module, the module that runs the engine's own benchmark tool on the
+same weights and settings, and that tool's name (also the tag in the tool's run ids)."""
+
+
 def run_inference(
     args: argparse.Namespace,
     suite: spec.Suite,
@@ -327,11 +335,14 @@ def run_inference(
     env: dict[str, str],
 ) -> list[dict[str, object]]:
     """One variant's tests in one runner process (the model loads once), then the engine's own benchmark tool on
-    the same file and settings; a test the runner did not record gets a failure record."""
-    from runners import llamacpp
+    the same weights and settings; a test the runner did not record gets a failure record."""
+    from runners import llamacpp, mlx_train
 
-    if variant.engine != "llamacpp":
+    if variant.engine not in INFERENCE_ENGINES:
         raise spec.SpecError(f"variant {variant.name!r}: no inference runner for engine {variant.engine!r}")
+    runner, checker, tool = INFERENCE_ENGINES[variant.engine]
+    if variant.engine == "mlx":
+        env = env | mlx_train.launch_env(entry.device)
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
     print(f"[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
     common = ["--suite", args.suite, "--inference", entry.name, "--variant", variant.name, "--run-stamp", stamp]
@@ -339,7 +350,7 @@ def run_inference(
     started, t0 = datetime.now(UTC), time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         measured = Path(tmp) / "tests.jsonl"
-        cmd = [sys.executable, "-m", "runners.llamacpp", *common, "--out", str(measured)]
+        cmd = [sys.executable, "-m", runner, *common, "--out", str(measured)]
         code, err = _run_teeing_stderr(
             cmd + (["--note", args.note] if args.note else []), env, entry.time_budget_s + GRACE_S
         )
@@ -361,25 +372,24 @@ def run_inference(
                 "file": str(path),
             }
         )
-    if os.environ.get("LLAMA_BENCH"):  # the cross-check, when a llama-bench built from the same source is there
-        code, err = _run_teeing_stderr(
-            [sys.executable, "-m", "runners.llama_bench", *common, "--data-dir", str(args.data_dir)],
-            env,
-            entry.time_budget_s + GRACE_S,
-        )
-        for test in tests:
-            path = store.run_path(
-                args.data_dir, suite.name, llamacpp.run_id(stamp, test.workload, variant.name + "-llama-bench")
-            )
-            if path.exists():
-                lines.append(
-                    {"workload": test.workload, "variant": f"{variant.name} (llama-bench)", **summarize_test(path)}
-                    | {"wall_s": f"{time.perf_counter() - t0:.0f}", "file": str(path)}
-                )
-        if code != 0:
-            print(f"    llama-bench cross-check failed (exit {code}); the runner's records stand", flush=True)
-    else:
+    if variant.engine == "llamacpp" and not os.environ.get("LLAMA_BENCH"):
         print("    no LLAMA_BENCH set: the llama-bench cross-check is skipped", flush=True)
+        return lines
+    # the cross-check (llama-bench when one built from the same source is there; mlx_lm.benchmark comes with mlx-lm)
+    code, err = _run_teeing_stderr(
+        [sys.executable, "-m", checker, *common, "--data-dir", str(args.data_dir)], env, entry.time_budget_s + GRACE_S
+    )
+    for test in tests:
+        path = store.run_path(
+            args.data_dir, suite.name, llamacpp.run_id(stamp, test.workload, f"{variant.name}-{tool}")
+        )
+        if path.exists():
+            lines.append(
+                {"workload": test.workload, "variant": f"{variant.name} ({tool})", **summarize_test(path)}
+                | {"wall_s": f"{time.perf_counter() - t0:.0f}", "file": str(path)}
+            )
+    if code != 0:
+        print(f"    {tool} cross-check failed (exit {code}); the runner's records stand", flush=True)
     return lines
 
 
@@ -515,12 +525,19 @@ def write_test_failure(
     error: str,
 ) -> Path:
     """A record for an inference test whose runner died before writing it."""
-    from runners import llamacpp
+    from runners import llamacpp, mlx_generate
 
-    hw, version = _failure_provenance(entry.device, 1, "llama_cpp_python")
-    files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model file was described"}
-    config = llamacpp.test_config(suite, entry, test, variant, dict(variant.settings), files, args.note, None)
-    packages = ("llama_cpp_python", "gguf", "numpy")
+    settings = dict(variant.settings)
+    if variant.engine == "mlx":
+        hw, version = _failure_provenance(entry.device, 1, "mlx")
+        files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model folder was described"}
+        config = mlx_generate.test_config(suite, entry, test, variant, settings, files, args.note)
+        packages: tuple[str, ...] = ("mlx", "mlx-lm", "numpy")
+    else:
+        hw, version = _failure_provenance(entry.device, 1, "llama_cpp_python")
+        files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model file was described"}
+        config = llamacpp.test_config(suite, entry, test, variant, settings, files, args.note, None)
+        packages = ("llama_cpp_python", "gguf", "numpy")
     return _write_unfinished_test(args, suite, run_id, started, status, error, hw, version, config, packages)
 
 

@@ -129,3 +129,58 @@ def test_mlx_training_records_and_loss_parity_with_torch(mlx_train_data: Path, t
     for variant in files:
         assert f"| {variant} |" in page or f"| {variant} <small>" in page
     assert "| mlx 0." in page and "| torch 2." in page
+
+
+TOOL_OUTPUT = """Running warmup..
+Timing with prompt_tokens=64, generation_tokens=16, batch_size=1.
+Trial 1:  prompt_tps=1234.500, generation_tps=180.250, peak_memory=0.031, total_time=0.140
+Trial 2:  prompt_tps=1200.000, generation_tps=190.000, peak_memory=0.031, total_time=0.130
+Averages: prompt_tps=1217.250, generation_tps=185.125, peak_memory=0.031
+"""
+
+
+def test_mlx_lm_benchmark_output_is_read_with_clear_errors() -> None:
+    from runners import mlx_lm_bench
+
+    trials = mlx_lm_bench.parse(TOOL_OUTPUT)
+    assert [t["prompt_tps"] for t in trials] == [1234.5, 1200.0] and trials[1]["generation_tps"] == 190.0
+    assert [r["value"] for r in mlx_lm_bench.sample_rows(trials, "generation_tps")] == [180.25, 190.0]
+    with pytest.raises(ValueError, match=r"out\.txt line 3: field 'prompt_tps': 'fast' is not a number"):
+        mlx_lm_bench.parse(TOOL_OUTPUT.replace("prompt_tps=1234.500", "prompt_tps=fast"), "out.txt")
+    with pytest.raises(ValueError, match=r"line 4: no field 'generation_tps'"):
+        mlx_lm_bench.parse(TOOL_OUTPUT.replace("generation_tps=190.000, ", ""))
+    with pytest.raises(ValueError, match="no `Trial N:` lines"):
+        mlx_lm_bench.parse("Averages: prompt_tps=1.0")
+
+
+@pytest.mark.slow
+def test_mlx_generation_beside_mlx_lm_benchmark(tmp_path: Path) -> None:
+    """A real bench session of MLX's depth-0 tests on the tiny Llama: the runner's records, mlx_lm.benchmark's beside
+    them (imported, paired), and the inference page showing both."""
+    from generator import inference
+
+    data = tmp_path / "data"
+    proc = run_module(
+        "runners", "bench", "--suite", "cpu-smoke", "--workload", "llama-tiny-pp64-d0", "--workload",
+        "llama-tiny-tg16-d0", "--variant", "mlx-f16", "--data-dir", str(data),
+        FAIRFIGHT_CACHE=str(tmp_path / "cache"),
+    )  # fmt: skip
+    assert "mlx-f16 (mlx-lm-benchmark)" in proc.stdout
+    tables = [pq.read_table(p) for p in data.rglob("*.parquet")]
+    assert len(tables) == 4 and all(schema.check_table(t) == [] for t in tables)
+    loaded = load.load(data)
+    tests = inference.test_summary(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    measured = tests.filter(pl.col("origin") == "measured")
+    assert sorted(measured["kind"]) == ["pp", "tg"] and set(measured["engine"]) == {"mlx"}
+    assert set(measured["status"]) == {"ok"}
+    for row in measured.iter_rows(named=True):
+        config = json.loads(row["config"])
+        assert config["model_file"]["weight_bytes_per_token"] == 2 * (
+            SMOKE.models["llama-tiny"].total_params - 512 * 256
+        )
+        assert row["bench_run"] is not None and "-mlx-lm-benchmark-" in row["bench_run"]
+        # the same engine timed two ways: a tiny model on a shared 2-core CPU is noisy, the GPU figures are closer
+        assert 0.4 < row["bench_ratio"] < 2.5, row
+    imported = tests.filter(pl.col("origin") == "imported")
+    assert set(imported["engine"]) == {"mlx-lm-benchmark"}
+    assert all(json.loads(c)["imported"]["tool"] == "mlx_lm.benchmark" for c in imported["config"])

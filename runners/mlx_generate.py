@@ -1,0 +1,239 @@
+"""MLX generation through mlx-lm: llama-bench's prompt-processing (pp) and generation (tg) tests at several KV-cache
+depths on the Hugging Face folder of random weights that vLLM loads too, one result per test.
+
+    python -m runners.mlx_generate --suite cpu-smoke --inference llama-tiny --variant mlx-f16 --run-stamp STAMP \
+        --out tests.jsonl
+
+Each test mirrors the llama.cpp runner (runners/llamacpp.py) on mlx-lm's model and cache: one untimed warm-up (the
+whole prompt for pp, one token for tg); the cache is filled with `depth` random tokens once per test (untimed) and,
+after each repetition, trimmed back to that depth (`trim_prompt_cache`), as llama-bench restores its saved state;
+pp prefills n_prompt random tokens as mlx-lm's `generate_step` does (chunks of `prefill_step_size` evaluating
+only the cache, then the last token to its logits), tg makes n_gen single-token forward passes through mlx-lm's own
+decode loop (`generate_step`, greedy, with its `mx.async_eval` pipelining), the device synchronised at the end,
+with a monotonic clock around the whole. Normally started by `python -m runners bench`, which writes the result files
+(from the JSON Lines this process writes) and runs `mlx_lm.benchmark` beside it (runners/mlx_lm_bench.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SETTINGS = {"weights": "hf", "prefill_step_size": 2048}
+"""Every setting an MLX generation variant writes out, with mlx-lm's defaults (0.32): the Hugging Face folder's
+fp16 weights as stored, prefill in chunks of 2048 tokens. The KV cache is mlx-lm's default (the weights' dtype)."""
+KV_BYTES = 2.0
+"""Bytes per KV-cache element: mlx-lm's cache holds keys and values in the model's dtype (float16 here)."""
+
+
+def resolve_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    from runners import spec
+
+    return spec.check_written_out("MLX generation settings", settings, SETTINGS, {"weights": ("hf",)})
+
+
+class _Bench:
+    """One model loaded by mlx-lm; runs llama-bench's tests on one prompt cache."""
+
+    def __init__(self, folder: Path, settings: dict[str, Any], vocab: int) -> None:
+        import mlx.core as mx
+        from mlx_lm import load
+
+        self.mx, self.settings, self.vocab = mx, settings, vocab
+        t0 = time.perf_counter()
+        self.model, _ = load(str(folder))
+        mx.eval(self.model.parameters())
+        self.load_s = time.perf_counter() - t0
+        self.rng = random.Random(0)
+
+    def _tokens(self, n: int) -> Any:
+        return self.mx.array([[self.rng.randrange(self.vocab) for _ in range(n)]])
+
+    def _prompt(self, cache: list[Any], n: int) -> None:
+        """Prefill as mlx-lm's `generate_step` does: all but the last token in chunks of `prefill_step_size`,
+        evaluating only the cache, then the last token through to its logits and greedy next token."""
+        mx, step = self.mx, self.settings["prefill_step_size"]
+        done = 0
+        while n - done > 1:
+            size = min(step, n - done - 1)
+            self.model(self._tokens(size), cache=cache)
+            mx.eval([c.state for c in cache])
+            done += size
+        logits = self.model(self._tokens(1), cache=cache)
+        mx.eval(mx.argmax(logits[:, -1, :], axis=-1))
+
+    def _generate(self, cache: list[Any], n: int) -> None:
+        """n single-token forward passes through mlx-lm's own decode loop (`generate_step`, which queues each next
+        token with `mx.async_eval` while the last is read): a one-token prompt and n - 1 generated tokens, the
+        loop's look-ahead being the n-th pass; the device is synchronised before the clock is read."""
+        from mlx_lm.generate import generate_step
+
+        if n == 1:
+            return self._prompt(cache, 1)
+        prompt = self._tokens(1)[0]
+        for _ in generate_step(prompt, self.model, max_tokens=n - 1, prompt_cache=cache):
+            pass
+        self.mx.synchronize()
+
+    def run(self, kind: str, n: int, depth: int, repetitions: int) -> list[float]:
+        """Wall seconds of each repetition."""
+        from mlx_lm.models.cache import make_prompt_cache, trim_prompt_cache
+
+        cache = make_prompt_cache(self.model)
+        if depth:
+            self._prompt(cache, depth)
+        test = self._prompt if kind == "pp" else self._generate
+        test(cache, n if kind == "pp" else 1)  # warm-up, as llama-bench
+        trim_prompt_cache(cache, cache[0].offset - depth)
+        samples = []
+        for _ in range(repetitions):
+            if cache[0].offset != depth:
+                raise RuntimeError(f"the cache should hold {depth} tokens before the test; it holds {cache[0].offset}")
+            t0 = time.perf_counter_ns()
+            test(cache, n)
+            samples.append((time.perf_counter_ns() - t0) / 1e9)
+            trim_prompt_cache(cache, n)
+        return samples
+
+
+def memory_gib(mx: Any, device: str) -> float | None:
+    """The most memory MLX held so far (a GPU), or this process's peak RSS (a CPU)."""
+    if device == "cpu":
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    return mx.get_peak_memory() / 2**30
+
+
+def test_config(
+    suite: Any, entry: Any, test: Any, variant: Any, settings: dict[str, Any], files: dict[str, Any], note: str | None
+) -> dict[str, Any]:
+    """The full configuration of one test's record (the llama.cpp runner's layout, so the inference pages read both)."""
+    from runners import metrics, record, spec
+
+    model = suite.models[entry.model]
+    kv_bytes = metrics.kv_cache_bytes_per_token(model, KV_BYTES, KV_BYTES)
+    weight_bytes = files.get("weight_bytes_per_token")
+    return {
+        **record.config_head(suite, model, variant, settings),
+        "workload": {
+            "name": test.workload,
+            "kind": test.kind,
+            "n_tokens": test.n_tokens,
+            "depth": test.depth,
+            "inference": json.loads(spec.to_json(entry)),
+            "world_size": 1,
+            "device": entry.device,
+            "repetitions": entry.repetitions,
+            "depth_fills": 1 if test.depth else 0,  # one fill per test, trimmed back after each repetition
+        },
+        "engine_defaults": SETTINGS,
+        "model_file": files,
+        "derived": {
+            "total_params": model.total_params,
+            "non_embedding_params": model.non_embedding_params,
+            "weight_bytes_per_token": weight_bytes,
+            "kv_bytes_per_token_of_depth": kv_bytes,
+            # a tg token reads every weight but the embedding table and the cache so far (depth + half the test)
+            "decode_bytes_per_token": weight_bytes + kv_bytes * (test.depth + test.n_tokens / 2)
+            if test.kind == "tg" and weight_bytes is not None
+            else None,
+        },
+        "command": f"python -m runners bench --suite {suite.name} --workload {test.workload} --variant {variant.name}",
+        **({"note": note} if note else {}),
+    }
+
+
+def model_files(folder: Path, model: Any, make_s: float) -> dict[str, Any]:
+    """What the record says of the weights: the folder's key and recipe, its size, and the bytes a decoded token
+    reads (every fp16 weight but the embedding table, of which it reads one row)."""
+    from runners import llama_files
+
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    return {
+        "folder": folder.name,
+        "key": folder.parent.name,
+        "recipe": llama_files.RECIPE,
+        "bytes": size,
+        "weight_bytes_per_token": 2 * (model.total_params - model.vocab * model.dim),
+        "make_s": round(make_s, 3),
+    }
+
+
+def engine_version(mx: Any) -> str:
+    from importlib import metadata
+
+    return f"mlx {mx.__version__}, mlx-lm {metadata.version('mlx-lm')}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from runners import llama_files, llamacpp, mlx_train, record, spec
+
+    p = argparse.ArgumentParser(prog="python -m runners.mlx_generate", description=__doc__.splitlines()[0])
+    p.add_argument("--suite", required=True)
+    p.add_argument("--inference", required=True, help="name of an [[inference]] entry of the suite")
+    p.add_argument("--variant", required=True)
+    p.add_argument("--run-stamp", required=True, help="UTC start and random suffix, `STAMP~HEX` (from bench)")
+    p.add_argument("--out", type=Path, required=True, help="JSON Lines: one test's record per line, as it ends")
+    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
+    p.add_argument("--workload", action="append", help="only these tests (workload names)")
+    p.add_argument("--note", default=None)
+    args = p.parse_args(argv)
+    suite = spec.load_suite(args.suite)
+    entry = suite.inference_entry(args.inference)
+    variant = suite.variants[args.variant]
+    settings = resolve_settings(variant.settings)
+    model = suite.models[entry.model]
+    import mlx.core as mx
+
+    mx.set_default_device(mx.cpu if entry.device == "cpu" else mx.gpu)
+    hardware = mlx_train.hardware(entry.device, mx)
+    t0 = time.perf_counter()
+    folder = llama_files.hf_folder(model, entry.seed, args.cache_dir)
+    files = model_files(folder, model, time.perf_counter() - t0)
+    print(f"model folder {folder} ({files['bytes'] / 2**30:.2f} GiB) ready", file=sys.stderr, flush=True)
+    bench = _Bench(folder, settings, model.vocab)
+    peak: float | None = None
+    for test in entry.tests():
+        if args.workload and test.workload not in args.workload:
+            continue
+        started = datetime.now(UTC)
+        samples = bench.run(test.kind, test.n_tokens, test.depth, entry.repetitions)
+        peak = memory_gib(mx, entry.device)
+        rows: list[dict[str, Any]] = [
+            dict(trial=0, step=None, phase="run", metric="startup_s", value=bench.load_s, unit="s"),
+        ]
+        if peak is not None:
+            rows.append(dict(trial=0, step=None, phase="run", metric="peak_mem_gib", value=peak, unit="GiB"))
+        for rep, wall in enumerate(samples):
+            rows += [
+                dict(trial=rep, step=None, phase="steady", metric="test_time_s", value=wall, unit="s"),
+                dict(trial=rep, step=None, phase="steady", metric="tokens_per_s", value=test.n_tokens / wall)
+                | {"unit": "tokens/s"},
+            ]
+        run = record.run_columns(
+            run_id=llamacpp.run_id(args.run_stamp, test.workload, variant.name),
+            suite=suite,
+            config=test_config(suite, entry, test, variant, settings, files, args.note),
+            engine_version=engine_version(mx),
+            status="ok",
+            error=None,
+            started=started,
+            hardware=hardware,
+            packages=("mlx", "mlx-lm", "mlx-cuda-13", "mlx-cpu", "mlx-metal", "numpy"),
+        )
+        with open(args.out, "a") as out:  # a line per finished test: a later crash loses none of them
+            out.write(json.dumps({"run": run, "rows": rows}, default=datetime.isoformat) + "\n")
+        rates = sorted(test.n_tokens / s for s in samples)
+        print(f"    {test.workload}: {rates[len(rates) // 2]:,.1f} tokens/s (median of {len(rates)})", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# MLX on an H200 bench host (issue 8), in back-to-back calls (the host keeps its files between calls only while it
+# stays warm):
+#
+#   runners/sweeps/mlx-h200.sh receive PART              keep one wheelhouse part (carried as .mwh/PART)
+#   runners/sweeps/mlx-h200.sh install                   unpack the parts and install the wheels
+#   runners/sweeps/mlx-h200.sh train DATA LOG VARIANT... the one-GPU training workload (PyTorch and MLX variants)
+#   runners/sweeps/mlx-h200.sh generate DATA LOG ENTRY   MLX's pp/tg tests of one [[inference]] entry, and
+#                                                        mlx_lm.benchmark beside them
+#
+# The wheelhouse is mlx-cuda-13 0.32.4 (its CUDA 13 libraries come from the image's nvidia-* packages), mlx 0.32.4,
+# mlx-lm 0.32.2 and sentencepiece (installed only where the image lacks it), made here beforehand:
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_35_x86_64 \
+#       --platform manylinux_2_28_x86_64 --platform any -d mwh mlx-cuda-13==0.32.4 mlx==0.32.4 mlx-lm==0.32.2 sentencepiece
+#   tar cf - mwh | split -b 50m - .mwh/m          (.mwh/ listed in .git/info/exclude)
+set -u
+STEP=${1:?receive, install, train or generate}
+export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export FAIRFIGHT_CACHE=${FAIRFIGHT_CACHE:-/root/ffc}
+SITE=/root/msite
+# The carried folder is ignored here through .git/info/exclude, which does not travel with the tree: without this
+# the records made here would say harness_dirty although the tree sent was clean.
+[ -d .git/info ] && { grep -qxF ".mwh/" .git/info/exclude 2>/dev/null || echo ".mwh/" >> .git/info/exclude; }
+export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
+
+case $STEP in
+receive)
+  mkdir -p /root/mparts && cp ".mwh/${2:?part name}" /root/mparts/ && ls -la /root/mparts
+  ;;
+install)
+  cat /root/mparts/m* | tar xf - -C /root && rm -rf /root/mparts
+  python3 -c "import sentencepiece" 2>/dev/null && rm -f /root/mwh/sentencepiece-*.whl
+  python3 -m pip install -q --no-index --no-deps --no-compile --target $SITE /root/mwh/*.whl 2>&1 | tail -3
+  python3 -c "import mlx.core as mx, mlx_lm; print('mlx', mx.__version__, mx.default_device(), mx.device_info().get('device_name'))"
+  ;;
+train)
+  DATA=${2:?data dir}
+  LOG=${3:?log dir}
+  shift 3
+  V=()
+  for v in "$@"; do V+=(--variant "$v"); done
+  python3 -m runners bench --suite h100 --data-dir "$DATA" --workload train-gpt-1.27b-1gpu-mb8 "${V[@]}" \
+    >"$LOG/train.log" 2>&1
+  echo "bench exit $?"
+  tail -n 12 "$LOG/train.log"
+  ;;
+generate)
+  DATA=${2:?data dir}
+  LOG=${3:?log dir}
+  ENTRY=${4:?inference entry}
+  python3 -m runners bench --suite h100 --data-dir "$DATA" --workload "$ENTRY" --variant mlx-f16 \
+    >"$LOG/generate-$ENTRY.log" 2>&1
+  echo "bench exit $?"
+  tail -n 16 "$LOG/generate-$ENTRY.log"
+  ;;
+*)
+  echo "usage: $0 receive PART | install | train DATA LOG VARIANT... | generate DATA LOG ENTRY" >&2
+  exit 2
+  ;;
+esac
