@@ -5,8 +5,9 @@ depths on the Hugging Face folder of random weights that vLLM loads too, one res
         --out tests.jsonl
 
 Each test mirrors the llama.cpp runner (runners/llamacpp.py) on mlx-lm's model and cache: one untimed warm-up (the
-whole prompt for pp, one token for tg); the cache is filled with `depth` random tokens once per test (untimed) and,
-after each repetition, trimmed back to that depth (`trim_prompt_cache`), as llama-bench restores its saved state;
+whole prompt for pp, two tokens for tg, so mlx-lm's decode loop has run); the cache is filled with `depth` random
+tokens once per test (untimed) and, after each repetition, trimmed back to that depth (`trim_prompt_cache`), as
+llama-bench restores its saved state;
 pp prefills n_prompt random tokens as mlx-lm's `generate_step` does (chunks of `prefill_step_size` evaluating
 only the cache, then the last token to its logits), tg makes n_gen single-token forward passes through mlx-lm's own
 decode loop (`generate_step`, greedy, with its `mx.async_eval` pipelining), the device synchronised at the end,
@@ -91,7 +92,9 @@ class _Bench:
         if depth:
             self._prompt(cache, depth)
         test = self._prompt if kind == "pp" else self._generate
-        test(cache, n if kind == "pp" else 1)  # warm-up, as llama-bench
+        # warm-up, as llama-bench: the whole prompt, or (tg) two tokens, so that mlx-lm's decode loop itself has run
+        # (a one-token warm-up never enters it: on an H200 the first timed tg128 then ran at 19 tokens/s, the rest ~160)
+        test(cache, n if kind == "pp" else 2)
         trim_prompt_cache(cache, cache[0].offset - depth)
         samples = []
         for _ in range(repetitions):
