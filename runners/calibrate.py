@@ -95,7 +95,7 @@ def calibrate_mlx(*, device: str, precision: str) -> dict[str, Any]:
 
     sizes = SIZES["cpu" if device == "cpu" else "cuda"]
     n = sizes["matmul_n"]
-    dtype = mx.bfloat16 if precision == "bf16" else mx.float32
+    dtype = mx.bfloat16 if precision == "bf16" else mx.float32  # tf32: float32 under MLX_ENABLE_TF32=1
     a, b = mx.random.normal((n, n)).astype(dtype), mx.random.normal((n, n)).astype(dtype)
     x = mx.zeros((sizes["copy_bytes"],), dtype=mx.uint8)
     mx.eval(a, b, x)

@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "eps": 1e-8,
     "weight_decay": 1e-2,
     "bias_correction": False,  # MLX's default; PyTorch's AdamW always corrects, so parity needs True
+    "tf32": True,  # MLX_ENABLE_TF32 (default 1): float32 matmuls in TF32 where the GPU has it (CUDA, Apple M5)
     "compile": False,  # mx.compile of the whole step (forward, backward, optimizer update)
 }
 """Every setting an MLX training variant writes out, with MLX's defaults (mlx 0.32): the run page's diff."""
@@ -55,9 +56,12 @@ def check_settings(variant: spec.Variant, overrides: dict[str, Any] | None = Non
     )
 
 
-def compute_precision(settings: dict[str, Any]) -> str:
-    """The precision the matmuls run in, which picks the peak MFU is measured against."""
-    return "bf16" if settings["precision"] == "bf16-mixed" else "fp32"
+def compute_precision(settings: dict[str, Any], device: str = "cpu") -> str:
+    """The precision the matmuls run in, which picks the peak MFU is measured against: float32 matmuls on a GPU
+    run in TF32 unless the variant turns it off (MLX_ENABLE_TF32; a CPU has no TF32)."""
+    if settings["precision"] == "bf16-mixed":
+        return "bf16"
+    return "tf32" if settings["tf32"] and device != "cpu" else "fp32"
 
 
 def launch_env(device: str) -> dict[str, str]:
@@ -186,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     if steps <= work.warmup_steps:
         raise SystemExit(f"--steps {steps} leaves no steady steps after {work.warmup_steps} warm-up steps")
 
+    os.environ["MLX_ENABLE_TF32"] = "1" if settings["tf32"] else "0"  # read by MLX; allowlisted into the record
     import mlx.core as mx
 
     mx.set_default_device(mx.cpu if work.device == "cpu" else mx.gpu)
@@ -203,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{steps} steps × {work.trials} trial(s){' with ' + str(overrides) if overrides else ''}"
     )
     try:
-        calibration = calibrate.calibrate_mlx(device=work.device, precision=compute_precision(settings))
+        calibration = calibrate.calibrate_mlx(device=work.device, precision=compute_precision(settings, work.device))
         log(
             f"  calibration: matmul {calibration['matmul_flops'] / 1e12:.2f} TFLOP/s, copy "
             f"{calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s"
@@ -284,7 +289,7 @@ def _write(
             settings=settings,
             note=ctx["args"].note,
             engine_defaults=DEFAULTS,
-            compute_precision=compute_precision(settings),
+            compute_precision=compute_precision(settings, work.device),
             initial_weights=artifacts.spec_key(ctx["suite"].models[work.model], work.seed) + ".safetensors",
             launcher="python -m runners.mlx_train (one process, one device)",
             mlx_device=str(mx.default_device()),

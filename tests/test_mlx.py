@@ -53,6 +53,10 @@ def test_mlx_settings_are_written_out_and_checked() -> None:
     variant = SMOKE.variants["mlx-fp32"]
     assert mlx_train.check_settings(variant) == variant.settings | {"lr": 1e-3, "eps": 1e-8, "weight_decay": 1e-2}
     assert mlx_train.compute_precision(mlx_train.check_settings(SMOKE.variants["mlx-bf16-compile"])) == "bf16"
+    # MLX runs float32 matmuls in TF32 on GPUs that have it unless told not to (MLX_ENABLE_TF32=0); CPUs have none
+    fp32 = mlx_train.check_settings(variant)
+    assert mlx_train.compute_precision(fp32, "cuda") == "tf32" and mlx_train.compute_precision(fp32, "cpu") == "fp32"
+    assert mlx_train.compute_precision(fp32 | {"tf32": False}, "cuda") == "fp32"
     with pytest.raises(spec.SpecError, match="unknown key 'fused'"):
         mlx_train.check_settings(variant, {"fused": True})
     with pytest.raises(spec.SpecError, match=r"'precision': 'fp16' is not one of"):
