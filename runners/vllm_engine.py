@@ -499,8 +499,11 @@ def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[
                     str(folder), "--served-model-name", SERVED_NAME, "--tokenizer", str(folder), "--dataset-name",
                     "random", "--random-input-len", str(entry.input_len), "--random-output-len",
                     str(entry.output_len), "--random-range-ratio", "0", "--num-prompts", str(entry.serve_prompts),
-                    *load, "--ignore-eos", "--temperature", str(settings["temperature"]), "--top-p",
-                    str(settings["top_p"]), "--seed", str(seed + 1), "--percentile-metrics", "ttft,tpot,itl,e2el",
+                    # the same untimed warm-up as the runner's (on 2xH200 the tool's first c8 wave without one
+                    # stalled ~0.7 s: TTFT 790-864 ms against 117 ms after it)
+                    "--num-warmups", str(WARMUP_PROMPTS), *load, "--ignore-eos", "--temperature",
+                    str(settings["temperature"]), "--top-p", str(settings["top_p"]), "--seed", str(seed + 1),
+                    "--percentile-metrics", "ttft,tpot,itl,e2el",
                     "--metric-percentiles", "50,99", "--save-detailed", "--goodput", f"ttft:{entry.slo_ttft_ms:g}",
                     f"tpot:{entry.slo_tpot_ms:g}", "--disable-tqdm",
                 ]  # fmt: skip

@@ -188,3 +188,29 @@ def test_mlx_generation_beside_mlx_lm_benchmark(tmp_path: Path) -> None:
     imported = tests.filter(pl.col("origin") == "imported")
     assert set(imported["engine"]) == {"mlx-lm-benchmark"}
     assert all(json.loads(c)["imported"]["tool"] == "mlx_lm.benchmark" for c in imported["config"])
+
+
+def test_apple_suite_is_refused_off_apple_silicon(tmp_path: Path) -> None:
+    """Metal cannot run here: the bench session says where it runs and writes nothing."""
+    proc = run_module("runners", "bench", "--suite", "apple", "--data-dir", str(tmp_path / "data"), check=False)
+    assert proc.returncode != 0
+    assert "run(s) on an Apple GPU (Metal)" in proc.stderr and "nox -s bench-apple" in proc.stderr
+    assert not (tmp_path / "data").exists()
+    apple = spec.load_suite("apple")
+    assert {apple.variants[v].engine for w in apple.workloads for v in w.variants} == {"mlx"}
+    assert all(w.device == "metal" and w.world_size == 1 for w in apple.workloads)
+    assert apple.inference[0].variants == ("mlx-f16",)
+
+
+def test_an_apple_gpu_is_named_from_mlx() -> None:
+    """What a Mac's record says of its GPU. Metal cannot run here, so MLX's device_info is a stand-in with the
+    fields MLX reports on Apple Silicon (device_name, memory_size)."""
+
+    class AppleMX:
+        @staticmethod
+        def device_info() -> dict[str, object]:
+            return {"device_name": "Apple M3 Max", "memory_size": 64 * 2**30, "architecture": "applegpu_g15s"}
+
+    hw = mlx_train.hardware("metal", AppleMX())
+    assert hw["accelerator"] == "Apple M3 Max GPU" and hw["accelerator_memory_gib"] == 64.0
+    assert hw["device"] == "metal" and hw["count"] == 1
