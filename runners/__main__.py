@@ -29,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("claim", help="import claims (numbers reported elsewhere) from a TOML file into data/")
     claims.add_cli_args(p)
     p.set_defaults(func=claims.main)
-    p = sub.add_parser("import", help="import an engine's own benchmark output (llama-bench JSON) into data/")
+    p = sub.add_parser(
+        "import", help="import an engine's own benchmark output (llama-bench JSON, mlx_lm.benchmark text) into data/"
+    )
     imports.add_cli_args(p)
     p.set_defaults(func=imports.main)
     p = sub.add_parser("retract", help="retract a run: a new record pointing at it, with the reason (nothing deleted)")

@@ -10,6 +10,15 @@ count, its `model_type` names the variant's weight type) with the variant's sett
 on the GPU, flash attention, KV-cache types); otherwise the file is refused whole, each problem named by result
 and field, and nothing is written. Importing the same file again writes nothing new (run ids come from its
 sha256). Its hardware is what llama-bench reported; the host's threads are kept as reported.
+
+    python -m runners import mlx-lm-benchmark OUTPUT.txt --suite apple --inference llama-8b --variant mlx-f16 \
+        --source "..." --hardware "Apple M3 Max GPU" --date 2026-12-01T10:00:00Z
+
+mlx_lm.benchmark: its printed output (`Timing with prompt_tokens=…` and one `Trial N:` line per trial). The
+header must name the entry's prompt and generation lengths at batch size 1, and there must be as many trials as
+the entry's repetitions; the tool prints neither the machine nor the time, so `--hardware` and `--date` say them.
+Its prompt_tps and generation_tps become the entry's depth-0 pp and tg tests. The model is the contributor's: the
+record says it is the entry's shape only as far as the contributor says so in `--source`.
 """
 
 from __future__ import annotations
@@ -17,12 +26,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from runners import llama_bench, llamacpp, record, schema, spec, store
+from runners import llama_bench, llamacpp, mlx_lm_bench, record, schema, spec, store
 
 WEIGHT_TYPES = {"f16": "F16", "q8_0": "Q8_0", "q4_k_m": "Q4_K - Medium"}
 """How llama.cpp's `model_type` names each variant weight type (llama_model_ftype_name)."""
@@ -157,13 +167,107 @@ def import_llama_bench(
     return done
 
 
+HEADER = re.compile(r"Timing with prompt_tokens=(\d+), generation_tokens=(\d+), batch_size=(\d+)")
+
+
+def import_mlx_lm_benchmark(
+    path: Path,
+    suite: spec.Suite,
+    entry: spec.Inference,
+    variant: spec.Variant,
+    source: str,
+    hardware: str,
+    date: str,
+    data_dir: Path,
+) -> list[str]:
+    """Write the depth-0 pp and tg records of one mlx_lm.benchmark output; returns what happened to each, or raises
+    ValueError (nothing written) listing every problem."""
+    text = path.read_text(errors="replace")
+    found = []
+    if variant.engine != "mlx" or variant.name not in entry.variants:
+        found.append(f"variant {variant.name!r} is not an MLX variant of {suite.name}'s {entry.name}")
+    try:
+        trials = mlx_lm_bench.parse(text, str(path))
+    except ValueError as e:
+        found.append(str(e))
+        trials = []
+    header = HEADER.search(text)
+    if header is None:
+        found.append(
+            "no `Timing with prompt_tokens=…, generation_tokens=…, batch_size=…` line: the lengths are unknown"
+        )
+    else:
+        for field, got, want in zip(
+            ("prompt_tokens", "generation_tokens", "batch_size"),
+            map(int, header.groups()),
+            (entry.n_prompt, entry.n_gen, 1),
+            strict=True,
+        ):
+            if got != want:
+                found.append(f"field {field!r}: {got}, but {suite.name}'s {entry.name} runs {want}")
+    if trials and len(trials) != entry.repetitions:
+        found.append(f"{len(trials)} trials, but {entry.name} takes {entry.repetitions} repetitions")
+    try:
+        started = datetime.fromisoformat(date.replace("Z", "+00:00"))
+        if started.tzinfo is None:
+            found.append(f"--date {date!r} has no time zone (add Z for UTC)")
+    except ValueError:
+        found.append(f"--date {date!r} is not an ISO 8601 time")
+    if not hardware.strip():
+        found.append("--hardware is empty: say which machine ran it")
+    if found:
+        raise ValueError(f"{path}: refused, nothing imported:\n  " + "\n  ".join(found))
+    from runners import mlx_generate
+
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    tests = {t.kind: t for t in entry.tests() if t.depth == 0}
+    done = []
+    for kind, field in (("pp", "prompt_tps"), ("tg", "generation_tps")):
+        test = tests[kind]
+        run_id = f"import-mlx-lm-benchmark-{sha[:12]}-{test.workload}-{variant.name}"
+        if store.run_path(data_dir, suite.name, run_id).exists():
+            done.append(f"{test.workload}: already imported ({run_id})")
+            continue
+        files = {"weight_bytes_per_token": None, "note": "the contributor's model folder, not made by Fair Fight"}
+        config = mlx_generate.test_config(suite, entry, test, variant, dict(variant.settings), files, None)
+        config["variant"]["engine"] = "mlx-lm-benchmark"
+        config["workload"]["depth_fills"] = None
+        config["imported"] = {"tool": "mlx_lm.benchmark", "file": path.name, "sha256": sha, "field": field}
+        config["imported"]["trials"] = trials
+        run = record.run_columns(
+            run_id=run_id,
+            suite=suite,
+            config=config,
+            engine_version="mlx-lm (version not in the tool's output)",
+            status="ok",
+            error=None,
+            started=started,
+            hardware={"device": entry.device, "count": 1, "accelerator": hardware, "reported_by": "the importer"},
+            packages=(),
+        )
+        run |= {
+            "engine": "mlx-lm-benchmark",
+            "origin": "imported",
+            "source": source,
+            "ended_at": started + timedelta(seconds=max(1e-6, sum(t["total_time"] for t in trials))),
+            "software": json.dumps({"mlx_lm.benchmark": "as reported by the contributor"}),
+            "environment": "{}",  # the importing machine's variables say nothing about the run
+        }
+        written = store.write_run(data_dir, schema.make_table(run, mlx_lm_bench.sample_rows(trials, field)))
+        mean = sum(t[field] for t in trials) / len(trials)
+        done.append(f"{test.workload}: {mean:,.1f} tokens/s (mean) → {written}")
+    return done
+
+
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("tool", choices=["llama-bench"], help="whose output the file is")
+    p.add_argument("tool", choices=["llama-bench", "mlx-lm-benchmark"], help="whose output the file is")
     p.add_argument("file", type=Path)
     p.add_argument("--suite", required=True)
     p.add_argument("--inference", required=True, help="the suite's [[inference]] entry the results are for")
-    p.add_argument("--variant", required=True, help="the llama.cpp variant whose settings the results used")
+    p.add_argument("--variant", required=True, help="the variant (llama.cpp or MLX) whose settings the results used")
     p.add_argument("--source", required=True, help="who ran it, on what hardware, where the raw output lives")
+    p.add_argument("--hardware", default="", help="mlx-lm-benchmark: the machine it ran on (the tool does not say)")
+    p.add_argument("--date", default="", help="mlx-lm-benchmark: when it ran, ISO 8601 with a zone (not printed)")
     p.add_argument("--data-dir", type=Path, default=Path("data"))
 
 
@@ -172,8 +276,14 @@ def main(args: argparse.Namespace) -> int:
     entry = suite.inference_entry(args.inference)
     if args.variant not in suite.variants:
         raise spec.SpecError(f"{suite.name}: no variant {args.variant!r}")
+    variant = suite.variants[args.variant]
     try:
-        lines = import_llama_bench(args.file, suite, entry, suite.variants[args.variant], args.source, args.data_dir)
+        if args.tool == "mlx-lm-benchmark":
+            lines = import_mlx_lm_benchmark(
+                args.file, suite, entry, variant, args.source, args.hardware, args.date, args.data_dir
+            )
+        else:
+            lines = import_llama_bench(args.file, suite, entry, variant, args.source, args.data_dir)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-TRIAL = re.compile(r"^Trial (\d+):\s+(.*)$")
+TRIAL = re.compile(r"^Trial (\d+):\s*(.*)$")
 FIELDS = ("prompt_tps", "generation_tps", "peak_memory", "total_time")
 
 

@@ -214,3 +214,52 @@ def test_an_apple_gpu_is_named_from_mlx() -> None:
     hw = mlx_train.hardware("metal", AppleMX())
     assert hw["accelerator"] == "Apple M3 Max GPU" and hw["accelerator_memory_gib"] == 64.0
     assert hw["device"] == "metal" and hw["count"] == 1
+
+
+def _apple_output(prompt: int = 512, trials: int = 5) -> str:
+    lines = ["Running warmup..", f"Timing with prompt_tokens={prompt}, generation_tokens=128, batch_size=1."]
+    for i in range(trials):
+        lines.append(
+            f"Trial {i + 1}:  prompt_tps={980 + i:.3f}, generation_tps={31.5 + i / 10:.3f}, peak_memory=16.912, "
+            f"total_time={4.6 + i / 100:.3f}"
+        )
+    return "\n".join([*lines, "Averages: prompt_tps=982.000, generation_tps=31.700, peak_memory=16.912", ""])
+
+
+def test_mlx_lm_benchmark_output_from_a_mac_imports_once_and_checked(tmp_path: Path) -> None:
+    """A contributor's mlx_lm.benchmark output (the tool's format; we have no Mac here) becomes the apple suite's
+    depth-0 pp and tg records, imported and valid; a file with other lengths is refused whole."""
+    from runners import imports
+
+    apple = spec.load_suite("apple")
+    entry, variant = apple.inference_entry("llama-8b"), apple.variants["mlx-f16"]
+    good = tmp_path / "m3.txt"
+    good.write_text(_apple_output())
+    data = tmp_path / "data"
+    args = dict(source="a contributor's M3 Max, 64 GB", hardware="Apple M3 Max GPU", date="2026-12-01T10:00:00Z")
+    done = imports.import_mlx_lm_benchmark(good, apple, entry, variant, data_dir=data, **args)
+    assert len(done) == 2 and "llama-8b-pp512-d0: 982.0 tokens/s" in done[0] and "llama-8b-tg128-d0" in done[1]
+    again = imports.import_mlx_lm_benchmark(good, apple, entry, variant, data_dir=data, **args)
+    assert len(again) == 2 and all("already imported" in line for line in again)
+    files = sorted(data.rglob("*.parquet"))
+    assert len(files) == 2
+    for path in files:
+        table = pq.read_table(path)
+        assert schema.check_table(table) == []
+        run = table.slice(0, 1).to_pylist()[0]
+        assert (run["origin"], run["engine"], run["accelerator"]) == (
+            "imported",
+            "mlx-lm-benchmark",
+            "Apple M3 Max GPU",
+        )
+    loaded = load.load(data)
+    assert loaded.runs.height == 2 and not loaded.rejected
+    bad = tmp_path / "other.txt"
+    bad.write_text(_apple_output(prompt=256, trials=3))
+    with pytest.raises(ValueError) as refused:
+        imports.import_mlx_lm_benchmark(bad, apple, entry, variant, data_dir=tmp_path / "d2", **args)
+    assert "field 'prompt_tokens': 256, but apple's llama-8b runs 512" in str(refused.value)
+    assert "3 trials, but llama-8b takes 5 repetitions" in str(refused.value)
+    assert not (tmp_path / "d2").exists()
+    with pytest.raises(ValueError, match="--date '2026-12-01' has no time zone"):
+        imports.import_mlx_lm_benchmark(good, apple, entry, variant, data_dir=data, **(args | {"date": "2026-12-01"}))

@@ -143,3 +143,37 @@ def test_the_llama_bench_importer_names_every_problem_and_never_crashes(changes:
     assert all(p.startswith("result 1, field") for p in problems), problems
     if all(BASE_RESULT[k] == v and type(BASE_RESULT[k]) is type(v) for k, v in changes.items()):
         assert problems == []
+
+
+TRIAL_FIELDS = ("prompt_tps", "generation_tps", "peak_memory", "total_time")
+# text that stays one value on one line: no separators of the tool's format, no line breaks of any kind
+ONE_VALUE = st.text(
+    alphabet=st.characters(blacklist_characters=",=", blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=8
+)
+
+
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(TRIAL_FIELDS), st.one_of(st.floats(), ONE_VALUE), max_size=4),
+        max_size=4,
+    ),
+    ONE_VALUE,
+)
+@settings(max_examples=300, deadline=None)
+def test_mlx_lm_benchmark_output_reads_or_names_the_line_and_field(trials: list[dict], noise: str) -> None:
+    """mlx_lm.benchmark's printed output with trials of any fields and values, and any other text around them: the
+    reader returns every trial's four numbers exactly, or a ValueError naming the line and field; nothing else."""
+    from runners import mlx_lm_bench
+
+    lines = [noise.replace("Trial", "trial"), "Running warmup.."]
+    lines += [f"Trial {i + 1}:  " + ", ".join(f"{k}={v}" for k, v in t.items()) for i, t in enumerate(trials)]
+    try:
+        read = mlx_lm_bench.parse("\n".join(lines), "out.txt")
+    except ValueError as e:
+        assert str(e).startswith("out.txt"), e
+        return
+    assert len(read) == len(trials)
+    for got, want in zip(read, trials, strict=True):
+        assert set(got) == set(TRIAL_FIELDS)
+        for key, value in want.items():
+            assert got[key] == float(value) or (math.isnan(got[key]) and math.isnan(float(value)))
