@@ -88,9 +88,10 @@ def calibrate(*, device: Any, world: int, precision: str) -> dict[str, Any]:
     }
 
 
-def calibrate_mlx(*, device: str, precision: str) -> dict[str, Any]:
-    """The same peaks measured with MLX on its default device (one device: no all-reduce); mx.eval waits for the
-    work, so each timed call is complete when the clock is read."""
+def calibrate_mlx(*, device: str, precision: str, group: Any = None) -> dict[str, Any]:
+    """The same peaks measured with MLX on its default device, and the all-reduce (`mx.distributed.all_sum`) over
+    the group when there is one; mx.eval waits for the work, so each timed call is complete when the clock is
+    read."""
     import mlx.core as mx
 
     sizes = SIZES["cpu" if device == "cpu" else "cuda"]
@@ -101,14 +102,21 @@ def calibrate_mlx(*, device: str, precision: str) -> dict[str, Any]:
     mx.eval(a, b, x)
     t_mm = _timed(lambda: mx.eval(a @ b), inner=10)
     t_copy = _timed(lambda: mx.eval(x + 1), inner=10)  # reads and writes every byte once, as a copy does
+    ranks = group.size() if group is not None else 1
+    t_ar = None
+    if ranks > 1:
+        buf = mx.ones((sizes["allreduce_bytes"] // 2,), dtype=mx.bfloat16 if device != "cpu" else mx.float16)
+        t_ar = _timed(lambda: mx.eval(mx.distributed.all_sum(buf, group=group)), inner=5)
     return {
         "matmul_precision": precision,
         "matmul_n": n,
         "matmul_flops": metrics.matmul_flops(n, n, n) / t_mm,
         "copy_bytes": sizes["copy_bytes"],
         "copy_bytes_per_s": metrics.copy_bandwidth(sizes["copy_bytes"], t_copy),
-        "allreduce_bytes": None,
-        "allreduce_ranks": 1,
-        "allreduce_busbw_bytes_per_s": None,
+        "allreduce_bytes": sizes["allreduce_bytes"] if t_ar else None,
+        "allreduce_ranks": ranks,
+        "allreduce_busbw_bytes_per_s": (
+            None if t_ar is None else metrics.allreduce_bus_bandwidth(sizes["allreduce_bytes"], t_ar, ranks)
+        ),
         "method": "MLX: median of 5 repetitions after 2 warm-up calls, each call evaluated (runners/calibrate.py)",
     }

@@ -1,7 +1,13 @@
-"""MLX training runner: the seed's GPT-style model on one device (Apple GPU, CUDA GPU or CPU), one process.
+"""MLX training runner: the seed's GPT-style model, one process per device (Apple GPU, CUDA GPU or CPU), data
+parallel over `mx.distributed` when the workload has more than one (NCCL between CUDA GPUs, the ring backend over
+TCP between CPU processes).
 
 Launched by the bench session as
     python -m runners.mlx_train --suite S --workload NAME --variant V --data-dir data --run-id ID [--set key=value]
+With world_size > 1 that process is the launcher (as torchrun): it starts one process per device with MLX's
+variables (MLX_RANK, and MLX_HOSTFILE for the ring or NCCL_HOST_IP/NCCL_PORT/MLX_WORLD_SIZE for NCCL), waits for
+them, and stops them all if one fails. Rank r takes rows [r·B, (r+1)·B) of each step's global batch, as PyTorch's
+ranks do; gradients are averaged (`nn.average_gradients`) and the loss recorded is the mean over ranks.
 It starts from the same initial-weights file and reads the same token stream as the PyTorch runner
 (runners/artifacts.py), so its loss curve is checked against PyTorch's by the site's loss-parity check. Each step
 is evaluated (`mx.eval` of the loss, the parameters and the optimizer state) before the clock is read.
@@ -110,8 +116,10 @@ def train_trial(
     micro_batch: int,
     budget_s: float,
     log: Any,
+    group: Any = None,
 ) -> tuple[list[float], list[float], dict[str, float], str | None]:
-    """One trial from the shared initial weights; returns step times, losses, run-level values, stop reason."""
+    """One trial from the shared initial weights; returns step times, losses (the mean over ranks), run-level
+    values, stop reason."""
     from functools import partial
 
     import mlx.nn as nn
@@ -134,8 +142,14 @@ def train_trial(
     )
     loss_and_grad = nn.value_and_grad(model, loss_fn)
 
+    world = group.size() if group is not None else 1
+    rank = group.rank() if group is not None else 0
+
     def step_fn(x: Any, y: Any) -> Any:
         loss, grads = loss_and_grad(model, x, y)
+        if world > 1:
+            grads = nn.average_gradients(grads, group=group)
+            loss = mx.distributed.all_sum(loss, group=group) / world
         opt.update(model, grads)
         return loss
 
@@ -143,8 +157,9 @@ def train_trial(
     if settings["compile"]:
         step_fn = partial(mx.compile, inputs=state, outputs=state)(step_fn)
     tokens = artifacts.token_batches(
-        vocab=model_spec.vocab, seed=work.seed, steps=range(steps), global_batch=micro_batch, seq_len=work.seq_len
-    )
+        vocab=model_spec.vocab, seed=work.seed, steps=range(steps), global_batch=micro_batch * world,
+        seq_len=work.seq_len,
+    )[:, rank * micro_batch : (rank + 1) * micro_batch]  # fmt: skip
     data = mx.array(tokens)  # resident on the device: the input pipeline is not measured
     mx.eval(model.parameters(), data)
     mx.reset_peak_memory()
@@ -159,7 +174,10 @@ def train_trial(
         if done % work.window_steps == 0 or done == steps:
             mean = sum(losses[-work.window_steps :]) / len(losses[-work.window_steps :])
             log(f"  step {done}/{steps}  loss {mean:.3f}  {time.perf_counter() - trial_start:.1f} s")
-            if time.perf_counter() - trial_start > budget_s and done < steps:
+            over = time.perf_counter() - trial_start > budget_s
+            if world > 1:  # every rank must stop at the same step, or the collectives would hang
+                over = mx.distributed.all_sum(mx.array(int(over)), group=group).item() > 0
+            if over and done < steps:
                 stop = f"time budget of {budget_s:g} s reached after {done} of {steps} steps"
                 break
     times = [b - a for a, b in itertools.pairwise(marks)]
@@ -179,10 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     variant = suite.variants.get(args.variant) or spec.load_variants().get(args.variant)
     if variant is None or variant.engine != "mlx":
         raise spec.SpecError(f"{args.variant!r} is not an MLX variant")
-    if work.world_size != 1:
-        raise spec.SpecError(
-            f"workload {work.name!r} has world_size {work.world_size}: the MLX runner drives one device per process"
-        )
+    world = work.world_size
+    if world > 1 and "MLX_RANK" not in os.environ:
+        return launch(sys.argv[1:] if argv is None else argv, world, work.device)
     overrides = torch_setup.parse_overrides(args.set)
     settings = check_settings(variant, overrides)
     steps = args.steps or work.steps
@@ -194,24 +211,34 @@ def main(argv: list[str] | None = None) -> int:
     import mlx.core as mx
 
     mx.set_default_device(mx.cpu if work.device == "cpu" else mx.gpu)
+    group = mx.distributed.init(backend=BACKENDS[work.device], strict=True) if world > 1 else None
+    rank = group.rank() if group is not None else 0
+    if group is not None and group.size() != world:
+        raise RuntimeError(f"mx.distributed formed a group of {group.size()}, the workload asks for {world}")
 
     def log(msg: str) -> None:
-        print(msg, flush=True)
+        if rank == 0:
+            print(msg, flush=True)
 
     ctx = dict(
         args=args, suite=suite, work=work, variant=variant, settings=settings, overrides=overrides, steps=steps
-    ) | dict(micro_batch=micro_batch, started=started, mx=mx)
+    ) | dict(micro_batch=micro_batch, started=started, mx=mx, world=world)
     rows: list[dict[str, Any]] = []
     status, error, calibration = "ok", None, None
     log(
-        f"{variant.name} on {work.name}: MLX {mx.__version__} on {mx.default_device()}, micro-batch {micro_batch}, "
-        f"{steps} steps × {work.trials} trial(s){' with ' + str(overrides) if overrides else ''}"
+        f"{variant.name} on {work.name}: MLX {mx.__version__}, {world} × {mx.default_device()}, "
+        f"micro-batch {micro_batch}, {steps} steps × {work.trials} trial(s)"
+        + (f" with {overrides}" if overrides else "")
     )
     try:
-        calibration = calibrate.calibrate_mlx(device=work.device, precision=compute_precision(settings, work.device))
+        calibration = calibrate.calibrate_mlx(
+            device=work.device, precision=compute_precision(settings, work.device), group=group
+        )
+        busbw = calibration["allreduce_busbw_bytes_per_s"]
         log(
             f"  calibration: matmul {calibration['matmul_flops'] / 1e12:.2f} TFLOP/s, copy "
-            f"{calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s"
+            f"{calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s, all-reduce bus "
+            + (f"{busbw / 1e9:.1f} GB/s" if busbw is not None else "n/a (one device)")
         )
         for trial in range(work.trials):
             times, losses, run_values, stop = train_trial(
@@ -223,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                 micro_batch=micro_batch,
                 budget_s=args.time_budget or work.time_budget_s,
                 log=log,
+                group=group,
             )
             for step, (t, loss) in enumerate(zip(times, losses, strict=True)):
                 phase = "warmup" if step < work.warmup_steps else "steady"
@@ -244,18 +272,68 @@ def main(argv: list[str] | None = None) -> int:
         status, error = ("oom" if oom else "failed"), "".join(traceback.format_exception(e))[-4000:]
         if not rows:
             rows.append(dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps"))
-        _write(ctx, status, error, rows, calibration)
+        if rank == 0:
+            _write(ctx, status, error, rows, calibration)
         raise
-    log(f"  wrote {_write(ctx, status, error, rows, calibration)}")
+    if rank == 0:
+        log(f"  wrote {_write(ctx, status, error, rows, calibration)}")
     return 0
 
 
-def hardware(device: str, mx: Any) -> dict[str, Any]:
+BACKENDS = {"cpu": "ring", "cuda": "nccl", "metal": "ring"}
+"""mx.distributed's backend per device: NCCL between CUDA GPUs, the ring (TCP) elsewhere."""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rank_env(device: str, world: int) -> list[dict[str, str]]:
+    """Each rank's variables for mx.distributed on this host: MLX_RANK, and the ring's host file (one 127.0.0.1
+    address per rank, written by `launch`) or NCCL's rendezvous and one GPU per rank."""
+    if device == "cuda":
+        port = str(_free_port())
+        common = {"NCCL_HOST_IP": "127.0.0.1", "NCCL_PORT": port, "MLX_WORLD_SIZE": str(world)}
+        return [common | {"MLX_RANK": str(r), "CUDA_VISIBLE_DEVICES": str(r)} for r in range(world)]
+    return [{"MLX_RANK": str(r)} for r in range(world)]
+
+
+def launch(argv: list[str], world: int, device: str) -> int:
+    """Start one runner process per device and wait for them; if one fails, stop the others (a rank waiting in a
+    collective would otherwise wait for ever). Returns the first failing exit code, or 0."""
+    import json
+    import subprocess
+    import tempfile
+
+    envs = rank_env(device, world)
+    with tempfile.TemporaryDirectory() as tmp:
+        if BACKENDS[device] == "ring":
+            hostfile = Path(tmp) / "hosts.json"
+            hostfile.write_text(json.dumps([[f"127.0.0.1:{_free_port()}"] for _ in range(world)]))
+            envs = [e | {"MLX_HOSTFILE": str(hostfile)} for e in envs]
+        procs = [subprocess.Popen([sys.executable, "-m", "runners.mlx_train", *argv], env=os.environ | e) for e in envs]
+        code = 0
+        while any(p.poll() is None for p in procs):
+            failed = [p.returncode for p in procs if p.returncode not in (None, 0)]
+            if failed and not code:
+                code = failed[0]
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+            time.sleep(0.2)
+        return code or next((p.returncode for p in procs if p.returncode), 0)
+
+
+def hardware(device: str, mx: Any, count: int = 1) -> dict[str, Any]:
     """provenance.hardware, probed in a child process on a CUDA host (its CUDA path imports torch, kept out of the
     process that has MLX's CUDA backend loaded), with MLX's own name for an Apple GPU."""
     if device == "cuda":
-        return provenance.hardware_in_child(device, 1)
-    hw = provenance.hardware(device, 1)
+        return provenance.hardware_in_child(device, count)
+    hw = provenance.hardware(device, count)
     if device == "metal":
         info = mx.device_info()
         hw |= {
@@ -276,14 +354,14 @@ def _write(
         status=status,
         error=error,
         started=ctx["started"],
-        hardware=hardware(work.device, mx),
+        hardware=hardware(work.device, mx, ctx["world"]),
         config=record.config(
             ctx["suite"],
             work,
             ctx["variant"],
             steps=ctx["steps"],
             micro_batch=ctx["micro_batch"],
-            world_size=1,
+            world_size=ctx["world"],
             time_budget_s=ctx["args"].time_budget,
             overrides=ctx["overrides"],
             settings=settings,
@@ -291,7 +369,8 @@ def _write(
             engine_defaults=DEFAULTS,
             compute_precision=compute_precision(settings, work.device),
             initial_weights=artifacts.spec_key(ctx["suite"].models[work.model], work.seed) + ".safetensors",
-            launcher="python -m runners.mlx_train (one process, one device)",
+            launcher=f"python -m runners.mlx_train: {ctx['world']} process(es), one device each"
+            + (f", mx.distributed over {BACKENDS[work.device]}" if ctx["world"] > 1 else ""),
             mlx_device=str(mx.default_device()),
             blas=blas_used(work.device),
         ),

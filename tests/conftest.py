@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCALING_NOTE = "one-process point for the scaling section (test fixture)"
 REPEAT_NOTE = "A/A repeat of the stock baseline (test fixture)"
 TRAIN = "train-gpt-tiny-mb4"
+TORCH_VARIANTS = ("ddp-fp32-stock", "ddp-amp-stock", "ddp-tuned", "fsdp2-compile")
 """cpu-smoke's training workload (its llama.cpp tests have fixtures of their own, in test_llamacpp.py)."""
 
 
@@ -54,7 +55,10 @@ def _has_llama_cpp() -> bool:
 def bench_data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """data/ holding the result of a real `python -m runners bench --suite cpu-smoke` run."""
     data = tmp_path_factory.mktemp("bench") / "data"
-    proc = run_module("runners", "bench", "--suite", "cpu-smoke", "--workload", TRAIN, "--data-dir", str(data))
+    torch_variants = [a for v in TORCH_VARIANTS for a in ("--variant", v)]  # the workload also has MLX (test_mlx.py)
+    proc = run_module(
+        "runners", "bench", "--suite", "cpu-smoke", "--workload", TRAIN, *torch_variants, "--data-dir", str(data)
+    )
     return data, proc
 
 

@@ -14,12 +14,12 @@ import pytest
 
 from generator import derive, load
 from runners import metrics, schema, spec
-from tests.conftest import REPEAT_NOTE, SCALING_NOTE, run_module
+from tests.conftest import REPEAT_NOTE, SCALING_NOTE, TORCH_VARIANTS, run_module
 
 SMOKE = spec.load_suite("cpu-smoke")
 
 
-VARIANTS = ("ddp-fp32-stock", "ddp-amp-stock", "ddp-tuned", "fsdp2-compile")
+VARIANTS = TORCH_VARIANTS
 
 
 def _files(data: Path) -> dict[str, Path]:

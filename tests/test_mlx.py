@@ -74,13 +74,31 @@ def test_openblas_is_preloaded_on_a_linux_cpu_when_installed() -> None:
     assert "reference BLAS" in mlx_train.blas_used("cpu") or "OpenBLAS" in mlx_train.blas_used("cpu")
 
 
-def test_mlx_runner_refuses_a_multi_device_workload(tmp_path: Path) -> None:
-    proc = run_module(
-        "runners.mlx_train", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-mb4", "--variant", "mlx-fp32",
-        "--run-id", "x", "--data-dir", str(tmp_path), check=False,
+@pytest.mark.slow
+def test_mlx_data_parallel_over_two_processes_matches_ddp(tmp_path: Path) -> None:
+    """The two-process workload: MLX launches a rank per device over mx.distributed's ring (TCP, this CPU), each
+    taking its rows of the global batch and averaging gradients; its loss follows DDP's step by step."""
+    data = tmp_path / "data"
+    run_module(
+        "runners", "bench", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-mb4", "--variant", "ddp-fp32-stock",
+        "--variant", "mlx-fp32", "--data-dir", str(data), "--steps", "30",
     )  # fmt: skip
-    assert proc.returncode != 0 and "drives one device per process" in proc.stderr
-    assert not list(tmp_path.rglob("*.parquet"))
+    files = {pq.read_table(p, columns=["variant"])["variant"][0].as_py(): p for p in data.rglob("*.parquet")}
+    assert sorted(files) == ["ddp-fp32-stock", "mlx-fp32"]
+    run = pq.read_table(files["mlx-fp32"]).slice(0, 1).to_pylist()[0]
+    assert run["status"] == "ok" and run["accelerator_count"] == 2, run["error"]
+    config, calibration = json.loads(run["config"]), json.loads(run["calibration"])
+    assert "mx.distributed over ring" in config["launcher"] and config["workload"]["world_size"] == 2
+    assert calibration["allreduce_ranks"] == 2 and calibration["allreduce_busbw_bytes_per_s"] > 0
+    losses = {
+        v: np.array([r["value"] for r in pq.read_table(p).to_pylist() if r["metric"] == "loss"])
+        for v, p in files.items()
+    }
+    assert len(losses["mlx-fp32"]) == 30
+    assert np.max(np.abs(losses["mlx-fp32"] - losses["ddp-fp32-stock"])) < 1e-3
+    loaded = load.load(data)
+    parity = dict(derive.run_summary(loaded.runs, loaded.rows).select("variant", "loss_parity_ok").iter_rows())
+    assert parity == {"ddp-fp32-stock": True, "mlx-fp32": True}
 
 
 @pytest.fixture(scope="module")
