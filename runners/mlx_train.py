@@ -298,7 +298,11 @@ def rank_env(device: str, world: int) -> list[dict[str, str]]:
     if device == "cuda":
         port = str(_free_port())
         common = {"NCCL_HOST_IP": "127.0.0.1", "NCCL_PORT": port, "MLX_WORLD_SIZE": str(world)}
-        return [common | {"MLX_RANK": str(r), "CUDA_VISIBLE_DEVICES": str(r)} for r in range(world)]
+        visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+        gpus = visible or [str(r) for r in range(world)]  # rank r takes the r-th GPU this process may see
+        if len(gpus) < world:
+            raise spec.SpecError(f"{world} ranks, but CUDA_VISIBLE_DEVICES names only {len(gpus)} GPU(s)")
+        return [common | {"MLX_RANK": str(r), "CUDA_VISIBLE_DEVICES": gpus[r]} for r in range(world)]
     return [{"MLX_RANK": str(r)} for r in range(world)]
 
 

@@ -74,6 +74,19 @@ def test_openblas_is_preloaded_on_a_linux_cpu_when_installed() -> None:
     assert "reference BLAS" in mlx_train.blas_used("cpu") or "OpenBLAS" in mlx_train.blas_used("cpu")
 
 
+def test_each_mlx_rank_gets_its_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NCCL ranks share a rendezvous on this host and take one visible GPU each; ring ranks get their rank (the host
+    file comes from the launcher)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    cuda = mlx_train.rank_env("cuda", 2)
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in cuda] == ["2", "3"] and [e["MLX_RANK"] for e in cuda] == ["0", "1"]
+    assert {e["NCCL_HOST_IP"] for e in cuda} == {"127.0.0.1"} and len({e["NCCL_PORT"] for e in cuda}) == 1
+    assert all(e["MLX_WORLD_SIZE"] == "2" for e in cuda)
+    with pytest.raises(spec.SpecError, match="names only 2 GPU"):
+        mlx_train.rank_env("cuda", 4)
+    assert mlx_train.rank_env("cpu", 2) == [{"MLX_RANK": "0"}, {"MLX_RANK": "1"}]
+
+
 @pytest.mark.slow
 def test_mlx_data_parallel_over_two_processes_matches_ddp(tmp_path: Path) -> None:
     """The two-process workload: MLX launches a rank per device over mx.distributed's ring (TCP, this CPU), each

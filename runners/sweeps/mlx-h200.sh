@@ -4,7 +4,10 @@
 #
 #   runners/sweeps/mlx-h200.sh receive PART              keep one wheelhouse part (carried as .mwh/PART)
 #   runners/sweeps/mlx-h200.sh install                   unpack the parts and install the wheels
-#   runners/sweeps/mlx-h200.sh train DATA LOG VARIANT... the one-GPU training workload (PyTorch and MLX variants)
+#   runners/sweeps/mlx-h200.sh train DATA LOG WORKLOAD VARIANT...   a training workload of the h100 suite:
+#                                                        train-gpt-1.27b-1gpu-mb8 (PyTorch and MLX on one GPU), or
+#                                                        train-gpt-1.27b-mb4 with mlx-bf16-compile (mx.distributed
+#                                                        over NCCL, two GPUs)
 #   runners/sweeps/mlx-h200.sh generate DATA LOG ENTRY   MLX's pp/tg tests of one [[inference]] entry, and
 #                                                        mlx_lm.benchmark beside them
 #
@@ -37,11 +40,11 @@ install)
 train)
   DATA=${2:?data dir}
   LOG=${3:?log dir}
-  shift 3
+  WORKLOAD=${4:?training workload}
+  shift 4
   V=()
   for v in "$@"; do V+=(--variant "$v"); done
-  python3 -m runners bench --suite h100 --data-dir "$DATA" --workload train-gpt-1.27b-1gpu-mb8 "${V[@]}" \
-    >"$LOG/train.log" 2>&1
+  python3 -m runners bench --suite h100 --data-dir "$DATA" --workload "$WORKLOAD" "${V[@]}" >"$LOG/train.log" 2>&1
   echo "bench exit $?"
   tail -n 12 "$LOG/train.log"
   ;;
@@ -55,7 +58,7 @@ generate)
   tail -n 16 "$LOG/generate-$ENTRY.log"
   ;;
 *)
-  echo "usage: $0 receive PART | install | train DATA LOG VARIANT... | generate DATA LOG ENTRY" >&2
+  echo "usage: $0 receive PART | install | train DATA LOG WORKLOAD VARIANT... | generate DATA LOG ENTRY" >&2
   exit 2
   ;;
 esac
