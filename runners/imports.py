@@ -19,6 +19,16 @@ header must name the entry's prompt and generation lengths at batch size 1, and 
 the entry's repetitions; the tool prints neither the machine nor the time, so `--hardware` and `--date` say them.
 Its prompt_tps and generation_tps become the entry's depth-0 pp and tg tests. The model is the contributor's: the
 record says it is the entry's shape only as far as the contributor says so in `--source`.
+
+    python -m runners import vllm-bench RESULT.json --suite h100 --serving llama-8b --variant vllm-tp1 \
+        --source "..." --hardware "NVIDIA H100 80GB HBM3" --date 2026-12-01T10:00:00Z
+
+vllm bench: a `vllm bench serve --save-result --save-detailed` JSON (one served point: the entry's test at its
+`max_concurrency`, or at its `request_rate` when there is no limit; every request's output length must be the
+entry's, prompts within 5% of its input length, as many requests as `serve_prompts`), or a `vllm bench throughput
+--output-json` JSON (the offline test: `num_requests` must be `num_prompts`; the JSON does not repeat the lengths,
+so the contributor vouches for them in `--source`). The per-request samples become rows and go through the same
+serving formulas as the runner's.
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from runners import llama_bench, llamacpp, mlx_lm_bench, record, schema, spec, store
+from runners import llama_bench, llamacpp, mlx_lm_bench, record, schema, spec, store, vllm_bench
 
 WEIGHT_TYPES = {"f16": "F16", "q8_0": "Q8_0", "q4_k_m": "Q4_K - Medium"}
 """How llama.cpp's `model_type` names each variant weight type (llama_model_ftype_name)."""
@@ -259,31 +269,154 @@ def import_mlx_lm_benchmark(
     return done
 
 
+def _serve_problems(result: dict[str, Any], entry: spec.Serving) -> tuple[Any, list[str]]:
+    """The served test a `vllm bench serve` result is for, and what keeps it from being that test."""
+    found = []
+    limit, rate = result.get("max_concurrency"), result.get("request_rate")
+    tests = [t for t in entry.tests() if t.kind == "serve"]
+    if limit is not None:
+        test = next((t for t in tests if t.concurrency == limit), None)
+        where = f"field 'max_concurrency': {limit!r}"
+    else:
+        test = next((t for t in tests if t.request_rate is not None and t.request_rate == rate), None)
+        where = f"field 'request_rate': {rate!r}"
+    if test is None:
+        found.append(f"{where} matches none of {entry.name}'s served tests ({', '.join(t.workload for t in tests)})")
+    if result.get("num_prompts") != entry.serve_prompts:
+        found.append(
+            f"field 'num_prompts': {result.get('num_prompts')!r}, but {entry.name} serves {entry.serve_prompts}"
+        )
+    outs, ins = result.get("output_lens") or [], result.get("input_lens") or []
+    if any(o != entry.output_len for o in outs if isinstance(o, int) and o > 0):
+        found.append(f"field 'output_lens': requests of {sorted(set(outs))} tokens, but {entry.name} generates "
+                     f"{entry.output_len}")  # fmt: skip
+    if ins and all(isinstance(i, int) for i in ins) and abs(sum(ins) / len(ins) / entry.input_len - 1) > 0.05:
+        found.append(f"field 'input_lens': prompts of {sum(ins) / len(ins):.0f} tokens on average, but {entry.name} "
+                     f"sends {entry.input_len}")  # fmt: skip
+    return test, found
+
+
+def import_vllm_bench(
+    path: Path,
+    suite: spec.Suite,
+    entry: spec.Serving,
+    variant: spec.Variant,
+    source: str,
+    hardware: str,
+    date: str,
+    data_dir: Path,
+) -> list[str]:
+    """Write one imported record for a `vllm bench serve` or `vllm bench throughput` result; returns what happened,
+    or raises ValueError (nothing written) listing every problem."""
+    from runners import vllm_engine
+
+    found = []
+    try:
+        result = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not JSON ({e}), nothing imported") from None
+    if not isinstance(result, dict):
+        raise ValueError(f"{path}: a JSON object was expected, nothing imported")
+    if variant.engine != "vllm" or variant.name not in entry.variants:
+        found.append(f"variant {variant.name!r} is not a vLLM variant of {suite.name}'s {entry.name}")
+    rows: list[dict[str, Any]] = []
+    test = None
+    try:
+        if "ttfts" in result or "max_concurrency" in result:
+            tool = "serve"
+            test, found_here = _serve_problems(result, entry)
+            found += found_here
+            rows = vllm_engine.served_rows(*vllm_bench.serve_requests(result))
+        elif "elapsed_time" in result:
+            tool = "throughput"
+            test = next(t for t in entry.tests() if t.kind == "offline")
+            if result.get("num_requests") != entry.num_prompts:
+                found.append(f"field 'num_requests': {result.get('num_requests')!r}, but {entry.name} sends "
+                             f"{entry.num_prompts}")  # fmt: skip
+            rows = vllm_bench.throughput_rows(result, entry.num_prompts * entry.output_len)
+        else:
+            raise ValueError("neither `vllm bench serve` (ttfts) nor `vllm bench throughput` (elapsed_time) output")
+    except ValueError as e:
+        found.append(str(e))
+    try:
+        started = datetime.fromisoformat(date.replace("Z", "+00:00"))
+        if started.tzinfo is None:
+            found.append(f"--date {date!r} has no time zone (add Z for UTC)")
+    except ValueError:
+        found.append(f"--date {date!r} is not an ISO 8601 time")
+    if not hardware.strip():
+        found.append("--hardware is empty: say which GPUs ran it")
+    if found or test is None:
+        raise ValueError(f"{path}: refused, nothing imported:\n  " + "\n  ".join(found))
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    run_id = f"import-vllm-bench-{sha[:12]}-{test.workload}-{variant.name}"
+    if store.run_path(data_dir, suite.name, run_id).exists():
+        return [f"{test.workload}: already imported ({run_id})"]
+    settings = vllm_engine.resolve_settings(variant.settings)
+    files = {"note": "the contributor's model, not made by Fair Fight: same shape, as the source says"}
+    config = vllm_engine.test_config(suite, entry, test, variant, settings, files, None)
+    config["variant"]["engine"] = "vllm-bench"
+    kept = {k: v for k, v in result.items() if k not in vllm_engine.PER_REQUEST_FIELDS}
+    config["imported"] = {"tool": tool, "file": path.name, "sha256": sha, "result": kept}
+    count = settings["tensor_parallel_size"]
+    run = record.run_columns(
+        run_id=run_id,
+        suite=suite,
+        config=config,
+        engine_version=f"vLLM (version not in the tool's output; backend {result.get('backend', '?')})",
+        status="ok",
+        error=None,
+        started=started,
+        hardware={"device": entry.device, "count": count, "accelerator": hardware, "reported_by": "the importer"},
+        packages=(),
+    )
+    seconds = float(result.get("duration") or result.get("elapsed_time") or 0)
+    run |= {
+        "engine": "vllm-bench",
+        "origin": "imported",
+        "source": source,
+        "ended_at": started + timedelta(seconds=max(1e-6, seconds)),
+        "software": json.dumps({"vllm bench": tool}),
+        "environment": "{}",  # the importing machine's variables say nothing about the run
+    }
+    written = store.write_run(data_dir, schema.make_table(run, rows))
+    return [f"{test.workload}: vllm bench {tool} → {written}"]
+
+
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("tool", choices=["llama-bench", "mlx-lm-benchmark"], help="whose output the file is")
+    p.add_argument("tool", choices=["llama-bench", "mlx-lm-benchmark", "vllm-bench"], help="whose output the file is")
     p.add_argument("file", type=Path)
     p.add_argument("--suite", required=True)
-    p.add_argument("--inference", required=True, help="the suite's [[inference]] entry the results are for")
+    p.add_argument("--inference", help="the suite's [[inference]] entry the results are for (llama-bench, MLX)")
+    p.add_argument("--serving", help="the suite's [[serving]] entry the result is for (vllm-bench)")
     p.add_argument("--variant", required=True, help="the variant (llama.cpp or MLX) whose settings the results used")
     p.add_argument("--source", required=True, help="who ran it, on what hardware, where the raw output lives")
-    p.add_argument("--hardware", default="", help="mlx-lm-benchmark: the machine it ran on (the tool does not say)")
-    p.add_argument("--date", default="", help="mlx-lm-benchmark: when it ran, ISO 8601 with a zone (not printed)")
+    p.add_argument("--hardware", default="", help="mlx-lm-benchmark, vllm-bench: the machine (the tools do not say)")
+    p.add_argument("--date", default="", help="mlx-lm-benchmark, vllm-bench: when it ran, ISO 8601 with a zone")
     p.add_argument("--data-dir", type=Path, default=Path("data"))
 
 
 def main(args: argparse.Namespace) -> int:
     suite = spec.load_suite(args.suite)
-    entry = suite.inference_entry(args.inference)
     if args.variant not in suite.variants:
         raise spec.SpecError(f"{suite.name}: no variant {args.variant!r}")
     variant = suite.variants[args.variant]
+    named = args.serving if args.tool == "vllm-bench" else args.inference
+    if not named:
+        raise SystemExit(f"name the entry: --{'serving' if args.tool == 'vllm-bench' else 'inference'} NAME")
     try:
-        if args.tool == "mlx-lm-benchmark":
+        if args.tool == "vllm-bench":
+            entry = suite.serving_entry(named)
+            lines = import_vllm_bench(args.file, suite, entry, variant, args.source, args.hardware, args.date,
+                                      args.data_dir)  # fmt: skip
+        elif args.tool == "mlx-lm-benchmark":
+            entry = suite.inference_entry(named)
             lines = import_mlx_lm_benchmark(
                 args.file, suite, entry, variant, args.source, args.hardware, args.date, args.data_dir
             )
         else:
-            lines = import_llama_bench(args.file, suite, entry, variant, args.source, args.data_dir)
+            lines = import_llama_bench(args.file, suite, suite.inference_entry(named), variant, args.source,
+                                       args.data_dir)  # fmt: skip
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -416,6 +416,11 @@ def run_offline(w: _Writer, test: Any, folder: Path, tmp: Path, env: dict[str, s
     _bench_tool(w, test, "throughput", flags, tmp, env)
 
 
+PER_REQUEST_FIELDS = ("itls", "ttfts", "latencies", "generated_texts", "start_times", "input_lens", "output_lens")
+"""`vllm bench serve`'s per-request arrays: the record keeps them as rows, not again in its configuration (records
+written before 2026-11-30 18:00 UTC kept both: the pop sat after a `return`)."""
+
+
 def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, env: dict[str, str]) -> None:
     from runners import vllm_bench
 
@@ -439,8 +444,8 @@ def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, e
     except ValueError as e:
         print(f"    vllm bench {tool}: its result cannot be read ({e}); the runner's record stands", file=sys.stderr)
         return
-        for key in ("itls", "ttfts", "latencies", "generated_texts", "start_times", "input_lens", "output_lens"):
-            result.pop(key, None)  # kept as rows; the rest of the tool's JSON goes into the record as it was
+    for key in PER_REQUEST_FIELDS:
+        result.pop(key, None)  # kept as rows; the rest of the tool's JSON goes into the record as it was
     kept = {"tool": tool, "command": "vllm bench " + tool + " " + " ".join(flags), "result": result}
     path = w.write(test, rows, started, tool=kept)
     print(f"    {test.workload}: vllm bench {tool} → {path}", file=sys.stderr, flush=True)

@@ -201,3 +201,52 @@ def test_an_engine_that_cannot_start_is_a_failure_record(tmp_path: Path, vllm_py
         t = pq.read_table(f)
         assert t.column("status")[0].as_py() == "failed"
         assert "max_model_len" in t.column("error")[0].as_py(), t.column("error")[0].as_py()[-1000:]
+
+
+# A real `vllm bench serve` result: the one kept in the record of the 14B, one H200, 8 requests in flight point
+# (vLLM 0.25.0; records of that day kept the tool's per-request arrays in their configuration as well as in rows).
+TOOL_RECORD = next(
+    Path("data/h100").glob("20261130T165119Z-llama-14b-serve-c8-i512-o128-vllm-tp1-vllm-bench-*.parquet")
+)
+
+
+def test_vllm_bench_output_from_elsewhere_imports_once_and_checked(tmp_path: Path) -> None:
+    """`vllm bench serve` JSON made on another machine becomes the served test it is for, through the same serving
+    formulas; another point's JSON, or one with other lengths, is refused whole with each field named."""
+    from runners import imports
+
+    record = pq.read_table(TOOL_RECORD)
+    result = json.loads(record.column("config")[0].as_py())["imported"]["result"]
+    result.pop("e2e_from", None)
+    h100 = spec.load_suite("h100")
+    entry, variant = h100.serving_entry("llama-14b"), h100.variants["vllm-tp1"]
+    good = tmp_path / "serve.json"
+    good.write_text(json.dumps(result))
+    data = tmp_path / "data"
+    args = dict(source="a contributor's H200", hardware="NVIDIA H200", date="2026-11-30T16:55:00Z")
+    done = imports.import_vllm_bench(good, h100, entry, variant, data_dir=data, **args)
+    assert len(done) == 1 and done[0].startswith("llama-14b-serve-c8-i512-o128: vllm bench serve")
+    again = imports.import_vllm_bench(good, h100, entry, variant, data_dir=data, **args)
+    assert "already imported" in again[0]
+    (path,) = data.rglob("*.parquet")
+    table = pq.read_table(path)
+    assert schema.check_table(table) == []
+    run = table.slice(0, 1).to_pylist()[0]
+    assert (run["origin"], run["engine"], run["workload"]) == ("imported", "vllm-bench", "llama-14b-serve-c8-i512-o128")
+    assert "ttfts" not in json.loads(run["config"])["imported"]["result"]  # the arrays are rows, not config
+    # the same requests give the same figures as the record made on the bench host
+    mine, here = (metrics.requests_from_rows(t.to_pylist()) for t in (table, record))
+    assert metrics.serving_metrics(*mine, 1000, 50) == metrics.serving_metrics(*here, 1000, 50)
+    bad = tmp_path / "other.json"
+    bad.write_text(json.dumps(result | {"max_concurrency": 16, "num_prompts": 64, "output_lens": [64] * 32}))
+    with pytest.raises(ValueError) as refused:
+        imports.import_vllm_bench(bad, h100, entry, variant, data_dir=tmp_path / "d2", **args)
+    text = str(refused.value)
+    assert "field 'max_concurrency': 16 matches none of llama-14b's served tests" in text
+    assert "field 'num_prompts': 64, but llama-14b serves 32" in text
+    assert "field 'output_lens': requests of [64] tokens, but llama-14b generates 128" in text
+    assert not (tmp_path / "d2").exists()
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{not json")
+    with pytest.raises(ValueError, match="not JSON"):
+        imports.import_vllm_bench(garbage, h100, entry, variant, data_dir=tmp_path / "d2", **args)
