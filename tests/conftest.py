@@ -79,7 +79,8 @@ def built_site(
     (corrupt_data / "cpu-smoke" / "corrupt-run.parquet").write_bytes(b"PAR1 this is not a parquet file")
     # Two more real runs of the stock baseline: one on a single process (the scaling section's one-device point)
     # and a repeat on two (an A/A pair with bench_data's own), each with an operator's note.
-    stock = ("runners", "bench", "--suite", "cpu-smoke", "--variant", "ddp-fp32-stock", "--data-dir", str(corrupt_data))
+    stock = ("runners", "bench", "--suite", "cpu-smoke", "--workload", TRAIN, "--variant", "ddp-fp32-stock")
+    stock += ("--data-dir", str(corrupt_data))
     run_module(*stock, "--world-size", "1", "--note", SCALING_NOTE)
     run_module(*stock, "--note", REPEAT_NOTE)
     run_module(

@@ -56,7 +56,8 @@ def _processes_with(words: list[str]) -> list[int]:
 
 def test_a_runner_killed_mid_run_leaves_a_failure_record_and_no_partial_file(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    cmd = [sys.executable, "-m", "runners", "bench", "--suite", "cpu-smoke", "--variant", "ddp-fp32-stock"]
+    cmd = [sys.executable, "-m", "runners", "bench", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-mb4"]
+    cmd += ["--variant", "ddp-fp32-stock"]
     cmd += ["--variant", "ddp-amp-stock", "--steps", "100", "--data-dir", str(data)]
     bench = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     killed = False
