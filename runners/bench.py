@@ -123,8 +123,8 @@ def sweep_env(items: list[str] | None) -> dict[str, str]:
 
 
 def check_devices(suite: spec.Suite, args: argparse.Namespace) -> None:
-    """A CUDA workload needs as many GPUs as it names (or --world-size), a Metal one an Apple Silicon Mac: say so
-    before starting anything."""
+    """A CUDA workload needs as many GPUs as it names (or --world-size) and a served variant as many as its
+    tensor-parallel size; a Metal one needs an Apple Silicon Mac: say so before starting anything."""
     metal = [w.name for w in suite.workloads if w.device == "metal" and _selected(w, args)]
     metal += sorted({e.name for e, _, _ in _inference_todo(suite, args) if e.device == "metal"})
     if metal and not (sys.platform == "darwin" and platform.machine() == "arm64"):
@@ -136,6 +136,10 @@ def check_devices(suite: spec.Suite, args: argparse.Namespace) -> None:
         (args.world_size or w.world_size for w in suite.workloads if w.device == "cuda" and _selected(w, args)),
         default=0,
     )
+    served = [  # a served variant takes as many GPUs as its tensor-parallel size
+        int(v.settings.get("tensor_parallel_size", 1)) for e, v, _ in _serving_todo(suite, args) if e.device == "cuda"
+    ]
+    wanted = max([wanted, *served])
     if not wanted:
         return
     try:
@@ -146,6 +150,7 @@ def check_devices(suite: spec.Suite, args: argparse.Namespace) -> None:
     if found < wanted:
         raise SystemExit(
             f"suite {suite.name} needs {wanted} GPU(s), found {found}: pass --world-size {found} for a {found}-GPU run"
+            " of a training workload, or --variant to pick served variants that fit"
         )
 
 

@@ -175,6 +175,12 @@ def test_a_cuda_suite_without_gpus_says_what_to_do(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "suite h100 needs 2 NVIDIA GPU(s)" in proc.stderr
     assert not any(tmp_path.iterdir())
+    # a served variant needs as many GPUs as its tensor-parallel size: the 70B suite asks for 8, or 4 for TP4 alone
+    proc = run_module("runners", "bench", "--suite", "h100-x8", "--data-dir", str(tmp_path), check=False)
+    assert proc.returncode != 0 and "suite h100-x8 needs 8 NVIDIA GPU(s)" in proc.stderr
+    tp4 = ("runners", "bench", "--suite", "h100-x8", "--variant", "vllm-tp4", "--data-dir", str(tmp_path))
+    assert "suite h100-x8 needs 4 NVIDIA GPU(s)" in run_module(*tp4, check=False).stderr
+    assert not any(tmp_path.iterdir())
 
 
 def test_the_same_data_gives_a_byte_identical_site(bench_data, built_site: Path, tmp_path: Path) -> None:
