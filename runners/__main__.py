@@ -17,6 +17,9 @@ def _list(_: argparse.Namespace) -> int:
         print(f"{suite.name}: {suite.description}")
         for w in suite.workloads:
             print(f"  {w.name}: {', '.join(w.variants)}")
+        for entry in (*suite.inference, *suite.serving):  # a pp/tg or serving entry: its tests share the variants
+            kind = "inference" if entry in suite.inference else "serving"
+            print(f"  {entry.name} ({kind}, {len(entry.tests())} tests): {', '.join(entry.variants)}")
     return 0
 
 
