@@ -73,19 +73,8 @@ def calibrate(*, device: Any, world: int, precision: str) -> dict[str, Any]:
     t_ar = _time_allreduce(torch, dist, device, sizes["allreduce_bytes"]) if world > 1 else None
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return {
-        "matmul_precision": precision,
-        "matmul_n": n,
-        "matmul_flops": metrics.matmul_flops(n, n, n) / t_mm,
-        "copy_bytes": sizes["copy_bytes"],
-        "copy_bytes_per_s": metrics.copy_bandwidth(sizes["copy_bytes"], t_copy),
-        "allreduce_bytes": sizes["allreduce_bytes"],
-        "allreduce_ranks": world,
-        "allreduce_busbw_bytes_per_s": (
-            None if t_ar is None else metrics.allreduce_bus_bandwidth(sizes["allreduce_bytes"], t_ar, world)
-        ),
-        "method": "median of 5 repetitions after 2 warm-up calls, device synchronised (runners/calibrate.py)",
-    }
+    method = "median of 5 repetitions after 2 warm-up calls, device synchronised (runners/calibrate.py)"
+    return _peaks(precision, sizes, t_mm, t_copy, t_ar, world, method)
 
 
 def calibrate_mlx(*, device: str, precision: str, group: Any = None) -> dict[str, Any]:
@@ -107,16 +96,25 @@ def calibrate_mlx(*, device: str, precision: str, group: Any = None) -> dict[str
     if ranks > 1:
         buf = mx.ones((sizes["allreduce_bytes"] // 2,), dtype=mx.bfloat16 if device != "cpu" else mx.float16)
         t_ar = _timed(lambda: mx.eval(mx.distributed.all_sum(buf, group=group)), inner=5)
+    method = "MLX: median of 5 repetitions after 2 warm-up calls, each call evaluated (runners/calibrate.py)"
+    return _peaks(precision, sizes, t_mm, t_copy, t_ar, ranks, method)
+
+
+def _peaks(
+    precision: str, sizes: dict[str, int], t_mm: float, t_copy: float, t_ar: float | None, ranks: int, method: str
+) -> dict[str, Any]:
+    """The calibration record from the timed seconds of one matmul, copy and all-reduce (None: one device)."""
+    n = sizes["matmul_n"]
     return {
         "matmul_precision": precision,
         "matmul_n": n,
         "matmul_flops": metrics.matmul_flops(n, n, n) / t_mm,
         "copy_bytes": sizes["copy_bytes"],
         "copy_bytes_per_s": metrics.copy_bandwidth(sizes["copy_bytes"], t_copy),
-        "allreduce_bytes": sizes["allreduce_bytes"] if t_ar else None,
+        "allreduce_bytes": sizes["allreduce_bytes"],
         "allreduce_ranks": ranks,
         "allreduce_busbw_bytes_per_s": (
             None if t_ar is None else metrics.allreduce_bus_bandwidth(sizes["allreduce_bytes"], t_ar, ranks)
         ),
-        "method": "MLX: median of 5 repetitions after 2 warm-up calls, each call evaluated (runners/calibrate.py)",
+        "method": method,
     }

@@ -112,6 +112,34 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def _said_when_and_where(date: str, hardware: str, found: list[str]) -> datetime | None:
+    """The `--date` and `--hardware` an importer of a tool that prints neither takes: the start time, or None with
+    each problem appended to `found`."""
+    started = None
+    try:
+        started = datetime.fromisoformat(date.replace("Z", "+00:00"))
+        if started.tzinfo is None:
+            found.append(f"--date {date!r} has no time zone (add Z for UTC)")
+    except ValueError:
+        found.append(f"--date {date!r} is not an ISO 8601 time")
+    if not hardware.strip():
+        found.append("--hardware is empty: say which machine ran it")
+    return started
+
+
+def _as_imported(run: dict[str, Any], engine: str, source: str, ended: datetime, software: dict[str, Any]) -> dict:
+    """A measured run's columns made an imported one: the tool as engine, the contributor's source, the tool's own
+    end time and software; the importing machine's variables say nothing about the run."""
+    return run | {
+        "engine": engine,
+        "origin": "imported",
+        "source": source,
+        "ended_at": ended,
+        "software": json.dumps(software),
+        "environment": "{}",
+    }
+
+
 def import_llama_bench(
     path: Path, suite: spec.Suite, entry: spec.Inference, variant: spec.Variant, source: str, data_dir: Path
 ) -> list[str]:
@@ -164,14 +192,9 @@ def import_llama_bench(
             hardware=hardware,
             packages=(),
         )
-        run |= {
-            "engine": "llama-bench",
-            "origin": "imported",
-            "source": source,
-            "ended_at": started + timedelta(microseconds=max(1, sum(obj["samples_ns"]) // 1000)),
-            "software": json.dumps({"llama-bench": obj["build_commit"], "backends": obj.get("backends")}),
-            "environment": "{}",  # the importing machine's variables say nothing about the run
-        }
+        ended = started + timedelta(microseconds=max(1, sum(obj["samples_ns"]) // 1000))
+        software = {"llama-bench": obj["build_commit"], "backends": obj.get("backends")}
+        run = _as_imported(run, "llama-bench", source, ended, software)
         written = store.write_run(data_dir, schema.make_table(run, llama_bench.sample_rows(obj, test.n_tokens)))
         done.append(f"{test.workload}: {obj.get('avg_ts', 0):,.1f} tokens/s (mean) → {written}")
     return done
@@ -217,15 +240,8 @@ def import_mlx_lm_benchmark(
                 found.append(f"field {field!r}: {got}, but {suite.name}'s {entry.name} runs {want}")
     if trials and len(trials) != entry.repetitions:
         found.append(f"{len(trials)} trials, but {entry.name} takes {entry.repetitions} repetitions")
-    try:
-        started = datetime.fromisoformat(date.replace("Z", "+00:00"))
-        if started.tzinfo is None:
-            found.append(f"--date {date!r} has no time zone (add Z for UTC)")
-    except ValueError:
-        found.append(f"--date {date!r} is not an ISO 8601 time")
-    if not hardware.strip():
-        found.append("--hardware is empty: say which machine ran it")
-    if found:
+    started = _said_when_and_where(date, hardware, found)
+    if found or started is None:
         raise ValueError(f"{path}: refused, nothing imported:\n  " + "\n  ".join(found))
     from runners import mlx_generate
 
@@ -255,14 +271,9 @@ def import_mlx_lm_benchmark(
             hardware={"device": entry.device, "count": 1, "accelerator": hardware, "reported_by": "the importer"},
             packages=(),
         )
-        run |= {
-            "engine": "mlx-lm-benchmark",
-            "origin": "imported",
-            "source": source,
-            "ended_at": started + timedelta(seconds=max(1e-6, sum(t["total_time"] for t in trials))),
-            "software": json.dumps({"mlx_lm.benchmark": "as reported by the contributor"}),
-            "environment": "{}",  # the importing machine's variables say nothing about the run
-        }
+        ended = started + timedelta(seconds=max(1e-6, sum(t["total_time"] for t in trials)))
+        software = {"mlx_lm.benchmark": "as reported by the contributor"}
+        run = _as_imported(run, "mlx-lm-benchmark", source, ended, software)
         written = store.write_run(data_dir, schema.make_table(run, mlx_lm_bench.sample_rows(trials, field)))
         mean = sum(t[field] for t in trials) / len(trials)
         done.append(f"{test.workload}: {mean:,.1f} tokens/s (mean) → {written}")
@@ -338,15 +349,8 @@ def import_vllm_bench(
             raise ValueError("neither `vllm bench serve` (ttfts) nor `vllm bench throughput` (elapsed_time) output")
     except ValueError as e:
         found.append(str(e))
-    try:
-        started = datetime.fromisoformat(date.replace("Z", "+00:00"))
-        if started.tzinfo is None:
-            found.append(f"--date {date!r} has no time zone (add Z for UTC)")
-    except ValueError:
-        found.append(f"--date {date!r} is not an ISO 8601 time")
-    if not hardware.strip():
-        found.append("--hardware is empty: say which GPUs ran it")
-    if found or test is None:
+    started = _said_when_and_where(date, hardware, found)
+    if found or test is None or started is None:
         raise ValueError(f"{path}: refused, nothing imported:\n  " + "\n  ".join(found))
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     run_id = f"import-vllm-bench-{sha[:12]}-{test.workload}-{variant.name}"
@@ -371,14 +375,7 @@ def import_vllm_bench(
         packages=(),
     )
     seconds = float(result.get("duration") or result.get("elapsed_time") or 0)
-    run |= {
-        "engine": "vllm-bench",
-        "origin": "imported",
-        "source": source,
-        "ended_at": started + timedelta(seconds=max(1e-6, seconds)),
-        "software": json.dumps({"vllm bench": tool}),
-        "environment": "{}",  # the importing machine's variables say nothing about the run
-    }
+    run = _as_imported(run, "vllm-bench", source, started + timedelta(seconds=max(1e-6, seconds)), {"vllm bench": tool})
     written = store.write_run(data_dir, schema.make_table(run, rows))
     return [f"{test.workload}: vllm bench {tool} → {written}"]
 

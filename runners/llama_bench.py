@@ -7,7 +7,6 @@ records marked `imported` (engine `llama-bench`), one per test, beside the runne
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -95,15 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     # process crash, see runners/llamacpp.py): the runner, which runs first, has already made the model file.
     from runners import llama_files, llamacpp, llamacpp_build, provenance, record, schema, spec, store
 
-    p = argparse.ArgumentParser(prog="python -m runners.llama_bench", description=__doc__.splitlines()[0])
-    p.add_argument("--suite", required=True)
-    p.add_argument("--inference", required=True)
-    p.add_argument("--variant", required=True)
-    p.add_argument("--run-stamp", required=True)
-    p.add_argument("--data-dir", type=Path, default=Path("data"))
-    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
+    p = spec.inference_cli("python -m runners.llama_bench", __doc__.splitlines()[0], tool=True)
     p.add_argument("--binary", default=os.environ.get("LLAMA_BENCH", "llama-bench"))
-    p.add_argument("--workload", action="append")
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
     vendored = metadata.version("llama_cpp_python")

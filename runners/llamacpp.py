@@ -340,15 +340,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from runners import llama_files, provenance, record, spec
 
-    p = argparse.ArgumentParser(prog="python -m runners.llamacpp", description=__doc__.splitlines()[0])
-    p.add_argument("--suite", required=True)
-    p.add_argument("--inference", required=True, help="name of an [[inference]] entry of the suite")
-    p.add_argument("--variant", required=True)
-    p.add_argument("--run-stamp", required=True, help="UTC start and random suffix, `STAMP~HEX` (from bench)")
-    p.add_argument("--out", type=Path, required=True, help="JSON Lines: one test's record per line, as it ends")
-    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
-    p.add_argument("--workload", action="append", help="only these tests (workload names)")
-    p.add_argument("--note", default=None)
+    p = spec.inference_cli("python -m runners.llamacpp", __doc__.splitlines()[0])
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
     entry = suite.inference_entry(args.inference)

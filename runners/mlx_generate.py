@@ -17,9 +17,7 @@ with a monotonic clock around the whole. Normally started by `python -m runners 
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import random
 import resource
 import sys
@@ -178,15 +176,7 @@ def engine_version(mx: Any) -> str:
 def main(argv: list[str] | None = None) -> int:
     from runners import llama_files, llamacpp, mlx_train, record, spec
 
-    p = argparse.ArgumentParser(prog="python -m runners.mlx_generate", description=__doc__.splitlines()[0])
-    p.add_argument("--suite", required=True)
-    p.add_argument("--inference", required=True, help="name of an [[inference]] entry of the suite")
-    p.add_argument("--variant", required=True)
-    p.add_argument("--run-stamp", required=True, help="UTC start and random suffix, `STAMP~HEX` (from bench)")
-    p.add_argument("--out", type=Path, required=True, help="JSON Lines: one test's record per line, as it ends")
-    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
-    p.add_argument("--workload", action="append", help="only these tests (workload names)")
-    p.add_argument("--note", default=None)
+    p = spec.inference_cli("python -m runners.mlx_generate", __doc__.splitlines()[0])
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
     entry = suite.inference_entry(args.inference)

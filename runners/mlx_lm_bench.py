@@ -10,7 +10,6 @@ an `Averages:` line; `parse` reads those (and is what the importer of a saved ou
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
@@ -80,14 +79,7 @@ def sample_rows(trials: list[dict[str, float]], field: str) -> list[dict[str, An
 def main(argv: list[str] | None = None) -> int:
     from runners import llama_files, llamacpp, mlx_generate, mlx_train, record, schema, spec, store
 
-    p = argparse.ArgumentParser(prog="python -m runners.mlx_lm_bench", description=__doc__.splitlines()[0])
-    p.add_argument("--suite", required=True)
-    p.add_argument("--inference", required=True)
-    p.add_argument("--variant", required=True)
-    p.add_argument("--run-stamp", required=True)
-    p.add_argument("--data-dir", type=Path, default=Path("data"))
-    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
-    p.add_argument("--workload", action="append")
+    p = spec.inference_cli("python -m runners.mlx_lm_bench", __doc__.splitlines()[0], tool=True)
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
     entry = suite.inference_entry(args.inference)

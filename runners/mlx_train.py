@@ -234,12 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         calibration = calibrate.calibrate_mlx(
             device=work.device, precision=compute_precision(settings, work.device), group=group
         )
-        busbw = calibration["allreduce_busbw_bytes_per_s"]
-        log(
-            f"  calibration: matmul {calibration['matmul_flops'] / 1e12:.2f} TFLOP/s, copy "
-            f"{calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s, all-reduce bus "
-            + (f"{busbw / 1e9:.1f} GB/s" if busbw is not None else "n/a (one device)")
-        )
+        log(record.calibration_line(calibration))
         for trial in range(work.trials):
             times, losses, run_values, stop = train_trial(
                 mx=mx,
@@ -252,17 +247,10 @@ def main(argv: list[str] | None = None) -> int:
                 log=log,
                 group=group,
             )
-            for step, (t, loss) in enumerate(zip(times, losses, strict=True)):
-                phase = "warmup" if step < work.warmup_steps else "steady"
-                rows.append(dict(trial=trial, step=step, phase=phase, metric="step_time_s", value=t, unit="s"))
-                rows.append(dict(trial=trial, step=step, phase=phase, metric="loss", value=loss, unit="nats"))
             run_values["steps_completed"] = float(len(times))
             if trial == 0:
                 run_values["startup_s"] = time.perf_counter() - PROCESS_START - sum(times)
-            for metric, value in run_values.items():
-                rows.append(
-                    dict(trial=trial, step=None, phase="run", metric=metric, value=value, unit=schema.METRICS[metric])
-                )
+            rows += record.train_rows(trial, times, losses, work.warmup_steps, run_values)
             if stop:
                 status, error = "timeout", stop
                 log(f"  stopped: {stop}")

@@ -153,3 +153,32 @@ def run_columns(
         "environment": json.dumps(provenance.environment(), sort_keys=True),
         "calibration": None if calibration is None else json.dumps(calibration, sort_keys=True),
     }
+
+
+def train_rows(
+    trial: int, times: list[float], losses: list[float], warmup_steps: int, run_values: dict[str, float]
+) -> list[dict[str, Any]]:
+    """One training trial's rows, whatever the engine: each step's time and loss (warm-up or steady) and the
+    trial's run-level values, each with its unit from the schema."""
+    from runners import schema
+
+    rows = []
+    for step, (t, loss) in enumerate(zip(times, losses, strict=True)):
+        phase = "warmup" if step < warmup_steps else "steady"
+        rows.append(dict(trial=trial, step=step, phase=phase, metric="step_time_s", value=t, unit="s"))
+        rows.append(dict(trial=trial, step=step, phase=phase, metric="loss", value=loss, unit="nats"))
+    rows += [
+        dict(trial=trial, step=None, phase="run", metric=metric, value=value, unit=schema.METRICS[metric])
+        for metric, value in run_values.items()
+    ]
+    return rows
+
+
+def calibration_line(calibration: dict[str, Any]) -> str:
+    """The calibration as a progress line."""
+    busbw = calibration["allreduce_busbw_bytes_per_s"]  # None on one device: nothing to reduce across
+    return (
+        f"  calibration: matmul {calibration['matmul_flops'] / 1e12:.1f} TFLOP/s, copy "
+        f"{calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s, all-reduce bus "
+        + (f"{busbw / 1e9:.1f} GB/s" if busbw is not None else "n/a (one device)")
+    )

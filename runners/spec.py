@@ -530,3 +530,25 @@ def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE, ex
 def to_json(obj: Any) -> str:
     """Canonical JSON of a spec (sorted keys) for the record's `config` column."""
     return json.dumps(dataclasses.asdict(obj), sort_keys=True, default=list)
+
+
+def inference_cli(prog: str, description: str, *, tool: bool = False) -> Any:
+    """The command line the bench session gives an inference runner (llama.cpp, MLX), or with `tool` the module
+    that runs the engine's own benchmark beside it: the entry, variant and run stamp, the tests to run, where the
+    model files are cached, and where the results go (JSON Lines for a runner, result files for a tool)."""
+    import argparse
+    import os
+
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--suite", required=True)
+    p.add_argument("--inference", required=True, help="name of an [[inference]] entry of the suite")
+    p.add_argument("--variant", required=True)
+    p.add_argument("--run-stamp", required=True, help="UTC start and random suffix, `STAMP~HEX` (from bench)")
+    if tool:
+        p.add_argument("--data-dir", type=Path, default=Path("data"))
+    else:
+        p.add_argument("--out", type=Path, required=True, help="JSON Lines: one test's record per line, as it ends")
+        p.add_argument("--note", default=None)
+    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
+    p.add_argument("--workload", action="append", help="only these tests (workload names)")
+    return p

@@ -204,12 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         calibration = calibrate.calibrate(device=device, world=world, precision=torch_setup.compute_precision(settings))
-        busbw = calibration["allreduce_busbw_bytes_per_s"]  # None on one device: nothing to reduce across
-        log(
-            f"  calibration: matmul {calibration['matmul_flops'] / 1e12:.1f} TFLOP/s, copy "
-            f"{calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s, all-reduce bus "
-            + (f"{busbw / 1e9:.1f} GB/s" if busbw is not None else "n/a (one device)")
-        )
+        log(record.calibration_line(calibration))
         for trial in range(work.trials):
             times, losses, run_values, stop = train_trial(
                 torch=torch,
@@ -224,17 +219,10 @@ def main(argv: list[str] | None = None) -> int:
                 device=device,
                 log=log,
             )
-            for step, (t, loss) in enumerate(zip(times, losses, strict=True)):
-                phase = "warmup" if step < work.warmup_steps else "steady"
-                rows.append(dict(trial=trial, step=step, phase=phase, metric="step_time_s", value=t, unit="s"))
-                rows.append(dict(trial=trial, step=step, phase=phase, metric="loss", value=loss, unit="nats"))
             run_values["steps_completed"] = float(len(times))
             if trial == 0:
                 run_values["startup_s"] = time.perf_counter() - PROCESS_START - sum(times)
-            for metric, value in run_values.items():
-                rows.append(
-                    dict(trial=trial, step=None, phase="run", metric=metric, value=value, unit=schema.METRICS[metric])
-                )
+            rows += record.train_rows(trial, times, losses, work.warmup_steps, run_values)
             if stop:
                 status, error = "timeout", stop
                 log(f"  stopped: {stop}")
