@@ -25,10 +25,10 @@ record says it is the entry's shape only as far as the contributor says so in `-
 
 vllm bench: a `vllm bench serve --save-result --save-detailed` JSON (one served point: the entry's test at its
 `max_concurrency`, or at its `request_rate` when there is no limit; every request's output length must be the
-entry's, prompts within 5% of its input length, as many requests as `serve_prompts`), or a `vllm bench throughput
---output-json` JSON (the offline test: `num_requests` must be `num_prompts`; the JSON does not repeat the lengths,
-so the contributor vouches for them in `--source`). The per-request samples become rows and go through the same
-serving formulas as the runner's.
+entry's, prompts within 5% of its input length, as many requests as the served test sends), or a `vllm bench
+throughput --output-json` JSON (the offline test: `num_requests` must be `num_prompts`; the JSON does not repeat the
+lengths, so the contributor vouches for them in `--source`). The per-request samples become rows and go through the
+same serving formulas as the runner's.
 """
 
 from __future__ import annotations
@@ -293,9 +293,9 @@ def _serve_problems(result: dict[str, Any], entry: spec.Serving) -> tuple[Any, l
         where = f"field 'request_rate': {rate!r}"
     if test is None:
         found.append(f"{where} matches none of {entry.name}'s served tests ({', '.join(t.workload for t in tests)})")
-    if result.get("num_prompts") != entry.serve_prompts:
+    if test is not None and result.get("num_prompts") != test.requests:
         found.append(
-            f"field 'num_prompts': {result.get('num_prompts')!r}, but {entry.name} serves {entry.serve_prompts}"
+            f"field 'num_prompts': {result.get('num_prompts')!r}, but {test.workload} sends {test.requests} requests"
         )
     outs, ins = result.get("output_lens") or [], result.get("input_lens") or []
     if any(o != entry.output_len for o in outs if isinstance(o, int) and o > 0):

@@ -206,7 +206,8 @@ class InferenceTest:
 class Serving:
     """Offline throughput and served latency of a Llama-shaped model (vLLM): fixed input and output lengths, EOS
     ignored, random token-id prompts. The offline test generates `num_prompts` requests in one batch per repetition;
-    each served point drives the engine's OpenAI-compatible server with `serve_prompts` streamed requests, either
+    each served point drives the engine's OpenAI-compatible server with `serve_prompts` streamed requests (a
+    closed-loop point at least `serve_waves` times its concurrency), either
     closed-loop at a fixed concurrency or open-loop at a Poisson request rate. Every test is its own workload, named
     `{name}-throughput-i512-o128`, `{name}-serve-c8-i512-o128` or `{name}-serve-r4-i512-o128`."""
 
@@ -232,6 +233,10 @@ class Serving:
     """Open-loop served points: Poisson arrivals per second."""
     serve_prompts: int = 64
     """Requests per served point (at least the concurrency)."""
+    serve_waves: int = 4
+    """A closed-loop point sends at least this many times its concurrency in requests, so that the ramp of its first
+    wave and the tail of its last do not decide its throughput (on 2xH200 a single wave of 32 measured 4% apart from
+    `vllm bench serve`'s single wave, data/h100 2026-11-30)."""
     slo_ttft_ms: float = 1000.0
     """Goodput counts requests whose time to first token is at most this..."""
     slo_tpot_ms: float = 100.0
@@ -242,7 +247,7 @@ class Serving:
     """Wall-clock budget of one variant's whole set of tests (engine starts included)."""
 
     def __post_init__(self) -> None:
-        for name in ("input_len", "output_len", "num_prompts", "repetitions", "serve_prompts"):
+        for name in ("input_len", "output_len", "num_prompts", "repetitions", "serve_prompts", "serve_waves"):
             if getattr(self, name) <= 0:
                 raise SpecError(f"serving {self.name!r}: {name} must be positive")
         if any(c <= 0 or c > self.serve_prompts for c in self.concurrencies):
@@ -253,13 +258,20 @@ class Serving:
     def tests(self) -> list[ServingTest]:
         """The offline test, then the served points: concurrencies, then request rates."""
         shape = f"i{self.input_len}-o{self.output_len}"
-        out = [ServingTest(workload=f"{self.name}-throughput-{shape}", kind="offline")]
+        out = [ServingTest(workload=f"{self.name}-throughput-{shape}", kind="offline", requests=self.num_prompts)]
         out += [
-            ServingTest(workload=f"{self.name}-serve-c{c}-{shape}", kind="serve", concurrency=c)
+            ServingTest(
+                workload=f"{self.name}-serve-c{c}-{shape}",
+                kind="serve",
+                concurrency=c,
+                requests=max(self.serve_prompts, self.serve_waves * c),
+            )
             for c in self.concurrencies
         ]
         out += [
-            ServingTest(workload=f"{self.name}-serve-r{r:g}-{shape}", kind="serve", request_rate=r)
+            ServingTest(
+                workload=f"{self.name}-serve-r{r:g}-{shape}", kind="serve", request_rate=r, requests=self.serve_prompts
+            )
             for r in self.request_rates
         ]
         return out
@@ -271,6 +283,8 @@ class ServingTest:
 
     workload: str
     kind: Literal["offline", "serve"]
+    requests: int
+    """Requests of one repetition (offline: `num_prompts`) or of the served point."""
     concurrency: int | None = None
     """Closed loop: this many requests in flight (served points)."""
     request_rate: float | None = None

@@ -297,7 +297,7 @@ def test_config(
             "request_rate": test.request_rate,
             "input_len": entry.input_len,
             "output_len": entry.output_len,
-            "requests": entry.num_prompts if test.kind == "offline" else entry.serve_prompts,
+            "requests": test.requests,
             "repetitions": entry.repetitions if test.kind == "offline" else 1,
             "serving": json.loads(spec.to_json(entry)),
             "world_size": settings["tensor_parallel_size"],
@@ -473,7 +473,7 @@ def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[
             try:
                 server.alive()
                 seed = entry.seed + 1000 * (n + 1)
-                asks = prompts(w.files["vocab"], entry.serve_prompts + WARMUP_PROMPTS, entry.input_len, seed)
+                asks = prompts(w.files["vocab"], test.requests + WARMUP_PROMPTS, entry.input_len, seed)
                 bodies = [loadgen.payload(SERVED_NAME, p, entry.output_len, sampling(settings)) for p in asks]
                 loadgen.drive(url, bodies[:WARMUP_PROMPTS], concurrency=WARMUP_PROMPTS)  # untimed
                 requests, duration = loadgen.drive(
@@ -503,7 +503,7 @@ def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[
                     "--backend", "vllm", "--base-url", server.url, "--endpoint", "/v1/completions", "--model",
                     str(folder), "--served-model-name", SERVED_NAME, "--tokenizer", str(folder), "--dataset-name",
                     "random", "--random-input-len", str(entry.input_len), "--random-output-len",
-                    str(entry.output_len), "--random-range-ratio", "0", "--num-prompts", str(entry.serve_prompts),
+                    str(entry.output_len), "--random-range-ratio", "0", "--num-prompts", str(test.requests),
                     # the same untimed warm-up as the runner's (on 2xH200 the tool's first c8 wave without one
                     # stalled ~0.7 s: TTFT 790-864 ms against 117 ms after it)
                     "--num-warmups", str(WARMUP_PROMPTS), *load, "--ignore-eos", "--temperature",

@@ -161,8 +161,10 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
     offline = ours.filter(ours["kind"] == "offline").row(0, named=True)
     assert offline["repetitions"] == ENTRY.repetitions and offline["out_rate"] > 0
     assert offline["bench_ratio"] is not None and offline["startup_s"] > 0
+    sent = {t.workload: t.requests for t in ENTRY.tests()}
+    assert sent["llama-tiny-serve-c4-i64-o16"] == ENTRY.serve_waves * 4 > ENTRY.serve_prompts  # at least 4 waves
     for row in ours.filter(ours["kind"] == "serve").iter_rows(named=True):
-        assert row["completed_requests"] == ENTRY.serve_prompts and row["failed_requests"] == 0
+        assert row["completed_requests"] == sent[row["workload"]] and row["failed_requests"] == 0
         assert 0 < row["median_ttft_ms"] < row["median_e2e_ms"] and row["median_tpot_ms"] > 0
         assert row["bench_ratio"] is not None, row["workload"]
     # every served request generated exactly output_len tokens (EOS ignored), by our client and by vLLM's tool
@@ -238,13 +240,15 @@ def test_vllm_bench_output_from_elsewhere_imports_once_and_checked(tmp_path: Pat
     mine, here = (metrics.requests_from_rows(t.to_pylist()) for t in (table, record))
     assert metrics.serving_metrics(*mine, 1000, 50) == metrics.serving_metrics(*here, 1000, 50)
     bad = tmp_path / "other.json"
-    bad.write_text(json.dumps(result | {"max_concurrency": 16, "num_prompts": 64, "output_lens": [64] * 32}))
+    bad.write_text(json.dumps(result | {"num_prompts": 64, "output_lens": [64] * 32}))
     with pytest.raises(ValueError) as refused:
         imports.import_vllm_bench(bad, h100, entry, variant, data_dir=tmp_path / "d2", **args)
     text = str(refused.value)
-    assert "field 'max_concurrency': 16 matches none of llama-14b's served tests" in text
-    assert "field 'num_prompts': 64, but llama-14b serves 32" in text
+    assert "field 'num_prompts': 64, but llama-14b-serve-c8-i512-o128 sends 32 requests" in text
     assert "field 'output_lens': requests of [64] tokens, but llama-14b generates 128" in text
+    bad.write_text(json.dumps(result | {"max_concurrency": 16}))
+    with pytest.raises(ValueError, match="field 'max_concurrency': 16 matches none of llama-14b's served tests"):
+        imports.import_vllm_bench(bad, h100, entry, variant, data_dir=tmp_path / "d2", **args)
     assert not (tmp_path / "d2").exists()
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")

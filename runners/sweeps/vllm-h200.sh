@@ -5,7 +5,8 @@
 #   runners/sweeps/vllm-h200.sh receive PART                  keep one wheelhouse part (carried as .vwh/PART)
 #   runners/sweeps/vllm-h200.sh install                       unpack the parts and install the wheels
 #   runners/sweeps/vllm-h200.sh run DATA_DIR LOG_DIR ENTRY [VARIANT...]   the serving tests of one [[serving]] entry
-#                                                       of the h100 suite (SUITE=h100-x8 for the 70B on 4/8 GPUs)
+#                                                       of the h100 suite (SUITE=h100-x8 for the 70B on 4/8 GPUs);
+#                                                       ENTRY may be test workloads instead, comma-separated
 #
 # The wheelhouse is vLLM 0.25.0 (the release built for the image's torch 2.11 + CUDA 13) and the small wheels the
 # image lacks (../shared/ENVIRONMENT.md lists them; the OpenAI server also needs model-hosting-container-standards,
@@ -45,8 +46,10 @@ run)
   shift 4
   V=()
   for v in "$@"; do V+=(--variant "$v"); done
-  python3 -m runners bench --suite "${SUITE:-h100}" --data-dir "$DATA" --workload "$ENTRY" "${V[@]}" \
-    >"$LOG/bench-$ENTRY.log" 2>&1
+  IFS=, read -ra NAMES <<<"$ENTRY"
+  for w in "${NAMES[@]}"; do V+=(--workload "$w"); done
+  ENTRY=${NAMES[0]}
+  python3 -m runners bench --suite "${SUITE:-h100}" --data-dir "$DATA" "${V[@]}" >"$LOG/bench-$ENTRY.log" 2>&1
   echo "bench exit $?"
   tail -n 30 "$LOG/bench-$ENTRY.log"
   ;;
