@@ -227,7 +227,8 @@ def _serving_board(
     current = tests.filter(pl.col("retracted_by").is_null())
     measured = current.filter(pl.col("origin") == "measured")
     ok = measured.filter(pl.col("status") == "ok").sort("out_rate", "run_id", descending=[True, False], nulls_last=True)
-    config = json.loads((measured if measured.height else current)["config"][0])
+    # the test as its newest run ran it (a served point's request count has changed; each run's row says its own)
+    config = json.loads((measured if measured.height else current).sort("started_at")["config"][-1])
     model = config["model"]["name"]
     beside = llama.filter(
         (pl.col("suite") == suite)

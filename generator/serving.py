@@ -59,6 +59,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         request_rate=cfg.str.json_path_match("$.workload.request_rate").cast(pl.Float64),
         input_len=cfg.str.json_path_match("$.workload.input_len").cast(pl.Int64),
         output_len=cfg.str.json_path_match("$.workload.output_len").cast(pl.Int64),
+        requests=cfg.str.json_path_match("$.workload.requests").cast(pl.Int64),
         entry=cfg.str.json_path_match("$.workload.serving.name"),
         model_name=cfg.str.json_path_match("$.model.name"),
         dtype=cfg.str.json_path_match("$.variant.settings.dtype"),
@@ -136,11 +137,18 @@ _SERVED_COLUMNS = (
 
 def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
     """Each measured test's latest ok run per tensor-parallel size, with its output tokens/s over the one-GPU run's
-    of the same test and suite (speedup) and that speedup per GPU (`metrics.strong_scaling_efficiency`)."""
-    latest = (
+    of the same test and suite (speedup) and that speedup per GPU (`metrics.strong_scaling_efficiency`). Only runs
+    that sent as many requests as the test's newest run are compared (a served point's request count has changed)."""
+    ok = (
         tests.filter((pl.col("origin") == "measured") & (pl.col("status") == "ok") & pl.col("retracted_by").is_null())
         .filter(pl.col("out_rate").is_not_null())
         .sort("started_at")
+    )
+    newest = ok.group_by("suite", "workload").agg(newest_requests=pl.col("requests").last())
+    latest = (
+        ok.join(newest, on=["suite", "workload"], how="left")
+        .filter(pl.col("requests").eq_missing(pl.col("newest_requests")))
+        .drop("newest_requests")
         .group_by("suite", "workload", "accelerator_count", maintain_order=True)
         .last()
     )

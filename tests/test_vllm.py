@@ -125,6 +125,31 @@ def test_serving_entries_are_checked() -> None:
         "llama-tiny-serve-c4-i64-o16",
         "llama-tiny-serve-r8-i64-o16",
     ]
+    # requests: the offline batch; a closed-loop point at least serve_waves waves of its concurrency; a rate point
+    assert [t.requests for t in ENTRY.tests()] == [16, 8, 16, 8]
+    with pytest.raises(spec.SpecError, match="serve_waves must be positive"):
+        spec.Serving(name="x", model="m", variants=(), device="cpu", serve_waves=0)
+
+
+def test_tensor_parallel_scaling_compares_runs_that_sent_as_many_requests() -> None:
+    """The runs' figures are made up here: only the choice of runs and the arithmetic over them are under test."""
+    import polars as pl
+
+    def run(tp: int, requests: int, rate: float, hour: int, workload: str = "m-serve-c32") -> dict:
+        return dict(suite="s", workload=workload, entry="m", kind="serve", concurrency=32, accelerator_count=tp,
+                    requests=requests, out_rate=rate, started_at=f"2026-11-30T{hour:02d}:00:00Z", origin="measured",
+                    status="ok", retracted_by=None, run_id=f"{workload}-tp{tp}-{hour}")  # fmt: skip
+
+    tests = pl.DataFrame([
+        run(2, 32, 4694.0, 5), run(1, 32, 3401.0, 6), run(1, 128, 3533.0, 20), run(2, 128, 5166.0, 21),
+        run(1, 32, 3400.0, 6, "m-serve-c8"), run(2, 128, 5000.0, 21, "m-serve-c8"),
+    ])  # fmt: skip
+    got = {(r["workload"], r["accelerator_count"]): r for r in serving.tp_scaling(tests).iter_rows(named=True)}
+    assert got["m-serve-c32", 1]["out_rate"] == 3533.0 and got["m-serve-c32", 2]["out_rate"] == 5166.0
+    assert got["m-serve-c32", 2]["speedup"] == pytest.approx(5166 / 3533)
+    assert got["m-serve-c32", 2]["efficiency"] == pytest.approx(5166 / 3533 / 2)
+    # one GPU only with the old request count: no speedup rather than a comparison of different tests
+    assert ("m-serve-c8", 1) not in got and got["m-serve-c8", 2]["speedup"] is None
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,8 @@
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_35_x86_64 \
 #       --platform manylinux_2_28_x86_64 --platform any -d mwh mlx-cuda-13==0.32.4 mlx==0.32.4 mlx-lm==0.32.2 sentencepiece
 #   tar cf - mwh | split -b 50m - .mwh/m          (.mwh/ listed in .git/info/exclude)
+# A call returns at most 8 files from $OUT (one variant's served points and their cross-checks are 6 or more):
+# write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 set -u
 STEP=${1:?receive, install, train or generate}
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1

@@ -17,6 +17,8 @@
 #   (llguidance 1.7.x, which vLLM 0.25 asks for, was not on the index on 2026-11-30: 1.6.1 stands in; it serves only
 #   structured output, which no test uses)
 #   tar cf - vwh | split -b 50m - .vwh/q          (.vwh/ listed in .git/info/exclude)
+# A call returns at most 8 files from $OUT (one variant's served points and their cross-checks are 6 or more):
+# write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 set -u
 STEP=${1:?receive, install or run}
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
