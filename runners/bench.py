@@ -187,10 +187,7 @@ def _run_teeing_stderr(cmd: list[str], env: dict[str, str], limit_s: float) -> t
 def _classify(returncode: int | None, tail: str) -> str:
     if returncode is None:
         return "timeout"
-    lowered = tail.lower()
-    if "out of memory" in lowered or "outofmemoryerror" in lowered:
-        return "oom"
-    return "failed"
+    return record.status_of_failure(tail)
 
 
 def _failure_provenance(device: str, count: int, package: str) -> tuple[dict[str, object], str]:

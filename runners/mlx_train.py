@@ -256,8 +256,8 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"  stopped: {stop}")
                 break
     except Exception as e:  # a failure is a result: record it, then fail the process
-        oom = "out of memory" in str(e).lower() or "outofmemory" in type(e).__name__.lower()
-        status, error = ("oom" if oom else "failed"), "".join(traceback.format_exception(e))[-4000:]
+        status = record.status_of_failure(f"{type(e).__name__}: {e}")
+        error = "".join(traceback.format_exception(e))[-4000:]
         if not rows:
             rows.append(dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps"))
         if rank == 0:

@@ -182,3 +182,14 @@ def calibration_line(calibration: dict[str, Any]) -> str:
         f"{calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s, all-reduce bus "
         + (f"{busbw / 1e9:.1f} GB/s" if busbw is not None else "n/a (one device)")
     )
+
+
+OUT_OF_MEMORY_SIGNS = ("out of memory", "outofmemoryerror", "can't allocate memory")
+"""How running out of memory reads: CUDA's and torch's `OutOfMemoryError`, vLLM's messages, and torch's CPU allocator
+(`DefaultCPUAllocator: can't allocate memory`, seen under a memory limit in tests/test_faults.py)."""
+
+
+def status_of_failure(text: str) -> str:
+    """`oom` when an error (message, type name or output tail) says memory ran out, otherwise `failed`."""
+    low = text.lower()
+    return "oom" if any(sign in low for sign in OUT_OF_MEMORY_SIGNS) else "failed"

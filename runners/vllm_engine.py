@@ -369,8 +369,9 @@ class _Writer:
 
 
 def classify(text: str) -> str:
-    low = text.lower()
-    return "oom" if "out of memory" in low or "outofmemoryerror" in low else "failed"
+    from runners import record
+
+    return record.status_of_failure(text)
 
 
 def _tail(text: str, n: int = 3000) -> str:

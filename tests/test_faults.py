@@ -1,4 +1,5 @@
-"""Faults lose nothing: concurrent writers, and a runner killed with SIGKILL in the middle of its steps."""
+"""Faults lose nothing: concurrent writers, a runner killed with SIGKILL in the middle of its steps, and a run that
+runs out of memory."""
 
 from __future__ import annotations
 
@@ -82,3 +83,30 @@ def test_a_runner_killed_mid_run_leaves_a_failure_record_and_no_partial_file(tmp
     assert heads["ddp-fp32-stock"]["status"] == "failed" and "-9" in heads["ddp-fp32-stock"]["error"]
     assert heads["ddp-amp-stock"]["status"] == "ok"
     assert load.load(data).rejected == []
+
+
+def test_a_run_out_of_memory_is_an_oom_record_and_the_suite_goes_on(tmp_path: Path) -> None:
+    """Real memory exhaustion, on CPU: the bench runs under an 8 GiB address-space limit (inherited by its runners)
+    with a micro-batch of 20,000 sequences, which needs more. PyTorch's CPU allocator raises; MLX's CPU backend,
+    under the same limit on 2026-11-30, died with SIGSEGV instead, which is recorded as a failure."""
+    import resource
+
+    data = tmp_path / "data"
+    cmd = [sys.executable, "-m", "runners", "bench", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-1dev"]
+    cmd += ["--variant", "ddp-fp32-stock", "--variant", "mlx-fp32", "--micro-batch", "20000", "--steps", "12"]
+    cmd += ["--data-dir", str(data)]
+    limit = 8 * 2**30
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, preexec_fn=cap, timeout=600)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    loaded = load.load(data)
+    assert loaded.rejected == []
+    runs = {r["variant"]: r for r in loaded.runs.to_dicts()}
+    assert sorted(runs) == ["ddp-fp32-stock", "mlx-fp32"], proc.stdout[-3000:]  # the suite went on
+    torch_run = runs["ddp-fp32-stock"]
+    assert torch_run["status"] == "oom" and "can't allocate memory" in torch_run["error"], torch_run["error"]
+    assert runs["mlx-fp32"]["status"] in ("oom", "failed") and runs["mlx-fp32"]["error"]
+    assert "oom" in proc.stdout  # the summary table says it
