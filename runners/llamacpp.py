@@ -264,41 +264,16 @@ def test_config(
     note: str | None,
     depth_fills: int | None,
 ) -> dict[str, Any]:
-    """The full configuration of one test's record."""
-    from runners import metrics, record, spec
+    """The full configuration of one test's record; `depth_fills` is None where not known: llama-bench, which fills on
+    its first repetition at most, or a runner that died."""
+    from runners import metrics, record
 
     model = suite.models[entry.model]
     kv_bytes = metrics.kv_cache_bytes_per_token(model, KV_BYTES[settings["type_k"]], KV_BYTES[settings["type_v"]])
-    return {
-        **record.config_head(suite, model, variant, settings),
-        "workload": {
-            "name": test.workload,
-            "kind": test.kind,
-            "n_tokens": test.n_tokens,
-            "depth": test.depth,
-            "inference": json.loads(spec.to_json(entry)),
-            "world_size": 1,
-            "device": entry.device,
-            "repetitions": entry.repetitions,
-            # how many repetitions decoded their depth; the others restored the state the last fill kept (None: not
-            # known: llama-bench, which fills on its first repetition at most, or a runner that died)
-            "depth_fills": depth_fills,
-        },
-        "engine_defaults": ENGINE_DEFAULTS,
-        "model_file": files,
-        "derived": {
-            "total_params": model.total_params,
-            "non_embedding_params": model.non_embedding_params,
-            "weight_bytes_per_token": files["weight_bytes_per_token"],
-            "kv_bytes_per_token_of_depth": kv_bytes,
-            # a tg token reads every weight and the cache so far (the depth plus half the test, on average)
-            "decode_bytes_per_token": files["weight_bytes_per_token"] + kv_bytes * (test.depth + test.n_tokens / 2)
-            if test.kind == "tg" and files.get("weight_bytes_per_token") is not None
-            else None,
-        },
-        "command": f"python -m runners bench --suite {suite.name} --workload {test.workload} --variant {variant.name}",
-        **({"note": note} if note else {}),
-    }
+    return record.inference_config(
+        suite, entry, test, variant, settings, files=files, note=note, depth_fills=depth_fills,
+        kv_bytes_per_token=kv_bytes, engine_defaults=ENGINE_DEFAULTS,
+    )  # fmt: skip
 
 
 def make_files(argv: list[str]) -> int:

@@ -115,40 +115,15 @@ def memory_gib(mx: Any, device: str) -> float | None:
 def test_config(
     suite: Any, entry: Any, test: Any, variant: Any, settings: dict[str, Any], files: dict[str, Any], note: str | None
 ) -> dict[str, Any]:
-    """The full configuration of one test's record (the llama.cpp runner's layout, so the inference pages read both)."""
-    from runners import metrics, record, spec
+    """The full configuration of one test's record (the llama.cpp runner's layout, so the inference pages read both):
+    the depth is filled once per test and trimmed back after each repetition."""
+    from runners import metrics, record
 
-    model = suite.models[entry.model]
-    kv_bytes = metrics.kv_cache_bytes_per_token(model, KV_BYTES, KV_BYTES)
-    weight_bytes = files.get("weight_bytes_per_token")
-    return {
-        **record.config_head(suite, model, variant, settings),
-        "workload": {
-            "name": test.workload,
-            "kind": test.kind,
-            "n_tokens": test.n_tokens,
-            "depth": test.depth,
-            "inference": json.loads(spec.to_json(entry)),
-            "world_size": 1,
-            "device": entry.device,
-            "repetitions": entry.repetitions,
-            "depth_fills": 1 if test.depth else 0,  # one fill per test, trimmed back after each repetition
-        },
-        "engine_defaults": SETTINGS,
-        "model_file": files,
-        "derived": {
-            "total_params": model.total_params,
-            "non_embedding_params": model.non_embedding_params,
-            "weight_bytes_per_token": weight_bytes,
-            "kv_bytes_per_token_of_depth": kv_bytes,
-            # a tg token reads every weight but the embedding table and the cache so far (depth + half the test)
-            "decode_bytes_per_token": weight_bytes + kv_bytes * (test.depth + test.n_tokens / 2)
-            if test.kind == "tg" and weight_bytes is not None
-            else None,
-        },
-        "command": f"python -m runners bench --suite {suite.name} --workload {test.workload} --variant {variant.name}",
-        **({"note": note} if note else {}),
-    }
+    kv_bytes = metrics.kv_cache_bytes_per_token(suite.models[entry.model], KV_BYTES, KV_BYTES)
+    return record.inference_config(
+        suite, entry, test, variant, settings, files=files, note=note, depth_fills=1 if test.depth else 0,
+        kv_bytes_per_token=kv_bytes, engine_defaults=SETTINGS,
+    )  # fmt: skip
 
 
 def model_files(folder: Path, model: Any, make_s: float) -> dict[str, Any]:

@@ -193,3 +193,52 @@ def status_of_failure(text: str) -> str:
     """`oom` when an error (message, type name or output tail) says memory ran out, otherwise `failed`."""
     low = text.lower()
     return "oom" if any(sign in low for sign in OUT_OF_MEMORY_SIGNS) else "failed"
+
+
+def inference_config(
+    suite: Any,
+    entry: Any,
+    test: Any,
+    variant: Any,
+    settings: dict[str, Any],
+    *,
+    files: dict[str, Any],
+    note: str | None,
+    depth_fills: int | None,
+    kv_bytes_per_token: float,
+    engine_defaults: dict[str, Any],
+) -> dict[str, Any]:
+    """The full configuration of one pp/tg test's record (llama.cpp's and MLX's runners; the inference pages read
+    both). `depth_fills`: how many repetitions decoded their depth, the others restored the state the last fill kept
+    (None: not known)."""
+    model = suite.models[entry.model]
+    weight_bytes = files.get("weight_bytes_per_token")
+    return {
+        **config_head(suite, model, variant, settings),
+        "workload": {
+            "name": test.workload,
+            "kind": test.kind,
+            "n_tokens": test.n_tokens,
+            "depth": test.depth,
+            "inference": json.loads(spec.to_json(entry)),
+            "world_size": 1,
+            "device": entry.device,
+            "repetitions": entry.repetitions,
+            "depth_fills": depth_fills,
+        },
+        "engine_defaults": engine_defaults,
+        "model_file": files,
+        "derived": {
+            "total_params": model.total_params,
+            "non_embedding_params": model.non_embedding_params,
+            "weight_bytes_per_token": weight_bytes,
+            "kv_bytes_per_token_of_depth": kv_bytes_per_token,
+            # a tg token reads every weight (but the embedding table, of which one row) and the cache so far: the
+            # depth plus half the test, on average
+            "decode_bytes_per_token": weight_bytes + kv_bytes_per_token * (test.depth + test.n_tokens / 2)
+            if test.kind == "tg" and weight_bytes is not None
+            else None,
+        },
+        "command": f"python -m runners bench --suite {suite.name} --workload {test.workload} --variant {variant.name}",
+        **({"note": note} if note else {}),
+    }
