@@ -72,7 +72,9 @@ def write_pages(
             continue
         work_served = served.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         if work_served.height:
-            index_rows.append(_serving_board(env, docs / href, suite, workload, work_served, tp, tests))
+            index_rows.append(
+                _serving_board(env, docs / href, suite, workload, work_served, tp, tests, chart_sink, slug)
+            )
             continue
         all_runs = summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         board = boards[(suite, workload)]
@@ -220,7 +222,15 @@ def _inference_board(
 
 
 def _serving_board(
-    env: Any, path: Path, suite: str, workload: str, tests: pl.DataFrame, tp: pl.DataFrame, llama: pl.DataFrame
+    env: Any,
+    path: Path,
+    suite: str,
+    workload: str,
+    tests: pl.DataFrame,
+    tp: pl.DataFrame,
+    llama: pl.DataFrame,
+    chart_sink: pages.Charts,
+    slug: str,
 ) -> dict[str, Any]:
     """A serving test's page (the runner's runs by throughput, vLLM's bench tool beside each, tensor-parallel
     scaling, and at one request in flight llama.cpp's generation on the same model); returns its home-page row."""
@@ -230,6 +240,7 @@ def _serving_board(
     # the test as its newest run ran it (a served point's request count has changed; each run's row says its own)
     config = json.loads((measured if measured.height else current).sort("started_at")["config"][-1])
     model = config["model"]["name"]
+    scaling = tp.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
     beside = llama.filter(
         (pl.col("suite") == suite)
         & (pl.col("model_name") == model)
@@ -250,7 +261,10 @@ def _serving_board(
         rows=ok.to_dicts(),
         imported=current.filter(pl.col("origin") == "imported").sort("variant", "started_at").to_dicts(),
         failures=measured.filter(pl.col("status") != "ok").sort("started_at").to_dicts(),
-        scaling=tp.filter((pl.col("suite") == suite) & (pl.col("workload") == workload)).to_dicts(),
+        scaling=scaling.to_dicts(),
+        scaling_chart=chart_sink.html(f"chart-{slug}-tp-scaling", charts.tp_scaling(scaling), depth=1)
+        if scaling.height > 1
+        else "",
         llama=beside.to_dicts() if config["workload"].get("concurrency") == 1 else [],
     )
     best = ok.row(0, named=True) if ok.height else None

@@ -238,6 +238,38 @@ def scaling(points: pl.DataFrame) -> alt.LayerChart:
     return (lines + dots + full).properties(width="container", height=260)
 
 
+def tp_scaling(points: pl.DataFrame) -> alt.LayerChart:
+    """Tensor-parallel strong-scaling efficiency against GPU count for one serving test (100% = k times the GPUs give
+    k times the output tokens/s of the base, the fewest GPUs measured)."""
+    data = points.select(
+        "variant",
+        pl.col("accelerator_count").alias("gpus"),
+        "efficiency",
+        "speedup",
+        pl.col("out_rate").alias("output_tokens_per_s"),
+        "base_gpus",
+    )
+    counts = sorted(set(data["gpus"].to_list())) or [1]
+    base = alt.Chart(data).encode(
+        x=alt.X("gpus:Q", title="GPUs (tensor-parallel size)", scale=alt.Scale(type="log", base=2),
+                axis=alt.Axis(values=counts)),
+        y=alt.Y("efficiency:Q", title="scaling efficiency", axis=alt.Axis(format="%"), scale=alt.Scale(zero=True)),
+    )  # fmt: skip
+    line = base.mark_line(color="#1f6feb")
+    dots = base.mark_point(size=70, filled=True, color="#1f6feb").encode(
+        tooltip=[
+            alt.Tooltip("variant:N"),
+            alt.Tooltip("gpus:Q", title="GPUs"),
+            alt.Tooltip("output_tokens_per_s:Q", format=",.0f", title="output tokens/s"),
+            alt.Tooltip("speedup:Q", format=".2f", title="speedup over the base"),
+            alt.Tooltip("base_gpus:Q", title="base (GPUs)"),
+            alt.Tooltip("efficiency:Q", format=".1%"),
+        ]
+    )
+    full = alt.Chart(alt.Data(values=[{"y": 1.0}])).mark_rule(color="black", strokeDash=[4, 3]).encode(y="y:Q")
+    return (line + dots + full).properties(width="container", height=220)
+
+
 ENGINE_COLORS = {"llamacpp": "#1f6feb", "llama-bench": "#8c8c8c", "mlx": "#d9480f", "mlx-lm-benchmark": "#f4a261"}
 
 

@@ -136,9 +136,10 @@ _SERVED_COLUMNS = (
 
 
 def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
-    """Each measured test's latest ok run per tensor-parallel size, with its output tokens/s over the one-GPU run's
-    of the same test and suite (speedup) and that speedup per GPU (`metrics.strong_scaling_efficiency`). Only runs
-    that sent as many requests as the test's newest run are compared (a served point's request count has changed)."""
+    """Each measured test's latest ok run per tensor-parallel size, with its output tokens/s over that of the fewest
+    GPUs measured on the same test and suite (`base_gpus`: one where the model fits on one) as speedup, and the
+    efficiency of that speedup (`metrics.strong_scaling_efficiency`). Only runs that sent as many requests as the
+    test's newest run are compared (a served point's request count has changed)."""
     ok = (
         tests.filter((pl.col("origin") == "measured") & (pl.col("status") == "ok") & pl.col("retracted_by").is_null())
         .filter(pl.col("out_rate").is_not_null())
@@ -152,13 +153,18 @@ def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
         .group_by("suite", "workload", "accelerator_count", maintain_order=True)
         .last()
     )
-    one = latest.filter(pl.col("accelerator_count") == 1).select("suite", "workload", one_rate=pl.col("out_rate"))
-    joined = latest.join(one, on=["suite", "workload"], how="left").with_columns(
-        speedup=pl.col("out_rate") / pl.col("one_rate")
+    base = (
+        latest.sort("accelerator_count")
+        .group_by("suite", "workload", maintain_order=True)
+        .first()
+        .select("suite", "workload", base_gpus="accelerator_count", base_rate="out_rate")
+    )
+    joined = latest.join(base, on=["suite", "workload"], how="left").with_columns(
+        speedup=pl.col("out_rate") / pl.col("base_rate")
     )
     eff = [
-        None if s is None else metrics.strong_scaling_efficiency(r, o, n)
-        for s, r, n, o in joined.select("speedup", "out_rate", "accelerator_count", "one_rate").iter_rows()
+        metrics.strong_scaling_efficiency(r, b, n, n0)
+        for r, b, n, n0 in joined.select("out_rate", "base_rate", "accelerator_count", "base_gpus").iter_rows()
     ]
     return joined.with_columns(efficiency=pl.Series(eff, dtype=pl.Float64)).sort(
         "suite", "entry", "kind", "concurrency", "accelerator_count"

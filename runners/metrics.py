@@ -235,13 +235,15 @@ def scaling_efficiency(per_device_rate: float, per_device_rate_one: float) -> fl
     return per_device_rate / per_device_rate_one
 
 
-def strong_scaling_efficiency(rate: float, rate_one: float, devices: int) -> float:
+def strong_scaling_efficiency(rate: float, rate_base: float, devices: int, base_devices: int = 1) -> float:
     """Strong-scaling efficiency of the same work split over `devices` (tensor parallelism serving one request
-    stream): speedup over one device ÷ devices; 1.0 means N devices finish N times faster. Source: Amdahl-style
-    strong scaling as in Hoefler & Belli, SC 2015, section 5."""
-    if rate_one <= 0 or devices <= 0:
-        raise ValueError("the one-device rate and the device count must be positive")
-    return rate / rate_one / devices
+    stream): speedup over `base_devices` ÷ (devices ÷ base_devices); 1.0 means k times the devices finish k times
+    faster. The base is one device where the work fits on one, else the fewest measured (a 70B model in fp16 does not
+    fit one H200): relative efficiency, which says nothing of the step from one device to the base. Source:
+    Amdahl-style strong scaling as in Hoefler & Belli, SC 2015, section 5 (which asks that the base be stated)."""
+    if rate_base <= 0 or devices <= 0 or base_devices <= 0:
+        raise ValueError("the base rate and both device counts must be positive")
+    return rate / rate_base / (devices / base_devices)
 
 
 # Datasheet memory per device (GB) and bandwidth (bytes/s), for stating the hardware difference between a claim's

@@ -148,8 +148,30 @@ def test_tensor_parallel_scaling_compares_runs_that_sent_as_many_requests() -> N
     assert got["m-serve-c32", 1]["out_rate"] == 3533.0 and got["m-serve-c32", 2]["out_rate"] == 5166.0
     assert got["m-serve-c32", 2]["speedup"] == pytest.approx(5166 / 3533)
     assert got["m-serve-c32", 2]["efficiency"] == pytest.approx(5166 / 3533 / 2)
-    # one GPU only with the old request count: no speedup rather than a comparison of different tests
-    assert ("m-serve-c8", 1) not in got and got["m-serve-c8", 2]["speedup"] is None
+    # one GPU only with the old request count: not compared with runs of a different test; two GPUs are the base
+    assert ("m-serve-c8", 1) not in got and got["m-serve-c8", 2]["base_gpus"] == 2
+    assert got["m-serve-c8", 2]["speedup"] == 1.0
+
+
+def test_a_model_too_big_for_one_gpu_scales_from_the_fewest_measured() -> None:
+    """A 70B on 4 and 8 GPUs (figures made up; the arithmetic is under test): speedup over 4, efficiency per 2×."""
+    import polars as pl
+
+    tests = pl.DataFrame([
+        dict(suite="x8", workload="l70-serve-c32", entry="l70", kind="serve", concurrency=32, accelerator_count=n,
+             requests=128, out_rate=rate, started_at=f"2026-12-01T0{n}:00:00Z", origin="measured", status="ok",
+             retracted_by=None, run_id=f"tp{n}", variant=f"vllm-tp{n}")
+        for n, rate in ((4, 1000.0), (8, 1600.0))
+    ])  # fmt: skip
+    rows = serving.tp_scaling(tests).to_dicts()
+    assert [(r["base_gpus"], r["speedup"], r["efficiency"]) for r in rows] == [(4, 1.0, 1.0), (4, 1.6, 0.8)]
+    from generator import charts
+
+    drawn = charts.tp_scaling(serving.tp_scaling(tests)).to_dict()
+    assert [(v["gpus"], v["efficiency"]) for v in next(iter(drawn["datasets"].values()))] == [(4, 1.0), (8, 0.8)]
+    assert metrics.strong_scaling_efficiency(1600.0, 1000.0, 8, 4) == pytest.approx(0.8)
+    with pytest.raises(ValueError, match="positive"):
+        metrics.strong_scaling_efficiency(1600.0, 1000.0, 8, 0)
 
 
 @pytest.fixture(scope="session")
