@@ -368,17 +368,13 @@ class _Writer:
         return store.write_run(self.args.data_dir, schema.make_table(run, rows))
 
 
-def classify(text: str) -> str:
-    from runners import record
-
-    return record.status_of_failure(text)
-
-
 def _tail(text: str, n: int = 3000) -> str:
     return text.strip()[-n:]
 
 
 def run_offline(w: _Writer, test: Any, folder: Path, tmp: Path, env: dict[str, str], cross_check: bool) -> None:
+    from runners import record
+
     entry, settings = w.entry, w.settings
     job = {
         "engine": engine_kwargs(settings, folder, entry.seed),
@@ -398,8 +394,8 @@ def run_offline(w: _Writer, test: Any, folder: Path, tmp: Path, env: dict[str, s
     sys.stderr.write(proc.stderr[-2000:] if proc.returncode else "")
     if proc.returncode != 0 or not (tmp / "offline.json").exists():
         err = f"offline engine exited with {proc.returncode}: {_tail(proc.stderr)}"
-        path = w.write(test, [], started, status=classify(proc.stderr), error=err)
-        print(f"    {test.workload}: {classify(proc.stderr)} → {path}", file=sys.stderr, flush=True)
+        path = w.write(test, [], started, status=record.status_of_failure(proc.stderr), error=err)
+        print(f"    {test.workload}: {record.status_of_failure(proc.stderr)} → {path}", file=sys.stderr, flush=True)
         return
     result = json.loads((tmp / "offline.json").read_text())
     path = w.write(test, offline_rows(result, entry.num_prompts), started)
@@ -453,7 +449,7 @@ def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, e
 
 
 def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[str, str], cross_check: bool) -> None:
-    from runners import loadgen, metrics
+    from runners import loadgen, metrics, record
 
     entry, settings = w.entry, w.settings
     started = datetime.now(UTC)
@@ -463,7 +459,7 @@ def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[
         print(f"    server up in {server.startup_s:.0f} s on {server.url}", file=sys.stderr, flush=True)
     except RuntimeError as e:
         for test in tests:
-            w.write(test, [], started, status=classify(str(e)), error=_tail(str(e)))
+            w.write(test, [], started, status=record.status_of_failure(str(e)), error=_tail(str(e)))
         print(f"    server failed: {_tail(str(e), 500)}", file=sys.stderr)
         if server is None:
             return
@@ -483,7 +479,7 @@ def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[
                 )  # fmt: skip
                 server.alive()
             except RuntimeError as e:
-                w.write(test, [], started, status=classify(str(e)), error=_tail(str(e)))
+                w.write(test, [], started, status=record.status_of_failure(str(e)), error=_tail(str(e)))
                 continue
             rows = served_rows(requests, duration)
             rows.insert(0, dict(trial=0, step=None, phase="run", metric="startup_s", value=server.startup_s, unit="s"))
