@@ -292,6 +292,15 @@ def run_suite(args: argparse.Namespace) -> int:
     serving = _serving_todo(suite, args)
     if not todo and not inference and not serving:
         raise SystemExit(f"nothing to run: no workload/variant of suite {suite.name} matches the filters")
+    if args.steps is not None:
+        # Checked before anything starts: a runner would die on it and leave a failure record that measured nothing.
+        short = sorted({w.name: w.warmup_steps for w, _ in todo if args.steps <= w.warmup_steps}.items())
+        if short:
+            name, warmup = short[0]
+            raise SystemExit(
+                f"--steps {args.steps} leaves no steady steps after the {warmup} warm-up steps of"
+                f" {suite.name}/{name}: ask for more than {warmup}"
+            )
     swept = sweep_env(args.env)
     env = os.environ | swept | FORCED_ENV | {"FAIRFIGHT_SWEEP_ENV": ",".join(sorted(swept))}
     check_devices(suite, args)

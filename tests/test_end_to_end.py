@@ -183,6 +183,15 @@ def test_a_cuda_suite_without_gpus_says_what_to_do(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir())
 
 
+def test_too_few_steps_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    """`--steps` within the warm-up would have made a runner die and left a failure record that measured nothing."""
+    cmd = ("runners", "bench", "--suite", "h100", "--workload", "train-gpt-1.27b-1gpu-mb8", "--steps", "20")
+    proc = run_module(*cmd, "--data-dir", str(tmp_path), check=False)
+    assert proc.returncode != 0
+    assert "--steps 20 leaves no steady steps after the 20 warm-up steps of h100/train-gpt-1.27b-1gpu" in proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
 def test_the_same_data_gives_a_byte_identical_site(bench_data, built_site: Path, tmp_path: Path) -> None:
     """Build again from the same files (the corrupt one included) and compare every byte."""
     data = built_site.parent / "data"
