@@ -19,8 +19,8 @@
 #   tar cf - vwh | split -b 50m - .vwh/q          (.vwh/ listed in .git/info/exclude)
 # A call returns at most 8 files from $OUT (one variant's served points and their cross-checks are 6 or more):
 # write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
-# Name the commit sent, written out from here: FAIRFIGHT_HARNESS_COMMIT=<sha of HEAD here> (the host's copy of .git can be
-# older than the tree sent, so `git rev-parse HEAD` there names an older commit and the records read dirty).
+# Name the commit sent, written out here: FAIRFIGHT_HARNESS_COMMIT=<sha of HEAD here>. The host's copy of .git can be
+# older than the tree sent: `git rev-parse HEAD` there names an older commit, and the records read dirty.
 set -u
 STEP=${1:?receive, install or run}
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
