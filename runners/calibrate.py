@@ -1,5 +1,8 @@
 """Peaks measured in the same job as the run: matmul FLOP/s, device copy bandwidth, all-reduce bus bandwidth.
 
+A float8 run's matmul peak is `torch._scaled_mm` on float8 (e4m3) operands; the bf16 matmul peak is measured
+beside it as its reference, so its MFU can be read against both.
+
 MFU against these says how close a variant came to what these devices did on this day, beside the datasheet.
 Each figure is the median of several timed repetitions after a warm-up, with the device synchronised.
 """
@@ -45,6 +48,19 @@ def _time_matmul(torch: Any, device: Any, n: int, dtype: Any) -> float:
     return _timed(lambda: torch.mm(a, b), inner=10, sync=_sync(torch, device))
 
 
+def _time_scaled_mm(torch: Any, device: Any, n: int) -> float:
+    """One float8 matmul as torchao's forward runs it: e4m3 operands (the second column-major, as _scaled_mm
+    needs), per-tensor scales, bf16 output, fast accumulation."""
+    a = torch.randn(n, n, device=device).to(torch.float8_e4m3fn)
+    b = torch.randn(n, n, device=device).to(torch.float8_e4m3fn).t()
+    one = torch.ones((), device=device)
+
+    def mm() -> Any:
+        return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True)
+
+    return _timed(mm, inner=10, sync=_sync(torch, device))
+
+
 def _time_copy(torch: Any, device: Any, nbytes: int) -> float:
     x = torch.empty(nbytes, dtype=torch.uint8, device=device)
     y = torch.empty_like(x)
@@ -67,14 +83,21 @@ def calibrate(*, device: Any, world: int, precision: str) -> dict[str, Any]:
     previous = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("high" if precision == "tf32" else "highest")
     n = sizes["matmul_n"]
-    t_mm = _time_matmul(torch, device, n, dtype)
+    reference = None
+    if precision == "fp8":
+        t_mm = _time_scaled_mm(torch, device, n)
+        reference = ("bf16", _time_matmul(torch, device, n, torch.bfloat16))
+    else:
+        t_mm = _time_matmul(torch, device, n, dtype)
     torch.set_float32_matmul_precision(previous)
     t_copy = _time_copy(torch, device, sizes["copy_bytes"])
     t_ar = _time_allreduce(torch, dist, device, sizes["allreduce_bytes"]) if world > 1 else None
     if device.type == "cuda":
         torch.cuda.empty_cache()
     method = "median of 5 repetitions after 2 warm-up calls, device synchronised (runners/calibrate.py)"
-    return _peaks(precision, sizes, t_mm, t_copy, t_ar, world, method)
+    if precision == "fp8":
+        method += "; fp8: torch._scaled_mm, e4m3 operands, bf16 output, fast accumulation"
+    return _peaks(precision, sizes, t_mm, t_copy, t_ar, world, method, reference)
 
 
 def calibrate_mlx(*, device: str, precision: str, group: Any = None) -> dict[str, Any]:
@@ -101,11 +124,25 @@ def calibrate_mlx(*, device: str, precision: str, group: Any = None) -> dict[str
 
 
 def _peaks(
-    precision: str, sizes: dict[str, int], t_mm: float, t_copy: float, t_ar: float | None, ranks: int, method: str
+    precision: str,
+    sizes: dict[str, int],
+    t_mm: float,
+    t_copy: float,
+    t_ar: float | None,
+    ranks: int,
+    method: str,
+    reference: tuple[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The calibration record from the timed seconds of one matmul, copy and all-reduce (None: one device)."""
+    """The calibration record from the timed seconds of one matmul, copy and all-reduce (None: one device), and of
+    the reference precision's matmul where a run has one (float8: bf16)."""
     n = sizes["matmul_n"]
-    return {
+    extra = {}
+    if reference is not None:
+        extra = {
+            "reference_matmul_precision": reference[0],
+            "reference_matmul_flops": metrics.matmul_flops(n, n, n) / reference[1],
+        }
+    return extra | {
         "matmul_precision": precision,
         "matmul_n": n,
         "matmul_flops": metrics.matmul_flops(n, n, n) / t_mm,

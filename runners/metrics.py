@@ -64,12 +64,14 @@ def mfu(flops_per_token: float, tokens_per_s: float, peak_flops_per_device: floa
 
 # Dense (no sparsity) datasheet peaks in FLOP/s, most specific name first: the first key contained in the
 # reported device name wins. Sources: NVIDIA H100 Tensor Core GPU datasheet (SXM5: 989.4 TFLOP/s BF16,
-# 494.7 TF32, 66.9 FP32); NVIDIA H200 datasheet (same compute as H100 SXM).
+# 494.7 TF32, 66.9 FP32); NVIDIA H200 datasheet (same compute as H100 SXM). FP8 (e4m3/e5m2): the datasheets
+# list 3,958 TFLOP/s for H100 SXM and H200 and 3,026 for H100 PCIe *with sparsity*; dense is half (1,978.9 and
+# 1,513), twice the dense BF16 figure, as the NVIDIA H100 Tensor Core architecture whitepaper tabulates.
 DATASHEET_PEAK_FLOPS: dict[str, dict[str, float]] = {
-    "H200": {"bf16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12},
-    "H100 80GB HBM3": {"bf16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12},
-    "H100 PCIe": {"bf16": 756.5e12, "tf32": 378.0e12, "fp32": 51.2e12},
-    "H100": {"bf16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12},
+    "H200": {"fp8": 1978.9e12, "bf16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12},
+    "H100 80GB HBM3": {"fp8": 1978.9e12, "bf16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12},
+    "H100 PCIe": {"fp8": 1513.0e12, "bf16": 756.5e12, "tf32": 378.0e12, "fp32": 51.2e12},
+    "H100": {"fp8": 1978.9e12, "bf16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12},
 }
 
 
@@ -79,6 +81,21 @@ def datasheet_peak_flops(device_name: str, precision: str) -> float | None:
         if key in device_name:
             return peaks.get(precision)
     return None
+
+
+# A CPU has no datasheet peak we can honestly quote, but it has a ceiling no core exceeds: Intel AMX's tile
+# multiply does 1,024 bf16 multiply-adds (2,048 FLOP) per cycle per core (Intel 64 and IA-32 Architectures
+# Optimization Reference Manual, ch. 20, "Intel AMX"), the widest of any CPU unit, and no server core clocks
+# above 6 GHz. Steps that imply more than this are impossible, whatever the CPU.
+CPU_CEILING_FLOPS_PER_CORE = 2048 * 6.0e9
+
+
+def flops_ceiling(device_name: str, precision: str, device: str | None, cpu_cores: int | None) -> float | None:
+    """The most FLOP/s one device can do: its datasheet peak (GPUs), or for a CPU run the ceiling of all the host's
+    cores. None where nothing is known: such a run's speed cannot be checked, so it is shown unverified."""
+    if device == "cpu":
+        return CPU_CEILING_FLOPS_PER_CORE * cpu_cores if cpu_cores else None
+    return datasheet_peak_flops(device_name, precision)
 
 
 # --- intervals ----------------------------------------------------------------------------------------------
@@ -112,17 +129,24 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> Interval:
         raise ValueError("median_ci needs at least one value")
     mid = n // 2
     median = xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2
-    total = 2**n
+    # P(B = i) for B ~ Binomial(n, 1/2), in logs: 2**n overflows a float from n = 1024 (a 5,000-step run has
+    # that many windows), and exact integers cost O(n²) bits at 10⁵ samples
+    log_half_n = -n * math.log(2)
     alpha_half = (1 - confidence) / 2
-    j, tail = 0, 0  # tail = sum_{i < j} C(n, i), an exact integer
+    j, tail = 0, 0.0  # tail = P(B ≤ j − 1)
     while j + 1 <= n // 2:
-        next_tail = tail + math.comb(n, j)
-        if next_tail > alpha_half * total:
+        next_tail = tail + math.exp(_log_comb(n, j) + log_half_n)
+        if next_tail > alpha_half:
             break
         j, tail = j + 1, next_tail
     if j == 0:  # too few samples for the requested confidence: widest interval, honest coverage
-        return Interval(median, xs[0], xs[-1], n, 1 - 2 / total if n > 1 else 0.0)
-    return Interval(median, xs[j - 1], xs[n - j], n, 1 - 2 * tail / total)
+        return Interval(median, xs[0], xs[-1], n, 1 - 2 * math.exp(log_half_n) if n > 1 else 0.0)
+    return Interval(median, xs[j - 1], xs[n - j], n, 1 - 2 * tail)
+
+
+def _log_comb(n: int, k: int) -> float:
+    """log C(n, k), finite for any n (math.comb's integer grows to n bits)."""
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
 
 
 def window_rates(step_times_s: Sequence[float], window_steps: int) -> list[float]:

@@ -177,11 +177,13 @@ def train_rows(
 def calibration_line(calibration: dict[str, Any]) -> str:
     """The calibration as a progress line."""
     busbw = calibration["allreduce_busbw_bytes_per_s"]  # None on one device: nothing to reduce across
-    return (
-        f"  calibration: matmul {calibration['matmul_flops'] / 1e12:.1f} TFLOP/s, copy "
-        f"{calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s, all-reduce bus "
-        + (f"{busbw / 1e9:.1f} GB/s" if busbw is not None else "n/a (one device)")
-    )
+    matmul = f"matmul {calibration['matmul_flops'] / 1e12:.1f} TFLOP/s"
+    reference = calibration.get("reference_matmul_flops")  # float8 runs: the bf16 matmul beside the fp8 one
+    if reference is not None:
+        ref_precision = calibration["reference_matmul_precision"]
+        matmul = f"{calibration['matmul_precision']} {matmul}, {ref_precision} matmul {reference / 1e12:.1f} TFLOP/s"
+    allreduce = f"{busbw / 1e9:.1f} GB/s" if busbw is not None else "n/a (one device)"
+    return f"  calibration: {matmul}, copy {calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s, all-reduce bus {allreduce}"
 
 
 OUT_OF_MEMORY_SIGNS = ("out of memory", "outofmemoryerror", "can't allocate memory")

@@ -1,8 +1,8 @@
 """PyTorch variant settings and how they are applied, in one documented order (torchtitan's pattern):
 
-    build the model → load the shared initial weights → compile per block (if asked) →
-    wrap for data parallelism (DDP, or FSDP2 `fully_shard` per block then the root) →
-    compile the whole model (if asked) → build the optimizer over the wrapped parameters.
+    build the model → load the shared initial weights → convert Linear layers to float8 training (if asked,
+    torchao) → compile per block (if asked) → wrap for data parallelism (DDP, or FSDP2 `fully_shard` per block
+    then the root) → compile the whole model (if asked) → build the optimizer over the wrapped parameters.
 
 Every variant writes each setting out, even where it equals PyTorch's default; `DEFAULTS` holds those
 defaults so the site can show what a variant changed. torch is imported inside functions only.
@@ -42,7 +42,15 @@ FSDP2: dict[str, Any] = {
     "param_dtype": "fp32",  # dtype of the unsharded parameters used in forward/backward
     "reduce_dtype": "fp32",  # dtype of the gradient reduce-scatter
     "reshard_after_forward": True,
+    # float8 training (torchao.float8, a PyTorch project; FSDP2 variants only): "none" trains as PyTorch does.
+    "float8_recipe": "none",  # none | tensorwise | rowwise | rowwise_with_gw_hp (Float8LinearConfig.from_recipe_name)
+    "float8_convert_head": False,  # whether the LM head converts too (torchtitan keeps the output layer high precision)
+    "float8_dim_multiple": 16,  # a Linear converts only if both its dims are multiples of this (_scaled_mm needs 16)
+    "float8_all_gather": False,  # Float8LinearConfig.enable_fsdp_float8_all_gather: FSDP2 gathers float8 weights
+    "float8_precompute_scale": False,  # precompute_float8_dynamic_scale_for_fsdp after each optimizer step
 }
+FLOAT8_MIN_CAPABILITY = (8, 9)
+"""float8 matmuls (`torch._scaled_mm`) need Ada or Hopper tensor cores (compute capability 8.9 or later)."""
 CHOICES: dict[str, tuple[Any, ...]] = {
     "parallel": ("ddp", "fsdp2"),
     "precision": ("fp32", "bf16-autocast"),
@@ -54,6 +62,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "comm_hook": ("none", "bf16_compress"),
     "param_dtype": ("fp32", "bf16"),
     "reduce_dtype": ("fp32", "bf16"),
+    "float8_recipe": ("none", "tensorwise", "rowwise", "rowwise_with_gw_hp"),
 }
 
 
@@ -69,7 +78,25 @@ def check_settings(variant: spec.Variant, overrides: dict[str, Any] | None = Non
     parallel = s.get("parallel")
     if parallel not in CHOICES["parallel"]:
         raise spec.SpecError(f"{where}: key 'parallel': {parallel!r} is not one of {list(CHOICES['parallel'])}")
-    return spec.check_written_out(where, s, defaults_for(parallel), CHOICES)
+    checked = spec.check_written_out(where, s, defaults_for(parallel), CHOICES)
+    if parallel == "fsdp2":
+        check_float8(where, checked)
+    return checked
+
+
+def check_float8(where: str, s: dict[str, Any]) -> None:
+    """The float8 settings that only make sense together (torchao asserts the first two at conversion; saying so
+    here fails a bad variant before any process starts)."""
+    recipe = s["float8_recipe"]
+    if s["float8_all_gather"] and recipe != "tensorwise":
+        raise spec.SpecError(f"{where}: key 'float8_all_gather': float8 all-gather needs float8_recipe 'tensorwise'")
+    if s["float8_precompute_scale"] and not (recipe == "tensorwise" and s["float8_all_gather"]):
+        raise spec.SpecError(
+            f"{where}: key 'float8_precompute_scale': precomputed scales serve the tensorwise float8 all-gather only"
+        )
+    multiple = s["float8_dim_multiple"]
+    if multiple < 16 or multiple % 16:
+        raise spec.SpecError(f"{where}: key 'float8_dim_multiple': {multiple} is not a positive multiple of 16")
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, Any]:
@@ -89,10 +116,85 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
 
 
 def compute_precision(settings: dict[str, Any]) -> str:
-    """The precision the matmuls run in, which picks the peak that MFU is measured against."""
+    """The precision the matmuls run in, which picks the peak that MFU is measured against. A float8 variant is
+    `fp8`: its converted Linear layers (nearly all of the model's FLOPs) run float8 matmuls; attention and an
+    unconverted head run in bf16, so its MFU is also worth reading against the bf16 peak (`REFERENCE_PRECISION`)."""
+    if uses_float8(settings):
+        return "fp8"
     if settings["precision"] == "bf16-autocast" or settings.get("param_dtype") == "bf16":
         return "bf16"
     return "fp32" if settings["matmul_precision"] == "highest" else "tf32"
+
+
+def uses_float8(settings: dict[str, Any]) -> bool:
+    """Whether a variant trains with float8 matmuls (DDP variants have no float8 settings: never)."""
+    return settings.get("float8_recipe", "none") != "none"
+
+
+REFERENCE_PRECISION = {"fp8": "bf16"}
+"""The second peak a precision's MFU is shown against: float8 runs beside the bf16 peak every bf16 run uses."""
+
+
+def float8_converts(fqn: str, in_features: int, out_features: int, *, settings: dict[str, Any]) -> bool:
+    """Whether the Linear layer at `fqn` converts to float8 training: the LM head (`head`) only if asked, and no
+    layer whose dims are not multiples of `float8_dim_multiple`."""
+    if fqn == "head" and not settings["float8_convert_head"]:
+        return False
+    multiple = settings["float8_dim_multiple"]
+    return in_features % multiple == 0 and out_features % multiple == 0
+
+
+def check_float8_device(torch: Any, device: Any) -> None:
+    """Fail early, with the reason, where float8 matmuls cannot run (a CPU runs them through torch._scaled_mm's
+    reference kernels, which is how the tests check the variant; it measures nothing worth publishing)."""
+    if device.type == "cuda" and torch.cuda.get_device_capability(device) < FLOAT8_MIN_CAPABILITY:
+        name = torch.cuda.get_device_name(device)
+        major, minor = FLOAT8_MIN_CAPABILITY
+        raise RuntimeError(
+            f"float8 training needs a CUDA GPU with compute capability >= {major}.{minor}; {name} has "
+            + ".".join(map(str, torch.cuda.get_device_capability(device)))
+        )
+
+
+def apply_float8(model: Any, *, settings: dict[str, Any], device: Any) -> list[str]:
+    """Swap the Linear layers `float8_converts` picks for torchao's Float8Linear (before compile and FSDP2, as
+    torchtitan does); returns the names of the layers converted."""
+    import dataclasses
+
+    import torch
+
+    check_float8_device(torch, device)
+    try:
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+    except ImportError as e:
+        raise RuntimeError(
+            "float8 training needs torchao (the torch dependency group; on an air-gapped host, carry its wheel: "
+            "see README, 'Air-gapped GPU hosts')"
+        ) from e
+    config = dataclasses.replace(
+        Float8LinearConfig.from_recipe_name(settings["float8_recipe"]),
+        enable_fsdp_float8_all_gather=settings["float8_all_gather"],
+    )
+    converted: list[str] = []
+
+    def keep(module: Any, fqn: str) -> bool:
+        ok = float8_converts(fqn, module.in_features, module.out_features, settings=settings)
+        if ok:
+            converted.append(fqn)
+        return ok
+
+    convert_to_float8_training(model, module_filter_fn=keep, config=config)
+    return converted
+
+
+def after_step_hook(model: Any, *, settings: dict[str, Any]) -> Any:
+    """What runs after each optimizer step, or None: with the tensorwise float8 all-gather, one all-reduce
+    computes every float8 weight's scale for the next step's all-gather."""
+    if not settings.get("float8_precompute_scale"):
+        return None
+    from torchao.float8 import precompute_float8_dynamic_scale_for_fsdp
+
+    return lambda: precompute_float8_dynamic_scale_for_fsdp(model)
 
 
 def apply_compile_blocks(model: Any, *, settings: dict[str, Any]) -> None:
@@ -152,11 +254,14 @@ def build_optimizer(params: Any, *, settings: dict[str, Any]) -> Any:
     )
 
 
-def build(model: Any, *, settings: dict[str, Any], device: Any, world: int) -> tuple[Any, Any]:
-    """Apply compilation and parallelism in the documented order; returns (module to call, optimizer)."""
+def build(model: Any, *, settings: dict[str, Any], device: Any, world: int) -> tuple[Any, Any, Any]:
+    """Apply float8, compilation and parallelism in the documented order; returns (module to call, optimizer,
+    what to call after each optimizer step or None)."""
     import torch
 
     torch.set_float32_matmul_precision(settings["matmul_precision"])
+    if uses_float8(settings):
+        apply_float8(model, settings=settings, device=device)
     if settings["compile"] and settings["compile_scope"] == "block":
         apply_compile_blocks(model, settings=settings)
     if settings["parallel"] == "ddp":
@@ -166,4 +271,4 @@ def build(model: Any, *, settings: dict[str, Any], device: Any, world: int) -> t
     optimizer = build_optimizer(wrapped.parameters(), settings=settings)
     if settings["compile"] and settings["compile_scope"] == "model":
         wrapped = torch.compile(wrapped, mode=settings["compile_mode"])
-    return wrapped, optimizer
+    return wrapped, optimizer, after_step_hook(model, settings=settings)

@@ -101,7 +101,7 @@ def train_trial(
     model = GPT(model_spec)
     model.load_numpy(load_initial_weights(model_spec, work.seed, rank))
     model.to(device)
-    forward, opt = torch_setup.build(model, settings=settings, device=device, world=world)
+    forward, opt, after_step = torch_setup.build(model, settings=settings, device=device, world=world)
     b = micro_batch
     tokens = artifacts.token_batches(
         vocab=model_spec.vocab, seed=work.seed, steps=range(steps), global_batch=b * world, seq_len=work.seq_len
@@ -124,6 +124,8 @@ def train_trial(
             loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1))
         loss.backward()
         opt.step()
+        if after_step is not None:  # float8 all-gather: next step's weight scales, one all-reduce
+            after_step()
         opt.zero_grad(set_to_none=True)
         clock.mark()
         losses.append(loss.detach())
@@ -269,13 +271,20 @@ def _write(
             note=ctx["args"].note,
             engine_defaults=torch_setup.defaults_for(settings["parallel"]),
             compute_precision=torch_setup.compute_precision(settings),
+            **_reference_precision(settings),
             initial_weights=artifacts.spec_key(ctx["suite"].models[work.model], work.seed) + ".safetensors",
             launcher=f"torchrun --standalone --nproc-per-node {ctx['world']}",
         ),
-        packages=("torch", "numpy", "pyarrow"),
+        packages=("torch", "numpy", "pyarrow", *(("torchao",) if torch_setup.uses_float8(settings) else ())),
         calibration=calibration,
     )
     return store.write_run(ctx["args"].data_dir, schema.make_table(run, rows))
+
+
+def _reference_precision(settings: dict[str, Any]) -> dict[str, str]:
+    """`reference_precision` for a run whose MFU is also read against a second peak (float8: bf16)."""
+    reference = torch_setup.REFERENCE_PRECISION.get(torch_setup.compute_precision(settings))
+    return {"reference_precision": reference} if reference else {}
 
 
 if __name__ == "__main__":
