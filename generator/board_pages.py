@@ -3,7 +3,6 @@ page is written in. Charts come from `charts`, numbers from `derive`; this modul
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +64,7 @@ def write_pages(
     for suite, workload in boards:
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
-        nav.append({f"{suite} · {workload}": href})
+        nav.append({pages.nav_title(suite, workload): href})
         work_tests = tests.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         if work_tests.height:
             index_rows.append(_inference_board(env, docs / href, suite, workload, work_tests, chart_sink, slug))
@@ -84,7 +83,8 @@ def write_pages(
         counted = measured.filter(pl.col("retracted_by").is_null())
         flagged = counted.filter(pl.col("loss_parity_ok") == False)  # noqa: E712 (null means no baseline)
         failures = counted.filter(pl.col("steps_per_s_lo").is_null())
-        config = json.loads(measured["config"][0]) if measured.height else None
+        unverified = counted.filter(pl.col("unverified").is_not_null() & pl.col("steps_per_s_lo").is_not_null())
+        config = pages.board_config(measured["config"][0]) if measured.height else None
         # One curve per variant (its latest run), as means over timing windows: the page stays light however
         # many runs a workload has; every run's own curve is on its run page.
         latest = (
@@ -110,6 +110,7 @@ def write_pages(
             retracted=retracted.to_dicts(),
             flagged=flagged.to_dicts(),
             failures=failures.to_dicts(),
+            unverified=unverified.to_dicts(),
             tolerance={"first": metrics.LOSS_PARITY_FIRST_STEP_NATS, "rel": metrics.LOSS_PARITY_REL_TOL},
             throughput_chart=chart_sink.html(f"chart-{slug}-throughput", charts.throughput(shown), depth=1)
             + "\n\n"
@@ -189,7 +190,7 @@ def _inference_board(
     )
     failures = current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok")).sort("started_at")
     measured = current.filter(pl.col("origin") == "measured")
-    config = json.loads((measured if measured.height else current)["config"][0])
+    config = pages.board_config((measured if measured.height else current)["config"][0])
     kind = config["workload"]["kind"]
     drawn = current.filter(pl.col("status") == "ok")
     pages.render(
@@ -203,6 +204,7 @@ def _inference_board(
         rows=ranked.to_dicts(),
         imported=imported.to_dicts(),
         failures=failures.to_dicts(),
+        unverified=measured.filter(pl.col("unverified").is_not_null()).to_dicts(),
         chart=chart_sink.html(f"chart-{slug}-tokens", charts.test_throughput(drawn, "tokens/s"), depth=1)
         if drawn.height
         else "",
@@ -238,7 +240,7 @@ def _serving_board(
     measured = current.filter(pl.col("origin") == "measured")
     ok = measured.filter(pl.col("status") == "ok").sort("out_rate", "run_id", descending=[True, False], nulls_last=True)
     # the test as its newest run ran it (a served point's request count has changed; each run's row says its own)
-    config = json.loads((measured if measured.height else current).sort("started_at")["config"][-1])
+    config = pages.board_config((measured if measured.height else current).sort("started_at")["config"][-1])
     model = config["model"]["name"]
     scaling = tp.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
     beside = llama.filter(

@@ -21,7 +21,7 @@ import altair as alt
 import polars as pl
 import yaml
 
-from generator import board_pages, catalog_pages, charts, checks, load, pages, run_pages
+from generator import board_pages, catalog_pages, charts, checks, editions, load, pages, run_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE_SRC = ROOT / "site_src"
@@ -58,6 +58,7 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
     loaded, summary = checks.checked(loaded)
+    loaded.rejected.extend(editions.scan(data_dir)[1])
     for r in loaded.rejected:
         print(f"rejected {r.path}: " + "; ".join(r.problems), file=sys.stderr)
     # Run pages are many: the last build's are moved aside (MkDocs would delete them) and kept where their inputs
@@ -122,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "site", help="site output (default: site/)")
     p.add_argument("--work", type=Path, default=ROOT / "build", help="generated sources (default: build/)")
     args = p.parse_args(argv)
+    if not args.data.is_dir():
+        p.error(f"--data {args.data}: no such folder (result files live under data/<suite>/)")
     t0 = time.perf_counter()
     loaded = build(args.data, args.out, args.work)
     print(

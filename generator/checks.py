@@ -13,16 +13,22 @@ from generator import derive, load
 
 
 def impossible(summary: pl.DataFrame) -> list[tuple[str, str]]:
-    """(run_id, problem) for each run whose derived MFU exceeds the datasheet peak."""
-    over = summary.filter(pl.col("mfu_datasheet") > 1)
+    """(run_id, problem) for each run whose derived FLOP/s exceed what its hardware can do: a GPU's datasheet peak,
+    a CPU's ceiling over all its cores (`metrics.flops_ceiling`)."""
+    over = summary.filter(pl.col("ceiling_fraction") > 1)
     return [
         (
             run_id,
-            f"rows of metric 'step_time_s', field 'value': these steps imply {mfu:.0%} MFU, above the {acc} datasheet "
-            f"peak for {precision or 'fp32'}: a step time, config.model or config.derived is wrong",
+            f"rows of metric 'step_time_s', field 'value': these steps imply {share:.0%} "
+            + (
+                f"of the FLOP/s ceiling of {acc}'s cores (runners/metrics.py)"
+                if device == "cpu"
+                else f"MFU, above the {acc} datasheet peak for {precision or 'fp32'}"
+            )
+            + ": a step time, config.model or config.derived is wrong",
         )
-        for run_id, mfu, acc, precision in over.select(
-            "run_id", "mfu_datasheet", "accelerator", "compute_precision"
+        for run_id, share, acc, precision, device in over.select(
+            "run_id", "ceiling_fraction", "accelerator", "compute_precision", "device"
         ).iter_rows()
     ]
 

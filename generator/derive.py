@@ -40,6 +40,8 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
             cfg.str.json_path_match("$.variant.description"), cfg.str.json_path_match("$.claim.description")
         ),
         calibrated_matmul_flops=pl.col("calibration").str.json_path_match("$.matmul_flops").cast(pl.Float64),
+        device=pl.col("hardware").str.json_path_match("$.device"),
+        cpu_cores=pl.col("hardware").str.json_path_match("$.cpu_cores").cast(pl.Int64),
         note=cfg.str.json_path_match("$.note"),
         # other jobs may have used the rest of the host: the operator said something about the run (`--note`)
         # and it used fewer of the host's GPUs than the host has (both recorded by the runner)
@@ -245,14 +247,34 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(tokens_per_s_per_device=pl.col("tokens_per_s") / pl.col("accelerator_count"))
     )
-    peaks = [
-        metrics.datasheet_peak_flops(acc, prec or "fp32")
-        for acc, prec in summary.select("accelerator", "compute_precision").iter_rows()
-    ]
+    peaks, ceilings, unverified = [], [], []
+    for acc, prec, device, cores, count in summary.select(
+        "accelerator", "compute_precision", "device", "cpu_cores", "accelerator_count"
+    ).iter_rows():
+        peaks.append(metrics.datasheet_peak_flops(acc, prec or "fp32"))
+        ceiling = metrics.flops_ceiling(acc, prec or "fp32", device, cores)
+        # a CPU's ceiling covers all its cores, however many processes share them; a GPU's is per device
+        ceilings.append(None if ceiling is None else ceiling if device == "cpu" else ceiling * count)
+        unverified.append(None if ceiling is not None else _unverified_reason(acc, prec, device))
     model_flops_per_s = pl.col("flops_per_token") * pl.col("tokens_per_s")
-    return summary.with_columns(datasheet_peak_flops=pl.Series(peaks, dtype=pl.Float64)).with_columns(
+    return summary.with_columns(
+        datasheet_peak_flops=pl.Series(peaks, dtype=pl.Float64),
+        flops_ceiling=pl.Series(ceilings, dtype=pl.Float64),
+        unverified=pl.Series(unverified, dtype=pl.String),
+    ).with_columns(
         mfu_datasheet=model_flops_per_s / (pl.col("datasheet_peak_flops") * pl.col("accelerator_count")),
         mfu_calibrated=model_flops_per_s / (pl.col("calibrated_matmul_flops") * pl.col("accelerator_count")),
+        ceiling_fraction=model_flops_per_s / pl.col("flops_ceiling"),
+    )
+
+
+def _unverified_reason(accelerator: str, precision: str | None, device: str | None) -> str:
+    """Why a run's speed cannot be checked against what its hardware can do (and so why it is not ranked)."""
+    if device == "cpu":
+        return "a CPU run whose record gives no core count (hardware.cpu_cores), so its speed cannot be checked"
+    return (
+        f"no datasheet peak for {accelerator!r} at {precision or 'fp32'} in runners/metrics.py "
+        "(DATASHEET_PEAK_FLOPS), so its speed cannot be checked: unranked until the table knows it"
     )
 
 
@@ -272,6 +294,7 @@ def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
             & pl.col("suite_scale")
             & pl.col("steps_per_s_lo").is_not_null()
             & pl.col("loss_parity_ok").fill_null(True)
+            & pl.col("unverified").is_null()
         )
         .join(baseline_speed, on="parity_baseline", how="left")
         .with_columns(speedup=pl.col("steps_per_s") / pl.col("baseline_steps_per_s"))
@@ -296,6 +319,7 @@ def _comparable(summary: pl.DataFrame) -> pl.DataFrame:
         & pl.col("full_length")
         & pl.col("steps_per_s_lo").is_not_null()
         & pl.col("loss_parity_ok").fill_null(True)
+        & pl.col("unverified").is_null()
     )
 
 

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from generator import load
+from runners import shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -61,12 +62,51 @@ def release(name: str, data_dir: Path, now: datetime | None = None) -> Path:
 
 
 def read_editions(data_dir: Path) -> list[Edition]:
-    """Every edition, oldest first."""
-    out = []
+    """Every well-formed edition, oldest first (`scan` also reports the others)."""
+    return scan(data_dir)[0]
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _manifest_problem(raw: object) -> str | None:
+    """Why a manifest cannot be shown (a manifest is a file in data/ like any other: hostile until checked)."""
+    if not isinstance(raw, dict):
+        return "not a JSON object"
+    name, created, runs = raw.get("name"), raw.get("created_at"), raw.get("runs")
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        return "field 'name': not a plain edition name (letters, digits, . _ -; at most 64)"
+    if not isinstance(created, str) or len(created) > 40:
+        return "field 'created_at': not a timestamp"
+    try:
+        datetime.fromisoformat(created)
+    except ValueError:
+        return "field 'created_at': not a timestamp"
+    if not isinstance(runs, list) or len(runs) > 1_000_000:
+        return "field 'runs': not a list of runs"
+    for i, run in enumerate(runs):
+        ok = isinstance(run, dict) and isinstance(run.get("run_id"), str) and isinstance(run.get("sha256"), str)
+        if not ok or not shapes.NAMES["run_id"].fullmatch(run["run_id"]) or not _SHA256.fullmatch(run["sha256"]):
+            return f"runs[{i}]: needs a plain run_id and a sha256 of 64 hex digits"
+    return None
+
+
+def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
+    """Every edition, oldest first, and each manifest that could not be read, with why."""
+    out, bad = [], []
     for path in sorted(editions_dir(data_dir).glob("*.json")):
-        raw = json.loads(path.read_text())
+        rel = path.relative_to(Path(data_dir).parent).as_posix()
+        try:
+            raw = shapes.parse(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+            bad.append(load.Rejected(rel, (f"not a readable edition manifest: {e}",)))
+            continue
+        problem = _manifest_problem(raw)
+        if problem is not None:
+            bad.append(load.Rejected(rel, (problem,)))
+            continue
         out.append(Edition(raw["name"], raw["created_at"], {r["run_id"]: r["sha256"] for r in raw["runs"]}))
-    return sorted(out, key=lambda e: (e.created_at, e.name))
+    return sorted(out, key=lambda e: (e.created_at, e.name)), bad
 
 
 def changelog(previous: Edition | None, current: dict[str, str]) -> dict[str, list[str]]:
@@ -130,7 +170,7 @@ def write_pages(env, docs: Path, loaded: load.Loaded, summary, data_dir: Path) -
             previous=previous,
         )
         entries.append({"edition": edition, "href": href, "log": log, "runs": len(ids), "problems": len(problems)})
-        nav.append({edition.name: href})
+        nav.append({pages.nav_title(edition.name): href})
         previous = edition
     pending = changelog(previous, current)
     pages.render(

@@ -85,10 +85,14 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def board(tests: pl.DataFrame) -> pl.DataFrame:
-    """The ranked runs of one inference workload: measured, unretracted, with repetitions; ranks tie where the
+    """The ranked runs of one inference workload: measured, unretracted, on hardware the datasheet table knows, with
+    repetitions; ranks tie where the
     95% intervals of the median tokens/s overlap."""
     ranked = tests.filter(
-        (pl.col("origin") == "measured") & pl.col("retracted_by").is_null() & pl.col("rate_lo").is_not_null()
+        (pl.col("origin") == "measured")
+        & pl.col("retracted_by").is_null()
+        & pl.col("rate_lo").is_not_null()
+        & pl.col("unverified").is_null()
     ).sort("rate_med", "run_id", descending=[True, False])
     ranks = metrics.ranks_with_ties(list(ranked.select("rate_lo", "rate_hi").iter_rows()))
     return ranked.with_columns(rank=pl.Series(ranks, dtype=pl.Int64))

@@ -61,7 +61,9 @@ def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, d
         source = pa.BufferReader(Path(path).read_bytes() if content is None else content)
         # ParquetFile.read: no dataset layer and no thread pool, about half read_table's cost on small files
         # no pre-buffering: the whole file is in memory already
-        table = pq.ParquetFile(source, read_dictionary=_DICT_COLUMNS, pre_buffer=False).read(use_threads=False)
+        names = set(pq.read_schema(source).names)  # a missing column is named by the schema check, not a KeyError
+        dictionary = [c for c in _DICT_COLUMNS if c in names]
+        table = pq.ParquetFile(source, read_dictionary=dictionary, pre_buffer=False).read(use_threads=False)
     except Exception as e:  # any unreadable file: truncated, not Parquet, wrong encoding
         return None, None, [f"not a readable Parquet file: {type(e).__name__}: {e}"]
     try:
@@ -73,6 +75,15 @@ def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, d
         return None, None, [str(p) for p in problems]
     if first["run_id"] != path.stem:
         return None, None, [f"field 'run_id': {first['run_id']!r} does not match the file name"]
+    if first["suite"] != Path(path).parent.name:
+        return (
+            None,
+            None,
+            [
+                f"field 'suite': {first['suite']!r}, but the file is in folder {Path(path).parent.name!r}/: "
+                f"a suite's files live in data/{first['suite']}/"
+            ],
+        )
     return table, first, []
 
 
@@ -229,13 +240,23 @@ def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None
     root = Path(data_dir)
     reads, heads, rows = _read_all(result_files(root) if files is None else files, root.parent, cache_dir)
     rejected: list[Rejected] = []
-    seen: dict[str, str] = {}
-    good: list[_Read] = []
+    copies: dict[str, list[_Read]] = {}
     for read in reads:
         if read.run_id is None:
             rejected.append(Rejected(read.rel, read.problems))
+        else:
+            copies.setdefault(read.run_id, []).append(read)
+    seen: dict[str, str] = {}
+    good: list[_Read] = []
+    for read in (r for r in reads if r.run_id is not None):
+        same = copies[read.run_id]
+        if len(same) > 1 and len({r.sha256 for r in same}) > 1:
+            # no file wins: a doctored copy must not displace the genuine run, nor the other way round
+            others = ", ".join(r.rel for r in same if r is not read)
+            problem = f"row 0, field 'run_id': {read.run_id!r} is also in {others}, with other contents"
+            rejected.append(Rejected(read.rel, (problem,)))
         elif read.run_id in seen:
-            problem = f"row 0, field 'run_id': {read.run_id!r} already loaded from {seen[read.run_id]}"
+            problem = f"row 0, field 'run_id': a byte-identical copy of {seen[read.run_id]}, loaded once from there"
             rejected.append(Rejected(read.rel, (problem,)))
         else:
             seen[read.run_id] = read.rel

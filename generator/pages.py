@@ -6,6 +6,7 @@ Every generated page is declared in one place (`build.py` calls these functions)
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import math
 import os
@@ -15,6 +16,9 @@ from typing import Any
 
 import altair as alt
 import jinja2
+from markupsafe import Markup
+
+from runners import shapes
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "site_src" / "templates"
 
@@ -40,11 +44,34 @@ def pct(value: Any, digits: int = 1) -> str:
 
 
 _MD_SPECIAL = {ch: f"&#{ord(ch)};" for ch in "\\`*_[]|<>#!&\"'{}"}
+_MD_SPECIAL["\r"] = " "
 
 
-def md_text(value: Any) -> str:
-    """Text from a record placed in Markdown: every HTML and Markdown special character becomes an entity."""
-    return "".join(_MD_SPECIAL.get(ch, ch) for ch in str(value)).replace("\n", " ")
+def md_text(value: Any) -> Markup:
+    """Text from a record placed in Markdown or HTML: control and bidi characters made visible
+    (`shapes.neutral`), every HTML and Markdown special character an entity, on one line."""
+    if isinstance(value, Markup):
+        return value
+    text = shapes.neutral(str(value))
+    return Markup("".join(_MD_SPECIAL.get(ch, ch) for ch in text).replace("\n", " "))
+
+
+def short(value: Any, limit: int = 300) -> Any:
+    """Long record text cut visibly for a table or paragraph (the run's page and CSV keep it whole)."""
+    if value is None:
+        return value
+    text = str(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def _finalize(value: Any) -> Any:
+    """Every `{{ … }}` of a Markdown template: escaped unless a helper here made it markup on purpose, so a value
+    from a result file can never become HTML, Markdown or script, whichever template prints it."""
+    if isinstance(value, Markup) or value is None:
+        return value
+    if isinstance(value, bool | int | float):
+        return value
+    return md_text(value)
 
 
 class Charts:
@@ -96,7 +123,7 @@ class Charts:
         text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
         text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
         src = "../" * depth + f"assets/charts/{svg_name}"
-        return (
+        return Markup(
             f'<div class="ff-chart" id="{chart_id}" data-spec="{chart_id}-spec">'
             f'<noscript><img src="{src}" alt="chart (static SVG)"></noscript></div>\n'
             f'<script type="application/json" id="{chart_id}-spec">{text}</script>\n'
@@ -113,9 +140,9 @@ def _fixed_width(spec: Any, width: int = 720) -> Any:
     return spec
 
 
-def pre(value: Any) -> str:
+def pre(value: Any) -> Markup:
     """Text for a <pre> block in a raw HTML line: escaped, with newlines as entities so Markdown leaves it whole."""
-    return "".join(_MD_SPECIAL.get(ch, ch) for ch in str(value)).replace("\n", "&#10;")
+    return Markup("".join(_MD_SPECIAL.get(ch, ch) for ch in shapes.neutral(str(value))).replace("\n", "&#10;"))
 
 
 def slug(*parts: str) -> str:
@@ -123,9 +150,40 @@ def slug(*parts: str) -> str:
     return "-".join("".join(c if c.isalnum() or c in "-." else "-" for c in p) for p in parts)
 
 
+def nav_title(*parts: str) -> str:
+    """A navigation entry's title from record names ("suite · workload"): MkDocs Material prints titles as HTML,
+    so they are built here, escaped and neutralised, and nowhere else."""
+    return html.escape(" · ".join(shapes.neutral(p) for p in parts))
+
+
 def run_href(run_id: str) -> str:
     """Where a run's page lives, relative to the docs root."""
     return f"runs/{slug(run_id)}.html"  # rendered straight to HTML, not by MkDocs (generator/run_pages.py)
+
+
+_HEADER = {
+    "model": ("name", "family", "dim", "layers", "heads", "kv_heads", "ffn_dim", "vocab", "tied_embeddings"),
+    "workload": ("kind", "micro_batch", "seq_len", "world_size", "warmup_steps", "window_steps", "n_tokens", "depth",
+                 "repetitions", "concurrency", "request_rate", "input_len", "output_len", "requests"),
+    "derived": ("total_params", "non_embedding_params", "flops_per_token"),
+}  # fmt: skip
+
+
+def board_config(text: str) -> dict[str, Any]:
+    """The part of a run's config that a board's header describes, every key present (None where the record has
+    none): the header is built here, from a config whose values `runners.shapes` already checked, and a record
+    without a model or workload section gets dashes instead of taking the page down."""
+    raw = json.loads(text)
+    out: dict[str, Any] = {"suite_description": raw.get("suite_description")}
+    for section, keys in _HEADER.items():
+        values = raw.get(section) if isinstance(raw.get(section), dict) else {}
+        out[section] = {key: values.get(key) for key in keys}
+    work, raw_work = out["workload"], raw.get("workload") if isinstance(raw.get("workload"), dict) else {}
+    variants = raw_work.get("variants")
+    work["variants"] = variants if isinstance(variants, list) and variants else [None]
+    serving = raw_work.get("serving") if isinstance(raw_work.get("serving"), dict) else {}
+    work["serving"] = {key: serving.get(key) for key in ("slo_ttft_ms", "slo_tpot_ms")}
+    return out
 
 
 def claim_unknowns(config: str) -> str:
@@ -140,13 +198,15 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        autoescape=False,  # output is Markdown: record text goes through md_text instead
+        autoescape=False,  # output is Markdown: `_finalize` escapes for Markdown and HTML at once
+        finalize=_finalize,
     )
     env.filters.update(
         scaled=scaled,
         fmt=fmt,
         pct=pct,
         text=md_text,
+        short=short,
         pre=pre,
         claim_unknowns=claim_unknowns,
         slug=slug,

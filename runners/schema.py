@@ -7,14 +7,16 @@ upgrades them in memory.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from runners import shapes
 
 SCHEMA_VERSION = 1
 
@@ -25,6 +27,8 @@ PHASES = ("warmup", "steady", "run")
 """`warmup` and `steady` steps; `run` for run-level values (startup time, peak memory, steps completed)."""
 
 UTC_TS = pa.timestamp("us", tz="UTC")
+CLOCK_SKEW = timedelta(hours=1)
+"""How far a run's start may lie past this machine's clock (hosts' clocks differ a little)."""
 
 # name, type, nullable, what it holds
 _COLUMNS: list[tuple[str, pa.DataType, bool, str]] = [
@@ -238,13 +242,18 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
     for key, allowed in (("status", STATUSES), ("origin", ORIGINS), ("tier", TIERS)):
         if first[key] not in allowed:
             problems.append(Problem(0, key, f"{first[key]!r} is not one of {list(allowed)}"))
-    for key in JSON_COLUMNS:
-        if first[key] is None:
-            continue
-        try:
-            json.loads(first[key])
-        except json.JSONDecodeError as e:
-            problems.append(Problem(0, key, f"not valid JSON: {e}"))
+    for key in shapes.NAMES:
+        message = shapes.name_problem(key, first[key])
+        if message:
+            problems.append(Problem(0, key, message))
+    for key in shapes.TEXT_LIMITS:
+        message = shapes.text_problem(key, first[key])
+        if message:
+            problems.append(Problem(0, key, message))
+    problems += [Problem(0, key, message) for key, message in shapes.json_problems(first)]
+    latest = datetime.now(UTC) + CLOCK_SKEW
+    if first["started_at"] > latest:
+        problems.append(Problem(0, "started_at", f"{first['started_at']:%Y-%m-%d %H:%M} UTC is in the future"))
     engines = {"measured": RUNNER_ENGINES, "imported": IMPORTED_ENGINES}.get(first["origin"])
     if engines is not None and first["engine"] not in engines:
         problems.append(

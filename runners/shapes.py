@@ -1,0 +1,284 @@
+"""Declared shapes of a record's JSON columns and bounds on its text: what `schema.check_run` holds a file to
+before any page code reads it.
+
+A result file comes from anyone who sends one, so every value is hostile until checked here. The JSON columns
+(config, hardware, software, environment, calibration) must be objects; each path the site reads has a declared
+type and range (`PATHS`); names that become page titles, navigation entries, file names and chart labels match a
+plain pattern (`NAMES`); free text has a length bound (`TEXT_LIMITS`). JSON with a repeated key, NaN or
+Infinity, or nesting past `MAX_DEPTH` is refused: the site's polars queries and Python's json module would read
+such a document differently.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One JSON path the site reads: its type, its range, and whether null is allowed."""
+
+    kind: str
+    """'int' (not bool), 'number' (finite int or float), 'str', 'bool', 'object', 'list' or 'list[str]'."""
+    low: float | None = None
+    """Lowest allowed value (numbers), or shortest length (strings, lists)."""
+    strict: bool = False
+    """True: the value must be above `low`, not equal to it."""
+    high: float | None = None
+    """Highest allowed value (numbers), or longest length (strings, lists)."""
+    nullable: bool = False
+
+
+_POS_INT = Field("int", low=1)
+_COUNT = Field("int", low=0)
+_POS_NUM = Field("number", low=0, strict=True)
+_NAME = Field("str", low=1, high=200)
+_TEXT = Field("str", high=4000)
+
+# (column, path) -> Field. Every path the generator reads from a JSON column is declared here; a path that is
+# absent is allowed (the site shows a dash), a path that is present must have its shape.
+PATHS: dict[tuple[str, str], Field] = {
+    ("config", "workload"): Field("object"),
+    ("config", "workload.kind"): _NAME,
+    ("config", "workload.micro_batch"): _POS_INT,
+    ("config", "workload.seq_len"): _POS_INT,
+    ("config", "workload.world_size"): _POS_INT,
+    ("config", "workload.warmup_steps"): _COUNT,
+    ("config", "workload.window_steps"): _POS_INT,
+    ("config", "workload.steps"): _POS_INT,
+    ("config", "workload.steps_requested"): _POS_INT,
+    ("config", "workload.trials"): _POS_INT,
+    ("config", "workload.variants"): Field("list[str]", high=100),
+    ("config", "workload.overridden"): Field("list[str]", high=100),
+    ("config", "workload.n_tokens"): _COUNT,
+    ("config", "workload.depth"): _COUNT,
+    ("config", "workload.depth_fills"): Field("int", low=0, nullable=True),
+    ("config", "workload.repetitions"): _POS_INT,
+    ("config", "workload.concurrency"): Field("int", low=1, nullable=True),
+    ("config", "workload.request_rate"): Field("number", low=0, strict=True, nullable=True),
+    ("config", "workload.input_len"): _POS_INT,
+    ("config", "workload.output_len"): _POS_INT,
+    ("config", "workload.requests"): _POS_INT,
+    ("config", "workload.serving"): Field("object"),
+    ("config", "workload.serving.name"): _NAME,
+    ("config", "workload.serving.slo_ttft_ms"): Field("number", low=0, strict=True, nullable=True),
+    ("config", "workload.serving.slo_tpot_ms"): Field("number", low=0, strict=True, nullable=True),
+    ("config", "suite_description"): _TEXT,
+    ("config", "model.family"): Field("str", high=40),
+    ("config", "workload.inference"): Field("object"),
+    ("config", "model"): Field("object"),
+    ("config", "model.name"): _NAME,
+    **{("config", f"model.{k}"): _POS_INT for k in ("vocab", "dim", "layers", "heads", "kv_heads", "ffn_dim")},
+    ("config", "model.context"): _POS_INT,
+    ("config", "model.tied_embeddings"): Field("bool"),
+    ("config", "derived"): Field("object"),
+    ("config", "derived.tokens_per_step"): _POS_NUM,
+    ("config", "derived.flops_per_token"): _POS_NUM,
+    ("config", "derived.total_params"): _POS_INT,
+    ("config", "derived.non_embedding_params"): _COUNT,
+    ("config", "derived.decode_bytes_per_token"): Field("number", low=0, strict=True, nullable=True),
+    ("config", "compute_precision"): Field("str", low=1, high=40, nullable=True),
+    ("config", "variant"): Field("object"),
+    ("config", "variant.name"): _NAME,
+    ("config", "variant.description"): _TEXT,
+    ("config", "variant.settings"): Field("object"),
+    ("config", "variant.settings.weights"): _NAME,
+    ("config", "variant.settings.dtype"): _NAME,
+    ("config", "claim"): Field("object"),
+    ("config", "claim.description"): _TEXT,
+    ("config", "claim.unknown"): Field("list[str]", high=50),
+    ("config", "note"): Field("str", high=2000),
+    ("config", "command"): Field("str", high=4000),
+    ("config", "model_file"): Field("object"),
+    ("config", "model_file.sha256"): Field("str", high=64),
+    ("config", "model_file.bytes"): _COUNT,
+    ("config", "retraction"): Field("object"),
+    ("config", "retraction.retracts"): _NAME,
+    ("config", "retraction.reason"): Field("str", low=1, high=2000),
+    ("hardware", "host_accelerator_count"): _POS_INT,
+    ("hardware", "count"): _POS_INT,
+    ("hardware", "cpu_cores"): _POS_INT,
+    ("hardware", "device"): Field("str", high=40, nullable=True),
+    ("hardware", "interconnect"): Field("str", high=200, nullable=True),
+    ("hardware", "driver"): Field("str", high=200, nullable=True),
+    ("hardware", "cuda"): Field("str", high=200, nullable=True),
+    ("calibration", "matmul_flops"): _POS_NUM,
+    ("calibration", "copy_bytes_per_s"): _POS_NUM,
+    ("calibration", "allreduce_busbw_bytes_per_s"): Field("number", low=0, strict=True, nullable=True),
+}
+
+JSON_LIMITS = {"config": 1 << 20, "hardware": 64 << 10, "software": 64 << 10, "environment": 64 << 10,
+               "calibration": 64 << 10}  # fmt: skip
+"""Longest JSON text per column, in characters (the largest committed config, an imported tool's, is ~170 KB)."""
+MAX_DEPTH = 32
+"""Deepest nesting of objects and lists in a JSON column."""
+
+TEXT_LIMITS = {"error": 64 << 10, "source": 2000, "engine_version": 200, "accelerator": 200, "harness_commit": 64}
+"""Longest free text per run-level column, in characters: a bounded share of every page that shows it."""
+
+_PLAIN = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}"
+NAMES = {
+    "suite": re.compile(_PLAIN),
+    "workload": re.compile(_PLAIN),
+    "engine": re.compile(_PLAIN),
+    # a variant, then the settings a sweep changed: ddp-tuned[bucket_cap_mb=25], fsdp2-compile[reduce_dtype="bf16"]
+    "variant": re.compile(_PLAIN + r'(\[[A-Za-z0-9_.=,"+:/ \[\]-]{1,300}\])?'),
+    "run_id": re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}"),
+}
+"""Names that reach page titles, navigation, file names and chart labels: letters, digits and a few marks."""
+
+
+def name_problem(column: str, value: str) -> str | None:
+    """Why a run-level name may not be used (None when it may)."""
+    if NAMES[column].fullmatch(value):
+        return None
+    return (
+        f"{value[:80]!r}{'…' if len(value) > 80 else ''} is not a plain name (letters, digits and . _ + -"
+        f"{', then [settings]' if column == 'variant' else ''}; at most {100 if column != 'run_id' else 200} "
+        "characters)"
+    )
+
+
+def text_problem(column: str, value: str | None) -> str | None:
+    """Why a run-level free text may not be shown (too long), or None."""
+    limit = TEXT_LIMITS.get(column)
+    if value is None or limit is None or len(value) <= limit:
+        return None
+    return f"{len(value):,} characters, more than the {limit:,} allowed"
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        raise ValueError(f"key {repeated[0]!r} appears more than once in one object")
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse(text: str) -> Any:
+    """Strict JSON: no repeated keys, no NaN or Infinity (Python's json accepts both; polars and browsers differ)."""
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of a parsed document, stopping once past `limit`."""
+    stack, deepest = [(value, 1)], 0
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _get(document: dict[str, Any], path: str) -> tuple[bool, Any]:
+    node: Any = document
+    for key in path.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return False, None
+        node = node[key]
+    return True, node
+
+
+def _shape_problem(value: Any, rule: Field) -> str | None:
+    if value is None:
+        return None if rule.nullable else "null, expected " + rule.kind
+    kind = rule.kind
+    if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+        return f"{_show(value)} is not a whole number"
+    if kind == "number" and (
+        isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(float(value))
+    ):
+        return f"{_show(value)} is not a finite number"
+    if kind == "str" and not isinstance(value, str):
+        return f"{_show(value)} is not a string"
+    if kind == "bool" and not isinstance(value, bool):
+        return f"{_show(value)} is not true or false"
+    if kind == "object" and not isinstance(value, dict):
+        return f"{_show(value)} is not an object"
+    if kind.startswith("list"):
+        if not isinstance(value, list):
+            return f"{_show(value)} is not a list"
+        if kind == "list[str]" and not all(isinstance(v, str) and len(v) <= 200 for v in value):
+            return "holds something other than short strings"
+    if kind in ("int", "number"):
+        if rule.low is not None and (value <= rule.low if rule.strict else value < rule.low):
+            return f"{_show(value)}: must be {'above' if rule.strict else 'at least'} {rule.low:g}"
+        if rule.high is not None and value > rule.high:
+            return f"{_show(value)}: must be at most {rule.high:g}"
+    if kind == "str" or kind.startswith("list"):
+        if rule.low is not None and len(value) < rule.low:
+            return "empty" if rule.low == 1 else f"shorter than {rule.low:g}"
+        if rule.high is not None and len(value) > rule.high:
+            return f"{len(value):,} {'characters' if kind == 'str' else 'items'}, more than the {rule.high:g} allowed"
+    return None
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
+def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, message) for each JSON column of a run (its row 0) that is not of its declared shape."""
+    problems: list[tuple[str, str]] = []
+    for column, limit in JSON_LIMITS.items():
+        text = first.get(column)
+        if text is None:
+            if column != "calibration":
+                problems.append((column, "null: expected a JSON object"))
+            continue
+        if len(text) > limit:
+            problems.append((column, f"{len(text):,} characters of JSON, more than the {limit:,} allowed"))
+            continue
+        try:
+            document = parse(text)
+        except (ValueError, RecursionError) as e:
+            problems.append((column, f"not valid JSON: {e}"))
+            continue
+        if not isinstance(document, dict):
+            problems.append((column, f"a JSON {type(document).__name__}, expected an object"))
+            continue
+        if _depth(document, MAX_DEPTH) > MAX_DEPTH:
+            problems.append((column, f"nested more than {MAX_DEPTH} levels deep"))
+            continue
+        if column == "environment":
+            odd = next((k for k, v in document.items() if not isinstance(v, str)), None)
+            if odd is not None:
+                problems.append((f"{column}.{odd}", "environment values are strings"))
+        for (col, path), rule in PATHS.items():
+            if col != column:
+                continue
+            present, value = _get(document, path)
+            message = _shape_problem(value, rule) if present else None
+            if message:
+                problems.append((f"{column}.{path}", message))
+    return problems
+
+
+# Characters shown as a visible mark rather than obeyed: C0/C1 controls (but tab and line ends), and the Unicode
+# format characters that reorder or hide text (bidi embeddings, overrides and isolates, zero-width marks).
+_INVISIBLE = (set(range(0x20)) - {0x09, 0x0A, 0x0D}) | set(range(0x7F, 0xA0))
+
+
+def _is_hidden(ch: str) -> bool:
+    return ord(ch) in _INVISIBLE or unicodedata.category(ch) == "Cf"
+
+
+def neutral(text: str) -> str:
+    """Text with control and format characters (bidi overrides, zero-width marks) replaced by a visible
+    `⟨U+XXXX⟩`, so what a reader sees is what the file holds."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(f"⟨U+{ord(ch):04X}⟩" if _is_hidden(ch) else ch for ch in text)
