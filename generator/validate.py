@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+import polars as pl
+
 from generator import checks, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,11 +33,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     # the files are named relative to the folder that holds them all
     base = Path(os.path.commonpath([f.parent for f in files]))
-    loaded, _ = checks.checked(load.load(base / "_", files=sorted(set(files))))
+    loaded, summary = checks.checked(load.load(base / "_", files=sorted(set(files))))
     for rejected in loaded.rejected:
         for problem in rejected.problems:
             print(f"{base / rejected.path}: {problem}")
-    print(f"{len(set(files))} file(s) checked, {len(loaded.rejected)} with problems")
+    unverified = summary.filter((pl.col("origin") == "measured") & pl.col("unverified").is_not_null())
+    for path, reason in unverified.select("path", "unverified").iter_rows():
+        print(f"{base / path}: accepted but unverified, so not ranked: {reason}")
+    print(
+        f"{len(set(files))} file(s) checked, {len(loaded.rejected)} with problems, {unverified.height} unverified"
+    )
     return 1 if loaded.rejected else 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import platform
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from runners import metrics, provenance, record, schema, spec, store, torch_setup
+from runners import lifetime, metrics, provenance, record, schema, spec, store, torch_setup
 
 GRACE_S = 300.0  # start-up, compilation and writing, on top of the workload's per-trial time budget
 # Kept in every process we start, whatever the caller's environment says (see ../shared/ENVIRONMENT.md).
@@ -163,7 +164,16 @@ def _run_teeing_stderr(cmd: list[str], env: dict[str, str], limit_s: float) -> t
 
     Returns (exit code, stderr tail); the code is None when the group was killed for overrunning `limit_s`.
     """
-    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    env = env | {lifetime.BENCH_PID_ENV: str(os.getpid())}
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lifetime.die_with_parent(),  # the bench starts runners from its main thread
+    )
+    _RUNNING.append(proc)
     tail: collections.deque[str] = collections.deque(maxlen=200)
 
     def pump() -> None:
@@ -181,7 +191,36 @@ def _run_teeing_stderr(cmd: list[str], env: dict[str, str], limit_s: float) -> t
         code = None
         tail.append(f"killed after {limit_s:g} s (time budget plus {GRACE_S:g} s grace)\n")
     reader.join(timeout=10)
+    _RUNNING.remove(proc)
     return code, "".join(tail)
+
+
+_RUNNING: list[subprocess.Popen] = []
+"""The runner the bench waits for (its process group is the runner's and everything it started)."""
+
+
+def _end_runs_and_exit(signum: int, _frame: object) -> None:
+    """On SIGINT, SIGTERM or SIGHUP: end the running runner's whole group (SIGTERM, then SIGKILL after 10 s),
+    then exit. The run is cancelled: neither the runner nor the bench writes its file."""
+    for proc in list(_RUNNING):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # anything of the group that outlived its leader
+    name = signal.Signals(signum).name
+    print(f"\nbench: {name}: the running run was cancelled and its processes ended; no file written", file=sys.stderr)
+    os._exit(128 + signum)
+
+
+def _handle_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _end_runs_and_exit)
 
 
 def _classify(returncode: int | None, tail: str) -> str:
@@ -304,6 +343,7 @@ def run_suite(args: argparse.Namespace) -> int:
     swept = sweep_env(args.env)
     env = os.environ | swept | FORCED_ENV | {"FAIRFIGHT_SWEEP_ENV": ",".join(sorted(swept))}
     check_devices(suite, args)
+    _handle_signals()
     summary = []
     runs = len(todo) + sum(len(tests) for *_, tests in inference + serving)
     print(f"suite {suite.name}: {runs} run(s) → {args.data_dir}/{suite.name}/", flush=True)

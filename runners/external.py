@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import provenance, record, schema, spec, store
+from runners import lifetime, provenance, record, schema, spec, store
 
 CONTRACT = 1
 ROW_KEYS = ("trial", "step", "phase", "metric", "value", "unit")
@@ -133,7 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     budget = config["workload"]["time_budget_s"]
     limit = work.trials * budget + min(STOP_GRACE_S, budget)
     try:
-        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            preexec_fn=lifetime.die_with_parent(),  # the engine ends with the bench
+        )
     except OSError as e:
         status, error = "failed", f"could not start {command[0]!r}: {e}"
     else:

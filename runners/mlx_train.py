@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, provenance, record, schema, spec, store, torch_setup
+from runners import artifacts, calibrate, lifetime, provenance, record, schema, spec, store, torch_setup
 
 PROCESS_START = time.perf_counter()
 CACHE_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight"))
@@ -307,7 +307,14 @@ def launch(argv: list[str], world: int, device: str) -> int:
             hostfile = Path(tmp) / "hosts.json"
             hostfile.write_text(json.dumps([[f"127.0.0.1:{_free_port()}"] for _ in range(world)]))
             envs = [e | {"MLX_HOSTFILE": str(hostfile)} for e in envs]
-        procs = [subprocess.Popen([sys.executable, "-m", "runners.mlx_train", *argv], env=os.environ | e) for e in envs]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "runners.mlx_train", *argv],
+                env=os.environ | e,
+                preexec_fn=lifetime.die_with_parent(),  # ranks end with their launcher
+            )
+            for e in envs
+        ]
         code = 0
         while any(p.poll() is None for p in procs):
             failed = [p.returncode for p in procs if p.returncode not in (None, 0)]

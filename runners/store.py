@@ -14,11 +14,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runners import schema
+from runners import lifetime, schema, shapes
 
 
 def run_path(data_dir: Path, suite: str, run_id: str) -> Path:
-    """Where a run's file lives: `data/<suite>/<run_id>.parquet`."""
+    """Where a run's file lives: `data/<suite>/<run_id>.parquet`. Both names are checked before they name a file
+    (no separators, no `..`, no hidden or odd names)."""
+    for column, value in (("suite", suite), ("run_id", run_id)):
+        problem = shapes.name_problem(column, value) if isinstance(value, str) else f"{value!r} is not a string"
+        if problem:
+            raise ValueError(f"refusing to name a result file after {column} {problem}")
     return Path(data_dir) / suite / f"{run_id}.parquet"
 
 
@@ -28,6 +33,11 @@ def write_run(data_dir: Path, table: pa.Table) -> Path:
     if problems:
         listed = "; ".join(str(p) for p in problems[:5])
         raise ValueError(f"refusing to write an invalid run record: {listed}")
+    if lifetime.orphaned():
+        raise RuntimeError(
+            f"not writing: the bench that started this run ({lifetime.BENCH_PID_ENV}="
+            f"{os.environ[lifetime.BENCH_PID_ENV]}) is gone, so this run was cancelled"
+        )
     suite = table.column("suite")[0].as_py()
     run_id = table.column("run_id")[0].as_py()
     final = run_path(data_dir, suite, run_id)

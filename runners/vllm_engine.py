@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runners import lifetime
+
 SETTINGS = (
     "weights",
     "tensor_parallel_size",
@@ -197,7 +199,12 @@ class Server:
         self._log = open(log, "w")  # noqa: SIM115 - closed in stop()
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(
-            cmd, env=os.environ | env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+            cmd,
+            env=os.environ | env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=lifetime.die_with_parent(),  # the server ends with its runner
         )
         self.startup_s = self._wait(t0)
 

@@ -28,26 +28,34 @@ syntax, and a quote-and-bracket break-out as a Vega expression would meet it."""
 MARK = "window.__pwned"
 
 
-def _poisoned(path: Path, run_id: str, status: str) -> pa.Table:
-    """A real run's record with every free-text field replaced by the payload."""
+def _poisoned(path: Path, run_id: str, status: str, **names: str) -> pa.Table:
+    """A real run's record with every free-text field replaced by the payload (and any run-level `names`)."""
     table = pq.read_table(path)
     config = json.loads(table.column("config")[0].as_py())
-    config["note"] = "operator note " + PAYLOAD
-    config["variant"]["name"] = "v " + PAYLOAD
+    config["note"] = "operator note " + PAYLOAD[:1900]
+    config["variant"]["name"] = "v " + PAYLOAD[:150]
     config["variant"]["description"] = "description " + PAYLOAD
+    config["model"]["name"] = PAYLOAD[:150]
+    config["suite_description"] = "suite " + PAYLOAD
     values = {
         "run_id": run_id,
-        "variant": "v " + PAYLOAD,
-        "engine_version": "2.13.0 " + PAYLOAD,
-        "accelerator": "cpu " + PAYLOAD,
+        "engine_version": "2.13.0 " + PAYLOAD[:150],
+        "accelerator": "cpu " + PAYLOAD[:150],
+        "source": "source " + PAYLOAD,
         "config": json.dumps(config),
         "status": status,
         "error": None if status == "ok" else "Traceback (most recent call last):\nRuntimeError: " + PAYLOAD,
+        **names,
     }
     for name, value in values.items():
         column = pa.array([value] * table.num_rows, table.schema.field(name).type)
         table = table.set_column(table.column_names.index(name), table.schema.field(name), column)
     return table
+
+
+def _submitted(data: Path, table: pa.Table) -> None:
+    """Written as a hostile submitter would: straight to Parquet, past every check of our store."""
+    pq.write_table(table, data / "cpu-smoke" / f"{table.column('run_id')[0].as_py()}.parquet")
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +70,18 @@ def hostile_site(bench_data, tmp_path_factory) -> Path:
     source = next(p for p in (data / "cpu-smoke").glob("*.parquet") if "ddp-fp32-stock" in p.name)
     store.write_run(hostile, _poisoned(source, "hostile-ok", "ok"))
     store.write_run(hostile, _poisoned(source, "hostile-failed", "failed"))
+    # names that reach navigation, titles and file names (rejected, and listed on the Rejected page as text), and a
+    # header number that is markup (rejected by its declared shape)
+    _submitted(hostile, _poisoned(source, "hostile-workload", "ok", workload="w " + PAYLOAD))
+    _submitted(hostile, _poisoned(source, "hostile-variant", "ok", variant="v " + PAYLOAD))
+    table = _poisoned(source, "hostile-dim", "ok")
+    config = json.loads(table.column("config")[0].as_py())
+    config["model"]["dim"] = PAYLOAD
+    field = table.schema.field("config")
+    _submitted(
+        hostile,
+        table.set_column(table.column_names.index("config"), field, pa.array([json.dumps(config)] * table.num_rows)),
+    )
     run_module("generator.build", "--data", str(hostile), "--out", str(work / "site"), "--work", str(work / "build"))
     return work / "site"
 
@@ -69,6 +89,8 @@ def hostile_site(bench_data, tmp_path_factory) -> Path:
 def test_hostile_strings_render_inert_on_every_page(hostile_site: Path) -> None:
     pages = sorted(p.relative_to(hostile_site).as_posix() for p in hostile_site.rglob("*.html") if p.name != "404.html")
     assert "runs/hostile-ok.html" in pages and "runs/hostile-failed.html" in pages
+    rejected = (hostile_site / "rejected.html").read_text()
+    assert all(f"hostile-{name}.parquet" in rejected for name in ("workload", "variant", "dim"))
     with serve(hostile_site) as root, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page()

@@ -1,0 +1,324 @@
+"""Hostile result files, one test per class of attack found against the site (issue 21): each file is written the
+way a submitter would (straight to Parquet, not through our store), and each test fails on the code before the fix.
+The script classes are also built into a site and opened in a real browser by tests/test_security.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from generator import checks, load, pages
+from runners import metrics, schema, store
+from tests.conftest import ROOT, TRAIN, run_module
+
+
+def _source(bench_data) -> Path:
+    data, _ = bench_data
+    return next(p for p in (data / "cpu-smoke").glob("*.parquet") if "ddp-fp32-stock" in p.name)
+
+
+def doctored(
+    source: Path,
+    run_id: str,
+    config: Callable[[dict], object] | None = None,
+    hardware: Callable[[dict], object] | None = None,
+    rows: Callable[[pa.Table], pa.Table] | None = None,
+    **columns: object,
+) -> pa.Table:
+    """A real record with its run id and any run-level column replaced, its config/hardware JSON edited."""
+    table = pq.read_table(source)
+    if rows is not None:
+        table = rows(table)
+    values: dict[str, object] = {"run_id": run_id, **columns}
+    for name, edit in (("config", config), ("hardware", hardware)):
+        if edit is not None:
+            document = json.loads(table.column(name)[0].as_py())
+            result = edit(document)
+            values[name] = json.dumps(document if result is None else result)
+    for name, value in values.items():
+        field = table.schema.field(name)
+        table = table.set_column(table.column_names.index(name), field, pa.array([value] * table.num_rows, field.type))
+    return table
+
+
+def submit(data: Path, table: pa.Table, folder: str = "cpu-smoke", name: str | None = None) -> Path:
+    """Write a file as a submitter would: no store, no checks."""
+    path = data / folder / f"{name or table.column('run_id')[0].as_py()}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+    return path
+
+
+def problems_of(data: Path) -> dict[str, str]:
+    loaded, _ = checks.checked(load.load(data))
+    return {Path(r.path).name: " ".join(r.problems) for r in loaded.rejected}
+
+
+@pytest.fixture
+def data(bench_data, tmp_path) -> Path:
+    """A copy of the real bench data to attack."""
+    src, _ = bench_data
+    out = tmp_path / "data"
+    for path in src.rglob("*.parquet"):
+        target = out / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    return out
+
+
+# 1 and 2: names and header numbers that are markup never reach a page; whatever reaches a template is escaped
+
+
+def test_markup_in_names_and_config_numbers_is_rejected_by_name(bench_data, data) -> None:
+    src = _source(bench_data)
+    submit(data, doctored(src, "evil-workload", workload="<img src=x onerror=alert(1)>"))
+    submit(data, doctored(src, "evil-dim", config=lambda c: c["model"].update(dim="<img src=x onerror=alert(2)>")))
+    found = problems_of(data)
+    assert "field 'workload'" in found["evil-workload.parquet"] and "not a plain name" in found["evil-workload.parquet"]
+    assert "config.model.dim" in found["evil-dim.parquet"] and "not a whole number" in found["evil-dim.parquet"]
+
+
+def test_every_template_value_is_escaped_and_nav_titles_are_built_escaped(tmp_path) -> None:
+    env = pages.environment()
+    evil = "<img src=x onerror=alert(1)>|*x*"
+    out = tmp_path / "page.md"
+    # a raw `{{ value }}` with no filter: before, Markdown templates printed it as it was
+    env.from_string("{{ v }} {{ n }} {{ m.dim }}").stream(v=evil, n=7, m={"dim": evil}).dump(str(out))
+    text = out.read_text()
+    assert "<img" not in text and "|" not in text and "&#60;img" in text and " 7 " in text
+    assert "<" not in pages.nav_title("cpu-smoke", "<b>x</b>") and "&lt;b&gt;" in pages.nav_title("s", "<b>x</b>")
+
+
+# 3: a config of the wrong shape is rejected by name, and the rest of the site builds
+
+
+def test_config_of_the_wrong_shape_is_rejected_and_the_site_still_builds(bench_data, data, tmp_path) -> None:
+    src = _source(bench_data)
+    submit(data, doctored(src, "config-list", config=lambda c: [c]))
+    submit(data, doctored(src, "mb-four", config=lambda c: c["workload"].update(micro_batch="four")))
+    submit(data, doctored(src, "no-model", config=lambda c: c.pop("model")))
+    submit(data, doctored(src, "dup-key", config=lambda c: None, rows=None))
+    # a repeated key: Python's json keeps the last, polars' path query the first
+    table = pq.read_table(data / "cpu-smoke" / "dup-key.parquet")
+    text = table.column("config")[0].as_py().replace('"micro_batch": ', '"micro_batch": 0, "micro_batch": ', 1)
+    field = table.schema.field("config")
+    table = table.set_column(table.column_names.index("config"), field, pa.array([text] * table.num_rows))
+    submit(data, table)
+    found = problems_of(data)
+    assert "expected an object" in found["config-list.parquet"]
+    assert "config.workload.micro_batch" in found["mb-four.parquet"]
+    assert "appears more than once" in found["dup-key.parquet"]
+    assert "no-model.parquet" not in found  # no model section: allowed, the header shows dashes
+    proc = run_module("generator.validate", str(data), check=False)
+    assert proc.returncode == 1 and "mb-four.parquet: row 0, field 'config.workload.micro_batch'" in proc.stdout
+    run_module("generator.build", "--data", str(data), "--out", str(tmp_path / "site"), "--work", str(tmp_path / "b"))
+    board = (tmp_path / "site" / "leaderboards" / f"cpu-smoke-{TRAIN}.html").read_text()
+    assert "no-model" in board  # ranked like any run (a config without a model section gives a dash, not a crash)
+
+
+# 4: hardware the datasheet table does not know cannot rank
+
+
+def test_an_unknown_accelerator_is_unverified_not_ranked(bench_data, data) -> None:
+    src = _source(bench_data)
+    fast = doctored(
+        src,
+        "misspelt-gpu",
+        accelerator="NVIDIA H2OO",
+        hardware=lambda h: h.update(device="cuda", accelerator="NVIDIA H2OO"),
+        rows=lambda t: t.set_column(
+            t.column_names.index("value"),
+            "value",
+            pa.array(
+                [
+                    v / 1000 if m == "step_time_s" else v
+                    for v, m in zip(t["value"].to_pylist(), t["metric"].to_pylist(), strict=True)
+                ]
+            ),
+        ),
+    )
+    submit(data, fast)
+    _, summary = checks.checked(load.load(data))
+    row = summary.filter(pl.col("run_id") == "misspelt-gpu").row(0, named=True)
+    assert "no datasheet peak for 'NVIDIA H2OO'" in row["unverified"]
+    from generator import derive
+
+    boards = derive.leaderboards(summary)
+    assert "misspelt-gpu" not in boards[("cpu-smoke", TRAIN)]["run_id"].to_list()
+    proc = run_module("generator.validate", str(data / "cpu-smoke" / "misspelt-gpu.parquet"), check=False)
+    assert "accepted but unverified, so not ranked" in proc.stdout and "NVIDIA H2OO" in proc.stdout
+
+
+def test_a_cpu_run_faster_than_any_cpu_could_be_is_rejected(bench_data, data) -> None:
+    src = _source(bench_data)
+    times = lambda t: t.set_column(  # noqa: E731
+        t.column_names.index("value"),
+        "value",
+        pa.array(
+            [
+                v / 1e9 if m == "step_time_s" else v
+                for v, m in zip(t["value"].to_pylist(), t["metric"].to_pylist(), strict=True)
+            ]
+        ),
+    )
+    submit(data, doctored(src, "cpu-too-fast", rows=times))
+    assert "FLOP/s ceiling" in problems_of(data)["cpu-too-fast.parquet"]
+
+
+# 5: duplicates never let one copy win; a file's folder matches its suite
+
+
+def test_duplicate_run_ids_reject_every_differing_copy_and_folders_match_suites(bench_data, data) -> None:
+    src = _source(bench_data)
+    genuine = src.stem
+    doctored_copy = doctored(src, genuine, engine_version="9.9.9")
+    submit(data, doctored_copy, folder="elsewhere", name=genuine)  # wrong folder for suite cpu-smoke
+    submit(data, doctored(src, genuine, engine_version="9.9.9", suite="h100"), folder="h100")
+    found = problems_of(data)
+    hits = {k: v for k, v in found.items() if k == f"{genuine}.parquet"}
+    loaded, _ = checks.checked(load.load(data))
+    rejected_paths = {r.path for r in loaded.rejected}
+    assert f"data/cpu-smoke/{genuine}.parquet" in rejected_paths and f"data/h100/{genuine}.parquet" in rejected_paths
+    assert genuine not in loaded.runs["run_id"].to_list()  # neither wins
+    assert f"data/elsewhere/{genuine}.parquet" in rejected_paths and hits
+    reasons = {r.path: " ".join(r.problems) for r in loaded.rejected}
+    assert "is in folder 'elsewhere'" in reasons[f"data/elsewhere/{genuine}.parquet"]
+    assert "with other contents" in reasons[f"data/cpu-smoke/{genuine}.parquet"]
+
+
+# 6: implausible values
+
+
+def test_implausible_values_are_rejected_and_control_characters_shown(bench_data, data) -> None:
+    src = _source(bench_data)
+    from datetime import UTC, datetime
+
+    def zero_batch(config: dict) -> None:
+        config["workload"]["micro_batch"] = 0
+        config["derived"]["tokens_per_step"] = 0
+
+    submit(data, doctored(src, "mb-zero", config=zero_batch))
+    later = datetime(2099, 1, 1, tzinfo=UTC)
+    submit(data, doctored(src, "from-2099", started_at=later, ended_at=later))
+    submit(data, doctored(src, "huge-note", config=lambda c: c.update(note="x" * 10_000_000)))
+    found = problems_of(data)
+    assert "config.workload.micro_batch" in found["mb-zero.parquet"] and "at least 1" in found["mb-zero.parquet"]
+    assert "config.derived.tokens_per_step" in found["mb-zero.parquet"]
+    assert "in the future" in found["from-2099.parquet"]
+    assert "more than the" in found["huge-note.parquet"]
+    assert pages.md_text("a\u202ebc\u200bd") == "a⟨U+202E⟩bc⟨U+200B⟩d"
+    from runners import shapes  # (new with these checks: imported here so the tests above run against older code)
+
+    assert "\u202e" not in pages.pre("x\u202ey") and "\x1b" not in shapes.neutral("\x1b[31m")
+
+
+# 7: a missing column is named
+
+
+def test_a_missing_column_is_named(bench_data, data) -> None:
+    table = pq.read_table(_source(bench_data))
+    submit(data, doctored(_source(bench_data), "no-variant").drop_columns(["variant"]))
+    assert table.num_rows
+    assert "field 'variant': missing column" in problems_of(data)["no-variant.parquet"]
+
+
+# 8: the bench's runners end with it and write nothing after; a run id is checked before it names a file
+
+
+def test_store_refuses_run_ids_that_are_not_plain_names(bench_data, tmp_path) -> None:
+    table = doctored(_source(bench_data), "ok-id")
+    for bad in ("../escape", "a/b", ".hidden", "x" * 300):
+        with pytest.raises(ValueError, match=r"refusing|not a plain name"):
+            store.run_path(tmp_path, "cpu-smoke", bad)
+        with pytest.raises(ValueError):
+            store.write_run(tmp_path, table.set_column(1, "run_id", pa.array([bad] * table.num_rows)))
+    assert not any(tmp_path.rglob("*.parquet"))
+
+
+def _runner_pids(run_marker: str) -> list[int]:
+    """Processes whose command line holds the marker (the data dir the runners were given)."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if run_marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    out.append(int(proc.name))
+            except OSError:
+                continue
+    return out
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_killing_the_bench_ends_its_runner_and_nothing_is_written(tmp_path, how) -> None:
+    out = tmp_path / f"killed-{how.name}"
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "runners", "bench", "--suite", "cpu-smoke", "--workload", TRAIN,
+         "--variant", "ddp-fp32-stock", "--steps", "100000", "--data-dir", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not [p for p in _runner_pids(str(out)) if p != bench.pid] and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert [p for p in _runner_pids(str(out)) if p != bench.pid], "the runner never started"
+        time.sleep(5)  # the runner is stepping
+        os.kill(bench.pid, how)
+        bench.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while _runner_pids(str(out)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _runner_pids(str(out)) == [], "the runner outlived the bench"
+        time.sleep(3)
+        assert not list(out.rglob("*.parquet")), "a file was written after the bench was killed"
+    finally:
+        for pid in _runner_pids(str(out)):
+            os.kill(pid, signal.SIGKILL)
+        bench.kill()
+
+
+# 9: long runs: the statistics work at any length, and the site builds
+
+
+def test_statistics_and_the_site_at_ten_to_the_five_steps(bench_data, data, tmp_path) -> None:
+    ci = metrics.median_ci([float(i % 97) for i in range(100_000)])
+    assert ci.lo <= ci.median <= ci.hi and 0.95 <= ci.coverage < 0.951
+    src = _source(bench_data)
+    base = pq.read_table(src)
+    steps = 100_000
+    step_rows = {
+        "trial": [0] * steps,
+        "step": list(range(steps)),
+        "phase": ["warmup" if s < 2 else "steady" for s in range(steps)],
+        "metric": ["step_time_s"] * steps,
+        "value": [0.01 + 0.001 * (s % 7) for s in range(steps)],
+        "unit": ["s"] * steps,
+    }
+    run = base.slice(0, 1).to_pylist()[0] | {"run_id": "long-run", "status": "ok", "error": None}
+    config = json.loads(run["config"])
+    config["workload"].update(warmup_steps=2, window_steps=20, steps=steps, steps_requested=steps)
+    run["config"] = json.dumps(config)
+    rows = [dict(zip(step_rows, values, strict=True)) for values in zip(*step_rows.values(), strict=True)]
+    rows.append(
+        {"trial": 0, "step": None, "phase": "run", "metric": "steps_completed", "value": steps, "unit": "steps"}
+    )
+    submit(data, schema.make_table(run, rows))
+    site = tmp_path / "site"
+    run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "b"))
+    assert "long-run" in (site / "leaderboards" / f"cpu-smoke-{TRAIN}.html").read_text()
+
+
+def test_site_build_refuses_a_data_folder_that_does_not_exist(tmp_path) -> None:
+    proc = run_module("generator.build", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "s"), check=False)
+    assert proc.returncode != 0 and "no such folder" in proc.stderr
