@@ -40,9 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     unverified = summary.filter((pl.col("origin") == "measured") & pl.col("unverified").is_not_null())
     for path, reason in unverified.select("path", "unverified").iter_rows():
         print(f"{base / path}: accepted but unverified, so not ranked: {reason}")
-    print(
-        f"{len(set(files))} file(s) checked, {len(loaded.rejected)} with problems, {unverified.height} unverified"
-    )
+    print(f"{len(set(files))} file(s) checked, {len(loaded.rejected)} with problems, {unverified.height} unverified")
     return 1 if loaded.rejected else 0
 
 
