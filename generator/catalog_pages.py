@@ -183,7 +183,10 @@ def write_downloads(env: jinja2.Environment, docs: Path, summary: pl.DataFrame, 
         if fmt == "parquet":
             frame.write_parquet(path, compression="zstd", statistics=False)
         else:
-            frame.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ")).write_csv(path)
+            text = [c for c, t in frame.schema.items() if t == pl.String]
+            frame.with_columns(
+                pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"), *(pages.csv_inert(pl.col(c)) for c in text)
+            ).write_csv(path)
         digest = hashlib.sha256()
         with open(path, "rb") as f:
             while chunk := f.read(1 << 22):

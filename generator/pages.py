@@ -16,6 +16,7 @@ from typing import Any
 
 import altair as alt
 import jinja2
+import polars as pl
 from markupsafe import Markup
 
 from runners import shapes
@@ -54,6 +55,12 @@ def md_text(value: Any) -> Markup:
         return value
     text = shapes.neutral(str(value))
     return Markup("".join(_MD_SPECIAL.get(ch, ch) for ch in text).replace("\n", " "))
+
+
+def csv_inert(text: pl.Expr) -> pl.Expr:
+    """A text column for a CSV download: a cell that a spreadsheet would run as a formula (starting with = + - @,
+    a tab or a carriage return; OWASP, "CSV Injection") gets a leading apostrophe, which spreadsheets show as text."""
+    return text.str.replace(r"^([=+\-@\t\r])", "'$1")
 
 
 def short(value: Any, limit: int = 300) -> Any:

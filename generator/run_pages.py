@@ -130,6 +130,7 @@ def _csv_field(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     text = expr.cast(pl.String).fill_null("")
     if dtype != pl.String:
         return text
+    text = pages.csv_inert(text)
     quoted = pl.lit('"') + text.str.replace_all('"', '""', literal=True) + pl.lit('"')
     return pl.when(text.str.contains('[",\r\n]')).then(quoted).otherwise(text)
 

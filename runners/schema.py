@@ -299,6 +299,8 @@ def _rows_may_be_bad(table: pa.Table) -> bool:
     ):
         if phase not in PHASES or not math.isfinite(total) or trial < 0 or (step is not None and step < 0):
             return True
+        if not shapes.METRIC_NAME.fullmatch(metric) or not shapes.UNIT_NAME.fullmatch(unit):
+            return True
         if metric.endswith("_s") and low < 0:
             return True
         rule = METRIC_RULES.get(metric)
@@ -329,6 +331,16 @@ def _row_problems(table: pa.Table) -> list[Problem]:
             pc.and_(pc.ends_with(metric, "_s"), pc.less(value, 0)),
             "value",
             lambda i: f"negative time {value[i].as_py()} (metric {metric[i].as_py()!r})",
+        ),
+        (
+            pc.invert(pc.match_substring_regex(metric, "^" + shapes.METRIC_NAME.pattern + "$")),
+            "metric",
+            lambda i: f"{metric[i].as_py()[:80]!r} is not a plain metric name (letters, digits, _ . : / ( ) % -)",
+        ),
+        (
+            pc.invert(pc.match_substring_regex(table.column("unit"), "^" + shapes.UNIT_NAME.pattern + "$")),
+            "unit",
+            lambda i: f"{table.column('unit')[i].as_py()[:80]!r} is not a plain unit (at most 32 characters)",
         ),
         *_metric_checks(table),
         (pc.less(table.column("trial"), 0), "trial", lambda i: "negative trial index"),

@@ -131,6 +131,10 @@ NAMES = {
     "run_id": re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}"),
 }
 """Names that reach page titles, navigation, file names and chart labels: letters, digits and a few marks."""
+METRIC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/()%-]{0,63}")
+"""A row's metric: a name with its unit in it (`step_time_s`), shown in tables, charts and CSV headers."""
+UNIT_NAME = re.compile(r"[A-Za-z0-9_./%() -]{0,32}")
+"""A row's unit (`s`, `tokens/s`, `GiB`)."""
 
 
 def name_problem(column: str, value: str) -> str | None:

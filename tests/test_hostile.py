@@ -322,3 +322,27 @@ def test_statistics_and_the_site_at_ten_to_the_five_steps(bench_data, data, tmp_
 def test_site_build_refuses_a_data_folder_that_does_not_exist(tmp_path) -> None:
     proc = run_module("generator.build", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "s"), check=False)
     assert proc.returncode != 0 and "no such folder" in proc.stderr
+
+
+# past the list: rows whose metric or unit is markup or a spreadsheet formula, and formulas in the downloads
+
+
+def test_row_names_are_plain_and_downloads_never_hold_a_formula(bench_data, data, tmp_path) -> None:
+    src = _source(bench_data)
+
+    def renamed(metric: str, unit: str) -> Callable[[pa.Table], pa.Table]:
+        def edit(t: pa.Table) -> pa.Table:
+            t = t.set_column(t.column_names.index("metric"), "metric", pa.array([metric] * t.num_rows))
+            return t.set_column(t.column_names.index("unit"), "unit", pa.array([unit] * t.num_rows))
+
+        return edit
+
+    submit(data, doctored(src, "formula-metric", rows=renamed('=HYPERLINK("http://x.invalid","y")', "s")))
+    submit(data, doctored(src, "markup-unit", rows=renamed("odd_metric", "<b>u</b>")))
+    submit(data, doctored(src, "formula-error", status="failed", error='=cmd|" /C calc"!A0'))
+    found = problems_of(data)
+    assert "field 'metric'" in found["formula-metric.parquet"] and "field 'unit'" in found["markup-unit.parquet"]
+    site = tmp_path / "site"
+    run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "b"))
+    runs_csv = (site / "downloads" / "runs.csv").read_text()
+    assert "'=cmd|" in runs_csv and ",=cmd|" not in runs_csv and '"=cmd|' not in runs_csv
