@@ -82,7 +82,7 @@ def _training_run(
         "accelerator": accelerator,
         "accelerator_count": 2,
         "config": json.dumps(config),
-        "hardware": "{}",
+        "hardware": json.dumps({"device": "cuda" if "NVIDIA" in accelerator else "cpu", "cpu_cores": 2}),
         "software": "{}",
         "environment": "{}",
         "calibration": None,

@@ -25,6 +25,7 @@ def _summary(rates: list[float], shared: list[bool]) -> pl.DataFrame:
             "retracted_by": pl.Series([None] * n, dtype=pl.String),
             "full_length": [True] * n,
             "loss_parity_ok": [True] * n,
+            "unverified": pl.Series([None] * n, dtype=pl.String),
             "started_at": [start + timedelta(hours=i) for i in range(n)],
             "steps_per_s": rates,
             "steps_per_s_lo": [r * 0.99 for r in rates],

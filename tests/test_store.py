@@ -121,9 +121,9 @@ def test_semantic_faults_are_refused_and_reported_by_file_row_and_field(fault: s
     assert "2 file(s) checked, 1 with problems" in out.getvalue()
 
 
-def test_file_level_faults_are_reported_and_the_first_copy_kept(tmp_path: Path) -> None:
-    """Two runs in one file, a run id that two files share, and a file from a newer Fair Fight: each is rejected
-    with its reason; the first file of a shared id is kept."""
+def test_file_level_faults_are_reported_and_the_copy_in_its_suite_folder_kept(tmp_path: Path) -> None:
+    """Two runs in one file, a copy of a run in another suite's folder, and a file from a newer Fair Fight: each is
+    rejected with its reason; the file in its own suite's folder is kept (copies that differ: tests/test_hostile.py)."""
     data = tmp_path / "data"
     store.write_run(data, schema.make_table(_run(), ROWS))
     (data / "h100").mkdir()
@@ -137,7 +137,8 @@ def test_file_level_faults_are_reported_and_the_first_copy_kept(tmp_path: Path) 
     assert loaded.runs["path"].to_list() == ["data/cpu-smoke/r1.parquet"]
     problems = {r.path: r.problems[0] for r in loaded.rejected}
     assert problems == {
-        "data/h100/r1.parquet": "row 0, field 'run_id': 'r1' already loaded from data/cpu-smoke/r1.parquet",
+        "data/h100/r1.parquet": "field 'suite': 'cpu-smoke', but the file is in folder 'h100'/: a suite's files live "
+        "in data/cpu-smoke/",
         "data/cpu-smoke/r2.parquet": "row 2, field 'run_id': differs from row 0 ('r3' != 'r2'): one run per file",
         "data/cpu-smoke/r4.parquet": f"written by schema version {schema.SCHEMA_VERSION + 1}, newer than this Fair "
         f"Fight ({schema.SCHEMA_VERSION}): update your checkout",
