@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from runners import metrics
+from runners import metrics, schema
 
 SUMMARY_SCHEMA = {
     "run_id": pl.String,
@@ -210,7 +210,8 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per run with its headline numbers (null where a run has none, e.g. a failure)."""
     runs = _config_fields(runs).join(retractions(runs), on="run_id", how="left")
     run_values = (
-        rows.filter(pl.col("phase") == "run")
+        # only metrics the schema names: a file's own run-level metric must never become (or shadow) a column
+        rows.filter(pl.col("phase") == "run", pl.col("metric").is_in(list(schema.METRIC_RULES)))
         .sort("run_id", "metric", "trial")
         .group_by("run_id", "metric", maintain_order=True)
         .agg(pl.col("value").first())  # run-level values of the first trial

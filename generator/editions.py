@@ -102,6 +102,10 @@ def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
             bad.append(load.Rejected(rel, (f"not a readable edition manifest: {e}",)))
             continue
         problem = _manifest_problem(raw)
+        if problem is None and raw["name"] != path.stem:
+            problem = (
+                f"field 'name': {raw['name']!r}, but the file is {path.name}: an edition is data/editions/NAME.json"
+            )
         if problem is not None:
             bad.append(load.Rejected(rel, (problem,)))
             continue

@@ -19,7 +19,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runners import retract, schema
+from runners import retract, schema, shapes
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,10 @@ def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, d
         source = pa.BufferReader(Path(path).read_bytes() if content is None else content)
         # ParquetFile.read: no dataset layer and no thread pool, about half read_table's cost on small files
         # no pre-buffering: the whole file is in memory already
-        names = set(pq.read_schema(source).names)  # a missing column is named by the schema check, not a KeyError
+        meta = pq.ParquetFile(source).metadata
+        if meta.num_rows > shapes.MAX_ROWS:
+            return None, None, [f"{meta.num_rows:,} rows, more than the {shapes.MAX_ROWS:,} one run may hold"]
+        names = set(meta.schema.to_arrow_schema().names)  # a missing column is named by the schema check
         dictionary = [c for c in _DICT_COLUMNS if c in names]
         table = pq.ParquetFile(source, read_dictionary=dictionary, pre_buffer=False).read(use_threads=False)
     except Exception as e:  # any unreadable file: truncated, not Parquet, wrong encoding

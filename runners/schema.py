@@ -268,8 +268,10 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
                 "add the suite's file there to publish its records",
             )
         )
-    if first["accelerator_count"] < 1:
-        problems.append(Problem(0, "accelerator_count", f"{first['accelerator_count']} devices: at least 1"))
+    if not 1 <= first["accelerator_count"] <= shapes.MAX_DEVICES:
+        problems.append(
+            Problem(0, "accelerator_count", f"{first['accelerator_count']} devices: 1 to {shapes.MAX_DEVICES:,}")
+        )
     if first["status"] != "ok" and not first["error"]:
         problems.append(Problem(0, "error", f"status {first['status']!r} needs an error text"))
     if first["ended_at"] < first["started_at"]:

@@ -100,9 +100,9 @@ PATHS: dict[tuple[str, str], Field] = {
     ("config", "retraction"): Field("object"),
     ("config", "retraction.retracts"): _NAME,
     ("config", "retraction.reason"): Field("str", low=1, high=2000),
-    ("hardware", "host_accelerator_count"): _POS_INT,
-    ("hardware", "count"): _POS_INT,
-    ("hardware", "cpu_cores"): _POS_INT,
+    ("hardware", "host_accelerator_count"): Field("int", low=1, high=1 << 16),
+    ("hardware", "count"): Field("int", low=1, high=1 << 16),
+    ("hardware", "cpu_cores"): Field("int", low=1, high=1 << 12),  # a ceiling per core: no host has more
     ("hardware", "device"): Field("str", high=40, nullable=True),
     ("hardware", "interconnect"): Field("str", high=200, nullable=True),
     ("hardware", "driver"): Field("str", high=200, nullable=True),
@@ -120,6 +120,11 @@ MAX_DEPTH = 32
 
 TEXT_LIMITS = {"error": 64 << 10, "source": 2000, "engine_version": 200, "accelerator": 200, "harness_commit": 64}
 """Longest free text per run-level column, in characters: a bounded share of every page that shows it."""
+MAX_ROWS = 5_000_000
+"""Most rows in one file (a 10⁵-step run has about 2·10⁵; a served point's per-token samples, about 10⁵): a bounded
+share of the build's time and memory."""
+MAX_DEVICES = 1 << 16
+"""Most devices one run may claim (a ceiling is multiplied by the count)."""
 
 _PLAIN = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}"
 NAMES = {

@@ -346,3 +346,37 @@ def test_row_names_are_plain_and_downloads_never_hold_a_formula(bench_data, data
     run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "b"))
     runs_csv = (site / "downloads" / "runs.csv").read_text()
     assert "'=cmd|" in runs_csv and ",=cmd|" not in runs_csv and '"=cmd|' not in runs_csv
+
+
+def test_malformed_edition_manifests_are_rejected_and_the_site_builds(data, tmp_path) -> None:
+    editions = data / "editions"
+    editions.mkdir()
+    (editions / "garbage.json").write_text("{not json")
+    (editions / "evil.json").write_text(
+        json.dumps({"name": "<script>x</script>", "created_at": "2026-12-01", "runs": []})
+    )
+    site = tmp_path / "site"
+    run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "b"))
+    rejected = (site / "rejected.html").read_text()
+    assert "garbage.json" in rejected and "evil.json" in rejected and "<script>x" not in rejected
+
+
+def test_a_run_level_metric_named_like_a_summary_column_and_oversized_files(bench_data, data, tmp_path, monkeypatch):
+    src = _source(bench_data)
+
+    def shadow(t: pa.Table) -> pa.Table:  # the run-level rows renamed to columns the summary computes itself
+        names = iter(["loss_parity_ok", "run_id", "steps_per_s_lo", "steps_per_s_lo_right"])
+        metrics_ = [
+            next(names, m) if p == "run" else m
+            for m, p in zip(t["metric"].to_pylist(), t["phase"].to_pylist(), strict=True)
+        ]
+        return t.set_column(t.column_names.index("metric"), "metric", pa.array(metrics_))
+
+    submit(data, doctored(src, "shadowing", rows=shadow))
+    site = tmp_path / "site"
+    run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "b"))
+    assert "shadowing" in (site / "runs" / "shadowing.html").read_text()
+    from runners import shapes
+
+    monkeypatch.setattr(shapes, "MAX_ROWS", 10)
+    assert "one run may hold" in problems_of(data)["shadowing.parquet"]
