@@ -169,7 +169,7 @@ def apply_float8(model: Any, *, settings: dict[str, Any], device: Any) -> list[s
     except ImportError as e:
         raise RuntimeError(
             "float8 training needs torchao (the torch dependency group; on an air-gapped host, carry its wheel: "
-            "see README, 'Air-gapped GPU hosts')"
+            "see README, 'On a GPU host')"
         ) from e
     config = dataclasses.replace(
         Float8LinearConfig.from_recipe_name(settings["float8_recipe"]),

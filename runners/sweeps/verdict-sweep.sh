@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The verdict's sweep (issue 22): the seed's model on a 2-GPU host (train-gpt-1.27b-mb4, 300 steps a point) across
+# micro-batches 1, 2, 3, 4, 6, 8 and 16 per GPU, each with the stock baseline most readers run (ddp-amp-stock), the
+# two bf16 tuned variants (ddp-tuned, fsdp2-compile) and float8 (fsdp2-float8), so that tokens per step is the x-axis
+# and the seed's 14.1 and 21.7 steps/s can be placed on it. One slice per call, each within one 10-minute call:
+#
+#   runners/sweeps/verdict-sweep.sh SLICE [DATA_DIR] [LOG_DIR]
+#
+#   slice 1..6   micro-batch 1, 2, 3, 4, 6 or 8: all four variants (about 5-7 minutes)
+#   slice 7      micro-batch 16: ddp-amp-stock and ddp-tuned
+#   slice 8      micro-batch 16: fsdp2-compile and fsdp2-float8
+#
+# fsdp2-float8 needs torchao: carry its wheel (torchao-0.18.0-cp310-abi3-manylinux_2_24_x86_64...whl, 3.4 MB; see
+# ENVIRONMENT notes), `pip install --no-index --no-deps --target DIR` it on the host and put DIR on PYTHONPATH. Name the
+# commit sent in FAIRFIGHT_HARNESS_COMMIT. A call returns at most 8 files from $OUT: write DATA and LOG under a
+# folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
+set -u
+SLICE=${1:?slice number (1-8)}
+DATA=${2:-data}
+LOG=${3:-.}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+B="python3 -m runners bench --suite h100 --workload train-gpt-1.27b-mb4 --steps 300 --data-dir $DATA"
+ALL="--variant ddp-amp-stock --variant ddp-tuned --variant fsdp2-compile --variant fsdp2-float8"
+
+point() { # MICRO_BATCH VARIANT-ARGS...: one bench session at that micro-batch, appending to LOG/mbN.log
+  local mb=$1
+  shift
+  $B --micro-batch "$mb" "$@" >>"$LOG/mb$mb.log" 2>&1
+}
+
+case $SLICE in
+1) point 1 $ALL ;;
+2) point 2 $ALL ;;
+3) point 3 $ALL ;;
+4) point 4 $ALL ;;
+5) point 6 $ALL ;;
+6) point 8 $ALL ;;
+7) point 16 --variant ddp-amp-stock --variant ddp-tuned ;;
+8) point 16 --variant fsdp2-compile --variant fsdp2-float8 ;;
+*)
+  echo "unknown slice $SLICE (1-8)" >&2
+  exit 2
+  ;;
+esac
