@@ -33,22 +33,52 @@ def impossible(summary: pl.DataFrame) -> list[tuple[str, str]]:
     ]
 
 
+def misdeclared(summary: pl.DataFrame) -> list[tuple[str, str]]:
+    """(run_id, problem) for each run whose declared tokens per step or FLOPs per token differ from what its shapes
+    give (`derive._work_figures`): a file cannot make its steps worth more than they are."""
+    out = []
+    for run_id, origin, *pairs in summary.select(
+        "run_id",
+        "origin",
+        "declared_tokens_per_step",
+        "tokens_per_step",
+        "declared_flops_per_token",
+        "flops_per_token",
+    ).iter_rows():
+        if origin == "claim":
+            continue
+        for name, (declared, computed) in zip(
+            ("tokens_per_step", "flops_per_token"), (pairs[:2], pairs[2:]), strict=True
+        ):
+            if declared is not None and computed is not None and abs(declared - computed) > 1e-9 * computed:
+                out.append(
+                    (
+                        run_id,
+                        f"row 0, field 'config.derived.{name}': declares {declared:,.6g}, but the record's shapes "
+                        f"give {computed:,.6g} (runners/metrics.py)",
+                    )
+                )
+    return out
+
+
 def checked(loaded: load.Loaded) -> tuple[load.Loaded, pl.DataFrame]:
     """The loaded runs less those with impossible figures (now listed as rejected, with any retraction of
     them), and the run summary of the rest."""
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    bad = dict(impossible(summary))
+    bad: dict[str, list[str]] = {}
+    for run_id, problem in [*misdeclared(summary), *impossible(summary)]:
+        bad.setdefault(run_id, []).append(problem)
     if not bad:
         return loaded, summary
     path = dict(loaded.runs.select("run_id", "path").iter_rows())
-    rejected = [*loaded.rejected, *(load.Rejected(path[r], (problem,)) for r, problem in bad.items())]
+    rejected = [*loaded.rejected, *(load.Rejected(path[r], tuple(problems)) for r, problems in bad.items())]
     retracting = summary.filter(pl.col("origin") == "retraction").select(
         "run_id", target=pl.col("config").str.json_path_match("$.retraction.retracts")
     )
     for run_id, target in retracting.iter_rows():
         if target in bad:
-            bad[run_id] = f"row 0, field 'config': retracts {target!r}, which is rejected"
-            rejected.append(load.Rejected(path[run_id], (bad[run_id],)))
+            bad[run_id] = [f"row 0, field 'config': retracts {target!r}, which is rejected"]
+            rejected.append(load.Rejected(path[run_id], tuple(bad[run_id])))
     gone = pl.Series(list(bad), dtype=pl.String).implode()
     runs = loaded.runs.filter(~pl.col("run_id").is_in(gone))
     rows = loaded.rows.filter(~pl.col("run_id").is_in(gone))

@@ -33,8 +33,8 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
         steps_requested=cfg.str.json_path_match("$.workload.steps_requested").cast(pl.Int64),
         micro_batch=cfg.str.json_path_match("$.workload.micro_batch").cast(pl.Int64),
         baseline_variant=cfg.str.json_path_match("$.workload.variants[0]"),
-        tokens_per_step=cfg.str.json_path_match("$.derived.tokens_per_step").cast(pl.Float64),
-        flops_per_token=cfg.str.json_path_match("$.derived.flops_per_token").cast(pl.Float64),
+        declared_tokens_per_step=cfg.str.json_path_match("$.derived.tokens_per_step").cast(pl.Float64),
+        declared_flops_per_token=cfg.str.json_path_match("$.derived.flops_per_token").cast(pl.Float64),
         compute_precision=cfg.str.json_path_match("$.compute_precision"),
         description=pl.coalesce(
             cfg.str.json_path_match("$.variant.description"), cfg.str.json_path_match("$.claim.description")
@@ -53,6 +53,27 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
         # a run of the workload as the suite defines it: all its steps asked for, on the suite's device count
         full_length=~cfg.str.json_path_match("$.workload.overridden").fill_null("[]").str.contains('"steps"'),
         suite_scale=~cfg.str.json_path_match("$.workload.overridden").fill_null("[]").str.contains('"world_size"'),
+    )
+
+
+def _work_figures(runs: pl.DataFrame) -> pl.DataFrame:
+    """Tokens per step and model FLOPs per token as the site publishes them: computed from the record's shapes
+    (micro-batch × sequence × devices; `metrics.train_flops_per_token` of config.model), never taken from the
+    figures a file declares (which `checks` holds against these). A claim, which has no shapes, keeps its own."""
+    out = []
+    for run_id, origin, text, declared_tokens, declared_flops in runs.select(
+        "run_id", "origin", "config", "declared_tokens_per_step", "declared_flops_per_token"
+    ).iter_rows():
+        config = json.loads(text)
+        work = config.get("workload") if isinstance(config.get("workload"), dict) else {}
+        batch, seq, world = (work.get(k) for k in ("micro_batch", "seq_len", "world_size"))
+        tokens = batch * seq * world if all(isinstance(v, int) for v in (batch, seq, world)) else None
+        flops = metrics.train_flops_per_token_of(config.get("model"), seq)
+        if origin == "claim":
+            tokens, flops = tokens or declared_tokens, flops or declared_flops
+        out.append((run_id, None if tokens is None else float(tokens), flops))
+    return pl.DataFrame(
+        out, schema={"run_id": pl.String, "tokens_per_step": pl.Float64, "flops_per_token": pl.Float64}, orient="row"
     )
 
 
@@ -209,6 +230,7 @@ def retractions(runs: pl.DataFrame) -> pl.DataFrame:
 def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per run with its headline numbers (null where a run has none, e.g. a failure)."""
     runs = _config_fields(runs).join(retractions(runs), on="run_id", how="left")
+    runs = runs.join(_work_figures(runs), on="run_id", how="left")
     run_values = (
         # only metrics the schema names: a file's own run-level metric must never become (or shadow) a column
         rows.filter(pl.col("phase") == "run", pl.col("metric").is_in(list(schema.METRIC_RULES)))
@@ -257,6 +279,14 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         # a CPU's ceiling covers all its cores, however many processes share them; a GPU's is per device
         ceilings.append(None if ceiling is None else ceiling if device == "cpu" else ceiling * count)
         unverified.append(None if ceiling is not None else _unverified_reason(acc, prec, device))
+    # a training figure whose FLOPs cannot be computed from its shapes cannot be checked either
+    no_shapes = summary.select(
+        pl.col("steps_per_s").is_not_null() & pl.col("flops_per_token").is_null() & (pl.col("origin") == "measured")
+    ).to_series()
+    unverified = [
+        reason or ("no model shapes (config.model and workload.seq_len) to compute its FLOPs from" if missing else None)
+        for reason, missing in zip(unverified, no_shapes, strict=True)
+    ]
     model_flops_per_s = pl.col("flops_per_token") * pl.col("tokens_per_s")
     return summary.with_columns(
         datasheet_peak_flops=pl.Series(peaks, dtype=pl.Float64),

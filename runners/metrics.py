@@ -55,6 +55,22 @@ def train_flops_per_token(spec: ModelSpec, seq_len: int) -> float:
     return 6.0 * n + 12.0 * spec.layers * spec.dim * seq_len
 
 
+def train_flops_per_token_of(model: object, seq_len: object) -> float | None:
+    """`train_flops_per_token` of a record's `config.model` and sequence length, or None when they do not describe
+    a model (the site computes a run's FLOPs from its shapes rather than taking the figure a file declares)."""
+    from dataclasses import fields
+
+    from runners.spec import ModelSpec, SpecError
+
+    if not isinstance(model, dict) or not isinstance(seq_len, int) or isinstance(seq_len, bool) or seq_len < 1:
+        return None
+    try:
+        spec = ModelSpec(**{f.name: model[f.name] for f in fields(ModelSpec) if f.name in model})
+    except (TypeError, SpecError, ValueError):
+        return None
+    return train_flops_per_token(spec, seq_len)
+
+
 def mfu(flops_per_token: float, tokens_per_s: float, peak_flops_per_device: float, devices: int) -> float:
     """Model FLOPs utilisation (PaLM appendix B): achieved model FLOP/s over the peak of all devices, in [0, 1]."""
     if peak_flops_per_device <= 0 or devices <= 0:

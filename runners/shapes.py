@@ -242,6 +242,7 @@ def _show(value: Any) -> str:
 def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, message) for each JSON column of a run (its row 0) that is not of its declared shape."""
     problems: list[tuple[str, str]] = []
+    documents: dict[str, dict[str, Any]] = {}
     for column, limit in JSON_LIMITS.items():
         text = first.get(column)
         if text is None:
@@ -262,6 +263,7 @@ def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
         if _depth(document, MAX_DEPTH) > MAX_DEPTH:
             problems.append((column, f"nested more than {MAX_DEPTH} levels deep"))
             continue
+        documents[column] = document
         if column == "environment":
             odd = next((k for k, v in document.items() if not isinstance(v, str)), None)
             if odd is not None:
@@ -273,7 +275,26 @@ def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
             message = _shape_problem(value, rule) if present else None
             if message:
                 problems.append((f"{column}.{path}", message))
+    if not problems and first.get("origin") in ("measured", "imported"):
+        problems += _consistency_problems(first, documents)
     return problems
+
+
+def _consistency_problems(first: dict[str, Any], documents: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    """A measured or imported record says the same thing everywhere: as many devices in its workload, its hardware
+    and its `accelerator_count`, and the same kind of device in its workload and its hardware (a ceiling is looked
+    up by the one and multiplied by the other)."""
+    work = documents["config"].get("workload") if isinstance(documents["config"].get("workload"), dict) else {}
+    hardware, count, out = documents["hardware"], first.get("accelerator_count"), []
+    for field, value in (
+        ("config.workload.world_size", work.get("world_size")),
+        ("hardware.count", hardware.get("count")),
+    ):
+        if value is not None and value != count:
+            out.append((field, f"{value} devices, but accelerator_count says {count}"))
+    if work.get("device") is not None and hardware.get("device") is not None and work["device"] != hardware["device"]:
+        out.append(("hardware.device", f"{hardware['device']!r}, but the workload ran on {work['device']!r}"))
+    return out
 
 
 # Characters shown as a visible mark rather than obeyed: C0/C1 controls (but tab and line ends), and the Unicode

@@ -137,6 +137,7 @@ def test_an_unknown_accelerator_is_unverified_not_ranked(bench_data, data) -> No
         "misspelt-gpu",
         accelerator="NVIDIA H2OO",
         hardware=lambda h: h.update(device="cuda", accelerator="NVIDIA H2OO"),
+        config=lambda c: c["workload"].update(device="cuda"),
         rows=lambda t: t.set_column(
             t.column_names.index("value"),
             "value",
@@ -173,7 +174,19 @@ def test_a_cpu_run_faster_than_any_cpu_could_be_is_rejected(bench_data, data) ->
         ),
     )
     submit(data, doctored(src, "cpu-too-fast", rows=times))
-    assert "FLOP/s ceiling" in problems_of(data)["cpu-too-fast.parquet"]
+    # the same, made to look possible: FLOPs per token declared tiny, a host with 2³¹ cores, 2³¹ devices, or a GPU
+    # on the record's hardware but not in its workload
+    submit(data, doctored(src, "tiny-flops", rows=times, config=lambda c: c["derived"].update(flops_per_token=1e-300)))
+    submit(data, doctored(src, "many-cores", rows=times, hardware=lambda h: h.update(cpu_cores=2**31 - 1)))
+    submit(data, doctored(src, "many-devices", rows=times, accelerator_count=2**31 - 1))
+    gpu = lambda h: h.update(device="cuda", accelerator="NVIDIA H100")  # noqa: E731
+    submit(data, doctored(src, "gpu-on-cpu", rows=times, accelerator="NVIDIA H100", hardware=gpu))
+    found = problems_of(data)
+    assert "FLOP/s ceiling" in found["cpu-too-fast.parquet"]
+    assert "config.derived.flops_per_token': declares 1e-300" in found["tiny-flops.parquet"]
+    assert "hardware.cpu_cores" in found["many-cores.parquet"]
+    assert "accelerator_count" in found["many-devices.parquet"]
+    assert "hardware.device" in found["gpu-on-cpu.parquet"]
 
 
 # 5: duplicates never let one copy win; a file's folder matches its suite

@@ -267,7 +267,7 @@ def test_mlx_lm_benchmark_output_from_a_mac_imports_once_and_checked(tmp_path: P
     good = tmp_path / "m3.txt"
     good.write_text(_apple_output())
     data = tmp_path / "data"
-    args = dict(source="a contributor's M3 Max, 64 GB", hardware="Apple M3 Max GPU", date="2026-12-01T10:00:00Z")
+    args = dict(source="a contributor's M3 Max, 64 GB", hardware="Apple M3 Max GPU", date="2026-11-30T10:00:00Z")
     done = imports.import_mlx_lm_benchmark(good, apple, entry, variant, data_dir=data, **args)
     assert len(done) == 2 and "llama-8b-pp512-d0: 982.0 tokens/s" in done[0] and "llama-8b-tg128-d0" in done[1]
     again = imports.import_mlx_lm_benchmark(good, apple, entry, variant, data_dir=data, **args)
