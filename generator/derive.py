@@ -283,9 +283,19 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     no_shapes = summary.select(
         pl.col("steps_per_s").is_not_null() & pl.col("flops_per_token").is_null() & (pl.col("origin") == "measured")
     ).to_series()
+    # nor one that recorded no loss: the same-start, same-data check (loss parity) has nothing to compare
+    no_loss = summary.select(
+        pl.col("steps_per_s_lo").is_not_null() & pl.col("first_loss").is_null() & (pl.col("origin") == "measured")
+    ).to_series()
     unverified = [
-        reason or ("no model shapes (config.model and workload.seq_len) to compute its FLOPs from" if missing else None)
-        for reason, missing in zip(unverified, no_shapes, strict=True)
+        reason
+        or ("no model shapes (config.model and workload.seq_len) to compute its FLOPs from" if missing else None)
+        or (
+            "no loss recorded, so loss parity cannot check that it trained the same model on the same data"
+            if lossless
+            else None
+        )
+        for reason, missing, lossless in zip(unverified, no_shapes, no_loss, strict=True)
     ]
     model_flops_per_s = pl.col("flops_per_token") * pl.col("tokens_per_s")
     return summary.with_columns(

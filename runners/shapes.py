@@ -132,7 +132,7 @@ NAMES = {
     "workload": re.compile(_PLAIN),
     "engine": re.compile(_PLAIN),
     # a variant, then the settings a sweep changed: ddp-tuned[bucket_cap_mb=25], fsdp2-compile[reduce_dtype="bf16"]
-    "variant": re.compile(_PLAIN + r'(\[[A-Za-z0-9_.=,"+:/ \[\]-]{1,300}\])?'),
+    "variant": re.compile(_PLAIN + r'(\[(?=[^\]]*=)[A-Za-z0-9_][A-Za-z0-9_.=,"+:/ \[\]-]{0,299}\])?'),
     "run_id": re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}"),
 }
 """Names that reach page titles, navigation, file names and chart labels: letters, digits and a few marks."""
@@ -154,11 +154,16 @@ def name_problem(column: str, value: str) -> str | None:
 
 
 def text_problem(column: str, value: str | None) -> str | None:
-    """Why a run-level free text may not be shown (too long), or None."""
+    """Why a run-level free text may not be shown (too long; an accelerator name that is not plain ASCII, since
+    readers compare hardware by eye and a Cyrillic А passes for a Latin A), or None."""
     limit = TEXT_LIMITS.get(column)
-    if value is None or limit is None or len(value) <= limit:
+    if value is None or limit is None:
         return None
-    return f"{len(value):,} characters, more than the {limit:,} allowed"
+    if len(value) > limit:
+        return f"{len(value):,} characters, more than the {limit:,} allowed"
+    if column == "accelerator" and not (value.isascii() and value.isprintable()):
+        return f"{value[:80]!r}: a device name is printable ASCII (as the driver reports it)"
+    return None
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

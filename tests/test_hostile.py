@@ -15,6 +15,7 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute
 import pyarrow.parquet as pq
 import pytest
 
@@ -393,3 +394,18 @@ def test_a_run_level_metric_named_like_a_summary_column_and_oversized_files(benc
 
     monkeypatch.setattr(shapes, "MAX_ROWS", 10)
     assert "one run may hold" in problems_of(data)["shadowing.parquet"]
+
+
+def test_a_run_without_loss_and_look_alike_names_do_not_rank(bench_data, data) -> None:
+    src = _source(bench_data)
+    no_loss = doctored(src, "no-loss", rows=lambda t: t.filter(pa.compute.not_equal(t["metric"], "loss")))
+    submit(data, no_loss)
+    submit(data, doctored(src, "look-alike-cpu", accelerator="\u0410MD EPYC"))  # a Cyrillic А
+    submit(data, doctored(src, "empty-settings", variant="ddp-fp32-stock[ ]"))
+    found = problems_of(data)
+    assert "printable ASCII" in found["look-alike-cpu.parquet"] and "field 'variant'" in found["empty-settings.parquet"]
+    _, summary = checks.checked(load.load(data))
+    from generator import derive
+
+    assert "no loss recorded" in summary.filter(pl.col("run_id") == "no-loss")["unverified"][0]
+    assert "no-loss" not in derive.leaderboards(summary)[("cpu-smoke", TRAIN)]["run_id"].to_list()
