@@ -63,13 +63,22 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(spec.dim, eps=spec.norm_eps, bias=False)
         self.head = None if spec.tied_embeddings else nn.Linear(spec.dim, spec.vocab, bias=False)
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+        """The logits, or with `targets` the mean cross-entropy loss (the loss inside the model's forward, so a
+        compiled model or a compiled `loss_head` holds it)."""
         t = idx.shape[1]
         x = F.embedding(idx, self.wte) + self.wpe[:t]
         for block in self.blocks:
             x = block(x)
+        return self.logits(x) if targets is None else self.loss_head(x, targets)
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
         x = self.ln_f(x)
         return x @ self.wte.t() if self.head is None else self.head(x)
+
+    def loss_head(self, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Final norm, LM head and loss: the step's largest matmul and its softmax, one region to compile."""
+        return cross_entropy(self.logits(x), targets)
 
     @torch.no_grad()
     def load_numpy(self, weights: dict[str, np.ndarray]) -> None:
@@ -80,3 +89,8 @@ class GPT(nn.Module):
             raise ValueError(f"initial weights do not match the model: missing {missing}, unexpected {extra}")
         for name, p in params.items():
             p.copy_(torch.from_numpy(weights[name]))
+
+
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The training loss, in fp32 whatever the logits' dtype: every variant computes it so, compiled or not."""
+    return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))

@@ -1,8 +1,9 @@
 """PyTorch variant settings and how they are applied, in one documented order (torchtitan's pattern):
 
     build the model → load the shared initial weights → convert Linear layers to float8 training (if asked,
-    torchao) → compile per block (if asked) → wrap for data parallelism (DDP, or FSDP2 `fully_shard` per block
-    then the root) → compile the whole model (if asked) → build the optimizer over the wrapped parameters.
+    torchao) → compile per block (if asked) → compile the loss head (if asked and the whole model is not
+    compiled) → wrap for data parallelism (DDP, or FSDP2 `fully_shard` per block then the root) → build the
+    optimizer over the wrapped parameters → compile the whole model (if asked).
 
 Every variant writes each setting out, even where it equals PyTorch's default; `DEFAULTS` holds those
 defaults so the site can show what a variant changed. torch is imported inside functions only.
@@ -27,7 +28,10 @@ COMMON: dict[str, Any] = {
     "optimizer_impl": "default",  # default (torch picks) | foreach | fused
     "compile": False,
     "compile_scope": "model",  # model: torch.compile the wrapped model | block: compile each block in place
-    "compile_mode": "default",
+    "compile_mode": "default",  # reduce-overhead: CUDA graphs (cudagraph trees) over each compiled region
+    # the loss (final norm, LM head, cross-entropy) computed inside the model's forward and so inside a compiled
+    # region: the whole compiled model's (compile_scope "model"), else its own compiled region (`loss_head`)
+    "compile_loss": False,
 }
 # Settings of DistributedDataParallel, with its defaults.
 DDP: dict[str, Any] = {
@@ -203,6 +207,35 @@ def apply_compile_blocks(model: Any, *, settings: dict[str, Any]) -> None:
         block.compile(mode=settings["compile_mode"])
 
 
+def apply_compile_loss(model: Any, *, settings: dict[str, Any]) -> None:
+    """Compile the loss head (final norm, LM head, fp32 cross-entropy) as one region, so the logits' cast, softmax
+    and its backward fuse around the head's matmul; a whole compiled model holds it already."""
+    import torch
+
+    if settings["compile"] and settings["compile_scope"] == "model":
+        return
+    model.loss_head = torch.compile(model.loss_head, mode=settings["compile_mode"])
+
+
+def loss_function(forward: Any, *, settings: dict[str, Any]) -> Any:
+    """`loss(x, y)`: inside the model's forward with `compile_loss`, else after it, in eager mode."""
+    from runners.torch_model import cross_entropy
+
+    if settings["compile_loss"]:
+        return lambda x, y: forward(x, y)
+    return lambda x, y: cross_entropy(forward(x), y)
+
+
+def step_begin_hook(*, settings: dict[str, Any]) -> Any:
+    """What runs before each step, or None: with CUDA graphs, a mark that the previous step's graph outputs may be
+    overwritten (cudagraph trees then replay instead of waiting for the outputs to die)."""
+    if not (settings["compile"] or settings["compile_loss"]) or settings["compile_mode"] != "reduce-overhead":
+        return None
+    import torch
+
+    return torch.compiler.cudagraph_mark_step_begin
+
+
 def apply_ddp(model: Any, *, settings: dict[str, Any], device: Any) -> Any:
     import torch
     from torch.nn.parallel import DistributedDataParallel
@@ -255,7 +288,7 @@ def build_optimizer(params: Any, *, settings: dict[str, Any]) -> Any:
 
 
 def build(model: Any, *, settings: dict[str, Any], device: Any, world: int) -> tuple[Any, Any, Any]:
-    """Apply float8, compilation and parallelism in the documented order; returns (module to call, optimizer,
+    """Apply float8, compilation and parallelism in the documented order; returns (`loss(x, y)`, optimizer,
     what to call after each optimizer step or None)."""
     import torch
 
@@ -264,6 +297,8 @@ def build(model: Any, *, settings: dict[str, Any], device: Any, world: int) -> t
         apply_float8(model, settings=settings, device=device)
     if settings["compile"] and settings["compile_scope"] == "block":
         apply_compile_blocks(model, settings=settings)
+    if settings["compile_loss"]:
+        apply_compile_loss(model, settings=settings)
     if settings["parallel"] == "ddp":
         wrapped = apply_ddp(model, settings=settings, device=device)
     else:
@@ -271,4 +306,4 @@ def build(model: Any, *, settings: dict[str, Any], device: Any, world: int) -> t
     optimizer = build_optimizer(wrapped.parameters(), settings=settings)
     if settings["compile"] and settings["compile_scope"] == "model":
         wrapped = torch.compile(wrapped, mode=settings["compile_mode"])
-    return wrapped, optimizer, after_step_hook(model, settings=settings)
+    return loss_function(wrapped, settings=settings), optimizer, after_step_hook(model, settings=settings)

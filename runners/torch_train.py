@@ -93,15 +93,14 @@ def train_trial(
     log: Any,
 ) -> tuple[list[float], list[float], dict[str, float], str | None]:
     """One trial from the shared initial weights; returns step times, losses, run-level values, stop reason."""
-    import torch.nn.functional as F
-
     from runners.torch_model import GPT
 
     trial_start = time.perf_counter()
     model = GPT(model_spec)
     model.load_numpy(load_initial_weights(model_spec, work.seed, rank))
     model.to(device)
-    forward, opt, after_step = torch_setup.build(model, settings=settings, device=device, world=world)
+    loss_of, opt, after_step = torch_setup.build(model, settings=settings, device=device, world=world)
+    step_begin = torch_setup.step_begin_hook(settings=settings)
     b = micro_batch
     tokens = artifacts.token_batches(
         vocab=model_spec.vocab, seed=work.seed, steps=range(steps), global_batch=b * world, seq_len=work.seq_len
@@ -119,16 +118,17 @@ def train_trial(
     clock.mark()
     for step in range(steps):
         x, y = data[step, :, :-1], data[step, :, 1:]
+        if step_begin is not None:  # CUDA graphs: this step may overwrite the last one's graph outputs
+            step_begin()
         with autocast:
-            logits = forward(x)
-            loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1))
+            loss = loss_of(x, y)
         loss.backward()
         opt.step()
         if after_step is not None:  # float8 all-gather: next step's weight scales, one all-reduce
             after_step()
         opt.zero_grad(set_to_none=True)
         clock.mark()
-        losses.append(loss.detach())
+        losses.append(loss.detach().clone())  # a copy: a CUDA graph's output is overwritten by its next replay
         done = step + 1
         if done % work.window_steps == 0 or done == steps:
             # Every rank must agree on stopping, or the collectives would hang: rank 0 decides, all follow.
@@ -151,7 +151,7 @@ def train_trial(
         import resource
 
         run_values["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    del forward, opt, model, data
+    del loss_of, opt, model, data
     return times, loss_values, run_values, stop
 
 
