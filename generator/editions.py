@@ -15,7 +15,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from generator import load
@@ -79,9 +79,11 @@ def _manifest_problem(raw: object) -> str | None:
     if not isinstance(created, str) or len(created) > 40:
         return "field 'created_at': not a timestamp"
     try:
-        datetime.fromisoformat(created)
+        when = datetime.fromisoformat(created)
     except ValueError:
         return "field 'created_at': not a timestamp"
+    if when.utcoffset() != timedelta(0):
+        return "field 'created_at': not a UTC timestamp (editions are ordered by it: 2026-12-01T10:00:00Z)"
     if not isinstance(runs, list) or len(runs) > 1_000_000:
         return "field 'runs': not a list of runs"
     for i, run in enumerate(runs):
@@ -93,7 +95,9 @@ def _manifest_problem(raw: object) -> str | None:
 
 def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
     """Every edition, oldest first, and each manifest that could not be read, with why."""
-    out, bad = [], []
+    from generator import pages
+
+    out, bad, slugs = [], [], {}
     for path in sorted(editions_dir(data_dir).glob("*.json")):
         rel = path.relative_to(Path(data_dir).parent).as_posix()
         try:
@@ -106,11 +110,14 @@ def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
             problem = (
                 f"field 'name': {raw['name']!r}, but the file is {path.name}: an edition is data/editions/NAME.json"
             )
+        if problem is None and pages.slug(raw["name"]) in slugs:
+            problem = f"field 'name': {raw['name']!r} would take the page of edition {slugs[pages.slug(raw['name'])]!r}"
         if problem is not None:
             bad.append(load.Rejected(rel, (problem,)))
             continue
+        slugs[pages.slug(raw["name"])] = raw["name"]
         out.append(Edition(raw["name"], raw["created_at"], {r["run_id"]: r["sha256"] for r in raw["runs"]}))
-    return sorted(out, key=lambda e: (e.created_at, e.name)), bad
+    return sorted(out, key=lambda e: (datetime.fromisoformat(e.created_at), e.name)), bad
 
 
 def changelog(previous: Edition | None, current: dict[str, str]) -> dict[str, list[str]]:

@@ -110,6 +110,10 @@ PATHS: dict[tuple[str, str], Field] = {
     ("calibration", "matmul_flops"): _POS_NUM,
     ("calibration", "copy_bytes_per_s"): _POS_NUM,
     ("calibration", "allreduce_busbw_bytes_per_s"): Field("number", low=0, strict=True, nullable=True),
+    ("calibration", "matmul_precision"): Field("str", high=40, nullable=True),
+    ("calibration", "reference_matmul_flops"): Field("number", low=0, strict=True, nullable=True),
+    ("calibration", "reference_matmul_precision"): Field("str", high=40, nullable=True),
+    ("config", "reference_precision"): Field("str", low=1, high=40, nullable=True),
 }
 
 JSON_LIMITS = {"config": 1 << 20, "hardware": 64 << 10, "software": 64 << 10, "environment": 64 << 10,
