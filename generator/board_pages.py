@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from generator import catalog_pages, charts, derive, editions, inference, load, pages, serving
+from generator import catalog_pages, charts, derive, editions, inference, load, pages, serving, verdict
 from runners import metrics
 
 
@@ -160,6 +160,7 @@ def write_pages(
         env,
         "index.md.j2",
         docs / "index.md",
+        verdict=_verdict(summary, chart_sink),
         boards=index_rows,
         claims=claim_rows,
         rejected=loaded.rejected,
@@ -174,6 +175,33 @@ def write_pages(
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
     catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink)
     return nav, nav_editions
+
+
+def _verdict(summary: pl.DataFrame, chart_sink: pages.Charts) -> dict[str, Any] | None:
+    """The home page's answer to the seed's question (generator/verdict.py), or None without the seed's claims."""
+    the_fight = verdict.fight(summary)
+    if the_fight is None:
+        return None
+    points = verdict.sweep(summary, the_fight)
+    said = verdict.answer(points, the_fight)
+    claims = pl.DataFrame(
+        {
+            "label": [f"{c['variant']} (claim)" for c in (the_fight.challenger, the_fight.stock)],
+            "steps_per_s": [c["steps_per_s"] for c in (the_fight.challenger, the_fight.stock)],
+        }
+    )
+    chart = charts.sweep(points, claims, said.get("matched_tokens_per_step"))
+    return dict(
+        fight=the_fight,
+        said=said,
+        points=points.to_dicts(),
+        owed=verdict.owed(summary, the_fight, said),
+        chart=chart_sink.html("chart-verdict-sweep", chart) if points.height else "",
+        href=f"leaderboards/{pages.slug(the_fight.suite, the_fight.workload)}.md",
+        stock=verdict.STOCK,
+        min_steps=verdict.SWEEP_MIN_STEPS,
+        gap_asked=verdict.GAP_ASKED,
+    )
 
 
 def _inference_board(

@@ -293,3 +293,51 @@ def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
     )
     described = [alt.Tooltip("variant:N"), alt.Tooltip("engine:N", title="measured by"), alt.Tooltip("accelerator:N")]
     return _interval_bars(data, f"{unit} (median of repetitions, 95% interval)", engine, described, ",.1f")
+
+
+def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | None) -> alt.LayerChart:
+    """steps/s against tokens per step for each variant of the sweep (median and 95% interval per point), the
+    claims as horizontal rules, and the matched shape (where stock meets the claim's stock figure) as a vertical one."""
+    data = points.select(
+        "variant",
+        "tier",
+        "micro_batch",
+        "tokens_per_step",
+        pl.col("steps_per_s").alias("median"),
+        pl.col("steps_per_s_lo").alias("lo"),
+        pl.col("steps_per_s_hi").alias("hi"),
+        "runs",
+    )
+    ticks = sorted({float(t) for t in points["tokens_per_step"].drop_nulls()})
+    x = alt.X(
+        "tokens_per_step:Q",
+        scale=alt.Scale(type="log", base=2),
+        axis=alt.Axis(values=ticks, format=",d"),
+        title="tokens per step (both GPUs; one tick per micro-batch measured)",
+    )
+    base = alt.Chart(data).encode(x=x, color=alt.Color("variant:N", title="variant"))
+    tips = [alt.Tooltip("variant:N"), alt.Tooltip("micro_batch:Q", title="micro-batch per GPU"),
+            alt.Tooltip("median:Q", title="steps/s", format=".4g"), alt.Tooltip("lo:Q", format=".4g"),
+            alt.Tooltip("hi:Q", format=".4g"), alt.Tooltip("runs:Q")]  # fmt: skip
+    lines = base.mark_line(point=True).encode(y=alt.Y("median:Q", title="steps/s (median, 95% interval)"),
+                                              tooltip=tips)  # fmt: skip
+    bars = base.mark_errorbar().encode(y=alt.Y("lo:Q", title="steps/s (median, 95% interval)"), y2="hi:Q")
+    rules = (
+        alt.Chart(claims.select("label", "steps_per_s"))
+        .mark_rule(strokeDash=[6, 4], color=TIER_COLORS["claim"])
+        .encode(y="steps_per_s:Q", tooltip=[alt.Tooltip("label:N", title="claim"), alt.Tooltip("steps_per_s:Q")])
+    )
+    labels = (
+        alt.Chart(claims.select("label", "steps_per_s"))
+        .mark_text(align="left", dx=4, dy=-6, color=TIER_COLORS["claim"])
+        .encode(y="steps_per_s:Q", x=alt.value(4), text="label:N")
+    )
+    layers = [bars, lines, rules, labels]
+    if matched_tokens is not None:
+        marked = pl.DataFrame({"tokens_per_step": [matched_tokens], "label": ["matched shape"]})
+        layers.append(
+            alt.Chart(marked)
+            .mark_rule(color="#444")
+            .encode(x="tokens_per_step:Q", tooltip=[alt.Tooltip("tokens_per_step:Q", format=",.0f")])
+        )
+    return alt.layer(*layers).properties(width="container", height=320)

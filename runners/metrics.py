@@ -6,6 +6,7 @@ methodology page and the runners compute the same thing the same way.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -284,6 +285,33 @@ def strong_scaling_efficiency(rate: float, rate_base: float, devices: int, base_
     if rate_base <= 0 or devices <= 0 or base_devices <= 0:
         raise ValueError("the base rate and both device counts must be positive")
     return rate / rate_base / (devices / base_devices)
+
+
+# --- the verdict's matched shape ----------------------------------------------------------------------------
+# The seed does not state its batch. Where our stock run matches its stock figure is found by linear interpolation
+# between the two measured micro-batches that bracket it (piecewise-linear interpolation, e.g. Press et al.,
+# "Numerical Recipes", 3rd ed., §3.1): the figure between two measured points, never beyond them.
+
+
+def crossing(points: Sequence[tuple[float, float]], target: float) -> float | None:
+    """The x where the piecewise-linear curve through `points` (x, y), sorted by x, first meets y = `target`;
+    None where no two neighbouring points bracket it."""
+    pts = sorted(points)
+    for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+        if y0 == target:
+            return x0
+        if (y0 - target) * (y1 - target) < 0 or y1 == target:
+            return x0 + (y0 - target) * (x1 - x0) / (y0 - y1)
+    return pts[0][0] if len(pts) == 1 and pts[0][1] == target else None
+
+
+def interpolate(points: Sequence[tuple[float, float]], x: float) -> float | None:
+    """y at `x` on the piecewise-linear curve through `points`; None outside the measured range."""
+    pts = sorted(points)
+    for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+        if x0 <= x <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return pts[0][1] if len(pts) == 1 and pts[0][0] == x else None
 
 
 # Datasheet memory per device (GB) and bandwidth (bytes/s), for stating the hardware difference between a claim's

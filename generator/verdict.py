@@ -1,0 +1,255 @@
+"""The verdict: the seed's question ("If tuned DDP closes the gap to 1.1x, I'll say so") answered at the shape it
+was asked, from the records alone.
+
+The seed's claims (imported claim records) give the fight: suite, workload, device count and the two figures,
+21.7 steps/s for the sparse-first trainer and 14.1 for stock PyTorch DDP. The seed never states its batch, so the
+matched shape is where our stock bf16 DDP (`STOCK`) runs the claim's stock figure, interpolated between the two
+micro-batches that bracket it (`metrics.crossing`); there, tuned over stock against the claim's ratio, and tuned's
+own steps/s against the sparse-first figure. Every formula comes from `runners.metrics`; this module groups,
+interpolates and words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from generator import pages
+from runners import metrics
+
+STOCK = "ddp-amp-stock"
+"""The seed's "stock PyTorch DDP": the DDP tutorial with bf16 autocast. fp32 stock cannot have been it (at the
+claimed 14.1 steps/s the seed's GPUs would have run at over 600% of their fp32 peak: see the claims page)."""
+SWEEP_MIN_STEPS = 300
+"""Shortest run that counts as a sweep point (issue 22: each point at least 300 steps)."""
+GAP_ASKED = 1.1
+"""The seed's threshold: "If tuned DDP closes the gap to 1.1x, I'll say so"."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fight:
+    """The seed's two claims and the fight they describe."""
+
+    suite: str
+    workload: str
+    devices: int
+    challenger: dict[str, Any]
+    """The sparse-first trainer's claim record (summary row)."""
+    stock: dict[str, Any]
+    """Stock PyTorch DDP's claim record."""
+
+    @property
+    def claimed_ratio(self) -> float:
+        return self.challenger["steps_per_s"] / self.stock["steps_per_s"]
+
+
+def fight(summary: pl.DataFrame) -> Fight | None:
+    """The fight the claims describe: a torch claim (stock DDP) and another engine's, on one suite and workload."""
+    claims = summary.filter((pl.col("origin") == "claim") & pl.col("retracted_by").is_null()).sort("run_id")
+    for (suite, workload), group in claims.group_by("suite", "workload", maintain_order=True):
+        stock = group.filter(pl.col("engine") == "torch")
+        other = group.filter(pl.col("engine") != "torch")
+        if stock.height and other.height:
+            s, c = stock.row(0, named=True), other.row(0, named=True)
+            return Fight(str(suite), str(workload), int(s["accelerator_count"]), c, s)
+    return None
+
+
+def sweep(summary: pl.DataFrame, the_fight: Fight) -> pl.DataFrame:
+    """Per variant and micro-batch: our measured runs, by the stock claim's engine, of the fight's model on its device
+    count (any workload of the suite training the same model), verified, unretracted, loss parity passed, at least
+    `SWEEP_MIN_STEPS` steps.
+    Where a point has full-length runs only those count. steps/s is the median over runs; the interval spans the
+    runs' intervals (lowest low to highest high), so a point repeated on two hosts shows their spread."""
+    model = pl.col("config").str.json_path_match("$.model.name")
+    fight_model = summary.filter(
+        (pl.col("suite") == the_fight.suite)
+        & (pl.col("workload") == the_fight.workload)
+        & (pl.col("origin") == "measured")
+    ).select(model.alias("m"))["m"]
+    if not fight_model.len():
+        return _empty_sweep()
+    points = (
+        summary.filter(
+            (pl.col("suite") == the_fight.suite)
+            & (model == fight_model[0])
+            & (pl.col("origin") == "measured")
+            & (pl.col("engine") == the_fight.stock["engine"])  # the question is about the stock claim's engine
+            & (pl.col("accelerator_count") == the_fight.devices)
+            & pl.col("retracted_by").is_null()
+            & pl.col("unverified").is_null()
+            & pl.col("steps_per_s_lo").is_not_null()
+            & (pl.col("loss_parity_ok") == True)  # noqa: E712 (null: no baseline, not a pass)
+            & (pl.col("steps_completed") >= SWEEP_MIN_STEPS)
+        )
+        .with_columns(any_full=pl.col("full_length").any().over("variant", "micro_batch"))
+        .filter(pl.col("full_length") | ~pl.col("any_full"))
+        .group_by("variant", "micro_batch")
+        .agg(
+            tier=pl.col("tier").first(),
+            tokens_per_step=pl.col("tokens_per_step").first(),
+            steps_per_s=pl.col("steps_per_s").median(),
+            steps_per_s_lo=pl.col("steps_per_s_lo").min(),
+            steps_per_s_hi=pl.col("steps_per_s_hi").max(),
+            tokens_per_s_per_device=pl.col("tokens_per_s_per_device").median(),
+            mfu_datasheet=pl.col("mfu_datasheet").median(),
+            compute_precision=pl.col("compute_precision").first(),
+            peak_mem_gib=pl.col("peak_mem_gib").max(),
+            runs=pl.len(),
+            full_length=pl.col("full_length").any(),
+            run_id=pl.col("run_id").sort_by("started_at").last(),
+        )
+        .sort("variant", "micro_batch")
+    )
+    return points
+
+
+def _empty_sweep() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={"variant": pl.String, "micro_batch": pl.Int64, "tier": pl.String, "tokens_per_step": pl.Float64,
+                "steps_per_s": pl.Float64, "steps_per_s_lo": pl.Float64, "steps_per_s_hi": pl.Float64,
+                "tokens_per_s_per_device": pl.Float64, "mfu_datasheet": pl.Float64, "compute_precision": pl.String,
+                "peak_mem_gib": pl.Float64, "runs": pl.UInt32, "full_length": pl.Boolean, "run_id": pl.String}
+    )  # fmt: skip
+
+
+def _curve(points: pl.DataFrame, variant: str, column: str) -> list[tuple[float, float]]:
+    rows = points.filter(pl.col("variant") == variant).select("micro_batch", column).drop_nulls().rows()
+    return [(float(m), float(v)) for m, v in rows]
+
+
+def answer(points: pl.DataFrame, the_fight: Fight) -> dict[str, Any]:
+    """The matched shape and what it says: where `STOCK` runs the claim's stock figure; there, each tuned variant's
+    steps/s (interpolated, with its interval), tuned over stock, and the gap to the sparse-first figure."""
+    target = the_fight.stock["steps_per_s"]
+    stock = _curve(points, STOCK, "steps_per_s")
+    out: dict[str, Any] = {
+        "target": target,
+        "claimed_ratio": the_fight.claimed_ratio,
+        "stock_points": stock,
+        "tuned": [],
+        "best": None,
+        "why_not": None,
+    }
+    matched = metrics.crossing(stock, target) if stock else None
+    out["matched_micro_batch"] = matched
+    if matched is None:
+        out["why_not"] = _why_not(stock, target)
+        return out
+    stock_at = {c: metrics.interpolate(_curve(points, STOCK, c), matched) for c in ("steps_per_s_lo", "steps_per_s_hi")}
+    seq = points.filter(pl.col("variant") == STOCK).select((pl.col("tokens_per_step") / pl.col("micro_batch")).first())
+    out["matched_tokens_per_step"] = matched * seq.item()
+    tuned = []
+    for variant in points.filter(pl.col("tier") == "tuned")["variant"].unique().sort():
+        at = {c: metrics.interpolate(_curve(points, variant, c), matched) for c in ("steps_per_s", "steps_per_s_lo",
+                                                                                    "steps_per_s_hi")}  # fmt: skip
+        if None in at.values() or None in stock_at.values():
+            continue
+        tuned.append(
+            {
+                "variant": variant,
+                "steps_per_s": at["steps_per_s"],
+                "steps_per_s_lo": at["steps_per_s_lo"],
+                "steps_per_s_hi": at["steps_per_s_hi"],
+                "ratio": at["steps_per_s"] / target,
+                "ratio_lo": at["steps_per_s_lo"] / stock_at["steps_per_s_hi"],
+                "ratio_hi": at["steps_per_s_hi"] / stock_at["steps_per_s_lo"],
+                "gap": the_fight.challenger["steps_per_s"] / at["steps_per_s"],
+            }
+        )
+    tuned.sort(key=lambda t: -t["steps_per_s"])
+    out["tuned"] = tuned
+    out["best"] = tuned[0] if tuned else None
+    if tuned:
+        best, claimed = tuned[0], the_fight.challenger["steps_per_s"]
+        gap_lo, gap_hi = claimed / best["steps_per_s_hi"], claimed / best["steps_per_s_lo"]
+        out["gap_lo"], out["gap_hi"] = gap_lo, gap_hi
+        out["closes"] = "yes" if gap_hi <= GAP_ASKED else "no" if gap_lo > GAP_ASKED else "undecided"
+        out["beats_claim"] = best["steps_per_s_lo"] >= claimed
+    else:
+        out["why_not"] = "no tuned variant has been measured at both micro-batches around the matched shape yet"
+    return out
+
+
+def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> list[dict[str, Any]]:
+    """The seed's list of what it still owes, each with a status and where its evidence is (`href` relative to
+    the docs root; None where there is none yet)."""
+    ok = summary.filter(  # finished, or stopped by its time budget with a steady-state figure
+        (pl.col("origin") == "measured")
+        & ((pl.col("status") == "ok") | pl.col("steps_per_s_lo").is_not_null())
+        & pl.col("retracted_by").is_null()
+    )
+    cfg = pl.col("config")
+
+    def board(frame: pl.DataFrame) -> str | None:
+        if not frame.height:
+            return None
+        row = frame.sort("started_at").row(-1, named=True)
+        return f"leaderboards/{pages.slug(row['suite'], row['workload'])}.md"
+
+    fight_board = f"leaderboards/{pages.slug(the_fight.suite, the_fight.workload)}.md"
+    metal = ok.filter(pl.col("device") == "metal")
+    mlx_here = ok.filter((pl.col("engine") == "mlx") & (pl.col("workload") == the_fight.workload))
+    tp = ok.filter(
+        (pl.col("engine") == "vllm")
+        & (cfg.str.json_path_match("$.variant.settings.tensor_parallel_size").cast(pl.Int64) > 1)
+    )
+    big = ok.filter(
+        (pl.col("engine") == "llamacpp") & (cfg.str.json_path_match("$.derived.total_params").cast(pl.Float64) >= 13e9)
+    )
+    challenger = ok.filter(pl.col("engine") == the_fight.challenger["engine"])
+    answered = verdict.get("best") is not None
+    return [
+        {
+            "item": "A tuned PyTorch, same hardware, model and data, every advantage",
+            "status": "answered" if answered else "measuring",
+            "detail": "at the matched shape, below" if answered else verdict.get("why_not", ""),
+            "href": fight_board,
+        },
+        {
+            "item": "MLX on Metal",
+            "status": "measured" if metal.height else "not yet",
+            "detail": f"{metal.height} run(s) on Apple Silicon"
+            if metal.height
+            else "needs an Apple Silicon Mac (nox -s bench-apple); meanwhile MLX trained the same model on the same "
+            f"data on the fight's GPUs through its CUDA backend ({mlx_here.height} run(s) of {the_fight.workload})",
+            "href": board(metal) or board(mlx_here),
+        },
+        {
+            "item": "vLLM tensor-parallel serving",
+            "status": "measured" if tp.height else "not yet",
+            "detail": f"{tp.height} run(s) at tensor-parallel size 2 or more, each beside vllm bench",
+            "href": board(tp),
+        },
+        {
+            "item": "llama.cpp at 14B+, where memory pressure and the KV cache matter",
+            "status": "measured" if big.height else "not yet",
+            "detail": f"{big.height} run(s) of 13B parameters or more, at KV-cache depths up to 16,384",
+            "href": board(big),
+        },
+        {
+            "item": "The sparse-first trainer itself",
+            "status": "measured" if challenger.height else "claim only",
+            "detail": f"{challenger.height} run(s)"
+            if challenger.height
+            else "not reproduced: its author can run it here through the external-runner contract",
+            "href": board(challenger) or "add-an-engine.md",
+        },
+    ]
+
+
+def _why_not(stock: list[tuple[float, float]], target: float) -> str:
+    if not stock:
+        return f"{STOCK} has no sweep point on this hardware yet"
+    lowest, highest = min(stock), max(stock)
+    if lowest[1] < target:
+        return (
+            f"{STOCK} runs {lowest[1]:.3g} steps/s at the smallest micro-batch measured ({lowest[0]:g}), below the "
+            f"claim's {target:g}: the matched shape lies at a smaller micro-batch, not measured yet"
+        )
+    return (
+        f"{STOCK} runs {highest[1]:.3g} steps/s at the largest micro-batch measured ({highest[0]:g}), above the "
+        f"claim's {target:g}: the matched shape lies at a larger micro-batch, not measured yet"
+    )
