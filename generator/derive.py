@@ -36,6 +36,9 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
         declared_tokens_per_step=cfg.str.json_path_match("$.derived.tokens_per_step").cast(pl.Float64),
         declared_flops_per_token=cfg.str.json_path_match("$.derived.flops_per_token").cast(pl.Float64),
         compute_precision=cfg.str.json_path_match("$.compute_precision"),
+        # float8 runs: MFU is also given against the precision their matmuls would run in otherwise (bf16)
+        reference_precision=cfg.str.json_path_match("$.reference_precision"),
+        reference_matmul_flops=pl.col("calibration").str.json_path_match("$.reference_matmul_flops").cast(pl.Float64),
         description=pl.coalesce(
             cfg.str.json_path_match("$.variant.description"), cfg.str.json_path_match("$.claim.description")
         ),
@@ -298,14 +301,21 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         for reason, missing, lossless in zip(unverified, no_shapes, no_loss, strict=True)
     ]
     model_flops_per_s = pl.col("flops_per_token") * pl.col("tokens_per_s")
+    references = [
+        metrics.datasheet_peak_flops(acc, ref) if ref else None
+        for acc, ref in summary.select("accelerator", "reference_precision").iter_rows()
+    ]
     return summary.with_columns(
         datasheet_peak_flops=pl.Series(peaks, dtype=pl.Float64),
+        reference_peak_flops=pl.Series(references, dtype=pl.Float64),
         flops_ceiling=pl.Series(ceilings, dtype=pl.Float64),
         unverified=pl.Series(unverified, dtype=pl.String),
     ).with_columns(
         mfu_datasheet=model_flops_per_s / (pl.col("datasheet_peak_flops") * pl.col("accelerator_count")),
         mfu_calibrated=model_flops_per_s / (pl.col("calibrated_matmul_flops") * pl.col("accelerator_count")),
         ceiling_fraction=model_flops_per_s / pl.col("flops_ceiling"),
+        mfu_datasheet_reference=model_flops_per_s / (pl.col("reference_peak_flops") * pl.col("accelerator_count")),
+        mfu_calibrated_reference=model_flops_per_s / (pl.col("reference_matmul_flops") * pl.col("accelerator_count")),
     )
 
 
