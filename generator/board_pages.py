@@ -12,12 +12,10 @@ from generator import catalog_pages, charts, derive, editions, inference, load, 
 from runners import metrics
 
 
-def _best(frame: pl.DataFrame, tier: str) -> dict | None:
-    """The fastest ranked run of a tier, among full-length runs where the board has any (short exploratory runs
-    and sweeps only where nothing ran the workload's whole length)."""
-    rows = frame.filter(pl.col("tier") == tier)
-    if rows.filter(pl.col("full_length")).height:
-        rows = rows.filter(pl.col("full_length"))
+def _best(frame: pl.DataFrame, tier: str | None = None) -> dict | None:
+    """The fastest ranked run (of a tier) among headline runs: a configuration as the suite pins it, run to the end
+    (derive's `headline`). Sweep points and short exploratory runs are shown as what they are, never as the best."""
+    rows = frame.filter(pl.col("headline") & (pl.col("tier") == tier if tier else pl.lit(True)))
     rows = rows.sort("steps_per_s", "run_id", descending=[True, False])
     return rows.row(0, named=True) if rows.height else None
 
@@ -129,7 +127,7 @@ def write_pages(
             if work_scaling.filter(pl.col("efficiency").is_not_null()).height
             else "",
         )
-        best = board.row(0, named=True) if board.height else None
+        best = _best(board)
         index_rows.append(
             dict(
                 suite=suite,

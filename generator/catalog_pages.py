@@ -81,8 +81,14 @@ def write_catalog_pages(
         if not ours.height:
             continue
         flops = ours["flops_per_token"][0]
-        best = (
-            ours.filter(pl.col("mfu_datasheet").is_not_null())
+        best = (  # headline runs only (derive's `headline`), whose loss agreed with their baseline
+            ours.filter(
+                pl.col("mfu_datasheet").is_not_null()
+                & pl.col("headline")
+                & pl.col("retracted_by").is_null()
+                & pl.col("unverified").is_null()
+                & pl.col("loss_parity_ok").fill_null(False)
+            )
             .sort("mfu_datasheet", descending=True)
             .group_by("compute_precision", maintain_order=True)
             .first()

@@ -56,6 +56,13 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
         # a run of the workload as the suite defines it: all its steps asked for, on the suite's device count
         full_length=~cfg.str.json_path_match("$.workload.overridden").fill_null("[]").str.contains('"steps"'),
         suite_scale=~cfg.str.json_path_match("$.workload.overridden").fill_null("[]").str.contains('"world_size"'),
+        # a configuration as the suite pins it (no sweep setting, no other micro-batch, steps or device count),
+        # run to the end: the only kind of run a headline ("best") may name
+        headline=(pl.col("status") == "ok")
+        & ~cfg.str.json_path_match("$.workload.overridden")
+        .fill_null("[]")
+        .str.contains('"(steps|world_size|micro_batch|seq_len)"')
+        & ~pl.col("variant").str.contains("[", literal=True),
     )
 
 
