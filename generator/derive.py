@@ -339,23 +339,34 @@ def _unverified_reason(accelerator: str, precision: str | None, device: str | No
 def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
     """Per (suite, workload) with any record: the measured runs on the suite's device count with steady-state
     numbers whose loss agrees with the baseline (other device counts are in `scaling`), ranked with ties, with
-    the speedup over their baseline run (the one loss parity compared them with: the baseline variant's run with
-    the most loss windows on the same hardware, device count and micro-batch). A workload with nothing ranked
-    gets an empty board of the same columns."""
-    baseline_speed = summary.select(
-        parity_baseline=pl.col("run_id"), baseline_steps_per_s=pl.col("steps_per_s")
-    ).filter(pl.col("baseline_steps_per_s").is_not_null())
-    ranked = (
-        summary.filter(
-            (pl.col("origin") == "measured")
-            & pl.col("retracted_by").is_null()
-            & pl.col("suite_scale")
-            & pl.col("steps_per_s_lo").is_not_null()
-            & pl.col("loss_parity_ok").fill_null(True)
-            & pl.col("unverified").is_null()
-        )
-        .join(baseline_speed, on="parity_baseline", how="left")
-        .with_columns(speedup=pl.col("steps_per_s") / pl.col("baseline_steps_per_s"))
+    the speedup over the median of the baseline variant's ranked runs on the same hardware, device count and
+    micro-batch (`speed_baseline`: the variant the workload's newest run names first). A workload with nothing
+    ranked gets an empty board of the same columns."""
+    keys = ["suite", "workload", "accelerator", "accelerator_count", "micro_batch"]
+    ranked = summary.filter(
+        (pl.col("origin") == "measured")
+        & pl.col("retracted_by").is_null()
+        & pl.col("suite_scale")
+        & pl.col("steps_per_s_lo").is_not_null()
+        & pl.col("loss_parity_ok").fill_null(True)
+        & pl.col("unverified").is_null()
+    )
+    # speedups are over the baseline the workload's newest run names (the suite's first variant when it ran): the
+    # median of that variant's ranked runs on the same hardware, device count and micro-batch
+    speed_baseline = (
+        summary.filter(pl.col("origin") == "measured")
+        .sort("started_at")
+        .group_by("suite", "workload")
+        .agg(speed_baseline=pl.col("baseline_variant").drop_nulls().last())
+    )
+    ranked = ranked.join(speed_baseline, on=["suite", "workload"], how="left")
+    baseline_speed = (
+        ranked.filter(pl.col("variant") == pl.col("speed_baseline"))
+        .group_by(keys)
+        .agg(baseline_steps_per_s=pl.col("steps_per_s").median())
+    )
+    ranked = ranked.join(baseline_speed, on=keys, how="left", nulls_equal=True).with_columns(
+        speedup=pl.col("steps_per_s") / pl.col("baseline_steps_per_s")
     )
     boards: dict[tuple[str, str], pl.DataFrame] = {}
     for suite, workload in summary.select("suite", "workload").unique().sort("suite", "workload").iter_rows():
