@@ -11,7 +11,9 @@ interpolates and words.
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -45,9 +47,25 @@ class Fight:
         return self.challenger["steps_per_s"] / self.stock["steps_per_s"]
 
 
+SEED_CLAIMS = Path(__file__).resolve().parent.parent / "runners" / "claims" / "seed.toml"
+"""The seed's claims as the project states them: only claim records that match one of these (id and figure) can
+define the fight, so a submitted claim file cannot move the question."""
+
+
+def _seed_claims() -> dict[str, float]:
+    return {f"claim-{c['id']}": c["steps_per_s"] for c in tomllib.loads(SEED_CLAIMS.read_text())["claims"]}
+
+
 def fight(summary: pl.DataFrame) -> Fight | None:
-    """The fight the claims describe: a torch claim (stock DDP) and another engine's, on one suite and workload."""
-    claims = summary.filter((pl.col("origin") == "claim") & pl.col("retracted_by").is_null()).sort("run_id")
+    """The fight the seed's claims describe: its torch claim (stock DDP) and its other engine's, on one suite and
+    workload, each a claim record whose id and figure match runners/claims/seed.toml."""
+    seed = _seed_claims()
+    claims = summary.filter(
+        (pl.col("origin") == "claim") & pl.col("retracted_by").is_null() & pl.col("run_id").is_in(list(seed))
+    ).sort("run_id")
+    claims = claims.filter(
+        pl.col("steps_per_s") == pl.col("run_id").replace_strict(seed, default=None, return_dtype=pl.Float64)
+    )
     for (suite, workload), group in claims.group_by("suite", "workload", maintain_order=True):
         stock = group.filter(pl.col("engine") == "torch")
         other = group.filter(pl.col("engine") != "torch")

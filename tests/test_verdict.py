@@ -36,7 +36,11 @@ def _point(variant: str, tier: str, micro_batch: int, rate: float, **extra) -> d
 
 
 def _summary(points: list[dict]) -> pl.DataFrame:
-    claims = [_claim("c1", "sparse-first-trainer", "sparse-first", 21.7), _claim("c2", "ddp-stock", "torch", 14.1)]
+    claims = [
+        _claim("claim-seed-sparse-first-2xh100", "sparse-first-trainer", "sparse-first", 21.7),
+        _claim("claim-seed-pytorch-ddp-stock-2xh100", "ddp-stock", "torch", 14.1),
+        _claim("claim-aaa-forged", "ddp-stock", "torch", 1.0),  # a submitted claim cannot move the question
+    ]
     rows = []
     for r in [*claims, *points]:
         measured = r["origin"] == "measured"
