@@ -21,8 +21,10 @@ from typing import Any
 
 import jinja2
 import polars as pl
+from markupsafe import Markup
 
 from generator import charts, pages
+from runners import shapes
 
 
 def settings_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -185,11 +187,20 @@ def samples_svg(texts: dict[str, Any]) -> str:
     )
 
 
+def _visible(value: Any) -> Any:
+    """A record's text with control and format characters made visible (`shapes.neutral`); markup the page builds
+    itself (already `Markup`) and numbers pass as they are."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return shapes.neutral(value)
+    return value
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(pages.TEMPLATES),
         undefined=jinja2.StrictUndefined,
         autoescape=True,  # an HTML page: every record value is escaped
+        finalize=_visible,  # ... and its control and bidi characters shown, not obeyed
         trim_blocks=True,
         lstrip_blocks=True,
     )

@@ -353,13 +353,15 @@ def test_row_names_are_plain_and_downloads_never_hold_a_formula(bench_data, data
 
     submit(data, doctored(src, "formula-metric", rows=renamed('=HYPERLINK("http://x.invalid","y")', "s")))
     submit(data, doctored(src, "markup-unit", rows=renamed("odd_metric", "<b>u</b>")))
-    submit(data, doctored(src, "formula-error", status="failed", error='=cmd|" /C calc"!A0'))
+    submit(data, doctored(src, "formula-error", status="failed", error='=cmd|" /C calc"!A0 \u202egnp.exe'))
     found = problems_of(data)
     assert "field 'metric'" in found["formula-metric.parquet"] and "field 'unit'" in found["markup-unit.parquet"]
     site = tmp_path / "site"
     run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "b"))
     runs_csv = (site / "downloads" / "runs.csv").read_text()
     assert "'=cmd|" in runs_csv and ",=cmd|" not in runs_csv and '"=cmd|' not in runs_csv
+    run_page = (site / "runs" / "formula-error.html").read_text()
+    assert "\u202e" not in run_page and "⟨U+202E⟩gnp.exe" in run_page  # shown, not obeyed
 
 
 def test_malformed_edition_manifests_are_rejected_and_the_site_builds(data, tmp_path) -> None:
