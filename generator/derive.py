@@ -106,7 +106,9 @@ def env_changes(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def window_intervals(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
-    """Steps/s per complete window of steady steps, pooled over trials: median and 95% interval per run."""
+    """Steps/s per complete window of steady steps, pooled over trials: median and 95% interval per run. The
+    interval is the wider of the median's order-statistic interval (which treats windows as independent) and the
+    batch-means interval (which does not: neighbouring windows of one run are strongly correlated)."""
     windows = (
         rows.lazy()
         .filter((pl.col("metric") == "step_time_s") & (pl.col("phase") == "steady"))
@@ -116,15 +118,17 @@ def window_intervals(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .agg(elapsed=pl.col("value").sum(), n=pl.len(), window_steps=pl.col("window_steps").first())
         .filter(pl.col("n") == pl.col("window_steps"))
         .with_columns(rate=pl.col("window_steps") / pl.col("elapsed"))
-        .group_by("run_id")
+        .sort("run_id", "trial", "window")  # in time order: batch means need neighbours side by side
+        .group_by("run_id", maintain_order=True)
         .agg(pl.col("rate"))
-        .sort("run_id")
         .collect()
     )
     out = []
     for run_id, rates in windows.iter_rows():
         ci = metrics.median_ci(rates)
-        out.append((run_id, ci.median, ci.lo, ci.hi, ci.n, ci.coverage))
+        batched = metrics.batch_means_ci(rates)
+        lo, hi = (ci.lo, ci.hi) if batched is None else (min(ci.lo, batched[0]), max(ci.hi, batched[1]))
+        out.append((run_id, ci.median, lo, hi, ci.n, ci.coverage))
     return pl.DataFrame(out, schema=SUMMARY_SCHEMA, orient="row")
 
 

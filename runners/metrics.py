@@ -166,6 +166,30 @@ def _log_comb(n: int, k: int) -> float:
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
 
 
+# Two-sided 97.5% quantiles of Student's t for 1-9 degrees of freedom (any table, e.g. NIST/SEMATECH
+# e-Handbook of Statistical Methods, §1.3.6.7.2).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262)
+BATCHES = 10
+"""Batches of consecutive windows in the batch-means interval."""
+
+
+def batch_means_ci(values: Sequence[float], batches: int = BATCHES) -> tuple[float, float] | None:
+    """A 95% interval for the mean of a series whose neighbours are correlated (a run's timing windows: one run
+    speeds up or slows down over minutes): the series is cut into `batches` contiguous batches and the batches'
+    means are treated as independent, a Student t interval over them. Source: A. M. Law, "Simulation Modeling and
+    Analysis" (5th ed., 2015), §9.5.3, the method of batch means. None with fewer than two values per batch."""
+    n = len(values)
+    b = min(batches, n // 2, len(_T975) + 1)
+    if b < 2:
+        return None
+    size = n // b
+    means = [sum(values[i * size : (i + 1) * size]) / size for i in range(b)]  # a partial last batch is dropped
+    mean = sum(means) / b
+    sd = math.sqrt(sum((m - mean) ** 2 for m in means) / (b - 1))
+    half = _T975[b - 2] * sd / math.sqrt(b)
+    return mean - half, mean + half
+
+
 def window_rates(step_times_s: Sequence[float], window_steps: int) -> list[float]:
     """Steps per second of each complete window of `window_steps` consecutive steps (a partial tail is dropped).
 
