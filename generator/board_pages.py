@@ -3,12 +3,13 @@ page is written in. Charts come from `charts`, numbers from `derive`; this modul
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from generator import catalog_pages, charts, derive, editions, inference, load, pages, serving, verdict
+from generator import catalog_pages, charts, configurations, derive, editions, inference, load, pages, serving, verdict
 from runners import metrics
 
 
@@ -79,9 +80,10 @@ def write_pages(
         claims = all_runs.filter((pl.col("origin") == "claim") & pl.col("retracted_by").is_null()).sort("run_id")
         retracted = all_runs.filter(pl.col("retracted_by").is_not_null()).sort("retracted_at", "run_id")
         counted = measured.filter(pl.col("retracted_by").is_null())
-        flagged = counted.filter(pl.col("loss_parity_ok") == False)  # noqa: E712 (null means no baseline)
         failures = counted.filter(pl.col("steps_per_s_lo").is_null())
-        unverified = counted.filter(pl.col("unverified").is_not_null() & pl.col("steps_per_s_lo").is_not_null())
+        unranked = (
+            derive.candidates(all_runs).filter(pl.col("unranked").is_not_null()).sort("steps_per_s", descending=True)
+        )
         config = pages.board_config(measured["config"][0]) if measured.height else None
         # One curve per variant (its latest run), as means over timing windows: the page stays light however
         # many runs a workload has; every run's own curve is on its run page.
@@ -93,7 +95,7 @@ def write_pages(
         losses = window_losses.join(latest.select("run_id", "variant"), on="run_id").select(
             "run_id", "variant", "step", "value"
         )
-        shown = derive.latest_per_configuration(board)
+        shown = board  # one row per configuration already
         has_mfu = shown.height > 0 and shown.select(pl.col("mfu_calibrated").is_not_null().any()).item()
         pages.render(
             env,
@@ -103,12 +105,12 @@ def write_pages(
             workload=workload,
             config=config,
             rows=board.to_dicts(),
-            charted=shown.height,
             claims=claims.to_dicts(),
             retracted=retracted.to_dicts(),
-            flagged=flagged.to_dicts(),
+            unranked=unranked.to_dicts(),
             failures=failures.to_dicts(),
-            unverified=unverified.to_dicts(),
+            rank_rule=configurations.RANK_RULE,
+            json_name=_board_json(docs / href, board, unranked, "steps/s"),
             tolerance={"first": metrics.LOSS_PARITY_FIRST_STEP_NATS, "rel": metrics.LOSS_PARITY_REL_TOL},
             throughput_chart=chart_sink.html(f"chart-{slug}-throughput", charts.throughput(shown), depth=1)
             + "\n\n"
@@ -173,6 +175,48 @@ def write_pages(
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
     catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink)
     return nav, nav_editions
+
+
+def _board_json(page: Path, board: pl.DataFrame, unranked: pl.DataFrame, unit: str) -> str:
+    """Write the board as data beside its page (`leaderboards/<board>.json`, format on the downloads page) and
+    return the file's name: ranked configurations first, then every unranked run with its reason."""
+    rows = [
+        {
+            "rank": r["rank"],
+            "variant": r["variant"],
+            "settings_hash": r["settings_hash"],
+            "status": "ok",
+            "verified": True,
+            "reason": None,
+            "value": r["steps_per_s"],
+            "interval_low": r["steps_per_s_lo"],
+            "interval_high": r["steps_per_s_hi"],
+            "unit": unit,
+            "runs": r["run_ids"],
+            "hardware": f"{r['accelerator_count']} × {r['accelerator']}",
+        }
+        for r in board.to_dicts()
+    ] + [
+        {
+            "rank": None,
+            "variant": r["variant"],
+            "settings_hash": r["settings_hash"],
+            "status": r["status"],
+            "verified": False,
+            "reason": r["unranked"],
+            "value": r["steps_per_s"],
+            "interval_low": r["steps_per_s_lo"],
+            "interval_high": r["steps_per_s_hi"],
+            "unit": unit,
+            "runs": [r["run_id"]],
+            "hardware": f"{r['accelerator_count']} × {r['accelerator']}",
+        }
+        for r in unranked.to_dicts()
+    ]
+    target = page.with_suffix(".json")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"rows": rows}, indent=1, ensure_ascii=False) + "\n")
+    return target.name
 
 
 def _verdict(summary: pl.DataFrame, chart_sink: pages.Charts) -> dict[str, Any] | None:

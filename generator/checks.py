@@ -16,7 +16,18 @@ def impossible(summary: pl.DataFrame) -> list[tuple[str, str]]:
     """(run_id, problem) for each run whose derived FLOP/s exceed what its hardware can do: a GPU's datasheet peak,
     a CPU's ceiling over all its cores (`metrics.flops_ceiling`)."""
     over = summary.filter(pl.col("ceiling_fraction") > 1)
-    return [
+    windows = summary.filter(
+        (pl.col("fastest_window_fraction") > 1) & ~(pl.col("ceiling_fraction") > 1).fill_null(False)
+    )
+    fastest = [
+        (
+            run_id,
+            f"rows of metric 'step_time_s', field 'value': its fastest timing window implies {share:.0%} of what "
+            f"{acc} can do (runners/metrics.py): a step time is wrong",
+        )
+        for run_id, share, acc in windows.select("run_id", "fastest_window_fraction", "accelerator").iter_rows()
+    ]
+    return fastest + [
         (
             run_id,
             f"rows of metric 'step_time_s', field 'value': these steps imply {share:.0%} "

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from generator import configurations
 from runners import metrics, schema
 
 SUMMARY_SCHEMA = {
@@ -19,6 +20,7 @@ SUMMARY_SCHEMA = {
     "steps_per_s_hi": pl.Float64,
     "windows": pl.Int64,
     "coverage": pl.Float64,
+    "fastest_window_steps_per_s": pl.Float64,
 }
 
 
@@ -27,43 +29,75 @@ RUN_VALUES = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_g
 
 def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
     cfg = pl.col("config")
-    return runs.with_columns(
-        warmup_steps=cfg.str.json_path_match("$.workload.warmup_steps").cast(pl.Int64),
-        window_steps=cfg.str.json_path_match("$.workload.window_steps").cast(pl.Int64),
-        steps_requested=cfg.str.json_path_match("$.workload.steps_requested").cast(pl.Int64),
-        micro_batch=cfg.str.json_path_match("$.workload.micro_batch").cast(pl.Int64),
-        baseline_variant=cfg.str.json_path_match("$.workload.variants[0]"),
-        declared_tokens_per_step=cfg.str.json_path_match("$.derived.tokens_per_step").cast(pl.Float64),
-        declared_flops_per_token=cfg.str.json_path_match("$.derived.flops_per_token").cast(pl.Float64),
-        compute_precision=cfg.str.json_path_match("$.compute_precision"),
-        # float8 runs: MFU is also given against the precision their matmuls would run in otherwise (bf16)
-        reference_precision=cfg.str.json_path_match("$.reference_precision"),
-        reference_matmul_flops=pl.col("calibration").str.json_path_match("$.reference_matmul_flops").cast(pl.Float64),
-        description=pl.coalesce(
-            cfg.str.json_path_match("$.variant.description"), cfg.str.json_path_match("$.claim.description")
-        ),
-        calibrated_matmul_flops=pl.col("calibration").str.json_path_match("$.matmul_flops").cast(pl.Float64),
-        device=pl.col("hardware").str.json_path_match("$.device"),
-        cpu_cores=pl.col("hardware").str.json_path_match("$.cpu_cores").cast(pl.Int64),
-        note=cfg.str.json_path_match("$.note"),
-        # other jobs may have used the rest of the host: the operator said something about the run (`--note`)
-        # and it used fewer of the host's GPUs than the host has (both recorded by the runner)
-        shared_host=cfg.str.json_path_match("$.note").is_not_null()
-        & (
-            pl.col("hardware").str.json_path_match("$.host_accelerator_count").cast(pl.Int64)
-            > pl.col("accelerator_count")
-        ).fill_null(False),
-        # a run of the workload as the suite defines it: all its steps asked for, on the suite's device count
-        full_length=~cfg.str.json_path_match("$.workload.overridden").fill_null("[]").str.contains('"steps"'),
-        suite_scale=~cfg.str.json_path_match("$.workload.overridden").fill_null("[]").str.contains('"world_size"'),
-        # a configuration as the suite pins it (no sweep setting, no other micro-batch, steps or device count),
-        # run to the end: the only kind of run a headline ("best") may name
-        headline=(pl.col("status") == "ok")
-        & ~cfg.str.json_path_match("$.workload.overridden")
-        .fill_null("[]")
-        .str.contains('"(steps|world_size|micro_batch|seq_len)"')
-        & ~pl.col("variant").str.contains("[", literal=True),
+    return (
+        runs.with_columns(
+            warmup_steps=cfg.str.json_path_match("$.workload.warmup_steps").cast(pl.Int64),
+            window_steps=cfg.str.json_path_match("$.workload.window_steps").cast(pl.Int64),
+            steps_requested=cfg.str.json_path_match("$.workload.steps_requested").cast(pl.Int64),
+            micro_batch=cfg.str.json_path_match("$.workload.micro_batch").cast(pl.Int64),
+            declared_tokens_per_step=cfg.str.json_path_match("$.derived.tokens_per_step").cast(pl.Float64),
+            declared_flops_per_token=cfg.str.json_path_match("$.derived.flops_per_token").cast(pl.Float64),
+            compute_precision=cfg.str.json_path_match("$.compute_precision"),
+            # float8 runs: MFU is also given against the precision their matmuls would run in otherwise (bf16)
+            reference_precision=cfg.str.json_path_match("$.reference_precision"),
+            reference_matmul_flops=pl.col("calibration")
+            .str.json_path_match("$.reference_matmul_flops")
+            .cast(pl.Float64),
+            description=pl.coalesce(
+                cfg.str.json_path_match("$.variant.description"), cfg.str.json_path_match("$.claim.description")
+            ),
+            calibrated_matmul_flops=pl.col("calibration").str.json_path_match("$.matmul_flops").cast(pl.Float64),
+            device=pl.col("hardware").str.json_path_match("$.device"),
+            cpu_cores=pl.col("hardware").str.json_path_match("$.cpu_cores").cast(pl.Int64),
+            note=cfg.str.json_path_match("$.note"),
+            # other jobs may have used the rest of the host: the operator said something about the run (`--note`)
+            # and it used fewer of the host's GPUs than the host has (both recorded by the runner)
+            shared_host=cfg.str.json_path_match("$.note").is_not_null()
+            & (
+                pl.col("hardware").str.json_path_match("$.host_accelerator_count").cast(pl.Int64)
+                > pl.col("accelerator_count")
+            ).fill_null(False),
+        )
+        .join(_shape_flags(runs), on="run_id", how="left")
+        .with_columns(
+            # a configuration as the suite pins it (no sweep setting, no other micro-batch, steps or device count),
+            # run to the end: the only kind of run a headline ("best") may name
+            headline=(pl.col("status") == "ok")
+            & pl.col("full_length")
+            & pl.col("suite_scale")
+            & ~pl.col("sweep_point")
+            & ~pl.col("variant").str.contains("[", literal=True),
+        )
     )
+
+
+def _shape_flags(runs: pl.DataFrame) -> pl.DataFrame:
+    """Per run, how its shape compares with its workload as the suite file defines it now (`schema.suite_workloads`),
+    never with the record's own account of what it changed: `full_length` (all the workload's steps asked),
+    `suite_scale` (its device count), `sweep_point` (another micro-batch or sequence), and the workload's
+    `baseline_variant` (its first). A workload the suite file does not define (inference and serving tests,
+    claims) falls back on the record's `workload.overridden` and `workload.variants`."""
+    out = []
+    for run_id, suite, workload, text in runs.select("run_id", "suite", "workload", "config").iter_rows():
+        config = json.loads(text)
+        work = config.get("workload") if isinstance(config.get("workload"), dict) else {}
+        defined = schema.suite_workloads(suite).get(workload)
+        if defined is not None:
+            steps = work.get("steps_requested", work.get("steps"))
+            full = steps == defined["steps"]
+            scale = work.get("world_size") == defined["world_size"]
+            sweep = work.get("micro_batch") != defined["micro_batch"] or work.get("seq_len") != defined["seq_len"]
+            baseline = defined["variants"][0] if defined["variants"] else None
+        else:
+            overridden = work.get("overridden") if isinstance(work.get("overridden"), list) else []
+            full, scale = "steps" not in overridden, "world_size" not in overridden
+            sweep = bool({"micro_batch", "seq_len"} & set(overridden))
+            variants = work.get("variants") if isinstance(work.get("variants"), list) else []
+            baseline = variants[0] if variants else None
+        out.append((run_id, full, scale, sweep, baseline))
+    schema_ = {"run_id": pl.String, "full_length": pl.Boolean, "suite_scale": pl.Boolean, "sweep_point": pl.Boolean,
+               "baseline_variant": pl.String}  # fmt: skip
+    return pl.DataFrame(out, schema=schema_, orient="row")
 
 
 def _work_figures(runs: pl.DataFrame) -> pl.DataFrame:
@@ -128,7 +162,7 @@ def window_intervals(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         ci = metrics.median_ci(rates)
         batched = metrics.batch_means_ci(rates)
         lo, hi = (ci.lo, ci.hi) if batched is None else (min(ci.lo, batched[0]), max(ci.hi, batched[1]))
-        out.append((run_id, ci.median, lo, hi, ci.n, ci.coverage))
+        out.append((run_id, ci.median, lo, hi, ci.n, ci.coverage, max(rates)))
     return pl.DataFrame(out, schema=SUMMARY_SCHEMA, orient="row")
 
 
@@ -316,17 +350,27 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         metrics.datasheet_peak_flops(acc, ref) if ref else None
         for acc, ref in summary.select("accelerator", "reference_precision").iter_rows()
     ]
-    return summary.with_columns(
-        datasheet_peak_flops=pl.Series(peaks, dtype=pl.Float64),
-        reference_peak_flops=pl.Series(references, dtype=pl.Float64),
-        flops_ceiling=pl.Series(ceilings, dtype=pl.Float64),
-        unverified=pl.Series(unverified, dtype=pl.String),
-    ).with_columns(
-        mfu_datasheet=model_flops_per_s / (pl.col("datasheet_peak_flops") * pl.col("accelerator_count")),
-        mfu_calibrated=model_flops_per_s / (pl.col("calibrated_matmul_flops") * pl.col("accelerator_count")),
-        ceiling_fraction=model_flops_per_s / pl.col("flops_ceiling"),
-        mfu_datasheet_reference=model_flops_per_s / (pl.col("reference_peak_flops") * pl.col("accelerator_count")),
-        mfu_calibrated_reference=model_flops_per_s / (pl.col("reference_matmul_flops") * pl.col("accelerator_count")),
+    return (
+        configurations.with_settings(summary)
+        .with_columns(
+            datasheet_peak_flops=pl.Series(peaks, dtype=pl.Float64),
+            reference_peak_flops=pl.Series(references, dtype=pl.Float64),
+            flops_ceiling=pl.Series(ceilings, dtype=pl.Float64),
+            unverified=pl.Series(unverified, dtype=pl.String),
+        )
+        .with_columns(
+            mfu_datasheet=model_flops_per_s / (pl.col("datasheet_peak_flops") * pl.col("accelerator_count")),
+            mfu_calibrated=model_flops_per_s / (pl.col("calibrated_matmul_flops") * pl.col("accelerator_count")),
+            ceiling_fraction=model_flops_per_s / pl.col("flops_ceiling"),
+            # every window must be possible too, not only the median (a file can hide impossible windows behind it)
+            fastest_window_fraction=pl.col("flops_per_token")
+            * pl.col("tokens_per_step")
+            * pl.col("fastest_window_steps_per_s")
+            / pl.col("flops_ceiling"),
+            mfu_datasheet_reference=model_flops_per_s / (pl.col("reference_peak_flops") * pl.col("accelerator_count")),
+            mfu_calibrated_reference=model_flops_per_s
+            / (pl.col("reference_matmul_flops") * pl.col("accelerator_count")),
+        )
     )
 
 
@@ -340,47 +384,58 @@ def _unverified_reason(accelerator: str, precision: str | None, device: str | No
     )
 
 
-def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
-    """Per (suite, workload) with any record: the measured runs on the suite's device count with steady-state
-    numbers whose loss agrees with the baseline (other device counts are in `scaling`), ranked with ties, with
-    the speedup over the median of the baseline variant's ranked runs on the same hardware, device count and
-    micro-batch (`speed_baseline`: the variant the workload's newest run names first). A workload with nothing
-    ranked gets an empty board of the same columns."""
-    keys = ["suite", "workload", "accelerator", "accelerator_count", "micro_batch"]
-    ranked = summary.filter(
+def candidates(summary: pl.DataFrame) -> pl.DataFrame:
+    """The measured, unretracted runs on the suite's device count with a steady-state figure, each with its
+    `unranked` reason (null for the runs that rank: `configurations.unranked_reason`)."""
+    return summary.filter(
         (pl.col("origin") == "measured")
         & pl.col("retracted_by").is_null()
         & pl.col("suite_scale")
         & pl.col("steps_per_s_lo").is_not_null()
-        & pl.col("loss_parity_ok").fill_null(True)
-        & pl.col("unverified").is_null()
-    )
-    # speedups are over the baseline the workload's newest run names (the suite's first variant when it ran): the
-    # median of that variant's ranked runs on the same hardware, device count and micro-batch
-    speed_baseline = (
+    ).with_columns(unranked=configurations.unranked_reason())
+
+
+def _speed_baselines(summary: pl.DataFrame, ranked: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Per board key, the variant speedups are over and its speed: the first of the workload's variants, in the
+    suite file's order (its baseline first; for a workload the file does not define, as its newest run lists
+    them), that has ranked runs on that key; its speed is the median of those runs' medians. A baseline that
+    never ranks (fp32 stopped by its budget) is passed over."""
+    order = {}
+    for suite, workload, text in (
         summary.filter(pl.col("origin") == "measured")
         .sort("started_at")
         .group_by("suite", "workload")
-        .agg(speed_baseline=pl.col("baseline_variant").drop_nulls().last())
-    )
-    ranked = ranked.join(speed_baseline, on=["suite", "workload"], how="left")
-    baseline_speed = (
-        ranked.filter(pl.col("variant") == pl.col("speed_baseline"))
-        .group_by(keys)
-        .agg(baseline_steps_per_s=pl.col("steps_per_s").median())
-    )
-    ranked = ranked.join(baseline_speed, on=keys, how="left", nulls_equal=True).with_columns(
-        speedup=pl.col("steps_per_s") / pl.col("baseline_steps_per_s")
-    )
+        .agg(pl.col("config").last())
+        .iter_rows()
+    ):
+        defined = schema.suite_workloads(suite).get(workload)
+        listed = (json.loads(text).get("workload") or {}).get("variants")
+        order[(suite, workload)] = defined["variants"] if defined else listed if isinstance(listed, list) else []
+    speeds = ranked.group_by([*keys, "variant"]).agg(rate=pl.col("steps_per_s").median())
+    out = []
+    for key, group in speeds.group_by(keys):
+        rates = dict(group.select("variant", "rate").iter_rows())
+        variant = next((v for v in order.get(key[:2], []) if v in rates), None)
+        out.append((*key, variant, rates.get(variant)))
+    columns = {**ranked.select(keys).schema, "speed_baseline": pl.String, "baseline_steps_per_s": pl.Float64}
+    return pl.DataFrame(out, schema=columns, orient="row")
+
+
+def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
+    """Per (suite, workload) with any record: one row per configuration of its ranked runs (`configurations`), ranked
+    with ties, with the speedup over the median of the baseline variant's ranked runs on the same hardware, device
+    count and micro-batch (`speed_baseline`, `_speed_baselines`). Other device
+    counts are in `scaling`; runs that do not rank are in `candidates` with their reason. A workload with nothing
+    ranked gets an empty board of the same columns."""
+    keys = ["suite", "workload", "accelerator", "accelerator_count", "micro_batch"]
+    ranked = candidates(summary).filter(pl.col("unranked").is_null())
+    ranked = ranked.join(_speed_baselines(summary, ranked, keys), on=keys, how="left", nulls_equal=True)
+    ranked = ranked.with_columns(speedup=pl.col("steps_per_s") / pl.col("baseline_steps_per_s"))
+    rows = configurations.rows(ranked, configurations.aa_spreads(repeats(summary)))
     boards: dict[tuple[str, str], pl.DataFrame] = {}
     for suite, workload in summary.select("suite", "workload").unique().sort("suite", "workload").iter_rows():
-        board = ranked.filter((pl.col("suite") == suite) & (pl.col("workload") == workload)).sort(
-            "steps_per_s", "run_id", descending=[True, False]
-        )
-        ranks = metrics.ranks_with_ties(list(board.select("steps_per_s_lo", "steps_per_s_hi").iter_rows()))
-        boards[(suite, workload)] = board.with_columns(rank=pl.Series(ranks, dtype=pl.Int64)).sort(
-            "rank", "steps_per_s", "run_id", descending=[False, True, False]
-        )
+        board = rows.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
+        boards[(suite, workload)] = configurations.rank(board)
     return boards
 
 
@@ -454,18 +509,6 @@ def scaling(summary: pl.DataFrame) -> pl.DataFrame:
         for rate, base in out.select("tokens_per_s_per_device", "one_device").iter_rows()
     ]
     return out.with_columns(efficiency=pl.Series(eff, dtype=pl.Float64))
-
-
-def latest_per_configuration(board: pl.DataFrame) -> pl.DataFrame:
-    """One run per configuration (variant with its overrides, hardware, device count, micro-batch) of a board:
-    the latest full-length run, else the latest. The charts draw these; the table lists every run."""
-    keys = ["variant", "accelerator", "accelerator_count", "micro_batch"]
-    return (
-        board.sort("full_length", "started_at", "run_id")
-        .group_by(keys, maintain_order=True)
-        .last()
-        .sort("rank", "steps_per_s", "run_id", descending=[False, True, False])
-    )
 
 
 def repetition_intervals(samples: pl.DataFrame, prefix: str) -> pl.DataFrame:

@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from generator import pages
-from runners import metrics
+from runners import metrics, schema
 
 STOCK = "ddp-amp-stock"
 """The seed's "stock PyTorch DDP": the DDP tutorial with bf16 autocast. fp32 stock cannot have been it (at the
@@ -77,8 +77,8 @@ def fight(summary: pl.DataFrame) -> Fight | None:
 
 def sweep(summary: pl.DataFrame, the_fight: Fight) -> pl.DataFrame:
     """Per variant and micro-batch: our measured runs, by the stock claim's engine, of the fight's model on its device
-    count (any workload of the suite training the same model), verified, unretracted, loss parity passed, at least
-    `SWEEP_MIN_STEPS` steps.
+    count (any workload of the suite training the same model), of a variant the suite file gives the fight's
+    workload, verified, unretracted, loss parity passed, at least `SWEEP_MIN_STEPS` steps.
     Where a point has full-length runs only those count. steps/s is the median over runs; the interval spans the
     runs' intervals (lowest low to highest high), so a point repeated on two hosts shows their spread."""
     model = pl.col("config").str.json_path_match("$.model.name")
@@ -101,6 +101,7 @@ def sweep(summary: pl.DataFrame, the_fight: Fight) -> pl.DataFrame:
             & pl.col("steps_per_s_lo").is_not_null()
             & (pl.col("loss_parity_ok") == True)  # noqa: E712 (null: no baseline, not a pass)
             & (pl.col("steps_completed") >= SWEEP_MIN_STEPS)
+            & pl.col("variant").str.replace(r"\[.*$", "").is_in(_defined_variants(the_fight))
         )
         .with_columns(any_full=pl.col("full_length").any().over("variant", "micro_batch"))
         .filter(pl.col("full_length") | ~pl.col("any_full"))
@@ -122,6 +123,12 @@ def sweep(summary: pl.DataFrame, the_fight: Fight) -> pl.DataFrame:
         .sort("variant", "micro_batch")
     )
     return points
+
+
+def _defined_variants(the_fight: Fight) -> list[str]:
+    """The variants the suite file gives the fight's workload: no record joins the sweep under a name of its own."""
+    defined = schema.suite_workloads(the_fight.suite).get(the_fight.workload)
+    return defined["variants"] if defined else []
 
 
 def _empty_sweep() -> pl.DataFrame:

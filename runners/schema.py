@@ -409,6 +409,29 @@ def known_suites() -> frozenset[str]:
     return _SUITES
 
 
+_WORKLOADS: dict[str, dict[str, dict[str, Any]]] = {}
+
+
+def suite_workloads(suite: str) -> dict[str, dict[str, Any]]:
+    """Each training workload of a suite file as the suite defines it now (micro_batch, seq_len, steps, world_size and
+    its variants, baseline first): what a record is compared with, since a record's own account of its shape
+    (`workload.overridden`, `workload.variants`) is the submitter's word. Empty for a suite without a file."""
+    if suite not in _WORKLOADS:
+        from runners import spec
+
+        try:
+            loaded = spec.load_suite(suite)
+        except (spec.SpecError, OSError):
+            _WORKLOADS[suite] = {}
+        else:
+            _WORKLOADS[suite] = {
+                w.name: {"micro_batch": w.micro_batch, "seq_len": w.seq_len, "steps": w.steps,
+                         "world_size": w.world_size, "variants": list(w.variants)}  # fmt: skip
+                for w in loaded.workloads
+            }
+    return _WORKLOADS[suite]
+
+
 def make_table(run: dict[str, Any], rows: list[dict[str, Any]]) -> pa.Table:
     """Build a table from run-level values and measurement rows (trial, step, phase, metric, value, unit)."""
     n = len(rows)
