@@ -425,8 +425,13 @@ def suite_workloads(suite: str) -> dict[str, dict[str, Any]]:
             _WORKLOADS[suite] = {}
         else:
             _WORKLOADS[suite] = {
-                w.name: {"micro_batch": w.micro_batch, "seq_len": w.seq_len, "steps": w.steps,
-                         "world_size": w.world_size, "variants": list(w.variants)}  # fmt: skip
+                w.name: {
+                    "micro_batch": w.micro_batch,
+                    "seq_len": w.seq_len,
+                    "steps": w.steps,
+                    "world_size": w.world_size,
+                    "variants": list(w.variants),
+                }
                 for w in loaded.workloads
             }
     return _WORKLOADS[suite]
