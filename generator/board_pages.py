@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from generator import catalog_pages, charts, configurations, derive, editions, inference, load, pages, serving, verdict
-from runners import metrics
+from runners import metrics, schema
 
 
 def _best(frame: pl.DataFrame, tier: str | None = None) -> dict | None:
@@ -85,6 +85,9 @@ def write_pages(
             derive.candidates(all_runs).filter(pl.col("unranked").is_not_null()).sort("steps_per_s", descending=True)
         )
         config = pages.board_config(measured["config"][0]) if measured.height else None
+        defined = schema.suite_workloads(suite).get(workload)
+        if config is not None and defined is not None:
+            config["workload"]["variants"] = defined["variants"]  # the baseline as the suite file names it now
         # One curve per variant (its latest run), as means over timing windows: the page stays light however
         # many runs a workload has; every run's own curve is on its run page.
         latest = (
