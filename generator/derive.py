@@ -357,10 +357,20 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             reference_peak_flops=pl.Series(references, dtype=pl.Float64),
             flops_ceiling=pl.Series(ceilings, dtype=pl.Float64),
             unverified=pl.Series(unverified, dtype=pl.String),
+            # one calibrated peak per hardware model and precision: the median of every measured run's own (each
+            # run's is on its page), so that one host's noisy calibration does not move a run's MFU
+            model_matmul_flops=pl.col("calibrated_matmul_flops")
+            .filter(pl.col("origin") == "measured")
+            .median()
+            .over("accelerator", pl.col("calibration").str.json_path_match("$.matmul_precision")),
+            model_reference_matmul_flops=pl.col("reference_matmul_flops")
+            .filter(pl.col("origin") == "measured")
+            .median()
+            .over("accelerator", "reference_precision"),
         )
         .with_columns(
             mfu_datasheet=model_flops_per_s / (pl.col("datasheet_peak_flops") * pl.col("accelerator_count")),
-            mfu_calibrated=model_flops_per_s / (pl.col("calibrated_matmul_flops") * pl.col("accelerator_count")),
+            mfu_calibrated=model_flops_per_s / (pl.col("model_matmul_flops") * pl.col("accelerator_count")),
             ceiling_fraction=model_flops_per_s / pl.col("flops_ceiling"),
             # every window must be possible too, not only the median (a file can hide impossible windows behind it)
             fastest_window_fraction=pl.col("flops_per_token")
@@ -369,7 +379,7 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             / pl.col("flops_ceiling"),
             mfu_datasheet_reference=model_flops_per_s / (pl.col("reference_peak_flops") * pl.col("accelerator_count")),
             mfu_calibrated_reference=model_flops_per_s
-            / (pl.col("reference_matmul_flops") * pl.col("accelerator_count")),
+            / (pl.col("model_reference_matmul_flops") * pl.col("accelerator_count")),
         )
     )
 
