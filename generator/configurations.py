@@ -70,6 +70,8 @@ def unranked_reason() -> pl.Expr:
                 pl.col("baseline_variant").fill_null("the workload's first variant"),
             )
         )
+        .when(pl.col("parity_problem").is_not_null())
+        .then(pl.col("parity_problem"))
         .when(~pl.col("loss_parity_ok"))
         .then(pl.format("loss departs from the baseline's (largest window gap {})", _pct(pl.col("loss_max_rel_gap"))))
         .otherwise(None)

@@ -38,6 +38,8 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
             declared_tokens_per_step=cfg.str.json_path_match("$.derived.tokens_per_step").cast(pl.Float64),
             declared_flops_per_token=cfg.str.json_path_match("$.derived.flops_per_token").cast(pl.Float64),
             compute_precision=cfg.str.json_path_match("$.compute_precision"),
+            weights_sha256=cfg.str.json_path_match("$.initial_weights_sha256"),
+            data_sha256=cfg.str.json_path_match("$.data_sha256"),
             # float8 runs: MFU is also given against the precision their matmuls would run in otherwise (bf16)
             reference_precision=cfg.str.json_path_match("$.reference_precision"),
             reference_matmul_flops=pl.col("calibration")
@@ -238,19 +240,32 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .agg(baseline_run=pl.col("run_id").last())
     )
     out = []
+    hashes = {r: (w, d) for r, w, d in runs.select("run_id", "weights_sha256", "data_sha256").iter_rows()}
     for run_id, baseline in runs.join(baselines, on=keys, how="left").select("run_id", "baseline_run").iter_rows():
         if baseline is None or run_id not in curves:
-            out.append((run_id, baseline, None, None, None))
+            out.append((run_id, baseline, None, None, None, None))
             continue
         run, base = curves[run_id], curves[baseline]
         first_gap, rel, ok = metrics.loss_parity(run.first, base.first, run.windows, base.windows)
-        out.append((run_id, baseline, first_gap, rel, ok))
+        # proof of the same work: where both records carry the hashes (recorded since 2026-12-01), they must agree
+        problem = next(
+            (
+                f"other {what} than the baseline's (sha256 {mine[:12]} against {theirs[:12]})"
+                for what, mine, theirs in zip(
+                    ("initial weights", "data"), hashes[run_id], hashes[baseline], strict=True
+                )
+                if mine and theirs and mine != theirs
+            ),
+            None,
+        )
+        out.append((run_id, baseline, first_gap, rel, ok and problem is None, problem))
     schema = {
         "run_id": pl.String,
         "parity_baseline": pl.String,
         "loss_first_gap": pl.Float64,
         "loss_max_rel_gap": pl.Float64,
         "loss_parity_ok": pl.Boolean,
+        "parity_problem": pl.String,
     }
     return pl.DataFrame(out, schema=schema, orient="row")
 

@@ -151,6 +151,16 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
+def work_hashes(spec: ModelSpec, seed: int, cache_dir: Path, *, steps: int, global_batch: int, seq_len: int) -> dict:
+    """Proof of the same work, for a training record: the sha256 of the initial-weights file the run loads and of
+    the global token stream its steps consume (every rank's rows), so loss parity can require equal hashes."""
+    import hashlib
+
+    weights = hashlib.sha256(initial_weights_file(spec, seed, cache_dir).read_bytes()).hexdigest()
+    stream = token_batches(vocab=spec.vocab, seed=seed, steps=range(steps), global_batch=global_batch, seq_len=seq_len)
+    return {"initial_weights_sha256": weights, "data_sha256": hashlib.sha256(stream.tobytes()).hexdigest()}
+
+
 def initial_weights_file(spec: ModelSpec, seed: int, cache_dir: Path) -> Path:
     """The seeded initial weights as one framework-independent safetensors file, made once and reused."""
     path = Path(cache_dir) / f"{spec_key(spec, seed)}.safetensors"

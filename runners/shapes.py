@@ -97,6 +97,8 @@ PATHS: dict[tuple[str, str], Field] = {
     ("config", "model_file"): Field("object"),
     ("config", "model_file.sha256"): Field("str", high=64),
     ("config", "model_file.bytes"): _COUNT,
+    ("config", "initial_weights_sha256"): Field("str", low=64, high=64),
+    ("config", "data_sha256"): Field("str", low=64, high=64),
     ("config", "retraction"): Field("object"),
     ("config", "retraction.retracts"): _NAME,
     ("config", "retraction.reason"): Field("str", low=1, high=2000),

@@ -48,6 +48,7 @@ def _training_run(
     started: datetime,
     accelerator: str = "cpu",
     width: int = 16,
+    hashes: tuple[str, str] | None = None,
 ) -> schema.pa.Table:
     """A training record of a GPT-style model `width` wide (its FLOPs per token follow from the shapes, as the site
     computes them)."""
@@ -69,6 +70,7 @@ def _training_run(
         "workload": work,
         "compute_precision": "bf16",
         "derived": {"tokens_per_step": 512, "flops_per_token": flops_per_token},
+        **({"initial_weights_sha256": hashes[0], "data_sha256": hashes[1]} if hashes else {}),
     }
     run = {
         "run_id": run_id,
@@ -146,3 +148,24 @@ def test_a_run_faster_than_its_hardware_can_be_is_rejected_with_its_retraction(t
     with contextlib.redirect_stdout(out):
         assert validate.main([str(data / "cpu-smoke" / "too-fast.parquet")]) == 1
     assert f"{data / 'cpu-smoke' / 'too-fast.parquet'}: rows of metric 'step_time_s'" in out.getvalue()
+
+
+def test_other_initial_weights_or_data_fail_parity_whatever_the_loss_says(tmp_path: Path) -> None:
+    """Proof of the same work: records carry the sha256 of their initial weights and token stream; a run whose
+    hashes differ from its baseline's fails parity with the reason, even with an identical loss curve."""
+    t0 = datetime(2026, 11, 29, tzinfo=UTC)
+    losses = list(np.linspace(6.2, 4.0, 26))
+    same, weights, data = "a" * 64, "b" * 64, "c" * 64
+    store.write_run(tmp_path, _training_run("base-1", "base", losses, t0, hashes=(same, same)))
+    store.write_run(tmp_path, _training_run("same-work", "fast", losses, t0, hashes=(same, same)))
+    store.write_run(tmp_path, _training_run("other-weights", "fast", losses, t0, hashes=(weights, same)))
+    store.write_run(tmp_path, _training_run("other-data", "fast", losses, t0, hashes=(same, data)))
+    loaded = load.load(tmp_path)
+    rows = {r["run_id"]: r for r in derive.run_summary(loaded.runs, loaded.rows).to_dicts()}
+    assert rows["same-work"]["loss_parity_ok"] is True and rows["same-work"]["parity_problem"] is None
+    assert rows["other-weights"]["loss_parity_ok"] is False
+    assert rows["other-weights"]["parity_problem"].startswith("other initial weights than the baseline's")
+    assert rows["other-data"]["loss_parity_ok"] is False and "other data" in rows["other-data"]["parity_problem"]
+    unranked = derive.candidates(derive.run_summary(loaded.runs, loaded.rows))
+    reasons = dict(unranked.select("run_id", "unranked").iter_rows())
+    assert reasons["same-work"] is None and reasons["other-data"].startswith("other data")

@@ -76,6 +76,9 @@ def test_every_variant_passes_loss_parity(bench_data) -> None:
     summary = derive.run_summary(loaded.runs, loaded.rows)
     parity = dict(summary.select("variant", "loss_parity_ok").iter_rows())
     assert parity == dict.fromkeys(VARIANTS, True), summary.select("variant", "loss_first_gap", "loss_max_rel_gap")
+    # proof of the same work: every variant recorded the same initial weights and token stream
+    hashes = summary.select("weights_sha256", "data_sha256").unique()
+    assert hashes.height == 1 and all(len(h) == 64 for h in hashes.row(0)), hashes
     board = derive.leaderboards(summary)[("cpu-smoke", "train-gpt-tiny-mb4")]
     assert sorted(board["variant"]) == sorted(VARIANTS)
     assert board.filter(variant="ddp-fp32-stock")["speedup"].to_list() == [1.0]
