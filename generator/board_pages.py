@@ -82,7 +82,9 @@ def write_pages(
         counted = measured.filter(pl.col("retracted_by").is_null())
         failures = counted.filter(pl.col("steps_per_s_lo").is_null())
         unranked = (
-            derive.candidates(all_runs).filter(pl.col("unranked").is_not_null()).sort("steps_per_s", descending=True)
+            derive.candidates(all_runs)
+            .filter(pl.col("unranked").is_not_null())
+            .sort("steps_per_s", "run_id", descending=[True, False], nulls_last=True)
         )
         config = pages.board_config(measured["config"][0]) if measured.height else None
         defined = schema.suite_workloads(suite).get(workload)
