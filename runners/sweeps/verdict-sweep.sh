@@ -9,13 +9,14 @@
 #   slice 1..6   micro-batch 1, 2, 3, 4, 6 or 8: all four variants (about 5-7 minutes)
 #   slice 7      micro-batch 16: ddp-amp-stock and ddp-tuned
 #   slice 8      micro-batch 16: fsdp2-compile and fsdp2-float8
+#   slice 9..11  the loss-parity baseline, ddp-fp32-stock for 90 s, at micro-batches 1-3, 4 and 6, 8 and 16
 #
 # fsdp2-float8 needs torchao: carry its wheel (torchao-0.18.0-cp310-abi3-manylinux_2_24_x86_64...whl, 3.4 MB; see
 # ENVIRONMENT notes), `pip install --no-index --no-deps --target DIR` it on the host and put DIR on PYTHONPATH. Name the
 # commit sent in FAIRFIGHT_HARNESS_COMMIT. A call returns at most 8 files from $OUT: write DATA and LOG under a
 # folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 set -u
-SLICE=${1:?slice number (1-8)}
+SLICE=${1:?slice number (1-11)}
 DATA=${2:-data}
 LOG=${3:-.}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -37,8 +38,13 @@ case $SLICE in
 6) point 8 $ALL ;;
 7) point 16 --variant ddp-amp-stock --variant ddp-tuned ;;
 8) point 16 --variant fsdp2-compile --variant fsdp2-float8 ;;
+# the loss-parity baseline at each micro-batch (fp32 DDP, the workload's first variant), stopped by a 90 s budget:
+# without it a sweep point has no parity and the verdict does not count it
+9) for mb in 1 2 3; do point "$mb" --variant ddp-fp32-stock --time-budget 90; done ;;
+10) for mb in 4 6; do point "$mb" --variant ddp-fp32-stock --time-budget 90; done ;;
+11) for mb in 8 16; do point "$mb" --variant ddp-fp32-stock --time-budget 90; done ;;
 *)
-  echo "unknown slice $SLICE (1-8)" >&2
+  echo "unknown slice $SLICE (1-11)" >&2
   exit 2
   ;;
 esac
