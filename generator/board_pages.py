@@ -80,13 +80,14 @@ def write_pages(
         claims = all_runs.filter((pl.col("origin") == "claim") & pl.col("retracted_by").is_null()).sort("run_id")
         retracted = all_runs.filter(pl.col("retracted_by").is_not_null()).sort("retracted_at", "run_id")
         counted = measured.filter(pl.col("retracted_by").is_null())
-        failures = counted.filter(pl.col("steps_per_s_lo").is_null())
+        failures = counted.filter(pl.col("steps_per_s_lo").is_null()).sort("started_at", "run_id")
         unranked = (
             derive.candidates(all_runs)
             .filter(pl.col("unranked").is_not_null())
             .sort("steps_per_s", "run_id", descending=[True, False], nulls_last=True)
         )
-        config = pages.board_config(measured["config"][0]) if measured.height else None
+        oldest = measured.sort("started_at", "run_id")
+        config = pages.board_config(oldest["config"][0]) if measured.height else None
         defined = schema.suite_workloads(suite).get(workload)
         if config is not None and defined is not None:
             config["workload"]["variants"] = defined["variants"]  # the baseline as the suite file names it now
@@ -97,7 +98,7 @@ def write_pages(
         )
         work_repeats = repeats.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
         work_scaling = scaling.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
-        losses = window_losses.join(latest.select("run_id", "variant"), on="run_id").select(
+        losses = window_losses.join(latest.select("run_id", "variant"), on="run_id", maintain_order="left").select(
             "run_id", "variant", "step", "value"
         )
         shown = board  # one row per configuration already

@@ -82,20 +82,22 @@ def _pct(expr: pl.Expr) -> pl.Expr:
     return (expr * 100).round(1).cast(pl.String) + pl.lit("%")
 
 
-def aa_spreads(repeats: pl.DataFrame) -> dict[tuple[str, int], float]:
-    """Per hardware model and device count, the largest A/A spread measured between repeats of one configuration
-    (derive.repeats): what a single run's interval is widened by."""
-    out: dict[tuple[str, int], float] = {}
-    for acc, count, spread in repeats.select("accelerator", "accelerator_count", "spread").iter_rows():
+def aa_spreads(repeats: pl.DataFrame) -> dict[tuple[str, int, bool], float]:
+    """Per hardware model, device count and host condition (alone, or sharing the host), the largest A/A spread
+    measured between repeats of one configuration (derive.repeats): what a single run's interval is widened by."""
+    out: dict[tuple[str, int, bool], float] = {}
+    for acc, count, shared, spread in repeats.select(
+        "accelerator", "accelerator_count", "shared_host", "spread"
+    ).iter_rows():
         if spread is not None:
-            out[(acc, count)] = max(out.get((acc, count), 0.0), spread)
+            out[(acc, count, shared)] = max(out.get((acc, count, shared), 0.0), spread)
     return out
 
 
 KEYS = ["suite", "workload", "settings_hash"]
 
 
-def rows(ranked_runs: pl.DataFrame, spreads: dict[tuple[str, int], float]) -> pl.DataFrame:
+def rows(ranked_runs: pl.DataFrame, spreads: dict[tuple[str, int, bool], float]) -> pl.DataFrame:
     """One row per configuration of ranked runs: the median of its runs' medians, an interval that holds both
     within-run and between-run variation, its runs (latest last) and the rest of the row from its runs.
 
@@ -131,8 +133,8 @@ def rows(ranked_runs: pl.DataFrame, spreads: dict[tuple[str, int], float]) -> pl
         lo, hi, median = row["steps_per_s_lo"], row["steps_per_s_hi"], row["steps_per_s"]
         if row["runs"] >= 2:
             basis = f"{row['runs']} runs: lowest low to highest high"
-        elif (row["accelerator"], row["accelerator_count"]) in spreads:
-            spread = spreads[(row["accelerator"], row["accelerator_count"])]
+        elif (row["accelerator"], row["accelerator_count"], row["shared_host"]) in spreads:
+            spread = spreads[(row["accelerator"], row["accelerator_count"], row["shared_host"])]
             lo, hi = min(lo, median * (1 - spread / 2)), max(hi, median * (1 + spread / 2))
             basis = f"one run, widened to the A/A spread of {row['accelerator_count']} × {row['accelerator']} " + (
                 f"({spread:.2%})"

@@ -240,7 +240,10 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .agg(baseline_run=pl.col("run_id").last())
     )
     out = []
-    hashes = {r: (w, d) for r, w, d in runs.select("run_id", "weights_sha256", "data_sha256").iter_rows()}
+    hashes = {
+        r: (w, d, n)
+        for r, w, d, n in runs.select("run_id", "weights_sha256", "data_sha256", "steps_requested").iter_rows()
+    }
     for run_id, baseline in runs.join(baselines, on=keys, how="left").select("run_id", "baseline_run").iter_rows():
         if baseline is None or run_id not in curves:
             out.append((run_id, baseline, None, None, None, None))
@@ -248,12 +251,13 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         run, base = curves[run_id], curves[baseline]
         first_gap, rel, ok = metrics.loss_parity(run.first, base.first, run.windows, base.windows)
         # proof of the same work: where both records carry the hashes (recorded since 2026-12-01), they must agree
+        # (the data hash covers the steps a run asked for: it is compared between runs asking for as many)
+        (w1, d1, n1), (w2, d2, n2) = hashes[run_id], hashes[baseline]
+        pairs = [("initial weights", w1, w2)] + ([("data", d1, d2)] if n1 == n2 else [])
         problem = next(
             (
                 f"other {what} than the baseline's (sha256 {mine[:12]} against {theirs[:12]})"
-                for what, mine, theirs in zip(
-                    ("initial weights", "data"), hashes[run_id], hashes[baseline], strict=True
-                )
+                for what, mine, theirs in pairs
                 if mine and theirs and mine != theirs
             ),
             None,

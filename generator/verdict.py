@@ -101,7 +101,7 @@ def sweep(summary: pl.DataFrame, the_fight: Fight) -> pl.DataFrame:
             & pl.col("steps_per_s_lo").is_not_null()
             & (pl.col("loss_parity_ok") == True)  # noqa: E712 (null: no baseline, not a pass)
             & (pl.col("steps_completed") >= SWEEP_MIN_STEPS)
-            & pl.col("variant").str.replace(r"\[.*$", "").is_in(_defined_variants(the_fight))
+            & pl.col("variant").is_in(_defined_variants(the_fight))  # pinned variants only, no sweep settings
         )
         .with_columns(any_full=pl.col("full_length").any().over("variant", "micro_batch"))
         .filter(pl.col("full_length") | ~pl.col("any_full"))
@@ -164,8 +164,9 @@ def answer(points: pl.DataFrame, the_fight: Fight) -> dict[str, Any]:
         out["why_not"] = _why_not(stock, target)
         return out
     stock_at = {c: metrics.interpolate(_curve(points, STOCK, c), matched) for c in ("steps_per_s_lo", "steps_per_s_hi")}
-    seq = points.filter(pl.col("variant") == STOCK).select((pl.col("tokens_per_step") / pl.col("micro_batch")).first())
-    out["matched_tokens_per_step"] = matched * seq.item()
+    seq = points.filter(pl.col("variant") == STOCK).select(pl.col("tokens_per_step") / pl.col("micro_batch"))
+    seq = seq.to_series().drop_nulls()
+    out["matched_tokens_per_step"] = matched * seq[0] if seq.len() else None
     tuned = []
     for variant in points.filter(pl.col("tier") == "tuned")["variant"].unique().sort():
         at = {c: metrics.interpolate(_curve(points, variant, c), matched) for c in ("steps_per_s", "steps_per_s_lo",

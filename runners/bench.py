@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from runners import lifetime, metrics, provenance, record, schema, spec, store, torch_setup
+from runners import lifetime, metrics, provenance, record, schema, shapes, spec, store, torch_setup
 
 GRACE_S = 300.0  # start-up, compilation and writing, on top of the workload's per-trial time budget
 # Kept in every process we start, whatever the caller's environment says (see ../shared/ENVIRONMENT.md).
@@ -165,15 +165,20 @@ def _run_teeing_stderr(cmd: list[str], env: dict[str, str], limit_s: float) -> t
     Returns (exit code, stderr tail); the code is None when the group was killed for overrunning `limit_s`.
     """
     env = env | {lifetime.BENCH_PID_ENV: str(os.getpid())}
-    proc = subprocess.Popen(
-        cmd,
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=lifetime.die_with_parent(),  # the bench starts runners from its main thread
-    )
-    _RUNNING.append(proc)
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)  # a stop signal waits until the runner is known to the handler
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=lifetime.die_with_parent(),  # the bench starts runners from its main thread
+        )
+        _RUNNING.append(proc)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     tail: collections.deque[str] = collections.deque(maxlen=200)
 
     def pump() -> None:
@@ -202,20 +207,29 @@ _RUNNING: list[subprocess.Popen] = []
 def _end_runs_and_exit(signum: int, _frame: object) -> None:
     """On SIGINT, SIGTERM or SIGHUP: end the running runner's whole group (SIGTERM, then SIGKILL after 10 s),
     then exit. The run is cancelled: neither the runner nor the bench writes its file."""
+    # no Popen.wait here: the main thread may hold Popen's wait lock (it is inside proc.wait) when the signal lands
     for proc in list(_RUNNING):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _group_alive(proc.pid):
+            time.sleep(0.2)
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # anything of the group that outlived its leader
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever of the group is left
     name = signal.Signals(signum).name
     print(f"\nbench: {name}: the running run was cancelled and its processes ended; no file written", file=sys.stderr)
     os._exit(128 + signum)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs (its leader, our child, is reaped here once it has exited)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pgid, os.WNOHANG)
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _handle_signals() -> None:
@@ -341,6 +355,12 @@ def run_suite(args: argparse.Namespace) -> int:
                 f" {suite.name}/{name}: ask for more than {warmup}"
             )
     swept = sweep_env(args.env)
+    # the name a record will carry is checked before any GPU time is spent on it (the store would refuse it after)
+    for _, variant in todo:
+        label = record.variant_label(variant.name, torch_setup.parse_overrides(args.set), swept)
+        problem = shapes.name_problem("variant", label)
+        if problem:
+            raise SystemExit(f"--set/--env make the variant name {problem}: a result file could not be written")
     env = os.environ | swept | FORCED_ENV | {"FAIRFIGHT_SWEEP_ENV": ",".join(sorted(swept))}
     check_devices(suite, args)
     _handle_signals()

@@ -24,10 +24,13 @@ def die_with_parent() -> Callable[[], None]:
     """A `preexec_fn` that has the child sent SIGTERM when the process starting it dies (Linux; elsewhere the bench's
     signal handlers and `orphaned` still apply)."""
     parent = os.getpid()
+    # looked up here, in the parent: a forked child of a threaded process should not load libraries
+    prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
 
     def hook() -> None:
-        if sys.platform == "linux":
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])  # a parent may block stop signals while it starts us
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != parent:  # the parent died before the hook ran: nobody will send the signal
             os._exit(1)
 
