@@ -367,15 +367,7 @@ def _write(
             note=ctx["args"].note,
             engine_defaults=DEFAULTS,
             compute_precision=compute_precision(settings, work.device),
-            initial_weights=artifacts.spec_key(ctx["suite"].models[work.model], work.seed) + ".safetensors",
-            **artifacts.work_hashes(
-                ctx["suite"].models[work.model],
-                work.seed,
-                CACHE_DIR / "init",
-                steps=ctx["steps"],
-                global_batch=ctx["micro_batch"] * ctx["world"],
-                seq_len=work.seq_len,
-            ),
+            **record.initial_state(ctx, work, CACHE_DIR / "init"),
             launcher=f"python -m runners.mlx_train: {ctx['world']} process(es), one device each"
             + (f", mx.distributed over {BACKENDS[work.device]}" if ctx["world"] > 1 else ""),
             mlx_device=str(mx.default_device()),

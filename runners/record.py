@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from runners import provenance, spec
@@ -172,6 +173,25 @@ def train_rows(
         for metric, value in run_values.items()
     ]
     return rows
+
+
+def initial_state(ctx: dict[str, Any], work: spec.Workload, cache_dir: Path) -> dict[str, str]:
+    """What a training record says about where it started (torch and MLX alike): the initial-weights file's name and
+    the proof of the same work (`artifacts.work_hashes` of the weights and of the token stream its steps consume)."""
+    from runners import artifacts
+
+    model = ctx["suite"].models[work.model]
+    return {
+        "initial_weights": artifacts.spec_key(model, work.seed) + ".safetensors",
+        **artifacts.work_hashes(
+            model,
+            work.seed,
+            cache_dir,
+            steps=ctx["steps"],
+            global_batch=ctx["micro_batch"] * ctx["world"],
+            seq_len=work.seq_len,
+        ),
+    }
 
 
 def calibration_line(calibration: dict[str, Any]) -> str:
