@@ -157,8 +157,13 @@ def work_hashes(spec: ModelSpec, seed: int, cache_dir: Path, *, steps: int, glob
     import hashlib
 
     weights = hashlib.sha256(initial_weights_file(spec, seed, cache_dir).read_bytes()).hexdigest()
-    stream = token_batches(vocab=spec.vocab, seed=seed, steps=range(steps), global_batch=global_batch, seq_len=seq_len)
-    return {"initial_weights_sha256": weights, "data_sha256": hashlib.sha256(stream.tobytes()).hexdigest()}
+    data = hashlib.sha256()
+    chunk = max(1, (1 << 22) // (global_batch * (seq_len + 1)))  # steps per ~32 MB of tokens: bounded memory
+    for first in range(0, steps, chunk):  # a step's batch depends only on (seed, step): chunks hash as the whole
+        part = range(first, min(first + chunk, steps))
+        data.update(token_batches(vocab=spec.vocab, seed=seed, steps=part, global_batch=global_batch,
+                                  seq_len=seq_len).tobytes())  # fmt: skip
+    return {"initial_weights_sha256": weights, "data_sha256": data.hexdigest()}
 
 
 def initial_weights_file(spec: ModelSpec, seed: int, cache_dir: Path) -> Path:

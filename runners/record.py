@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -181,17 +182,18 @@ def initial_state(ctx: dict[str, Any], work: spec.Workload, cache_dir: Path) -> 
     from runners import artifacts
 
     model = ctx["suite"].models[work.model]
-    return {
-        "initial_weights": artifacts.spec_key(model, work.seed) + ".safetensors",
-        **artifacts.work_hashes(
+    out = {"initial_weights": artifacts.spec_key(model, work.seed) + ".safetensors"}
+    # a run that has just run out of memory still gets its record, without the hashes
+    with contextlib.suppress(MemoryError):
+        out |= artifacts.work_hashes(
             model,
             work.seed,
             cache_dir,
             steps=ctx["steps"],
             global_batch=ctx["micro_batch"] * ctx["world"],
             seq_len=work.seq_len,
-        ),
-    }
+        )
+    return out
 
 
 def calibration_line(calibration: dict[str, Any]) -> str:
