@@ -46,7 +46,7 @@ def impossible(summary: pl.DataFrame) -> list[tuple[str, str]]:
 
 def misdeclared(summary: pl.DataFrame) -> list[tuple[str, str]]:
     """(run_id, problem) for each run whose declared tokens per step or FLOPs per token differ from what its shapes
-    give (`derive._work_figures`): a file cannot make its steps worth more than they are."""
+    give (`derive._shapes`): a file cannot make its steps worth more than they are."""
     out = []
     for run_id, origin, *pairs in summary.select(
         "run_id",

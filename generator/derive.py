@@ -60,7 +60,7 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
                 > pl.col("accelerator_count")
             ).fill_null(False),
         )
-        .join(_shape_flags(runs), on="run_id", how="left")
+        .join(_shapes(runs), on="run_id", how="left")
         .with_columns(
             # a configuration as the suite pins it (no sweep setting, no other micro-batch, steps or device count),
             # run to the end: the only kind of run a headline ("best") may name
@@ -73,14 +73,21 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _shape_flags(runs: pl.DataFrame) -> pl.DataFrame:
-    """Per run, how its shape compares with its workload as the suite file defines it now (`schema.suite_workloads`),
-    never with the record's own account of what it changed: `full_length` (all the workload's steps asked),
-    `suite_scale` (its device count), `sweep_point` (another micro-batch or sequence), and the workload's
-    `baseline_variant` (its first). A workload the suite file does not define (inference and serving tests,
-    claims) falls back on the record's `workload.overridden` and `workload.variants`."""
+def _shapes(runs: pl.DataFrame) -> pl.DataFrame:
+    """What each run's shape means, from its config parsed once:
+
+    - how it compares with its workload as the suite file defines it now (`schema.suite_workloads`), never with the
+      record's own account of what it changed: `full_length` (all the workload's steps asked), `suite_scale` (its
+      device count), `sweep_point` (another micro-batch or sequence), and the workload's `baseline_variant` (its
+      first). A workload the suite file does not define (inference and serving tests, claims) falls back on the
+      record's `workload.overridden` and `workload.variants`;
+    - tokens per step and model FLOPs per token as the site publishes them, computed from the shapes (micro-batch ×
+      sequence × devices; `metrics.train_flops_per_token` of config.model), never taken from the figures a file
+      declares (which `checks` holds against these). A claim, which has no shapes, keeps its own."""
     out = []
-    for run_id, suite, workload, text in runs.select("run_id", "suite", "workload", "config").iter_rows():
+    for run_id, suite, workload, origin, text in runs.select(
+        "run_id", "suite", "workload", "origin", "config"
+    ).iter_rows():
         config = json.loads(text)
         work = config.get("workload") if isinstance(config.get("workload"), dict) else {}
         defined = schema.suite_workloads(suite).get(workload)
@@ -96,31 +103,17 @@ def _shape_flags(runs: pl.DataFrame) -> pl.DataFrame:
             sweep = bool({"micro_batch", "seq_len"} & set(overridden))
             variants = work.get("variants") if isinstance(work.get("variants"), list) else []
             baseline = variants[0] if variants else None
-        out.append((run_id, full, scale, sweep, baseline))
-    schema_ = {"run_id": pl.String, "full_length": pl.Boolean, "suite_scale": pl.Boolean, "sweep_point": pl.Boolean,
-               "baseline_variant": pl.String}  # fmt: skip
-    return pl.DataFrame(out, schema=schema_, orient="row")
-
-
-def _work_figures(runs: pl.DataFrame) -> pl.DataFrame:
-    """Tokens per step and model FLOPs per token as the site publishes them: computed from the record's shapes
-    (micro-batch × sequence × devices; `metrics.train_flops_per_token` of config.model), never taken from the
-    figures a file declares (which `checks` holds against these). A claim, which has no shapes, keeps its own."""
-    out = []
-    for run_id, origin, text, declared_tokens, declared_flops in runs.select(
-        "run_id", "origin", "config", "declared_tokens_per_step", "declared_flops_per_token"
-    ).iter_rows():
-        config = json.loads(text)
-        work = config.get("workload") if isinstance(config.get("workload"), dict) else {}
         batch, seq, world = (work.get(k) for k in ("micro_batch", "seq_len", "world_size"))
         tokens = batch * seq * world if all(isinstance(v, int) for v in (batch, seq, world)) else None
         flops = metrics.train_flops_per_token_of(config.get("model"), seq)
         if origin == "claim":
-            tokens, flops = tokens or declared_tokens, flops or declared_flops
-        out.append((run_id, None if tokens is None else float(tokens), flops))
-    return pl.DataFrame(
-        out, schema={"run_id": pl.String, "tokens_per_step": pl.Float64, "flops_per_token": pl.Float64}, orient="row"
-    )
+            declared = config.get("derived") if isinstance(config.get("derived"), dict) else {}
+            tokens, flops = tokens or declared.get("tokens_per_step"), flops or declared.get("flops_per_token")
+        figures = (None if v is None else float(v) for v in (tokens, flops))
+        out.append((run_id, full, scale, sweep, baseline, *figures))
+    schema_ = {"run_id": pl.String, "full_length": pl.Boolean, "suite_scale": pl.Boolean, "sweep_point": pl.Boolean,
+               "baseline_variant": pl.String, "tokens_per_step": pl.Float64, "flops_per_token": pl.Float64}  # fmt: skip
+    return pl.DataFrame(out, schema=schema_, orient="row")
 
 
 def env_changes(runs: pl.DataFrame) -> pl.DataFrame:
@@ -297,7 +290,6 @@ def retractions(runs: pl.DataFrame) -> pl.DataFrame:
 def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per run with its headline numbers (null where a run has none, e.g. a failure)."""
     runs = _config_fields(runs).join(retractions(runs), on="run_id", how="left")
-    runs = runs.join(_work_figures(runs), on="run_id", how="left")
     run_values = (
         # only metrics the schema names: a file's own run-level metric must never become (or shadow) a column
         rows.filter(pl.col("phase") == "run", pl.col("metric").is_in(list(schema.METRIC_RULES)))
