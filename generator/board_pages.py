@@ -4,12 +4,25 @@ page is written in. Charts come from `charts`, numbers from `derive`; this modul
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from generator import catalog_pages, charts, configurations, derive, editions, inference, load, pages, serving, verdict
+from generator import (
+    catalog_pages,
+    charts,
+    configurations,
+    derive,
+    editions,
+    inference,
+    load,
+    pages,
+    serving,
+    test_boards,
+    verdict,
+)
 from runners import metrics, schema
 
 
@@ -116,7 +129,7 @@ def write_pages(
             unranked=unranked.to_dicts(),
             failures=failures.to_dicts(),
             rank_rule=configurations.RANK_RULE,
-            json_name=_board_json(docs / href, board, unranked, "steps/s"),
+            json_name=_board_json(docs / href, board, unranked, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
             tolerance={"first": metrics.LOSS_PARITY_FIRST_STEP_NATS, "rel": metrics.LOSS_PARITY_REL_TOL},
             throughput_chart=chart_sink.html(f"chart-{slug}-throughput", charts.throughput(shown), depth=1)
             + "\n\n"
@@ -144,8 +157,7 @@ def write_pages(
                 runs=measured.height,
                 claims=claims.height,
                 best=best,
-                inference=None,
-                serving=None,
+                top=_top(best, "steps_per_s", "steps_per_s_lo", "steps_per_s_hi", "steps/s"),
             )
         )
         if claims.height:
@@ -183,46 +195,71 @@ def write_pages(
     return nav, nav_editions
 
 
-def _board_json(page: Path, board: pl.DataFrame, unranked: pl.DataFrame, unit: str) -> str:
-    """Write the board as data beside its page (`leaderboards/<board>.json`, format on the downloads page) and
-    return the file's name: ranked configurations first, then every unranked run with its reason."""
-    rows = [
-        {
+def _board_json(
+    page: Path, board: pl.DataFrame, unranked: pl.DataFrame, unit: str, figure: tuple[str, str, str]
+) -> str:
+    """Write the board as data beside its page (`leaderboards/<board>.json`, format on the downloads page:
+    `board_rows`) and return the file's name."""
+    target = page.with_suffix(".json")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    rows = board_rows(board, unranked, unit, figure)
+    target.write_text(json.dumps({"rows": rows}, indent=1, ensure_ascii=False) + "\n")
+    return target.name
+
+
+def board_rows(
+    board: pl.DataFrame, unranked: pl.DataFrame, unit: str, figure: tuple[str, str, str]
+) -> list[dict[str, Any]]:
+    """A board as data: one row per configuration, ranked ones first. Runs that do not rank join their
+    configuration's row under `unranked_runs` (with their status and reason); a configuration with no ranked run is
+    one unranked row (its latest run's status and reason, the median of its runs' figures, the span of their
+    intervals). `figure` names the value, interval-low and interval-high columns."""
+    value, lo, hi = figure
+    rows: dict[str, dict[str, Any]] = {}
+    for r in board.to_dicts():
+        rows[r["settings_hash"]] = {
             "rank": r["rank"],
             "variant": r["variant"],
             "settings_hash": r["settings_hash"],
-            "status": "ok",
+            "status": r["status"],
             "verified": True,
             "reason": None,
-            "value": r["steps_per_s"],
-            "interval_low": r["steps_per_s_lo"],
-            "interval_high": r["steps_per_s_hi"],
+            "value": r[value],
+            "interval_low": r[lo],
+            "interval_high": r[hi],
             "unit": unit,
             "runs": r["run_ids"],
             "hardware": f"{r['accelerator_count']} × {r['accelerator']}",
+            "unranked_runs": [],
         }
-        for r in board.to_dicts()
-    ] + [
-        {
+    others: dict[str, list[dict[str, Any]]] = {}
+    for r in unranked.sort("started_at", "run_id").to_dicts():
+        others.setdefault(r["settings_hash"], []).append(r)
+    for settings_hash, runs in others.items():
+        entries = [{"run": r["run_id"], "status": r["status"], "reason": r["unranked"]} for r in runs]
+        if settings_hash in rows:
+            rows[settings_hash]["unranked_runs"] = entries
+            continue
+        latest = runs[-1]
+        values = sorted(r[value] for r in runs if r[value] is not None)
+        lows = [x for r in runs for x in (r[lo], r[value]) if x is not None]
+        highs = [x for r in runs for x in (r[hi], r[value]) if x is not None]
+        rows[settings_hash] = {
             "rank": None,
-            "variant": r["variant"],
-            "settings_hash": r["settings_hash"],
-            "status": r["status"],
+            "variant": latest["variant"],
+            "settings_hash": settings_hash,
+            "status": latest["status"],
             "verified": False,
-            "reason": r["unranked"],
-            "value": r["steps_per_s"],
-            "interval_low": r["steps_per_s_lo"],
-            "interval_high": r["steps_per_s_hi"],
+            "reason": latest["unranked"],
+            "value": statistics.median(values) if values else None,
+            "interval_low": min(lows) if lows else None,
+            "interval_high": max(highs) if highs else None,
             "unit": unit,
-            "runs": [r["run_id"]],
-            "hardware": f"{r['accelerator_count']} × {r['accelerator']}",
+            "runs": [r["run_id"] for r in runs],
+            "hardware": f"{latest['accelerator_count']} × {latest['accelerator']}",
+            "unranked_runs": entries,
         }
-        for r in unranked.to_dicts()
-    ]
-    target = page.with_suffix(".json")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps({"rows": rows}, indent=1, ensure_ascii=False) + "\n")
-    return target.name
+    return list(rows.values())
 
 
 def _verdict(summary: pl.DataFrame, chart_sink: pages.Charts) -> dict[str, Any] | None:
@@ -252,11 +289,20 @@ def _verdict(summary: pl.DataFrame, chart_sink: pages.Charts) -> dict[str, Any] 
     )
 
 
+def _top(row: dict | None, value: str, lo: str, hi: str, unit: str) -> dict[str, Any] | None:
+    """The home page's line for a board: its first ranked row, as variant, figure, interval, unit and hardware."""
+    if row is None:
+        return None
+    return dict(variant=row["variant"], value=row[value], lo=row[lo], hi=row[hi], unit=unit,
+                hardware=f"{row['accelerator_count']} × {row['accelerator']}")  # fmt: skip
+
+
 def _inference_board(
     env: Any, path: Path, suite: str, workload: str, tests: pl.DataFrame, chart_sink: pages.Charts, slug: str
 ) -> dict[str, Any]:
-    """An inference test's page (runner ranking, llama-bench's figures, failures); returns its home-page row."""
-    ranked = inference.board(tests)
+    """An inference test's page (ranked configurations, unranked runs with their reasons, the own tools' figures,
+    failures) and its board JSON; returns its home-page row."""
+    ranked, unranked = inference.board(tests)
     current = tests.filter(pl.col("retracted_by").is_null())
     status = dict(current.select("run_id", "status").iter_rows())
     imported = (
@@ -278,15 +324,16 @@ def _inference_board(
         kind=kind,
         config=config,
         rows=ranked.to_dicts(),
+        unranked=unranked.filter(pl.col("status") == "ok").to_dicts(),
         imported=imported.to_dicts(),
         failures=failures.to_dicts(),
-        unverified=measured.filter(pl.col("unverified").is_not_null()).to_dicts(),
+        rank_rule=test_boards.RANK_RULE,
+        json_name=_board_json(path, ranked, unranked, "tokens/s", ("value", "lo", "hi")),
         chart=chart_sink.html(f"chart-{slug}-tokens", charts.test_throughput(drawn, "tokens/s"), depth=1)
         if drawn.height
         else "",
     )
     best = ranked.row(0, named=True) if ranked.height else None
-    tool = imported.filter(pl.col("status") == "ok").sort("rate_med", descending=True)
     return dict(
         suite=suite,
         workload=workload,
@@ -294,8 +341,7 @@ def _inference_board(
         runs=measured.height,
         claims=0,
         best=None,
-        inference=best or (tool.row(0, named=True) if tool.height else None),
-        serving=None,
+        top=_top(best, "value", "lo", "hi", "tokens/s"),
     )
 
 
@@ -314,7 +360,7 @@ def _serving_board(
     scaling, and at one request in flight llama.cpp's generation on the same model); returns its home-page row."""
     current = tests.filter(pl.col("retracted_by").is_null())
     measured = current.filter(pl.col("origin") == "measured")
-    ok = measured.filter(pl.col("status") == "ok").sort("out_rate", "run_id", descending=[True, False], nulls_last=True)
+    ranked, unranked = serving.board(tests)
     # the test as its newest run ran it (a served point's request count has changed; each run's row says its own)
     config = pages.board_config((measured if measured.height else current).sort("started_at")["config"][-1])
     model = config["model"]["name"]
@@ -336,7 +382,10 @@ def _serving_board(
         workload=workload,
         config=config,
         work=config["workload"],
-        rows=ok.to_dicts(),
+        rows=ranked.to_dicts(),
+        unranked=unranked.filter(pl.col("status") == "ok").to_dicts(),
+        rank_rule=test_boards.RANK_RULE,
+        json_name=_board_json(path, ranked, unranked, "output tokens/s", ("value", "lo", "hi")),
         imported=current.filter(pl.col("origin") == "imported").sort("variant", "started_at").to_dicts(),
         failures=measured.filter(pl.col("status") != "ok").sort("started_at").to_dicts(),
         scaling=scaling.to_dicts(),
@@ -344,8 +393,9 @@ def _serving_board(
         if scaling.height > 1
         else "",
         llama=beside.to_dicts() if config["workload"].get("concurrency") == 1 else [],
+        decoding=measured.filter(pl.col("status") == "ok").sort("started_at", "run_id").to_dicts(),
     )
-    best = ok.row(0, named=True) if ok.height else None
+    best = ranked.row(0, named=True) if ranked.height else None
     return dict(
         suite=suite,
         workload=workload,
@@ -353,6 +403,5 @@ def _serving_board(
         runs=measured.height,
         claims=0,
         best=None,
-        inference=None,
-        serving=best,
+        top=_top(best, "value", "lo", "hi", "output tokens/s"),
     )

@@ -36,6 +36,10 @@ def _settings(config_text: str, row: dict[str, Any]) -> dict[str, Any]:
         "engine_version": row["engine_version"],
         "accelerator": row["accelerator"],
         "accelerator_count": row["accelerator_count"],
+        # inference and serving tests: how a depth was filled (older llama.cpp records, without the field, decoded
+        # it on every repetition; at depth 0 nothing is filled) and how many requests a served point sent
+        **({"depth_fills": work.get("depth_fills")} if work.get("depth") else {}),
+        **({"requests": work["requests"]} if "requests" in work else {}),
     }
 
 
@@ -149,7 +153,7 @@ def rows(ranked_runs: pl.DataFrame, spreads: dict[tuple[str, int, bool], float])
     )
     return (
         grouped.join(intervals, on=KEYS)
-        .join(_differences(grouped), on=KEYS, how="left")
+        .join(differences(grouped), on=KEYS, how="left")
         .with_columns(steps_per_s_lo=pl.col("lo"), steps_per_s_hi=pl.col("hi"))
         .drop("lo", "hi")
         .with_columns(
@@ -168,7 +172,7 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
-def _differences(grouped: pl.DataFrame) -> pl.DataFrame:
+def differences(grouped: pl.DataFrame) -> pl.DataFrame:
     """For configurations that share a variant name on a board: what differs between them (`key=value` of this
     row's settings where another row of the same name has another value); empty otherwise."""
     out = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from generator import derive
+from generator import derive, test_boards
 from runners import metrics
 
 KINDS = ("pp", "tg")
@@ -80,19 +80,15 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         bench_rate=pl.col("rate_mean"),
         bench_sd=pl.col("rate_sd"),
         bench_tool=pl.col("engine"),
+        bench_status=pl.col("status"),
     )
     return out.join(bench, on="run_id", how="left").with_columns(bench_ratio=pl.col("rate_mean") / pl.col("bench_rate"))
 
 
-def board(tests: pl.DataFrame) -> pl.DataFrame:
-    """The ranked runs of one inference workload: measured, unretracted, on hardware the datasheet table knows, with
-    repetitions; ranks tie where the
-    95% intervals of the median tokens/s overlap."""
-    ranked = tests.filter(
-        (pl.col("origin") == "measured")
-        & pl.col("retracted_by").is_null()
-        & pl.col("rate_lo").is_not_null()
-        & pl.col("unverified").is_null()
-    ).sort("rate_med", "run_id", descending=[True, False])
-    ranks = metrics.ranks_with_ties(list(ranked.select("rate_lo", "rate_hi").iter_rows()))
-    return ranked.with_columns(rank=pl.Series(ranks, dtype=pl.Int64))
+def board(tests: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One inference test's ranked configurations and unranked runs (`test_boards.board`): the median tokens/s over
+    repetitions with its 95% interval, checked against the engine's own tool's tokens/s (a tg test's figure is also
+    its latency: time per token is its inverse)."""
+    return test_boards.board(
+        tests, pl.col("rate_med"), pl.col("rate_lo"), pl.col("rate_hi"), [("tokens/s", "bench_ratio")]
+    )

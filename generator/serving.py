@@ -13,7 +13,7 @@ import json
 
 import polars as pl
 
-from generator import derive
+from generator import derive, test_boards
 from runners import metrics
 
 KINDS = ("offline", "serve")
@@ -116,10 +116,25 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         bench_rate=pl.col("out_rate"),
         bench_ttft=pl.col("median_ttft_ms"),
         bench_tpot=pl.col("median_tpot_ms"),
+        bench_status=pl.col("status"),
     )
     return out.join(bench, on="run_id", how="left").with_columns(
         bench_ratio=pl.col("out_rate") / pl.col("bench_rate"),
+        bench_ttft_ratio=pl.col("median_ttft_ms") / pl.col("bench_ttft"),
         bench_tpot_ratio=pl.col("median_tpot_ms") / pl.col("bench_tpot"),
+    )
+
+
+def board(tests: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One serving test's ranked configurations and unranked runs (`test_boards.board`) by output tokens/s: offline,
+    the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
+    figure over all its requests, checked against `vllm bench serve` on throughput, median TTFT and median TPOT."""
+    served = tests["kind"].eq("serve").any()
+    checks = [("output tokens/s", "bench_ratio")]
+    if served:
+        checks += [("median TTFT", "bench_ttft_ratio"), ("median TPOT", "bench_tpot_ratio")]
+    return test_boards.board(
+        tests, pl.coalesce("out_med", "output_tokens_per_s"), pl.col("out_lo"), pl.col("out_hi"), checks
     )
 
 

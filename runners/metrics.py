@@ -10,7 +10,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # avoid a cycle: spec imports metrics at runtime
     from runners.spec import ModelSpec
@@ -236,6 +236,22 @@ def allreduce_bus_bandwidth(nbytes: int, seconds: float, ranks: int) -> float:
 def mfu_calibrated(flops_per_token: float, tokens_per_s: float, calibrated_matmul_flops: float, devices: int) -> float:
     """MFU against the matmul peak measured in the same job on the same devices (the physical ceiling we saw)."""
     return mfu(flops_per_token, tokens_per_s, calibrated_matmul_flops, devices)
+
+
+# --- own-tool agreement -------------------------------------------------------------------------------------
+
+OWN_TOOL_REL_TOL = 0.05
+"""Largest relative gap allowed between a runner's figure and its engine's own benchmark tool's (llama-bench,
+`mlx_lm.benchmark`, `vllm bench`) on the same test, weights, settings and host, for throughput and, where the tool
+reports them, median TTFT and TPOT: a runner that disagrees with the engine's authors' own clock by more than this
+has measured something else, and does not rank. llama.cpp's runner and llama-bench agree within 2.5% on every H200
+test in data/h100 where both finished, and vLLM's offline runner and `vllm bench throughput` within 0.5%."""
+
+
+def within(ratio: Any, tol: float) -> Any:
+    """Whether a ratio of two figures of the same thing is 1 within a relative tolerance (a float, or a polars
+    expression of a column of ratios)."""
+    return abs(ratio - 1.0) <= tol
 
 
 # --- loss parity --------------------------------------------------------------------------------------------

@@ -117,6 +117,9 @@ RUNNER_ENGINES = ("torch", "mlx", "llamacpp", "vllm", "external")
 run through the external-runner contract (runners/external.py), named by its variant."""
 IMPORTED_ENGINES = ("llama-bench", "vllm-bench", "mlx-lm-benchmark")
 """Engines' own tools whose output Fair Fight imports (origin `imported`). Claims and retractions name any engine."""
+OWN_TOOLS = {"llamacpp": "llama-bench", "mlx": "mlx-lm-benchmark", "vllm": "vllm-bench"}
+"""Each runner engine's own benchmark tool: a runner record of an inference or serving test ranks only beside the
+tool's record of the same test (runners/metrics.py OWN_TOOL_REL_TOL)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,127 @@
+"""Boards of inference and serving tests (llama-bench's pp and tg, vLLM's offline and served points): which runs
+rank, one row per configuration, and ranks.
+
+A measured run ranks only when it finished, its hardware is one the datasheet table knows, and, where its engine has
+its own benchmark tool (`schema.OWN_TOOLS`), that tool's record of the same test on the same host agrees with it
+within `metrics.OWN_TOOL_REL_TOL` on every figure both report (throughput; for served points also median TTFT and
+TPOT). A test the tool cannot run (mlx_lm.benchmark has no KV-cache depth) has nothing to agree with, so it does not
+rank. Ranked runs of one configuration (`settings_hash`) share one row; every other run is listed with its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from generator import configurations
+from runners import metrics, schema
+
+TOOL_NAMES = {"llama-bench": "llama-bench", "mlx-lm-benchmark": "mlx_lm.benchmark", "vllm-bench": "vllm bench"}
+"""How the pages name each own tool."""
+NO_DEPTH = {"mlx-lm-benchmark": "mlx_lm.benchmark has no KV-cache depth"}
+"""Own tools that cannot run a test at a KV-cache depth, and the reason shown for such tests."""
+KEYS = configurations.KEYS
+
+
+def _tool() -> pl.Expr:
+    return pl.col("engine").replace_strict(schema.OWN_TOOLS, default=None, return_dtype=pl.String)
+
+
+def unranked_reason(checks: Sequence[tuple[str, str]], depth: bool) -> pl.Expr:
+    """Why a measured run does not rank (null when it does). `checks` are (what, column of runner / tool ratios)
+    that must be within the tolerance; `depth`: whether the frame has a `depth` column (inference tests)."""
+    tol = metrics.OWN_TOOL_REL_TOL
+    tool = _tool()
+    name = tool.replace_strict(TOOL_NAMES, default=tool, return_dtype=pl.String)
+    cannot = (
+        pl.when((pl.col("depth") > 0) & tool.is_in(list(NO_DEPTH)))
+        .then(pl.format(" ({})", tool.replace_strict(NO_DEPTH, default="", return_dtype=pl.String)))
+        .otherwise(pl.lit(""))
+        if depth
+        else pl.lit("")
+    )
+    expr = (
+        pl.when(pl.col("status") != "ok")
+        .then(pl.format("stopped: {} ({})", pl.col("status"), pl.col("error_short")))
+        .when(pl.col("unverified").is_not_null())
+        .then(pl.col("unverified"))
+        .when(pl.col("value").is_null())
+        .then(pl.lit("no steady-state figure"))
+        .when(tool.is_not_null() & pl.col("bench_run").is_null())
+        .then(pl.format("not cross-checked: no {} record of this test{}", name, cannot))
+        .when(tool.is_not_null() & (pl.col("bench_status") != "ok"))
+        .then(pl.format("not cross-checked: {}'s record of this test {}", name, pl.col("bench_status")))
+    )
+    for what, column in checks:
+        ratio = pl.col(column).cast(pl.Float64)
+        expr = expr.when(tool.is_not_null() & (ratio.is_null() | ~metrics.within(ratio, tol))).then(
+            pl.format(
+                "{} disagrees with {}: runner / tool = {}, beyond ±{}%",
+                pl.lit(what),
+                name,
+                ratio.round(4).cast(pl.String).fill_null("none"),
+                pl.lit(f"{tol * 100:g}"),
+            )
+        )
+    return expr.otherwise(None)
+
+
+def board(
+    tests: pl.DataFrame, value: pl.Expr, lo: pl.Expr, hi: pl.Expr, checks: Sequence[tuple[str, str]]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A test's ranked configurations and its unranked runs. `value`, `lo`, `hi`: a run's figure and its 95%
+    interval (null where a run has no repetitions). Returns (rows: one per configuration of ranked runs, ranked with
+    ties, with `value`, `lo`, `hi`, `runs`, `run_ids`, `interval_basis` and the latest run's other columns;
+    unranked: every other measured, unretracted run with its `unranked` reason)."""
+    runs = tests.filter((pl.col("origin") == "measured") & pl.col("retracted_by").is_null()).with_columns(
+        value=value, lo=lo, hi=hi
+    )
+    runs = runs.with_columns(unranked=unranked_reason(checks, "depth" in runs.columns))
+    unranked = runs.filter(pl.col("unranked").is_not_null()).sort(
+        "value", "run_id", descending=[True, False], nulls_last=True
+    )
+    return rank(rows(runs.filter(pl.col("unranked").is_null()))), unranked
+
+
+def rows(ranked: pl.DataFrame) -> pl.DataFrame:
+    """One row per configuration: the median of its runs' figures, an interval from the lowest low to the highest
+    high (never narrower than the spread of its runs' figures), its runs (latest last) and the latest run's other
+    columns."""
+    others = [c for c in ranked.columns if c not in {*KEYS, "value", "lo", "hi"}]
+    grouped = (
+        ranked.sort("started_at", "run_id")
+        .group_by(KEYS, maintain_order=True)
+        .agg(
+            pl.col("value").median(),
+            pl.min_horizontal(pl.col("lo").min(), pl.col("value").min()).alias("lo"),
+            pl.max_horizontal(pl.col("hi").max(), pl.col("value").max()).alias("hi"),
+            *(pl.col(c).last() for c in others),
+            runs=pl.len(),
+            run_ids=pl.col("run_id"),
+            with_interval=pl.col("lo").is_not_null().all(),
+        )
+    )
+    return grouped.join(configurations.differences(grouped), on=KEYS, how="left").with_columns(
+        interval_basis=pl.when(pl.col("runs") >= 2)
+        .then(pl.format("{} runs: lowest low to highest high", pl.col("runs")))
+        .when(pl.col("with_interval"))
+        .then(pl.lit("one run: its repetitions"))
+        .otherwise(pl.lit("one run, one measurement: no interval"))
+    ).drop("with_interval")
+
+
+def rank(rows: pl.DataFrame) -> pl.DataFrame:
+    """Ranks with ties where configurations' intervals overlap (`metrics.ranks_with_ties`), fastest first."""
+    rows = rows.sort("value", "settings_hash", descending=[True, False])
+    ranks = metrics.ranks_with_ties(list(rows.select("lo", "hi").iter_rows()))
+    return rows.with_columns(rank=pl.Series(ranks, dtype=pl.Int64))
+
+
+RANK_RULE = (
+    "One row per configuration (variant settings, test, devices, hardware, engine version); only finished runs on "
+    "known hardware rank, and where the engine has its own benchmark tool (llama-bench, mlx_lm.benchmark, vllm bench) "
+    f"only beside that tool's record of the same test agreeing within ±{metrics.OWN_TOOL_REL_TOL * 100:g}% on every "
+    "figure both report; a row's figure is the median of its runs', its interval spans its runs' intervals, and rows "
+    "whose intervals overlap share a rank."
+)
