@@ -129,7 +129,9 @@ def write_pages(
             unranked=unranked.to_dicts(),
             failures=failures.to_dicts(),
             rank_rule=configurations.RANK_RULE,
-            json_name=_board_json(docs / href, board, unranked, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
+            json_name=_board_json(
+                docs / href, board, unranked, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
+            ),
             tolerance={"first": metrics.LOSS_PARITY_FIRST_STEP_NATS, "rel": metrics.LOSS_PARITY_REL_TOL},
             throughput_chart=chart_sink.html(f"chart-{slug}-throughput", charts.throughput(shown), depth=1)
             + "\n\n"

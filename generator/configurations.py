@@ -77,13 +77,19 @@ def unranked_reason() -> pl.Expr:
         .when(pl.col("parity_problem").is_not_null())
         .then(pl.col("parity_problem"))
         .when(~pl.col("loss_parity_ok"))
-        .then(pl.format("loss departs from the baseline's (largest window gap {})", _pct(pl.col("loss_max_rel_gap"))))
+        .then(
+            pl.format(
+                "loss departs from the baseline's (largest window gap {}, tolerance {})",
+                _pct(pl.col("loss_max_rel_gap")),
+                _pct(pl.col("loss_parity_tol")),
+            )
+        )
         .otherwise(None)
     )
 
 
 def _pct(expr: pl.Expr) -> pl.Expr:
-    return (expr * 100).round(1).cast(pl.String) + pl.lit("%")
+    return (expr * 100).round(2).cast(pl.String) + pl.lit("%")
 
 
 def aa_spreads(repeats: pl.DataFrame) -> dict[tuple[str, int, bool], float]:

@@ -27,6 +27,11 @@ SUMMARY_SCHEMA = {
 RUN_VALUES = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_gib", "peak_rss_gib", "steps_per_s")
 
 
+OPTIMIZER_KEYS = ("lr", "betas", "eps", "weight_decay")
+"""The training hyperparameters every training variant writes out (torch and MLX alike): loss parity requires a run's
+to be its baseline's, as its initial weights and data are."""
+
+
 def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
     cfg = pl.col("config")
     return (
@@ -38,6 +43,12 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
             declared_tokens_per_step=cfg.str.json_path_match("$.derived.tokens_per_step").cast(pl.Float64),
             declared_flops_per_token=cfg.str.json_path_match("$.derived.flops_per_token").cast(pl.Float64),
             compute_precision=cfg.str.json_path_match("$.compute_precision"),
+            # the optimizer's hyperparameters, as the variant wrote them out: the same work trains with the same ones
+            optimizer_settings=pl.concat_str(
+                [cfg.str.json_path_match(f"$.variant.settings.{k}") for k in OPTIMIZER_KEYS],
+                separator=" ",
+                ignore_nulls=False,
+            ),
             weights_sha256=cfg.str.json_path_match("$.initial_weights_sha256"),
             data_sha256=cfg.str.json_path_match("$.data_sha256"),
             # float8 runs: MFU is also given against the precision their matmuls would run in otherwise (bf16)
@@ -237,12 +248,15 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         r: (w, d, n)
         for r, w, d, n in runs.select("run_id", "weights_sha256", "data_sha256", "steps_requested").iter_rows()
     }
+    precision = dict(runs.select("run_id", "compute_precision").iter_rows())
+    optimizer = dict(runs.select("run_id", "optimizer_settings").iter_rows())
     for run_id, baseline in runs.join(baselines, on=keys, how="left").select("run_id", "baseline_run").iter_rows():
         if baseline is None or run_id not in curves:
-            out.append((run_id, baseline, None, None, None, None))
+            out.append((run_id, baseline, None, None, None, None, None))
             continue
         run, base = curves[run_id], curves[baseline]
-        first_gap, rel, ok = metrics.loss_parity(run.first, base.first, run.windows, base.windows)
+        tol = metrics.loss_parity_tolerance(precision[run_id], precision[baseline])
+        first_gap, rel, ok = metrics.loss_parity(run.first, base.first, run.windows, base.windows, tol)
         # proof of the same work: where both records carry the hashes (recorded since 2026-12-01), they must agree
         # (the data hash covers the steps a run asked for: it is compared between runs asking for as many)
         (w1, d1, n1), (w2, d2, n2) = hashes[run_id], hashes[baseline]
@@ -255,12 +269,18 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             ),
             None,
         )
-        out.append((run_id, baseline, first_gap, rel, ok and problem is None, problem))
+        if problem is None and optimizer[run_id] and optimizer[baseline] and optimizer[run_id] != optimizer[baseline]:
+            problem = (
+                f"other optimizer settings than the baseline's ({' '.join(OPTIMIZER_KEYS)}: {optimizer[run_id]} "
+                f"against {optimizer[baseline]})"
+            )
+        out.append((run_id, baseline, first_gap, rel, tol, ok and problem is None, problem))
     schema = {
         "run_id": pl.String,
         "parity_baseline": pl.String,
         "loss_first_gap": pl.Float64,
         "loss_max_rel_gap": pl.Float64,
+        "loss_parity_tol": pl.Float64,
         "loss_parity_ok": pl.Boolean,
         "parity_problem": pl.String,
     }

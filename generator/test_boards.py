@@ -102,13 +102,17 @@ def rows(ranked: pl.DataFrame) -> pl.DataFrame:
             with_interval=pl.col("lo").is_not_null().all(),
         )
     )
-    return grouped.join(configurations.differences(grouped), on=KEYS, how="left").with_columns(
-        interval_basis=pl.when(pl.col("runs") >= 2)
-        .then(pl.format("{} runs: lowest low to highest high", pl.col("runs")))
-        .when(pl.col("with_interval"))
-        .then(pl.lit("one run: its repetitions"))
-        .otherwise(pl.lit("one run, one measurement: no interval"))
-    ).drop("with_interval")
+    return (
+        grouped.join(configurations.differences(grouped), on=KEYS, how="left")
+        .with_columns(
+            interval_basis=pl.when(pl.col("runs") >= 2)
+            .then(pl.format("{} runs: lowest low to highest high", pl.col("runs")))
+            .when(pl.col("with_interval"))
+            .then(pl.lit("one run: its repetitions"))
+            .otherwise(pl.lit("one run, one measurement: no interval"))
+        )
+        .drop("with_interval")
+    )
 
 
 def rank(rows: pl.DataFrame) -> pl.DataFrame:

@@ -275,8 +275,24 @@ def window_means(values: Sequence[float], window_steps: int) -> list[float]:
     ]
 
 
+LOSS_PARITY_REL_TOL_FP32 = 0.001
+"""The same, when the run and its baseline both compute in full fp32 (no TF32, no bf16): then only the order of
+reductions differs. Repeats of the fp32 stock baseline on 2×H200 stay within 0.0104% of each other and are identical
+on CPU, while on the tiny CPU model (two processes, fp32) a frozen block moves the loss by 0.30% and a missing block
+by 0.67% (tests/test_claims_and_parity.py): 3% would let both pass, 0.1% neither."""
+
+
+def loss_parity_tolerance(precision: str | None, baseline_precision: str | None) -> float:
+    """The relative window tolerance for a pair of runs, from the precision each one's matmuls ran in."""
+    return LOSS_PARITY_REL_TOL_FP32 if precision == baseline_precision == "fp32" else LOSS_PARITY_REL_TOL
+
+
 def loss_parity(
-    first: float, baseline_first: float, windows: Sequence[float], baseline_windows: Sequence[float]
+    first: float,
+    baseline_first: float,
+    windows: Sequence[float],
+    baseline_windows: Sequence[float],
+    rel_tol: float = LOSS_PARITY_REL_TOL,
 ) -> tuple[float, float, bool]:
     """(first-step gap in nats, largest relative window gap, within tolerance) against the baseline.
 
@@ -287,7 +303,7 @@ def loss_parity(
     rel = max(
         (abs(w - b) / abs(b) for w, b in zip(windows[:common], baseline_windows[:common], strict=True)), default=0.0
     )
-    return first_gap, rel, first_gap <= LOSS_PARITY_FIRST_STEP_NATS and rel <= LOSS_PARITY_REL_TOL
+    return first_gap, rel, first_gap <= LOSS_PARITY_FIRST_STEP_NATS and rel <= rel_tol
 
 
 # --- repeats and scaling ------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from generator import checks, derive, load, validate
 from runners import claims, metrics, retract, schema, spec, store
+from tests.conftest import ROOT, run_module
 
 SEED_CLAIMS = spec.SUITES_DIR.parent / "claims" / "seed.toml"
 
@@ -169,3 +171,67 @@ def test_other_initial_weights_or_data_fail_parity_whatever_the_loss_says(tmp_pa
     unranked = derive.candidates(derive.run_summary(loaded.runs, loaded.rows))
     reasons = dict(unranked.select("run_id", "unranked").iter_rows())
     assert reasons["same-work"] is None and reasons["other-data"].startswith("other data")
+
+
+DEFECTS = '''\
+"""Fault injection for tests/test_claims_and_parity.py: a runner that trains something else than it says."""
+import os
+
+_defect = os.environ.get("FAIRFIGHT_TEST_DEFECT")
+if _defect:
+    from runners import torch_model
+
+    _load = torch_model.GPT.load_numpy
+
+    def load_numpy(self, weights):
+        _load(self, weights)
+        if _defect == "frozen":  # the first block never trains
+            self.blocks[0].requires_grad_(False)
+        elif _defect == "missing":  # the last block is dropped after loading
+            self.blocks = self.blocks[:-1]
+
+    torch_model.GPT.load_numpy = load_numpy
+'''
+
+
+@pytest.mark.slow
+def test_a_frozen_or_missing_layer_or_another_learning_rate_fails_parity(tmp_path: Path) -> None:
+    """Real runs of the tiny model on CPU in full fp32 against the fp32 stock baseline: the same settings pass, and a
+    run whose first block is frozen, whose last block is missing (both injected into the real trainer through a
+    sitecustomize module, as a defective runner would do it), or whose learning rate is halved fails, each with its
+    reason. The initial weights and data are the baseline's in all of them: only the loss curve (within 0.1% for a
+    pair of fp32 runs) or the optimizer settings can tell."""
+    data = tmp_path / "data"
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(DEFECTS)
+    bench = ("runners", "bench", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-mb4", "--data-dir", str(data))
+    fp32 = ("--variant", "ddp-amp-stock", "--set", "precision=fp32")
+    path = os.pathsep.join([str(hook), str(ROOT)])
+    run_module(*bench, "--variant", "ddp-fp32-stock")
+    notes = {}
+    for label, extra, defect in (
+        ("same", (), ""),
+        ("lr", ("--set", "lr=0.0005"), ""),
+        ("frozen", (), "frozen"),
+        ("missing", (), "missing"),
+    ):
+        before = set(data.rglob("*.parquet"))
+        run_module(*bench, *fp32, *extra, "--note", label, PYTHONPATH=path, FAIRFIGHT_TEST_DEFECT=defect)
+        (made,) = set(data.rglob("*.parquet")) - before
+        notes[label] = made.stem
+    loaded = load.load(data)
+    rows = {r["run_id"]: r for r in derive.run_summary(loaded.runs, loaded.rows).to_dicts()}
+    same, lr, frozen, missing = (rows[notes[k]] for k in ("same", "lr", "frozen", "missing"))
+    assert same["loss_parity_ok"] is True and same["loss_parity_tol"] == metrics.LOSS_PARITY_REL_TOL_FP32
+    for run in (frozen, missing):
+        assert run["loss_parity_ok"] is False and run["parity_problem"] is None, run
+        assert run["loss_max_rel_gap"] > metrics.LOSS_PARITY_REL_TOL_FP32
+        assert run["loss_max_rel_gap"] < metrics.LOSS_PARITY_REL_TOL  # the bf16 tolerance would have let it pass
+        assert run["weights_sha256"] == same["weights_sha256"] and run["data_sha256"] == same["data_sha256"]
+    assert lr["loss_parity_ok"] is False and lr["parity_problem"].startswith("other optimizer settings")
+    reasons = dict(
+        derive.candidates(derive.run_summary(loaded.runs, loaded.rows)).select("run_id", "unranked").iter_rows()
+    )
+    assert reasons[same["run_id"]] is None
+    assert reasons[frozen["run_id"]].startswith("loss departs from the baseline's")
