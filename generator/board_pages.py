@@ -132,7 +132,12 @@ def write_pages(
             json_name=_board_json(
                 docs / href, board, unranked, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
             ),
-            tolerance={"first": metrics.LOSS_PARITY_FIRST_STEP_NATS, "rel": metrics.LOSS_PARITY_REL_TOL},
+            tolerance={
+                "first": metrics.LOSS_PARITY_FIRST_STEP_NATS,
+                "rel": metrics.LOSS_PARITY_REL_TOL,
+                "fp32": metrics.LOSS_PARITY_REL_TOL_FP32,
+                "mean": metrics.LOSS_PARITY_MEAN_REL_TOL,
+            },
             throughput_chart=chart_sink.html(f"chart-{slug}-throughput", charts.throughput(shown), depth=1)
             + "\n\n"
             + chart_sink.html(f"chart-{slug}-speedup", charts.speedup(shown), depth=1)

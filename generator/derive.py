@@ -96,8 +96,8 @@ def _shapes(runs: pl.DataFrame) -> pl.DataFrame:
       sequence × devices; `metrics.train_flops_per_token` of config.model), never taken from the figures a file
       declares (which `checks` holds against these). A claim, which has no shapes, keeps its own."""
     out = []
-    for run_id, suite, workload, origin, text in runs.select(
-        "run_id", "suite", "workload", "origin", "config"
+    for run_id, suite, workload, origin, label, text in runs.select(
+        "run_id", "suite", "workload", "origin", "variant", "config"
     ).iter_rows():
         config = json.loads(text)
         work = config.get("workload") if isinstance(config.get("workload"), dict) else {}
@@ -108,12 +108,14 @@ def _shapes(runs: pl.DataFrame) -> pl.DataFrame:
             scale = work.get("world_size") == defined["world_size"]
             sweep = work.get("micro_batch") != defined["micro_batch"] or work.get("seq_len") != defined["seq_len"]
             baseline = defined["variants"][0] if defined["variants"] else None
+            listed = defined["variants"]
         else:
             overridden = work.get("overridden") if isinstance(work.get("overridden"), list) else []
             full, scale = "steps" not in overridden, "world_size" not in overridden
             sweep = bool({"micro_batch", "seq_len"} & set(overridden))
             variants = work.get("variants") if isinstance(work.get("variants"), list) else []
             baseline = variants[0] if variants else None
+            listed = variants
         batch, seq, world = (work.get(k) for k in ("micro_batch", "seq_len", "world_size"))
         tokens = batch * seq * world if all(isinstance(v, int) for v in (batch, seq, world)) else None
         flops = metrics.train_flops_per_token_of(config.get("model"), seq)
@@ -121,9 +123,11 @@ def _shapes(runs: pl.DataFrame) -> pl.DataFrame:
             declared = config.get("derived") if isinstance(config.get("derived"), dict) else {}
             tokens, flops = tokens or declared.get("tokens_per_step"), flops or declared.get("flops_per_token")
         figures = (None if v is None else float(v) for v in (tokens, flops))
-        out.append((run_id, full, scale, sweep, baseline, *figures))
+        order = listed.index(label) if label in listed else None  # a sweep's label (`name[key=value]`) is not listed
+        out.append((run_id, full, scale, sweep, baseline, order, *figures))
     schema_ = {"run_id": pl.String, "full_length": pl.Boolean, "suite_scale": pl.Boolean, "sweep_point": pl.Boolean,
-               "baseline_variant": pl.String, "tokens_per_step": pl.Float64, "flops_per_token": pl.Float64}  # fmt: skip
+               "baseline_variant": pl.String, "variant_order": pl.Int64, "tokens_per_step": pl.Float64,
+               "flops_per_token": pl.Float64}  # fmt: skip
     return pl.DataFrame(out, schema=schema_, orient="row")
 
 
@@ -222,7 +226,9 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """Each measured run's loss against its baseline: the run of the workload's first variant with the same
     accelerator, device count and micro-batch that has the most steady loss windows, the latest of those (null
     where there is none). A baseline stopped by its time budget still counts: the stock fp32 run rarely finishes
-    2000 steps, and the comparison covers the windows both runs have."""
+    2000 steps, and the comparison covers the windows both runs have. Over the whole run, each run is also held
+    against the latest full-length run of the first stock variant the suite lists on the same key
+    (`whole_run_baseline`: bf16 DDP on the seed's workloads), by the mean window gap (`metrics.loss_parity_whole`)."""
     curves = _loss_curves(runs, rows)
     keys = ["suite", "workload", "accelerator", "accelerator_count", "micro_batch"]
     windows = pl.DataFrame(
@@ -243,6 +249,22 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .group_by(keys)
         .agg(baseline_run=pl.col("run_id").last())
     )
+    # the whole run: the latest full-length run of the first stock variant the suite lists that has one on the key
+    whole = (
+        runs.join(windows, on="run_id")
+        .filter(
+            pl.col("full_length")
+            & (pl.col("tier") == "stock")
+            & pl.col("variant_order").is_not_null()
+            & pl.col("retracted_by").is_null()
+            & (pl.col("status") == "ok")
+            & (pl.col("origin") == "measured")
+            & (pl.col("loss_windows") > 0)
+        )
+        .sort("variant_order", "started_at", descending=[True, False])
+        .group_by(keys)
+        .agg(whole_baseline=pl.col("run_id").last())
+    )
     out = []
     hashes = {
         r: (w, d, n)
@@ -250,9 +272,12 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     }
     precision = dict(runs.select("run_id", "compute_precision").iter_rows())
     optimizer = dict(runs.select("run_id", "optimizer_settings").iter_rows())
-    for run_id, baseline in runs.join(baselines, on=keys, how="left").select("run_id", "baseline_run").iter_rows():
+    paired = runs.join(baselines, on=keys, how="left", nulls_equal=True).join(
+        whole, on=keys, how="left", nulls_equal=True
+    )
+    for run_id, baseline, whole_run in paired.select("run_id", "baseline_run", "whole_baseline").iter_rows():
         if baseline is None or run_id not in curves:
-            out.append((run_id, baseline, None, None, None, None, None))
+            out.append((run_id, baseline, None, None, None, None, None, None, None, None))
             continue
         run, base = curves[run_id], curves[baseline]
         tol = metrics.loss_parity_tolerance(precision[run_id], precision[baseline])
@@ -274,13 +299,28 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
                 f"other optimizer settings than the baseline's ({' '.join(OPTIMIZER_KEYS)}: {optimizer[run_id]} "
                 f"against {optimizer[baseline]})"
             )
-        out.append((run_id, baseline, first_gap, rel, tol, ok and problem is None, problem))
+        # over the whole run, against a full-length stock run (the fp32 baseline above stops on its time budget)
+        mean_gap = None
+        if whole_run is not None and whole_run != run_id and curves[whole_run].windows:
+            mean_gap, whole_ok = metrics.loss_parity_whole(run.windows, curves[whole_run].windows)
+            if problem is None and not whole_ok:
+                problem = (
+                    f"loss drifts from the full-length stock run's over the whole run (mean window gap "
+                    f"{mean_gap:.2%}, tolerance {metrics.LOSS_PARITY_MEAN_REL_TOL:.0%})"
+                )
+        whole_tol = None if mean_gap is None else metrics.LOSS_PARITY_MEAN_REL_TOL
+        out.append(
+            (run_id, baseline, first_gap, rel, tol, whole_run, mean_gap, whole_tol, ok and problem is None, problem)
+        )
     schema = {
         "run_id": pl.String,
         "parity_baseline": pl.String,
         "loss_first_gap": pl.Float64,
         "loss_max_rel_gap": pl.Float64,
         "loss_parity_tol": pl.Float64,
+        "whole_run_baseline": pl.String,
+        "loss_mean_rel_gap": pl.Float64,
+        "loss_mean_rel_tol": pl.Float64,
         "loss_parity_ok": pl.Boolean,
         "parity_problem": pl.String,
     }

@@ -223,6 +223,7 @@ def test_a_frozen_or_missing_layer_or_another_learning_rate_fails_parity(tmp_pat
     loaded = load.load(data)
     rows = {r["run_id"]: r for r in derive.run_summary(loaded.runs, loaded.rows).to_dicts()}
     same, lr, frozen, missing = (rows[notes[k]] for k in ("same", "lr", "frozen", "missing"))
+    rows_by_variant = {r["variant"]: r["run_id"] for r in rows.values() if r["note"] is None}
     assert same["loss_parity_ok"] is True and same["loss_parity_tol"] == metrics.LOSS_PARITY_REL_TOL_FP32
     for run in (frozen, missing):
         assert run["loss_parity_ok"] is False and run["parity_problem"] is None, run
@@ -230,6 +231,9 @@ def test_a_frozen_or_missing_layer_or_another_learning_rate_fails_parity(tmp_pat
         assert run["loss_max_rel_gap"] < metrics.LOSS_PARITY_REL_TOL  # the bf16 tolerance would have let it pass
         assert run["weights_sha256"] == same["weights_sha256"] and run["data_sha256"] == same["data_sha256"]
     assert lr["loss_parity_ok"] is False and lr["parity_problem"].startswith("other optimizer settings")
+    # over the whole run too, against the full-length fp32 stock run: the mean window gap alone would catch it
+    assert lr["whole_run_baseline"] == rows_by_variant["ddp-fp32-stock"]
+    assert lr["loss_mean_rel_gap"] > metrics.LOSS_PARITY_MEAN_REL_TOL
     reasons = dict(
         derive.candidates(derive.run_summary(loaded.runs, loaded.rows)).select("run_id", "unranked").iter_rows()
     )
