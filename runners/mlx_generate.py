@@ -17,6 +17,7 @@ with a monotonic clock around the whole. Normally started by `python -m runners 
 
 from __future__ import annotations
 
+import collections
 import json
 import random
 import resource
@@ -48,7 +49,7 @@ class _Bench:
 
         self.mx, self.settings, self.vocab = mx, settings, vocab
         t0 = time.perf_counter()
-        self.model, _ = load(str(folder))
+        self.model, self.tokenizer = load(str(folder))
         mx.eval(self.model.parameters())
         self.load_s = time.perf_counter() - t0
         self.rng = random.Random(0)
@@ -81,6 +82,33 @@ class _Bench:
         for _ in generate_step(prompt, self.model, max_tokens=n - 1, prompt_cache=cache):
             pass
         self.mx.synchronize()
+
+    def tool_path(self, n_prompt: int, n_gen: int, repetitions: int) -> list[tuple[float, float]]:
+        """(prompt_tps, generation_tps) of each repetition along mlx-lm's `stream_generate`, called as
+        `mlx_lm.benchmark` calls it (a fresh cache, EOS ignored, one untimed warm-up), in this process on these weights.
+
+        The tool's prompt time is not prompt processing alone: it runs from before `generate_step` makes its cache to
+        the first generated token, after `generate_step` has built and launched the next token's step (its look-ahead)
+        and cleared MLX's buffer cache after the prefill; its generation rate counts n tokens over n − 1 decode steps
+        after a prompt of n_prompt tokens. Timing this path here and comparing it with the tool checks the runner's
+        clock and weights against the tool's on the same definition; the ranked pp and tg are llama-bench's."""
+        from mlx_lm import stream_generate
+
+        self.tokenizer._eos_token_ids = set()  # as mlx_lm.benchmark does: no early stop
+        prompt = [self.rng.randrange(self.vocab) for _ in range(n_prompt)]
+        out = []
+        for rep in range(repetitions + 1):
+            responses = stream_generate(
+                self.model,
+                self.tokenizer,
+                prompt,
+                max_tokens=n_gen,
+                prefill_step_size=self.settings["prefill_step_size"],
+            )
+            last = collections.deque(responses, maxlen=1)  # run it to the end; its last response has both rates
+            if rep and last:  # the first call is the warm-up
+                out.append((last[0].prompt_tps, last[0].generation_tps))
+        return out
 
     def run(self, kind: str, n: int, depth: int, repetitions: int) -> list[float]:
         """Wall seconds of each repetition."""
@@ -168,9 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model folder {folder} ({files['bytes'] / 2**30:.2f} GiB) ready", file=sys.stderr, flush=True)
     bench = _Bench(folder, settings, model.vocab)
     peak: float | None = None
-    for test in entry.tests():
-        if args.workload and test.workload not in args.workload:
-            continue
+    chosen = [t for t in entry.tests() if not args.workload or t.workload in args.workload]
+    tool_path: list[tuple[float, float]] = []
+    if any(t.depth == 0 for t in chosen):  # the tool runs at depth 0 only, so its path is timed for those tests
+        tool_path = bench.tool_path(entry.n_prompt, entry.n_gen, entry.repetitions)
+        print(f"    mlx-lm's generate path: {len(tool_path)} repetitions timed", file=sys.stderr, flush=True)
+    for test in chosen:
         started = datetime.now(UTC)
         samples = bench.run(test.kind, test.n_tokens, test.depth, entry.repetitions)
         peak = memory_gib(mx, entry.device)
@@ -184,6 +215,13 @@ def main(argv: list[str] | None = None) -> int:
                 dict(trial=rep, step=None, phase="steady", metric="test_time_s", value=wall, unit="s"),
                 dict(trial=rep, step=None, phase="steady", metric="tokens_per_s", value=test.n_tokens / wall)
                 | {"unit": "tokens/s"},
+            ]
+        if test.depth == 0:
+            column = 0 if test.kind == "pp" else 1
+            rows += [
+                dict(trial=rep, step=None, phase="steady", metric="tool_path_tokens_per_s", value=figures[column])
+                | {"unit": "tokens/s"}
+                for rep, figures in enumerate(tool_path)
             ]
         run = record.run_columns(
             run_id=llamacpp.run_id(args.run_stamp, test.workload, variant.name),

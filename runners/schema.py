@@ -97,6 +97,8 @@ METRIC_RULES: dict[str, Metric] = {
     "tokens_per_s": Metric("tokens/s", strict=True),
     "llama_time_s": Metric("s"),  # llama.cpp's own counters for the same repetition
     "llama_tokens": Metric("tokens", whole=True),
+    # MLX: the same weights timed along mlx-lm's own generate path, as mlx_lm.benchmark times them (the cross-check)
+    "tool_path_tokens_per_s": Metric("tokens/s", strict=True),
     "tests_completed": Metric("tests", whole=True),
     # vLLM (runners/vllm_engine.py): offline repetitions, and a served point's raw samples per request
     "output_tokens_per_s": Metric("tokens/s", strict=True),

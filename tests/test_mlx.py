@@ -216,6 +216,9 @@ def test_mlx_generation_beside_mlx_lm_benchmark(tmp_path: Path) -> None:
             SMOKE.models["llama-tiny"].total_params - 512 * 256
         )
         assert row["bench_run"] is not None and "-mlx-lm-benchmark-" in row["bench_run"]
+        # mlx-lm's own generate path, timed by the runner as the tool times it: the like-for-like figure
+        assert row["tool_path_rate"] is not None and row["tool_path_rate"] > 0
+        assert row["bench_ratio"] == pytest.approx(row["tool_path_rate"] / row["bench_rate"])
         # the same engine timed two ways: a tiny model on a shared 2-core CPU is noisy, the GPU figures are closer
         assert 0.4 < row["bench_ratio"] < 2.5, row
     imported = tests.filter(pl.col("origin") == "imported")

@@ -15,7 +15,7 @@
 # mlx-lm 0.32.2 and sentencepiece (installed only where the image lacks it), made here beforehand:
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_35_x86_64 \
 #       --platform manylinux_2_28_x86_64 --platform any -d mwh mlx-cuda-13==0.32.4 mlx==0.32.4 mlx-lm==0.32.2 sentencepiece
-#   tar cf - mwh | split -b 50m - .mwh/m          (.mwh/ listed in .git/info/exclude)
+#   tar cf - mwh | split -b 45m - .mwh/m          (.mwh/ listed in .git/info/exclude; a part and the tree must fit in 64 MiB)
 # A call returns at most 8 files from $OUT (one variant's served points and their cross-checks are 6 or more):
 # write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 set -u
