@@ -129,11 +129,8 @@ def write_catalog_pages(
     hardware = (
         measured.filter(pl.col("calibrated_matmul_flops").is_not_null())
         .with_columns(
-            copy=pl.col("calibration").str.json_path_match("$.copy_bytes_per_s").cast(pl.Float64),
-            busbw=pl.col("calibration").str.json_path_match("$.allreduce_busbw_bytes_per_s").cast(pl.Float64),
-            interconnect=pl.col("hardware").str.json_path_match("$.interconnect"),
-            driver=pl.col("hardware").str.json_path_match("$.driver"),
-            cuda=pl.col("hardware").str.json_path_match("$.cuda"),
+            copy=pl.col("copy_bytes_per_s"),
+            busbw=pl.col("busbw_bytes_per_s"),
         )
         .group_by("accelerator", "accelerator_count", "compute_precision", "interconnect", "driver", "cuda")
         .agg(

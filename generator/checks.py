@@ -83,9 +83,7 @@ def checked(loaded: load.Loaded) -> tuple[load.Loaded, pl.DataFrame]:
         return loaded, summary
     path = dict(loaded.runs.select("run_id", "path").iter_rows())
     rejected = [*loaded.rejected, *(load.Rejected(path[r], tuple(problems)) for r, problems in bad.items())]
-    retracting = summary.filter(pl.col("origin") == "retraction").select(
-        "run_id", target=pl.col("config").str.json_path_match("$.retraction.retracts")
-    )
+    retracting = summary.filter(pl.col("origin") == "retraction").select("run_id", target=pl.col("retracts"))
     for run_id, target in retracting.iter_rows():
         if target in bad:
             bad[run_id] = [f"row 0, field 'config': retracts {target!r}, which is rejected"]

@@ -1,8 +1,9 @@
 """One row, one configuration: which runs may rank, which runs are the same configuration, and the figure and
 interval a configuration's row shows.
 
-A configuration is everything that ran (`settings_hash`): the variant and its settings, the environment a sweep
-changed, micro-batch, sequence, steps asked, device count, hardware and the engine's version. Runs of one
+A configuration is everything that ran (`settings_hash`, made where the config is flattened: `columns._settings`):
+the variant and its settings, the environment a sweep changed, micro-batch, sequence, steps asked, device count,
+hardware and the engine's version. Runs of one
 configuration share one row and one rank; runs with one variant name and different settings never merge. A run
 ranks only when it is verified (`unranked_reason` is null); every other run is listed below the ranking with its
 reason. Every formula is in `runners.metrics`.
@@ -10,49 +11,12 @@ reason. Every formula is in `runners.metrics`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 import polars as pl
 
 from runners import metrics
-
-
-def _settings(config_text: str, row: dict[str, Any]) -> dict[str, Any]:
-    """What makes two runs the same configuration (canonical, hashed by `settings_hash`)."""
-    config = json.loads(config_text)
-    variant = config.get("variant") if isinstance(config.get("variant"), dict) else {}
-    work = config.get("workload") if isinstance(config.get("workload"), dict) else {}
-    return {
-        "variant": row["variant"],
-        "settings": variant.get("settings"),
-        "sweep_env": variant.get("sweep_env"),
-        "micro_batch": work.get("micro_batch"),
-        "seq_len": work.get("seq_len"),
-        "steps": work.get("steps_requested", work.get("steps")),
-        "world_size": work.get("world_size"),
-        "engine": row["engine"],
-        "engine_version": row["engine_version"],
-        "accelerator": row["accelerator"],
-        "accelerator_count": row["accelerator_count"],
-        # inference and serving tests: how a depth was filled (older llama.cpp records, without the field, decoded
-        # it on every repetition; at depth 0 nothing is filled) and how many requests a served point sent
-        **({"depth_fills": work.get("depth_fills")} if work.get("depth") else {}),
-        **({"requests": work["requests"]} if "requests" in work else {}),
-    }
-
-
-def with_settings(summary: pl.DataFrame) -> pl.DataFrame:
-    """The summary with `settings_hash` (12 hex digits of the sha256 of `_settings`) and `settings` (its JSON)."""
-    rows = summary.select("run_id", "config", "variant", "engine", "engine_version", "accelerator", "accelerator_count")
-    out = []
-    for row in rows.iter_rows(named=True):
-        text = json.dumps(_settings(row["config"], row), sort_keys=True, separators=(",", ":"))
-        out.append((row["run_id"], hashlib.sha256(text.encode()).hexdigest()[:12], text))
-    frame = pl.DataFrame(out, schema={"run_id": pl.String, "settings_hash": pl.String, "settings": pl.String},
-                         orient="row")  # fmt: skip
-    return summary.join(frame, on="run_id", how="left")
 
 
 def unranked_reason() -> pl.Expr:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from generator import configurations
+from generator import columns, configurations
 from runners import metrics, schema
 
 SUMMARY_SCHEMA = {
@@ -27,108 +27,17 @@ SUMMARY_SCHEMA = {
 RUN_VALUES = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_gib", "peak_rss_gib", "steps_per_s")
 
 
-OPTIMIZER_KEYS = ("lr", "betas", "eps", "weight_decay")
-"""The training hyperparameters every training variant writes out (torch and MLX alike): loss parity requires a run's
-to be its baseline's, as its initial weights and data are."""
-
-
 def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
-    cfg = pl.col("config")
-    return (
-        runs.with_columns(
-            warmup_steps=cfg.str.json_path_match("$.workload.warmup_steps").cast(pl.Int64),
-            window_steps=cfg.str.json_path_match("$.workload.window_steps").cast(pl.Int64),
-            steps_requested=cfg.str.json_path_match("$.workload.steps_requested").cast(pl.Int64),
-            micro_batch=cfg.str.json_path_match("$.workload.micro_batch").cast(pl.Int64),
-            declared_tokens_per_step=cfg.str.json_path_match("$.derived.tokens_per_step").cast(pl.Float64),
-            declared_flops_per_token=cfg.str.json_path_match("$.derived.flops_per_token").cast(pl.Float64),
-            compute_precision=cfg.str.json_path_match("$.compute_precision"),
-            # the optimizer's hyperparameters, as the variant wrote them out: the same work trains with the same ones
-            optimizer_settings=pl.concat_str(
-                [cfg.str.json_path_match(f"$.variant.settings.{k}") for k in OPTIMIZER_KEYS],
-                separator=" ",
-                ignore_nulls=False,
-            ),
-            weights_sha256=cfg.str.json_path_match("$.initial_weights_sha256"),
-            data_sha256=cfg.str.json_path_match("$.data_sha256"),
-            # float8 runs: MFU is also given against the precision their matmuls would run in otherwise (bf16)
-            reference_precision=cfg.str.json_path_match("$.reference_precision"),
-            reference_matmul_flops=pl.col("calibration")
-            .str.json_path_match("$.reference_matmul_flops")
-            .cast(pl.Float64),
-            description=pl.coalesce(
-                cfg.str.json_path_match("$.variant.description"), cfg.str.json_path_match("$.claim.description")
-            ),
-            calibrated_matmul_flops=pl.col("calibration").str.json_path_match("$.matmul_flops").cast(pl.Float64),
-            device=pl.col("hardware").str.json_path_match("$.device"),
-            cpu_cores=pl.col("hardware").str.json_path_match("$.cpu_cores").cast(pl.Int64),
-            note=cfg.str.json_path_match("$.note"),
-            # other jobs may have used the rest of the host: the operator said something about the run (`--note`)
-            # and it used fewer of the host's GPUs than the host has (both recorded by the runner)
-            shared_host=cfg.str.json_path_match("$.note").is_not_null()
-            & (
-                pl.col("hardware").str.json_path_match("$.host_accelerator_count").cast(pl.Int64)
-                > pl.col("accelerator_count")
-            ).fill_null(False),
-        )
-        .join(_shapes(runs), on="run_id", how="left")
-        .with_columns(
-            # a configuration as the suite pins it (no sweep setting, no other micro-batch, steps or device count),
-            # run to the end: the only kind of run a headline ("best") may name
-            headline=(pl.col("status") == "ok")
-            & pl.col("full_length")
-            & pl.col("suite_scale")
-            & ~pl.col("sweep_point")
-            & ~pl.col("variant").str.contains("[", literal=True),
-        )
+    """The runs flattened (`columns.flatten`), with `headline`: a configuration as the suite pins it (no sweep
+    setting, no other micro-batch, steps or device count), run to the end, the only kind of run a headline ("best")
+    may name."""
+    return columns.flatten(runs).with_columns(
+        headline=(pl.col("status") == "ok")
+        & pl.col("full_length")
+        & pl.col("suite_scale")
+        & ~pl.col("sweep_point")
+        & ~pl.col("variant").str.contains("[", literal=True),
     )
-
-
-def _shapes(runs: pl.DataFrame) -> pl.DataFrame:
-    """What each run's shape means, from its config parsed once:
-
-    - how it compares with its workload as the suite file defines it now (`schema.suite_workloads`), never with the
-      record's own account of what it changed: `full_length` (all the workload's steps asked), `suite_scale` (its
-      device count), `sweep_point` (another micro-batch or sequence), and the workload's `baseline_variant` (its
-      first). A workload the suite file does not define (inference and serving tests, claims) falls back on the
-      record's `workload.overridden` and `workload.variants`;
-    - tokens per step and model FLOPs per token as the site publishes them, computed from the shapes (micro-batch ×
-      sequence × devices; `metrics.train_flops_per_token` of config.model), never taken from the figures a file
-      declares (which `checks` holds against these). A claim, which has no shapes, keeps its own."""
-    out = []
-    for run_id, suite, workload, origin, label, text in runs.select(
-        "run_id", "suite", "workload", "origin", "variant", "config"
-    ).iter_rows():
-        config = json.loads(text)
-        work = config.get("workload") if isinstance(config.get("workload"), dict) else {}
-        defined = schema.suite_workloads(suite).get(workload)
-        if defined is not None:
-            steps = work.get("steps_requested", work.get("steps"))
-            full = steps == defined["steps"]
-            scale = work.get("world_size") == defined["world_size"]
-            sweep = work.get("micro_batch") != defined["micro_batch"] or work.get("seq_len") != defined["seq_len"]
-            baseline = defined["variants"][0] if defined["variants"] else None
-            listed = defined["variants"]
-        else:
-            overridden = work.get("overridden") if isinstance(work.get("overridden"), list) else []
-            full, scale = "steps" not in overridden, "world_size" not in overridden
-            sweep = bool({"micro_batch", "seq_len"} & set(overridden))
-            variants = work.get("variants") if isinstance(work.get("variants"), list) else []
-            baseline = variants[0] if variants else None
-            listed = variants
-        batch, seq, world = (work.get(k) for k in ("micro_batch", "seq_len", "world_size"))
-        tokens = batch * seq * world if all(isinstance(v, int) for v in (batch, seq, world)) else None
-        flops = metrics.train_flops_per_token_of(config.get("model"), seq)
-        if origin == "claim":
-            declared = config.get("derived") if isinstance(config.get("derived"), dict) else {}
-            tokens, flops = tokens or declared.get("tokens_per_step"), flops or declared.get("flops_per_token")
-        figures = (None if v is None else float(v) for v in (tokens, flops))
-        order = listed.index(label) if label in listed else None  # a sweep's label (`name[key=value]`) is not listed
-        out.append((run_id, full, scale, sweep, baseline, order, *figures))
-    schema_ = {"run_id": pl.String, "full_length": pl.Boolean, "suite_scale": pl.Boolean, "sweep_point": pl.Boolean,
-               "baseline_variant": pl.String, "variant_order": pl.Int64, "tokens_per_step": pl.Float64,
-               "flops_per_token": pl.Float64}  # fmt: skip
-    return pl.DataFrame(out, schema=schema_, orient="row")
 
 
 def env_changes(runs: pl.DataFrame) -> pl.DataFrame:
@@ -296,8 +205,8 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         )
         if problem is None and optimizer[run_id] and optimizer[baseline] and optimizer[run_id] != optimizer[baseline]:
             problem = (
-                f"other optimizer settings than the baseline's ({' '.join(OPTIMIZER_KEYS)}: {optimizer[run_id]} "
-                f"against {optimizer[baseline]})"
+                f"other optimizer settings than the baseline's ({' '.join(columns.OPTIMIZER_KEYS)}: "
+                f"{optimizer[run_id]} against {optimizer[baseline]})"
             )
         # over the whole run, against a full-length stock run (the fp32 baseline above stops on its time budget)
         mean_gap = None
@@ -337,19 +246,19 @@ def step_time_quantiles(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def retractions(runs: pl.DataFrame) -> pl.DataFrame:
-    """Per retracted run: the retraction record's id, its reason and when it was made."""
-    cfg = pl.col("config")
+    """Per retracted run: the retraction record's id, its reason and when it was made (from flattened runs)."""
     return runs.filter(pl.col("origin") == "retraction").select(
-        run_id=cfg.str.json_path_match("$.retraction.retracts"),
+        run_id=pl.col("retracts"),
         retracted_by=pl.col("run_id"),
-        retraction_reason=cfg.str.json_path_match("$.retraction.reason"),
+        retraction_reason=pl.col("retraction_reason_text"),
         retracted_at=pl.col("started_at"),
     )
 
 
 def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per run with its headline numbers (null where a run has none, e.g. a failure)."""
-    runs = _config_fields(runs).join(retractions(runs), on="run_id", how="left")
+    runs = _config_fields(runs)
+    runs = runs.join(retractions(runs), on="run_id", how="left")
     run_values = (
         # only metrics the schema names: a file's own run-level metric must never become (or shadow) a column
         rows.filter(pl.col("phase") == "run", pl.col("metric").is_in(list(schema.METRIC_RULES)))
@@ -421,37 +330,33 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         metrics.datasheet_peak_flops(acc, ref) if ref else None
         for acc, ref in summary.select("accelerator", "reference_precision").iter_rows()
     ]
-    return (
-        configurations.with_settings(summary)
-        .with_columns(
-            datasheet_peak_flops=pl.Series(peaks, dtype=pl.Float64),
-            reference_peak_flops=pl.Series(references, dtype=pl.Float64),
-            flops_ceiling=pl.Series(ceilings, dtype=pl.Float64),
-            unverified=pl.Series(unverified, dtype=pl.String),
-            # one calibrated peak per hardware model and precision: the median of every measured run's own (each
-            # run's is on its page), so that one host's noisy calibration does not move a run's MFU
-            model_matmul_flops=pl.col("calibrated_matmul_flops")
-            .filter(pl.col("origin") == "measured")
-            .median()
-            .over("accelerator", pl.col("calibration").str.json_path_match("$.matmul_precision")),
-            model_reference_matmul_flops=pl.col("reference_matmul_flops")
-            .filter(pl.col("origin") == "measured")
-            .median()
-            .over("accelerator", "reference_precision"),
-        )
-        .with_columns(
-            mfu_datasheet=model_flops_per_s / (pl.col("datasheet_peak_flops") * pl.col("accelerator_count")),
-            mfu_calibrated=model_flops_per_s / (pl.col("model_matmul_flops") * pl.col("accelerator_count")),
-            ceiling_fraction=model_flops_per_s / pl.col("flops_ceiling"),
-            # every window must be possible too, not only the median (a file can hide impossible windows behind it)
-            fastest_window_fraction=pl.col("flops_per_token")
-            * pl.col("tokens_per_step")
-            * pl.col("fastest_window_steps_per_s")
-            / pl.col("flops_ceiling"),
-            mfu_datasheet_reference=model_flops_per_s / (pl.col("reference_peak_flops") * pl.col("accelerator_count")),
-            mfu_calibrated_reference=model_flops_per_s
-            / (pl.col("model_reference_matmul_flops") * pl.col("accelerator_count")),
-        )
+    return summary.with_columns(
+        datasheet_peak_flops=pl.Series(peaks, dtype=pl.Float64),
+        reference_peak_flops=pl.Series(references, dtype=pl.Float64),
+        flops_ceiling=pl.Series(ceilings, dtype=pl.Float64),
+        unverified=pl.Series(unverified, dtype=pl.String),
+        # one calibrated peak per hardware model and precision: the median of every measured run's own (each
+        # run's is on its page), so that one host's noisy calibration does not move a run's MFU
+        model_matmul_flops=pl.col("calibrated_matmul_flops")
+        .filter(pl.col("origin") == "measured")
+        .median()
+        .over("accelerator", "matmul_precision"),
+        model_reference_matmul_flops=pl.col("reference_matmul_flops")
+        .filter(pl.col("origin") == "measured")
+        .median()
+        .over("accelerator", "reference_precision"),
+    ).with_columns(
+        mfu_datasheet=model_flops_per_s / (pl.col("datasheet_peak_flops") * pl.col("accelerator_count")),
+        mfu_calibrated=model_flops_per_s / (pl.col("model_matmul_flops") * pl.col("accelerator_count")),
+        ceiling_fraction=model_flops_per_s / pl.col("flops_ceiling"),
+        # every window must be possible too, not only the median (a file can hide impossible windows behind it)
+        fastest_window_fraction=pl.col("flops_per_token")
+        * pl.col("tokens_per_step")
+        * pl.col("fastest_window_steps_per_s")
+        / pl.col("flops_ceiling"),
+        mfu_datasheet_reference=model_flops_per_s / (pl.col("reference_peak_flops") * pl.col("accelerator_count")),
+        mfu_calibrated_reference=model_flops_per_s
+        / (pl.col("model_reference_matmul_flops") * pl.col("accelerator_count")),
     )
 
 
@@ -481,17 +386,16 @@ def _speed_baselines(summary: pl.DataFrame, ranked: pl.DataFrame, keys: list[str
     suite file's order (its baseline first; for a workload the file does not define, as its newest run lists
     them), that has ranked runs on that key; its speed is the median of those runs' medians. A baseline that
     never ranks (fp32 stopped by its budget) is passed over."""
-    order = {}
-    for suite, workload, text in (
-        summary.filter(pl.col("origin") == "measured")
-        .sort("started_at")
-        .group_by("suite", "workload")
-        .agg(pl.col("config").last())
-        .iter_rows()
-    ):
-        defined = schema.suite_workloads(suite).get(workload)
-        listed = (json.loads(text).get("workload") or {}).get("variants")
-        order[(suite, workload)] = defined["variants"] if defined else listed if isinstance(listed, list) else []
+    order = {
+        (suite, workload): listed
+        for suite, workload, listed in (
+            summary.filter(pl.col("origin") == "measured")
+            .sort("started_at")
+            .group_by("suite", "workload")
+            .agg(pl.col("listed_variants").last())
+            .iter_rows()
+        )
+    }
     speeds = ranked.group_by([*keys, "variant"]).agg(rate=pl.col("steps_per_s").median())
     out = []
     for key, group in speeds.group_by(keys):

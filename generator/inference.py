@@ -20,7 +20,7 @@ run id with this inserted before the random suffix."""
 
 def is_inference(summary: pl.DataFrame) -> pl.Series:
     """Which runs are inference tests (their workload's kind is pp or tg)."""
-    return summary["config"].str.json_path_match("$.workload.kind").is_in(KINDS).fill_null(False)
+    return summary["kind"].is_in(KINDS).fill_null(False)
 
 
 def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
@@ -28,21 +28,10 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     mean ± standard deviation), llama.cpp's own counters' rate, the bytes a decoded token reads and the MBU
     against the datasheet bandwidth; the engine's own tool's record of the same test, weights and settings is paired
     with the runner's (`bench_*` columns; `bench_ratio` is runner / tool of the means, the runner's figure being its
-    timing of the tool's own path where it has one, `tool_path_rate`, and `test_ratio` its test's). `depth_fills` is how many
-    repetitions decoded their depth (null in records older than the runner's depth-state reuse, which decoded it
-    on every repetition, and in llama-bench's)."""
-    cfg = pl.col("config")
-    runs = summary.filter(is_inference(summary)).with_columns(
-        kind=cfg.str.json_path_match("$.workload.kind"),
-        n_tokens=cfg.str.json_path_match("$.workload.n_tokens").cast(pl.Int64),
-        depth=cfg.str.json_path_match("$.workload.depth").cast(pl.Int64),
-        weights=cfg.str.json_path_match("$.variant.settings.weights"),
-        model_name=cfg.str.json_path_match("$.model.name"),
-        model_sha256=cfg.str.json_path_match("$.model_file.sha256"),
-        model_gib=cfg.str.json_path_match("$.model_file.bytes").cast(pl.Float64) / 2**30,
-        decode_bytes_per_token=cfg.str.json_path_match("$.derived.decode_bytes_per_token").cast(pl.Float64),
-        depth_fills=cfg.str.json_path_match("$.workload.depth_fills").cast(pl.Int64),
-    )
+    timing of the tool's own path where it has one, `tool_path_rate`, and `test_ratio` its test's). `depth_fills` is
+    how many repetitions decoded their depth (null in records older than the runner's depth-state reuse, which
+    decoded it on every repetition, and in llama-bench's)."""
+    runs = summary.filter(is_inference(summary))
     reps = (
         rows.filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("phase") == "steady")
         .pivot(on="metric", index=["run_id", "trial"], values="value", aggregate_function="first")

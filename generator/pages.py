@@ -19,6 +19,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
+from generator import columns
 from runners import shapes
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "site_src" / "templates"
@@ -180,7 +181,8 @@ def board_config(text: str) -> dict[str, Any]:
     """The part of a run's config that a board's header describes, every key present (None where the record has
     none): the header is built here, from a config whose values `runners.shapes` already checked, and a record
     without a model or workload section gets dashes instead of taking the page down."""
-    raw = json.loads(text)
+    raw = columns.parsed(text)
+    raw = raw if isinstance(raw, dict) else {}
     out: dict[str, Any] = {"suite_description": raw.get("suite_description")}
     for section, keys in _HEADER.items():
         values = raw.get(section) if isinstance(raw.get(section), dict) else {}
@@ -195,7 +197,7 @@ def board_config(text: str) -> dict[str, Any]:
 
 def claim_unknowns(config: str) -> str:
     """What a claim's source leaves unsaid, from its record's config."""
-    return ", ".join(json.loads(config).get("claim", {}).get("unknown", [])) or "–"
+    return ", ".join(columns.parsed(config).get("claim", {}).get("unknown", [])) or "–"
 
 
 def environment() -> jinja2.Environment:

@@ -23,7 +23,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import charts, pages
+from generator import charts, columns, pages
 from runners import shapes
 
 
@@ -347,7 +347,7 @@ def _render(
     for run in runs:
         run_id = run["run_id"]
         slug = pages.slug(run_id)
-        config = json.loads(run["config"])
+        config = columns.parsed(run["config"])
         chart_json, svg_name = None, None
         csv_name = f"{slug}.csv" if run_id in with_csv else None
         run_texts = texts.get(run_id)
@@ -362,10 +362,10 @@ def _render(
             csv_name=csv_name,
             config=config,
             settings=settings_rows(config),
-            hardware=_flat(json.loads(run["hardware"])),
-            software=_flat(json.loads(run["software"])),
-            environment=_flat(json.loads(run["environment"])),
-            calibration=_flat(json.loads(run["calibration"])) if run["calibration"] else [],
+            hardware=_flat(columns.parsed(run["hardware"])),
+            software=_flat(columns.parsed(run["software"])),
+            environment=_flat(columns.parsed(run["environment"])),
+            calibration=_flat(columns.parsed(run["calibration"])) if run["calibration"] else [],
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",
             stylesheets=stylesheets,
             chart_json=chart_json,

@@ -9,8 +9,6 @@ tool's records go through the very same code.
 
 from __future__ import annotations
 
-import json
-
 import polars as pl
 
 from generator import derive, test_boards
@@ -22,7 +20,7 @@ BENCH_TAG = "-vllm-bench-"
 
 
 def is_serving(summary: pl.DataFrame) -> pl.Series:
-    return summary["config"].str.json_path_match("$.workload.kind").is_in(KINDS).fill_null(False)
+    return summary["kind"].is_in(KINDS).fill_null(False)
 
 
 def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> list[dict]:
@@ -32,15 +30,14 @@ def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> list[dict]:
     )
     by_run = {key[0]: g for key, g in samples.partition_by("run_id", as_dict=True).items()}
     out = []
-    for run_id, config in served.select("run_id", "config").iter_rows():
+    for run_id, slo_ttft_ms, slo_tpot_ms in served.select("run_id", "slo_ttft_ms", "slo_tpot_ms").iter_rows():
         group = by_run.get(run_id)
         if group is None:
             continue
-        entry = json.loads(config)["workload"]["serving"]
         requests, duration = metrics.requests_from_rows(group.select("trial", "step", "metric", "value").to_dicts())
         if duration <= 0:
             continue
-        figures = metrics.serving_metrics(requests, duration, entry["slo_ttft_ms"], entry["slo_tpot_ms"])
+        figures = metrics.serving_metrics(requests, duration, slo_ttft_ms, slo_tpot_ms)
         out.append({"run_id": run_id, **figures})
     return out
 
@@ -52,19 +49,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     TTFT, TPOT, ITL and end-to-end latency). At one request in flight, the decode rate is 1000 / median TPOT and its
     MBU is the bytes a decoded token reads × that rate ÷ the datasheet bandwidth. vLLM's bench tool's record of the
     same test is paired with the runner's (`bench_*` columns; ratios are runner / tool)."""
-    cfg = pl.col("config")
-    runs = summary.filter(is_serving(summary)).with_columns(
-        kind=cfg.str.json_path_match("$.workload.kind"),
-        concurrency=cfg.str.json_path_match("$.workload.concurrency").cast(pl.Int64),
-        request_rate=cfg.str.json_path_match("$.workload.request_rate").cast(pl.Float64),
-        input_len=cfg.str.json_path_match("$.workload.input_len").cast(pl.Int64),
-        output_len=cfg.str.json_path_match("$.workload.output_len").cast(pl.Int64),
-        requests=cfg.str.json_path_match("$.workload.requests").cast(pl.Int64),
-        entry=cfg.str.json_path_match("$.workload.serving.name"),
-        model_name=cfg.str.json_path_match("$.model.name"),
-        dtype=cfg.str.json_path_match("$.variant.settings.dtype"),
-        decode_bytes_per_token=cfg.str.json_path_match("$.derived.decode_bytes_per_token").cast(pl.Float64),
-    )
+    runs = summary.filter(is_serving(summary))
     offline = (
         rows.filter(
             pl.col("run_id").is_in(runs.filter(pl.col("kind") == "offline")["run_id"].implode()),

@@ -81,7 +81,7 @@ def sweep(summary: pl.DataFrame, the_fight: Fight) -> pl.DataFrame:
     workload, verified, unretracted, loss parity passed, at least `SWEEP_MIN_STEPS` steps.
     Where a point has full-length runs only those count. steps/s is the median over runs; the interval spans the
     runs' intervals (lowest low to highest high), so a point repeated on two hosts shows their spread."""
-    model = pl.col("config").str.json_path_match("$.model.name")
+    model = pl.col("model_name")
     fight_model = summary.filter(
         (pl.col("suite") == the_fight.suite)
         & (pl.col("workload") == the_fight.workload)
@@ -207,7 +207,6 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         & ((pl.col("status") == "ok") | pl.col("steps_per_s_lo").is_not_null())
         & pl.col("retracted_by").is_null()
     )
-    cfg = pl.col("config")
 
     def board(frame: pl.DataFrame) -> str | None:
         if not frame.height:
@@ -218,13 +217,8 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
     fight_board = f"leaderboards/{pages.slug(the_fight.suite, the_fight.workload)}.md"
     metal = ok.filter(pl.col("device") == "metal")
     mlx_here = ok.filter((pl.col("engine") == "mlx") & (pl.col("workload") == the_fight.workload))
-    tp = ok.filter(
-        (pl.col("engine") == "vllm")
-        & (cfg.str.json_path_match("$.variant.settings.tensor_parallel_size").cast(pl.Int64) > 1)
-    )
-    big = ok.filter(
-        (pl.col("engine") == "llamacpp") & (cfg.str.json_path_match("$.derived.total_params").cast(pl.Float64) >= 13e9)
-    )
+    tp = ok.filter((pl.col("engine") == "vllm") & (pl.col("tensor_parallel_size") > 1))
+    big = ok.filter((pl.col("engine") == "llamacpp") & (pl.col("total_params") >= 13e9))
     challenger = ok.filter(pl.col("engine") == the_fight.challenger["engine"])
     answered = verdict.get("best") is not None
     return [

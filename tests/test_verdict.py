@@ -49,7 +49,9 @@ def _summary(points: list[dict]) -> pl.DataFrame:
                 "suite": "h100",
                 "workload": "train-gpt-1.27b-mb4",
                 "status": "ok",
-                "config": '{"model": {"name": "gpt-1.27b"}, "variant": {"settings": {}}}',
+                "model_name": "gpt-1.27b",  # the flattened config (generator/columns.py)
+                "tensor_parallel_size": None,
+                "total_params": 1.27e9,
                 "retracted_by": None,
                 "unverified": None,
                 "loss_parity_ok": True if measured else None,

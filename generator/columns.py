@@ -1,0 +1,192 @@
+"""A record's JSON (config, hardware, calibration) flattened once, right after loading, into typed columns declared in
+one table (`COLUMNS`), and what needs the suite file or Python to work out (`_derived`: a run's shape against its
+workload, the settings that make it one configuration). Every other generator module reads these columns; none
+parses a record's config again (`parsed` is the one cached parse that pages showing a config use).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from runners import metrics, schema
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    source: str
+    """The record's JSON column: config, hardware or calibration."""
+    path: str
+    dtype: Any
+    what: str
+
+
+COLUMNS: tuple[Column, ...] = (
+    # training workloads
+    Column("warmup_steps", "config", "$.workload.warmup_steps", pl.Int64, "steps before the timed windows"),
+    Column("window_steps", "config", "$.workload.window_steps", pl.Int64, "steps per timing window"),
+    Column("steps_requested", "config", "$.workload.steps_requested", pl.Int64, "steps the run asked for"),
+    Column("micro_batch", "config", "$.workload.micro_batch", pl.Int64, "sequences per device per step"),
+    Column("declared_tokens_per_step", "config", "$.derived.tokens_per_step", pl.Float64, "as the file declares it"),
+    Column("declared_flops_per_token", "config", "$.derived.flops_per_token", pl.Float64, "as the file declares it"),
+    Column("compute_precision", "config", "$.compute_precision", pl.String, "the precision the matmuls ran in"),
+    Column("weights_sha256", "config", "$.initial_weights_sha256", pl.String, "proof of the same start"),
+    Column("data_sha256", "config", "$.data_sha256", pl.String, "proof of the same data"),
+    Column("reference_precision", "config", "$.reference_precision", pl.String, "float8: the precision beside"),
+    Column("lr", "config", "$.variant.settings.lr", pl.String, "optimizer: learning rate"),
+    Column("betas", "config", "$.variant.settings.betas", pl.String, "optimizer: Adam's betas"),
+    Column("eps", "config", "$.variant.settings.eps", pl.String, "optimizer: Adam's eps"),
+    Column("weight_decay", "config", "$.variant.settings.weight_decay", pl.String, "optimizer: weight decay"),
+    Column("variant_description", "config", "$.variant.description", pl.String, "the variant's own words"),
+    Column("claim_description", "config", "$.claim.description", pl.String, "a claim's own words"),
+    Column("note", "config", "$.note", pl.String, "the operator's note (`--note`)"),
+    Column("retracts", "config", "$.retraction.retracts", pl.String, "a retraction: the run it retracts"),
+    Column("retraction_reason_text", "config", "$.retraction.reason", pl.String, "a retraction: why"),
+    Column("total_params", "config", "$.derived.total_params", pl.Float64, "the model's parameters"),
+    Column("model_name", "config", "$.model.name", pl.String, "the model's name in its suite"),
+    # inference and serving tests
+    Column("kind", "config", "$.workload.kind", pl.String, "train, pp, tg, offline or serve"),
+    Column("n_tokens", "config", "$.workload.n_tokens", pl.Int64, "pp/tg: tokens processed or generated"),
+    Column("depth", "config", "$.workload.depth", pl.Int64, "pp/tg: tokens already in the KV cache"),
+    Column("depth_fills", "config", "$.workload.depth_fills", pl.Int64, "pp/tg: how often the depth was decoded"),
+    Column("weights", "config", "$.variant.settings.weights", pl.String, "pp/tg: the weights' format"),
+    Column("model_sha256", "config", "$.model_file.sha256", pl.String, "the model file's sha256"),
+    Column("model_bytes", "config", "$.model_file.bytes", pl.Float64, "the model file's size"),
+    Column("decode_bytes_per_token", "config", "$.derived.decode_bytes_per_token", pl.Float64, "bytes a token reads"),
+    Column("concurrency", "config", "$.workload.concurrency", pl.Int64, "served: requests in flight"),
+    Column("request_rate", "config", "$.workload.request_rate", pl.Float64, "served: requests per second"),
+    Column("input_len", "config", "$.workload.input_len", pl.Int64, "served: prompt tokens"),
+    Column("output_len", "config", "$.workload.output_len", pl.Int64, "served: generated tokens"),
+    Column("requests", "config", "$.workload.requests", pl.Int64, "served: requests sent"),
+    Column("entry", "config", "$.workload.serving.name", pl.String, "served: the suite's serving entry"),
+    Column("slo_ttft_ms", "config", "$.workload.serving.slo_ttft_ms", pl.Float64, "served: goodput's TTFT"),
+    Column("slo_tpot_ms", "config", "$.workload.serving.slo_tpot_ms", pl.Float64, "served: goodput's TPOT"),
+    Column("dtype", "config", "$.variant.settings.dtype", pl.String, "served: vLLM's dtype"),
+    Column("tensor_parallel_size", "config", "$.variant.settings.tensor_parallel_size", pl.Int64, "vLLM's TP"),
+    # the machine
+    Column("device", "hardware", "$.device", pl.String, "cpu, cuda or mps"),
+    Column("cpu_cores", "hardware", "$.cpu_cores", pl.Int64, "the host's cores"),
+    Column("host_accelerator_count", "hardware", "$.host_accelerator_count", pl.Int64, "GPUs on the host"),
+    Column("interconnect", "hardware", "$.interconnect", pl.String, "between the GPUs"),
+    Column("driver", "hardware", "$.driver", pl.String, "the GPU driver"),
+    Column("cuda", "hardware", "$.cuda", pl.String, "the CUDA version"),
+    Column("calibrated_matmul_flops", "calibration", "$.matmul_flops", pl.Float64, "matmul peak, same job"),
+    Column("matmul_precision", "calibration", "$.matmul_precision", pl.String, "its precision"),
+    Column("reference_matmul_flops", "calibration", "$.reference_matmul_flops", pl.Float64, "float8: bf16's beside"),
+    Column("copy_bytes_per_s", "calibration", "$.copy_bytes_per_s", pl.Float64, "device copy bandwidth"),
+    Column("busbw_bytes_per_s", "calibration", "$.allreduce_busbw_bytes_per_s", pl.Float64, "all-reduce bus"),
+)
+
+
+def flatten(runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs with every `COLUMNS` column and `_derived`'s."""
+    table = runs.with_columns(
+        pl.col(c.source).str.json_path_match(c.path).cast(c.dtype).alias(c.name) for c in COLUMNS
+    ).with_columns(
+        description=pl.coalesce("variant_description", "claim_description"),
+        model_gib=pl.col("model_bytes") / 2**30,
+        # the optimizer's hyperparameters as the variant wrote them out: the same work trains with the same ones
+        optimizer_settings=pl.concat_str([pl.col(k) for k in OPTIMIZER_KEYS], separator=" ", ignore_nulls=False),
+        # other jobs may have used the rest of the host: the operator said something about the run (`--note`)
+        # and it used fewer of the host's GPUs than the host has (both recorded by the runner)
+        shared_host=pl.col("note").is_not_null()
+        & (pl.col("host_accelerator_count") > pl.col("accelerator_count")).fill_null(False),
+    )
+    return table.join(_derived(runs), on="run_id", how="left")
+
+
+OPTIMIZER_KEYS = ("lr", "betas", "eps", "weight_decay")
+"""The training hyperparameters every training variant writes out (torch and MLX alike): loss parity requires a run's
+to be its baseline's, as its initial weights and data are."""
+
+
+@functools.lru_cache(maxsize=4096)
+def parsed(text: str) -> Any:
+    """A record's config (or any of its JSON columns) as Python objects, parsed once per distinct text: for pages that
+    show a config as it is. Treat the result as read-only."""
+    return json.loads(text)
+
+
+def _derived(runs: pl.DataFrame) -> pl.DataFrame:
+    """What each run's config means beyond its fields:
+
+    - how it compares with its workload as the suite file defines it now (`schema.suite_workloads`), never with the
+      record's own account of what it changed: `full_length` (all the workload's steps asked), `suite_scale` (its
+      device count), `sweep_point` (another micro-batch or sequence), the workload's variants in the suite's order
+      (`listed_variants`), its first (`baseline_variant`) and this run's place among them (`variant_order`). A
+      workload the suite file does not define (inference and serving tests, claims) falls back on the record's
+      `workload.overridden` and `workload.variants`;
+    - tokens per step and model FLOPs per token as the site publishes them, computed from the shapes (micro-batch ×
+      sequence × devices; `metrics.train_flops_per_token` of config.model), never taken from the figures a file
+      declares (which `checks` holds against these). A claim, which has no shapes, keeps its own;
+    - `settings` (canonical JSON of everything that ran: `_settings`) and `settings_hash` (its sha256's first 12 hex
+      digits): one configuration, one hash."""
+    out = []
+    for row in runs.select(
+        "run_id", "suite", "workload", "origin", "variant", "engine", "engine_version", "accelerator",
+        "accelerator_count", "config",
+    ).iter_rows(named=True):  # fmt: skip
+        config = parsed(row["config"])
+        config = config if isinstance(config, dict) else {}
+        work = config.get("workload") if isinstance(config.get("workload"), dict) else {}
+        defined = schema.suite_workloads(row["suite"]).get(row["workload"])
+        if defined is not None:
+            steps = work.get("steps_requested", work.get("steps"))
+            full = steps == defined["steps"]
+            scale = work.get("world_size") == defined["world_size"]
+            sweep = work.get("micro_batch") != defined["micro_batch"] or work.get("seq_len") != defined["seq_len"]
+            listed = list(defined["variants"])
+        else:
+            overridden = work.get("overridden") if isinstance(work.get("overridden"), list) else []
+            full, scale = "steps" not in overridden, "world_size" not in overridden
+            sweep = bool({"micro_batch", "seq_len"} & set(overridden))
+            variants = work.get("variants") if isinstance(work.get("variants"), list) else []
+            listed = [v for v in variants if isinstance(v, str)]
+        batch, seq, world = (work.get(k) for k in ("micro_batch", "seq_len", "world_size"))
+        tokens = batch * seq * world if all(isinstance(v, int) for v in (batch, seq, world)) else None
+        flops = metrics.train_flops_per_token_of(config.get("model"), seq)
+        if row["origin"] == "claim":
+            declared = config.get("derived") if isinstance(config.get("derived"), dict) else {}
+            tokens, flops = tokens or declared.get("tokens_per_step"), flops or declared.get("flops_per_token")
+        figures = (None if v is None else float(v) for v in (tokens, flops))
+        label = row["variant"]
+        order = listed.index(label) if label in listed else None  # a sweep's label (`name[key=value]`) is not listed
+        text = json.dumps(_settings(config, work, row), sort_keys=True, separators=(",", ":"))
+        settings_hash = hashlib.sha256(text.encode()).hexdigest()[:12]
+        baseline = listed[0] if listed else None
+        out.append((row["run_id"], full, scale, sweep, baseline, order, listed, *figures, text, settings_hash))
+    schema_ = {"run_id": pl.String, "full_length": pl.Boolean, "suite_scale": pl.Boolean, "sweep_point": pl.Boolean,
+               "baseline_variant": pl.String, "variant_order": pl.Int64, "listed_variants": pl.List(pl.String),
+               "tokens_per_step": pl.Float64, "flops_per_token": pl.Float64, "settings": pl.String,
+               "settings_hash": pl.String}  # fmt: skip
+    return pl.DataFrame(out, schema=schema_, orient="row")
+
+
+def _settings(config: dict[str, Any], work: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """What makes two runs the same configuration (canonical, hashed by `settings_hash`): the variant and its
+    settings, the environment a sweep changed, micro-batch, sequence, steps asked, device count, hardware and the
+    engine's version."""
+    variant = config.get("variant") if isinstance(config.get("variant"), dict) else {}
+    return {
+        "variant": row["variant"],
+        "settings": variant.get("settings"),
+        "sweep_env": variant.get("sweep_env"),
+        "micro_batch": work.get("micro_batch"),
+        "seq_len": work.get("seq_len"),
+        "steps": work.get("steps_requested", work.get("steps")),
+        "world_size": work.get("world_size"),
+        "engine": row["engine"],
+        "engine_version": row["engine_version"],
+        "accelerator": row["accelerator"],
+        "accelerator_count": row["accelerator_count"],
+        # inference and serving tests: how a depth was filled (older llama.cpp records, without the field, decoded
+        # it on every repetition; at depth 0 nothing is filled) and how many requests a served point sent
+        **({"depth_fills": work.get("depth_fills")} if work.get("depth") else {}),
+        **({"requests": work["requests"]} if "requests" in work else {}),
+    }
