@@ -16,6 +16,10 @@ KINDS = ("pp", "tg")
 BENCH_TAGS = {"llama-bench": "-llama-bench-", "mlx-lm-benchmark": "-mlx-lm-benchmark-"}
 """An engine's own tool's record of a test (llama-bench for llama.cpp, mlx_lm.benchmark for MLX) has the runner's
 run id with this inserted before the random suffix."""
+TOOL_PATH_ENGINES = ("mlx",)
+"""Engines whose own tool times more than the test (mlx_lm.benchmark: see `runners.mlx_generate._Bench.tool_path`):
+their runner also times the tool's path, and only that figure is compared with the tool's (a record without it has
+nothing like for like)."""
 
 
 def is_inference(summary: pl.DataFrame) -> pl.Series:
@@ -76,7 +80,10 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     return out.join(bench, on="run_id", how="left").with_columns(
         # like with like: where the runner also timed the tool's own path (MLX: mlx-lm's generate loop, whose prompt
         # time includes more than prompt processing), that figure is what the tool's must match
-        bench_ratio=pl.coalesce("tool_path_rate", "rate_mean") / pl.col("bench_rate"),
+        bench_ratio=pl.when(pl.col("engine").is_in(list(TOOL_PATH_ENGINES)))
+        .then(pl.col("tool_path_rate"))
+        .otherwise(pl.col("rate_mean"))
+        / pl.col("bench_rate"),
         test_ratio=pl.col("rate_mean") / pl.col("bench_rate"),
     )
 

@@ -55,7 +55,10 @@ def unranked_reason(checks: Sequence[tuple[str, str]], depth: bool) -> pl.Expr:
     )
     for what, column in checks:
         ratio = pl.col(column).cast(pl.Float64)
-        expr = expr.when(tool.is_not_null() & (ratio.is_null() | ~metrics.within(ratio, tol))).then(
+        expr = expr.when(tool.is_not_null() & ratio.is_null()).then(
+            pl.format("not cross-checked: no like-for-like {} to compare with {}'s", pl.lit(what), name)
+        )
+        expr = expr.when(tool.is_not_null() & ~metrics.within(ratio, tol)).then(
             pl.format(
                 "{} disagrees with {}: runner / tool = {}, beyond ±{}%",
                 pl.lit(what),
