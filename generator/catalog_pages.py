@@ -12,8 +12,9 @@ import altair as alt
 import jinja2
 import polars as pl
 
+from generator import columns as columns_table
 from generator import pages
-from runners import metrics
+from runners import metrics, schema
 
 TOKENS_PER_STEP = [2**k for k in range(9, 18)]  # 512 … 131072: every plausible global batch for this model
 PRECISIONS = ("bf16", "tf32", "fp32")
@@ -195,5 +196,7 @@ def write_downloads(env: jinja2.Environment, docs: Path, summary: pl.DataFrame, 
             while chunk := f.read(1 << 22):
                 digest.update(chunk)
         files.append(dict(name=path.name, rows=frame.height, size=path.stat().st_size, sha256=digest.hexdigest()))
-    columns = {name: json.dumps(str(dtype)) for name, dtype in flat.schema.items()}
+    # what each column holds: the record's own columns (runners/schema.py), the config flattened (generator/columns.py)
+    docs = schema.COLUMN_DOCS | {c.name: f"{c.what} ({c.source} {c.path})" for c in columns_table.COLUMNS}
+    columns = {name: (json.dumps(str(dtype)), docs.get(name, "")) for name, dtype in flat.schema.items()}
     pages.render(env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns)

@@ -292,9 +292,9 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             error_short=pl.col("error").fill_null("").str.strip_chars().str.split("\n").list.last().str.slice(0, 200),
         )
         .with_columns(
-            tokens_per_s=pl.col("steps_per_s") * pl.col("tokens_per_step"),
-            tokens_per_s_lo=pl.col("steps_per_s_lo") * pl.col("tokens_per_step"),
-            tokens_per_s_hi=pl.col("steps_per_s_hi") * pl.col("tokens_per_step"),
+            tokens_per_s=metrics.tokens_per_s(pl.col("steps_per_s"), pl.col("tokens_per_step")),
+            tokens_per_s_lo=metrics.tokens_per_s(pl.col("steps_per_s_lo"), pl.col("tokens_per_step")),
+            tokens_per_s_hi=metrics.tokens_per_s(pl.col("steps_per_s_hi"), pl.col("tokens_per_step")),
         )
         .with_columns(tokens_per_s_per_device=pl.col("tokens_per_s") / pl.col("accelerator_count"))
     )
@@ -325,7 +325,8 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         )
         for reason, missing, lossless in zip(unverified, no_shapes, no_loss, strict=True)
     ]
-    model_flops_per_s = pl.col("flops_per_token") * pl.col("tokens_per_s")
+    flops, rate, count = pl.col("flops_per_token"), pl.col("tokens_per_s"), pl.col("accelerator_count")
+    model_flops_per_s = flops * rate
     references = [
         metrics.datasheet_peak_flops(acc, ref) if ref else None
         for acc, ref in summary.select("accelerator", "reference_precision").iter_rows()
@@ -346,17 +347,16 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .median()
         .over("accelerator", "reference_precision"),
     ).with_columns(
-        mfu_datasheet=model_flops_per_s / (pl.col("datasheet_peak_flops") * pl.col("accelerator_count")),
-        mfu_calibrated=model_flops_per_s / (pl.col("model_matmul_flops") * pl.col("accelerator_count")),
+        mfu_datasheet=metrics.mfu(flops, rate, pl.col("datasheet_peak_flops"), count),
+        mfu_calibrated=metrics.mfu(flops, rate, pl.col("model_matmul_flops"), count),
         ceiling_fraction=model_flops_per_s / pl.col("flops_ceiling"),
         # every window must be possible too, not only the median (a file can hide impossible windows behind it)
         fastest_window_fraction=pl.col("flops_per_token")
         * pl.col("tokens_per_step")
         * pl.col("fastest_window_steps_per_s")
         / pl.col("flops_ceiling"),
-        mfu_datasheet_reference=model_flops_per_s / (pl.col("reference_peak_flops") * pl.col("accelerator_count")),
-        mfu_calibrated_reference=model_flops_per_s
-        / (pl.col("model_reference_matmul_flops") * pl.col("accelerator_count")),
+        mfu_datasheet_reference=metrics.mfu(flops, rate, pl.col("reference_peak_flops"), count),
+        mfu_calibrated_reference=metrics.mfu(flops, rate, pl.col("model_reference_matmul_flops"), count),
     )
 
 

@@ -17,7 +17,8 @@ BENCH_TAGS = {"llama-bench": "-llama-bench-", "mlx-lm-benchmark": "-mlx-lm-bench
 """An engine's own tool's record of a test (llama-bench for llama.cpp, mlx_lm.benchmark for MLX) has the runner's
 run id with this inserted before the random suffix."""
 TOOL_PATH_ENGINES = ("mlx",)
-"""Engines whose own tool times more than the test (mlx_lm.benchmark: see `runners.mlx_generate._Bench.tool_path`):
+"""Engines whose own tool times more than the test (mlx_lm.benchmark: see
+`runners.engines.mlx.generate._Bench.tool_path`):
 their runner also times the tool's path, and only that figure is compared with the tool's (a record without it has
 nothing like for like)."""
 
@@ -59,7 +60,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .join(stat_frame, on="run_id", how="left")
         .with_columns(
             mbu_datasheet=pl.when(pl.col("kind") == "tg").then(
-                pl.col("decode_bytes_per_token") * pl.col("rate_mean") / pl.col("datasheet_bandwidth")
+                metrics.mbu(pl.col("decode_bytes_per_token"), pl.col("rate_mean"), pl.col("datasheet_bandwidth"))
             ),
             paired_run=pl.coalesce(
                 pl.when((pl.col("origin") == "imported") & (pl.col("engine") == tool)).then(

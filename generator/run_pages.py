@@ -314,16 +314,6 @@ def start_run_pages(
     return Pending(stage, jobs, keys, manifest, len(todo))
 
 
-def write_run_pages(
-    site: Path, summary: pl.DataFrame, rows: pl.DataFrame, kept: Path | None = None, manifest: Path | None = None
-) -> int:
-    """Render every run's page into `site/runs` in this process, starting from `kept` (the previous build's
-    pages, moved aside) when `site/runs` does not exist; returns how many runs were rendered."""
-    runs = site / "runs"
-    stage = kept if kept is not None and kept.exists() and not runs.exists() else runs
-    return start_run_pages(stage, summary, rows, manifest).finish(site)
-
-
 def _write_csvs(stage: Path, runs: list[dict[str, Any]], rows: pl.DataFrame) -> None:
     """Each run's rows as `<run>.csv`; a run without rows has none."""
     csvs = csv_texts(rows)

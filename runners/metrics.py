@@ -10,10 +10,24 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # avoid a cycle: spec imports metrics at runtime
-    from runners.spec import ModelSpec
+
+class ModelSpec(Protocol):
+    """The shapes these formulas read: `runners.spec.ModelSpec` has them (this module imports nothing of the
+    harness, so that every other module may import it)."""
+
+    family: str
+    vocab: int
+    dim: int
+    layers: int
+    heads: int
+    kv_heads: int
+    ffn_dim: int
+    tied_embeddings: bool
+
+    @property
+    def head_dim(self) -> int: ...
 
 
 # --- parameters and FLOPs -----------------------------------------------------------------------------------
@@ -56,26 +70,69 @@ def train_flops_per_token(spec: ModelSpec, seq_len: int) -> float:
     return 6.0 * n + 12.0 * spec.layers * spec.dim * seq_len
 
 
+@dataclass(frozen=True, slots=True)
+class RecordShapes:
+    """A record's `config.model`, checked as `runners.spec.ModelSpec` checks a suite's model (`shapes_of`)."""
+
+    family: str
+    vocab: int
+    dim: int
+    layers: int
+    heads: int
+    kv_heads: int
+    ffn_dim: int
+    tied_embeddings: bool
+
+    @property
+    def head_dim(self) -> int:
+        return self.dim // self.heads
+
+
+_WHOLE = ("vocab", "dim", "layers", "heads", "kv_heads", "ffn_dim", "context")
+
+
+def shapes_of(model: object) -> RecordShapes | None:
+    """A record's `config.model` as shapes, or None when it does not describe a model the way a suite does: every
+    field present, whole positive sizes, heads dividing the width and key/value heads dividing the heads, and a
+    GPT-style model without grouped-query attention and with GELU."""
+    if not isinstance(model, dict):
+        return None
+    text = ("name", "family", "norm", "activation")
+    if any(not isinstance(model.get(k), str) for k in text) or not isinstance(model.get("tied_embeddings"), bool):
+        return None
+    if any(not isinstance(model.get(k), int) or isinstance(model.get(k), bool) or model[k] <= 0 for k in _WHOLE):
+        return None
+    if model["family"] not in ("gpt", "llama") or model["dim"] % model["heads"] or model["heads"] % model["kv_heads"]:
+        return None
+    if model["family"] == "gpt" and (model["kv_heads"] != model["heads"] or model["activation"] != "gelu"):
+        return None
+    return RecordShapes(**{k: model[k] for k in RecordShapes.__slots__})
+
+
 def train_flops_per_token_of(model: object, seq_len: object) -> float | None:
     """`train_flops_per_token` of a record's `config.model` and sequence length, or None when they do not describe
     a model (the site computes a run's FLOPs from its shapes rather than taking the figure a file declares)."""
-    from dataclasses import fields
-
-    from runners.spec import ModelSpec, SpecError
-
-    if not isinstance(model, dict) or not isinstance(seq_len, int) or isinstance(seq_len, bool) or seq_len < 1:
+    if not isinstance(seq_len, int) or isinstance(seq_len, bool) or seq_len < 1:
         return None
-    try:
-        spec = ModelSpec(**{f.name: model[f.name] for f in fields(ModelSpec) if f.name in model})
-    except (TypeError, SpecError, ValueError):
-        return None
-    return train_flops_per_token(spec, seq_len)
+    shapes = shapes_of(model)
+    return None if shapes is None else train_flops_per_token(shapes, seq_len)
 
 
-def mfu(flops_per_token: float, tokens_per_s: float, peak_flops_per_device: float, devices: int) -> float:
-    """Model FLOPs utilisation (PaLM appendix B): achieved model FLOP/s over the peak of all devices, in [0, 1]."""
-    if peak_flops_per_device <= 0 or devices <= 0:
-        raise ValueError("peak FLOP/s and device count must be positive")
+def _positive(what: str, *values: Any) -> None:
+    """Numbers must be positive; polars expressions are checked by their data (a null or zero gives null or inf)."""
+    if any(isinstance(v, int | float) and v <= 0 for v in values):
+        raise ValueError(f"{what} must be positive")
+
+
+def tokens_per_s(steps_per_s: Any, tokens_per_step: Any) -> Any:
+    """Training throughput in tokens/s: steps/s × tokens a step consumes (micro-batch × sequence × devices)."""
+    return steps_per_s * tokens_per_step
+
+
+def mfu(flops_per_token: Any, tokens_per_s: Any, peak_flops_per_device: Any, devices: Any) -> Any:
+    """Model FLOPs utilisation (PaLM appendix B): achieved model FLOP/s over the peak of all devices, in [0, 1].
+    Floats or polars expressions alike: the leaderboard's column is this function of its columns."""
+    _positive("peak FLOP/s and device count", peak_flops_per_device, devices)
     return flops_per_token * tokens_per_s / (peak_flops_per_device * devices)
 
 
@@ -231,11 +288,6 @@ def allreduce_bus_bandwidth(nbytes: int, seconds: float, ranks: int) -> float:
     link bandwidth whatever the number of ranks (a ring all-reduce moves 2·(n−1)/n of the data per rank).
     """
     return nbytes / seconds * 2.0 * (ranks - 1) / ranks
-
-
-def mfu_calibrated(flops_per_token: float, tokens_per_s: float, calibrated_matmul_flops: float, devices: int) -> float:
-    """MFU against the matmul peak measured in the same job on the same devices (the physical ceiling we saw)."""
-    return mfu(flops_per_token, tokens_per_s, calibrated_matmul_flops, devices)
 
 
 # --- own-tool agreement -------------------------------------------------------------------------------------
@@ -416,16 +468,20 @@ def kv_cache_bytes_per_token(spec: ModelSpec, k_bytes: float, v_bytes: float) ->
     return spec.layers * spec.kv_heads * spec.head_dim * (k_bytes + v_bytes)
 
 
-def mbu(bytes_per_token: float, tokens_per_s: float, bandwidth_bytes_per_s: float) -> float:
+def mbu(bytes_per_token: Any, tokens_per_s: Any, bandwidth_bytes_per_s: Any) -> Any:
     """Model bandwidth utilisation of batch-1 decoding: bytes a token reads (every weight once, plus the KV cache
     so far) × tokens/s over the memory bandwidth, in [0, 1] for a memory-bound decode.
 
     Source: Databricks, "LLM Inference Performance Engineering: Best Practices" (2023), section "Model Bandwidth
     Utilization": achieved bandwidth = (total model parameter bytes + KV cache size) / TPOT, over peak bandwidth.
     """
-    if bandwidth_bytes_per_s <= 0:
-        raise ValueError("bandwidth must be positive")
+    _positive("bandwidth", bandwidth_bytes_per_s)
     return bytes_per_token * tokens_per_s / bandwidth_bytes_per_s
+
+
+def decode_tokens_per_s(tpot_ms: Any) -> Any:
+    """Decode rate of one sequence from its time per output token: 1000 / TPOT (ms)."""
+    return 1000 / tpot_ms
 
 
 # --- serving latency ---------------------------------------------------------------------------------------
@@ -460,7 +516,8 @@ class ServedRequest:
 
 
 SERVED_SAMPLES = ("request_ok", "ttft_s", "e2e_s", "prompt_tokens", "output_tokens", "itl_s", "duration_s")
-"""The record rows of a served point (runners/vllm_engine.py `served_rows`): per request (trial) and per gap (step)."""
+"""The record rows of a served point (runners/engines/vllm/runner.py `served_rows`): per request (trial) and per gap
+(step)."""
 
 
 def requests_from_rows(rows: Sequence[dict]) -> tuple[list[ServedRequest], float]:

@@ -266,3 +266,10 @@ def inference_config(
         "command": f"python -m runners bench --suite {suite.name} --workload {test.workload} --variant {variant.name}",
         **({"note": note} if note else {}),
     }
+
+
+def test_run_id(stamp: str, workload: str, variant: str) -> str:
+    """An inference or serving test's run id: the bench session's stamp (UTC start and a random suffix) around the
+    test's names (an engine's own tool's record adds `-<tool>` to the variant)."""
+    when, _, suffix = stamp.partition("~")
+    return f"{when}-{workload}-{variant}-{suffix}"

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from runners import shapes
+from runners import engines, shapes
 
 SCHEMA_VERSION = 1
 
@@ -93,14 +93,14 @@ METRIC_RULES: dict[str, Metric] = {
     "peak_rss_gib": Metric("GiB"),
     "steps_per_s": Metric("steps/s", strict=True),  # claims and imports, which carry no per-step times
     "retracted_runs": Metric("runs", low=1, whole=True),  # a retraction record's one row (runners/retract.py)
-    "test_time_s": Metric("s", strict=True),  # one repetition of an inference test (runners/llamacpp.py)
+    "test_time_s": Metric("s", strict=True),  # one repetition of an inference test (runners/engines/llamacpp/runner.py)
     "tokens_per_s": Metric("tokens/s", strict=True),
     "llama_time_s": Metric("s"),  # llama.cpp's own counters for the same repetition
     "llama_tokens": Metric("tokens", whole=True),
     # MLX: the same weights timed along mlx-lm's own generate path, as mlx_lm.benchmark times them (the cross-check)
     "tool_path_tokens_per_s": Metric("tokens/s", strict=True),
     "tests_completed": Metric("tests", whole=True),
-    # vLLM (runners/vllm_engine.py): offline repetitions, and a served point's raw samples per request
+    # vLLM (runners/engines/vllm/runner.py): offline repetitions, and a served point's raw samples per request
     "output_tokens_per_s": Metric("tokens/s", strict=True),
     "total_tokens_per_s": Metric("tokens/s", strict=True),
     "request_throughput": Metric("requests/s", strict=True),
@@ -114,14 +114,12 @@ METRIC_RULES: dict[str, Metric] = {
 }
 METRICS = {name: rule.unit for name, rule in METRIC_RULES.items()}
 
-RUNNER_ENGINES = ("torch", "mlx", "llamacpp", "vllm", "external")
-"""Engines whose records Fair Fight measures with its own runners (origin `measured`); `external` is any engine
-run through the external-runner contract (runners/external.py), named by its variant."""
-IMPORTED_ENGINES = ("llama-bench", "vllm-bench", "mlx-lm-benchmark")
-"""Engines' own tools whose output Fair Fight imports (origin `imported`). Claims and retractions name any engine."""
-OWN_TOOLS = {"llamacpp": "llama-bench", "mlx": "mlx-lm-benchmark", "vllm": "vllm-bench"}
-"""Each runner engine's own benchmark tool: a runner record of an inference or serving test ranks only beside the
-tool's record of the same test (runners/metrics.py OWN_TOOL_REL_TOL)."""
+# From the engine registry (runners/engines/__init__.py): the engines Fair Fight runs (origin `measured`), their own
+# benchmark tools, whose output it imports (origin `imported`), and which tool is whose. Claims and retractions name
+# any engine.
+RUNNER_ENGINES = engines.RUNNER_ENGINES
+IMPORTED_ENGINES = engines.IMPORTED_ENGINES
+OWN_TOOLS = engines.OWN_TOOLS
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from runners import metrics
+from runners import engines, metrics
 
 SUITES_DIR = Path(__file__).parent / "suites"
 VARIANTS_FILE = SUITES_DIR / "variants.toml"
@@ -141,11 +141,6 @@ class Workload:
             raise SpecError(f"workload {self.name!r}: fewer steady steps than one window of {self.window_steps}")
         if self.dist_backend == "none" and self.world_size != 1:
             raise SpecError(f"workload {self.name!r}: dist_backend 'none' (no collectives) needs world_size 1")
-
-    @property
-    def tokens_per_step(self) -> int:
-        """Tokens consumed by one optimizer step across all devices."""
-        return self.seq_len * self.micro_batch * self.world_size
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -297,14 +292,22 @@ class Variant:
 
     name: str
     """e.g. `ddp-fp32-stock`."""
-    engine: Literal["torch", "mlx", "llamacpp", "vllm", "external"]
-    """Runner module that executes it (`external`: a command of the engine's own, runners/external.py)."""
+    engine: str
+    """The engine that runs it, one of the registry's (runners/engines/__init__.py; `external`: a command of the
+    engine's own, runners/engines/external/runner.py)."""
     tier: Tier
     """`stock`: what the tutorials show; `tuned`: every advantage; `claim`: reported elsewhere."""
     description: str
     """One sentence a reader sees beside the number."""
     settings: dict[str, Any] = field(default_factory=dict)
     """Engine settings, all written out; the runner rejects any it does not know."""
+
+    def __post_init__(self) -> None:
+        if self.engine not in engines.ENGINES:
+            raise SpecError(
+                f"variant {self.name!r}: engine {self.engine!r} is not one of {', '.join(engines.ENGINES)} "
+                "(runners/engines/__init__.py)"
+            )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -566,3 +569,19 @@ def inference_cli(prog: str, description: str, *, tool: bool = False) -> Any:
     p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
     p.add_argument("--workload", action="append", help="only these tests (workload names)")
     return p
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, Any]:
+    """`--set key=value` pairs for sweeps; values parse as JSON where they can (25 → 25, true → True)."""
+    import json
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise SpecError(f"--set {item!r}: expected KEY=VALUE")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out

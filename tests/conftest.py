@@ -37,7 +37,7 @@ def llama_build() -> dict[str, str]:
     """llama.cpp built once from llama-cpp-python's vendored source (libraries and llama-bench, under
     build/llama.cpp, reused between sessions) with the Python package installed on top: the variables that point
     the runner and the cross-check at it. `nox -s tests` builds it before pytest starts."""
-    from runners import llamacpp_build
+    from runners.engines.llamacpp import build as llamacpp_build
 
     env = llamacpp_build.env_for()
     if not (Path(env["LLAMA_BENCH"]).exists() and _has_llama_cpp()):

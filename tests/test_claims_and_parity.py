@@ -179,7 +179,7 @@ import os
 
 _defect = os.environ.get("FAIRFIGHT_TEST_DEFECT")
 if _defect:
-    from runners import torch_model
+    from runners.engines.torch import model as torch_model
 
     _load = torch_model.GPT.load_numpy
 

@@ -1,4 +1,5 @@
-"""The external-runner contract (runners/external.py): an engine Fair Fight does not ship, run by a bench session
+"""The external-runner contract (runners/engines/external/runner.py): an engine Fair Fight does not ship, run by a
+bench session
 as a separate process, lands as an ordinary validated result file; bad output and crashes lose nothing."""
 
 from __future__ import annotations

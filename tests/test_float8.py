@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pyarrow.parquet as pq
 import pytest
 
-from runners import metrics, record, spec, torch_setup
+from runners import metrics, record, spec
+from runners.engines.torch import setup as torch_setup
 from tests.conftest import run_module
 
 VARIANTS = spec.load_variants()
@@ -75,7 +76,7 @@ def test_calibration_line_names_both_matmul_peaks() -> None:
 def test_apply_float8_converts_the_blocks_but_not_the_head() -> None:
     import torch
 
-    from runners.torch_model import GPT
+    from runners.engines.torch.model import GPT
 
     model = GPT(spec.load_suite("cpu-smoke").models["gpt-tiny"])
     converted = torch_setup.apply_float8(model, settings=torch_setup.check_settings(FLOAT8), device=torch.device("cpu"))

@@ -162,7 +162,7 @@ def test_the_site_ranks_the_runner_beside_llama_bench(llama_bench_data, tmp_path
 def test_the_vendored_commit_is_never_the_enclosing_repository(tmp_path: Path) -> None:
     """A trimmed sdist without its git history sits inside another repository (Fair Fight's checkout, on the bench
     hosts): llama.cpp's commit must come from the sdist or be `unknown`, never be the enclosing repository's."""
-    from runners import llamacpp_build
+    from runners.engines.llamacpp import build as llamacpp_build
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(

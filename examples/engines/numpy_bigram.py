@@ -1,4 +1,5 @@
-"""A small real engine outside Fair Fight, for the external-runner contract (runners/external.py): a bigram
+"""A small real engine outside Fair Fight, for the external-runner contract (runners/engines/external/runner.py): a
+bigram
 language model in NumPy trained with plain SGD.
 
 It reads the run's spec (JSON) on standard input and writes one JSON line per measurement on standard output:

@@ -13,7 +13,7 @@
 # and they run at once (each record says so, --note); otherwise they run one after the other.
 #
 # `build` carries two ignored folders (list them in .git/info/exclude), made here beforehand:
-#   .llsrc/  the llama-cpp-python 0.3.36 sdist unpacked (`python -m runners.llamacpp_build` downloads it to
+#   .llsrc/  the llama-cpp-python 0.3.36 sdist unpacked (`python -m runners.engines.llamacpp.build` downloads it to
 #            build/llama.cpp/), less what the build never reads, to fit the 64 MiB transfer: docs/ and, under
 #            vendor/llama.cpp/, models/*.gguf, docs, benches, .github, .git, tools/ui and tools/server (~49 MiB),
 #            plus the vendored commit the dropped .git knew, for the records: git -C build/llama.cpp/src/
@@ -33,14 +33,14 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site 
 export PYTHONPATH=/root/site${PYTHONPATH:+:$PYTHONPATH}
 eval "$(python3 -c 'from runners import llamacpp_build as b; import sys
 for k, v in b.env_for(__import__("pathlib").Path(sys.argv[1]), True).items(): print(f"export {k}={v}")' "$LLB")"
-F="python3 -m runners.llamacpp files --suite h100"
+F="python3 -m runners.engines.llamacpp.runner files --suite h100"
 
 case $STEP in
 build)
   LOG=${2:-.}
   $F --model llama-8b --weights f16 >"$LOG/files-8b.log" 2>&1 &
   $F --model llama-14b --weights f16 >"$LOG/files-14b.log" 2>&1 &
-  python3 -m runners.llamacpp_build --sdist .llsrc/llama_cpp_python-0.3.36 --cuda --out "$LLB" >"$LOG/build.log" 2>&1
+  python3 -m runners.engines.llamacpp.build --sdist .llsrc/llama_cpp_python-0.3.36 --cuda --out "$LLB" >"$LOG/build.log" 2>&1
   echo "build exit $?"
   tail -n 3 "$LOG/build.log"
   # the runner and llama-bench with this build, on the tiny model (its records are thrown away)

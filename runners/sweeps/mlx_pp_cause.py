@@ -79,7 +79,7 @@ def experiments(folder: Path, vocab: int, n: int, n_gen: int, reps: int, warm: i
     from mlx_lm.generate import generate_step
     from mlx_lm.models.cache import make_prompt_cache, trim_prompt_cache
 
-    from runners import mlx_generate
+    from runners.engines.mlx import generate as mlx_generate
 
     settings = {"weights": "hf", "prefill_step_size": 2048}
     bench = mlx_generate._Bench(folder, settings, vocab)  # loads with mlx_lm.load, parameters evaluated

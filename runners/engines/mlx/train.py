@@ -3,7 +3,8 @@ parallel over `mx.distributed` when the workload has more than one (NCCL between
 TCP between CPU processes).
 
 Launched by the bench session as
-    python -m runners.mlx_train --suite S --workload NAME --variant V --data-dir data --run-id ID [--set key=value]
+    python -m runners.engines.mlx.train --suite S --workload NAME --variant V --data-dir data --run-id ID [--set
+    key=value]
 With world_size > 1 that process is the launcher (as torchrun): it starts one process per device with MLX's
 variables (MLX_RANK, and MLX_HOSTFILE for the ring or NCCL_HOST_IP/NCCL_PORT/MLX_WORLD_SIZE for NCCL), waits for
 them, and stops them all if one fails. Rank r takes rows [r·B, (r+1)·B) of each step's global batch, as PyTorch's
@@ -13,7 +14,8 @@ It starts from the same initial-weights file and reads the same token stream as 
 is evaluated (`mx.eval` of the loss, the parameters and the optimizer state) before the clock is read.
 
 MLX has no autocast: `precision = "bf16-mixed"` keeps float32 parameters and runs each matmul in bfloat16, with
-LayerNorm, the residual stream and the loss in float32 — what torch.autocast(bfloat16) does (runners/mlx_model.py).
+LayerNorm, the residual stream and the loss in float32 — what torch.autocast(bfloat16) does
+(runners/engines/mlx/model.py).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, lifetime, provenance, record, schema, spec, store, torch_setup
+from runners import artifacts, calibrate, lifetime, provenance, record, schema, spec, store
 
 PROCESS_START = time.perf_counter()
 CACHE_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight"))
@@ -92,7 +94,7 @@ def blas_used(device: str) -> str | None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="runners.mlx_train", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="runners.engines.mlx.train", description=__doc__.splitlines()[0])
     p.add_argument("--suite", required=True, help="suite name or path to its TOML file")
     p.add_argument("--workload", required=True)
     p.add_argument("--variant", required=True)
@@ -125,7 +127,7 @@ def train_trial(
     import mlx.nn as nn
     import mlx.optimizers as optim
 
-    from runners.mlx_model import GPT, loss_fn
+    from runners.engines.mlx.model import GPT, loss_fn
 
     trial_start = time.perf_counter()
     compute = mx.bfloat16 if settings["precision"] == "bf16-mixed" else mx.float32
@@ -200,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     world = work.world_size
     if world > 1 and "MLX_RANK" not in os.environ:
         return launch(sys.argv[1:] if argv is None else argv, world, work.device)
-    overrides = torch_setup.parse_overrides(args.set)
+    overrides = spec.parse_overrides(args.set)
     settings = check_settings(variant, overrides)
     steps = args.steps or work.steps
     micro_batch = args.micro_batch or work.micro_batch
@@ -309,7 +311,7 @@ def launch(argv: list[str], world: int, device: str) -> int:
             envs = [e | {"MLX_HOSTFILE": str(hostfile)} for e in envs]
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "runners.mlx_train", *argv],
+                [sys.executable, "-m", "runners.engines.mlx.train", *argv],
                 env=os.environ | e,
                 preexec_fn=lifetime.die_with_parent(),  # ranks end with their launcher
             )
@@ -368,7 +370,7 @@ def _write(
             engine_defaults=DEFAULTS,
             compute_precision=compute_precision(settings, work.device),
             **record.initial_state(ctx, work, CACHE_DIR / "init"),
-            launcher=f"python -m runners.mlx_train: {ctx['world']} process(es), one device each"
+            launcher=f"python -m runners.engines.mlx.train: {ctx['world']} process(es), one device each"
             + (f", mx.distributed over {BACKENDS[work.device]}" if ctx["world"] > 1 else ""),
             mlx_device=str(mx.default_device()),
             blas=blas_used(work.device),

@@ -1,7 +1,7 @@
 """vLLM: offline throughput and served latency of a Llama-shaped model, one result file per test, each with vLLM's
 own benchmark tool run beside it on the same host and settings (`vllm bench throughput`, `vllm bench serve`).
 
-    python -m runners.vllm_engine --suite cpu-smoke --serving llama-tiny --variant vllm-cpu --run-stamp STAMP
+    python -m runners.engines.vllm.runner --suite cpu-smoke --serving llama-tiny --variant vllm-cpu --run-stamp STAMP
 
 Normally started by `python -m runners bench`, which writes a failure record for any test this process did not
 record. The model is the suite's Hugging Face folder (runners/llama_files.py: the same random weights as the GGUF
@@ -132,7 +132,7 @@ def sampling(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def offline(argv: list[str]) -> int:
-    """`python -m runners.vllm_engine offline JOB.json OUT.json`: one engine, a warm-up batch, then the timed
+    """`python -m runners.engines.vllm.runner offline JOB.json OUT.json`: one engine, a warm-up batch, then the timed
     repetitions, each a fresh batch of prompts generated at once."""
     job = json.loads(Path(argv[0]).read_text())
     os.environ.update(job["env"])
@@ -345,7 +345,7 @@ class _Writer:
         error: str | None = None,
         tool: dict[str, Any] | None = None,
     ) -> Path:
-        from runners import llamacpp, record, schema, store
+        from runners import record, schema, store
 
         config = test_config(self.suite, self.entry, test, self.variant, self.settings, self.files, self.args.note)
         name = self.variant.name + ("-vllm-bench" if tool else "")
@@ -353,7 +353,7 @@ class _Writer:
             config["variant"]["engine"] = "vllm-bench"
             config["imported"] = tool
         run = record.run_columns(
-            run_id=llamacpp.run_id(self.args.run_stamp, test.workload, name),
+            run_id=record.test_run_id(self.args.run_stamp, test.workload, name),
             suite=self.suite,
             config=config,
             engine_version=self.version,
@@ -367,12 +367,18 @@ class _Writer:
             run |= {
                 "engine": "vllm-bench",
                 "origin": "imported",
-                "source": f"vllm bench {tool['tool']} of vLLM {self.version}, run by runners/vllm_engine.py on the "
-                "same host with the same settings",
+                "source": f"vllm bench {tool['tool']} of vLLM {self.version}, run by runners/engines/vllm/runner.py "
+                "on the same host with the same settings",
             }
         if not rows:
             rows = [dict(trial=0, step=None, phase="run", metric="tests_completed", value=0.0, unit="tests")]
         return store.write_run(self.args.data_dir, schema.make_table(run, rows))
+
+
+def failure_config(suite: Any, entry: Any, test: Any, variant: Any, note: str | None) -> dict[str, Any]:
+    """The configuration of a test whose runner died before writing it (the registry's `failure_config`)."""
+    files = {"note": "the runner stopped before the model folder was described"}
+    return test_config(suite, entry, test, variant, dict(variant.settings), files, note)
 
 
 def _tail(text: str, n: int = 3000) -> str:
@@ -396,7 +402,14 @@ def run_offline(w: _Writer, test: Any, folder: Path, tmp: Path, env: dict[str, s
     }
     (tmp / "job.json").write_text(json.dumps(job))
     started = datetime.now(UTC)
-    cmd = [sys.executable, "-m", "runners.vllm_engine", "offline", str(tmp / "job.json"), str(tmp / "offline.json")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "runners.engines.vllm.runner",
+        "offline",
+        str(tmp / "job.json"),
+        str(tmp / "offline.json"),
+    ]
     proc = subprocess.run(cmd, env=os.environ | env, stderr=subprocess.PIPE, text=True, check=False)
     sys.stderr.write(proc.stderr[-2000:] if proc.returncode else "")
     if proc.returncode != 0 or not (tmp / "offline.json").exists():
@@ -426,11 +439,11 @@ written before 2026-11-30 18:00 UTC kept both: the pop sat after a `return`)."""
 
 
 def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, env: dict[str, str]) -> None:
-    from runners import vllm_bench
+    from runners.engines.vllm import tool as vllm_bench
 
     out = tmp / f"{tool}-{test.workload}.json"
     started = datetime.now(UTC)
-    cmd = [sys.executable, "-m", "runners.vllm_bench", tool, str(out), "--", *flags]
+    cmd = [sys.executable, "-m", "runners.engines.vllm.tool", tool, str(out), "--", *flags]
     proc = subprocess.run(cmd, env=os.environ | env, capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not out.exists():
         print(f"    vllm bench {tool} failed (exit {proc.returncode}); the runner's record stands:", file=sys.stderr)
@@ -456,7 +469,8 @@ def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, e
 
 
 def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[str, str], cross_check: bool) -> None:
-    from runners import loadgen, metrics, record
+    from runners import metrics, record
+    from runners.engines.vllm import loadgen as loadgen
 
     entry, settings = w.entry, w.settings
     started = datetime.now(UTC)
@@ -527,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         return offline(argv[1:])
     from runners import llama_files, provenance, spec
 
-    p = argparse.ArgumentParser(prog="python -m runners.vllm_engine", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m runners.engines.vllm.runner", description=__doc__.splitlines()[0])
     p.add_argument("--suite", required=True)
     p.add_argument("--serving", required=True, help="name of a [[serving]] entry of the suite")
     p.add_argument("--variant", required=True)

@@ -1,8 +1,9 @@
 """The cross-check: llama.cpp's own `llama-bench`, built from the same vendored llama.cpp as the runner's library
-(runners/llamacpp_build.py), run on the same GGUF file with the same settings; its JSON Lines become result
+(runners/engines/llamacpp/build.py), run on the same GGUF file with the same settings; its JSON Lines become result
 records marked `imported` (engine `llama-bench`), one per test, beside the runner's `measured` ones.
 
-    python -m runners.llama_bench --suite cpu-smoke --inference llama-tiny --variant llamacpp-f16 --run-stamp S
+    python -m runners.engines.llamacpp.tool --suite cpu-smoke --inference llama-tiny --variant llamacpp-f16
+    --run-stamp S
 """
 
 from __future__ import annotations
@@ -91,10 +92,13 @@ def sample_rows(obj: dict[str, Any], n_tokens: int) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     # No llama_cpp here (this process writes Parquet, and on the bench hosts' image pyarrow and llama_cpp in one
-    # process crash, see runners/llamacpp.py): the runner, which runs first, has already made the model file.
-    from runners import llama_files, llamacpp, llamacpp_build, provenance, record, schema, spec, store
+    # process crash, see runners/engines/llamacpp/runner.py): the runner, which runs first, has already made the model
+    # file.
+    from runners import llama_files, provenance, record, schema, spec, store
+    from runners.engines.llamacpp import build as llamacpp_build
+    from runners.engines.llamacpp import runner as llamacpp
 
-    p = spec.inference_cli("python -m runners.llama_bench", __doc__.splitlines()[0], tool=True)
+    p = spec.inference_cli("python -m runners.engines.llamacpp.tool", __doc__.splitlines()[0], tool=True)
     p.add_argument("--binary", default=os.environ.get("LLAMA_BENCH", "llama-bench"))
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         config["imported"] = {"tool": "llama-bench", "command": " ".join(cmd), "result": obj}
         rows = sample_rows(obj, test.n_tokens)
         run = record.run_columns(
-            run_id=llamacpp.run_id(args.run_stamp, test.workload, variant.name + "-llama-bench"),
+            run_id=record.test_run_id(args.run_stamp, test.workload, variant.name + "-llama-bench"),
             suite=suite,
             config=config,
             # the build's record of the vendored commit: llama-bench's own stamp may not know it
@@ -138,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             "engine": "llama-bench",
             "origin": "imported",
             "source": f"llama-bench built from the llama.cpp vendored in llama-cpp-python {vendored}, "
-            "run by runners/llama_bench.py on the same host and file",
+            "run by runners/engines/llamacpp/tool.py on the same host and file",
             # llama-bench runs every test in one process: each record spans the whole run
             "ended_at": max(run["ended_at"], started + timedelta(microseconds=1)),
         }

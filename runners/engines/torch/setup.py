@@ -103,22 +103,6 @@ def check_float8(where: str, s: dict[str, Any]) -> None:
         raise spec.SpecError(f"{where}: key 'float8_dim_multiple': {multiple} is not a positive multiple of 16")
 
 
-def parse_overrides(items: list[str] | None) -> dict[str, Any]:
-    """`--set key=value` pairs for sweeps; values parse as JSON where they can (25 → 25, true → True)."""
-    import json
-
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise spec.SpecError(f"--set {item!r}: expected KEY=VALUE")
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
-    return out
-
-
 def compute_precision(settings: dict[str, Any]) -> str:
     """The precision the matmuls run in, which picks the peak that MFU is measured against. A float8 variant is
     `fp8`: its converted Linear layers (nearly all of the model's FLOPs) run float8 matmuls; attention and an
@@ -219,7 +203,7 @@ def apply_compile_loss(model: Any, *, settings: dict[str, Any]) -> None:
 
 def loss_function(forward: Any, *, settings: dict[str, Any]) -> Any:
     """`loss(x, y)`: inside the model's forward with `compile_loss`, else after it, in eager mode."""
-    from runners.torch_model import cross_entropy
+    from runners.engines.torch.model import cross_entropy
 
     if settings["compile_loss"]:
         return lambda x, y: forward(x, y)

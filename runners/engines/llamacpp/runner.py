@@ -1,9 +1,11 @@
 """llama.cpp through llama-cpp-python: llama-bench's prompt-processing (pp) and generation (tg) tests at several
 KV-cache depths, one result file per test.
 
-    python -m runners.llamacpp --suite cpu-smoke --inference llama-tiny --variant llamacpp-f16 --run-stamp STAMP \
+    python -m runners.engines.llamacpp.runner --suite cpu-smoke --inference llama-tiny --variant llamacpp-f16
+    --run-stamp STAMP \
         --out tests.jsonl
-    python -m runners.llamacpp files --suite h100 --model llama-8b     (make a model's files ahead of a session)
+    python -m runners.engines.llamacpp.runner files --suite h100 --model llama-8b     (make a model's files ahead of a
+    session)
 
 Each test mirrors llama-bench (tools/llama-bench/llama-bench.cpp in the vendored llama.cpp): a context of
 n_tokens + depth, one untimed warm-up (the whole prompt for pp, one token for tg), then per repetition: clear the
@@ -248,12 +250,6 @@ def device_memory_gib(device: str) -> float | None:
     return None
 
 
-def run_id(stamp: str, workload: str, variant: str) -> str:
-    """A test's run id: the bench session's stamp (UTC start and a random suffix) around the test's names."""
-    when, _, suffix = stamp.partition("~")
-    return f"{when}-{workload}-{variant}-{suffix}"
-
-
 def test_config(
     suite: Any,
     entry: Any,
@@ -276,12 +272,21 @@ def test_config(
     )  # fmt: skip
 
 
+def failure_config(suite: Any, entry: Any, test: Any, variant: Any, note: str | None) -> dict[str, Any]:
+    """The configuration of a test whose runner died before writing it (the registry's `failure_config`)."""
+    files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model file was described"}
+    return test_config(suite, entry, test, variant, dict(variant.settings), files, note, None)
+
+
 def make_files(argv: list[str]) -> int:
-    """`python -m runners.llamacpp files --suite h100 --model llama-8b [--weights f16 q8_0 q4_k_m] [--hf]`: make (or
+    """`python -m runners.engines.llamacpp.runner files --suite h100 --model llama-8b [--weights f16 q8_0 q4_k_m]
+    [--hf]`: make (or
     find) a suite model's files ahead of a bench session."""
     from runners import llama_files, spec
 
-    p = argparse.ArgumentParser(prog="python -m runners.llamacpp files", description=make_files.__doc__.split(":")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m runners.engines.llamacpp.runner files", description=make_files.__doc__.split(":")[0]
+    )
     p.add_argument("--suite", required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--seed", type=int, default=0)
@@ -315,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from runners import llama_files, provenance, record, spec
 
-    p = spec.inference_cli("python -m runners.llamacpp", __doc__.splitlines()[0])
+    p = spec.inference_cli("python -m runners.engines.llamacpp.runner", __doc__.splitlines()[0])
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
     entry = suite.inference_entry(args.inference)
@@ -356,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
                 ]
             config = test_config(suite, entry, test, variant, settings, files, args.note, bench.fills)
             run = record.run_columns(
-                run_id=run_id(args.run_stamp, test.workload, variant.name),
+                run_id=record.test_run_id(args.run_stamp, test.workload, variant.name),
                 suite=suite,
                 config=config,
                 engine_version=version,

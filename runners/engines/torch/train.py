@@ -1,7 +1,7 @@
 """PyTorch training runner: one process per device under torchrun, DDP or FSDP2 over gloo (CPU) or NCCL (CUDA).
 
 Launched by the bench session as
-    python -m torch.distributed.run --standalone --nproc-per-node W -m runners.torch_train \
+    python -m torch.distributed.run --standalone --nproc-per-node W -m runners.engines.torch.train \
         --suite S --workload NAME --variant V --data-dir data --run-id ID [--set key=value ...]
 Rank 0 writes one result file. Every variant starts from the same initial-weights file and reads the same
 token stream, so their losses are comparable step by step.
@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, provenance, record, schema, spec, store, torch_setup
+from runners import artifacts, calibrate, provenance, record, schema, spec, store
+from runners.engines.torch import setup as torch_setup
 
 PROCESS_START = time.perf_counter()
 CACHE_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight"))
@@ -32,7 +33,7 @@ def sweep_env() -> dict[str, str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="runners.torch_train", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="runners.engines.torch.train", description=__doc__.splitlines()[0])
     p.add_argument("--suite", required=True, help="suite name or path to its TOML file")
     p.add_argument("--workload", required=True)
     p.add_argument("--variant", required=True)
@@ -93,7 +94,7 @@ def train_trial(
     log: Any,
 ) -> tuple[list[float], list[float], dict[str, float], str | None]:
     """One trial from the shared initial weights; returns step times, losses, run-level values, stop reason."""
-    from runners.torch_model import GPT
+    from runners.engines.torch.model import GPT
 
     trial_start = time.perf_counter()
     model = GPT(model_spec)
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.variant not in variants:
         raise spec.SpecError(f"unknown variant {args.variant!r}")
     variant = variants[args.variant]
-    overrides = torch_setup.parse_overrides(args.set)
+    overrides = spec.parse_overrides(args.set)
     settings = torch_setup.check_settings(variant, overrides)
     steps = args.steps or work.steps
     micro_batch = args.micro_batch or work.micro_batch

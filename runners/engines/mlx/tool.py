@@ -2,7 +2,7 @@
 lengths and repetitions; each trial's `prompt_tps` and `generation_tps` become result records marked `imported`
 (engine `mlx-lm-benchmark`) beside the runner's depth-0 pp and tg tests (the tool has no KV-cache depth).
 
-    python -m runners.mlx_lm_bench --suite cpu-smoke --inference llama-tiny --variant mlx-f16 --run-stamp S
+    python -m runners.engines.mlx.tool --suite cpu-smoke --inference llama-tiny --variant mlx-f16 --run-stamp S
 
 The tool prints one line per trial, `Trial 1:  prompt_tps=…, generation_tps=…, peak_memory=…, total_time=…`, and
 an `Averages:` line; `parse` reads those (and is what the importer of a saved output uses, runners/imports.py).
@@ -77,9 +77,11 @@ def sample_rows(trials: list[dict[str, float]], field: str) -> list[dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    from runners import llama_files, llamacpp, mlx_generate, mlx_train, record, schema, spec, store
+    from runners import llama_files, record, schema, spec, store
+    from runners.engines.mlx import generate as mlx_generate
+    from runners.engines.mlx import train as mlx_train
 
-    p = spec.inference_cli("python -m runners.mlx_lm_bench", __doc__.splitlines()[0], tool=True)
+    p = spec.inference_cli("python -m runners.engines.mlx.tool", __doc__.splitlines()[0], tool=True)
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
     entry = suite.inference_entry(args.inference)
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         config["workload"]["depth_fills"] = None
         config["imported"] = {"tool": "mlx_lm.benchmark", "command": " ".join(cmd), "field": field, "trials": trials}
         run = record.run_columns(
-            run_id=llamacpp.run_id(args.run_stamp, test.workload, variant.name + "-mlx-lm-benchmark"),
+            run_id=record.test_run_id(args.run_stamp, test.workload, variant.name + "-mlx-lm-benchmark"),
             suite=suite,
             config=config,
             engine_version=mlx_generate.engine_version(mx),
@@ -127,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         run |= {
             "engine": "mlx-lm-benchmark",
             "origin": "imported",
-            "source": "mlx_lm.benchmark of the installed mlx-lm, run by runners/mlx_lm_bench.py on the same host and"
-            " folder",
+            "source": "mlx_lm.benchmark of the installed mlx-lm, run by runners/engines/mlx/tool.py on the same host "
+            "and folder",
             "ended_at": max(run["ended_at"], started + timedelta(microseconds=1)),
         }
         written = store.write_run(args.data_dir, schema.make_table(run, sample_rows(trials, field)))

