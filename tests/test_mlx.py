@@ -267,7 +267,7 @@ def _apple_output(prompt: int = 512, trials: int = 5) -> str:
 def test_mlx_lm_benchmark_output_from_a_mac_imports_once_and_checked(tmp_path: Path) -> None:
     """A contributor's mlx_lm.benchmark output (the tool's format; we have no Mac here) becomes the apple suite's
     depth-0 pp and tg records, imported and valid; a file with other lengths is refused whole."""
-    from runners import imports
+    from runners.engines.mlx import importer
 
     apple = spec.load_suite("apple")
     entry, variant = apple.inference_entry("llama-8b"), apple.variants["mlx-f16"]
@@ -275,9 +275,9 @@ def test_mlx_lm_benchmark_output_from_a_mac_imports_once_and_checked(tmp_path: P
     good.write_text(_apple_output())
     data = tmp_path / "data"
     args = dict(source="a contributor's M3 Max, 64 GB", hardware="Apple M3 Max GPU", date="2026-11-30T10:00:00Z")
-    done = imports.import_mlx_lm_benchmark(good, apple, entry, variant, data_dir=data, **args)
+    done = importer.import_mlx_lm_benchmark(good, apple, entry, variant, data_dir=data, **args)
     assert len(done) == 2 and "llama-8b-pp512-d0: 982.0 tokens/s" in done[0] and "llama-8b-tg128-d0" in done[1]
-    again = imports.import_mlx_lm_benchmark(good, apple, entry, variant, data_dir=data, **args)
+    again = importer.import_mlx_lm_benchmark(good, apple, entry, variant, data_dir=data, **args)
     assert len(again) == 2 and all("already imported" in line for line in again)
     files = sorted(data.rglob("*.parquet"))
     assert len(files) == 2
@@ -295,9 +295,9 @@ def test_mlx_lm_benchmark_output_from_a_mac_imports_once_and_checked(tmp_path: P
     bad = tmp_path / "other.txt"
     bad.write_text(_apple_output(prompt=256, trials=3))
     with pytest.raises(ValueError) as refused:
-        imports.import_mlx_lm_benchmark(bad, apple, entry, variant, data_dir=tmp_path / "d2", **args)
+        importer.import_mlx_lm_benchmark(bad, apple, entry, variant, data_dir=tmp_path / "d2", **args)
     assert "field 'prompt_tokens': 256, but apple's llama-8b runs 512" in str(refused.value)
     assert "3 trials, but llama-8b takes 5 repetitions" in str(refused.value)
     assert not (tmp_path / "d2").exists()
     with pytest.raises(ValueError, match="--date '2026-12-01' has no time zone"):
-        imports.import_mlx_lm_benchmark(good, apple, entry, variant, data_dir=data, **(args | {"date": "2026-12-01"}))
+        importer.import_mlx_lm_benchmark(good, apple, entry, variant, data_dir=data, **(args | {"date": "2026-12-01"}))

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator import load
-from runners import imports, schema, spec
+from runners import schema, spec
+from runners.engines.llamacpp import importer as llama_importer
 from tests.test_store import _run
 
 METRIC_NAMES = [*schema.METRIC_RULES, "custom_s", "custom_count"]
@@ -138,8 +139,8 @@ def test_the_llama_bench_importer_names_every_problem_and_never_crashes(changes:
     either accepts it or names each problem by result and field; it never fails another way."""
     entry = H100.inference_entry("llama-8b")
     model, variant = H100.models[entry.model], H100.variants["llamacpp-f16"]
-    assert imports.problems_of(BASE_RESULT, 1, model, variant, entry.tests()) == []
-    problems = imports.problems_of(BASE_RESULT | changes, 1, model, variant, entry.tests())
+    assert llama_importer.problems_of(BASE_RESULT, 1, model, variant, entry.tests()) == []
+    problems = llama_importer.problems_of(BASE_RESULT | changes, 1, model, variant, entry.tests())
     assert all(p.startswith("result 1, field") for p in problems), problems
     if all(BASE_RESULT[k] == v and type(BASE_RESULT[k]) is type(v) for k, v in changes.items()):
         assert problems == []

@@ -271,7 +271,7 @@ TOOL_RECORD = next(
 def test_vllm_bench_output_from_elsewhere_imports_once_and_checked(tmp_path: Path) -> None:
     """`vllm bench serve` JSON made on another machine becomes the served test it is for, through the same serving
     formulas; another point's JSON, or one with other lengths, is refused whole with each field named."""
-    from runners import imports
+    from runners.engines.vllm import importer
 
     record = pq.read_table(TOOL_RECORD)
     result = json.loads(record.column("config")[0].as_py())["imported"]["result"]
@@ -282,9 +282,9 @@ def test_vllm_bench_output_from_elsewhere_imports_once_and_checked(tmp_path: Pat
     good.write_text(json.dumps(result))
     data = tmp_path / "data"
     args = dict(source="a contributor's H200", hardware="NVIDIA H200", date="2026-11-30T16:55:00Z")
-    done = imports.import_vllm_bench(good, h100, entry, variant, data_dir=data, **args)
+    done = importer.import_vllm_bench(good, h100, entry, variant, data_dir=data, **args)
     assert len(done) == 1 and done[0].startswith("llama-14b-serve-c8-i512-o128: vllm bench serve")
-    again = imports.import_vllm_bench(good, h100, entry, variant, data_dir=data, **args)
+    again = importer.import_vllm_bench(good, h100, entry, variant, data_dir=data, **args)
     assert "already imported" in again[0]
     (path,) = data.rglob("*.parquet")
     table = pq.read_table(path)
@@ -298,15 +298,15 @@ def test_vllm_bench_output_from_elsewhere_imports_once_and_checked(tmp_path: Pat
     bad = tmp_path / "other.json"
     bad.write_text(json.dumps(result | {"num_prompts": 64, "output_lens": [64] * 32}))
     with pytest.raises(ValueError) as refused:
-        imports.import_vllm_bench(bad, h100, entry, variant, data_dir=tmp_path / "d2", **args)
+        importer.import_vllm_bench(bad, h100, entry, variant, data_dir=tmp_path / "d2", **args)
     text = str(refused.value)
     assert "field 'num_prompts': 64, but llama-14b-serve-c8-i512-o128 sends 32 requests" in text
     assert "field 'output_lens': requests of [64] tokens, but llama-14b generates 128" in text
     bad.write_text(json.dumps(result | {"max_concurrency": 16}))
     with pytest.raises(ValueError, match="field 'max_concurrency': 16 matches none of llama-14b's served tests"):
-        imports.import_vllm_bench(bad, h100, entry, variant, data_dir=tmp_path / "d2", **args)
+        importer.import_vllm_bench(bad, h100, entry, variant, data_dir=tmp_path / "d2", **args)
     assert not (tmp_path / "d2").exists()
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")
     with pytest.raises(ValueError, match="not JSON"):
-        imports.import_vllm_bench(garbage, h100, entry, variant, data_dir=tmp_path / "d2", **args)
+        importer.import_vllm_bench(garbage, h100, entry, variant, data_dir=tmp_path / "d2", **args)

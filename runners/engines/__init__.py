@@ -49,6 +49,9 @@ class Engine:
     """`module:function(suite, entry, test, variant, note) -> config` of a test whose runner died before writing it."""
     devices_setting: str | None = None
     """The variant setting that says how many devices a test uses (vLLM's tensor-parallel size); one otherwise."""
+    importer: str | None = None
+    """`module:function(path, suite, entry, variant, args) -> lines` that imports the tool's output written elsewhere
+    (`python -m runners import <tool> FILE`), or raises ValueError naming what is wrong."""
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(KINDS)
@@ -76,6 +79,7 @@ ENGINES: dict[str, Engine] = {
             tool_runner="runners.engines.mlx.tool",
             launch_env="runners.engines.mlx.train:launch_env",
             failure_config="runners.engines.mlx.generate:failure_config",
+            importer="runners.engines.mlx.importer:import_file",
         ),
         Engine(
             name="llamacpp",
@@ -86,6 +90,7 @@ ENGINES: dict[str, Engine] = {
             tool_runner="runners.engines.llamacpp.tool",
             tool_needs_env="LLAMA_BENCH",
             failure_config="runners.engines.llamacpp.runner:failure_config",
+            importer="runners.engines.llamacpp.importer:import_file",
         ),
         Engine(
             name="vllm",
@@ -96,6 +101,7 @@ ENGINES: dict[str, Engine] = {
             python_env="FAIRFIGHT_VLLM_PYTHON",
             failure_config="runners.engines.vllm.runner:failure_config",
             devices_setting="tensor_parallel_size",
+            importer="runners.engines.vllm.importer:import_file",
         ),
         Engine(
             name="external",

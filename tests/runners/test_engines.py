@@ -21,7 +21,7 @@ def test_every_engine_is_one_folder_and_one_entry() -> None:
     for name, engine in engines.ENGINES.items():
         assert (FOLDER / name / "__init__.py").exists()
         modules = [engine.train_runner, engine.test_runner, engine.tool_runner]
-        targets = [engine.launch_env, engine.failure_config]
+        targets = [engine.launch_env, engine.failure_config, engine.importer]
         for module in filter(None, modules + [t.partition(":")[0] for t in targets if t]):
             assert module.startswith(f"runners.engines.{name}."), (name, module)  # its own folder only
             importlib.import_module(module)  # every engine imports without its engine installed
@@ -33,6 +33,7 @@ def test_every_engine_is_one_folder_and_one_entry() -> None:
         assert bool({"inference", "serving"} & set(engine.kinds)) == (engine.test_runner is not None), name
         if "inference" in engine.kinds and engine.tool:
             assert engine.tool_runner is not None and engine.failure_config is not None, name
+        assert (engine.tool is None) == (engine.importer is None), name  # a tool's output elsewhere can come in
 
 
 def test_spec_and_schema_read_the_registry() -> None:
