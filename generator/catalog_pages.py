@@ -197,6 +197,6 @@ def write_downloads(env: jinja2.Environment, docs: Path, summary: pl.DataFrame, 
                 digest.update(chunk)
         files.append(dict(name=path.name, rows=frame.height, size=path.stat().st_size, sha256=digest.hexdigest()))
     # what each column holds: the record's own columns (runners/schema.py), the config flattened (generator/columns.py)
-    docs = schema.COLUMN_DOCS | {c.name: f"{c.what} ({c.source} {c.path})" for c in columns_table.COLUMNS}
-    columns = {name: (json.dumps(str(dtype)), docs.get(name, "")) for name, dtype in flat.schema.items()}
+    said = schema.COLUMN_DOCS | {c.name: f"{c.what} ({c.source} {c.path})" for c in columns_table.COLUMNS}
+    columns = {name: (json.dumps(str(dtype)), said.get(name, "")) for name, dtype in flat.schema.items()}
     pages.render(env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns)

@@ -46,6 +46,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("variant_description", "config", "$.variant.description", pl.String, "the variant's own words"),
     Column("claim_description", "config", "$.claim.description", pl.String, "a claim's own words"),
     Column("note", "config", "$.note", pl.String, "the operator's note (`--note`)"),
+    Column("pairs_with", "config", "$.pairs_with", pl.String, "an own tool's record: the runner record it checks"),
     Column("retracts", "config", "$.retraction.retracts", pl.String, "a retraction: the run it retracts"),
     Column("retraction_reason_text", "config", "$.retraction.reason", pl.String, "a retraction: why"),
     Column("total_params", "config", "$.derived.total_params", pl.Float64, "the model's parameters"),

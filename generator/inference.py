@@ -14,8 +14,8 @@ from runners import metrics
 
 KINDS = ("pp", "tg")
 BENCH_TAGS = {"llama-bench": "-llama-bench-", "mlx-lm-benchmark": "-mlx-lm-benchmark-"}
-"""An engine's own tool's record of a test (llama-bench for llama.cpp, mlx_lm.benchmark for MLX) has the runner's
-run id with this inserted before the random suffix."""
+"""How a tool's record made before `config.pairs_with` names the runner's record it checks: its run id is the
+runner's with this inserted before the random suffix (llama-bench for llama.cpp, mlx_lm.benchmark for MLX)."""
 TOOL_PATH_ENGINES = ("mlx",)
 """Engines whose own tool times more than the test (mlx_lm.benchmark: see
 `runners.engines.mlx.generate._Bench.tool_path`):
@@ -63,10 +63,14 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
                 metrics.mbu(pl.col("decode_bytes_per_token"), pl.col("rate_mean"), pl.col("datasheet_bandwidth"))
             ),
             paired_run=pl.coalesce(
-                pl.when((pl.col("origin") == "imported") & (pl.col("engine") == tool)).then(
-                    pl.col("run_id").str.replace(tag, "-", literal=True)
-                )
-                for tool, tag in BENCH_TAGS.items()
+                pl.when(pl.col("origin") == "imported").then(pl.col("pairs_with")),
+                # records made before the field: the tool's run id is the runner's with the tool's tag inserted
+                *(
+                    pl.when((pl.col("origin") == "imported") & (pl.col("engine") == tool)).then(
+                        pl.col("run_id").str.replace(tag, "-", literal=True)
+                    )
+                    for tool, tag in BENCH_TAGS.items()
+                ),
             ),
         )
     )

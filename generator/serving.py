@@ -84,8 +84,9 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             # the test's output tokens/s, whichever kind: offline mean over repetitions, or the served point's
             out_rate=pl.coalesce("out_mean", "output_tokens_per_s"),
             decode_rate=pl.when(pl.col("concurrency") == 1).then(metrics.decode_tokens_per_s(pl.col("median_tpot_ms"))),
+            # the tool's record names the runner's it checks; before the field, its run id had the tool's tag inserted
             paired_run=pl.when(pl.col("origin") == "imported").then(
-                pl.col("run_id").str.replace(BENCH_TAG, "-", literal=True)
+                pl.coalesce("pairs_with", pl.col("run_id").str.replace(BENCH_TAG, "-", literal=True))
             ),
         )
         .with_columns(

@@ -93,6 +93,7 @@ PATHS: dict[tuple[str, str], Field] = {
     ("config", "claim.description"): _TEXT,
     ("config", "claim.unknown"): Field("list[str]", high=50),
     ("config", "note"): Field("str", high=2000),
+    ("config", "pairs_with"): _NAME,  # an engine's own tool's record: the runner's record of the same test
     ("config", "command"): Field("str", high=4000),
     ("config", "model_file"): Field("object"),
     ("config", "model_file.sha256"): Field("str", high=64),

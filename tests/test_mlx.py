@@ -225,6 +225,8 @@ def test_mlx_generation_beside_mlx_lm_benchmark(tmp_path: Path) -> None:
         assert 0.4 < row["bench_ratio"] < 2.5, row
     imported = tests.filter(pl.col("origin") == "imported")
     assert set(imported["engine"]) == {"mlx-lm-benchmark"}
+    # each tool record names the runner record it checks (a field, not a tag in its run id)
+    assert sorted(imported["pairs_with"]) == sorted(measured["run_id"])
     assert all(json.loads(c)["imported"]["tool"] == "mlx_lm.benchmark" for c in imported["config"])
 
 

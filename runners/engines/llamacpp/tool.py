@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         config = llamacpp.test_config(suite, entry, test, variant, settings, files, None, None)
         config["variant"]["engine"] = "llama-bench"
         config["imported"] = {"tool": "llama-bench", "command": " ".join(cmd), "result": obj}
+        config["pairs_with"] = record.test_run_id(args.run_stamp, test.workload, variant.name)  # the runner's
         rows = sample_rows(obj, test.n_tokens)
         run = record.run_columns(
             run_id=record.test_run_id(args.run_stamp, test.workload, variant.name + "-llama-bench"),

@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         config["variant"]["engine"] = "mlx-lm-benchmark"
         config["workload"]["depth_fills"] = None
         config["imported"] = {"tool": "mlx_lm.benchmark", "command": " ".join(cmd), "field": field, "trials": trials}
+        config["pairs_with"] = record.test_run_id(args.run_stamp, test.workload, variant.name)  # the runner's
         run = record.run_columns(
             run_id=record.test_run_id(args.run_stamp, test.workload, variant.name + "-mlx-lm-benchmark"),
             suite=suite,

@@ -352,6 +352,7 @@ class _Writer:
         if tool:
             config["variant"]["engine"] = "vllm-bench"
             config["imported"] = tool
+            config["pairs_with"] = record.test_run_id(self.args.run_stamp, test.workload, self.variant.name)
         run = record.run_columns(
             run_id=record.test_run_id(self.args.run_stamp, test.workload, name),
             suite=self.suite,
