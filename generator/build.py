@@ -103,9 +103,7 @@ def _build_rest(
     nav, nav_editions = board_pages.write_pages(loaded, summary, docs, chart_sink, data_dir)
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
-    if nav:
-        config["nav"].insert(1, {"Leaderboards": nav})
-    config["nav"].insert(-1, {"Editions": ["editions.md", *nav_editions]})
+    config["nav"] = pages.nav(nav, nav_editions)  # the one table of pages (generator/pages.py SITE)
     config_path = work_dir / "mkdocs.yml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     # Deterministic output: MkDocs stamps pages and the sitemap with the build date unless SOURCE_DATE_EPOCH is

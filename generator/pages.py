@@ -11,6 +11,7 @@ import json
 import math
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +225,58 @@ def environment() -> jinja2.Environment:
     return env
 
 
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One entry of the site's navigation."""
+
+    title: str
+    file: str
+    """Under the docs folder: a page (`claims.md`), or a section's folder (`leaderboards/`) of pages written per
+    board or edition."""
+    template: str | None
+    """The template that writes it (`site_src/templates/`), or None for a page people write (`site_src/docs/`) or a
+    section."""
+
+
+SITE: tuple[Page, ...] = (
+    Page("Home", "index.md", "index.md.j2"),
+    Page("Leaderboards", "leaderboards/", "leaderboard.md.j2"),  # a page per board (inference.md.j2, serving.md.j2)
+    Page("Claims", "claims.md", "claims.md.j2"),
+    Page("Failures", "failures.md", "failures.md.j2"),
+    Page("Errata", "errata.md", "errata.md.j2"),
+    Page("Hardware and calibration", "hardware.md", "hardware.md.j2"),
+    Page("Engines", "engines.md", "engines.md.j2"),
+    Page("Methodology", "methodology.md", None),
+    Page("Add an engine", "add-an-engine.md", None),
+    Page("Downloads", "downloads.md", "downloads.md.j2"),
+    Page("Editions", "editions/", "edition.md.j2"),  # editions.md, then a page per edition
+    Page("Rejected files", "rejected.md", "rejected.md.j2"),
+)
+"""Every page of the site, in navigation order: the build writes the generated ones, copies the written ones, and
+makes the navigation from this table (site_src/mkdocs.yml has none). A run's page (`runs/`) is reached from its
+boards, not from the navigation."""
+
+
+def nav(boards: list[dict[str, str]], editions: list[dict[str, str]]) -> list[Any]:
+    """MkDocs' navigation from `SITE`: a section lists its boards' or editions' pages."""
+    out: list[Any] = []
+    for page in SITE:
+        if page.file == "leaderboards/":
+            if boards:
+                out.append({page.title: boards})
+        elif page.file == "editions/":
+            out.append({page.title: ["editions.md", *editions]})
+        else:
+            out.append({page.title: page.file})
+    return out
+
+
 def render(env: jinja2.Environment, template: str, out: Path, **context: Any) -> Path:
+    """Render a template into the docs folder: a page at the top must be one the `SITE` table declares."""
+    sections = {p.file.rstrip("/") for p in SITE if p.file.endswith("/")}
+    declared = {p.file for p in SITE} | {f"{s}.md" for s in sections}  # a section's own index page (editions.md)
+    if out.parent.name not in sections and out.name not in declared:
+        raise ValueError(f"{out.name}: not a page of generator/pages.py SITE; declare it there")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(env.get_template(template).render(**context))
     return out
