@@ -3,6 +3,7 @@ page is written in. Charts come from `charts`, numbers from `derive`; this modul
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from pathlib import Path
@@ -60,127 +61,49 @@ def _hardware_note(claim: dict, ours: dict | None) -> str | None:
     )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Derived:
+    """Everything the boards are made from, derived once for all of them."""
+
+    summary: pl.DataFrame
+    boards: dict[tuple[str, str], pl.DataFrame]
+    repeats: pl.DataFrame
+    window_losses: pl.DataFrame
+    scaling: pl.DataFrame
+    tests: pl.DataFrame
+    served: pl.DataFrame
+    tp: pl.DataFrame
+
+
 def write_pages(
     loaded: load.Loaded, summary: pl.DataFrame, docs: Path, chart_sink: pages.Charts, data_dir: Path
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """Render every generated page into `docs`; returns the leaderboard and edition nav entries."""
+    """Render every generated page into `docs`; returns the leaderboard and edition nav entries. Each board is
+    written by the writer of its kind (`_WRITERS`: training, inference or serving), which returns its home-page row
+    and, for a board with claims, the claims' row."""
     env = pages.environment()
-    boards = derive.leaderboards(summary)
-    repeats = derive.repeats(summary)
-    window_losses = derive.loss_windows(summary, loaded.rows)
-    scaling = derive.scaling(summary)
-    tests = inference.test_summary(summary, loaded.rows)
     served = serving.test_summary(summary, loaded.rows)
-    tp = serving.tp_scaling(served)
+    derived = _Derived(
+        summary=summary,
+        boards=derive.leaderboards(summary),
+        repeats=derive.repeats(summary),
+        window_losses=derive.loss_windows(summary, loaded.rows),
+        scaling=derive.scaling(summary),
+        tests=inference.test_summary(summary, loaded.rows),
+        served=served,
+        tp=serving.tp_scaling(served),
+    )
     index_rows, claim_rows, nav = [], [], []
-    for suite, workload in boards:
+    for suite, workload in derived.boards:
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
         nav.append({pages.nav_title(suite, workload): href})
-        work_tests = tests.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
-        if work_tests.height:
-            index_rows.append(_inference_board(env, docs / href, suite, workload, work_tests, chart_sink, slug))
-            continue
-        work_served = served.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
-        if work_served.height:
-            index_rows.append(
-                _serving_board(env, docs / href, suite, workload, work_served, tp, tests, chart_sink, slug)
-            )
-            continue
-        all_runs = summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
-        board = boards[(suite, workload)]
-        measured = all_runs.filter(pl.col("origin") == "measured")
-        claims = all_runs.filter((pl.col("origin") == "claim") & pl.col("retracted_by").is_null()).sort("run_id")
-        retracted = all_runs.filter(pl.col("retracted_by").is_not_null()).sort("retracted_at", "run_id")
-        counted = measured.filter(pl.col("retracted_by").is_null())
-        failures = counted.filter(pl.col("steps_per_s_lo").is_null()).sort("started_at", "run_id")
-        unranked = (
-            derive.candidates(all_runs)
-            .filter(pl.col("unranked").is_not_null())
-            .sort("steps_per_s", "run_id", descending=[True, False], nulls_last=True)
+        row, claims_row = _WRITERS[_kind(derived, suite, workload)](
+            env, docs / href, suite, workload, derived, chart_sink, slug
         )
-        oldest = measured.sort("started_at", "run_id")
-        config = pages.board_config(oldest["config"][0]) if measured.height else None
-        defined = schema.suite_workloads(suite).get(workload)
-        if config is not None and defined is not None:
-            config["workload"]["variants"] = defined["variants"]  # the baseline as the suite file names it now
-        # One curve per variant (its latest run), as means over timing windows: the page stays light however
-        # many runs a workload has; every run's own curve is on its run page.
-        latest = (
-            counted.filter(pl.col("suite_scale")).sort("started_at").group_by("variant", maintain_order=True).last()
-        )
-        work_repeats = repeats.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
-        work_scaling = scaling.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
-        losses = window_losses.join(latest.select("run_id", "variant"), on="run_id", maintain_order="left").select(
-            "run_id", "variant", "step", "value"
-        )
-        shown = board  # one row per configuration already
-        has_mfu = shown.height > 0 and shown.select(pl.col("mfu_calibrated").is_not_null().any()).item()
-        pages.render(
-            env,
-            "leaderboard.md.j2",
-            docs / href,
-            suite=suite,
-            workload=workload,
-            config=config,
-            rows=board.to_dicts(),
-            claims=claims.to_dicts(),
-            retracted=retracted.to_dicts(),
-            unranked=unranked.to_dicts(),
-            failures=failures.to_dicts(),
-            rank_rule=configurations.RANK_RULE,
-            json_name=_board_json(
-                docs / href, board, unranked, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
-            ),
-            tolerance={
-                "first": metrics.LOSS_PARITY_FIRST_STEP_NATS,
-                "rel": metrics.LOSS_PARITY_REL_TOL,
-                "fp32": metrics.LOSS_PARITY_REL_TOL_FP32,
-                "mean": metrics.LOSS_PARITY_MEAN_REL_TOL,
-            },
-            throughput_chart=chart_sink.html(f"chart-{slug}-throughput", charts.throughput(shown), depth=1)
-            + "\n\n"
-            + chart_sink.html(f"chart-{slug}-speedup", charts.speedup(shown), depth=1)
-            + ("\n\n" + chart_sink.html(f"chart-{slug}-mfu", charts.mfu(shown), depth=1) if has_mfu else "")
-            + "\n\n"
-            + chart_sink.html(f"chart-{slug}-step-times", charts.step_time_distribution(shown), depth=1)
-            if shown.height
-            else "",
-            loss_chart=chart_sink.html(f"chart-{slug}-loss", charts.loss_curves(losses), depth=1)
-            if losses.height
-            else "",
-            repeats=work_repeats.to_dicts(),
-            scaling=work_scaling.to_dicts(),
-            scaling_chart=chart_sink.html(f"chart-{slug}-scaling", charts.scaling(work_scaling), depth=1)
-            if work_scaling.filter(pl.col("efficiency").is_not_null()).height
-            else "",
-        )
-        best = _best(board)
-        index_rows.append(
-            dict(
-                suite=suite,
-                workload=workload,
-                href=href,
-                runs=measured.height,
-                claims=claims.height,
-                best=best,
-                top=_top(best, "steps_per_s", "steps_per_s_lo", "steps_per_s_hi", "steps/s"),
-            )
-        )
-        if claims.height:
-            stock, tuned = _best(board, "stock"), _best(board, "tuned")
-            claim_rows.append(
-                dict(
-                    workload=workload,
-                    claims=claims.to_dicts(),
-                    href=href,
-                    stock=stock,
-                    tuned=tuned,
-                    stock_spread=_spread_of(work_repeats, stock),
-                    tuned_spread=_spread_of(work_repeats, tuned),
-                    hardware_note=_hardware_note(claims.row(0, named=True), tuned or stock),
-                )
-            )
+        index_rows.append(row)
+        if claims_row is not None:
+            claim_rows.append(claims_row)
     pages.render(
         env,
         "index.md.j2",
@@ -200,6 +123,109 @@ def write_pages(
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
     catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink)
     return nav, nav_editions
+
+
+def _kind(derived: _Derived, suite: str, workload: str) -> str:
+    """Which writer a board takes: its records' kind (inference and serving tests), training otherwise."""
+    for kind, frame in (("inference", derived.tests), ("serving", derived.served)):
+        if frame.filter((pl.col("suite") == suite) & (pl.col("workload") == workload)).height:
+            return kind
+    return "training"
+
+
+def _training_board(
+    env: Any, path: Path, suite: str, workload: str, derived: _Derived, chart_sink: pages.Charts, slug: str
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A training workload's page (ranked configurations, unranked runs, claims, loss curves, repeats, scaling) and
+    its board JSON; returns its home-page row and its claims' row (None without claims)."""
+    summary, repeats, window_losses, scaling = derived.summary, derived.repeats, derived.window_losses, derived.scaling
+    href = f"leaderboards/{slug}.md"
+    all_runs = summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
+    board = derived.boards[(suite, workload)]
+    measured = all_runs.filter(pl.col("origin") == "measured")
+    claims = all_runs.filter((pl.col("origin") == "claim") & pl.col("retracted_by").is_null()).sort("run_id")
+    retracted = all_runs.filter(pl.col("retracted_by").is_not_null()).sort("retracted_at", "run_id")
+    counted = measured.filter(pl.col("retracted_by").is_null())
+    failures = counted.filter(pl.col("steps_per_s_lo").is_null()).sort("started_at", "run_id")
+    unranked = (
+        derive.candidates(all_runs)
+        .filter(pl.col("unranked").is_not_null())
+        .sort("steps_per_s", "run_id", descending=[True, False], nulls_last=True)
+    )
+    oldest = measured.sort("started_at", "run_id")
+    config = pages.board_config(oldest["config"][0]) if measured.height else None
+    defined = schema.suite_workloads(suite).get(workload)
+    if config is not None and defined is not None:
+        config["workload"]["variants"] = defined["variants"]  # the baseline as the suite file names it now
+    # One curve per variant (its latest run), as means over timing windows: the page stays light however
+    # many runs a workload has; every run's own curve is on its run page.
+    latest = counted.filter(pl.col("suite_scale")).sort("started_at").group_by("variant", maintain_order=True).last()
+    work_repeats = repeats.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
+    work_scaling = scaling.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
+    losses = window_losses.join(latest.select("run_id", "variant"), on="run_id", maintain_order="left").select(
+        "run_id", "variant", "step", "value"
+    )
+    shown = board  # one row per configuration already
+    has_mfu = shown.height > 0 and shown.select(pl.col("mfu_calibrated").is_not_null().any()).item()
+    pages.render(
+        env,
+        "leaderboard.md.j2",
+        path,
+        suite=suite,
+        workload=workload,
+        config=config,
+        rows=board.to_dicts(),
+        claims=claims.to_dicts(),
+        retracted=retracted.to_dicts(),
+        unranked=unranked.to_dicts(),
+        failures=failures.to_dicts(),
+        rank_rule=configurations.RANK_RULE,
+        json_name=_board_json(path, board, unranked, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
+        tolerance={
+            "first": metrics.LOSS_PARITY_FIRST_STEP_NATS,
+            "rel": metrics.LOSS_PARITY_REL_TOL,
+            "fp32": metrics.LOSS_PARITY_REL_TOL_FP32,
+            "mean": metrics.LOSS_PARITY_MEAN_REL_TOL,
+        },
+        throughput_chart=chart_sink.html(f"chart-{slug}-throughput", charts.throughput(shown), depth=1)
+        + "\n\n"
+        + chart_sink.html(f"chart-{slug}-speedup", charts.speedup(shown), depth=1)
+        + ("\n\n" + chart_sink.html(f"chart-{slug}-mfu", charts.mfu(shown), depth=1) if has_mfu else "")
+        + "\n\n"
+        + chart_sink.html(f"chart-{slug}-step-times", charts.step_time_distribution(shown), depth=1)
+        if shown.height
+        else "",
+        loss_chart=chart_sink.html(f"chart-{slug}-loss", charts.loss_curves(losses), depth=1) if losses.height else "",
+        repeats=work_repeats.to_dicts(),
+        scaling=work_scaling.to_dicts(),
+        scaling_chart=chart_sink.html(f"chart-{slug}-scaling", charts.scaling(work_scaling), depth=1)
+        if work_scaling.filter(pl.col("efficiency").is_not_null()).height
+        else "",
+    )
+    best = _best(board)
+    row = dict(
+        suite=suite,
+        workload=workload,
+        href=href,
+        runs=measured.height,
+        claims=claims.height,
+        best=best,
+        top=_top(best, "steps_per_s", "steps_per_s_lo", "steps_per_s_hi", "steps/s"),
+    )
+    claims_row = None
+    if claims.height:
+        stock, tuned = _best(board, "stock"), _best(board, "tuned")
+        claims_row = dict(
+            workload=workload,
+            claims=claims.to_dicts(),
+            href=href,
+            stock=stock,
+            tuned=tuned,
+            stock_spread=_spread_of(work_repeats, stock),
+            tuned_spread=_spread_of(work_repeats, tuned),
+            hardware_note=_hardware_note(claims.row(0, named=True), tuned or stock),
+        )
+    return row, claims_row
 
 
 def _board_json(
@@ -305,10 +331,11 @@ def _top(row: dict | None, value: str, lo: str, hi: str, unit: str) -> dict[str,
 
 
 def _inference_board(
-    env: Any, path: Path, suite: str, workload: str, tests: pl.DataFrame, chart_sink: pages.Charts, slug: str
-) -> dict[str, Any]:
+    env: Any, path: Path, suite: str, workload: str, derived: _Derived, chart_sink: pages.Charts, slug: str
+) -> tuple[dict[str, Any], None]:
     """An inference test's page (ranked configurations, unranked runs with their reasons, the own tools' figures,
     failures) and its board JSON; returns its home-page row."""
+    tests = derived.tests.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
     ranked, unranked = inference.board(tests)
     current = tests.filter(pl.col("retracted_by").is_null())
     status = dict(current.select("run_id", "status").iter_rows())
@@ -349,22 +376,16 @@ def _inference_board(
         claims=0,
         best=None,
         top=_top(best, "value", "lo", "hi", "tokens/s"),
-    )
+    ), None
 
 
 def _serving_board(
-    env: Any,
-    path: Path,
-    suite: str,
-    workload: str,
-    tests: pl.DataFrame,
-    tp: pl.DataFrame,
-    llama: pl.DataFrame,
-    chart_sink: pages.Charts,
-    slug: str,
-) -> dict[str, Any]:
+    env: Any, path: Path, suite: str, workload: str, derived: _Derived, chart_sink: pages.Charts, slug: str
+) -> tuple[dict[str, Any], None]:
     """A serving test's page (the runner's runs by throughput, vLLM's bench tool beside each, tensor-parallel
     scaling, and at one request in flight llama.cpp's generation on the same model); returns its home-page row."""
+    tests = derived.served.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
+    tp, llama = derived.tp, derived.tests
     current = tests.filter(pl.col("retracted_by").is_null())
     measured = current.filter(pl.col("origin") == "measured")
     ranked, unranked = serving.board(tests)
@@ -411,4 +432,9 @@ def _serving_board(
         claims=0,
         best=None,
         top=_top(best, "value", "lo", "hi", "output tokens/s"),
-    )
+    ), None
+
+
+_WRITERS = {"training": _training_board, "inference": _inference_board, "serving": _serving_board}
+"""One board writer per kind, each `(env, path, suite, workload, derived, chart_sink, slug)` returning its home-page
+row and its claims' row (None without claims)."""
