@@ -331,7 +331,7 @@ LOSS_PARITY_REL_TOL_FP32 = 0.001
 """The same, when the run and its baseline both compute in full fp32 (no TF32, no bf16): then only the order of
 reductions differs. Repeats of the fp32 stock baseline on 2×H200 stay within 0.0104% of each other and are identical
 on CPU, while on the tiny CPU model (two processes, fp32) a frozen block moves the loss by 0.30% and a missing block
-by 0.67% (tests/test_claims_and_parity.py): 3% would let both pass, 0.1% neither."""
+by 0.67% (tests/generator/test_claims_and_parity.py): 3% would let both pass, 0.1% neither."""
 
 
 LOSS_PARITY_MEAN_REL_TOL = 0.04

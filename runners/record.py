@@ -210,7 +210,7 @@ def calibration_line(calibration: dict[str, Any]) -> str:
 
 OUT_OF_MEMORY_SIGNS = ("out of memory", "outofmemoryerror", "can't allocate memory")
 """How running out of memory reads: CUDA's and torch's `OutOfMemoryError`, vLLM's messages, and torch's CPU allocator
-(`DefaultCPUAllocator: can't allocate memory`, seen under a memory limit in tests/test_faults.py)."""
+(`DefaultCPUAllocator: can't allocate memory`, seen under a memory limit in tests/runners/test_bench_faults.py)."""
 
 
 def status_of_failure(text: str) -> str:

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from generator import load
 from runners import schema, store
 from tests.conftest import ROOT
-from tests.test_store import ROWS, _run
+from tests.runners.test_store import ROWS, _run
 
 
 def _write_many(args: tuple[Path, str, int]) -> list[str]:

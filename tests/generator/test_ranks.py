@@ -16,7 +16,7 @@ import pytest
 from generator import board_pages, checks, derive, inference, load, serving, test_boards
 from runners import metrics
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 30, tzinfo=UTC)
 
 

@@ -174,7 +174,7 @@ def test_other_initial_weights_or_data_fail_parity_whatever_the_loss_says(tmp_pa
 
 
 DEFECTS = '''\
-"""Fault injection for tests/test_claims_and_parity.py: a runner that trains something else than it says."""
+"""Fault injection for tests/generator/test_claims_and_parity.py: a runner that trains something else than it says."""
 import os
 
 _defect = os.environ.get("FAIRFIGHT_TEST_DEFECT")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from generator import load
 from runners import schema, spec
 from runners.engines.llamacpp import importer as llama_importer
-from tests.test_store import _run
+from tests.runners.test_store import _run
 
 METRIC_NAMES = [*schema.METRIC_RULES, "custom_s", "custom_count"]
 UNITS = sorted({rule.unit for rule in schema.METRIC_RULES.values()} | {"ms", ""})
@@ -122,7 +122,7 @@ def test_a_table_is_accepted_exactly_when_every_row_is_good_and_loads_back_uncha
         assert back == [{k: r[k] for k in ("trial", "step", "phase", "metric", "value", "unit")} for r in rows]
 
 
-FIXTURE_H100 = Path(__file__).parent / "fixtures" / "schema-v1" / "data" / "h100"
+FIXTURE_H100 = Path(__file__).resolve().parents[1] / "fixtures" / "schema-v1" / "data" / "h100"
 LLAMA_BENCH_RECORD = next(FIXTURE_H100.glob("*-llamacpp-f16-llama-bench-*.parquet"))
 BASE_RESULT = json.loads(pq.read_table(LLAMA_BENCH_RECORD).column("config")[0].as_py())["imported"]["result"]
 H100 = spec.load_suite("h100")

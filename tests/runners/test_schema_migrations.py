@@ -11,7 +11,7 @@ import pytest
 from generator import load
 from runners import schema
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def _versions() -> list[Path]:
