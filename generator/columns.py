@@ -88,7 +88,9 @@ COLUMNS: tuple[Column, ...] = (
 def flatten(runs: pl.DataFrame) -> pl.DataFrame:
     """The runs with every `COLUMNS` column and `_derived`'s."""
     table = runs.with_columns(
-        pl.col(c.source).str.json_path_match(c.path).cast(c.dtype).alias(c.name) for c in COLUMNS
+        # a value of another type becomes null (the load has already refused files whose declared fields are wrong)
+        pl.col(c.source).str.json_path_match(c.path).cast(c.dtype, strict=False).alias(c.name)
+        for c in COLUMNS
     ).with_columns(
         description=pl.coalesce("variant_description", "claim_description"),
         model_gib=pl.col("model_bytes") / 2**30,
