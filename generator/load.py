@@ -7,7 +7,6 @@ field at fault, and the site's "Rejected files" page shows that list.
 from __future__ import annotations
 
 import hashlib
-import json
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -19,6 +18,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from generator import columns
 from runners import retract, schema, shapes
 
 
@@ -92,7 +92,8 @@ def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, d
 
 def _retraction_problem(config: str, loaded_ids: set[str]) -> str | None:
     """A retraction (given its config) must name a run that a loaded (good) file holds, not another retraction."""
-    target = (json.loads(config).get("retraction") or {}).get("retracts")
+    parsed = columns.parsed(config)
+    target = ((parsed if isinstance(parsed, dict) else {}).get("retraction") or {}).get("retracts")
     if not isinstance(target, str) or not target:
         return "row 0, field 'config': a retraction must name the run it retracts (retraction.retracts)"
     if target not in loaded_ids:
