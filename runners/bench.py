@@ -66,7 +66,9 @@ def new_run_id(workload: str, variant: str) -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{workload}-{variant}-{secrets.token_hex(3)}"
 
 
-def runner_command(work: spec.Workload, variant: spec.Variant, args: argparse.Namespace, run_id: str) -> list[str]:
+def runner_command(
+    work: spec.Workload, variant: spec.Variant, args: argparse.Namespace, run_id: str, out: Path
+) -> list[str]:
     """The command that runs one training variant, from the engine registry (which rejects unknown names)."""
     engine = _engine(variant, "train")
     cmd = [sys.executable, "-m"]
@@ -83,8 +85,8 @@ def runner_command(work: spec.Workload, variant: spec.Variant, args: argparse.Na
         work.name,
         "--variant",
         variant.name,
-        "--data-dir",
-        str(args.data_dir),
+        "--out",
+        str(out),
         "--run-id",
         run_id,
     ]
@@ -373,9 +375,12 @@ def run_suite(args: argparse.Namespace) -> int:
         run_id = new_run_id(work.name, variant.name)
         print(f"[{i}/{len(todo)}] {work.name} · {variant.name} ({variant.tier}) run {run_id}", flush=True)
         started, t0 = datetime.now(UTC), time.perf_counter()
-        cmd = runner_command(work, variant, args, run_id)
         limit = work.trials * (args.time_budget or work.time_budget_s) + GRACE_S
-        code, err = _run_teeing_stderr(cmd, env | runner_env(work.device, variant), limit)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "records.jsonl"
+            cmd = runner_command(work, variant, args, run_id, out)
+            code, err = _run_teeing_stderr(cmd, env | runner_env(work.device, variant), limit)
+            write_records(out, args.data_dir)
         path = store.run_path(args.data_dir, suite.name, run_id)
         if not path.exists():
             status = _classify(code, err or "")
@@ -424,8 +429,7 @@ def run_inference(
         code, err = _run_teeing_stderr(
             cmd + (["--note", args.note] if args.note else []), env, entry.time_budget_s + GRACE_S
         )
-        for line in measured.read_text().splitlines() if measured.exists() else []:
-            store.write_run(args.data_dir, schema.make_table(*_record_of(json.loads(line))))
+        write_records(measured, args.data_dir)
     lines = []
     for test in tests:
         run_id = record.test_run_id(stamp, test.workload, variant.name)
@@ -448,9 +452,12 @@ def run_inference(
         print(f"    no {engine.tool_needs_env} set: the {tool} cross-check is skipped", flush=True)
         return lines
     # the cross-check (llama-bench when one built from the same source is there; mlx_lm.benchmark comes with mlx-lm)
-    code, err = _run_teeing_stderr(
-        [sys.executable, "-m", checker, *common, "--data-dir", str(args.data_dir)], env, entry.time_budget_s + GRACE_S
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "tool.jsonl"
+        code, err = _run_teeing_stderr(
+            [sys.executable, "-m", checker, *common, "--out", str(out)], env, entry.time_budget_s + GRACE_S
+        )
+        write_records(out, args.data_dir)
     for test in tests:
         path = store.run_path(
             args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}")
@@ -481,10 +488,13 @@ def run_serving(
     # vLLM lives in an environment of its own on CPU machines (runners/engines/vllm/env.py); elsewhere, in this one
     python = (os.environ.get(engine.python_env) if engine.python_env else None) or sys.executable
     cmd = [python, "-m", engine.test_runner or "", "--suite", args.suite, "--serving", entry.name]
-    cmd += ["--variant", variant.name, "--run-stamp", stamp, "--data-dir", str(args.data_dir)]
+    cmd += ["--variant", variant.name, "--run-stamp", stamp]
     cmd += [a for t in tests for a in ("--workload", t.workload)] + (["--note", args.note] if args.note else [])
     started, t0 = datetime.now(UTC), time.perf_counter()
-    code, err = _run_teeing_stderr(cmd, env, entry.time_budget_s + GRACE_S)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "tests.jsonl"
+        code, err = _run_teeing_stderr([*cmd, "--out", str(out)], env, entry.time_budget_s + GRACE_S)
+        write_records(out, args.data_dir)
     lines = []
     for test in tests:
         run_id = record.test_run_id(stamp, test.workload, variant.name)
@@ -549,6 +559,18 @@ def summarize_serving(path: Path) -> dict[str, object]:
             text += f", TPOT {m.get('median_tpot_ms', float('nan')):,.2f} ms (medians)"
             return line | {"steps": int(m["completed_requests"]), "steps_per_s": text}
     return line
+
+
+def write_records(out: Path, data_dir: Path) -> list[Path]:
+    """Write the result file of every record a runner handed over (`record.emit`: a JSON line each): the bench alone
+    writes result files. A line the store refuses is reported and skipped; its run then gets a failure record."""
+    written = []
+    for i, line in enumerate(out.read_text().splitlines() if out.exists() else [], 1):
+        try:
+            written.append(store.write_run(data_dir, schema.make_table(*_record_of(json.loads(line)))))
+        except (ValueError, KeyError, TypeError) as e:
+            print(f"    {out.name} line {i}: not written ({e})", flush=True)
+    return written
 
 
 def _record_of(line: dict) -> tuple[dict, list[dict]]:

@@ -273,3 +273,20 @@ def test_run_id(stamp: str, workload: str, variant: str) -> str:
     test's names (an engine's own tool's record adds `-<tool>` to the variant)."""
     when, _, suffix = stamp.partition("~")
     return f"{when}-{workload}-{variant}-{suffix}"
+
+
+def emit(out: Path | str, run: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """Hand one finished record to the bench, which alone writes result files (runners/bench.py `write_records`):
+    a JSON line appended to the file the bench named (`--out`), checked first as the store will check it, so that a
+    bad record fails here, naming its field. Returns the run id."""
+    import os
+
+    from runners import schema
+
+    schema.make_table(run, rows)
+    line = json.dumps({"run": run, "rows": rows}, default=lambda v: v.isoformat())
+    with open(out, "a") as f:  # one line per record: a later crash loses none of those before it
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    return run["run_id"]

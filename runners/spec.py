@@ -552,7 +552,7 @@ def to_json(obj: Any) -> str:
 def inference_cli(prog: str, description: str, *, tool: bool = False) -> Any:
     """The command line the bench session gives an inference runner (llama.cpp, MLX), or with `tool` the module
     that runs the engine's own benchmark beside it: the entry, variant and run stamp, the tests to run, where the
-    model files are cached, and where the results go (JSON Lines for a runner, result files for a tool)."""
+    model files are cached, and where the records go (JSON Lines the bench writes result files from)."""
     import argparse
     import os
 
@@ -561,10 +561,8 @@ def inference_cli(prog: str, description: str, *, tool: bool = False) -> Any:
     p.add_argument("--inference", required=True, help="name of an [[inference]] entry of the suite")
     p.add_argument("--variant", required=True)
     p.add_argument("--run-stamp", required=True, help="UTC start and random suffix, `STAMP~HEX` (from bench)")
-    if tool:
-        p.add_argument("--data-dir", type=Path, default=Path("data"))
-    else:
-        p.add_argument("--out", type=Path, required=True, help="JSON Lines: one test's record per line, as it ends")
+    p.add_argument("--out", type=Path, required=True, help="JSON Lines: one test's record per line, as it ends")
+    if not tool:
         p.add_argument("--note", default=None)
     p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
     p.add_argument("--workload", action="append", help="only these tests (workload names)")

@@ -66,7 +66,7 @@ def test_a_runner_killed_mid_run_leaves_a_failure_record_and_no_partial_file(tmp
     for line in bench.stdout:  # type: ignore[union-attr]
         lines.append(line)
         if not killed and "step 40/100" in line:  # the first variant is training: kill its processes outright
-            pids = _processes_with(["runners.engines.torch.train", str(data)])
+            pids = _processes_with(["runners.engines.torch.train", "ddp-fp32-stock", "--steps 100"])
             assert pids, "no runner process found to kill"
             for pid in pids:
                 os.kill(pid, signal.SIGKILL)

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import lifetime, provenance, record, schema, spec, store
+from runners import lifetime, provenance, record, schema, spec
 
 CONTRACT = 1
 ROW_KEYS = ("trial", "step", "phase", "metric", "value", "unit")
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variants", required=True, type=Path, help="the file of outside engines' variants")
     p.add_argument("--workload", required=True)
     p.add_argument("--variant", required=True)
-    p.add_argument("--data-dir", default="data", type=Path)
+    p.add_argument("--out", required=True, type=Path, help="the JSON Lines file the bench reads the record from")
     p.add_argument("--run-id", required=True)
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--micro-batch", type=int, default=None)
@@ -210,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         hardware=hardware,
         packages=(),
     )
-    path = store.write_run(args.data_dir, schema.make_table(run, good))
-    print(f"    {run['status']}: {len(good)} row(s) → {path}", file=sys.stderr, flush=True)
+    record.emit(args.out, run, good)
+    print(f"    {run['status']}: {len(good)} row(s)", file=sys.stderr, flush=True)
     return 0 if error is None else 1
 
 

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     # No llama_cpp here (this process writes Parquet, and on the bench hosts' image pyarrow and llama_cpp in one
     # process crash, see runners/engines/llamacpp/runner.py): the runner, which runs first, has already made the model
     # file.
-    from runners import llama_files, provenance, record, schema, spec, store
+    from runners import llama_files, provenance, record, spec
     from runners.engines.llamacpp import build as llamacpp_build
     from runners.engines.llamacpp import runner as llamacpp
 
@@ -147,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             # llama-bench runs every test in one process: each record spans the whole run
             "ended_at": max(run["ended_at"], started + timedelta(microseconds=1)),
         }
-        written = store.write_run(args.data_dir, schema.make_table(run, rows))
+        record.emit(args.out, run, rows)
         mean = obj.get("avg_ts", 0)
-        print(f"    {test.workload}: {mean:,.1f} tokens/s (llama-bench mean) → {written}", file=sys.stderr)
+        print(f"    {test.workload}: {mean:,.1f} tokens/s (llama-bench mean)", file=sys.stderr)
     return 0
 
 

@@ -77,7 +77,7 @@ def sample_rows(trials: list[dict[str, float]], field: str) -> list[dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    from runners import llama_files, record, schema, spec, store
+    from runners import llama_files, record, spec
     from runners.engines.mlx import generate as mlx_generate
     from runners.engines.mlx import train as mlx_train
 
@@ -134,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
             "and folder",
             "ended_at": max(run["ended_at"], started + timedelta(microseconds=1)),
         }
-        written = store.write_run(args.data_dir, schema.make_table(run, sample_rows(trials, field)))
+        record.emit(args.out, run, sample_rows(trials, field))
         mean = sum(t[field] for t in trials) / len(trials)
-        print(f"    {test.workload}: {mean:,.1f} tokens/s (mlx_lm.benchmark mean) → {written}", file=sys.stderr)
+        print(f"    {test.workload}: {mean:,.1f} tokens/s (mlx_lm.benchmark mean)", file=sys.stderr)
     return 0
 
 

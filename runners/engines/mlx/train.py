@@ -3,7 +3,7 @@ parallel over `mx.distributed` when the workload has more than one (NCCL between
 TCP between CPU processes).
 
 Launched by the bench session as
-    python -m runners.engines.mlx.train --suite S --workload NAME --variant V --data-dir data --run-id ID [--set
+    python -m runners.engines.mlx.train --suite S --workload NAME --variant V --out RECORDS.jsonl --run-id ID [--set
     key=value]
 With world_size > 1 that process is the launcher (as torchrun): it starts one process per device with MLX's
 variables (MLX_RANK, and MLX_HOSTFILE for the ring or NCCL_HOST_IP/NCCL_PORT/MLX_WORLD_SIZE for NCCL), waits for
@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, lifetime, provenance, record, schema, spec, store
+from runners import artifacts, calibrate, lifetime, provenance, record, spec
 
 PROCESS_START = time.perf_counter()
 CACHE_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight"))
@@ -98,7 +98,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--suite", required=True, help="suite name or path to its TOML file")
     p.add_argument("--workload", required=True)
     p.add_argument("--variant", required=True)
-    p.add_argument("--data-dir", default="data", help="where the result file goes")
+    p.add_argument("--out", required=True, help="the JSON Lines file the bench reads the record from")
     p.add_argument("--run-id", required=True, help="id chosen by the bench session")
     p.add_argument("--steps", type=int, default=None, help="override the workload's step count (short checks)")
     p.add_argument("--micro-batch", type=int, default=None, help="override the workload's micro-batch")
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
             _write(ctx, status, error, rows, calibration)
         raise
     if rank == 0:
-        log(f"  wrote {_write(ctx, status, error, rows, calibration)}")
+        log(f"  recorded {_write(ctx, status, error, rows, calibration)}")
     return 0
 
 
@@ -346,7 +346,7 @@ def hardware(device: str, mx: Any, count: int = 1) -> dict[str, Any]:
 
 def _write(
     ctx: dict[str, Any], status: str, error: str | None, rows: list[dict[str, Any]], calibration: dict[str, Any] | None
-) -> Path:
+) -> str:
     mx, work, settings = ctx["mx"], ctx["work"], ctx["settings"]
     run = record.run_columns(
         run_id=ctx["args"].run_id,
@@ -378,7 +378,7 @@ def _write(
         packages=("mlx", "mlx-cuda-13", "mlx-cpu", "mlx-metal", "numpy", "pyarrow"),
         calibration=calibration,
     )
-    return store.write_run(ctx["args"].data_dir, schema.make_table(run, rows))
+    return record.emit(ctx["args"].out, run, rows)
 
 
 if __name__ == "__main__":

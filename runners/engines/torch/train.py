@@ -2,7 +2,7 @@
 
 Launched by the bench session as
     python -m torch.distributed.run --standalone --nproc-per-node W -m runners.engines.torch.train \
-        --suite S --workload NAME --variant V --data-dir data --run-id ID [--set key=value ...]
+        --suite S --workload NAME --variant V --out RECORDS.jsonl --run-id ID [--set key=value ...]
 Rank 0 writes one result file. Every variant starts from the same initial-weights file and reads the same
 token stream, so their losses are comparable step by step.
 """
@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, provenance, record, schema, spec, store
+from runners import artifacts, calibrate, provenance, record, spec
 from runners.engines.torch import setup as torch_setup
 
 PROCESS_START = time.perf_counter()
@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--suite", required=True, help="suite name or path to its TOML file")
     p.add_argument("--workload", required=True)
     p.add_argument("--variant", required=True)
-    p.add_argument("--data-dir", default="data", help="where the result file goes")
+    p.add_argument("--out", required=True, help="the JSON Lines file the bench reads the record from")
     p.add_argument("--run-id", required=True, help="id chosen by the bench session")
     p.add_argument("--steps", type=int, default=None, help="override the workload's step count (short checks)")
     p.add_argument("--micro-batch", type=int, default=None, help="override the workload's micro-batch")
@@ -240,14 +240,14 @@ def main(argv: list[str] | None = None) -> int:
             _write(ctx, status, error, rows, calibration)
         raise
     if rank == 0:
-        log(f"  wrote {_write(ctx, status, error, rows, calibration)}")
+        log(f"  recorded {_write(ctx, status, error, rows, calibration)}")
     dist.destroy_process_group()
     return 0
 
 
 def _write(
     ctx: dict[str, Any], status: str, error: str | None, rows: list[dict[str, Any]], calibration: dict[str, Any] | None
-) -> Path:
+) -> str:
     import torch
 
     work, settings = ctx["work"], ctx["settings"]
@@ -279,7 +279,7 @@ def _write(
         packages=("torch", "numpy", "pyarrow", *(("torchao",) if torch_setup.uses_float8(settings) else ())),
         calibration=calibration,
     )
-    return store.write_run(ctx["args"].data_dir, schema.make_table(run, rows))
+    return record.emit(ctx["args"].out, run, rows)
 
 
 def _reference_precision(settings: dict[str, Any]) -> dict[str, str]:

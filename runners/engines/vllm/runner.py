@@ -344,8 +344,8 @@ class _Writer:
         status: str = "ok",
         error: str | None = None,
         tool: dict[str, Any] | None = None,
-    ) -> Path:
-        from runners import record, schema, store
+    ) -> str:
+        from runners import record
 
         config = test_config(self.suite, self.entry, test, self.variant, self.settings, self.files, self.args.note)
         name = self.variant.name + ("-vllm-bench" if tool else "")
@@ -373,7 +373,7 @@ class _Writer:
             }
         if not rows:
             rows = [dict(trial=0, step=None, phase="run", metric="tests_completed", value=0.0, unit="tests")]
-        return store.write_run(self.args.data_dir, schema.make_table(run, rows))
+        return record.emit(self.args.out, run, rows)
 
 
 def failure_config(suite: Any, entry: Any, test: Any, variant: Any, note: str | None) -> dict[str, Any]:
@@ -547,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--serving", required=True, help="name of a [[serving]] entry of the suite")
     p.add_argument("--variant", required=True)
     p.add_argument("--run-stamp", required=True, help="UTC start and random suffix, `STAMP~HEX` (from bench)")
-    p.add_argument("--data-dir", type=Path, default=Path("data"))
+    p.add_argument("--out", required=True, type=Path, help="the JSON Lines file the bench reads the records from")
     p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
     p.add_argument("--workload", action="append", help="only these tests (workload names)")
     p.add_argument("--no-cross-check", action="store_true", help="skip vLLM's own bench tools")
