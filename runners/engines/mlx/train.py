@@ -27,12 +27,11 @@ import platform
 import resource
 import sys
 import time
-import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, lifetime, provenance, record, spec
+from runners import artifacts, calibrate, lifetime, provenance, record, spec, training
 
 PROCESS_START = time.perf_counter()
 CACHE_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight"))
@@ -225,48 +224,32 @@ def main(argv: list[str] | None = None) -> int:
     ctx = dict(
         args=args, suite=suite, work=work, variant=variant, settings=settings, overrides=overrides, steps=steps
     ) | dict(micro_batch=micro_batch, started=started, mx=mx, world=world)
-    rows: list[dict[str, Any]] = []
-    status, error, calibration = "ok", None, None
     log(
         f"{variant.name} on {work.name}: MLX {mx.__version__}, {world} × {mx.default_device()}, "
         f"micro-batch {micro_batch}, {steps} steps × {work.trials} trial(s)"
         + (f" with {overrides}" if overrides else "")
     )
-    try:
-        calibration = calibrate.calibrate_mlx(
+    training.run_trials(
+        work=work,
+        calibrate=lambda: calibrate.calibrate_mlx(
             device=work.device, precision=compute_precision(settings, work.device), group=group
-        )
-        log(record.calibration_line(calibration))
-        for trial in range(work.trials):
-            times, losses, run_values, stop = train_trial(
-                mx=mx,
-                model_spec=suite.models[work.model],
-                work=work,
-                settings=settings,
-                steps=steps,
-                micro_batch=micro_batch,
-                budget_s=args.time_budget or work.time_budget_s,
-                log=log,
-                group=group,
-            )
-            run_values["steps_completed"] = float(len(times))
-            if trial == 0:
-                run_values["startup_s"] = time.perf_counter() - PROCESS_START - sum(times)
-            rows += record.train_rows(trial, times, losses, work.warmup_steps, run_values)
-            if stop:
-                status, error = "timeout", stop
-                log(f"  stopped: {stop}")
-                break
-    except Exception as e:  # a failure is a result: record it, then fail the process
-        status = record.status_of_failure(f"{type(e).__name__}: {e}")
-        error = "".join(traceback.format_exception(e))[-4000:]
-        if not rows:
-            rows.append(dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps"))
-        if rank == 0:
-            _write(ctx, status, error, rows, calibration)
-        raise
-    if rank == 0:
-        log(f"  recorded {_write(ctx, status, error, rows, calibration)}")
+        ),
+        trial=lambda _: train_trial(
+            mx=mx,
+            model_spec=suite.models[work.model],
+            work=work,
+            settings=settings,
+            steps=steps,
+            micro_batch=micro_batch,
+            budget_s=args.time_budget or work.time_budget_s,
+            log=log,
+            group=group,
+        ),
+        write=lambda status, error, rows, calibration: _write(ctx, status, error, rows, calibration),
+        log=log,
+        rank=rank,
+        process_start=PROCESS_START,
+    )
     return 0
 
 

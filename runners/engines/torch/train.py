@@ -14,12 +14,11 @@ import contextlib
 import os
 import sys
 import time
-import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, provenance, record, spec
+from runners import artifacts, calibrate, provenance, record, spec, training
 from runners.engines.torch import setup as torch_setup
 
 PROCESS_START = time.perf_counter()
@@ -199,48 +198,34 @@ def main(argv: list[str] | None = None) -> int:
         started=started,
         device=device,
     )
-    rows: list[dict[str, Any]] = []
-    status, error, calibration = "ok", None, None
     log(
         f"{variant.name} on {work.name}: {world} × {device.type}, micro-batch {micro_batch}, {steps} steps "
         f"× {work.trials} trial(s){' with ' + str(overrides) if overrides else ''}"
     )
-    try:
-        calibration = calibrate.calibrate(device=device, world=world, precision=torch_setup.compute_precision(settings))
-        log(record.calibration_line(calibration))
-        for trial in range(work.trials):
-            times, losses, run_values, stop = train_trial(
-                torch=torch,
-                model_spec=suite.models[work.model],
-                work=work,
-                settings=settings,
-                steps=steps,
-                micro_batch=micro_batch,
-                budget_s=args.time_budget or work.time_budget_s,
-                rank=rank,
-                world=world,
-                device=device,
-                log=log,
-            )
-            run_values["steps_completed"] = float(len(times))
-            if trial == 0:
-                run_values["startup_s"] = time.perf_counter() - PROCESS_START - sum(times)
-            rows += record.train_rows(trial, times, losses, work.warmup_steps, run_values)
-            if stop:
-                status, error = "timeout", stop
-                log(f"  stopped: {stop}")
-                break
-    except Exception as e:  # a failure is a result: record it (rank 0), then fail the process
-        oom = isinstance(e, torch.OutOfMemoryError)
-        status = "oom" if oom else record.status_of_failure(f"{type(e).__name__}: {e}")
-        error = "".join(traceback.format_exception(e))[-4000:]
-        if not rows:
-            rows.append(dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps"))
-        if rank == 0:
-            _write(ctx, status, error, rows, calibration)
-        raise
-    if rank == 0:
-        log(f"  recorded {_write(ctx, status, error, rows, calibration)}")
+    training.run_trials(
+        work=work,
+        calibrate=lambda: calibrate.calibrate(
+            device=device, world=world, precision=torch_setup.compute_precision(settings)
+        ),
+        trial=lambda _: train_trial(
+            torch=torch,
+            model_spec=suite.models[work.model],
+            work=work,
+            settings=settings,
+            steps=steps,
+            micro_batch=micro_batch,
+            budget_s=args.time_budget or work.time_budget_s,
+            rank=rank,
+            world=world,
+            device=device,
+            log=log,
+        ),
+        write=lambda status, error, rows, calibration: _write(ctx, status, error, rows, calibration),
+        log=log,
+        rank=rank,
+        process_start=PROCESS_START,
+        is_oom=lambda e: isinstance(e, torch.OutOfMemoryError),
+    )
     dist.destroy_process_group()
     return 0
 

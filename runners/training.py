@@ -1,0 +1,58 @@
+"""The training trial skeleton every training runner shares (PyTorch's, MLX's): calibrate, run the workload's trials,
+turn each into record rows, stop on the time budget, and hand the record over (rank 0) whatever happens. An engine
+brings only what differs: its calibration, one trial of training, and its record's configuration."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from runners import record, spec
+
+Trial = Callable[[int], tuple[list[float], list[float], dict[str, float], str | None]]
+"""One trial (its index): step times, losses, run-level values and why it stopped early (None: it ran to the end)."""
+Write = Callable[[str, str | None, list[dict[str, Any]], dict[str, Any] | None], str]
+"""Hand the record over: (status, error, rows, calibration) → its run id."""
+
+
+def run_trials(
+    *,
+    work: spec.Workload,
+    calibrate: Callable[[], dict[str, Any]],
+    trial: Trial,
+    write: Write,
+    log: Callable[[str], None],
+    rank: int,
+    process_start: float,
+    is_oom: Callable[[BaseException], bool] = lambda e: False,
+) -> None:
+    """Every trial of one variant on `work`; the record is handed over by rank 0, with status `timeout` when a trial
+    stopped on its budget and, when an exception ends the run, `oom` or `failed` with its traceback (the exception
+    is raised again, so the process fails too). A run that got no step in has one row: 0 steps completed."""
+    rows: list[dict[str, Any]] = []
+    status, error, calibration = "ok", None, None
+    try:
+        calibration = calibrate()
+        log(record.calibration_line(calibration))
+        for index in range(work.trials):
+            times, losses, run_values, stop = trial(index)
+            run_values["steps_completed"] = float(len(times))
+            if index == 0:  # the process's start-up: imports, model build, compilation outside the timed steps
+                run_values["startup_s"] = time.perf_counter() - process_start - sum(times)
+            rows += record.train_rows(index, times, losses, work.warmup_steps, run_values)
+            if stop:
+                status, error = "timeout", stop
+                log(f"  stopped: {stop}")
+                break
+    except Exception as e:  # a failure is a result: record it (rank 0), then fail the process
+        status = "oom" if is_oom(e) else record.status_of_failure(f"{type(e).__name__}: {e}")
+        error = "".join(traceback.format_exception(e))[-4000:]
+        if not rows:
+            rows.append(dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps"))
+        if rank == 0:
+            write(status, error, rows, calibration)
+        raise
+    if rank == 0:
+        log(f"  recorded {write(status, error, rows, calibration)}")
