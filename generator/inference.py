@@ -10,17 +10,16 @@ from __future__ import annotations
 import polars as pl
 
 from generator import derive, test_boards
-from runners import metrics
+from runners import metrics, schema
 
 KINDS = ("pp", "tg")
 BENCH_TAGS = {"llama-bench": "-llama-bench-", "mlx-lm-benchmark": "-mlx-lm-benchmark-"}
 """How a tool's record made before `config.pairs_with` names the runner's record it checks: its run id is the
 runner's with this inserted before the random suffix (llama-bench for llama.cpp, mlx_lm.benchmark for MLX)."""
-TOOL_PATH_ENGINES = ("mlx",)
-"""Engines whose own tool times more than the test (mlx_lm.benchmark: see
-`runners.engines.mlx.generate._Bench.tool_path`):
-their runner also times the tool's path, and only that figure is compared with the tool's (a record without it has
-nothing like for like)."""
+TOOL_PATH_ENGINES = schema.TOOL_TIMES_MORE
+"""Engines whose own tool times more than the test (the registry's `tool_times_more`; mlx_lm.benchmark: see
+`runners.engines.mlx.generate._Bench.tool_path`): their runner also times the tool's path, and only that figure is
+compared with the tool's (a record without it has nothing like for like)."""
 
 
 def is_inference(summary: pl.DataFrame) -> pl.Series:

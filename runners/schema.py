@@ -120,6 +120,7 @@ METRICS = {name: rule.unit for name, rule in METRIC_RULES.items()}
 RUNNER_ENGINES = engines.RUNNER_ENGINES
 IMPORTED_ENGINES = engines.IMPORTED_ENGINES
 OWN_TOOLS = engines.OWN_TOOLS
+TOOL_TIMES_MORE = tuple(e.name for e in engines.ENGINES.values() if e.tool_times_more)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,9 @@ class Engine:
     tool_runner: str | None = None
     """The module that runs the tool beside the runner on the same weights and settings (inference tests; vLLM's
     runner runs its tools itself)."""
+    tool_times_more: bool = False
+    """Whether the tool times more than the test (mlx_lm.benchmark's prompt time includes the first decode step): the
+    runner then also times the tool's own path (`tool_path_tokens_per_s`), and only that is compared with the tool."""
     tool_needs_env: str | None = None
     """A variable without which the tool cannot run here (llama-bench's binary), so the cross-check is skipped."""
     python_env: str | None = None
@@ -77,6 +80,7 @@ ENGINES: dict[str, Engine] = {
             test_runner="runners.engines.mlx.generate",
             tool="mlx-lm-benchmark",
             tool_runner="runners.engines.mlx.tool",
+            tool_times_more=True,
             launch_env="runners.engines.mlx.train:launch_env",
             failure_config="runners.engines.mlx.generate:failure_config",
             importer="runners.engines.mlx.importer:import_file",
