@@ -76,20 +76,26 @@ class _Derived:
 
 
 def write_pages(
-    loaded: load.Loaded, summary: pl.DataFrame, docs: Path, chart_sink: pages.Charts, data_dir: Path
+    loaded: load.Loaded,
+    summary: pl.DataFrame,
+    docs: Path,
+    chart_sink: pages.Charts,
+    data_dir: Path,
+    tests: pl.DataFrame | None = None,
+    served: pl.DataFrame | None = None,
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Render every generated page into `docs`; returns the leaderboard and edition nav entries. Each board is
     written by the writer of its kind (`_WRITERS`: training, inference or serving), which returns its home-page row
     and, for a board with claims, the claims' row."""
     env = pages.environment()
-    served = serving.test_summary(summary, loaded.rows)
+    served = serving.test_summary(summary, loaded.rows) if served is None else served
     derived = _Derived(
         summary=summary,
         boards=derive.leaderboards(summary),
         repeats=derive.repeats(summary),
         window_losses=derive.loss_windows(summary, loaded.rows),
         scaling=derive.scaling(summary),
-        tests=inference.test_summary(summary, loaded.rows),
+        tests=inference.test_summary(summary, loaded.rows) if tests is None else tests,
         served=served,
         tp=serving.tp_scaling(served),
     )

@@ -21,7 +21,7 @@ import altair as alt
 import polars as pl
 import yaml
 
-from generator import board_pages, catalog_pages, charts, checks, editions, load, pages, run_pages
+from generator import board_pages, catalog_pages, charts, checks, editions, inference, load, pages, run_pages, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE_SRC = ROOT / "site_src"
@@ -72,9 +72,12 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
             os.replace(out_dir / "runs", kept)
         except OSError:  # another file system: render them all again
             shutil.rmtree(out_dir / "runs")
+    tests = inference.test_summary(summary, loaded.rows)
+    served = serving.test_summary(summary, loaded.rows)
     with _render_pool(summary.height) as pool:
-        pending = run_pages.start_run_pages(kept, summary, loaded.rows, work_dir / "cache" / "run-pages.json", pool)
-        _build_rest(loaded, summary, docs, data_dir, out_dir, work_dir)
+        page_runs = run_pages.with_test_figures(summary, tests, served)
+        pending = run_pages.start_run_pages(kept, page_runs, loaded.rows, work_dir / "cache" / "run-pages.json", pool)
+        _build_rest(loaded, summary, docs, data_dir, out_dir, work_dir, tests, served)
         pending.finish(out_dir)
     return loaded
 
@@ -93,14 +96,21 @@ RENDER_POOL_FROM = 200
 
 
 def _build_rest(
-    loaded: load.Loaded, summary: pl.DataFrame, docs: Path, data_dir: Path, out_dir: Path, work_dir: Path
+    loaded: load.Loaded,
+    summary: pl.DataFrame,
+    docs: Path,
+    data_dir: Path,
+    out_dir: Path,
+    work_dir: Path,
+    tests: pl.DataFrame,
+    served: pl.DataFrame,
 ) -> None:
     """Every page but the run pages: Markdown from the templates, charts, then MkDocs into `out_dir`."""
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
     chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
-    nav, nav_editions = board_pages.write_pages(loaded, summary, docs, chart_sink, data_dir)
+    nav, nav_editions = board_pages.write_pages(loaded, summary, docs, chart_sink, data_dir, tests, served)
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
     config["nav"] = pages.nav(nav, nav_editions)  # the one table of pages (generator/pages.py SITE)

@@ -261,7 +261,7 @@ def test_store_refuses_run_ids_that_are_not_plain_names(bench_data, tmp_path) ->
 
 
 def _runner_pids(run_marker: str) -> list[int]:
-    """Processes whose command line holds the marker (the data dir the runners were given)."""
+    """Processes whose command line holds the marker (the folder the runners' records go to)."""
     out = []
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
@@ -277,27 +277,30 @@ def _runner_pids(run_marker: str) -> list[int]:
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
 def test_killing_the_bench_ends_its_runner_and_nothing_is_written(tmp_path, how) -> None:
     out = tmp_path / f"killed-{how.name}"
+    scratch = tmp_path / f"scratch-{how.name}"  # the bench's temporary folder: its runners' `--out` lies inside
+    scratch.mkdir()
+    marker = str(scratch)
     bench = subprocess.Popen(
         [sys.executable, "-m", "runners", "bench", "--suite", "cpu-smoke", "--workload", TRAIN,
          "--variant", "ddp-fp32-stock", "--steps", "100000", "--data-dir", str(out)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ | {"TMPDIR": marker},
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
-        while not [p for p in _runner_pids(str(out)) if p != bench.pid] and time.monotonic() < deadline:
+        while not [p for p in _runner_pids(marker) if p != bench.pid] and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert [p for p in _runner_pids(str(out)) if p != bench.pid], "the runner never started"
+        assert [p for p in _runner_pids(marker) if p != bench.pid], "the runner never started"
         time.sleep(5)  # the runner is stepping
         os.kill(bench.pid, how)
         bench.wait(timeout=60)
         deadline = time.monotonic() + 30
-        while _runner_pids(str(out)) and time.monotonic() < deadline:
+        while _runner_pids(marker) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert _runner_pids(str(out)) == [], "the runner outlived the bench"
+        assert _runner_pids(marker) == [], "the runner outlived the bench"
         time.sleep(3)
         assert not list(out.rglob("*.parquet")), "a file was written after the bench was killed"
     finally:
-        for pid in _runner_pids(str(out)):
+        for pid in _runner_pids(marker):
             os.kill(pid, signal.SIGKILL)
         bench.kill()
 
