@@ -97,3 +97,40 @@ def _check_sort_and_filter(page) -> None:
     assert _column(page, table, variant_col) == ["fsdp2-compile"]
     page.locator(".ff-filter").first.fill("")
     assert len(_column(page, table, variant_col)) == 4
+
+
+@pytest.mark.parametrize(("width", "height"), [(1400, 1000), (820, 1180), (390, 844)])
+def test_every_section_is_reachable_from_the_home_page(
+    served_site: str, width: int, height: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """At desktop, tablet and phone widths: every page of the table (generator/pages.py SITE) has a link a reader
+    can see from the home page, in the sidebar or, where the sidebar folds away, behind the drawer button. The
+    screenshots stay as the test's artefacts."""
+    from generator import pages
+
+    shots = tmp_path_factory.mktemp(f"home-{width}")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.goto(served_site + "index.html", wait_until="networkidle")
+        page.screenshot(path=str(shots / "home.png"))
+        drawer = page.locator("label.md-header__button[for='__drawer']")
+        if drawer.is_visible():  # a narrow screen: the navigation is one tap away
+            drawer.click()
+            page.wait_for_timeout(400)
+            page.screenshot(path=str(shots / "home-drawer.png"))
+        nav = page.locator("nav.md-nav--primary")
+        for entry in pages.SITE:
+            if entry.file == "index.md":
+                continue  # the page itself
+            if entry.file == "leaderboards/":
+                target = nav.locator("a[href^='leaderboards/']").first
+            elif entry.file == "editions/":
+                target = nav.locator("a[href='editions.html']").first
+            else:
+                target = nav.locator(f"a[href='{entry.file.replace('.md', '.html')}']").first
+            if not target.is_visible():  # a folded section: its title opens it
+                nav.get_by_text(entry.title, exact=True).first.click()
+                page.wait_for_timeout(300)
+            assert target.is_visible(), f"{entry.title} cannot be reached from the home page at {width} px"
+        browser.close()
