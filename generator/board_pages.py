@@ -320,7 +320,12 @@ def _verdict(summary: pl.DataFrame, chart_sink: pages.Charts) -> dict[str, Any] 
         said=said,
         points=points.to_dicts(),
         owed=verdict.owed(summary, the_fight, said),
-        chart=chart_sink.html("chart-verdict-sweep", chart) if points.height else "",
+        # a static image: the home page stays light (the board links the interactive charts)
+        chart=chart_sink.image(
+            "chart-verdict-sweep", chart, "steps/s against tokens per step, with the claims as lines"
+        )
+        if points.height
+        else "",
         href=f"leaderboards/{pages.slug(the_fight.suite, the_fight.workload)}.md",
         stock=verdict.STOCK,
         min_steps=verdict.SWEEP_MIN_STEPS,

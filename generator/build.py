@@ -121,6 +121,8 @@ def _build_rest(
     newest = loaded.runs["ended_at"].max() if loaded.runs.height else None
     os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if newest else 0)
     mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
+    for source_map in out_dir.rglob("*.map"):  # the theme's source maps: 1.5 MB no reader needs
+        source_map.unlink()
     for staged in sorted((work_dir / catalog_pages.STAGED_DOWNLOADS).glob("*")):
         os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
 

@@ -123,6 +123,14 @@ class Charts:
         self._pending.clear()
         self._pool.shutdown()
 
+    def image(self, chart_id: str, chart: alt.TopLevelMixin, alt_text: str, depth: int = 0) -> str:
+        """The chart as its static SVG only, for a page that must stay light (the home page): no Vega."""
+        spec = chart.to_dict(validate=False)
+        svg_name = f"{chart_id}.svg"
+        self.svg_to(spec, self.out / svg_name)
+        src = "../" * depth + f"assets/charts/{svg_name}"
+        return Markup(f'<p class="ff-chart-static"><img src="{src}" alt="{html.escape(alt_text)}"></p>')
+
     def html(self, chart_id: str, chart: alt.TopLevelMixin, depth: int = 0) -> str:
         # charts come from the tested functions in `charts`; the browser test renders every one, so skipping
         # altair's JSON-schema validation here (seconds on a busy site) loses no check
@@ -225,6 +233,26 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def _tables_out_of_search(text: str) -> str:
+    """Every Markdown table of a generated page marked for the search index to skip (Material's
+    `data-search-exclude`): the index loads with every page, and rows of figures are what the pages are for, not what
+    a reader searches for; headings and prose stay searchable. Tables already inside a block are left as they are."""
+    out: list[str] = []
+    depth, in_table = 0, False
+    for line in text.split("\n"):
+        table_line = line.startswith("|") and depth == 0
+        if table_line and not in_table:
+            out += ["<div markdown data-search-exclude>", ""]
+        elif in_table and not table_line:
+            out += ["", "</div>"]
+        in_table = table_line
+        depth += line.count("<div") - line.count("</div>")
+        out.append(line)
+    if in_table:
+        out += ["", "</div>"]
+    return "\n".join(out)
+
+
 @dataclass(frozen=True, slots=True)
 class Page:
     """One entry of the site's navigation."""
@@ -278,5 +306,9 @@ def render(env: jinja2.Environment, template: str, out: Path, **context: Any) ->
     if out.parent.name not in sections and out.name not in declared:
         raise ValueError(f"{out.name}: not a page of generator/pages.py SITE; declare it there")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(env.get_template(template).render(**context))
+    text = _tables_out_of_search(env.get_template(template).render(**context))
+    if 'class="ff-chart"' in text:  # the Vega bundle (about 900 KB) loads only where a chart is drawn
+        up = "../" if out.parent.name in sections else ""
+        text += f'\n\n<script src="{up}assets/js/vega.js"></script>\n<script src="{up}assets/js/charts.js"></script>\n'
+    out.write_text(text)
     return out

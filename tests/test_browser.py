@@ -134,3 +134,28 @@ def test_every_section_is_reachable_from_the_home_page(
                 page.wait_for_timeout(300)
             assert target.is_visible(), f"{entry.title} cannot be reached from the home page at {width} px"
         browser.close()
+
+
+def test_vega_loads_only_where_a_chart_is_drawn_and_the_home_page_stays_light(
+    served_site: str, built_site: Path
+) -> None:
+    """The Vega bundle (about 900 KB) is requested by a page only when the page draws a chart; the home page, with
+    every file it loads (the search index included), weighs at most 500 KB; no source maps are shipped."""
+    assert not list(built_site.rglob("*.map"))
+    checked = ["index.html", "methodology.html", "downloads.html", "leaderboards/cpu-smoke-train-gpt-tiny-mb4.html"]
+    checked += [p.relative_to(built_site).as_posix() for p in sorted((built_site / "runs").glob("*.html"))[:2]]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        for rel in checked:
+            page = browser.new_page()
+            sizes: dict[str, int] = {}
+            page.on("response", lambda r, sizes=sizes: sizes.__setitem__(r.url, len(r.body()) if r.ok else 0))
+            page.goto(served_site + rel, wait_until="networkidle")
+            page.wait_for_timeout(500)
+            charts = page.locator("div.ff-chart").count()
+            vega = any(u.endswith("assets/js/vega.js") for u in sizes)
+            assert vega == (charts > 0), (rel, charts, vega)
+            if rel == "index.html":
+                assert sum(sizes.values()) <= 500 * 1024, sorted(sizes.items(), key=lambda kv: -kv[1])[:5]
+            page.close()
+        browser.close()
