@@ -41,9 +41,7 @@ def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str =
         pl.col(f"{metric}_lo").alias("lo"),
         pl.col(f"{metric}_hi").alias("hi"),
     )
-    tier = alt.Color(
-        "tier:N", scale=alt.Scale(domain=list(TIER_COLORS), range=list(TIER_COLORS.values())), title="tier"
-    )
+    tier = _tier_color(data)
     described = [alt.Tooltip("variant:N"), alt.Tooltip("tier:N"), alt.Tooltip("accelerator:N")]
     described.append(alt.Tooltip("accelerator_count:Q", title="devices"))
     return _interval_bars(data, f"{label} (median, 95% interval)", tier, described, ".4g")
@@ -54,7 +52,9 @@ def _interval_bars(
 ) -> alt.LayerChart:
     """One bar per row of `data` (columns run, median, lo, hi and those `described` names) at its median, with
     whiskers over its interval."""
-    base = alt.Chart(data).encode(y=alt.Y("run:N", sort="-x", title=None))
+    # every layer sorts the rows by the median and titles the value axis alike: Vega-Lite merges differing sorts
+    # and titles into none (rows alphabetical, the axis untitled)
+    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("median"), title=None))
     bars = base.mark_bar(opacity=0.85).encode(
         x=alt.X("median:Q", title=x_title),
         color=color,
@@ -65,8 +65,19 @@ def _interval_bars(
             alt.Tooltip("hi:Q", format=number, title="95% hi"),
         ],
     )
-    whiskers = base.mark_errorbar(ticks=True, color="black").encode(x=alt.X("lo:Q", title=None), x2="hi:Q")
+    whiskers = base.mark_errorbar(ticks=True, color="black").encode(x=alt.X("lo:Q", title=x_title), x2="hi:Q")
     return (bars + whiskers).properties(width="container", height=alt.Step(28))
+
+
+def _tier_color(data: pl.DataFrame) -> alt.Color:
+    """Colour by tier, with a legend of the tiers drawn only (no "claim" entry on a chart with no claim)."""
+    present = [t for t in TIER_COLORS if t in set(data["tier"].to_list())] or list(TIER_COLORS)
+    return alt.Color("tier:N", scale=alt.Scale(domain=present, range=[TIER_COLORS[t] for t in present]), title="tier")
+
+
+def _by(field: str) -> alt.EncodingSortField:
+    """Rows sorted by a value, largest first, the same in every layer."""
+    return alt.EncodingSortField(field=field, op="max", order="descending")
 
 
 def loss_curves(losses: pl.DataFrame) -> alt.Chart:
@@ -137,16 +148,17 @@ def speedup(board: pl.DataFrame) -> alt.Chart:
         alt.Chart(data)
         .mark_bar(opacity=0.85)
         .encode(
-            y=alt.Y("run:N", sort="-x", title=None),
-            x=alt.X("speedup:Q", title="speedup over the stock baseline (×, medians)"),
-            color=alt.Color(
-                "tier:N", scale=alt.Scale(domain=list(TIER_COLORS), range=list(TIER_COLORS.values())), title="tier"
-            ),
+            y=alt.Y("run:N", sort=_by("speedup"), title=None),
+            x=alt.X("speedup:Q", title=SPEEDUP_TITLE),
+            color=_tier_color(data),
             tooltip=[alt.Tooltip("run:N"), alt.Tooltip("hardware:N"), alt.Tooltip("speedup:Q", format=".3g")],
         )
     )
-    one = alt.Chart(alt.Data(values=[{"x": 1.0}])).mark_rule(color="black").encode(x="x:Q")
+    one = alt.Chart(alt.Data(values=[{"x": 1.0}])).mark_rule(color="black").encode(x=alt.X("x:Q", title=SPEEDUP_TITLE))
     return (bars + one).properties(width="container", height=alt.Step(22))
+
+
+SPEEDUP_TITLE = "speedup over the stock baseline (×, medians)"
 
 
 def mfu(board: pl.DataFrame) -> alt.Chart:
@@ -164,7 +176,7 @@ def mfu(board: pl.DataFrame) -> alt.Chart:
         alt.Chart(data)
         .mark_point(filled=True, size=60)
         .encode(
-            y=alt.Y("run:N", sort="-x", title=None),
+            y=alt.Y("run:N", sort=_by("mfu"), title=None),
             x=alt.X(
                 "mfu:Q", title="model FLOPs utilisation", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])
             ),
@@ -183,24 +195,19 @@ def step_time_distribution(board: pl.DataFrame) -> alt.LayerChart:
         "tier",
         *[f"step_ms_p{q}" for q in (5, 25, 50, 75, 95)],
     )
-    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=alt.EncodingSortField("step_ms_p50"), title=None))
-    whisker = base.mark_rule().encode(
-        x=alt.X(
-            "step_ms_p5:Q",
-            title="steady step time (ms, log scale): 5–25–50–75–95th percentiles",
-            scale=alt.Scale(type="log"),
-        ),
-        x2="step_ms_p95:Q",
-    )
+    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("step_ms_p50"), title=None))
+    # a linear axis: the runs of one board differ by a few times at most, and a log axis crushed the boxes
+    title, scale = "steady step time (ms): 5–25–50–75–95th percentiles", alt.Scale(zero=False)
+    whisker = base.mark_rule().encode(x=alt.X("step_ms_p5:Q", title=title, scale=scale), x2="step_ms_p95:Q")
     box = base.mark_bar(size=12, opacity=0.85).encode(
-        x="step_ms_p25:Q",
+        x=alt.X("step_ms_p25:Q", title=title, scale=scale),
         x2="step_ms_p75:Q",
-        color=alt.Color(
-            "tier:N", scale=alt.Scale(domain=list(TIER_COLORS), range=list(TIER_COLORS.values())), title="tier"
-        ),
+        color=_tier_color(data),
         tooltip=[alt.Tooltip("run:N"), *[alt.Tooltip(f"step_ms_p{q}:Q", format=".4g") for q in (5, 25, 50, 75, 95)]],
     )
-    median = base.mark_tick(color="black", thickness=2, size=14).encode(x="step_ms_p50:Q")
+    median = base.mark_tick(color="black", thickness=2, size=14).encode(
+        x=alt.X("step_ms_p50:Q", title=title, scale=scale)
+    )
     return (whisker + box + median).properties(width="container", height=alt.Step(22))
 
 
@@ -234,7 +241,11 @@ def scaling(points: pl.DataFrame) -> alt.LayerChart:
             alt.Tooltip("host:N"),
         ],
     )
-    full = alt.Chart(alt.Data(values=[{"y": 1.0}])).mark_rule(color="black", strokeDash=[4, 3]).encode(y="y:Q")
+    full = (
+        alt.Chart(alt.Data(values=[{"y": 1.0}]))
+        .mark_rule(color="black", strokeDash=[4, 3])
+        .encode(y=alt.Y("y:Q", title="scaling efficiency (tokens/s per device vs one)"))
+    )
     return (lines + dots + full).properties(width="container", height=260)
 
 
@@ -266,7 +277,11 @@ def tp_scaling(points: pl.DataFrame) -> alt.LayerChart:
             alt.Tooltip("efficiency:Q", format=".1%"),
         ]
     )
-    full = alt.Chart(alt.Data(values=[{"y": 1.0}])).mark_rule(color="black", strokeDash=[4, 3]).encode(y="y:Q")
+    full = (
+        alt.Chart(alt.Data(values=[{"y": 1.0}]))
+        .mark_rule(color="black", strokeDash=[4, 3])
+        .encode(y=alt.Y("y:Q", title="scaling efficiency"))
+    )
     return (line + dots + full).properties(width="container", height=220)
 
 
@@ -325,12 +340,15 @@ def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | No
     rules = (
         alt.Chart(claims.select("label", "steps_per_s"))
         .mark_rule(strokeDash=[6, 4], color=TIER_COLORS["claim"])
-        .encode(y="steps_per_s:Q", tooltip=[alt.Tooltip("label:N", title="claim"), alt.Tooltip("steps_per_s:Q")])
+        .encode(
+            y=alt.Y("steps_per_s:Q", title="steps/s (median, 95% interval)"),
+            tooltip=[alt.Tooltip("label:N", title="claim"), alt.Tooltip("steps_per_s:Q")],
+        )
     )
     labels = (
         alt.Chart(claims.select("label", "steps_per_s"))
         .mark_text(align="left", dx=4, dy=-6, color=TIER_COLORS["claim"])
-        .encode(y="steps_per_s:Q", x=alt.value(4), text="label:N")
+        .encode(y=alt.Y("steps_per_s:Q", title="steps/s (median, 95% interval)"), x=alt.value(4), text="label:N")
     )
     layers = [bars, lines, rules, labels]
     if matched_tokens is not None:
@@ -338,6 +356,6 @@ def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | No
         layers.append(
             alt.Chart(marked)
             .mark_rule(color="#444")
-            .encode(x="tokens_per_step:Q", tooltip=[alt.Tooltip("tokens_per_step:Q", format=",.0f")])
+            .encode(x=x, tooltip=[alt.Tooltip("tokens_per_step:Q", format=",.0f")])
         )
     return alt.layer(*layers).properties(width="container", height=320)

@@ -142,21 +142,27 @@ def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_da
 
 @pytest.mark.slow
 def test_the_site_ranks_the_runner_beside_llama_bench(llama_bench_data, tmp_path: Path) -> None:
-    """An inference test's page ranks the runner's records and shows llama-bench's figure and the ratio beside
-    each; the home page lists the test with its best figure in tokens/s."""
+    """An inference test's page shows each runner record beside llama-bench's figure and the ratio: it ranks when
+    they agree within the tolerance, and is listed with the ratio that kept it out otherwise (a tiny model on a
+    shared 2-core CPU does not always agree within 5%); the home page lists the test."""
     data, _ = llama_bench_data
     site = tmp_path / "site"
     run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "work"))
-    tg = ENTRY.tests()[1]
-    page = (site / "leaderboards" / f"cpu-smoke-{tg.workload}.html").read_text()
-    assert "llamacpp-f16" in page and "llamacpp-q8_0" in page and "own tools (imported)" in page
-    assert "Ratio" in page and "-llama-bench-" in page  # each ranked row links its llama-bench record
-    assert "No run of this test by the runner has finished yet" not in page
-    deep = next(t for t in ENTRY.tests() if t.depth)
-    deep_page = (site / "leaderboards" / f"cpu-smoke-{deep.workload}.html").read_text()
-    assert "Depth fills" in deep_page and "every repetition" not in deep_page  # these records say how many
+    for test in ENTRY.tests():
+        page = (site / "leaderboards" / f"cpu-smoke-{test.workload}.html").read_text()
+        assert "llamacpp-f16" in page and "llamacpp-q8_0" in page and "own tools (imported)" in page
+        assert "Ratio" in page and "-llama-bench-" in page  # each runner row links its llama-bench record
+        board = json.loads((site / "leaderboards" / f"cpu-smoke-{test.workload}.json").read_text())
+        assert {r["variant"] for r in board["rows"]} >= {"llamacpp-f16", "llamacpp-q8_0"}
+        for row in board["rows"]:
+            if row["rank"] is None:
+                assert "llama-bench" in row["reason"] or row["status"] != "ok", row
+            elif test.depth:
+                assert "Depth fills" in page and "every repetition" not in page  # these records say how many
+        ranked = [r for r in board["rows"] if r["rank"] is not None]
+        assert all(r["verified"] and r["status"] == "ok" for r in ranked)
     home = (site / "index.html").read_text()
-    assert tg.workload in home and "tokens/s" in home
+    assert all(t.workload in home for t in ENTRY.tests())
 
 
 def test_the_vendored_commit_is_never_the_enclosing_repository(tmp_path: Path) -> None:

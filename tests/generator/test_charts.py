@@ -1,0 +1,95 @@
+"""Every chart says what it shows: each value axis is titled, the same in every layer (Vega-Lite drops a title the
+layers disagree on), and rows of runs are sorted by their value, not alphabetically."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import polars as pl
+import pytest
+
+from generator import charts
+
+RUNS = pl.DataFrame(
+    {
+        "variant": ["ddp-tuned", "fsdp2-compile", "ddp-amp-stock"],
+        "run_id": ["r1", "r2", "r3"],
+        "tier": ["tuned", "tuned", "stock"],
+        "engine": ["llamacpp", "mlx", "llama-bench"],
+        "accelerator": ["NVIDIA H200"] * 3,
+        "accelerator_count": [2, 2, 2],
+        "micro_batch": [4, 4, 4],
+        "steps_per_s": [13.9, 14.9, 10.9],
+        "steps_per_s_lo": [13.8, 14.8, 10.8],
+        "steps_per_s_hi": [14.0, 15.0, 11.0],
+        "rate_med": [200.0, 190.0, 210.0],
+        "rate_lo": [199.0, 188.0, 208.0],
+        "rate_hi": [201.0, 192.0, 212.0],
+        "speedup": [1.28, 1.37, 1.0],
+        "mfu_datasheet": [0.4, 0.44, 0.32],
+        "mfu_calibrated": [0.52, 0.57, 0.41],
+        **{f"step_ms_p{q}": [60.0 + q, 55.0 + q, 75.0 + q] for q in (5, 25, 50, 75, 95)},
+    }
+)
+POINTS = pl.DataFrame(
+    {
+        "variant": ["v", "v"],
+        "tier": ["tuned", "tuned"],
+        "accelerator_count": [1, 2],
+        "efficiency": [1.0, 0.9],
+        "tokens_per_s_per_device": [1e5, 9e4],
+        "shared_host": [False, False],
+        "speedup": [1.0, 1.8],
+        "out_rate": [100.0, 180.0],
+        "base_gpus": [1, 1],
+        "micro_batch": [2, 4],
+        "tokens_per_step": [4096.0, 8192.0],
+        "steps_per_s": [20.0, 11.0],
+        "steps_per_s_lo": [19.0, 10.5],
+        "steps_per_s_hi": [21.0, 11.5],
+        "runs": [1, 2],
+    }
+)
+CHARTS = {
+    "throughput": lambda: charts.throughput(RUNS),
+    "speedup": lambda: charts.speedup(RUNS),
+    "mfu": lambda: charts.mfu(RUNS),
+    "step_time_distribution": lambda: charts.step_time_distribution(RUNS),
+    "scaling": lambda: charts.scaling(POINTS),
+    "tp_scaling": lambda: charts.tp_scaling(POINTS),
+    "test_throughput": lambda: charts.test_throughput(RUNS, "tokens/s"),
+    "sweep": lambda: charts.sweep(
+        POINTS, pl.DataFrame({"label": ["claim"], "steps_per_s": [14.1]}), matched_tokens=6000.0
+    ),
+    "loss_curves": lambda: charts.loss_curves(
+        pl.DataFrame({"variant": ["v"] * 3, "run_id": ["r1"] * 3, "step": [0, 5, 10], "value": [6.0, 5.0, 4.5]})
+    ),
+}
+
+
+def _layers(spec: dict) -> Iterator[dict]:
+    yield spec
+    for key in ("layer", "vconcat", "hconcat"):
+        for inner in spec.get(key, []):
+            yield from _layers(inner)
+
+
+@pytest.mark.parametrize("name", sorted(CHARTS))
+def test_value_axes_are_titled_alike_and_rows_sorted_by_value(name: str) -> None:
+    spec = CHARTS[name]().to_dict(validate=False)
+    titles: dict[str, set] = {"x": set(), "y": set()}
+    sorts = set()
+    for layer in _layers(spec):
+        for channel in ("x", "y"):
+            enc = (layer.get("encoding") or {}).get(channel)
+            if not isinstance(enc, dict) or "field" not in enc:
+                continue
+            if enc.get("type") == "quantitative":
+                assert enc.get("title"), f"{name}: a {channel} axis of {enc['field']} has no title"
+                titles[channel].add(enc["title"])
+            elif enc.get("field") == "run":  # rows of runs: sorted by a value, every layer alike
+                sort = enc.get("sort")
+                assert isinstance(sort, dict) and sort.get("field"), f"{name}: runs sorted alphabetically"
+                sorts.add(repr(sort))
+    assert all(len(t) <= 1 for t in titles.values()), f"{name}: layers title an axis differently: {titles}"
+    assert len(sorts) <= 1, f"{name}: layers sort the runs differently"
