@@ -100,10 +100,12 @@ def write_pages(
         tp=serving.tp_scaling(served),
     )
     index_rows, claim_rows, nav = [], [], []
+    ran_on = _hardware_of_boards(summary)
+    env.globals["ran_on"] = ran_on  # the board templates title a board by the hardware its runs used
     for suite, workload in derived.boards:
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
-        nav.append({pages.nav_title(suite, workload): href})
+        nav.append({pages.nav_title(workload, ran_on.get((suite, workload), suite)): href})
         row, claims_row = _WRITERS[_kind(derived, suite, workload)](
             env, docs / href, suite, workload, derived, chart_sink, slug
         )
@@ -129,6 +131,34 @@ def write_pages(
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
     catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink)
     return nav, nav_editions
+
+
+def _hardware_of_boards(summary: pl.DataFrame) -> dict[tuple[str, str], str]:
+    """What each board's runs ran on, as a reader names it ("2 × H200", "1–2 × H200", "CPU"): its measured
+    runs' hardware, or its claims' where nothing was measured. A suite's name (`h100`) says what it was written for,
+    not what ran."""
+    out: dict[tuple[str, str], str] = {}
+    for (suite, workload), group in summary.partition_by("suite", "workload", as_dict=True).items():
+        measured = group.filter(pl.col("origin") == "measured")
+        rows = measured if measured.height else group
+        labels = []
+        for accelerator, counts in (
+            rows.group_by("accelerator")
+            .agg(pl.col("accelerator_count").unique().sort())
+            .sort("accelerator")
+            .iter_rows()
+        ):
+            if rows.filter(pl.col("accelerator") == accelerator)["device"].eq("cpu").any():
+                labels.append("CPU")
+                continue
+            # a name the datasheet table knows, and nothing else: a record's accelerator is free text
+            known = metrics.datasheet_memory(str(accelerator)) is not None
+            name = str(accelerator).removeprefix("NVIDIA ") if known else "other hardware"
+            counts = [c for c in counts if c is not None]
+            many = f"{counts[0]}–{counts[-1]}" if len(counts) > 1 else f"{counts[0]}" if counts else "?"
+            labels.append(f"{many} × {name}")
+        out[(suite, workload)] = " + ".join(labels) or suite
+    return out
 
 
 def _kind(derived: _Derived, suite: str, workload: str) -> str:
