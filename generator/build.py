@@ -42,8 +42,11 @@ def vega_bundle(cache_dir: Path) -> str:
     return cached.read_text()
 
 
-def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
-    """Build the whole site from `data_dir` into `out_dir`, using `work_dir` for generated sources."""
+def build(
+    data_dir: Path, out_dir: Path, work_dir: Path, site_url: str | None = None, repo_url: str | None = None
+) -> load.Loaded:
+    """Build the whole site from `data_dir` into `out_dir`, using `work_dir` for generated sources. `site_url` (where
+    the site will be served) fills the sitemap and canonical links; `repo_url` goes into every reproduce block."""
     with ThreadPoolExecutor(1) as side:
         # the script bundle (seconds to make when not cached) is made while the data loads
         bundle = side.submit(vega_bundle, work_dir / "cache")
@@ -76,8 +79,9 @@ def build(data_dir: Path, out_dir: Path, work_dir: Path) -> load.Loaded:
     served = serving.test_summary(summary, loaded.rows)
     with _render_pool(summary.height) as pool:
         page_runs = run_pages.with_test_figures(summary, tests, served)
-        pending = run_pages.start_run_pages(kept, page_runs, loaded.rows, work_dir / "cache" / "run-pages.json", pool)
-        _build_rest(loaded, summary, docs, data_dir, out_dir, work_dir, tests, served)
+        manifest = work_dir / "cache" / "run-pages.json"
+        pending = run_pages.start_run_pages(kept, page_runs, loaded.rows, manifest, pool, repo_url)
+        _build_rest(loaded, summary, docs, data_dir, out_dir, work_dir, tests, served, site_url)
         pending.finish(out_dir)
     return loaded
 
@@ -104,6 +108,7 @@ def _build_rest(
     work_dir: Path,
     tests: pl.DataFrame,
     served: pl.DataFrame,
+    site_url: str | None = None,
 ) -> None:
     """Every page but the run pages: Markdown from the templates, charts, then MkDocs into `out_dir`."""
     from mkdocs.commands.build import build as mkdocs_build
@@ -114,6 +119,8 @@ def _build_rest(
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
     config["nav"] = pages.nav(nav, nav_editions)  # the one table of pages (generator/pages.py SITE)
+    if site_url:  # fills the sitemap and every page's canonical link
+        config["site_url"] = site_url
     config_path = work_dir / "mkdocs.yml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     # Deterministic output: MkDocs stamps pages and the sitemap with the build date unless SOURCE_DATE_EPOCH is
@@ -132,11 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=ROOT / "data", help="result files (default: data/)")
     p.add_argument("--out", type=Path, default=ROOT / "site", help="site output (default: site/)")
     p.add_argument("--work", type=Path, default=ROOT / "build", help="generated sources (default: build/)")
+    p.add_argument(
+        "--site-url", default=None, help="where the site will be served: fills the sitemap and canonical links"
+    )
+    p.add_argument("--repo-url", default=None, help="the repository's address, for every run's reproduce block")
     args = p.parse_args(argv)
     if not args.data.is_dir():
         p.error(f"--data {args.data}: no such folder (result files live under data/<suite>/)")
     t0 = time.perf_counter()
-    loaded = build(args.data, args.out, args.work)
+    loaded = build(args.data, args.out, args.work, args.site_url, args.repo_url)
     print(
         f"site built in {time.perf_counter() - t0:.1f} s: {loaded.runs.height} run(s), "
         f"{len(loaded.rejected)} rejected file(s) → {args.out / 'index.html'}"

@@ -268,6 +268,7 @@ def start_run_pages(
     rows: pl.DataFrame,
     manifest: Path | None = None,
     pool: Executor | None = None,
+    repo_url: str | None = None,
 ) -> Pending:
     """Begin rendering `<run>.html`, its samples SVG and its rows as CSV for every run into `stage` (which may
     hold the previous build's pages); `finish(site)` completes it. The data work (samples, CSV) happens here;
@@ -279,7 +280,7 @@ def start_run_pages(
     bytes are the same as a full render's."""
     stylesheets = theme_stylesheets()
     stage.mkdir(parents=True, exist_ok=True)
-    code = _code_key(stylesheets)
+    code = _code_key(stylesheets) + (repo_url or "")
     runs = summary.to_dicts()
     keys = {
         run["run_id"]: hashlib.sha256((code + json.dumps(run, sort_keys=True, default=str)).encode()).hexdigest()
@@ -305,7 +306,7 @@ def start_run_pages(
         for i in range(0, len(todo), RENDER_CHUNK):
             chunk = todo[i : i + RENDER_CHUNK]
             ids = [r["run_id"] for r in chunk]
-            args = (stage, chunk, {i: texts.get(i) for i in ids}, with_rows.intersection(ids), stylesheets)
+            args = (stage, chunk, {i: texts.get(i) for i in ids}, with_rows.intersection(ids), stylesheets, repo_url)
             if pool is None:
                 _render(*args)
             else:
@@ -336,7 +337,12 @@ def _write_csvs(stage: Path, runs: list[dict[str, Any]], rows: pl.DataFrame) -> 
 
 
 def _render(
-    stage: Path, runs: list[dict[str, Any]], texts: dict[str, Any], with_csv: set[str], stylesheets: list[str]
+    stage: Path,
+    runs: list[dict[str, Any]],
+    texts: dict[str, Any],
+    with_csv: set[str],
+    stylesheets: list[str],
+    repo_url: str | None = None,
 ) -> int:
     """Write each run's page and samples SVG into `stage` (a worker's job: no polars here); `with_csv` names the
     runs whose CSV is (being) written beside them."""
@@ -366,6 +372,7 @@ def _render(
             environment=_flat(columns.parsed(run["environment"])),
             calibration=_flat(columns.parsed(run["calibration"])) if run["calibration"] else [],
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",
+            repo_url=repo_url,
             stylesheets=stylesheets,
             chart_json=chart_json,
             chart_id=f"chart-run-{slug}",

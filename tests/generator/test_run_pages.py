@@ -13,6 +13,7 @@ import pytest
 from generator import derive, inference, load, pages, run_pages, serving
 
 ROOT = Path(__file__).resolve().parents[2]
+REPO = "https://example.org/fairfight.git"
 RUNS = {
     "20261129T200656Z-train-gpt-1.27b-mb4-fsdp2-compile-19b4d3": "steps/s",
     "20261201T055847Z-llama-8b-pp512-d0-mlx-f16-d1e193": "tokens/s",
@@ -31,7 +32,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     site = tmp_path_factory.mktemp("site")
     stage = site / "runs"
-    run_pages.start_run_pages(stage, figures, loaded.rows).finish(site)
+    run_pages.start_run_pages(stage, figures, loaded.rows, repo_url=REPO).finish(site)
     return stage
 
 
@@ -45,3 +46,6 @@ def test_a_run_page_leads_with_its_result_and_links_its_rows(rendered: Path, run
     csv = f"{pages.slug(run_id)}.csv"
     assert f'href="{csv}"' in page and (rendered / csv).exists()
     assert "–</strong>" not in page  # no result shown as a dash
+    # every one of these came from a bench session (the tool's record too): how to make it again, from the repository
+    # and the full commit that ran it
+    assert f"git clone {REPO} fairfight" in page and re.search(r"git checkout [0-9a-f]{40}", page), run_id
