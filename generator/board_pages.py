@@ -83,10 +83,10 @@ def write_pages(
     data_dir: Path,
     tests: pl.DataFrame | None = None,
     served: pl.DataFrame | None = None,
-) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """Render every generated page into `docs`; returns the leaderboard and edition nav entries. Each board is
-    written by the writer of its kind (`_WRITERS`: training, inference or serving), which returns its home-page row
-    and, for a board with claims, the claims' row."""
+) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
+    """Render every generated page into `docs`; returns the leaderboard, edition and served-model nav entries. Each
+    board is written by the writer of its kind (`_WRITERS`: training, inference or serving), which returns its
+    home-page row and, for a board with claims, the claims' row."""
     env = pages.environment()
     served = serving.test_summary(summary, loaded.rows) if served is None else served
     derived = _Derived(
@@ -129,8 +129,9 @@ def write_pages(
     )
     pages.render(env, "errata.md.j2", docs / "errata.md", errata=errata.to_dicts())
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
+    nav_served = _served_models(env, docs, derived.served, chart_sink)
     catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink)
-    return nav, nav_editions
+    return nav, nav_editions, nav_served
 
 
 def _hardware_of_boards(summary: pl.DataFrame) -> dict[tuple[str, str], str]:
@@ -159,6 +160,27 @@ def _hardware_of_boards(summary: pl.DataFrame) -> dict[tuple[str, str], str]:
             labels.append(f"{many} × {name}")
         out[(suite, workload)] = " + ".join(labels) or suite
     return out
+
+
+def _served_models(env: Any, docs: Path, served: pl.DataFrame, chart_sink: pages.Charts) -> list[dict[str, str]]:
+    """A page per served model (`serving/<suite>-<model>.md`): latency against throughput per GPU, a line per
+    tensor-parallel size; returns its navigation entries."""
+    points = serving.latency_points(served)
+    nav = []
+    for (suite, model), group in sorted(points.partition_by("suite", "model_name", as_dict=True).items()):
+        slug = pages.slug(suite, model)
+        href = f"serving/{slug}.md"
+        nav.append({pages.nav_title(model, suite): href})
+        pages.render(
+            env,
+            "serving_model.md.j2",
+            docs / href,
+            suite=suite,
+            model=model,
+            points=group.to_dicts(),
+            chart=chart_sink.html(f"chart-{slug}-latency", charts.latency_throughput(group), depth=1),
+        )
+    return nav
 
 
 def _kind(derived: _Derived, suite: str, workload: str) -> str:

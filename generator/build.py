@@ -115,10 +115,10 @@ def _build_rest(
     from mkdocs.config import load_config
 
     chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
-    nav, nav_editions = board_pages.write_pages(loaded, summary, docs, chart_sink, data_dir, tests, served)
+    nav, nav_editions, nav_served = board_pages.write_pages(loaded, summary, docs, chart_sink, data_dir, tests, served)
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
-    config["nav"] = pages.nav(nav, nav_editions)  # the one table of pages (generator/pages.py SITE)
+    config["nav"] = pages.nav(nav, nav_editions, nav_served)  # the one table of pages (generator/pages.py SITE)
     if site_url:  # fills the sitemap and every page's canonical link
         config["site_url"] = site_url
     config_path = work_dir / "mkdocs.yml"

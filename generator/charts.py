@@ -359,3 +359,42 @@ def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | No
             .encode(x=x, tooltip=[alt.Tooltip("tokens_per_step:Q", format=",.0f")])
         )
     return alt.layer(*layers).properties(width="container", height=320)
+
+
+def latency_throughput(points: pl.DataFrame) -> alt.LayerChart:
+    """One model served: median TPOT against output tokens/s per GPU, a line per tensor-parallel size through its
+    concurrencies, with the range of each point's runs both ways (the chart for choosing a TP size: lower right is
+    better)."""
+    data = points.select(
+        pl.format("TP {}", pl.col("accelerator_count")).alias("tp"),
+        "concurrency",
+        "runs",
+        "per_gpu",
+        "per_gpu_lo",
+        "per_gpu_hi",
+        "tpot_ms",
+        "tpot_lo",
+        "tpot_hi",
+    )
+    x_title, y_title = "output tokens/s per GPU (median of runs)", "TPOT (ms, median of runs)"
+    base = alt.Chart(data).encode(color=alt.Color("tp:N", title="tensor-parallel size"))
+    line = base.mark_line(point=True).encode(
+        x=alt.X("per_gpu:Q", title=x_title),
+        y=alt.Y("tpot_ms:Q", title=y_title, scale=alt.Scale(zero=False)),
+        order="concurrency:Q",
+        tooltip=[
+            alt.Tooltip("tp:N", title="TP"),
+            alt.Tooltip("concurrency:Q", title="in flight"),
+            alt.Tooltip("per_gpu:Q", format=",.0f", title="tokens/s per GPU"),
+            alt.Tooltip("tpot_ms:Q", format=".2f", title="TPOT (ms)"),
+            alt.Tooltip("runs:Q"),
+        ],
+    )
+    across = base.mark_rule().encode(x=alt.X("per_gpu_lo:Q", title=x_title), x2="per_gpu_hi:Q",
+                                     y=alt.Y("tpot_ms:Q", title=y_title))  # fmt: skip
+    up = base.mark_rule().encode(y=alt.Y("tpot_lo:Q", title=y_title), y2="tpot_hi:Q",
+                                 x=alt.X("per_gpu:Q", title=x_title))  # fmt: skip
+    labels = base.mark_text(dx=6, dy=-6, align="left").encode(
+        x=alt.X("per_gpu:Q", title=x_title), y=alt.Y("tpot_ms:Q", title=y_title), text="concurrency:Q"
+    )
+    return (line + across + up + labels).properties(width="container", height=320)

@@ -269,6 +269,7 @@ class Page:
 SITE: tuple[Page, ...] = (
     Page("Home", "index.md", "index.md.j2"),
     Page("Leaderboards", "leaderboards/", "leaderboard.md.j2"),  # a page per board (inference.md.j2, serving.md.j2)
+    Page("Serving by model", "serving/", "serving_model.md.j2"),  # a page per served model
     Page("Claims", "claims.md", "claims.md.j2"),
     Page("Failures", "failures.md", "failures.md.j2"),
     Page("Errata", "errata.md", "errata.md.j2"),
@@ -285,13 +286,17 @@ makes the navigation from this table (site_src/mkdocs.yml has none). A run's pag
 boards, not from the navigation."""
 
 
-def nav(boards: list[dict[str, str]], editions: list[dict[str, str]]) -> list[Any]:
-    """MkDocs' navigation from `SITE`: a section lists its boards' or editions' pages."""
+def nav(
+    boards: list[dict[str, str]], editions: list[dict[str, str]], served: list[dict[str, str]] | None = None
+) -> list[Any]:
+    """MkDocs' navigation from `SITE`: a section lists its boards', served models' or editions' pages (a section
+    with none is left out, but for the editions' index)."""
     out: list[Any] = []
     for page in SITE:
-        if page.file == "leaderboards/":
-            if boards:
-                out.append({page.title: boards})
+        if page.file in ("leaderboards/", "serving/"):
+            entries = boards if page.file == "leaderboards/" else served or []
+            if entries:
+                out.append({page.title: entries})
         elif page.file == "editions/":
             out.append({page.title: ["editions.md", *editions]})
         else:

@@ -172,3 +172,33 @@ def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
     return joined.with_columns(efficiency=pl.Series(eff, dtype=pl.Float64)).sort(
         "suite", "entry", "kind", "concurrency", "accelerator_count"
     )
+
+
+def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
+    """Per suite, model, tensor-parallel size and concurrency: the served points' output tokens/s per GPU and median
+    TPOT, ITL and TTFT (the medians over the point's finished, measured runs) with the range of its runs (the
+    interval from repeats), for the latency-against-throughput view of one model."""
+    served = tests.filter(
+        (pl.col("kind") == "serve")
+        & (pl.col("origin") == "measured")
+        & (pl.col("status") == "ok")
+        & pl.col("retracted_by").is_null()
+        & pl.col("output_tokens_per_s").is_not_null()
+        & pl.col("concurrency").is_not_null()
+    ).with_columns(per_gpu=pl.col("output_tokens_per_s") / pl.col("accelerator_count"))
+    return (
+        served.group_by("suite", "model_name", "accelerator", "accelerator_count", "concurrency")
+        .agg(
+            runs=pl.len(),
+            per_gpu=pl.col("per_gpu").median(),
+            per_gpu_lo=pl.col("per_gpu").min(),
+            per_gpu_hi=pl.col("per_gpu").max(),
+            tpot_ms=pl.col("median_tpot_ms").median(),
+            tpot_lo=pl.col("median_tpot_ms").min(),
+            tpot_hi=pl.col("median_tpot_ms").max(),
+            itl_ms=pl.col("median_itl_ms").median(),
+            ttft_ms=pl.col("median_ttft_ms").median(),
+            run_ids=pl.col("run_id").sort(),
+        )
+        .sort("suite", "model_name", "accelerator_count", "concurrency")
+    )

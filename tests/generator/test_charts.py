@@ -61,6 +61,17 @@ CHARTS = {
     "sweep": lambda: charts.sweep(
         POINTS, pl.DataFrame({"label": ["claim"], "steps_per_s": [14.1]}), matched_tokens=6000.0
     ),
+    "latency_throughput": lambda: charts.latency_throughput(
+        pl.DataFrame(
+            {
+                "accelerator_count": [1, 1, 2],
+                "concurrency": [1, 8, 1],
+                "runs": [2, 1, 1],
+                **{k: [200.0, 1300.0, 140.0] for k in ("per_gpu", "per_gpu_lo", "per_gpu_hi")},
+                **{k: [4.9, 5.2, 3.5] for k in ("tpot_ms", "tpot_lo", "tpot_hi")},
+            }
+        )
+    ),
     "loss_curves": lambda: charts.loss_curves(
         pl.DataFrame({"variant": ["v"] * 3, "run_id": ["r1"] * 3, "step": [0, 5, 10], "value": [6.0, 5.0, 4.5]})
     ),
