@@ -93,7 +93,8 @@ def loss_curves(losses: pl.DataFrame) -> alt.Chart:
         .encode(
             x=alt.X("step:Q", title="step"),
             y=alt.Y("loss:Q", title="training loss (nats)", scale=alt.Scale(zero=False)),
-            color=alt.Color("run:N", title="run"),
+            # every run in the legend: two columns of full labels (one row of many was cut at the chart's edge)
+            color=alt.Color("run:N", title="run", legend=alt.Legend(columns=2, labelLimit=300, symbolLimit=0)),
             tooltip=[alt.Tooltip("run:N"), alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".4f")],
         )
         .properties(width="container", height=260)

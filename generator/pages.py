@@ -105,13 +105,16 @@ class Charts:
         cached = self.cache / f"{key}.svg"
         if not cached.exists():
             tmp = cached.with_suffix(".tmp")
-            tmp.write_text(vl_convert.vegalite_to_svg(_fixed_width(spec)))
+            # room on the left: a browser draws the labels in its own font, wider than vl-convert measured them,
+            # and the left axis's labels were cut off at the image's edge
+            static = _fixed_width(spec) | {"padding": {"left": 80, "top": 5, "right": 5, "bottom": 5}}
+            tmp.write_text(vl_convert.vegalite_to_svg(static))
             tmp.replace(cached)
         return cached
 
     def svg_to(self, spec: dict[str, Any], target: Path) -> None:
         """Have `target` hold the static SVG of `spec` once `finish()` returns."""
-        key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+        key = hashlib.sha256((json.dumps(spec, sort_keys=True) + STATIC_SVG).encode()).hexdigest()
         if key not in self._drawn:
             self._drawn[key] = self._pool.submit(self._draw, key, spec)
         self._pending.append((self._drawn[key], target))
@@ -146,6 +149,10 @@ class Charts:
             f'<script type="application/json" id="{chart_id}-spec">{text}</script>\n'
             f'<p class="ff-chart-svg"><a href="{src}">Static SVG of this chart</a></p>'
         )
+
+
+STATIC_SVG = "padding-left-80"
+"""How static SVGs are drawn (part of their cache key: a change draws them again)."""
 
 
 def _fixed_width(spec: Any, width: int = 720) -> Any:
