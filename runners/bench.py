@@ -380,7 +380,7 @@ def run_suite(args: argparse.Namespace) -> int:
             out = Path(tmp) / "records.jsonl"
             cmd = runner_command(work, variant, args, run_id, out)
             code, err = _run_teeing_stderr(cmd, env | runner_env(work.device, variant), limit)
-            write_records(out, args.data_dir)
+            write_records(out, args.data_dir, {run_id})
         path = store.run_path(args.data_dir, suite.name, run_id)
         if not path.exists():
             status = _classify(code, err or "")
@@ -429,7 +429,7 @@ def run_inference(
         code, err = _run_teeing_stderr(
             cmd + (["--note", args.note] if args.note else []), env, entry.time_budget_s + GRACE_S
         )
-        write_records(measured, args.data_dir)
+        write_records(measured, args.data_dir, {record.test_run_id(stamp, t.workload, variant.name) for t in tests})
     lines = []
     for test in tests:
         run_id = record.test_run_id(stamp, test.workload, variant.name)
@@ -457,7 +457,9 @@ def run_inference(
         code, err = _run_teeing_stderr(
             [sys.executable, "-m", checker, *common, "--out", str(out)], env, entry.time_budget_s + GRACE_S
         )
-        write_records(out, args.data_dir)
+        write_records(
+            out, args.data_dir, {record.test_run_id(stamp, t.workload, f"{variant.name}-{tool}") for t in tests}
+        )
     for test in tests:
         path = store.run_path(
             args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}")
@@ -494,7 +496,8 @@ def run_serving(
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "tests.jsonl"
         code, err = _run_teeing_stderr([*cmd, "--out", str(out)], env, entry.time_budget_s + GRACE_S)
-        write_records(out, args.data_dir)
+        names = (variant.name, f"{variant.name}-{engine.tool}")  # the runner's records and its tool's
+        write_records(out, args.data_dir, {record.test_run_id(stamp, t.workload, n) for t in tests for n in names})
     lines = []
     for test in tests:
         run_id = record.test_run_id(stamp, test.workload, variant.name)
@@ -561,13 +564,17 @@ def summarize_serving(path: Path) -> dict[str, object]:
     return line
 
 
-def write_records(out: Path, data_dir: Path) -> list[Path]:
-    """Write the result file of every record a runner handed over (`record.emit`: a JSON line each): the bench alone
-    writes result files. A line the store refuses is reported and skipped; its run then gets a failure record."""
+def write_records(out: Path, data_dir: Path, expected: set[str]) -> list[Path]:
+    """Write the result file of every record a runner handed over (`record.emit`: a JSON line each) whose run id is
+    one the bench gave it (`expected`): the bench alone writes result files. A line the store refuses, or for a run
+    the bench did not start, is reported and skipped; a run without a written record then gets a failure record."""
     written = []
     for i, line in enumerate(out.read_text().splitlines() if out.exists() else [], 1):
         try:
-            written.append(store.write_run(data_dir, schema.make_table(*_record_of(json.loads(line)))))
+            run, rows = _record_of(json.loads(line))
+            if run.get("run_id") not in expected:
+                raise ValueError(f"run id {run.get('run_id')!r} is not one this session started")
+            written.append(store.write_run(data_dir, schema.make_table(run, rows)))
         except (ValueError, KeyError, TypeError) as e:
             print(f"    {out.name} line {i}: not written ({e})", flush=True)
     return written
