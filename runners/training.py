@@ -7,9 +7,39 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from runners import record, spec
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one training runner was asked to run, checked before any engine is imported."""
+
+    suite: spec.Suite
+    work: spec.Workload
+    variant: spec.Variant
+    overrides: dict[str, Any]
+    steps: int
+    micro_batch: int
+
+
+def plan(args: Any, engine: str) -> Plan:
+    """The suite, workload and variant (of `engine`) a runner's arguments name, the `--set` overrides, and the steps
+    and micro-batch it runs; an unknown variant, another engine's, or `--steps` that leave no steady step are
+    refused here."""
+    suite = spec.load_suite(args.suite)
+    work = suite.workload(args.workload)
+    variant = suite.variants.get(args.variant) or spec.load_variants().get(args.variant)
+    if variant is None or variant.engine != engine:
+        raise spec.SpecError(f"{args.variant!r} is not a variant of engine {engine!r}")
+    steps = args.steps or work.steps
+    if steps <= work.warmup_steps:
+        raise SystemExit(f"--steps {steps} leaves no steady steps after {work.warmup_steps} warm-up steps")
+    return Plan(suite=suite, work=work, variant=variant, overrides=spec.parse_overrides(args.set), steps=steps,
+                micro_batch=args.micro_batch or work.micro_batch)  # fmt: skip
+
 
 Trial = Callable[[int], tuple[list[float], list[float], dict[str, float], str | None]]
 """One trial (its index): step times, losses, run-level values and why it stopped early (None: it ran to the end)."""

@@ -193,20 +193,19 @@ def train_trial(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = datetime.now(UTC)
-    suite = spec.load_suite(args.suite)
-    work = suite.workload(args.workload)
-    variant = suite.variants.get(args.variant) or spec.load_variants().get(args.variant)
-    if variant is None or variant.engine != "mlx":
-        raise spec.SpecError(f"{args.variant!r} is not an MLX variant")
+    p = training.plan(args, "mlx")
+    suite, work, variant, overrides, steps, micro_batch = (
+        p.suite,
+        p.work,
+        p.variant,
+        p.overrides,
+        p.steps,
+        p.micro_batch,
+    )
     world = work.world_size
     if world > 1 and "MLX_RANK" not in os.environ:
         return launch(sys.argv[1:] if argv is None else argv, world, work.device)
-    overrides = spec.parse_overrides(args.set)
     settings = check_settings(variant, overrides)
-    steps = args.steps or work.steps
-    micro_batch = args.micro_batch or work.micro_batch
-    if steps <= work.warmup_steps:
-        raise SystemExit(f"--steps {steps} leaves no steady steps after {work.warmup_steps} warm-up steps")
 
     os.environ["MLX_ENABLE_TF32"] = "1" if settings["tf32"] else "0"  # read by MLX; allowlisted into the record
     import mlx.core as mx

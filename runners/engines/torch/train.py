@@ -158,18 +158,16 @@ def train_trial(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = datetime.now(UTC)
-    suite = spec.load_suite(args.suite)
-    work = suite.workload(args.workload)
-    variants = suite.variants if args.variant in suite.variants else spec.load_variants()
-    if args.variant not in variants:
-        raise spec.SpecError(f"unknown variant {args.variant!r}")
-    variant = variants[args.variant]
-    overrides = spec.parse_overrides(args.set)
+    p = training.plan(args, "torch")
+    suite, work, variant, overrides, steps, micro_batch = (
+        p.suite,
+        p.work,
+        p.variant,
+        p.overrides,
+        p.steps,
+        p.micro_batch,
+    )
     settings = torch_setup.check_settings(variant, overrides)
-    steps = args.steps or work.steps
-    micro_batch = args.micro_batch or work.micro_batch
-    if steps <= work.warmup_steps:
-        raise SystemExit(f"--steps {steps} leaves no steady steps after {work.warmup_steps} warm-up steps")
 
     import torch
     import torch.distributed as dist
