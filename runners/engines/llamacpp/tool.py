@@ -91,9 +91,9 @@ def sample_rows(obj: dict[str, Any], n_tokens: int) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # No llama_cpp here (this process writes Parquet, and on the bench hosts' image pyarrow and llama_cpp in one
-    # process crash, see runners/engines/llamacpp/runner.py): the runner, which runs first, has already made the model
-    # file.
+    # No llama_cpp here (this process checks its records with pyarrow, and on the bench hosts' image pyarrow and
+    # llama_cpp in one process crash, see runners/engines/llamacpp/runner.py): the runner, which runs first, has
+    # already made the model file.
     from runners import llama_files, provenance, record, spec
     from runners.engines.llamacpp import build as llamacpp_build
     from runners.engines.llamacpp import runner as llamacpp
@@ -121,7 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"llama-bench exited with {out.returncode}")
     hardware = provenance.hardware(entry.device, 1)
     for obj in parse(out.stdout):
-        test = test_of(obj, tests)
+        try:
+            test = test_of(obj, tests)
+        except ValueError:  # llama-bench runs every combination of its -p, -n and -d: some were not asked for
+            continue
         config = llamacpp.test_config(suite, entry, test, variant, settings, files, None, None)
         config["variant"]["engine"] = "llama-bench"
         config["imported"] = {"tool": "llama-bench", "command": " ".join(cmd), "result": obj}
