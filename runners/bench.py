@@ -380,11 +380,11 @@ def run_suite(args: argparse.Namespace) -> int:
             out = Path(tmp) / "records.jsonl"
             cmd = runner_command(work, variant, args, run_id, out)
             code, err = _run_teeing_stderr(cmd, env | runner_env(work.device, variant), limit)
-            write_records(out, args.data_dir, {run_id})
+            refused = write_records(out, args.data_dir, {run_id})
         path = store.run_path(args.data_dir, suite.name, run_id)
         if not path.exists():
-            status = _classify(code, err or "")
-            error = f"runner exited with {code}: {(err or '').strip()[-3000:]}"
+            status = "failed" if run_id in refused else _classify(code, err or "")
+            error = _failure_text(refused.get(run_id), code, err)
             path = write_failure(args, suite, work, variant, run_id, started, status, error)
         line = summarize(path, work.window_steps)
         summary.append(
@@ -429,14 +429,17 @@ def run_inference(
         code, err = _run_teeing_stderr(
             cmd + (["--note", args.note] if args.note else []), env, entry.time_budget_s + GRACE_S
         )
-        write_records(measured, args.data_dir, {record.test_run_id(stamp, t.workload, variant.name) for t in tests})
+        refused = write_records(
+            measured, args.data_dir, {record.test_run_id(stamp, t.workload, variant.name) for t in tests}
+        )
     lines = []
     for test in tests:
         run_id = record.test_run_id(stamp, test.workload, variant.name)
         path = store.run_path(args.data_dir, suite.name, run_id)
         if not path.exists():
-            error = f"runner exited with {code}: {(err or '').strip()[-3000:]}"
-            path = write_test_failure(args, suite, entry, test, variant, run_id, started, _classify(code, err), error)
+            status = "failed" if run_id in refused else _classify(code, err)
+            error = _failure_text(refused.get(run_id), code, err)
+            path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
         lines.append(
             {
                 "workload": test.workload,
@@ -497,14 +500,17 @@ def run_serving(
         out = Path(tmp) / "tests.jsonl"
         code, err = _run_teeing_stderr([*cmd, "--out", str(out)], env, entry.time_budget_s + GRACE_S)
         names = (variant.name, f"{variant.name}-{engine.tool}")  # the runner's records and its tool's
-        write_records(out, args.data_dir, {record.test_run_id(stamp, t.workload, n) for t in tests for n in names})
+        refused = write_records(
+            out, args.data_dir, {record.test_run_id(stamp, t.workload, n) for t in tests for n in names}
+        )
     lines = []
     for test in tests:
         run_id = record.test_run_id(stamp, test.workload, variant.name)
         path = store.run_path(args.data_dir, suite.name, run_id)
         if not path.exists():
-            error = f"runner exited with {code}: {(err or '').strip()[-3000:]}"
-            path = write_test_failure(args, suite, entry, test, variant, run_id, started, _classify(code, err), error)
+            status = "failed" if run_id in refused else _classify(code, err)
+            error = _failure_text(refused.get(run_id), code, err)
+            path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
         lines.append({"workload": test.workload, "variant": variant.name, **summarize_serving(path)})
         bench = store.run_path(
             args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{engine.tool}")
@@ -564,15 +570,20 @@ def summarize_serving(path: Path) -> dict[str, object]:
     return line
 
 
-def write_records(out: Path, data_dir: Path, expected: set[str]) -> list[Path]:
+def write_records(out: Path, data_dir: Path, expected: set[str]) -> dict[str, str]:
     """Write the result file of every record a runner handed over (`record.emit`: a JSON line each) whose run id is
     one the bench gave it (`expected`): the bench alone writes result files. A line the store refuses, or for a run
-    the bench did not start, is reported and skipped; a run without a written record then gets a failure record."""
+    the bench did not start, is reported and skipped; a run without a written record then gets a failure record,
+    which says why its record was refused (returned: reason by run id)."""
     written: dict[str, Path] = {}
+    refused: dict[str, str] = {}
     for i, line in enumerate(out.read_text().splitlines() if out.exists() else [], 1):
+        run_id = None
         try:
-            run, rows = _record_of(json.loads(line))
-            run_id = run.get("run_id")
+            line_obj = json.loads(line)
+            head = line_obj.get("run") if isinstance(line_obj, dict) else None
+            run_id = head.get("run_id") if isinstance(head, dict) else None
+            run, rows = _record_of(line_obj)
             if run_id not in expected:
                 raise ValueError(f"run id {run_id!r} is not one this session started")
             if run_id in written:
@@ -580,7 +591,15 @@ def write_records(out: Path, data_dir: Path, expected: set[str]) -> list[Path]:
             written[run_id] = store.write_run(data_dir, schema.make_table(run, rows))
         except Exception as e:  # one bad line never costs the records after it, nor the rest of the suite
             print(f"    {out.name} line {i}: not written ({type(e).__name__}: {e})", flush=True)
-    return list(written.values())
+            if run_id in expected and run_id not in written:
+                refused.setdefault(run_id, f"its record was refused ({type(e).__name__}: {e})")
+    return refused
+
+
+def _failure_text(refused: str | None, code: int | None, err: str | None) -> str:
+    """A failure record's error: why the bench refused the runner's record, if it did, then how the runner ended."""
+    ended = f"runner exited with {code}: {(err or '').strip()[-3000:]}"
+    return f"{refused}; {ended}" if refused else ended
 
 
 def _record_of(line: dict) -> tuple[dict, list[dict]]:

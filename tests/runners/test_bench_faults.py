@@ -3,6 +3,7 @@ runs out of memory."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -110,3 +111,24 @@ def test_a_run_out_of_memory_is_an_oom_record_and_the_suite_goes_on(tmp_path: Pa
     assert torch_run["status"] == "oom" and "can't allocate memory" in torch_run["error"], torch_run["error"]
     assert runs["mlx-fp32"]["status"] in ("oom", "failed") and runs["mlx-fp32"]["error"]
     assert "oom" in proc.stdout  # the summary table says it
+
+
+def test_the_bench_writes_only_records_of_runs_it_started(tmp_path: Path) -> None:
+    """The one writer of result files: a runner's good record is written once; a record the store refuses comes back
+    with its reason (for the failure record the bench then writes); a record of a run it did not start, a second
+    record of one run, and a line that is not JSON are reported and skipped, and never stop the lines after them."""
+    from runners import bench, record
+
+    out = tmp_path / "records.jsonl"
+    record.emit(out, _run(run_id="good"), ROWS)
+    record.emit(out, _run(run_id="stranger"), ROWS)
+    record.emit(out, _run(run_id="good"), ROWS)  # a second record of the same run
+    with open(out, "a") as f:
+        f.write("not json\n")
+        f.write(json.dumps({"run": {"run_id": "bad", "started_at": "2026-11-29T00:00:00+00:00"}, "rows": []}) + "\n")
+    record.emit(out, _run(run_id="late"), ROWS)  # after the bad lines: still written
+    refused = bench.write_records(out, tmp_path / "data", {"good", "bad", "late"})
+    written = sorted(p.stem for p in (tmp_path / "data").rglob("*.parquet"))
+    assert written == ["good", "late"]
+    assert list(refused) == ["bad"] and refused["bad"].startswith("its record was refused")
+    assert bench._failure_text(refused["bad"], 0, "").startswith("its record was refused")
