@@ -290,3 +290,12 @@ def emit(out: Path | str, run: dict[str, Any], rows: list[dict[str, Any]]) -> st
         f.flush()
         os.fsync(f.fileno())
     return run["run_id"]
+
+
+def resolved_or_written(settings: dict[str, Any], resolve: Any) -> dict[str, Any]:
+    """A variant's settings as its runner would have resolved them (so a failure record joins its configuration), or
+    as written where they do not resolve (the failure may be that)."""
+    try:
+        return resolve(settings)
+    except Exception:
+        return dict(settings)

@@ -378,8 +378,11 @@ class _Writer:
 
 def failure_config(suite: Any, entry: Any, test: Any, variant: Any, note: str | None) -> dict[str, Any]:
     """The configuration of a test whose runner died before writing it (the registry's `failure_config`)."""
+    from runners import record
+
     files = {"note": "the runner stopped before the model folder was described"}
-    return test_config(suite, entry, test, variant, _settings_for_failure(variant), files, note)
+    settings = record.resolved_or_written(variant.settings, resolve_settings)
+    return test_config(suite, entry, test, variant, settings, files, note)
 
 
 def _tail(text: str, n: int = 3000) -> str:
@@ -586,12 +589,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def _settings_for_failure(variant: Any) -> dict[str, Any]:
-    """The settings as the runner would have resolved them (so the failure joins its configuration), or as written
-    where they do not resolve (the failure may be that)."""
-    try:
-        return resolve_settings(variant.settings)
-    except Exception:
-        return dict(variant.settings)
