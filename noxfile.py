@@ -30,8 +30,26 @@ OPENBLAS = (  # runners/engines/mlx/train.py OPENBLAS (the noxfile imports nothi
 )
 
 
-def _install(session: nox.Session, *groups: str) -> None:
-    session.install(*nox.project.dependency_groups(PYPROJECT, *groups))
+LOCK = ROOT / "pylock.toml"
+
+
+def _constraints(session: nox.Session) -> Path:
+    """pylock.toml (`nox -s lock`) as a pip constraints file: every package at its locked version, whatever the
+    installer. Constraints rather than installing the lock's files, so that pip still takes our machines' CPU build
+    of torch 2.13.0 (the lock, resolved from PyPI, names the CUDA build's files)."""
+    lock = nox.project.load_toml(LOCK)
+    lines = [f"{p['name']}=={p['version']}" + (f" ; {p['marker']}" if "marker" in p else "") for p in lock["packages"]]
+    path = Path(session.virtualenv.location or ROOT / "build") / "pylock-constraints.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _install(session: nox.Session, *groups: str, extras: str | None = "") -> None:
+    """The project itself, editable (so sessions run the `fairfight` command on this checkout), with `extras`
+    (engines), plus dependency `groups`, all held to the lock. `extras=None` skips the project."""
+    project = [] if extras is None else ["-e", f".[{extras}]" if extras else "."]
+    session.install("-c", str(_constraints(session)), *project, *nox.project.dependency_groups(PYPROJECT, *groups))
 
 
 def _ensure_chromium(session: nox.Session) -> None:
@@ -68,15 +86,15 @@ def _ensure_openblas(session: nox.Session) -> None:
 @nox.session
 def site(session: nox.Session) -> None:
     """Build the static site from the result files in data/ into site/ (the default session)."""
-    _install(session, "site")
-    session.run("python", "-m", "generator.build", *session.posargs, env=QUIET_ENV)
+    _install(session)
+    session.run("fairfight", "site", *session.posargs, env=QUIET_ENV)
 
 
 @nox.session(venv_backend=TORCH_BACKEND)
 def tests(session: nox.Session) -> None:
     """Run the test suite: real torch on CPU (gloo, 2 processes), llama.cpp, vLLM's CPU build, the site build, and a
     real headless Chromium."""
-    _install(session, "tests")
+    _install(session, "tests", extras="torch,llama,mlx")
     _ensure_chromium(session)
     _ensure_openblas(session)
     llama = _build_llama(session)
@@ -106,7 +124,7 @@ def _vllm_cpu(session: nox.Session) -> dict[str, str]:
 @nox.session
 def lint(session: nox.Session) -> None:
     """Check style and common bugs with ruff (lint and formatting)."""
-    _install(session, "lint")
+    _install(session, "lint", extras=None)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
@@ -115,25 +133,25 @@ def lint(session: nox.Session) -> None:
 def bench_cpu(session: nox.Session) -> None:
     """Run the cpu-smoke suite on this machine and append one result file per run under data/cpu-smoke/.
 
-    Extra arguments go to `python -m runners bench`, e.g. `nox -s bench-cpu -- --variant ddp-fp32-stock`.
+    Extra arguments go to `fairfight bench`, e.g. `nox -s bench-cpu -- --variant ddp-fp32-stock`.
     """
-    _install(session, "torch", "llama", "mlx")
+    _install(session, extras="torch,llama,mlx")
     _ensure_openblas(session)
     llama = _build_llama(session)
     vllm = _vllm_cpu(session)
-    session.run("python", "-m", "runners", "bench", "--suite", "cpu-smoke", *session.posargs, env=llama | vllm)
+    session.run("fairfight", "bench", "--suite", "cpu-smoke", *session.posargs, env=llama | vllm)
 
 
 @nox.session(name="bench-h100", venv_backend=TORCH_BACKEND, default=False)
 def bench_h100(session: nox.Session) -> None:
     """Run the seed's training suite (h100) on this host's GPUs (2 by default) and append result files.
 
-    Extra arguments go to `python -m runners bench`: `-- --steps 300` for short checks, `-- --world-size 1`
-    for the one-GPU point, `-- --variant ddp-tuned`. On an air-gapped host with torch already installed, run
-    `nox -s bench-h100 --no-venv --no-install`, or without nox `python3 -m runners bench --suite h100`.
+    Extra arguments go to `fairfight bench`: `-- --steps 300` for short checks, `-- --world-size 1` for the one-GPU
+    point, `-- --variant ddp-tuned`. On a host without a network, with torch already installed, run
+    `python3 -m fairfight bench --suite h100` from the checkout (README, "Hosts without a network").
     """
-    _install(session, "torch")
-    session.run("python", "-m", "runners", "bench", "--suite", "h100", *session.posargs)
+    _install(session, extras="torch")
+    session.run("fairfight", "bench", "--suite", "h100", *session.posargs)
 
 
 @nox.session(name="bench-apple", default=False)
@@ -142,13 +160,13 @@ def bench_apple(session: nox.Session) -> None:
     beside them) on an Apple Silicon Mac and append result files under data/apple/.
 
     Check them with `nox -s validate -- data/apple/FILE...` and submit the files; they are shown as measured on your
-    hardware. Extra arguments go to `python -m runners bench`, e.g. `-- --variant mlx-bf16-compile --steps 100`.
+    hardware. Extra arguments go to `fairfight bench`, e.g. `-- --variant mlx-bf16-compile --steps 100`.
     """
     if sys.platform != "darwin" or platform.machine() != "arm64":
         session.error(f"bench-apple needs an Apple Silicon Mac (this is {sys.platform} {platform.machine()}); "
                       "run `nox -s bench-cpu` here")  # fmt: skip
-    _install(session, "mlx")
-    session.run("python", "-m", "runners", "bench", "--suite", "apple", *session.posargs)
+    _install(session, extras="mlx")
+    session.run("fairfight", "bench", "--suite", "apple", *session.posargs)
 
 
 @nox.session(name="site-scale", default=False)
@@ -165,12 +183,52 @@ def release(session: nox.Session) -> None:
     """Freeze data/ into an immutable edition: `nox -s release -- NAME` writes data/editions/NAME.json."""
     if len(session.posargs) != 1:
         session.error("name the edition: nox -s release -- 2026-12")
-    _install(session, "site")
-    session.run("python", "-m", "generator.editions", "release", *session.posargs)
+    _install(session)
+    session.run("fairfight", "release", *session.posargs)
 
 
 @nox.session(default=False)
 def validate(session: nox.Session) -> None:
     """Check result files as the site build does (all of data/ by default, or the files given after --)."""
-    _install(session, "site")
-    session.run("python", "-m", "generator.validate", *session.posargs)
+    _install(session)
+    session.run("fairfight", "validate", *session.posargs)
+
+
+@nox.session(default=False)
+def compare(session: nox.Session) -> None:
+    """Compare two runs, configurations or editions (`nox -s compare -- A B [--threshold 5%]`): the ratio with its
+    interval, the A/A floor and a faster/slower/same verdict; exits 1 when a change passes the threshold."""
+    _install(session)
+    session.run("fairfight", "compare", *session.posargs)
+
+
+@nox.session(default=False)
+def publish(session: nox.Session) -> None:
+    """Rebuild the site from data/ and publish it: `nox -s publish -- DIR` copies it into DIR; `-- --gh-pages`
+    commits it to this repository's gh-pages branch and pushes it; add `--site-url URL` for the sitemap."""
+    _install(session)
+    session.run("fairfight", "publish", *session.posargs, env=QUIET_ENV)
+
+
+@nox.session(default=False)
+def wheelhouse(session: nox.Session) -> None:
+    """A wheelhouse for a host without a network, from the lock: `nox -s wheelhouse -- GROUP --python 3.12
+    --platform manylinux_2_28_x86_64 [--part-size 50M]` writes its parts under build/wheelhouse/; on the host,
+    `python3 -m fairfight wheelhouse install DIR --target SITE` installs it offline (nothing else needed there)."""
+    session.install("packaging")  # wheel tags; the command runs from this checkout, nothing else installed
+    session.run("python", "-m", "fairfight", "wheelhouse", "build", *session.posargs)
+
+
+@nox.session(default=False)
+def lock(session: nox.Session) -> None:
+    """Remake the locks with uv (needs a network): pylock.toml (the project, every engine extra, tests and lint,
+    for Python 3.11+ everywhere) and pylock.hosts.toml (the host-* groups without their dependencies, for the GPU
+    hosts' Python 3.12 on x86-64 Linux). Commit both."""
+    session.install("uv")
+    common = ("uv", "pip", "compile", "--format", "pylock.toml", "--custom-compile-command", "nox -s lock")
+    session.run(*common, "pyproject.toml", "--all-extras", "--group", "pyproject.toml:tests", "--group",
+                "pyproject.toml:lint", "--universal", "--python-version", "3.11", "-o", "pylock.toml")  # fmt: skip
+    groups = ("host-torch", "host-llama", "host-mlx", "host-vllm")
+    hosts = [a for g in groups for a in ("--group", f"pyproject.toml:{g}")]
+    session.run(*common, *hosts, "--no-deps", "--python-version", "3.12", "--python-platform",
+                "x86_64-manylinux_2_35", "-o", "pylock.hosts.toml")  # fmt: skip

@@ -1,6 +1,6 @@
 """Build the site: load + validate `data/` → derive → charts → Markdown pages → MkDocs Material → `site/`.
 
-    python -m generator.build [--data data] [--out site] [--work build]
+    fairfight site [--data data] [--out site] [--work build]     (or python -m generator.build)
 
 Everything written goes to the ignored `build/` and `site/` directories; `site_src/` is only read.
 """
@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,10 +22,19 @@ import altair as alt
 import polars as pl
 import yaml
 
-from generator import board_pages, catalog_pages, charts, checks, editions, inference, load, pages, run_pages, serving
-
-ROOT = Path(__file__).resolve().parent.parent
-SITE_SRC = ROOT / "site_src"
+from generator import (
+    SITE_SRC,
+    board_pages,
+    catalog_pages,
+    charts,
+    checks,
+    editions,
+    inference,
+    load,
+    pages,
+    run_pages,
+    serving,
+)
 
 
 def vega_bundle(cache_dir: Path) -> str:
@@ -43,10 +53,21 @@ def vega_bundle(cache_dir: Path) -> str:
 
 
 def build(
-    data_dir: Path, out_dir: Path, work_dir: Path, site_url: str | None = None, repo_url: str | None = None
+    data_dir: Path,
+    out_dir: Path,
+    work_dir: Path,
+    site_url: str | None = None,
+    repo_url: str | None = None,
+    supplied: Mapping[str, str] | None = None,
 ) -> load.Loaded:
     """Build the whole site from `data_dir` into `out_dir`, using `work_dir` for generated sources. `site_url` (where
-    the site will be served) fills the sitemap and canonical links; `repo_url` goes into every reproduce block."""
+    the site will be served) fills the sitemap and canonical links; `repo_url` goes into every reproduce block;
+    `supplied` holds the Markdown of the pages the caller makes (`pages.SITE` entries marked supplied: the
+    `fairfight` command supplies its reference)."""
+    supplied = dict(supplied or {})
+    declared = {p.file for p in pages.SITE if p.supplied}
+    if set(supplied) - declared:
+        raise ValueError(f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/pages.py")
     with ThreadPoolExecutor(1) as side:
         # the script bundle (seconds to make when not cached) is made while the data loads
         bundle = side.submit(vega_bundle, work_dir / "cache")
@@ -57,6 +78,8 @@ def build(
         shutil.rmtree(docs)
     shutil.copytree(SITE_SRC / "docs", docs)
     shutil.copytree(SITE_SRC / "assets", docs / "assets")
+    for name, text in sorted(supplied.items()):
+        (docs / name).write_text(text)
     (docs / "assets" / "js" / "vega.js").write_text(bundle_text)
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
@@ -81,7 +104,7 @@ def build(
         page_runs = run_pages.with_test_figures(summary, tests, served)
         manifest = work_dir / "cache" / "run-pages.json"
         pending = run_pages.start_run_pages(kept, page_runs, loaded.rows, manifest, pool, repo_url)
-        _build_rest(loaded, summary, docs, data_dir, out_dir, work_dir, tests, served, site_url)
+        _build_rest(loaded, summary, docs, data_dir, out_dir, work_dir, tests, served, site_url, sorted(supplied))
         pending.finish(out_dir)
     return loaded
 
@@ -109,6 +132,7 @@ def _build_rest(
     tests: pl.DataFrame,
     served: pl.DataFrame,
     site_url: str | None = None,
+    supplied: list[str] | None = None,
 ) -> None:
     """Every page but the run pages: Markdown from the templates, charts, then MkDocs into `out_dir`."""
     from mkdocs.commands.build import build as mkdocs_build
@@ -118,7 +142,8 @@ def _build_rest(
     nav, nav_editions, nav_served = board_pages.write_pages(loaded, summary, docs, chart_sink, data_dir, tests, served)
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
-    config["nav"] = pages.nav(nav, nav_editions, nav_served)  # the one table of pages (generator/pages.py SITE)
+    # the one table of pages (generator/pages.py SITE)
+    config["nav"] = pages.nav(nav, nav_editions, nav_served, supplied or [])
     if site_url:  # fills the sitemap and every page's canonical link
         config["site_url"] = site_url
     config_path = work_dir / "mkdocs.yml"
@@ -134,25 +159,33 @@ def _build_rest(
         os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m generator.build", description="Build the Fair Fight site.")
-    p.add_argument("--data", type=Path, default=ROOT / "data", help="result files (default: data/)")
-    p.add_argument("--out", type=Path, default=ROOT / "site", help="site output (default: site/)")
-    p.add_argument("--work", type=Path, default=ROOT / "build", help="generated sources (default: build/)")
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", type=Path, default=Path("data"), help="result files (default: data/)")
+    p.add_argument("--out", type=Path, default=Path("site"), help="site output (default: site/)")
+    p.add_argument("--work", type=Path, default=Path("build"), help="generated sources and caches (default: build/)")
     p.add_argument(
         "--site-url", default=None, help="where the site will be served: fills the sitemap and canonical links"
     )
     p.add_argument("--repo-url", default=None, help="the repository's address, for every run's reproduce block")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if not args.data.is_dir():
-        p.error(f"--data {args.data}: no such folder (result files live under data/<suite>/)")
+        print(f"error: --data {args.data}: no such folder (result files live under data/<suite>/)", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
-    loaded = build(args.data, args.out, args.work, args.site_url, args.repo_url)
+    loaded = build(args.data, args.out, args.work, args.site_url, args.repo_url, getattr(args, "supplied", None))
     print(
         f"site built in {time.perf_counter() - t0:.1f} s: {loaded.runs.height} run(s), "
         f"{len(loaded.rejected)} rejected file(s) → {args.out / 'index.html'}"
     )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m generator.build", description="Build the Fair Fight site.")
+    add_cli_args(p)
+    return run(p.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from pathlib import Path
 from generator import load
 from runners import shapes
 
-ROOT = Path(__file__).resolve().parent.parent
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -130,16 +129,22 @@ def changelog(previous: Edition | None, current: dict[str, str]) -> dict[str, li
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m generator.editions", description="Freeze the dataset into an edition.")
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("release", help="write data/editions/NAME.json from every good result file")
-    r.add_argument("name")
-    r.add_argument("--data", type=Path, default=ROOT / "data")
-    args = p.parse_args(argv)
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="the edition's name, e.g. 2026-12")
+    p.add_argument("--data", type=Path, default=Path("data"), help="result files (default: data/)")
+
+
+def run(args: argparse.Namespace) -> int:
     path = release(args.name, args.data)
     print(f"edition {args.name}: {len(json.loads(path.read_text())['runs'])} run(s) frozen in {path}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m generator.editions", description="Freeze the dataset into an edition.")
+    sub = p.add_subparsers(dest="command", required=True)
+    add_cli_args(sub.add_parser("release", help="write data/editions/NAME.json from every good result file"))
+    return run(p.parse_args(argv))
 
 
 if __name__ == "__main__":

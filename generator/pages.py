@@ -10,6 +10,7 @@ import html
 import json
 import math
 import os
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +21,10 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import columns
+from generator import SITE_SRC, columns
 from runners import shapes
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "site_src" / "templates"
+TEMPLATES = SITE_SRC / "templates"
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -269,8 +270,11 @@ class Page:
     """Under the docs folder: a page (`claims.md`), or a section's folder (`leaderboards/`) of pages written per
     board or edition."""
     template: str | None
-    """The template that writes it (`site_src/templates/`), or None for a page people write (`site_src/docs/`) or a
-    section."""
+    """The template that writes it (`site_src/templates/`), or None for a page people write (`site_src/docs/`), a
+    section, or a page supplied by the caller of the build."""
+    supplied: bool = False
+    """Made by whoever calls the build (the command reference, from the `fairfight` parser: fairfight/cli.py) and
+    listed only when supplied; the generator cannot make it without importing the commands above it."""
 
 
 SITE: tuple[Page, ...] = (
@@ -283,6 +287,10 @@ SITE: tuple[Page, ...] = (
     Page("Hardware and calibration", "hardware.md", "hardware.md.j2"),
     Page("Engines", "engines.md", "engines.md.j2"),
     Page("Methodology", "methodology.md", None),
+    Page("Running suites", "running.md", None),
+    Page("Command reference", "cli.md", None, supplied=True),
+    Page("Submitting results", "submitting.md", None),
+    Page("Hosts without a network", "offline-hosts.md", None),
     Page("Add an engine", "add-an-engine.md", None),
     Page("Downloads", "downloads.md", "downloads.md.j2"),
     Page("Editions", "editions/", "edition.md.j2"),  # editions.md, then a page per edition
@@ -294,12 +302,17 @@ boards, not from the navigation."""
 
 
 def nav(
-    boards: list[dict[str, str]], editions: list[dict[str, str]], served: list[dict[str, str]] | None = None
+    boards: list[dict[str, str]],
+    editions: list[dict[str, str]],
+    served: list[dict[str, str]] | None = None,
+    supplied: Iterable[str] = (),
 ) -> list[Any]:
     """MkDocs' navigation from `SITE`: a section lists its boards', served models' or editions' pages (a section
-    with none is left out, but for the editions' index)."""
+    with none is left out, but for the editions' index); a supplied page is listed when it was."""
     out: list[Any] = []
     for page in SITE:
+        if page.supplied and page.file not in supplied:
+            continue
         if page.file in ("leaderboards/", "serving/"):
             entries = boards if page.file == "leaderboards/" else served or []
             if entries:

@@ -1,4 +1,4 @@
-"""`python -m generator.validate [FILES]`: check result files the way the site build does, before submitting.
+"""`fairfight validate [FILES]`: check result files the way the site build does, before submitting.
 
 Every check the build makes: each file's schema and values (runners/schema.py), duplicate run ids, retractions
 that name no loaded run, and derived figures that cannot be (generator/checks.py). Exit status 0 when every file
@@ -16,17 +16,18 @@ import polars as pl
 
 from generator import checks, load
 
-ROOT = Path(__file__).resolve().parent.parent
 
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m generator.validate", description=__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="*", type=Path, help="result files or folders (default: data/)")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     files: list[Path] = []
-    for target in args.files or [ROOT / "data"]:
+    for target in args.files or [Path("data")]:
         if not target.exists():
-            raise SystemExit(f"{target}: no such file or folder")
+            print(f"error: {target}: no such file or folder (run from the folder that holds data/, or name files)",
+                  file=sys.stderr)  # fmt: skip
+            return 2
         files.extend(p.resolve() for p in (load.result_files(target) if target.is_dir() else [target]))
     if not files:
         print("0 file(s) checked")
@@ -42,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{base / path}: accepted but unverified, so not ranked: {reason}")
     print(f"{len(set(files))} file(s) checked, {len(loaded.rejected)} with problems, {unverified.height} unverified")
     return 1 if loaded.rejected else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m generator.validate", description=__doc__.splitlines()[0])
+    add_cli_args(p)
+    return run(p.parse_args(argv))
 
 
 if __name__ == "__main__":

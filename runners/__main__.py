@@ -1,5 +1,6 @@
 """`python -m runners COMMAND`: run a suite (`bench`), import claims (`claim`) or other tools' results (`import`),
-retract a run (`retract`) or list what the suites hold (`list`)."""
+retract a run (`retract`) or list what the suites hold (`list`): the runners' half of the `fairfight` command
+(fairfight/cli.py), for a bench host's checkout with neither the package installed nor the site's libraries."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import sys
 from runners import bench, claims, imports, retract, spec
 
 
-def _list(_: argparse.Namespace) -> int:
+def add_list_args(_: argparse.ArgumentParser) -> None:
+    """`list` takes no arguments."""
+
+
+def list_suites(_: argparse.Namespace) -> int:
     for path in sorted(spec.SUITES_DIR.glob("*.toml")):
         if path.stem == "variants":
             continue
@@ -40,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("retract", help="retract a run: a new record pointing at it, with the reason (nothing deleted)")
     retract.add_cli_args(p)
     p.set_defaults(func=retract.main)
-    sub.add_parser("list", help="list suites, workloads and variants").set_defaults(func=_list)
+    sub.add_parser("list", help="list suites, workloads and variants").set_defaults(func=list_suites)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

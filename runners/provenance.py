@@ -6,6 +6,7 @@ credential is dropped: a benchmark host's tokens never enter a record.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
@@ -45,6 +46,8 @@ def environment(env: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def _git(*args: str) -> str | None:
+    if not (REPO_ROOT / ".git").exists():  # installed, not a checkout: never ask a repository that merely encloses it
+        return None
     try:
         out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=20, check=True)
     except (OSError, subprocess.SubprocessError):
@@ -64,9 +67,23 @@ def harness() -> tuple[str | None, bool | None]:
     if named and named != commit:
         return named, None
     if commit is None:
-        return named, None
+        return (named, None) if named else installed_build()
     status = _git("status", "--porcelain", "--", ".", ":(exclude)data")
     return commit, bool(status)
+
+
+def installed_build() -> tuple[str | None, bool | None]:
+    """The commit and dirty flag baked into an installed package at build time (fairfight/_build_hook.py writes
+    runners/_build.json); (None, None) when there is none or it does not hold a commit."""
+    try:
+        baked = json.loads((Path(__file__).parent / "_build.json").read_text())
+    except (OSError, ValueError):
+        return None, None
+    commit = baked.get("commit") if isinstance(baked, dict) else None
+    if not (isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{7,64}", commit)):
+        return None, None
+    dirty = baked.get("dirty")
+    return commit, dirty if isinstance(dirty, bool) else None
 
 
 def _cpu_model() -> str:

@@ -1,0 +1,248 @@
+"""Wheelhouses for hosts without a network: made from the lock where there is one, installed offline where there is not.
+
+    fairfight wheelhouse build GROUP --python 3.12 --platform manylinux_2_28_x86_64 [--part-size 50M] [--out DIR]
+    fairfight wheelhouse install DIR [--target SITE]
+
+`build` (run in a checkout, with a network) takes the dependency group's packages at the versions pinned in
+pylock.hosts.toml (or pylock.toml), one wheel each for that Python and platform, checks each against the lock's
+sha256, writes a manifest (name, version, file, sha256, size) and packs the lot into a tar split into parts small
+enough for the transfers that reach the host (64 MiB a call on our GPU hosts). `install` (on the host) joins the
+parts, checks every wheel against the manifest, and installs them with pip without an index and without resolving
+(the lock already did). Only the standard library is needed on the host: `python3 -m fairfight wheelhouse install`
+runs from a checkout with nothing installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import tomllib
+import urllib.request
+from pathlib import Path
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+LOCKS = ("pylock.hosts.toml", "pylock.toml")
+"""Where a group's pins are looked up, in order: the hosts' lock (groups locked for one host, without their
+dependencies) first, then the development lock."""
+MANIFEST = "manifest.json"
+PART_SUFFIX = ".part"
+
+
+class WheelhouseError(Exception):
+    """A wheelhouse that cannot be made or trusted; the message says which package or file and what to do."""
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def parse_size(text: str) -> int:
+    """`50M`, `45MiB`, `1G`, `1048576` → bytes (binary units)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(i?B)?\s*", text, re.IGNORECASE)
+    if not m or int(m.group(1)) == 0:
+        raise WheelhouseError(f"--part-size {text!r}: give a size such as 50M (MiB), 1G or a number of bytes")
+    return int(m.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[m.group(2).upper()]
+
+
+def group_names(pyproject: Path, group: str) -> list[str]:
+    """The normalised package names a dependency group lists (its own requirements, includes followed)."""
+    groups = tomllib.loads(pyproject.read_text()).get("dependency-groups", {})
+    if group not in groups:
+        raise WheelhouseError(f"no dependency group {group!r} in {pyproject}; groups: {', '.join(sorted(groups))}")
+    names: list[str] = []
+    for item in groups[group]:
+        if isinstance(item, dict):
+            names += group_names(pyproject, item["include-group"])
+        else:
+            names.append(_norm(re.split(r"[\s\[<>=!~;@]", item.strip(), maxsplit=1)[0]))
+    return names
+
+
+def supported_tags(python: str, platform: str) -> list[str]:
+    """Wheel tags a CPython `python` (3.12) on `platform` (manylinux_2_28_x86_64, ...) installs, best first."""
+    from packaging import tags
+
+    major, minor = (int(x) for x in python.split(".")[:2])
+    m = re.fullmatch(r"manylinux_(\d+)_(\d+)_(\w+)", platform)
+    if m:  # a manylinux_2_Y host also takes every older manylinux and the legacy aliases
+        glibc_minor, arch = int(m.group(2)), m.group(3)
+        platforms = [f"manylinux_2_{y}_{arch}" for y in range(glibc_minor, 4, -1)]
+        platforms += [f"manylinux2014_{arch}", f"manylinux2010_{arch}", f"manylinux1_{arch}", f"linux_{arch}"]
+    else:
+        platforms = [platform]
+    found = [*tags.cpython_tags((major, minor), platforms=platforms)]
+    found += tags.compatible_tags((major, minor), f"cp{major}{minor}", platforms=platforms)
+    return [str(t) for t in found]
+
+
+def _wheel_tags(filename: str) -> set[str]:
+    from packaging.utils import parse_wheel_filename
+
+    return {str(t) for t in parse_wheel_filename(filename)[3]}
+
+
+def _lock_packages(lock: Path) -> dict[str, dict]:
+    return {_norm(p["name"]): p for p in tomllib.loads(lock.read_text()).get("packages", [])}
+
+
+def _choose_wheel(package: dict, ranked: list[str], lock: Path) -> dict:
+    rank = {t: i for i, t in enumerate(ranked)}
+    best, best_rank = None, len(rank)
+    for wheel in package.get("wheels", []):
+        name = wheel.get("name") or Path(wheel.get("url") or wheel.get("path") or "").name
+        r = min((rank[t] for t in _wheel_tags(name) if t in rank), default=len(rank))
+        if r < best_rank:
+            best, best_rank = wheel | {"name": name}, r
+    if best is None:
+        raise WheelhouseError(
+            f"{lock}: {package['name']} {package['version']} has no wheel for this Python and platform; "
+            "relock for the host (`nox -s lock`) or pick another --platform"
+        )
+    return best
+
+
+def _fetch(wheel: dict, lock: Path, dest: Path) -> Path:
+    target = dest / wheel["name"]
+    if wheel.get("path"):
+        source = Path(wheel["path"])
+        shutil.copyfile(source if source.is_absolute() else lock.parent / source, target)
+    else:
+        with urllib.request.urlopen(wheel["url"], timeout=120) as r, target.open("wb") as f:
+            shutil.copyfileobj(r, f)
+    expected = (wheel.get("hashes") or {}).get("sha256")
+    got = _sha256(target)
+    if expected != got:
+        target.unlink()
+        raise WheelhouseError(f"{wheel['name']}: sha256 {got}, the lock says {expected}; refusing it")
+    return target
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def build(
+    group: str, python: str, platform: str, out: Path, part_size: int, pyproject: Path, locks: list[Path]
+) -> list[Path]:
+    """Make GROUP's wheelhouse under `out`: the parts of `<group>-py<python>-<platform>.tar`; returns them."""
+    names = group_names(pyproject, group)
+    lock = next((lk for lk in locks if lk.exists() and set(names) <= set(_lock_packages(lk))), None)
+    if lock is None:
+        raise WheelhouseError(
+            f"group {group!r} is not pinned in {' or '.join(str(lk) for lk in locks)}; run `nox -s lock` to relock"
+        )
+    pinned = _lock_packages(lock)
+    ranked = supported_tags(python, platform)
+    stem = f"{group}-py{python}-{platform}"
+    with tempfile.TemporaryDirectory() as tmp:
+        house = Path(tmp) / stem
+        (house / "wheels").mkdir(parents=True)
+        wheels = []
+        for name in dict.fromkeys(names):
+            package = pinned[name]
+            path = _fetch(_choose_wheel(package, ranked, lock), lock, house / "wheels")
+            wheels.append({"name": package["name"], "version": package["version"], "file": path.name,
+                           "sha256": _sha256(path), "size": path.stat().st_size})  # fmt: skip
+            print(f"  {package['name']} {package['version']}: {path.name} ({path.stat().st_size / 2**20:.1f} MiB)")
+        manifest = {"group": group, "python": python, "platform": platform, "lock": lock.name,
+                    "lock_sha256": _sha256(lock), "wheels": wheels}  # fmt: skip
+        (house / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.glob(f"{stem}.tar{PART_SUFFIX}*"):
+            old.unlink()
+        buffer = Path(tmp) / f"{stem}.tar"
+        with tarfile.open(buffer, "w") as tar:
+            tar.add(house, arcname=stem)
+        parts = []
+        with buffer.open("rb") as f:
+            for i, block in enumerate(iter(lambda: f.read(part_size), b"")):
+                part = out / f"{stem}.tar{PART_SUFFIX}{i:03d}"
+                part.write_bytes(block)
+                parts.append(part)
+    return parts
+
+
+def install(source: Path, target: Path | None, python: str = sys.executable) -> list[str]:
+    """Join the parts in `source` (or take an unpacked wheelhouse folder), check every wheel against the manifest
+    and install them offline; returns the files installed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if (source / MANIFEST).exists():
+            house = source
+        else:
+            parts = sorted(source.glob(f"*.tar{PART_SUFFIX}*"))
+            if not parts:
+                raise WheelhouseError(f"{source}: neither a wheelhouse folder ({MANIFEST}) nor its parts (*.tar.part*)")
+            stems = {p.name.split(".tar" + PART_SUFFIX)[0] for p in parts}
+            if len(stems) != 1:
+                raise WheelhouseError(f"{source}: parts of more than one wheelhouse ({', '.join(sorted(stems))})")
+            numbers = [int(p.name.rsplit(PART_SUFFIX, 1)[1]) for p in parts]
+            if numbers != list(range(len(parts))):
+                raise WheelhouseError(f"{source}: parts {numbers} are not 0..{len(parts) - 1}; a part is missing")
+            joined = io.BytesIO(b"".join(p.read_bytes() for p in parts))
+            with tarfile.open(fileobj=joined) as tar:
+                tar.extractall(tmp, filter="data")
+            house = Path(tmp) / stems.pop()
+        try:
+            manifest = json.loads((house / MANIFEST).read_text())
+        except (OSError, ValueError) as e:
+            raise WheelhouseError(f"{house / MANIFEST}: unreadable ({e})") from e
+        files = []
+        for wheel in manifest["wheels"]:
+            path = house / "wheels" / Path(wheel["file"]).name
+            if not path.exists() or _sha256(path) != wheel["sha256"]:
+                raise WheelhouseError(f"{path.name}: missing or not the file the manifest names (sha256); rebuild it")
+            files.append(str(path))
+        cmd = [python, "-m", "pip", "install", "--no-index", "--no-deps", "--no-compile", "--quiet"]
+        cmd += ["--target", str(target)] if target else []
+        proc = subprocess.run([*cmd, *files], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise WheelhouseError(f"pip install failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        return [Path(f).name for f in files]
+
+
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    b = sub.add_parser("build", help="make a group's wheelhouse from the lock (needs a network)")
+    b.add_argument("group", help="a dependency group of pyproject.toml, e.g. host-torch, host-vllm, host-mlx")
+    b.add_argument("--python", default="3.12", help="the host's Python (default: 3.12)")
+    b.add_argument("--platform", default="manylinux_2_28_x86_64", help="the host's platform tag (default: %(default)s)")
+    b.add_argument("--part-size", default="50M", help="largest part (default: 50M, MiB); parts travel one per call")
+    b.add_argument("--out", type=Path, default=Path("build/wheelhouse"), help="where parts go (default: %(default)s)")
+    b.add_argument("--lock", type=Path, action="append", default=None, help="lock file(s) to read")
+    b.add_argument("--pyproject", type=Path, default=CHECKOUT / "pyproject.toml", help=argparse.SUPPRESS)
+    i = sub.add_parser("install", help="install a wheelhouse offline (from its parts or an unpacked folder)")
+    i.add_argument("source", type=Path, help="the folder holding the parts (*.tar.part000, ...)")
+    i.add_argument("--target", type=Path, default=None, help="install into this folder (put it on PYTHONPATH)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "build":
+            locks = args.lock or [CHECKOUT / name for name in LOCKS]
+            print(f"wheelhouse {args.group} for Python {args.python} on {args.platform}:")
+            parts = build(args.group, args.python, args.platform, args.out, parse_size(args.part_size),
+                          args.pyproject, locks)  # fmt: skip
+            for part in parts:
+                print(f"{part} ({part.stat().st_size / 2**20:.1f} MiB)")
+            print(f"{len(parts)} part(s); on the host: python3 -m fairfight wheelhouse install DIR --target SITE")
+        else:
+            files = install(args.source, args.target)
+            print(f"installed {len(files)} wheel(s) offline" + (f" into {args.target}" if args.target else ""))
+            for name in files:
+                print(f"  {name}")
+    except WheelhouseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,115 @@
+"""`fairfight publish`: ship the site, rebuilt from data/ from scratch (asv's `publish`), to a folder or a branch.
+
+    fairfight publish DIR [--site-url URL] [--repo-url URL]        copy the site into DIR (a web server's root)
+    fairfight publish --gh-pages [--remote origin] [--branch gh-pages] [--no-push] [--site-url URL]
+                                                                  commit it to a gh-pages branch (ghp-import, which
+                                                                  MkDocs brings) and push it
+
+`--site` publishes a site already built instead. A folder is only ever replaced when it is empty or holds a site
+this command published before (it leaves a marker file), so a mistyped path never loses anyone's files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+MARKER = ".fairfight-published"
+"""Left in a folder this command published into: the sign that replacing the folder's contents is safe."""
+
+
+class PublishError(Exception):
+    """A publish that cannot go ahead; the message says what to do."""
+
+
+def to_folder(site: Path, target: Path) -> Path:
+    """Replace `target`'s contents with the built `site` (written beside it, then swapped in)."""
+    if not (site / "index.html").is_file():
+        raise PublishError(f"{site}: not a built site (no index.html); build it with `fairfight site` first")
+    target = target.resolve()
+    if target.exists() and not target.is_dir():
+        raise PublishError(f"{target}: exists and is not a folder")
+    if target.exists() and any(target.iterdir()) and not (target / MARKER).exists():
+        raise PublishError(
+            f"{target}: not empty and not published here before (no {MARKER}); choose an empty folder or remove it"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    shutil.copytree(site, staged, dirs_exist_ok=True)
+    (staged / MARKER).write_text("published by `fairfight publish`; the next publish replaces this folder\n")
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}-old-{os.getpid()}")
+        os.replace(target, old)
+    os.replace(staged, target)
+    if old is not None:
+        shutil.rmtree(old)
+    return target
+
+
+def to_branch(site: Path, *, remote: str, branch: str, push: bool, message: str) -> None:
+    """Commit `site` as the whole of `branch` in the repository of the current folder (ghp-import), then push it."""
+    import ghp_import
+
+    if not (site / "index.html").is_file():
+        raise PublishError(f"{site}: not a built site (no index.html); build it with `fairfight site` first")
+    try:
+        ghp_import.ghp_import(str(site), mesg=message, remote=remote, branch=branch, push=push, nojekyll=True)
+    except ghp_import.GhpError as e:
+        raise PublishError(f"ghp-import: {e.message} (run this in the git checkout that should hold {branch})") from e
+
+
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", nargs="?", type=Path, help="a folder to publish into (replaces what it holds)")
+    p.add_argument("--gh-pages", action="store_true", help="commit the site to a branch of this repository instead")
+    p.add_argument("--remote", default="origin", help="the remote to push the branch to (default: origin)")
+    p.add_argument("--branch", default="gh-pages", help="the branch that holds the site (default: gh-pages)")
+    p.add_argument("--no-push", action="store_true", help="commit the branch but do not push it")
+    p.add_argument("--site", type=Path, default=None, help="publish this built site instead of building one")
+    p.add_argument("--data", type=Path, default=Path("data"), help="result files to build from (default: data/)")
+    p.add_argument("--work", type=Path, default=Path("build"), help="generated sources and caches (default: build/)")
+    p.add_argument("--site-url", default=None, help="where the site will be served (sitemap, canonical links)")
+    p.add_argument("--repo-url", default=None, help="the repository's address, for every run's reproduce block")
+
+
+def run(args: argparse.Namespace) -> int:
+    if bool(args.target) == bool(args.gh_pages):
+        print("error: name a folder to publish into, or --gh-pages (one of them)", file=sys.stderr)
+        return 2
+    site = args.site
+    if site is None:
+        from generator import build
+
+        if not args.data.is_dir():
+            print(f"error: --data {args.data}: no such folder (result files live under data/<suite>/)", file=sys.stderr)
+            return 2
+        site = args.work / "publish" / "site"
+        if site.exists():
+            shutil.rmtree(site)  # from scratch: nothing of an earlier build survives into what is published
+        build.build(args.data, site, args.work, args.site_url, args.repo_url, getattr(args, "supplied", None))
+    try:
+        if args.gh_pages:
+            message = f"Publish the Fair Fight site built from {args.data if args.site is None else site}"
+            to_branch(site, remote=args.remote, branch=args.branch, push=not args.no_push, message=message)
+            where = f"branch {args.branch}" + ("" if args.no_push else f", pushed to {args.remote}")
+        else:
+            where = str(to_folder(site, args.target))
+    except PublishError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"published {site} → {where}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m generator.publish", description=__doc__.splitlines()[0])
+    add_cli_args(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""`fairfight publish`: the site rebuilt from data/ into a folder (never over someone's files), or committed to a
+gh-pages branch of a real git repository and pushed to a real (local, bare) remote."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from generator import publish
+from tests.conftest import run_module
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def test_publish_rebuilds_the_site_into_a_folder_and_never_over_other_files(tmp_path, built_site) -> None:
+    data = tmp_path / "data"
+    run_module("runners", "claim", "runners/claims/seed.toml", "--data-dir", str(data))  # a small real data folder
+    target = tmp_path / "www"
+    out = run_module("fairfight", "publish", str(target), "--data", str(data), "--work", str(tmp_path / "w"),
+                     "--site-url", "https://fairfight.example/").stdout  # fmt: skip
+    assert f"→ {target}" in out and (target / "index.html").exists() and (target / publish.MARKER).exists()
+    assert "https://fairfight.example/" in (target / "sitemap.xml").read_text()
+    # a second publish replaces what the first left, nothing of it survives
+    (target / "stale.html").write_text("from an older edition")
+    run_module("fairfight", "publish", str(target), "--site", str(built_site))
+    assert not (target / "stale.html").exists() and (target / "runs").is_dir()
+    # a folder holding anything else is refused, and left as it was
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "thesis.tex").write_text("years of work")
+    proc = run_module("fairfight", "publish", str(theirs), "--site", str(built_site), check=False)
+    assert proc.returncode == 2 and "not empty and not published here before" in proc.stderr
+    assert sorted(p.name for p in theirs.iterdir()) == ["thesis.tex"]
+    proc = run_module("fairfight", "publish", "--site", str(built_site), check=False)
+    assert proc.returncode == 2 and "name a folder" in proc.stderr
+
+
+def test_publish_to_a_gh_pages_branch_and_push(tmp_path, built_site) -> None:
+    remote = tmp_path / "remote.git"
+    _git(tmp_path, "init", "--bare", "-q", str(remote))
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "--allow-empty", "-m", "start")
+    _git(repo, "remote", "add", "origin", str(remote))
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org"}  # fmt: skip
+    proc = run_module("fairfight", "publish", "--gh-pages", "--site", str(built_site), cwd=repo, **env)
+    assert "branch gh-pages, pushed to origin" in proc.stdout
+    files = _git(remote, "ls-tree", "-r", "--name-only", "gh-pages").split()
+    assert "index.html" in files and ".nojekyll" in files and any(f.startswith("runs/") for f in files)
+    assert _git(repo, "branch", "--show-current").strip() == "main"  # the checkout itself is untouched
