@@ -52,6 +52,48 @@ def _flat(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix.rstrip("."), json.dumps(obj) if not isinstance(obj, str) else obj)]
 
 
+GPU_ROWS = (
+    ("name", "Model"),
+    ("sm_clock_mhz", "SM clock (MHz)"),
+    ("max_sm_clock_mhz", "SM max (MHz)"),
+    ("memory_clock_mhz", "Memory clock (MHz)"),
+    ("max_memory_clock_mhz", "Memory max (MHz)"),
+    ("applications_graphics_clock_mhz", "Application graphics clock (MHz)"),
+    ("applications_memory_clock_mhz", "Application memory clock (MHz)"),
+    ("power_limit_w", "Power limit set (W)"),
+    ("enforced_power_limit_w", "Power limit enforced (W)"),
+    ("default_power_limit_w", "Default power limit (W)"),
+    ("ecc_mode", "ECC"),
+    ("persistence_mode", "Persistence mode"),
+)
+"""The provenance section's GPU table (`hardware.gpus`, runners/shapes.py `GPU_FIELDS`), one column per GPU headed by
+its index: each row's key and its label."""
+LISTED_APART = {"hardware": ("gpus",), "software": ("packages", "packages_omitted")}
+"""Keys the provenance section shows in tables of their own, not in its two-column ones."""
+
+
+def provenance_tables(hardware: dict[str, Any], software: dict[str, Any]) -> dict[str, Any]:
+    """The provenance section's tables: hardware and software as (key, value) pairs, each GPU as nvidia-smi reported
+    it (a column each, a dash where it reported nothing), and the installed packages with how many were left out."""
+    gpus = hardware.get("gpus") if isinstance(hardware.get("gpus"), list) else []
+    packages = software.get("packages") if isinstance(software.get("packages"), list) else []
+    return {
+        "hardware": _flat({k: v for k, v in hardware.items() if k not in LISTED_APART["hardware"]}),
+        "software": _flat({k: v for k, v in software.items() if k not in LISTED_APART["software"]}),
+        "gpu_heads": [f"GPU {_reported(gpu.get('index'))}" for gpu in gpus],
+        "gpus": [(title, [_reported(gpu.get(key)) for gpu in gpus]) for key, title in GPU_ROWS] if gpus else [],
+        "packages": packages,
+        "packages_omitted": software.get("packages_omitted") or 0,
+    }
+
+
+def _reported(value: Any) -> str:
+    """A value nvidia-smi reported, as it reported it (700.0 W as 700), or a dash where it reported none."""
+    if value is None:
+        return "–"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 SVG_WIDTH, SVG_PANEL = 720, 150
 PLOT_X, PLOT_W = 40, SVG_WIDTH - 50  # the plot area inside each panel
 
@@ -367,8 +409,7 @@ def _render(
             csv_name=csv_name,
             config=config,
             settings=settings_rows(config),
-            hardware=_flat(columns.parsed(run["hardware"])),
-            software=_flat(columns.parsed(run["software"])),
+            **provenance_tables(columns.parsed(run["hardware"]), columns.parsed(run["software"])),
             environment=_flat(columns.parsed(run["environment"])),
             calibration=_flat(columns.parsed(run["calibration"])) if run["calibration"] else [],
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",

@@ -1,5 +1,10 @@
 """Where a number came from: hardware, software, harness commit and an allowlisted environment.
 
+Software is named twice: the engine's own packages by name (`versions`, what pages lead with), and every installed
+distribution (`installed_packages`, bounded), so a record says which triton, NCCL wheel or CUDA library ran beside
+them. On NVIDIA GPUs the hardware also holds each GPU's clocks, power limits, ECC and persistence mode as nvidia-smi
+reports them when the record is made (`gpu_state`); a value nvidia-smi does not report is absent, never guessed.
+
 The environment is captured through an allowlist of prefixes, and even inside it any name that looks like a
 credential is dropped: a benchmark host's tokens never enter a record.
 """
@@ -7,13 +12,17 @@ credential is dropped: a benchmark host's tokens never enter a record.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+
+from runners import shapes
 
 ENV_PREFIXES = (
     "NCCL_",
@@ -106,9 +115,9 @@ def _ram_gib() -> float | None:
     return None
 
 
-def nvidia_smi_query(what: str) -> list[list[str]]:
-    """`nvidia-smi --query-WHAT --format=csv,noheader,nounits` as rows of fields (`gpu=name,uuid`,
-    `compute-apps=pid,used_memory`); no rows when nvidia-smi is missing or fails."""
+def _nvidia_smi_csv(what: str) -> str:
+    """`nvidia-smi --query-WHAT --format=csv,noheader,nounits` as it printed it; empty when nvidia-smi is missing or
+    fails (a field this driver does not know fails the whole query)."""
     try:
         out = subprocess.run(
             ["nvidia-smi", f"--query-{what}", "--format=csv,noheader,nounits"],
@@ -118,8 +127,93 @@ def nvidia_smi_query(what: str) -> list[list[str]]:
             check=True,
         )
     except (OSError, subprocess.SubprocessError):
-        return []
-    return [[f.strip() for f in line.split(",")] for line in out.stdout.splitlines() if line.strip()]
+        return ""
+    return out.stdout
+
+
+def nvidia_smi_query(what: str) -> list[list[str]]:
+    """`nvidia-smi --query-WHAT --format=csv,noheader,nounits` as rows of fields (`gpu=name,uuid`,
+    `compute-apps=pid,used_memory`); no rows when nvidia-smi is missing or fails."""
+    return [[f.strip() for f in line.split(",")] for line in _nvidia_smi_csv(what).splitlines() if line.strip()]
+
+
+GPU_QUERY: tuple[tuple[str, str, type], ...] = (
+    ("index", "index", int),
+    ("clocks.current.sm", "sm_clock_mhz", int),
+    ("clocks.max.sm", "max_sm_clock_mhz", int),
+    ("clocks.current.memory", "memory_clock_mhz", int),
+    ("clocks.max.memory", "max_memory_clock_mhz", int),
+    ("clocks.applications.graphics", "applications_graphics_clock_mhz", int),
+    ("clocks.applications.memory", "applications_memory_clock_mhz", int),
+    ("power.limit", "power_limit_w", float),
+    ("enforced.power.limit", "enforced_power_limit_w", float),
+    ("power.default_limit", "default_power_limit_w", float),
+    ("ecc.mode.current", "ecc_mode", str),
+    ("persistence_mode", "persistence_mode", str),
+    ("name", "name", str),
+)
+"""What `gpu_state` asks nvidia-smi for (`--query-gpu`, with `--format=csv,noheader,nounits`: MHz and W), the key each
+answer has in a record's `hardware.gpus`, and its type. `name` is last: a name with a comma in it stays whole."""
+
+
+def _smi_value(text: str, kind: type) -> object | None:
+    """One nvidia-smi answer as its type; None where it reports none (`[N/A]`, `[Not Supported]`, `[Unknown
+    Error]`, `N/A`, empty) or says something that is not of the type."""
+    text = text.strip()
+    if not text or text.upper() == "N/A" or (text.startswith("[") and text.endswith("]")):
+        return None
+    if kind is str:
+        return text
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        return None
+    if kind is int:
+        return int(number) if number.is_integer() else None
+    return number
+
+
+def parse_gpu_csv(fields: list[str], text: str) -> list[dict[str, object]]:
+    """`nvidia-smi --query-gpu=FIELDS --format=csv,noheader,nounits` output as one dict per GPU, keyed as
+    `GPU_QUERY` names them, each value absent where nvidia-smi reported none. A line with too few fields is dropped
+    (nothing is guessed from a line that does not parse), and so is a value out of its declared range
+    (`shapes.GPU_FIELDS`); the last field keeps any commas (a name may hold one)."""
+    keys = {field: (key, kind) for field, key, kind in GPU_QUERY}
+    out = []
+    for line in text.splitlines():
+        row = line.split(",", len(fields) - 1)
+        if not line.strip() or len(row) < len(fields):
+            continue
+        gpu = {}
+        for field, value_text in zip(fields, row, strict=True):
+            key, kind = keys[field]
+            value = _smi_value(value_text, kind)
+            if value is not None and shapes.gpu_field_problem(key, value) is None:  # else the store would refuse it
+                gpu[key] = value
+        out.append(gpu)
+    return out
+
+
+def gpu_state() -> list[dict[str, object]] | None:
+    """Each GPU's clocks, power limits, ECC and persistence mode now (`GPU_QUERY`), from one nvidia-smi call; None
+    without nvidia-smi or when it fails. A driver that does not know one of the fields refuses the whole query, so
+    the fields are then asked for one at a time (with the index) and the ones it knows are kept."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    fields = [field for field, _, _ in GPU_QUERY]
+    text = _nvidia_smi_csv("gpu=" + ",".join(fields))
+    if text.strip():
+        return parse_gpu_csv(fields, text) or None
+    if not _nvidia_smi_csv("gpu=index").strip():  # nvidia-smi itself fails (no driver loaded): ask no more
+        return None
+    by_index: dict[int, dict[str, object]] = {}
+    for field in fields[1:]:
+        for gpu in parse_gpu_csv(["index", field], _nvidia_smi_csv(f"gpu=index,{field}")):
+            if isinstance(gpu.get("index"), int):
+                by_index.setdefault(gpu["index"], {}).update(gpu)
+    return [by_index[i] for i in sorted(by_index)] or None
 
 
 def _nvidia_smi(query: str) -> list[str]:
@@ -181,6 +275,9 @@ def hardware(device: str, count: int) -> dict[str, object]:
             visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
             interconnect=_interconnect(count),
         )
+        gpus = gpu_state()
+        if gpus:
+            info["gpus"] = gpus
     else:
         info.update(accelerator=info["cpu_model"], accelerator_memory_gib=info["ram_gib"])
     return info
@@ -202,12 +299,56 @@ def hardware_in_child(device: str, count: int) -> dict[str, object]:
     return json.loads(out.stdout)
 
 
-def versions(*packages: str) -> dict[str, str | None]:
-    """Python, platform and the installed version of each named package (None if absent)."""
-    found: dict[str, str | None] = {"python": sys.version.split()[0], "platform": platform.platform()}
+def normalised(name: str) -> str:
+    """A distribution's name as PEP 503 normalises it (`Jinja2` and `jinja2`, `typing_extensions` and
+    `typing-extensions` are one)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed_packages() -> tuple[list[str], int]:
+    """Every installed distribution as `name==version` (names normalised), sorted, one per name, and how many were
+    left out: a distribution without a name or version, one whose name or version is not plain
+    (`shapes.PACKAGE`), and any past `shapes.MAX_PACKAGES` entries or `shapes.PACKAGES_MAX_CHARS` characters. Where
+    a name is installed twice (a `--target` folder on PYTHONPATH over the image's own), the one first on sys.path is
+    listed: the one `import` and `metadata.version` find."""
+    found: dict[str, str] = {}
+    omitted = 0
+    for dist in metadata.distributions():  # in sys.path order
+        name, version = dist.metadata["Name"], dist.version
+        if not name or not version:
+            omitted += 1
+            continue
+        key = normalised(name)
+        if key in found:
+            continue
+        entry = f"{key}=={version}"
+        if shapes.PACKAGE.fullmatch(entry):
+            found[key] = entry
+        else:
+            omitted += 1
+    listed: list[str] = []
+    size = 0
+    for key in sorted(found):
+        entry = found[key]
+        if len(listed) == shapes.MAX_PACKAGES or size + len(entry) > shapes.PACKAGES_MAX_CHARS:
+            omitted += len(found) - len(listed)
+            break
+        listed.append(entry)
+        size += len(entry)
+    return listed, omitted
+
+
+def versions(*packages: str) -> dict[str, object]:
+    """Python, platform, the installed version of each named package (None if absent), and every installed
+    distribution (`packages`, with `packages_omitted` when `installed_packages` left some out)."""
+    found: dict[str, object] = {"python": sys.version.split()[0], "platform": platform.platform()}
     for name in packages:
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             found[name] = None
+    listed, omitted = installed_packages()
+    found["packages"] = listed
+    if omitted:
+        found["packages_omitted"] = omitted
     return found

@@ -51,8 +51,19 @@ _COLUMNS: list[tuple[str, pa.DataType, bool, str]] = [
     ("accelerator", pa.string(), False, "device model that ran it (CPU model for CPU runs)"),
     ("accelerator_count", pa.int32(), False, "devices used"),
     ("config", pa.string(), False, "JSON: suite, workload, model and variant, every setting"),
-    ("hardware", pa.string(), False, "JSON: accelerators, driver, CUDA, interconnect, CPU, cores, RAM"),
-    ("software", pa.string(), False, "JSON: Python, engine and library versions, platform"),
+    (
+        "hardware",
+        pa.string(),
+        False,
+        "JSON: accelerators, driver, CUDA, interconnect, CPU, cores, RAM; on NVIDIA GPUs each GPU's clocks, power "
+        "limits, ECC and persistence mode (gpus)",
+    ),
+    (
+        "software",
+        pa.string(),
+        False,
+        "JSON: Python, platform, the engine's packages' versions, every installed distribution (packages)",
+    ),
     ("environment", pa.string(), False, "JSON: allowlisted environment variables (never secrets)"),
     ("calibration", pa.string(), True, "JSON: peaks measured in the same job (matmul, copy, all-reduce)"),
     ("trial", pa.int32(), False, "trial index within the run, from 0"),

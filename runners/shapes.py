@@ -4,9 +4,10 @@ before any page code reads it.
 A result file comes from anyone who sends one, so every value is hostile until checked here. The JSON columns
 (config, hardware, software, environment, calibration) must be objects; each path the site reads has a declared
 type and range (`PATHS`); names that become page titles, navigation entries, file names and chart labels match a
-plain pattern (`NAMES`); free text has a length bound (`TEXT_LIMITS`). JSON with a repeated key, NaN or
-Infinity, or nesting past `MAX_DEPTH` is refused: the site's polars queries and Python's json module would read
-such a document differently.
+plain pattern (`NAMES`); free text has a length bound (`TEXT_LIMITS`); each GPU's state has declared keys
+(`GPU_FIELDS`), the installed packages are plain `name==version` entries (`PACKAGE`) and every other software value is
+short text. JSON with a repeated key, NaN or Infinity, or nesting past `MAX_DEPTH` is refused: the site's polars
+queries and Python's json module would read such a document differently.
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ _COUNT = Field("int", low=0)
 _POS_NUM = Field("number", low=0, strict=True)
 _NAME = Field("str", low=1, high=200)
 _TEXT = Field("str", high=4000)
+
+PACKAGE = re.compile(r"[a-z0-9][a-z0-9-]{0,99}==[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}")
+"""An entry of `software.packages`: a normalised distribution name (PEP 503) and its version (`torch==2.11.0+cu130`)."""
+MAX_PACKAGES = 2000
+PACKAGES_MAX_CHARS = 40_000
+"""Most entries and characters of `software.packages` a runner writes (runners/provenance.py `installed_packages`
+counts the rest in `packages_omitted`): inside the software column's limit (`JSON_LIMITS`), with room for the rest."""
 
 # (column, path) -> Field. Every path the generator reads from a JSON column is declared here; a path that is
 # absent is allowed (the site shows a dash), a path that is present must have its shape.
@@ -103,13 +111,17 @@ PATHS: dict[tuple[str, str], Field] = {
     ("config", "retraction"): Field("object"),
     ("config", "retraction.retracts"): _NAME,
     ("config", "retraction.reason"): Field("str", low=1, high=2000),
-    ("hardware", "host_accelerator_count"): Field("int", low=1, high=1 << 16),
+    # null: nvidia-smi missing or failing on the host (runners/provenance.py `hardware`), not known
+    ("hardware", "host_accelerator_count"): Field("int", low=1, high=1 << 16, nullable=True),
     ("hardware", "count"): Field("int", low=1, high=1 << 16),
     ("hardware", "cpu_cores"): Field("int", low=1, high=1 << 12),  # a ceiling per core: no host has more
     ("hardware", "device"): Field("str", high=40, nullable=True),
     ("hardware", "interconnect"): Field("str", high=200, nullable=True),
     ("hardware", "driver"): Field("str", high=200, nullable=True),
     ("hardware", "cuda"): Field("str", high=200, nullable=True),
+    ("hardware", "gpus"): Field("list", high=1024),  # each entry's keys: GPU_FIELDS
+    ("software", "packages"): Field("list[str]", high=MAX_PACKAGES),  # each entry: PACKAGE
+    ("software", "packages_omitted"): _COUNT,
     ("calibration", "matmul_flops"): _POS_NUM,
     ("calibration", "copy_bytes_per_s"): _POS_NUM,
     ("calibration", "allreduce_busbw_bytes_per_s"): Field("number", low=0, strict=True, nullable=True),
@@ -118,6 +130,32 @@ PATHS: dict[tuple[str, str], Field] = {
     ("calibration", "reference_matmul_precision"): Field("str", high=40, nullable=True),
     ("config", "reference_precision"): Field("str", low=1, high=40, nullable=True),
 }
+
+_MHZ = Field("int", low=0, strict=True, high=100_000)
+_WATTS = Field("number", low=0, strict=True, high=100_000)
+GPU_FIELDS: dict[str, Field] = {
+    "index": Field("int", low=0, high=1 << 16),
+    "name": Field("str", low=1, high=200),
+    "sm_clock_mhz": _MHZ,
+    "max_sm_clock_mhz": _MHZ,
+    "memory_clock_mhz": _MHZ,
+    "max_memory_clock_mhz": _MHZ,
+    "applications_graphics_clock_mhz": _MHZ,
+    "applications_memory_clock_mhz": _MHZ,
+    "power_limit_w": _WATTS,
+    "enforced_power_limit_w": _WATTS,
+    "default_power_limit_w": _WATTS,
+    "ecc_mode": Field("str", low=1, high=40),
+    "persistence_mode": Field("str", low=1, high=40),
+}
+"""The keys of each entry of `hardware.gpus` (runners/provenance.py `GPU_QUERY`, as nvidia-smi reports them when the
+record is made), each absent where nvidia-smi reported none. The run page shows each of them; a key not here is
+refused."""
+
+SOFTWARE_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+ -]{0,99}")
+"""A key of `software`: a distribution, or a tool as an importer names it (`vllm bench`, `mlx_lm.benchmark`)."""
+SOFTWARE_VALUE = Field("str", high=200, nullable=True)
+"""Every other key of `software`: a package, tool or platform named plainly, with its version (or null: absent)."""
 
 JSON_LIMITS = {"config": 1 << 20, "hardware": 64 << 10, "software": 64 << 10, "environment": 64 << 10,
                "calibration": 64 << 10}  # fmt: skip
@@ -280,6 +318,10 @@ def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
             odd = next((k for k, v in document.items() if not isinstance(v, str)), None)
             if odd is not None:
                 problems.append((f"{column}.{odd}", "environment values are strings"))
+        if column == "software":
+            problems += _software_problems(document)
+        if column == "hardware" and isinstance(document.get("gpus"), list):
+            problems += _gpu_problems(document["gpus"])
         for (col, path), rule in PATHS.items():
             if col != column:
                 continue
@@ -290,6 +332,53 @@ def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
     if not problems and first.get("origin") in ("measured", "imported"):
         problems += _consistency_problems(first, documents)
     return problems
+
+
+def _software_problems(software: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, message) for a software document's keys that are not plain names, versions that are not short text or
+    null, and `packages` entries that are not `name==version` (the declared shapes of `packages` itself and
+    `packages_omitted` are checked with `PATHS`)."""
+    out = []
+    for key, value in software.items():
+        if not SOFTWARE_KEY.fullmatch(key):
+            out.append(
+                (f"software.{key[:80]}", "not a plain package or tool name (letters, digits, space and . _ + -)")
+            )
+        elif key not in ("packages", "packages_omitted"):
+            message = _shape_problem(value, SOFTWARE_VALUE)
+            if message:
+                out.append((f"software.{key}", message))
+    out = out[:5]  # a document of many bad keys: the first few say enough
+    packages = software.get("packages")
+    if isinstance(packages, list):
+        bad = next((i for i, v in enumerate(packages) if not (isinstance(v, str) and PACKAGE.fullmatch(v))), None)
+        if bad is not None:
+            out.append((f"software.packages[{bad}]", f"{_show(packages[bad])} is not a plain name==version"))
+    return out
+
+
+def _gpu_problems(gpus: list[Any]) -> list[tuple[str, str]]:
+    """(field, message) for the first entry of `hardware.gpus` that is not of `GPU_FIELDS`' shapes."""
+    for i, gpu in enumerate(gpus):
+        where = f"hardware.gpus[{i}]"
+        if not isinstance(gpu, dict):
+            return [(where, f"{_show(gpu)} is not an object")]
+        for key, value in gpu.items():
+            message = gpu_field_problem(key, value)
+            if message:
+                return [(f"{where}.{key[:80]}", message)]
+    return []
+
+
+def gpu_field_problem(key: str, value: Any) -> str | None:
+    """Why a GPU's `key` may not hold `value` (`GPU_FIELDS`; a device name is printable ASCII), or None."""
+    rule = GPU_FIELDS.get(key)
+    if rule is None:
+        return f"not one of {sorted(GPU_FIELDS)}"
+    message = _shape_problem(value, rule)
+    if message is None and key == "name" and not (value.isascii() and value.isprintable()):
+        message = f"{_show(value)}: a device name is printable ASCII (as the driver reports it)"
+    return message
 
 
 def _consistency_problems(first: dict[str, Any], documents: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:

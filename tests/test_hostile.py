@@ -19,7 +19,7 @@ import pyarrow.compute
 import pyarrow.parquet as pq
 import pytest
 
-from generator import checks, load, pages
+from generator import checks, derive, inference, load, pages, run_pages, serving
 from runners import metrics, schema, store
 from tests.conftest import ROOT, TRAIN, run_module
 
@@ -35,14 +35,15 @@ def doctored(
     config: Callable[[dict], object] | None = None,
     hardware: Callable[[dict], object] | None = None,
     rows: Callable[[pa.Table], pa.Table] | None = None,
+    software: Callable[[dict], object] | None = None,
     **columns: object,
 ) -> pa.Table:
-    """A real record with its run id and any run-level column replaced, its config/hardware JSON edited."""
+    """A real record with its run id and any run-level column replaced, its config/hardware/software JSON edited."""
     table = pq.read_table(source)
     if rows is not None:
         table = rows(table)
     values: dict[str, object] = {"run_id": run_id, **columns}
-    for name, edit in (("config", config), ("hardware", hardware)):
+    for name, edit in (("config", config), ("hardware", hardware), ("software", software)):
         if edit is not None:
             document = json.loads(table.column(name)[0].as_py())
             result = edit(document)
@@ -426,3 +427,68 @@ def test_a_run_without_loss_and_look_alike_names_do_not_rank(bench_data, data) -
 
     assert "no loss recorded" in summary.filter(pl.col("run_id") == "no-loss")["unverified"][0]
     assert "no-loss" not in derive.leaderboards(summary)[("cpu-smoke", TRAIN)]["run_id"].to_list()
+
+
+# past the list, too: a record's GPU state and package list (issue 26) hold what nvidia-smi and importlib.metadata
+# can say (numbers in range, plain names, short strings, declared keys); whatever text passes is escaped on the page
+
+
+H200_RUN = ROOT / "data" / "h100" / "20261129T200656Z-train-gpt-1.27b-mb4-fsdp2-compile-19b4d3.parquet"
+"""A committed H200 record to doctor (no bench run needed): these checks are of the JSON, not the rows."""
+
+
+def test_hostile_gpu_state_and_package_lists_are_rejected_by_field_and_text_is_escaped(tmp_path) -> None:
+    data = tmp_path / "data"
+    gpu = {"index": 0, "name": "NVIDIA H200", "sm_clock_mhz": 1980, "power_limit_w": 700.0, "ecc_mode": "Enabled"}
+
+    def gpus(*entries: object) -> Callable[[dict], None]:
+        return lambda h: h.update(gpus=list(entries))
+
+    def software(**values: object) -> Callable[[dict], None]:
+        return lambda s: s.update(values)
+
+    cases = {
+        "gpu-huge-name": (gpus(gpu | {"name": "H" * 5000}), None, "hardware.gpus[0].name"),
+        "gpu-cyrillic-name": (gpus(gpu, gpu | {"name": "NVIDIA H2\u041e0"}), None, "hardware.gpus[1].name"),
+        "gpu-unknown-key": (gpus(gpu | {"onclick": "alert(1)"}), None, "hardware.gpus[0].onclick"),
+        "gpu-clock-text": (gpus(gpu | {"sm_clock_mhz": "1980 MHz"}), None, "hardware.gpus[0].sm_clock_mhz"),
+        "gpu-clock-huge": (gpus(gpu | {"max_sm_clock_mhz": 10**12}), None, "hardware.gpus[0].max_sm_clock_mhz"),
+        "gpu-power-negative": (gpus(gpu | {"power_limit_w": -700}), None, "hardware.gpus[0].power_limit_w"),
+        "gpu-not-object": (gpus("<script>alert(1)</script>"), None, "hardware.gpus[0]"),
+        "gpus-not-list": (lambda h: h.update(gpus={"0": gpu}), None, "hardware.gpus"),
+        "version-number": (None, software(torch=2.11), "software.torch"),
+        "version-object": (None, software(torch={"version": "2.11.0"}), "software.torch"),
+        "version-huge": (None, software(torch="2." * 500), "software.torch"),
+        "software-key-markup": (None, software(**{"<b>torch</b>": "2.11.0"}), "software.<b>torch</b>"),
+        "package-markup": (None, software(packages=["numpy==2.5.2", "<script>==1"]), "software.packages[1]"),
+        "package-number": (None, software(packages=[2.11]), "software.packages[0]"),
+        "package-no-version": (None, software(packages=["torch"]), "software.packages[0]"),
+        "packages-too-many": (None, software(packages=[f"p{i}==1" for i in range(2001)]), "software.packages"),
+        "packages-not-list": (None, software(packages="torch==2.11.0"), "software.packages"),
+        "packages-omitted-text": (None, software(packages_omitted="some"), "software.packages_omitted"),
+    }
+    for name, (hardware, soft, _) in cases.items():
+        submit(data, doctored(H200_RUN, name, hardware=hardware, software=soft), folder="h100")
+    markup = "<script>alert(1)</script>"
+    good = doctored(
+        H200_RUN,
+        "gpu-markup-escaped",
+        hardware=gpus(gpu | {"name": markup, "ecc_mode": "<b>on</b>"}, {"index": 1}),
+        software=software(torch="<img src=x onerror=alert(2)>", packages=["numpy==2.5.2", "torch==2.11.0+cu130"]),
+    )
+    submit(data, good, folder="h100")
+    found = problems_of(data)
+    for name, (_, _, field) in cases.items():
+        assert f"field '{field}'" in found.get(f"{name}.parquet", ""), (name, found.get(f"{name}.parquet"))
+    assert "gpu-markup-escaped.parquet" not in found  # printable text in declared places: shown, escaped
+
+    loaded = load.load(data, files=[data / "h100" / "gpu-markup-escaped.parquet"])
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    figures = run_pages.with_test_figures(
+        summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+    )
+    run_pages.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
+    page = (tmp_path / "site" / "runs" / "gpu-markup-escaped.html").read_text()
+    assert "<script>alert" not in page and "<b>on" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;b&gt;on&lt;/b&gt;" in page
+    assert "&lt;img src=x onerror=alert(2)&gt;" in page and "<code>torch==2.11.0+cu130</code>" in page

@@ -1,16 +1,21 @@
 """Every kind of run gets a page that leads with its result: the figure with its unit, and a link to its rows as CSV
 (rendered from committed H200 records: a training run, a generation test and its own tool's record, a served point
-and an offline throughput test)."""
+and an offline throughput test); its provenance shows each GPU's state and the installed packages where the record
+holds them."""
 
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, inference, load, pages, run_pages, serving
+from runners import provenance
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO = "https://example.org/fairfight.git"
@@ -49,3 +54,53 @@ def test_a_run_page_leads_with_its_result_and_links_its_rows(rendered: Path, run
     # every one of these came from a bench session (the tool's record too): how to make it again, from the repository
     # and the full commit that ran it
     assert f"git clone {REPO} fairfight" in page and re.search(r"git checkout [0-9a-f]{40}", page), run_id
+
+
+def test_old_records_show_no_gpu_table_and_no_package_list(rendered: Path) -> None:
+    for run_id in RUNS:  # written before records held either: the page shows what they hold, nothing made up
+        page = (rendered / f"{pages.slug(run_id)}.html").read_text()
+        assert 'id="gpus"' not in page and 'id="packages"' not in page
+
+
+def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collapsed(tmp_path: Path) -> None:
+    run_id = "20261129T200656Z-train-gpt-1.27b-mb4-fsdp2-compile-19b4d3"
+    table = pq.read_table(ROOT / "data" / "h100" / f"{run_id}.parquet")
+    fields = [field for field, _, _ in provenance.GPU_QUERY]
+    sample = (  # as nvidia-smi printed it on an H200 host (tests/runners/test_provenance.py), a second GPU edited
+        "0, 345, 1980, 3201, 3201, 1980, 3201, 700.00, 700.00, 700.00, Enabled, Enabled, NVIDIA H200\n"
+        "1, 1980, 1980, 3201, 3201, [N/A], [N/A], 650.50, 650.50, 700.00, [Not Supported], Disabled, NVIDIA H200\n"
+    )
+    hardware = json.loads(table["hardware"][0].as_py()) | {"gpus": provenance.parse_gpu_csv(fields, sample)}
+    software = json.loads(table["software"][0].as_py())
+    software |= {"packages": ["numpy==2.5.2", "torch==2.11.0", "triton==3.6.0"], "packages_omitted": 2}
+    for name, value in (("hardware", hardware), ("software", software)):
+        column = pa.array([json.dumps(value)] * table.num_rows)
+        table = table.set_column(table.column_names.index(name), table.schema.field(name), column)
+    data = tmp_path / "data" / "h100"
+    data.mkdir(parents=True)
+    pq.write_table(table, data / f"{run_id}.parquet")
+    loaded = load.load(tmp_path / "data")
+    assert loaded.rejected == []
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    figures = run_pages.with_test_figures(
+        summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+    )
+    run_pages.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
+    page = (tmp_path / "site" / "runs" / f"{pages.slug(run_id)}.html").read_text()
+    gpus = re.search(r'<table class="ff-gpus">(.*?)</table>', page, re.S)
+    assert gpus, "no GPU table"
+    rows = {
+        cells[0]: cells[1:]
+        for cells in (re.findall(r"<t[dh]>(.*?)</t[dh]>", row) for row in re.findall(r"<tr>(.*?)</tr>", gpus.group(1)))
+    }
+    assert rows[""] == ["GPU 0", "GPU 1"]
+    assert rows["SM clock (MHz)"] == ["345", "1980"] and rows["SM max (MHz)"] == ["1980", "1980"]
+    assert rows["Power limit enforced (W)"] == ["700", "650.5"] and rows["Default power limit (W)"] == ["700", "700"]
+    assert rows["Application graphics clock (MHz)"] == ["1980", "–"]  # [N/A]: a dash, not a number
+    assert rows["ECC"] == ["Enabled", "–"] and rows["Persistence mode"] == ["Enabled", "Disabled"]
+    packages = re.search(r'<details id="packages"><summary>(.*?)</summary>(.*?)</details>', page, re.S)
+    assert packages and packages.group(1) == "Installed packages (3, and 2 not listed)"
+    assert "<code>triton==3.6.0</code>" in packages.group(2)
+    software_table = page[page.index("<h3>Software</h3>") : page.index('<details id="packages">')]
+    assert "<td>torch</td><td>2.11.0</td>" in software_table and "packages" not in software_table
+    assert "<td>gpus</td>" not in page  # not repeated as JSON in the hardware table
