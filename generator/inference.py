@@ -96,6 +96,10 @@ def board(tests: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One inference test's ranked configurations and unranked runs (`test_boards.board`): the median tokens/s over
     repetitions with its 95% interval, checked against the engine's own tool's tokens/s (a tg test's figure is also
     its latency: time per token is its inverse)."""
-    return test_boards.board(
-        tests, pl.col("rate_med"), pl.col("rate_lo"), pl.col("rate_hi"), [("tokens/s", "bench_ratio")]
-    )
+    return test_boards.board(tests, *FIGURE, CHECKS)
+
+
+FIGURE = (pl.col("rate_med"), pl.col("rate_lo"), pl.col("rate_hi"))
+"""What an inference test's board ranks by: a run's median tokens/s over repetitions and its 95% interval."""
+CHECKS = (("tokens/s", "bench_ratio"),)
+"""What must agree with the engine's own tool: (what, column of runner / tool ratios)."""

@@ -117,13 +117,21 @@ def board(tests: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One serving test's ranked configurations and unranked runs (`test_boards.board`) by output tokens/s: offline,
     the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
     figure over all its requests, checked against `vllm bench serve` on throughput, median TTFT and median TPOT."""
-    served = tests["kind"].eq("serve").any()
-    checks = [("output tokens/s", "bench_ratio")]
-    if served:
-        checks += [("median TTFT", "bench_ttft_ratio"), ("median TPOT", "bench_tpot_ratio")]
-    return test_boards.board(
-        tests, pl.coalesce("out_med", "output_tokens_per_s"), pl.col("out_lo"), pl.col("out_hi"), checks
-    )
+    return test_boards.board(tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"])
+
+
+FIGURE = (pl.coalesce("out_med", "output_tokens_per_s"), pl.col("out_lo"), pl.col("out_hi"))
+"""What a serving test's board ranks by: output tokens/s (offline: the median over repetitions with its 95% interval;
+served: the point's figure over all its requests, no interval)."""
+CHECKS = {
+    "offline": (("output tokens/s", "bench_ratio"),),
+    "serve": (
+        ("output tokens/s", "bench_ratio"),
+        ("median TTFT", "bench_ttft_ratio"),
+        ("median TPOT", "bench_tpot_ratio"),
+    ),
+}
+"""Per kind, what must agree with `vllm bench`: (what, column of runner / tool ratios)."""
 
 
 _SERVED_COLUMNS = (

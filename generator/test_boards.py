@@ -118,6 +118,22 @@ def rows(ranked: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def repeats(runs: pl.DataFrame) -> pl.DataFrame:
+    """A/A for inference and serving tests, as `derive.repeats` is for training: every configuration of a test (`KEYS`)
+    with two or more runs under the same host conditions, their figures and their relative spread
+    (`metrics.relative_spread`). `runs`: the runs that count (finished, verified), each with its figure in `value`."""
+    keys = [*KEYS, "kind", "accelerator", "accelerator_count", "shared_host"]
+    groups = (
+        runs.filter(pl.col("value").is_not_null())
+        .sort("started_at", "run_id")
+        .group_by(keys, maintain_order=True)
+        .agg(pl.col("run_id"), values=pl.col("value"))
+        .filter(pl.col("run_id").list.len() >= 2)
+    )
+    spreads = [metrics.relative_spread(v) for v in groups["values"]]
+    return groups.with_columns(runs=pl.col("run_id").list.len(), spread=pl.Series(spreads, dtype=pl.Float64)).sort(keys)
+
+
 def rank(rows: pl.DataFrame) -> pl.DataFrame:
     """Ranks with ties where configurations' intervals overlap (`metrics.ranks_with_ties`), fastest first."""
     rows = rows.sort("value", "settings_hash", descending=[True, False])

@@ -391,6 +391,36 @@ def relative_spread(values: Sequence[float]) -> float:
     return (ordered[-1] - ordered[0]) / median
 
 
+def ratio_interval(
+    a: float, a_lo: float, a_hi: float, b: float, b_lo: float, b_hi: float
+) -> tuple[float, float, float]:
+    """B / A and a 95% interval for it, from each figure's own 95% interval (lo ≤ value ≤ hi, all positive): the
+    MOVER limits of ln B − ln A, exponentiated. MOVER (method of variance estimates recovery) recovers the limits of a
+    difference of two independent estimates from the limits of each, so an asymmetric interval (a median's order
+    statistics) keeps its asymmetry: lower = ln r − √((ln b − ln b_lo)² + (ln a_hi − ln a)²), upper = ln r +
+    √((ln b_hi − ln b)² + (ln a − ln a_lo)²). Source: G. Y. Zou and A. Donner, "Construction of confidence limits
+    about effect measures: a general approach", Statistics in Medicine 27(10), 2008, pp. 1693–1702. Deterministic (no
+    resampling); it takes A and B as independent, as two runs are. A figure without an interval (lo = hi = value)
+    adds nothing to the width."""
+    if not 0 < a_lo <= a <= a_hi or not 0 < b_lo <= b <= b_hi:
+        raise ValueError("each figure must be positive and inside its own interval")
+    ratio = b / a
+    down = math.hypot(math.log(b) - math.log(b_lo), math.log(a_hi) - math.log(a))
+    up = math.hypot(math.log(b_hi) - math.log(b), math.log(a) - math.log(a_lo))
+    return ratio, ratio * math.exp(-down), ratio * math.exp(up)
+
+
+def compare_verdict(a: float, b: float, ratio_lo: float, ratio_hi: float, floor: float) -> str:
+    """B against A (higher is better, as every compared figure is): "same" where the interval of B / A
+    (`ratio_interval`) holds 1, or where A and B are no further apart than identical runs were (their
+    `relative_spread` within `floor`, the A/A spread of the configurations compared: "a difference smaller than the
+    spread of the configurations compared is not a difference", Methodology, "Repeats"); otherwise "faster" or
+    "slower"."""
+    if ratio_lo <= 1.0 <= ratio_hi or relative_spread([a, b]) <= floor:
+        return "same"
+    return "faster" if b > a else "slower"
+
+
 def scaling_efficiency(per_device_rate: float, per_device_rate_one: float) -> float:
     """Weak-scaling efficiency of data parallelism: throughput per device on N devices over throughput on one,
     at the same micro-batch per device (so N devices process N times the tokens per step). 1.0 means N devices

@@ -64,3 +64,30 @@ def test_relative_spread_and_scaling_efficiency_by_hand() -> None:
     assert metrics.datasheet_memory("NVIDIA H200") == (141.0, 4.8e12)
     assert metrics.datasheet_memory("NVIDIA H100 80GB HBM3") == (80.0, 3.35e12)
     assert metrics.datasheet_memory("AMD EPYC") is None
+
+
+def test_ratio_interval_by_hand() -> None:
+    # MOVER on logs: A = 10 [9, 11], B = 12 [11, 13]; lower = 1.2·exp(−√(ln(12/11)² + ln(11/10)²)), and so on
+    ratio, lo, hi = metrics.ratio_interval(10.0, 9.0, 11.0, 12.0, 11.0, 13.0)
+    assert ratio == pytest.approx(1.2)
+    assert lo == pytest.approx(1.2 * math.exp(-math.hypot(math.log(12 / 11), math.log(11 / 10))))
+    assert hi == pytest.approx(1.2 * math.exp(math.hypot(math.log(13 / 12), math.log(10 / 9))))
+    # a figure without an interval adds nothing: the ratio's interval is the other's, mirrored for A
+    assert metrics.ratio_interval(10.0, 10.0, 10.0, 12.0, 11.0, 13.0)[1:] == pytest.approx((11 / 10, 13 / 10))
+    assert metrics.ratio_interval(10.0, 9.0, 11.0, 12.0, 12.0, 12.0)[1:] == pytest.approx((12 / 11, 12 / 9))
+    # swapping A and B inverts the ratio and its interval
+    swapped = metrics.ratio_interval(12.0, 11.0, 13.0, 10.0, 9.0, 11.0)
+    assert swapped == pytest.approx((1 / ratio, 1 / hi, 1 / lo))
+    with pytest.raises(ValueError):
+        metrics.ratio_interval(10.0, 11.0, 12.0, 12.0, 11.0, 13.0)  # a figure outside its own interval
+
+
+def test_compare_verdict_needs_both_a_clear_interval_and_more_than_the_floor() -> None:
+    assert metrics.compare_verdict(10.0, 12.0, 1.1, 1.3, 0.05) == "faster"
+    assert metrics.compare_verdict(12.0, 10.0, 0.77, 0.9, 0.05) == "slower"
+    assert metrics.compare_verdict(10.0, 12.0, 0.95, 1.3, 0.0) == "same"  # the interval holds 1
+    assert metrics.compare_verdict(10.0, 12.0, 1.1, 1.3, 0.2) == "same"  # identical runs were as far apart
+    # the floor is a relative spread: a pair exactly as far apart as an A/A pair is "same" whichever side is A
+    floor = metrics.relative_spread([10.0, 10.5])
+    assert metrics.compare_verdict(10.0, 10.5, 1.01, 1.09, floor) == "same"
+    assert metrics.compare_verdict(10.5, 10.0, 0.92, 0.99, floor) == "same"

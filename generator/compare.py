@@ -1,0 +1,567 @@
+"""B against A, as `asv compare` and `pytest-benchmark compare` do for their results:
+
+    python -m generator.compare A B [--data data] [--threshold 5%] [--json]
+
+A and B are each a run, a configuration (pooling its runs) or an edition (every configuration in both editions). Each
+row holds the figure its kind of test is ranked by on the boards, A's and B's with their 95% intervals, B/A with its
+interval (`metrics.ratio_interval`), the A/A floor (the spread between identical runs: `derive.repeats`,
+`test_boards.repeats`, or the largest of its kind on that hardware, `configurations.aa_spreads`) and the verdict
+(`metrics.compare_verdict`). Figures come from the generator's own loading and derivation, and only finished,
+verified, unretracted runs count (the boards' own reasons, less those about a board's shape). This module selects,
+pairs and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from generator import checks, configurations, derive, editions, inference, load, serving, test_boards
+from runners import metrics
+
+SELECTORS = """\
+A and B are each one of:
+  RUN_ID            a run: its id, or a unique prefix of it (a result file's path works too)
+  HASH              a configuration: its 12-hex settings hash (as on the boards, or a unique prefix), pooling its
+                    finished, verified runs; the engine version is part of the hash (another version is another
+                    configuration). Narrow it with one or more of:
+    HASH@COMMIT           only its runs made at a harness commit (a prefix: HASH@c0ffee1; also @commit=c0ffee1)
+    HASH@workload=NAME    only one of the tests it ran (an inference configuration runs several)
+  edition:NAME      every configuration of edition NAME (data/editions/NAME.json) that the other edition also has
+
+Rows pair A and B on their suite and workload (editions: and configuration). Only finished, verified, unretracted
+runs count; a row whose side has none says why. "same": the interval of B/A holds 1, or A and B are no further
+apart than identical runs of the configurations compared (the A/A floor).
+
+exit status: 0 when every row is "same" or within --threshold; 1 when a row is faster or slower beyond it (or B has
+no figure where A has one, as asv counts a benchmark that started failing); 2 for a usage error."""
+
+
+class UsageError(Exception):
+    """A selector or a pair that cannot be compared: exit status 2, with what to do."""
+
+
+def threshold(text: str) -> float:
+    """A relative change: `5%` or `0.05`."""
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a relative change, as 5% or 0.05") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a relative change of 0 or more, as 5% or 0.05")
+    if not t.endswith("%") and value >= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: write {t}% for {t} percent, or a fraction below 1 (0.05)")
+    return value
+
+
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    if parser.description is None:
+        parser.description = "Compare two runs, configurations or editions: B against A."
+    if parser.epilog is None:
+        parser.epilog = SELECTORS
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("a", metavar="A", help="the baseline: RUN_ID, HASH[@COMMIT][@workload=NAME] or edition:NAME")
+    parser.add_argument("b", metavar="B", help="compared with A: the same forms")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path("data"),
+        metavar="DIR",
+        help="result files (default: data/ in the current directory)",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=threshold,
+        default="5%",
+        metavar="CHANGE",
+        help="a faster or slower row fails (exit 1) when B/A is further than this from 1 (default: 5%%; or 0.05)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+
+# --- the data: one row per run with the figure its kind is ranked by -------------------------------------------
+
+COLUMNS = ["run_id", "suite", "workload", "kind", "settings_hash", "settings", "variant", "engine", "engine_version",
+           "accelerator", "accelerator_count", "shared_host", "harness_commit", "started_at", "status", "origin",
+           "sha256", "figure", "value", "lo", "hi", "tokens_per_step", "tokens_per_s", "tokens_per_s_lo",
+           "tokens_per_s_hi", "excluded", "note"]  # fmt: skip
+TEST_KEYS = configurations.KEYS
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    data_dir: Path
+    runs: pl.DataFrame
+    """One row per loaded run (`COLUMNS`): `value`, `lo`, `hi` its figure; `excluded` why it does not count."""
+    rejected: list[load.Rejected]
+    run_floors: dict[str, float]
+    """run_id -> the A/A spread of the repeats it belongs to."""
+    kind_floors: dict[tuple[str, str, int, bool], float]
+    """(kind, accelerator, count, shared host) -> the largest A/A spread of that kind on that hardware."""
+    editions: list[editions.Edition]
+    bad_editions: list[load.Rejected]
+
+
+def load_dataset(data_dir: Path) -> Dataset:
+    """Load, check and derive as the site build does, then one figure per run."""
+    loaded, summary = checks.checked(load.load(data_dir))
+    tests = inference.test_summary(summary, loaded.rows)
+    served = serving.test_summary(summary, loaded.rows)
+    training = summary.filter(~inference.is_inference(summary) & ~serving.is_serving(summary)).with_columns(
+        kind=pl.col("kind").fill_null("train"),  # claims and retractions name no kind
+        value=pl.col("steps_per_s"),
+        lo=pl.col("steps_per_s_lo"),
+        hi=pl.col("steps_per_s_hi"),
+    )
+    frames = [
+        _counted(training, "steps/s", _training_reasons()),
+        _counted(tests.with_columns(*_named(inference.FIGURE)), "tokens/s", _test_reasons(inference.CHECKS)),
+    ]
+    served = served.with_columns(*_named(serving.FIGURE))
+    for kind, cross_checks in serving.CHECKS.items():
+        frames.append(_counted(served.filter(pl.col("kind") == kind), "output tokens/s", _test_reasons(cross_checks)))
+    runs = pl.concat(frames, how="diagonal_relaxed").select(COLUMNS).sort("started_at", "run_id")
+    train_repeats = derive.repeats(summary)
+    test_repeats = test_boards.repeats(runs.filter(pl.col("excluded").is_null() & (pl.col("kind") != "train")))
+    run_floors = {}
+    for frame in (train_repeats, test_repeats):
+        for ids, spread in frame.select("run_id", "spread").iter_rows():
+            run_floors |= dict.fromkeys(ids, spread)
+    kind_floors = {("train", *k): v for k, v in configurations.aa_spreads(train_repeats).items()}
+    for kind in (*inference.KINDS, *serving.KINDS):
+        spreads = configurations.aa_spreads(test_repeats.filter(pl.col("kind") == kind))
+        kind_floors |= {(kind, *k): v for k, v in spreads.items()}
+    found, bad = editions.scan(data_dir)
+    return Dataset(Path(data_dir), runs, loaded.rejected, run_floors, kind_floors, found, bad)
+
+
+def _named(figure: tuple[pl.Expr, pl.Expr, pl.Expr]) -> list[pl.Expr]:
+    value, lo, hi = figure
+    return [value.alias("value"), lo.alias("lo"), hi.alias("hi")]
+
+
+def _counted(frame: pl.DataFrame, figure: str, reasons: tuple[pl.Expr, dict[str, pl.Expr], pl.Expr]) -> pl.DataFrame:
+    """`frame` with its figure's name, `excluded` (why a run does not count, or null) and `note` (why a run that
+    counts is not on its board, or null). `reasons`: the boards' reason a run does not rank, the columns that make it
+    count anyway (a board's shape), and the note."""
+    board, anyway, note = reasons
+    first = (
+        pl.when(pl.col("origin") == "claim")
+        .then(pl.lit("a claim, reported elsewhere and not reproduced here"))
+        .when(pl.col("origin") == "retraction")
+        .then(pl.format("a retraction (of {}), not a measurement", pl.col("retracts")))
+        .when(pl.col("retracted_by").is_not_null())
+        .then(pl.format("retracted by {}: {}", pl.col("retracted_by"), pl.col("retraction_reason").fill_null("")))
+    )
+    verified = frame.with_columns(**anyway).select(board).to_series()
+    return (
+        frame.with_columns(figure=pl.lit(figure), verified=verified)
+        .with_columns(
+            excluded=first.when(pl.col("verified").is_not_null())
+            .then(pl.col("verified"))
+            .when(pl.col("value").is_null())
+            .then(pl.lit("no figure"))
+        )
+        .with_columns(note=pl.when(pl.col("excluded").is_null()).then(note))
+    )
+
+
+def _training_reasons() -> tuple[pl.Expr, dict[str, pl.Expr], pl.Expr]:
+    """The boards' reason a training run does not rank (`configurations.unranked_reason`); a short run, a sweep point
+    and a run with no loss-parity baseline at its micro-batch count anyway (they are about the board's shape), so a
+    run left out is stopped, unverified, or its loss departs from its baseline's."""
+    board = configurations.unranked_reason()
+    anyway = {"full_length": pl.lit(True), "sweep_point": pl.lit(False)}
+    anyway["loss_parity_ok"] = pl.col("loss_parity_ok").fill_null(True)
+    note = (
+        pl.when(~pl.col("suite_scale"))
+        .then(pl.format("on {} device(s), not the workload's (the board's scaling table)", pl.col("accelerator_count")))
+        .otherwise(board)
+    )
+    return board, anyway, note
+
+
+def _test_reasons(cross_checks: tuple[tuple[str, str], ...]) -> tuple[pl.Expr, dict[str, pl.Expr], pl.Expr]:
+    """The boards' reason a test run does not rank (`test_boards.unranked_reason`); a run with no cross-check counts
+    anyway, so a run left out is stopped, unverified, has no figure, or disagrees with its engine's own tool."""
+    board = test_boards.unranked_reason(cross_checks, depth=True)
+    anyway = {"bench_run": pl.col("bench_run").fill_null("-"), "bench_status": pl.lit("ok")}
+    anyway |= {column: pl.col(column).fill_null(1.0) for _, column in cross_checks}
+    return board, anyway, board
+
+
+# --- what A and B select ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    text: str
+    """As typed."""
+    what: str
+    """run, configuration or edition."""
+    label: str
+    runs: pl.DataFrame
+    """The selected runs (rows of `Dataset.runs`), counted or not."""
+    problems: tuple[str, ...] = ()
+    """An edition's runs whose files are missing or changed (left out)."""
+
+
+_HEX = re.compile(r"[0-9a-f]{4,40}")
+
+
+def select(text: str, ds: Dataset) -> Side:
+    """The runs `text` names (see `SELECTORS`), or a UsageError that says what to do."""
+    if text.startswith("edition:"):
+        return _edition(text, text.removeprefix("edition:"), ds)
+    base, *narrowing = text.split("@")
+    if base.endswith(".parquet"):
+        base = Path(base).stem
+    ids = ds.runs["run_id"]
+    if base in ids:
+        matches = [("run", base)]
+    else:
+        rejected = [r for r in ds.rejected if Path(r.path).stem == base]
+        if rejected:
+            path, problem = rejected[0].path, rejected[0].problems[0]
+            raise UsageError(f"{base}: its file {path} was rejected ({problem}); a rejected file is not compared")
+        matches = [("run", r) for r in ids.filter(ids.str.starts_with(base))]
+        if _HEX.fullmatch(base.lower()):
+            hashes = ds.runs["settings_hash"].unique().sort()
+            matches += [("configuration", h) for h in hashes.filter(hashes.str.starts_with(base.lower()))]
+    if not matches:
+        raise UsageError(f"{base!r}: no run id or configuration hash {_close(base, ds)}")
+    if len(matches) > 1:
+        listed = _some((f"{what} {key}" for what, key in matches), 8)
+        raise UsageError(f"{base!r} is ambiguous: {listed}; give more of it")
+    what, key = matches[0]
+    if what == "configuration":
+        return _configuration(text, key, narrowing, ds)
+    if narrowing:
+        settings_hash = ds.runs.filter(pl.col("run_id") == key)["settings_hash"][0]
+        raise UsageError(
+            f"{text!r}: '@' narrows a configuration; {key} is one run (its configuration: {settings_hash})"
+        )
+    run = ds.runs.row(ids.to_list().index(key), named=True)
+    label = f"run {key}  ({_describe(run)} · commit {(run['harness_commit'] or '?')[:7]} · {run['status']})"
+    return Side(text, "run", label, ds.runs.filter(pl.col("run_id") == key))
+
+
+def _close(text: str, ds: Dataset) -> str:
+    """Run ids and hashes that hold `text`, or look like it: what to say after "no such run"."""
+    names = [*ds.runs["run_id"], *ds.runs["settings_hash"].unique().sort()]
+    holding = [n for n in names if text.lower() in n.lower()]
+    close = holding[:8] or difflib.get_close_matches(text, names, n=5, cutoff=0.5)
+    if close:
+        return f"in {ds.data_dir}/; close: " + ", ".join(close)
+    return f"in {ds.data_dir}/ ({ds.runs.height} runs; run ids are the result files' names, hashes are on the boards)"
+
+
+def _describe(run: dict[str, Any]) -> str:
+    """What ran: variant, engine and version, hardware."""
+    engine, hardware = f"{run['engine']} {run['engine_version']}", f"{run['accelerator_count']} × {run['accelerator']}"
+    return f"{run['variant']} · {engine} · {hardware}"
+
+
+def _configuration(text: str, settings_hash: str, narrowing: list[str], ds: Dataset) -> Side:
+    runs = ds.runs.filter((pl.col("settings_hash") == settings_hash) & (pl.col("origin") != "retraction"))
+    said = []
+    for part in narrowing:
+        key, _, value = part.partition("=") if "=" in part else ("commit", "", part)
+        if key == "commit" and _HEX.fullmatch(value.lower()):
+            narrowed = runs.filter(pl.col("harness_commit").str.starts_with(value.lower()))
+            choices = runs.group_by("harness_commit").len().sort("harness_commit")
+            listed = ", ".join(f"{(c or '?')[:7]} ({n} run{'s' * (n > 1)})" for c, n in choices.iter_rows())
+            said.append(f"at commit {value}")
+        elif key == "workload" and value:
+            narrowed = runs.filter(pl.col("workload") == value)
+            listed = ", ".join(runs["workload"].unique().sort())
+            said.append(f"on {value}")
+        else:
+            raise UsageError(
+                f"{text!r}: narrow a configuration with @COMMIT (a harness commit's hex prefix, at least 4 digits) or "
+                "@workload=NAME; the engine version is part of the hash"
+            )
+        if not narrowed.height:
+            raise UsageError(f"{text!r}: configuration {settings_hash} has no run {said[-1]}; it has: {listed}")
+        runs = narrowed
+    run = runs.row(runs.height - 1, named=True)
+    scope = f" {' '.join(said)}" if said else ""
+    label = f"configuration {settings_hash}{scope}  ({_describe(run)} · {runs.height} run{'s' * (runs.height > 1)})"
+    return Side(text, "configuration", label, runs)
+
+
+def _edition(text: str, name: str, ds: Dataset) -> Side:
+    edition = next((e for e in ds.editions if e.name == name), None)
+    if edition is None:
+        bad = [r for r in ds.bad_editions if Path(r.path).stem == name]
+        if bad:
+            raise UsageError(f"edition {name!r}: {bad[0].path} cannot be read: {bad[0].problems[0]}")
+        names = [e.name for e in ds.editions]
+        close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
+        hint = (
+            (f"did you mean {', '.join(close)}? " if close else "") + f"editions: {', '.join(names)}"
+            if names
+            else "none has been released (python -m generator.editions release NAME)"
+        )
+        raise UsageError(f"edition {name!r}: no {editions.editions_dir(ds.data_dir) / (name + '.json')}; {hint}")
+    current = dict(ds.runs.select("run_id", "sha256").iter_rows())
+    missing = [r for r in edition.runs if r not in current]
+    changed = [r for r in edition.runs if r in current and current[r] != edition.runs[r]]
+    problems = tuple(
+        f"{len(ids)} of its runs {why}, left out: {', '.join(ids[:3])}{' …' * (len(ids) > 3)}"
+        for ids, why in ((missing, "have no loaded result file (missing or rejected)"), (changed, "changed files"))
+        if ids
+    )
+    runs = ds.runs.filter(
+        pl.col("run_id").is_in(list(edition.runs))
+        & ~pl.col("run_id").is_in(changed)
+        & (pl.col("origin") != "retraction")
+    )
+    label = f"edition {name}  ({edition.created_at}, {len(edition.runs)} runs)"
+    return Side(text, "edition", label, runs, problems)
+
+
+# --- rows: one per pair -------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Report:
+    a: Side
+    b: Side
+    threshold: float
+    rows: list[dict[str, Any]]
+    only_in_a: list[str] = field(default_factory=list)
+    only_in_b: list[str] = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        return 1 if any(r["beyond_threshold"] or r["lost"] for r in self.rows) else 0
+
+    @property
+    def summary(self) -> str:
+        counts = {v: sum(r["verdict"] == v for r in self.rows) for v in ("faster", "slower", "same")}
+        text = f"B against A: {counts['faster']} faster, {counts['slower']} slower, {counts['same']} same"
+        none = sum(r["verdict"] is None for r in self.rows)
+        text += f", {none} without a figure" if none else ""
+        beyond = sum(r["beyond_threshold"] for r in self.rows)
+        lost = sum(r["lost"] for r in self.rows)
+        text += f"; {beyond} beyond ±{self.threshold * 100:g}%" + (f", {lost} where B lost A's figure" if lost else "")
+        return f"{text} (exit {self.exit_status})"
+
+    def to_json(self) -> dict[str, Any]:
+        sides = {
+            k: {"selector": s.text, "what": s.what, "label": s.label, "runs": s.runs["run_id"].to_list(),
+                "problems": list(s.problems)}
+            for k, s in (("a", self.a), ("b", self.b))
+        }  # fmt: skip
+        return {**sides, "threshold": self.threshold, "rows": self.rows, "only_in_a": self.only_in_a,
+                "only_in_b": self.only_in_b, "summary": self.summary, "exit_status": self.exit_status}  # fmt: skip
+
+
+def compare(a_text: str, b_text: str, ds: Dataset, threshold: float = 0.05) -> Report:
+    """One row per pair of A's and B's runs of one test: a run or a configuration pairs on suite and workload, an
+    edition with an edition on suite, workload and configuration."""
+    if a_text.startswith("edition:") != b_text.startswith("edition:"):
+        raise UsageError("an edition compares with another edition: give both as edition:NAME")
+    a, b = select(a_text, ds), select(b_text, ds)
+    keys = [*TEST_KEYS] if a.what == "edition" else ["suite", "workload"]
+    cells_a = {k: g for k, g in a.runs.group_by(keys, maintain_order=True)}
+    cells_b = {k: g for k, g in b.runs.group_by(keys, maintain_order=True)}
+    common = sorted(cells_a.keys() & cells_b.keys(), key=str)
+    if not common:
+        raise UsageError(_nothing_in_common(a, b, ds))
+    rows = [_row(key, cells_a[key], cells_b[key], ds, threshold) for key in common]
+    only = [
+        sorted(" · ".join(map(str, k)) for k in x.keys() - y.keys())
+        for x, y in ((cells_a, cells_b), (cells_b, cells_a))
+    ]
+    return Report(a, b, threshold, rows, *only)
+
+
+def _nothing_in_common(a: Side, b: Side, ds: Dataset) -> str:
+    def tests(side: Side) -> str:
+        listed = side.runs.select("suite", "workload", "kind").unique().sort("suite", "workload")
+        return _some(f"{s} · {w} ({k})" for s, w, k in listed.iter_rows()) or "no runs"
+
+    if a.what == "edition":
+        return f"editions {a.text} and {b.text} have no configuration in common"
+    suite, workload = a.runs.row(0, named=True)["suite"], a.runs.row(0, named=True)["workload"]
+    there = ds.runs.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
+    others = there.group_by("settings_hash", maintain_order=True).agg(pl.col("variant").last())
+    listed = _some(f"{h} ({v})" for h, v in others.iter_rows())
+    return (
+        f"A ({a.text}) is {tests(a)}, B ({b.text}) is {tests(b)}: runs of different workloads (or kinds) cannot be "
+        f"compared. Configurations on {suite} · {workload}: {listed}"
+    )
+
+
+def _some(items: Any, n: int = 6) -> str:
+    """The first `n` items, and how many more."""
+    items = list(items)
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
+
+
+def _row(key: tuple, a_runs: pl.DataFrame, b_runs: pl.DataFrame, ds: Dataset, threshold: float) -> dict[str, Any]:
+    first = a_runs.row(0, named=True)
+    a_ok, b_ok = (runs.filter(pl.col("excluded").is_null()) for runs in (a_runs, b_runs))
+    figure, columns = first["figure"], ("value", "lo", "hi")
+    sizes = pl.concat([a_ok, b_ok])["tokens_per_step"].drop_nulls().unique()
+    if first["kind"] == "train" and len(sizes) > 1:  # another micro-batch or device count: steps are not alike
+        figure, columns = "tokens/s", ("tokens_per_s", "tokens_per_s_lo", "tokens_per_s_hi")
+    row: dict[str, Any] = {
+        "suite": first["suite"],
+        "workload": first["workload"],
+        "kind": first["kind"],
+        "settings_hash": key[2] if len(key) > 2 else None,
+        "variant": first["variant"] if len(key) > 2 else None,
+        "figure": figure,
+        "a": _side_figure(a_runs, a_ok, columns),
+        "b": _side_figure(b_runs, b_ok, columns),
+        **dict.fromkeys(("ratio", "ratio_lo", "ratio_hi", "change", "floor", "floor_basis", "verdict"), None),
+        "beyond_threshold": False,
+        "lost": bool(a_ok.height) and not b_ok.height,
+        "notes": [],
+    }
+    if figure != first["figure"]:
+        listed = " and ".join(f"{s:,.0f}" for s in sizes.sort())
+        row["notes"].append(f"tokens/s, not steps/s: A's and B's steps are of {listed} tokens")
+    for side, runs in (("A", a_ok), ("B", b_ok)):
+        for run_id, note in runs.select("run_id", "note").drop_nulls().iter_rows():
+            row["notes"].append(f"{side} {run_id}: not on the board: {note}")
+    if row["a"]["value"] is None or row["b"]["value"] is None:
+        return row
+    (a, a_lo, a_hi), (b, b_lo, b_hi) = ((s["value"], s["lo"], s["hi"]) for s in (row["a"], row["b"]))
+    if min(a_lo, b_lo) <= 0:
+        row["notes"].append("a figure or interval at or below zero: no ratio")
+        return row
+    ratio, lo, hi = metrics.ratio_interval(a, a_lo, a_hi, b, b_lo, b_hi)
+    floors = [_floor(a_ok, ds, "A"), _floor(b_ok, ds, "B")]
+    floor, basis = max(floors, key=lambda f: f[0])
+    verdict = metrics.compare_verdict(a, b, lo, hi, floor)
+    row |= {"ratio": ratio, "ratio_lo": lo, "ratio_hi": hi, "change": ratio - 1, "floor": floor}
+    row |= {"floor_basis": basis, "verdict": verdict}
+    row["beyond_threshold"] = verdict != "same" and abs(ratio - 1) > threshold
+    return row
+
+
+def _side_figure(runs: pl.DataFrame, counted: pl.DataFrame, columns: tuple[str, str, str]) -> dict[str, Any]:
+    """A side's figure: one run's, or the median of a configuration's runs' figures with an interval from the lowest
+    low to the highest high (`test_boards.rows`, as the boards pool a configuration's runs)."""
+    left_out = [{"run_id": r, "reason": why} for r, why in runs.filter(pl.col("excluded").is_not_null())
+                .select("run_id", "excluded").iter_rows()]  # fmt: skip
+    out = {"value": None, "lo": None, "hi": None, "runs": counted["run_id"].to_list(), "left_out": left_out}
+    if not counted.height:
+        why = "; ".join(f"{x['run_id']}: {x['reason']}" for x in left_out)
+        return out | {"basis": f"no run counts ({why})" if len(left_out) > 1 else left_out[0]["reason"]}
+    value, lo, hi = columns
+    frame = counted.select(*TEST_KEYS, "run_id", "started_at", "variant", "settings", value=value, lo=lo, hi=hi)
+    pooled = test_boards.rows(frame)
+    if pooled.height != 1:  # an edition's cell is one configuration, a run's or a configuration's one too
+        raise AssertionError(f"one side of a row pools {pooled.height} configurations")
+    pooled_row = pooled.row(0, named=True)
+    n = counted.height
+    basis = f"median of {n} runs; lowest low to highest high" if n > 1 else "one run"
+    if counted["lo"].is_null().all() and n == 1:
+        basis = "one run, one measurement: no interval"
+    return out | {"value": pooled_row["value"], "lo": pooled_row["lo"], "hi": pooled_row["hi"], "basis": basis}
+
+
+def _floor(counted: pl.DataFrame, ds: Dataset, side: str) -> tuple[float, str]:
+    """The A/A spread of a side's runs: of the repeats they belong to, else the largest of their kind on their
+    hardware and host condition, else none measured (0)."""
+    own = [ds.run_floors[r] for r in counted["run_id"] if r in ds.run_floors]
+    if own:
+        return max(own), f"the spread of {side}'s repeats"
+    kinds = counted.select("kind", "accelerator", "accelerator_count", "shared_host").unique()
+    found = [(ds.kind_floors[k], k) for k in kinds.iter_rows() if k in ds.kind_floors]
+    if found:
+        spread, (kind, acc, count, shared) = max(found)
+        where = f"{kind} on {count} × {acc}{', shared host' * shared}"
+        return spread, f"the largest spread of repeats of {where} ({side} has no repeats)"
+    kind, acc, count, _ = kinds.row(0)
+    return 0.0, f"none: no repeats of {kind} on {count} × {acc} measured, so no floor"
+
+
+# --- printing -----------------------------------------------------------------------------------------------------
+
+
+def _num(v: float | None) -> str:
+    """Four significant digits, thousands grouped."""
+    if v is None:
+        return "—"
+    digits = max(0, 3 - math.floor(math.log10(abs(v)))) if v else 3
+    return f"{v:,.{digits}f}"
+
+
+def _cell(side: dict[str, Any]) -> str:
+    if side["value"] is None:
+        return "no figure"
+    if side["lo"] is None or side["lo"] == side["hi"]:
+        return _num(side["value"])
+    return f"{_num(side['value'])} [{_num(side['lo'])}, {_num(side['hi'])}]"
+
+
+def render(report: Report) -> str:
+    """The comparison as a table, its notes and a one-line summary."""
+    lines = [f"A  {report.a.label}", f"B  {report.b.label}"]
+    lines += [f"   {s}: {p}" for s, side in (("A", report.a), ("B", report.b)) for p in side.problems]
+    header = ("test", "figure", "A", "B", "B/A [95%]", "change", "A/A floor", "verdict")
+    table = [header]
+    notes = []
+    for row in report.rows:
+        test = f"{row['suite']} · {row['workload']}"
+        if row["settings_hash"]:
+            test += f" · {row['variant']} ({row['settings_hash']})"
+        if row["verdict"] is None:
+            ratio = change = floor = "—"
+            verdict = "lost: B has no figure" if row["lost"] else "no figure"
+        else:
+            ratio = f"{row['ratio']:.3f} [{row['ratio_lo']:.3f}, {row['ratio_hi']:.3f}]"
+            change, floor = f"{row['change']:+.1%}", f"{row['floor']:.2%}"
+            verdict = row["verdict"] + (f", beyond {report.threshold * 100:g}%" if row["beyond_threshold"] else "")
+        table.append((test, row["figure"], _cell(row["a"]), _cell(row["b"]), ratio, change, floor, verdict))
+        for side in ("a", "b"):
+            for out in row[side]["left_out"]:
+                notes.append(f"{test}: {side.upper()} {out['run_id']} does not count: {out['reason']}")
+        notes += [f"{test}: {n}" for n in row["notes"]]
+        if row["floor_basis"]:
+            notes.append(f"{test}: A/A floor: {row['floor_basis']}")
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    lines.append("")
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    for name, only in (("A", report.only_in_a), ("B", report.only_in_b)):
+        if only:
+            lines.append(f"only in {name} (not compared): {_some(only)}")
+    if notes:
+        lines += ["", *notes]
+    return "\n".join([*lines, "", report.summary])
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        if not Path(args.data).is_dir():
+            raise UsageError(f"--data {args.data}: no such folder (run from the repository root, or pass --data)")
+        report = compare(args.a, args.b, load_dataset(args.data), args.threshold)
+    except UsageError as e:
+        print(f"compare: {e}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"error": str(e), "exit_status": 2}))
+        return 2
+    print(json.dumps(report.to_json(), indent=1) if args.json else render(report))
+    return report.exit_status
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m generator.compare")
+    add_cli_args(parser)
+    sys.exit(main(parser.parse_args()))
