@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from runners import engines, shapes
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 STATUSES = ("ok", "failed", "oom", "timeout", "unsupported")
 ORIGINS = ("measured", "imported", "claim", "retraction")
@@ -153,8 +153,55 @@ class Problem:
         return f"{', '.join(where)}: {self.message}" if where else self.message
 
 
+def _set_version(table: pa.Table, version: int) -> pa.Table:
+    at = table.column_names.index("schema_version")
+    return table.set_column(at, table.schema.field(at), pa.array([version] * table.num_rows, pa.int32()))
+
+
+MLX_TF32_NOTE = (
+    "schema 2: MLX ran float32 matmuls in TF32 here (MLX_ENABLE_TF32 unset: its GPU default), which harnesses "
+    "before schema 2 did not record"
+)
+"""At most 200 characters, as every string of a list in a record (runners/shapes.py)."""
+
+
+def update_to_2(table: pa.Table) -> pa.Table:
+    """Schema 1 → 2. MLX training runs on a GPU recorded before the harness wrote MLX's TF32 default down: the
+    variant said float32 while MLX, with MLX_ENABLE_TF32 unset (as the record's own environment shows), ran its
+    float32 matmuls in TF32 (seen in data/: an H200 run at 271% of the fp32 datasheet peak, 37% of TF32's). Such a
+    record gets the setting that applied (`tf32 = true`), its precision (`tf32` where it said `fp32`) and a note in
+    `config.migrated`; the file itself is never rewritten. Every other record is only relabelled version 2."""
+    if "config" in table.column_names and table.num_rows:
+        import json
+
+        raw = table.column("config")[0].as_py()
+        env = table.column("environment")[0].as_py() if "environment" in table.column_names else None
+        try:
+            config, environment = json.loads(raw), json.loads(env or "{}")
+        except (TypeError, ValueError):
+            config, environment = None, None  # not JSON: the record's checks reject it, not the migration
+        variant = config.get("variant") if isinstance(config, dict) else None
+        settings = variant.get("settings") if isinstance(variant, dict) else None
+        if (
+            isinstance(settings, dict)
+            and variant.get("engine") == "mlx"
+            and str(config.get("mlx_device", "")).startswith("Device(gpu")
+            and "tf32" not in settings
+            and isinstance(environment, dict)
+            and "MLX_ENABLE_TF32" not in environment
+        ):
+            settings["tf32"] = True
+            if config.get("compute_precision") == "fp32":
+                config["compute_precision"] = "tf32"
+            config["migrated"] = [*config.get("migrated", []), MLX_TF32_NOTE]
+            at = table.column_names.index("config")
+            field = table.schema.field(at)
+            table = table.set_column(at, field, pa.array([json.dumps(config)] * table.num_rows, field.type))
+    return _set_version(table, 2)
+
+
 # version -> function upgrading a table written by that version to version + 1
-MIGRATIONS: dict[int, Callable[[pa.Table], pa.Table]] = {}
+MIGRATIONS: dict[int, Callable[[pa.Table], pa.Table]] = {1: update_to_2}
 
 
 def upgrade(table: pa.Table) -> pa.Table:

@@ -91,6 +91,7 @@ PATHS: dict[tuple[str, str], Field] = {
     ("config", "derived.non_embedding_params"): _COUNT,
     ("config", "derived.decode_bytes_per_token"): Field("number", low=0, strict=True, nullable=True),
     ("config", "compute_precision"): Field("str", low=1, high=40, nullable=True),
+    ("config", "migrated"): Field("list[str]", high=10),
     ("config", "variant"): Field("object"),
     ("config", "variant.name"): _NAME,
     ("config", "variant.description"): _TEXT,

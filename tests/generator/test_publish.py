@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from generator import publish
-from tests.conftest import run_module
+from tests.conftest import ROOT, run_module
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -46,7 +46,7 @@ def test_publish_to_a_gh_pages_branch_and_push(tmp_path, built_site) -> None:
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "--allow-empty", "-m", "start")
     _git(repo, "remote", "add", "origin", str(remote))
     env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.org"}  # fmt: skip
+           "GIT_COMMITTER_EMAIL": "t@example.org", "PYTHONPATH": str(ROOT)}  # fmt: skip
     proc = run_module("fairfight", "publish", "--gh-pages", "--site", str(built_site), cwd=repo, **env)
     assert "branch gh-pages, pushed to origin" in proc.stdout
     files = _git(remote, "ls-tree", "-r", "--name-only", "gh-pages").split()

@@ -1,0 +1,53 @@
+"""A new user's first five minutes: `pip install .` into a fresh virtual environment, then the `fairfight` command
+from outside the checkout — its version names the commit it was built from, it lists the suites, validates the
+committed data, builds a site from the templates it carries, and explains `compare`. pip fetches the build backend
+and any dependency not in its cache from the package index, as it would for the user."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+import venv
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+
+def _run(cmd: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FAIRFIGHT_HARNESS_COMMIT", "VIRTUAL_ENV")}
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env | {"NO_MKDOCS_2_WARNING": "1"},
+                          timeout=900)  # fmt: skip
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{cmd} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def test_pip_install_gives_a_working_fairfight_command(tmp_path) -> None:
+    env = tmp_path / "venv"
+    venv.create(env, with_pip=True)
+    bin_dir = env / ("Scripts" if sys.platform == "win32" else "bin")
+    lock = tmp_path / "constraints.txt"  # the lock, as the nox sessions use it (noxfile.py _constraints)
+    packages = tomllib.loads((ROOT / "pylock.toml").read_text())["packages"]
+    lock.write_text("".join(f"{p['name']}=={p['version']}" + (f" ; {p['marker']}" if "marker" in p else "") + "\n"
+                            for p in packages))  # fmt: skip
+    _run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", "-c", str(lock), str(ROOT)], cwd=tmp_path)
+    fairfight = str(bin_dir / "fairfight")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+
+    head = _run(["git", "rev-parse", "HEAD"], cwd=ROOT).stdout.strip()
+    version = _run([fairfight, "--version"], cwd=outside).stdout
+    assert version.startswith("fairfight 0.") and head in version  # baked in when pip built the wheel
+
+    assert "h100:" in _run([fairfight, "list"], cwd=outside).stdout
+    checked = _run([fairfight, "validate", str(ROOT / "data")], cwd=outside).stdout
+    assert "0 with problems" in checked
+    assert "usage: fairfight compare" in _run([fairfight, "compare", "--help"], cwd=outside).stdout
+
+    data = outside / "data"  # a small real data folder: the seed's claims, imported by the installed command
+    _run([fairfight, "claim", str(ROOT / "runners" / "claims" / "seed.toml"), "--data-dir", str(data)], cwd=outside)
+    _run([fairfight, "site"], cwd=outside)  # defaults are relative to where it runs: data/ → site/, build/
+    home = (outside / "site" / "index.html").read_text()
+    assert "21.7" in home and (outside / "site" / "cli.html").exists()  # the command reference, from the parser
