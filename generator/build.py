@@ -21,7 +21,19 @@ import altair as alt
 import polars as pl
 import yaml
 
-from generator import board_pages, catalog_pages, charts, checks, editions, inference, load, pages, run_pages, serving
+from generator import (
+    board_pages,
+    catalog_pages,
+    charts,
+    checks,
+    editions,
+    inference,
+    load,
+    pages,
+    run_pages,
+    serving,
+    versions,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE_SRC = ROOT / "site_src"
@@ -46,7 +58,8 @@ def build(
     data_dir: Path, out_dir: Path, work_dir: Path, site_url: str | None = None, repo_url: str | None = None
 ) -> load.Loaded:
     """Build the whole site from `data_dir` into `out_dir`, using `work_dir` for generated sources. `site_url` (where
-    the site will be served) fills the sitemap and canonical links; `repo_url` goes into every reproduce block."""
+    the site will be served) fills the sitemap and canonical links; `repo_url` goes into every reproduce block and
+    links the boards' harness commits."""
     with ThreadPoolExecutor(1) as side:
         # the script bundle (seconds to make when not cached) is made while the data loads
         bundle = side.submit(vega_bundle, work_dir / "cache")
@@ -81,7 +94,7 @@ def build(
         page_runs = run_pages.with_test_figures(summary, tests, served)
         manifest = work_dir / "cache" / "run-pages.json"
         pending = run_pages.start_run_pages(kept, page_runs, loaded.rows, manifest, pool, repo_url)
-        _build_rest(loaded, summary, docs, data_dir, out_dir, work_dir, tests, served, site_url)
+        _build_rest(loaded, summary, docs, data_dir, out_dir, work_dir, tests, served, site_url, repo_url)
         pending.finish(out_dir)
     return loaded
 
@@ -109,18 +122,19 @@ def _build_rest(
     tests: pl.DataFrame,
     served: pl.DataFrame,
     site_url: str | None = None,
+    repo_url: str | None = None,
 ) -> None:
     """Every page but the run pages: Markdown from the templates, charts, then MkDocs into `out_dir`."""
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
     chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
-    nav, nav_editions, nav_served = board_pages.write_pages(loaded, summary, docs, chart_sink, data_dir, tests, served)
+    built_with = versions.generator()
+    nav, nav_editions, nav_served = board_pages.write_pages(
+        loaded, summary, docs, chart_sink, data_dir, tests, served, repo_url, built_with
+    )
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
-    config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
-    config["nav"] = pages.nav(nav, nav_editions, nav_served)  # the one table of pages (generator/pages.py SITE)
-    if site_url:  # fills the sitemap and every page's canonical link
-        config["site_url"] = site_url
+    config = mkdocs_config(pages.nav(nav, nav_editions, nav_served), built_with, site_url)
     config_path = work_dir / "mkdocs.yml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     # Deterministic output: MkDocs stamps pages and the sitemap with the build date unless SOURCE_DATE_EPOCH is
@@ -134,6 +148,21 @@ def _build_rest(
         os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
 
 
+def mkdocs_config(
+    nav: list[object], built_with: list[dict[str, str]], site_url: str | None = None
+) -> dict[str, object]:
+    """site_src/mkdocs.yml completed for this build: the navigation (from the one table of pages, generator/pages.py
+    SITE), the footer's line naming the generator's versions (`versions.footer`, printed by the theme override in
+    site_src/overrides) and, when given, the site's address."""
+    config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
+    config["nav"] = nav
+    config["theme"]["custom_dir"] = str(SITE_SRC / "overrides")
+    config.setdefault("extra", {})["built_with"] = versions.footer(built_with)
+    if site_url:  # fills the sitemap and every page's canonical link
+        config["site_url"] = site_url
+    return config
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m generator.build", description="Build the Fair Fight site.")
     p.add_argument("--data", type=Path, default=ROOT / "data", help="result files (default: data/)")
@@ -142,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--site-url", default=None, help="where the site will be served: fills the sitemap and canonical links"
     )
-    p.add_argument("--repo-url", default=None, help="the repository's address, for every run's reproduce block")
+    p.add_argument(
+        "--repo-url", default=None, help="the repository's address: reproduce blocks and the boards' commit links"
+    )
     args = p.parse_args(argv)
     if not args.data.is_dir():
         p.error(f"--data {args.data}: no such folder (result files live under data/<suite>/)")
