@@ -4,6 +4,7 @@ page is written in. Charts come from `charts`, numbers from `derive`; this modul
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import statistics
 from pathlib import Path
@@ -14,6 +15,7 @@ import polars as pl
 from generator import (
     catalog_pages,
     charts,
+    commits,
     configurations,
     derive,
     editions,
@@ -83,11 +85,18 @@ def write_pages(
     data_dir: Path,
     tests: pl.DataFrame | None = None,
     served: pl.DataFrame | None = None,
+    repo_url: str | None = None,
+    built_with: list[dict[str, str]] | None = None,
 ) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
     """Render every generated page into `docs`; returns the leaderboard, edition and served-model nav entries. Each
     board is written by the writer of its kind (`_WRITERS`: training, inference or serving), which returns its
-    home-page row and, for a board with claims, the claims' row."""
+    home-page row and, for a board with claims, the claims' row. `repo_url` (the repository's address) links each
+    row's harness commits; `built_with` (`versions.generator`) goes on the downloads page."""
     env = pages.environment()
+    repo = commits.repo_base(repo_url)
+    # a row's harness commits (`commits.cell`) and a board's note when its ranked rows mix them (`_mixed_commits.md.j2`)
+    env.filters.update(commits=functools.partial(commits.cell, repo=repo))
+    env.globals["mixed_commits"] = functools.partial(_mixed_commits, repo=repo)
     served = serving.test_summary(summary, loaded.rows) if served is None else served
     derived = _Derived(
         summary=summary,
@@ -130,7 +139,7 @@ def write_pages(
     pages.render(env, "errata.md.j2", docs / "errata.md", errata=errata.to_dicts())
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
     nav_served = _served_models(env, docs, derived.served, chart_sink)
-    catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink)
+    catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink, built_with or [])
     return nav, nav_editions, nav_served
 
 
@@ -181,6 +190,11 @@ def _served_models(env: Any, docs: Path, served: pl.DataFrame, chart_sink: pages
             chart=chart_sink.html(f"chart-{slug}-latency", charts.latency_throughput(group), depth=1),
         )
     return nav
+
+
+def _mixed_commits(rows: list[dict[str, Any]], repo: str | None = None) -> dict[str, Any] | None:
+    """The note of a board whose ranked rows come from more than one harness commit (`commits.mixed`), or None."""
+    return commits.mixed((r["harness_commits"] for r in rows), repo)
 
 
 def _kind(derived: _Derived, suite: str, workload: str) -> str:
@@ -302,9 +316,10 @@ def board_rows(
     board: pl.DataFrame, unranked: pl.DataFrame, unit: str, figure: tuple[str, str, str]
 ) -> list[dict[str, Any]]:
     """A board as data: one row per configuration, ranked ones first. Runs that do not rank join their
-    configuration's row under `unranked_runs` (with their status and reason); a configuration with no ranked run is
-    one unranked row (its latest run's status and reason, the median of its runs' figures, the span of their
-    intervals). `figure` names the value, interval-low and interval-high columns."""
+    configuration's row under `unranked_runs` (with their status, reason and harness commit); a configuration with no
+    ranked run is one unranked row (its latest run's status and reason, the median of its runs' figures, the span of
+    their intervals). Each row names the harness commits of its `runs` (`commits.distinct`). `figure` names the value,
+    interval-low and interval-high columns."""
     value, lo, hi = figure
     rows: dict[str, dict[str, Any]] = {}
     for r in board.to_dicts():
@@ -320,6 +335,7 @@ def board_rows(
             "interval_high": r[hi],
             "unit": unit,
             "runs": r["run_ids"],
+            "harness_commits": commits.distinct(r["harness_commits"]),
             "hardware": f"{r['accelerator_count']} × {r['accelerator']}",
             "unranked_runs": [],
         }
@@ -327,7 +343,10 @@ def board_rows(
     for r in unranked.sort("started_at", "run_id").to_dicts():
         others.setdefault(r["settings_hash"], []).append(r)
     for settings_hash, runs in others.items():
-        entries = [{"run": r["run_id"], "status": r["status"], "reason": r["unranked"]} for r in runs]
+        entries = [
+            {"run": r["run_id"], "status": r["status"], "reason": r["unranked"], "harness_commit": r["harness_commit"]}
+            for r in runs
+        ]
         if settings_hash in rows:
             rows[settings_hash]["unranked_runs"] = entries
             continue
@@ -347,6 +366,7 @@ def board_rows(
             "interval_high": max(highs) if highs else None,
             "unit": unit,
             "runs": [r["run_id"] for r in runs],
+            "harness_commits": commits.distinct(r["harness_commit"] for r in runs),
             "hardware": f"{latest['accelerator_count']} × {latest['accelerator']}",
             "unranked_runs": entries,
         }

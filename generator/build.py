@@ -34,6 +34,7 @@ from generator import (
     pages,
     run_pages,
     serving,
+    versions,
 )
 
 
@@ -61,7 +62,8 @@ def build(
     supplied: Mapping[str, str] | None = None,
 ) -> load.Loaded:
     """Build the whole site from `data_dir` into `out_dir`, using `work_dir` for generated sources. `site_url` (where
-    the site will be served) fills the sitemap and canonical links; `repo_url` goes into every reproduce block;
+    the site will be served) fills the sitemap and canonical links; `repo_url` goes into every reproduce block and
+    links the boards' harness commits;
     `supplied` holds the Markdown of the pages the caller makes (`pages.SITE` entries marked supplied: the
     `fairfight` command supplies its reference)."""
     supplied = dict(supplied or {})
@@ -104,7 +106,9 @@ def build(
         page_runs = run_pages.with_test_figures(summary, tests, served)
         manifest = work_dir / "cache" / "run-pages.json"
         pending = run_pages.start_run_pages(kept, page_runs, loaded.rows, manifest, pool, repo_url)
-        _build_rest(loaded, summary, docs, data_dir, out_dir, work_dir, tests, served, site_url, sorted(supplied))
+        _build_rest(
+            loaded, summary, docs, data_dir, out_dir, work_dir, tests, served, site_url, repo_url, sorted(supplied)
+        )
         pending.finish(out_dir)
     return loaded
 
@@ -132,6 +136,7 @@ def _build_rest(
     tests: pl.DataFrame,
     served: pl.DataFrame,
     site_url: str | None = None,
+    repo_url: str | None = None,
     supplied: list[str] | None = None,
 ) -> None:
     """Every page but the run pages: Markdown from the templates, charts, then MkDocs into `out_dir`."""
@@ -139,13 +144,12 @@ def _build_rest(
     from mkdocs.config import load_config
 
     chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
-    nav, nav_editions, nav_served = board_pages.write_pages(loaded, summary, docs, chart_sink, data_dir, tests, served)
+    built_with = versions.generator()
+    nav, nav_editions, nav_served = board_pages.write_pages(
+        loaded, summary, docs, chart_sink, data_dir, tests, served, repo_url, built_with
+    )
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
-    config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
-    # the one table of pages (generator/pages.py SITE)
-    config["nav"] = pages.nav(nav, nav_editions, nav_served, supplied or [])
-    if site_url:  # fills the sitemap and every page's canonical link
-        config["site_url"] = site_url
+    config = mkdocs_config(pages.nav(nav, nav_editions, nav_served, supplied or []), built_with, site_url)
     config_path = work_dir / "mkdocs.yml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     # Deterministic output: MkDocs stamps pages and the sitemap with the build date unless SOURCE_DATE_EPOCH is
@@ -159,6 +163,21 @@ def _build_rest(
         os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
 
 
+def mkdocs_config(
+    nav: list[object], built_with: list[dict[str, str]], site_url: str | None = None
+) -> dict[str, object]:
+    """site_src/mkdocs.yml completed for this build: the navigation (from the one table of pages, generator/pages.py
+    SITE), the footer's line naming the generator's versions (`versions.footer`, printed by the theme override in
+    site_src/overrides) and, when given, the site's address."""
+    config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
+    config["nav"] = nav
+    config["theme"]["custom_dir"] = str(SITE_SRC / "overrides")
+    config.setdefault("extra", {})["built_with"] = versions.footer(built_with)
+    if site_url:  # fills the sitemap and every page's canonical link
+        config["site_url"] = site_url
+    return config
+
+
 def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, default=Path("data"), help="result files (default: data/)")
     p.add_argument("--out", type=Path, default=Path("site"), help="site output (default: site/)")
@@ -166,7 +185,9 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--site-url", default=None, help="where the site will be served: fills the sitemap and canonical links"
     )
-    p.add_argument("--repo-url", default=None, help="the repository's address, for every run's reproduce block")
+    p.add_argument(
+        "--repo-url", default=None, help="the repository's address: reproduce blocks and the boards' commit links"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -72,7 +72,12 @@ def plausibility_chart(curves: pl.DataFrame, our_best: dict[str, float]) -> alt.
 
 
 def write_catalog_pages(
-    env: jinja2.Environment, docs: Path, summary: pl.DataFrame, loaded_rows: pl.DataFrame, chart_sink: pages.Charts
+    env: jinja2.Environment,
+    docs: Path,
+    summary: pl.DataFrame,
+    loaded_rows: pl.DataFrame,
+    chart_sink: pages.Charts,
+    built_with: list[dict[str, str]] | None = None,
 ) -> None:
     measured = summary.filter(pl.col("origin") == "measured")
     claims = summary.filter(pl.col("origin") == "claim").sort("run_id").to_dicts()
@@ -160,15 +165,22 @@ def write_catalog_pages(
     ]
     others = engines.filter(~pl.col("engine").is_in(list(schema.ENGINE_ABOUT)))  # tools, claims, retractions
     pages.render(env, "engines.md.j2", docs / "engines.md", sections=sections, others=others.to_dicts())
-    write_downloads(env, docs, summary, loaded_rows)
+    write_downloads(env, docs, summary, loaded_rows, built_with or [])
 
 
 STAGED_DOWNLOADS = "downloads-staged"
 
 
-def write_downloads(env: jinja2.Environment, docs: Path, summary: pl.DataFrame, rows: pl.DataFrame) -> None:
+def write_downloads(
+    env: jinja2.Environment,
+    docs: Path,
+    summary: pl.DataFrame,
+    rows: pl.DataFrame,
+    built_with: list[dict[str, str]] | None = None,
+) -> None:
     """Everything as files: per-run summary as Parquet and CSV, every measurement row as Parquet (and as one CSV
-    per run, written beside each run's page by `run_pages`).
+    per run, written beside each run's page by `run_pages`); the page also lists the generator's versions that built
+    the site (`built_with`, `versions.generator`).
 
     The samples file is large (millions of rows on a busy site), so it is staged next to `docs` (in
     `STAGED_DOWNLOADS`) and moved into the built site after MkDocs, instead of being copied by it."""
@@ -204,4 +216,6 @@ def write_downloads(env: jinja2.Environment, docs: Path, summary: pl.DataFrame, 
     # what each column holds: the record's own columns (runners/schema.py), the config flattened (generator/columns.py)
     said = schema.COLUMN_DOCS | {c.name: f"{c.what} ({c.source} {c.path})" for c in columns_table.COLUMNS}
     columns = {name: (json.dumps(str(dtype)), said.get(name, "")) for name, dtype in flat.schema.items()}
-    pages.render(env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns)
+    pages.render(
+        env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns, built_with=built_with or []
+    )

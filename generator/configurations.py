@@ -73,7 +73,8 @@ KEYS = ["suite", "workload", "settings_hash"]
 
 def rows(ranked_runs: pl.DataFrame, spreads: dict[tuple[str, int, bool], float]) -> pl.DataFrame:
     """One row per configuration of ranked runs: the median of its runs' medians, an interval that holds both
-    within-run and between-run variation, its runs (latest last) and the rest of the row from its runs.
+    within-run and between-run variation, its runs (latest last) with each one's harness commit (`harness_commits`,
+    in the same order) and the rest of the row from its runs.
 
     The interval: with two or more runs, from the lowest run's low to the highest run's high (so at least as wide
     as the spread of the runs' medians); with one run, its own interval widened to the A/A spread measured on that
@@ -82,6 +83,7 @@ def rows(ranked_runs: pl.DataFrame, spreads: dict[tuple[str, int, bool], float])
         return ranked_runs.with_columns(
             runs=pl.lit(0, dtype=pl.UInt32),
             run_ids=pl.lit([], dtype=pl.List(pl.String)),
+            harness_commits=pl.lit([], dtype=pl.List(pl.String)),
             interval_basis=pl.lit(None, dtype=pl.String),
         )
     ordered = ranked_runs.sort("started_at", "run_id")
@@ -101,7 +103,9 @@ def rows(ranked_runs: pl.DataFrame, spreads: dict[tuple[str, int, bool], float])
             aggregations.append(pl.col(name).min())
         else:
             aggregations.append(pl.col(name).last())  # the latest run's (run_id, note, step quantiles ...)
-    grouped = ordered.group_by(KEYS, maintain_order=True).agg(*aggregations, runs=pl.len(), run_ids=pl.col("run_id"))
+    grouped = ordered.group_by(KEYS, maintain_order=True).agg(
+        *aggregations, runs=pl.len(), run_ids=pl.col("run_id"), harness_commits=pl.col("harness_commit")
+    )
     out = []
     for row in grouped.iter_rows(named=True):
         lo, hi, median = row["steps_per_s_lo"], row["steps_per_s_hi"], row["steps_per_s"]

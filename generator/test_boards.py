@@ -89,8 +89,8 @@ def board(
 
 def rows(ranked: pl.DataFrame) -> pl.DataFrame:
     """One row per configuration: the median of its runs' figures, an interval from the lowest low to the highest
-    high (never narrower than the spread of its runs' figures), its runs (latest last) and the latest run's other
-    columns."""
+    high (never narrower than the spread of its runs' figures), its runs (latest last) with each one's harness commit
+    (`harness_commits`, in the same order) and the latest run's other columns."""
     others = [c for c in ranked.columns if c not in {*KEYS, "value", "lo", "hi"}]
     grouped = (
         ranked.sort("started_at", "run_id")
@@ -102,6 +102,7 @@ def rows(ranked: pl.DataFrame) -> pl.DataFrame:
             *(pl.col(c).last() for c in others),
             runs=pl.len(),
             run_ids=pl.col("run_id"),
+            harness_commits=pl.col("harness_commit"),
             with_interval=pl.col("lo").is_not_null().all(),
         )
     )

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import derive, load
+from generator import commits, derive, load
 from runners import metrics, schema, spec
 from tests.conftest import REPEAT_NOTE, SCALING_NOTE, TORCH_VARIANTS, run_module
 
@@ -92,6 +92,8 @@ def test_site_shows_the_runs_and_reports_the_corrupt_file(bench_data, built_site
     assert "1 result file(s) rejected" in index
     for path in _files(data).values():
         assert path.stem in board
+        # its harness commit, beside it (this build has no repository address: shown, not linked)
+        assert str(commits.link(pq.read_table(path).column("harness_commit")[0].as_py(), None)) in board
     assert 'class="ff-chart"' in board and "application/json" in board
     for variant, path in _files(data).items():  # a page per run, with the file's hash and its settings
         run_page = (built_site / "runs" / f"{path.stem}.html").read_text()

@@ -42,6 +42,7 @@ def _poisoned(path: Path, run_id: str, status: str, **names: str) -> pa.Table:
         "engine_version": "2.13.0 " + PAYLOAD[:150],
         "accelerator": "cpu " + PAYLOAD[:150],
         "source": "source " + PAYLOAD,
+        "harness_commit": PAYLOAD[:64],  # the boards link a commit: only hex may become a link
         "config": json.dumps(config),
         "status": status,
         "error": None if status == "ok" else "Traceback (most recent call last):\nRuntimeError: " + PAYLOAD,
@@ -82,7 +83,9 @@ def hostile_site(bench_data, tmp_path_factory) -> Path:
         hostile,
         table.set_column(table.column_names.index("config"), field, pa.array([json.dumps(config)] * table.num_rows)),
     )
-    run_module("generator.build", "--data", str(hostile), "--out", str(work / "site"), "--work", str(work / "build"))
+    out, build = ("--out", str(work / "site")), ("--work", str(work / "build"))
+    # with a repository address, so that the boards would link a commit (only a hex one may be)
+    run_module("generator.build", "--data", str(hostile), *out, *build, "--repo-url", "https://example.org/ff")
     return work / "site"
 
 

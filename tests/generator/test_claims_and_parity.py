@@ -51,14 +51,16 @@ def _training_run(
     accelerator: str = "cpu",
     width: int = 16,
     hashes: tuple[str, str] | None = None,
+    workload: str = "w",
+    commit: str | None = None,
 ) -> schema.pa.Table:
     """A training record of a GPT-style model `width` wide (its FLOPs per token follow from the shapes, as the site
-    computes them)."""
+    computes them), of `workload`, measured by harness `commit`."""
     model = dict(name="m", family="gpt", vocab=64, dim=width, layers=4, heads=2, kv_heads=2, ffn_dim=4 * width,
                  context=64, norm="layernorm", activation="gelu", tied_embeddings=False)  # fmt: skip
     flops_per_token = metrics.train_flops_per_token_of(model, 64)
     work = {
-        "name": "w",
+        "name": workload,
         "warmup_steps": 2,
         "window_steps": 4,
         "steps_requested": len(losses),
@@ -77,7 +79,7 @@ def _training_run(
     run = {
         "run_id": run_id,
         "suite": "cpu-smoke",
-        "workload": "w",
+        "workload": workload,
         "engine": "torch",
         "engine_version": "2",
         "variant": variant,
@@ -88,7 +90,7 @@ def _training_run(
         "source": None,
         "started_at": started,
         "ended_at": started + timedelta(seconds=1),
-        "harness_commit": None,
+        "harness_commit": commit,
         "harness_dirty": None,
         "accelerator": accelerator,
         "accelerator_count": 2,

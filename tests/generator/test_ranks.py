@@ -18,6 +18,7 @@ from runners import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 30, tzinfo=UTC)
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 def _run(n: int, **over: object) -> dict:
@@ -36,6 +37,7 @@ def _run(n: int, **over: object) -> dict:
         "unverified": None,
         "depth": 0,
         "started_at": T0 + timedelta(minutes=n),
+        "harness_commit": COMMIT,
         "accelerator": "NVIDIA H200",
         "accelerator_count": 1,
         "rate_med": 100.0,
@@ -122,21 +124,27 @@ def test_one_configuration_is_one_row_and_different_settings_never_merge() -> No
 
 
 def test_board_data_is_one_row_per_configuration() -> None:
-    """A configuration's runs that do not rank join its row; one with no ranked run is one unranked row."""
+    """A configuration's runs that do not rank join its row; one with no ranked run is one unranked row. Each row
+    names the harness commits of its runs, each unranked run its own."""
+    failed = dict(status="failed", error_short="segfault", rate_med=None, rate_lo=None, rate_hi=None)
     ranked, unranked = _board(
         [
             _run(1),
-            _run(2, status="failed", error_short="segfault", rate_med=None, rate_lo=None, rate_hi=None),
+            _run(2, **failed, harness_commit="fedcba9"),
             _run(3, bench_ratio=1.3, settings={"a": 1}),
-            _run(4, bench_ratio=1.29, settings={"a": 1}),
+            _run(4, bench_ratio=1.29, settings={"a": 1}, harness_commit=None),
         ]
     )
     rows = board_pages.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
     assert len(rows) == 2 and len({r["settings_hash"] for r in rows}) == 2
     first, second = rows
     assert first["rank"] == 1 and first["verified"] and first["runs"] == ["r1"]
-    assert first["unranked_runs"] == [{"run": "r2", "status": "failed", "reason": "stopped: failed (segfault)"}]
+    assert first["unranked_runs"] == [
+        {"run": "r2", "status": "failed", "reason": "stopped: failed (segfault)", "harness_commit": "fedcba9"}
+    ]
+    assert first["harness_commits"] == [COMMIT]  # the ranked runs' (r1's); r2's is in its own entry
     assert second["rank"] is None and not second["verified"] and second["runs"] == ["r3", "r4"]
+    assert second["harness_commits"] == [COMMIT, None]  # a run that recorded no commit is a null
     assert "1.29" in second["reason"]  # the latest run's reason
 
 

@@ -1,0 +1,50 @@
+"""What built the site: Fair Fight's own version (pyproject.toml, the tree being built) and the versions of the
+libraries that turn its records into pages, read from the installed packages (importlib.metadata) at build time.
+The footer names the main ones (`footer`); the downloads page lists them all."""
+
+from __future__ import annotations
+
+import html
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+PACKAGES = {
+    "fairfight": "Fair Fight",
+    "polars": "polars",
+    "pyarrow": "pyarrow",
+    "altair": "altair",
+    "vl-convert-python": "vl-convert-python",
+    "jinja2": "Jinja2",
+    "mkdocs": "MkDocs",
+    "mkdocs-material": "MkDocs Material",
+}
+"""Distribution name → how the site names it, in the order the downloads page lists them."""
+IN_FOOTER = ("polars", "altair", "mkdocs-material")
+"""The libraries the footer names after Fair Fight: the data, the charts, the pages."""
+
+
+def generator() -> list[dict[str, str]]:
+    """Each of `PACKAGES` as `{package, name, version}`: Fair Fight's from pyproject.toml (it is built from the
+    source tree, installed or not), every other one's from its installed distribution ("not installed" if none)."""
+    out = []
+    for package, name in PACKAGES.items():
+        if package == "fairfight" and PYPROJECT.exists():  # a checkout: the tree being built, installed or not
+            version = tomllib.loads(PYPROJECT.read_text())["project"]["version"]
+        else:
+            try:
+                version = metadata.version(package)
+            except metadata.PackageNotFoundError:
+                version = "not installed"
+        out.append(dict(package=package, name=name, version=version))
+    return out
+
+
+def footer(versions: list[dict[str, str]]) -> str:
+    """The footer's line as HTML ("Built by Fair Fight 0.1.0 with polars 2.1.0, altair 6.3.0, MkDocs Material
+    9.8.2"), escaped here: MkDocs' templates print it as it is."""
+    by = {v["package"]: v for v in versions}
+    own = by["fairfight"]
+    used = ", ".join(f"{by[p]['name']} {by[p]['version']}" for p in IN_FOOTER)
+    return html.escape(f"Built by {own['name']} {own['version']} with {used}")
