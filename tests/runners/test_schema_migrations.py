@@ -55,3 +55,25 @@ def test_a_migration_upgrades_old_files_in_memory_and_leaves_them_as_written(mon
     loaded = load.load(folder)
     assert loaded.runs.height == 0
     assert {r.problems for r in loaded.rejected} == {(f"no migration from schema version {old}",)}
+
+
+def test_schema_2_reads_mlx_gpu_runs_made_before_the_tf32_setting_with_it() -> None:
+    """The one committed record that claimed fp32 at 271% of the H200's fp32 peak ran MLX's default TF32 (its
+    environment has no MLX_ENABLE_TF32): it now reads tf32 with a note, its bf16 sibling gains only the setting,
+    and a record that wrote the setting down (made after the fix) is left as it was."""
+    import json
+
+    data = Path(__file__).resolve().parents[2] / "data" / "h100"
+    names = {
+        "fp32": "20261130T171703Z-train-gpt-1.27b-1gpu-mb8-mlx-fp32-c92a08",
+        "bf16": "20261130T171812Z-train-gpt-1.27b-1gpu-mb8-mlx-bf16-compile-eb58f5",
+        "after": "20261130T172818Z-train-gpt-1.27b-1gpu-mb8-mlx-fp32-986602",
+    }
+    loaded = load.load(data.parent, files=[data / f"{n}.parquet" for n in names.values()])
+    assert loaded.rejected == []
+    configs = {r: json.loads(c) for r, c in loaded.runs.select("run_id", "config").iter_rows()}
+    fp32, bf16, after = (configs[names[k]] for k in ("fp32", "bf16", "after"))
+    assert fp32["compute_precision"] == "tf32" and fp32["variant"]["settings"]["tf32"] is True
+    assert fp32["migrated"] == [schema.MLX_TF32_NOTE] and len(schema.MLX_TF32_NOTE) <= 200
+    assert bf16["compute_precision"] == "bf16" and bf16["variant"]["settings"]["tf32"] is True
+    assert "migrated" not in after and after["compute_precision"] == "tf32"
