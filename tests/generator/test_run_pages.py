@@ -25,6 +25,7 @@ RUNS = {
     "20261201T055847Z-llama-8b-pp512-d0-mlx-f16-mlx-lm-benchmark-d1e193": "tokens/s",
     "20261130T225839Z-llama-8b-serve-c32-i512-o128-vllm-tp1-36240e": "output tokens/s",
     "20261130T053546Z-llama-8b-throughput-i512-o128-vllm-tp1-38a16c": "output tokens/s",
+    "20261130T171703Z-train-gpt-1.27b-1gpu-mb8-mlx-fp32-c92a08": "steps/s",  # read through schema 2's migration
 }
 
 
@@ -104,3 +105,10 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     software_table = page[page.index("<h3>Software</h3>") : page.index('<details id="packages">')]
     assert "<td>torch</td><td>2.11.0</td>" in software_table and "packages" not in software_table
     assert "<td>gpus</td>" not in page  # not repeated as JSON in the hardware table
+
+
+def test_a_record_read_through_a_migration_says_so(rendered: Path) -> None:
+    page = (rendered / f"{pages.slug('20261130T171703Z-train-gpt-1.27b-1gpu-mb8-mlx-fp32-c92a08')}.html").read_text()
+    assert "Read through a schema migration" in page and "MLX_ENABLE_TF32 unset" in page
+    other = (rendered / f"{pages.slug('20261129T200656Z-train-gpt-1.27b-mb4-fsdp2-compile-19b4d3')}.html").read_text()
+    assert "schema migration" not in other
