@@ -1,7 +1,7 @@
 """Wheelhouses for hosts without a network: made from the lock where there is one, installed offline where there is not.
 
     fairfight wheelhouse build GROUP --python 3.12 --platform manylinux_2_28_x86_64 [--part-size 50M] [--out DIR]
-    fairfight wheelhouse install DIR [--target SITE]
+    fairfight wheelhouse install DIR [--target SITE] [--skip-present]
 
 `build` (run in a checkout, with a network) takes the dependency group's packages at the versions pinned in
 pylock.hosts.toml (or pylock.toml), one wheel each for that Python and platform, checks each against the lock's
@@ -174,9 +174,22 @@ def build(
     return parts
 
 
-def install(source: Path, target: Path | None, python: str = sys.executable) -> list[str]:
+def _present(name: str) -> str | None:
+    """The version of distribution `name` this Python already has, or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def install(
+    source: Path, target: Path | None, python: str = sys.executable, skip_present: bool = False
+) -> tuple[list[str], list[str]]:
     """Join the parts in `source` (or take an unpacked wheelhouse folder), check every wheel against the manifest
-    and install them offline; returns the files installed."""
+    and install them offline. With `skip_present`, a package the image already has (any version) is left to the
+    image, which a copy under `target` would otherwise shadow. Returns the files installed and the lines skipped."""
     with tempfile.TemporaryDirectory() as tmp:
         if (source / MANIFEST).exists():
             house = source
@@ -198,18 +211,24 @@ def install(source: Path, target: Path | None, python: str = sys.executable) -> 
             manifest = json.loads((house / MANIFEST).read_text())
         except (OSError, ValueError) as e:
             raise WheelhouseError(f"{house / MANIFEST}: unreadable ({e})") from e
-        files = []
+        files, skipped = [], []
         for wheel in manifest["wheels"]:
             path = house / "wheels" / Path(wheel["file"]).name
             if not path.exists() or _sha256(path) != wheel["sha256"]:
                 raise WheelhouseError(f"{path.name}: missing or not the file the manifest names (sha256); rebuild it")
+            have = _present(wheel["name"]) if skip_present else None
+            if have is not None:
+                skipped.append(f"{wheel['name']} {wheel['version']} (this Python has {have})")
+                continue
             files.append(str(path))
+        if not files:
+            return [], skipped
         cmd = [python, "-m", "pip", "install", "--no-index", "--no-deps", "--no-compile", "--quiet"]
         cmd += ["--target", str(target)] if target else []
         proc = subprocess.run([*cmd, *files], capture_output=True, text=True)
         if proc.returncode != 0:
             raise WheelhouseError(f"pip install failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-        return [Path(f).name for f in files]
+        return [Path(f).name for f in files], skipped
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
@@ -225,6 +244,9 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     i = sub.add_parser("install", help="install a wheelhouse offline (from its parts or an unpacked folder)")
     i.add_argument("source", type=Path, help="the folder holding the parts (*.tar.part000, ...)")
     i.add_argument("--target", type=Path, default=None, help="install into this folder (put it on PYTHONPATH)")
+    i.add_argument(
+        "--skip-present", action="store_true", help="leave out packages this Python already has (any version)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -238,10 +260,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{part} ({part.stat().st_size / 2**20:.1f} MiB)")
             print(f"{len(parts)} part(s); on the host: python3 -m fairfight wheelhouse install DIR --target SITE")
         else:
-            files = install(args.source, args.target)
+            files, skipped = install(args.source, args.target, skip_present=args.skip_present)
             print(f"installed {len(files)} wheel(s) offline" + (f" into {args.target}" if args.target else ""))
             for name in files:
                 print(f"  {name}")
+            for line in skipped:
+                print(f"  skipped {line}")
     except WheelhouseError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

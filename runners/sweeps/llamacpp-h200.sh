@@ -18,8 +18,8 @@
 #            vendor/llama.cpp/, models/*.gguf, docs, benches, .github, .git, tools/ui and tools/server (~49 MiB),
 #            plus the vendored commit the dropped .git knew, for the records: git -C build/llama.cpp/src/
 #            llama_cpp_python-0.3.36/vendor/llama.cpp rev-parse HEAD > .llsrc/llama_cpp_python-0.3.36/LLAMA_CPP_COMMIT
-#   .whl/    the gguf 0.19.0 and diskcache wheels, which the image lacks:
-#            pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl gguf==0.19.0 diskcache
+#   .whl/    the `host-llama` wheelhouse (gguf 0.19.0 and diskcache, which the image lacks; pyproject.toml):
+#            nox -s wheelhouse -- host-llama --python 3.12 --platform manylinux_2_35_x86_64 --out .whl
 set -u
 STEP=${1:?prepare or run}
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
@@ -29,9 +29,9 @@ LLB=${LLB:-/root/llama.cpp}
 # The carried folders are ignored here through .git/info/exclude, which does not travel with the tree:
 # without this the records made here would say harness_dirty although the tree sent was clean.
 [ -d .git/info ] && for d in .llsrc/ .whl/; do grep -qxF "$d" .git/info/exclude 2>/dev/null || echo "$d" >> .git/info/exclude; done
-python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site .whl/*.whl >/dev/null 2>&1 || true
+[ -d /root/site/gguf ] || python3 -m fairfight wheelhouse install .whl --target /root/site --skip-present >/dev/null
 export PYTHONPATH=/root/site${PYTHONPATH:+:$PYTHONPATH}
-eval "$(python3 -c 'from runners import llamacpp_build as b; import sys
+eval "$(python3 -c 'from runners.engines.llamacpp import build as b; import sys
 for k, v in b.env_for(__import__("pathlib").Path(sys.argv[1]), True).items(): print(f"export {k}={v}")' "$LLB")"
 F="python3 -m runners.engines.llamacpp.runner files --suite h100"
 

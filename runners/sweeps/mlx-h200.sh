@@ -3,7 +3,7 @@
 # stays warm):
 #
 #   runners/sweeps/mlx-h200.sh receive PART              keep one wheelhouse part (carried as .mwh/PART)
-#   runners/sweeps/mlx-h200.sh install                   unpack the parts and install the wheels
+#   runners/sweeps/mlx-h200.sh install                   join the parts, check and install the wheels offline
 #   runners/sweeps/mlx-h200.sh train DATA LOG WORKLOAD VARIANT...   a training workload of the h100 suite:
 #                                                        train-gpt-1.27b-1gpu-mb8 (PyTorch and MLX on one GPU), or
 #                                                        train-gpt-1.27b-mb4 with mlx-bf16-compile (mx.distributed
@@ -11,11 +11,11 @@
 #   runners/sweeps/mlx-h200.sh generate DATA LOG ENTRY   MLX's pp/tg tests of one [[inference]] entry, and
 #                                                        mlx_lm.benchmark beside them
 #
-# The wheelhouse is mlx-cuda-13 0.32.4 (its CUDA 13 libraries come from the image's nvidia-* packages), mlx 0.32.4,
-# mlx-lm 0.32.2 and sentencepiece (installed only where the image lacks it), made here beforehand:
-#   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_35_x86_64 \
-#       --platform manylinux_2_28_x86_64 --platform any -d mwh mlx-cuda-13==0.32.4 mlx==0.32.4 mlx-lm==0.32.2 sentencepiece
-#   tar cf - mwh | split -b 45m - .mwh/m          (.mwh/ listed in .git/info/exclude; a part and the tree must fit in 64 MiB)
+# The wheelhouse is the `host-mlx` dependency group (pyproject.toml): mlx-cuda-13 0.32.4 (its CUDA 13 libraries come
+# from the image's nvidia-* packages), mlx 0.32.4, mlx-lm 0.32.2 and sentencepiece (left to the image where it has
+# one), pinned by pylock.hosts.toml. Made here beforehand, in parts of 45 MiB (a part and the tree must fit in 64 MiB):
+#   nox -s wheelhouse -- host-mlx --python 3.12 --platform manylinux_2_35_x86_64 --part-size 45M
+#   mkdir -p .mwh && cp build/wheelhouse/host-mlx-*.tar.part* .mwh/     (.mwh/ listed in .git/info/exclude)
 # A call returns at most 8 files from $OUT (one variant's served points and their cross-checks are 6 or more):
 # write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 set -u
@@ -34,9 +34,7 @@ receive)
   mkdir -p /root/mparts && cp ".mwh/${2:?part name}" /root/mparts/ && ls -la /root/mparts
   ;;
 install)
-  cat /root/mparts/m* | tar xf - -C /root && rm -rf /root/mparts
-  python3 -c "import sentencepiece" 2>/dev/null && rm -f /root/mwh/sentencepiece-*.whl
-  python3 -m pip install -q --no-index --no-deps --no-compile --target $SITE /root/mwh/*.whl 2>&1 | tail -3
+  python3 -m fairfight wheelhouse install /root/mparts --target $SITE --skip-present && rm -rf /root/mparts
   python3 -c "import mlx.core as mx, mlx_lm; print('mlx', mx.__version__, mx.default_device(), mx.device_info().get('device_name'))"
   ;;
 train)

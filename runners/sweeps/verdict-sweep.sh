@@ -11,15 +11,18 @@
 #   slice 8      micro-batch 16: fsdp2-compile and fsdp2-float8
 #   slice 9..11  the loss-parity baseline, ddp-fp32-stock for 90 s, at micro-batches 1-3, 4 and 6, 8 and 16
 #
-# fsdp2-float8 needs torchao: carry its wheel (torchao-0.18.0-cp310-abi3-manylinux_2_24_x86_64...whl, 3.4 MB; see
-# ENVIRONMENT notes), `pip install --no-index --no-deps --target DIR` it on the host and put DIR on PYTHONPATH. Name the
-# commit sent in FAIRFIGHT_HARNESS_COMMIT. A call returns at most 8 files from $OUT: write DATA and LOG under a
-# folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
+# fsdp2-float8 needs torchao, which the image lacks: make the `host-torch` wheelhouse here
+# (`nox -s wheelhouse -- host-torch --python 3.12 --platform manylinux_2_28_x86_64`, one 3.4 MB part under
+# build/wheelhouse/) and carry it (`carry: ["build/wheelhouse"]`); each slice installs it offline into /root/tsite when
+# torchao is missing. Name the commit sent in FAIRFIGHT_HARNESS_COMMIT. A call returns at most 8 files from $OUT:
+# write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 set -u
 SLICE=${1:?slice number (1-11)}
 DATA=${2:-data}
 LOG=${3:-.}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONPATH=/root/tsite${PYTHONPATH:+:$PYTHONPATH}
+python3 -c "import torchao" 2>/dev/null || python3 -m fairfight wheelhouse install build/wheelhouse --target /root/tsite
 B="python3 -m runners bench --suite h100 --workload train-gpt-1.27b-mb4 --steps 300 --data-dir $DATA"
 ALL="--variant ddp-amp-stock --variant ddp-tuned --variant fsdp2-compile --variant fsdp2-float8"
 

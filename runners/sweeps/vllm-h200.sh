@@ -3,20 +3,17 @@
 # stays warm):
 #
 #   runners/sweeps/vllm-h200.sh receive PART                  keep one wheelhouse part (carried as .vwh/PART)
-#   runners/sweeps/vllm-h200.sh install                       unpack the parts and install the wheels
+#   runners/sweeps/vllm-h200.sh install                       join the parts, check and install the wheels offline
 #   runners/sweeps/vllm-h200.sh run DATA_DIR LOG_DIR ENTRY [VARIANT...]   the serving tests of one [[serving]] entry
 #                                                       of the h100 suite (SUITE=h100-x8 for the 70B on 4/8 GPUs);
 #                                                       ENTRY may be test workloads instead, comma-separated
 #
-# The wheelhouse is vLLM 0.25.0 (the release built for the image's torch 2.11 + CUDA 13) and the small wheels the
-# image lacks (../shared/ENVIRONMENT.md lists them; the OpenAI server also needs model-hosting-container-standards,
-# jmespath and supervisor), made here beforehand and split into 50 MiB parts (a call carries the working tree too,
-# 64 MiB in all):
-#   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 ... -d vwh \
-#       vllm==0.25.0 cachetools blake3 fastapi==0.136.3 ... model-hosting-container-standards jmespath supervisor
-#   (llguidance 1.7.x, which vLLM 0.25 asks for, was not on the index on 2026-11-30: 1.6.1 stands in; it serves only
-#   structured output, which no test uses)
-#   tar cf - vwh | split -b 50m - .vwh/q          (.vwh/ listed in .git/info/exclude)
+# The wheelhouse is the `host-vllm` dependency group (pyproject.toml): vLLM 0.25.0, the release built for the image's
+# torch 2.11 + CUDA 13, and the small wheels the image lacks, at the versions pylock.hosts.toml pins. Made here
+# beforehand, in parts of 50 MiB (a call carries the working tree too, 64 MiB in all):
+#   nox -s wheelhouse -- host-vllm --python 3.12 --platform manylinux_2_35_x86_64 --part-size 50M
+#   mkdir -p .vwh && cp build/wheelhouse/host-vllm-*.tar.part* .vwh/     (.vwh/ listed in .git/info/exclude)
+# then one `receive host-vllm-py3.12-manylinux_2_35_x86_64.tar.part000` call per part, and `install`.
 # A call returns at most 8 files from $OUT (one variant's served points and their cross-checks are 6 or more):
 # write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 # Name the commit sent, written out here: FAIRFIGHT_HARNESS_COMMIT=<sha of HEAD here>. The host's copy of .git can be
@@ -34,11 +31,10 @@ export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 
 case $STEP in
 receive)
-  mkdir -p /root/vparts && rm -f /root/vparts/part* && cp ".vwh/${2:?part name}" /root/vparts/ && ls -la /root/vparts
+  mkdir -p /root/vparts && cp ".vwh/${2:?part name}" /root/vparts/ && ls -la /root/vparts
   ;;
 install)
-  cat /root/vparts/q* | tar xf - -C /root && rm -rf /root/vparts
-  python3 -m pip install -q --no-index --no-deps --no-compile --target $SITE /root/vwh/*.whl 2>&1 | tail -3
+  python3 -m fairfight wheelhouse install /root/vparts --target $SITE && rm -rf /root/vparts
   python3 -c "import vllm, aiohttp, pyarrow; print('vllm', vllm.__version__, 'aiohttp', aiohttp.__version__)"
   nvidia-smi -L
   df -h /root | tail -1

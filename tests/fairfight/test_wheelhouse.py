@@ -67,6 +67,10 @@ def test_a_wheelhouse_travels_in_parts_and_installs_offline(tmp_path) -> None:
     check = subprocess.run([sys.executable, "-c", "import ffprobe_pkg; print(ffprobe_pkg.VALUE)"],
                            env={"PYTHONPATH": str(site)}, capture_output=True, text=True)  # fmt: skip
     assert check.stdout.strip() == "42"
+    # a package the image already has is left to it (the image's is on the path before the target)
+    again = run_module("fairfight", "wheelhouse", "install", str(parts), "--target", str(tmp_path / "s2"),
+                       "--skip-present", PYTHONPATH=str(site)).stdout  # fmt: skip
+    assert "installed 0 wheel(s)" in again and "skipped ffprobe-pkg 1.0 (this Python has 1.0)" in again
 
 
 def test_a_wheel_that_is_not_the_locked_one_is_refused(tmp_path) -> None:
