@@ -464,7 +464,9 @@ def _side_figure(runs: pl.DataFrame, counted: pl.DataFrame, columns: tuple[str, 
         why = "; ".join(f"{x['run_id']}: {x['reason']}" for x in left_out)
         return out | {"basis": f"no run counts ({why})" if len(left_out) > 1 else left_out[0]["reason"]}
     value, lo, hi = columns
-    frame = counted.select(*TEST_KEYS, "run_id", "started_at", "variant", "settings", value=value, lo=lo, hi=hi)
+    frame = counted.select(
+        *TEST_KEYS, "run_id", "started_at", "variant", "settings", "harness_commit", value=value, lo=lo, hi=hi
+    )
     pooled = test_boards.rows(frame)
     if pooled.height != 1:  # an edition's cell is one configuration, a run's or a configuration's one too
         raise AssertionError(f"one side of a row pools {pooled.height} configurations")
