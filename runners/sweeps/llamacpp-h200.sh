@@ -31,7 +31,7 @@ LLB=${LLB:-/root/llama.cpp}
 [ -d .git/info ] && for d in .llsrc/ .whl/; do grep -qxF "$d" .git/info/exclude 2>/dev/null || echo "$d" >> .git/info/exclude; done
 python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site .whl/*.whl >/dev/null 2>&1 || true
 export PYTHONPATH=/root/site${PYTHONPATH:+:$PYTHONPATH}
-eval "$(python3 -c 'from runners import llamacpp_build as b; import sys
+eval "$(python3 -c 'from runners.engines.llamacpp import build as b; import sys
 for k, v in b.env_for(__import__("pathlib").Path(sys.argv[1]), True).items(): print(f"export {k}={v}")' "$LLB")"
 F="python3 -m runners.engines.llamacpp.runner files --suite h100"
 
