@@ -148,7 +148,7 @@ def bench_h100(session: nox.Session) -> None:
 
     Extra arguments go to `fairfight bench`: `-- --steps 300` for short checks, `-- --world-size 1` for the one-GPU
     point, `-- --variant ddp-tuned`. On a host without a network, with torch already installed, run
-    `python3 -m fairfight bench --suite h100` from the checkout (README, "Hosts without a network").
+    `python3 -m fairfight bench --suite h100` from the checkout (site_src/docs/offline-hosts.md).
     """
     _install(session, extras="torch")
     session.run("fairfight", "bench", "--suite", "h100", *session.posargs)

@@ -156,8 +156,8 @@ def apply_float8(model: Any, *, settings: dict[str, Any], device: Any) -> list[s
         from torchao.float8 import Float8LinearConfig, convert_to_float8_training
     except ImportError as e:
         raise RuntimeError(
-            "float8 training needs torchao (the torch dependency group; on an air-gapped host, carry its wheel: "
-            "see README, 'On a GPU host')"
+            "float8 training needs torchao (the `torch` extra; on a host without a network, the `host-torch` "
+            "wheelhouse: see site_src/docs/offline-hosts.md)"
         ) from e
     config = dataclasses.replace(
         Float8LinearConfig.from_recipe_name(settings["float8_recipe"]),
