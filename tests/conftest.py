@@ -83,7 +83,8 @@ def built_site(
     stock += ("--data-dir", str(corrupt_data))
     run_module(*stock, "--world-size", "1", "--note", SCALING_NOTE)
     run_module(*stock, "--note", REPEAT_NOTE)
+    # built as a user builds it (`fairfight site`, which also supplies the command reference page)
     run_module(
-        "generator.build", "--data", str(corrupt_data), "--out", str(work / "site"), "--work", str(work / "build")
+        "fairfight", "site", "--data", str(corrupt_data), "--out", str(work / "site"), "--work", str(work / "build")
     )
     return work / "site"
