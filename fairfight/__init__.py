@@ -19,8 +19,10 @@ def version() -> str:
     environment must not answer for it), else from the installed package's metadata."""
     if _CHECKOUT_PYPROJECT.exists():
         try:
-            return str(tomllib.loads(_CHECKOUT_PYPROJECT.read_text())["project"]["version"])
-        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            project = tomllib.loads(_CHECKOUT_PYPROJECT.read_text())["project"]
+            if project["name"] == "fairfight":  # not some other project's file beside an installed package
+                return str(project["version"])
+        except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
             pass
     try:
         return metadata.version("fairfight")

@@ -32,7 +32,10 @@ class CommitHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict) -> None:
         root = self.root
         if not (Path(root) / ".git").exists():
-            return  # built from an sdist: the file it carries (if any) is already part of the package
+            carried = Path(root) / TARGET  # built from an sdist: keep the file it carries (git ignores it)
+            if carried.exists():
+                build_data["force_include"][str(carried)] = TARGET
+            return
         commit = _git(root, "rev-parse", "HEAD")
         if commit is None:
             return

@@ -29,19 +29,19 @@ class Command:
     help: str
     add_args: str = "add_cli_args"
     run: str = "main"
-    needs: str = "pip install fairfight"
+    needs: str = "`pip install .` in a checkout"
     """What to install when the module cannot be imported here."""
     builds_site: bool = False
     """It builds the site: it is handed the pages this command supplies (`args.supplied`, the command reference)."""
 
 
-_SITE_NEEDS = "the site's libraries (polars, altair, MkDocs Material): `pip install fairfight`, or `nox -s site`"
+_SITE_NEEDS = "the site's libraries (polars, altair, MkDocs Material): `pip install .` in a checkout, or `nox -s site`"
 COMMANDS: tuple[Command, ...] = (
     Command(name="list", module="runners.__main__", help="list suites, workloads and variants",
             add_args="add_list_args", run="list_suites"),
     Command(name="bench", module="runners.bench", run="run_suite",
             help="run a suite and append one result file per run under data/",
-            needs="the engine's packages: `pip install 'fairfight[torch]'` (or [mlx], [llama]); see `nox -l`"),
+            needs="the engine's packages: `pip install '.[torch]'` (or [mlx], [llama]) in a checkout; see `nox -l`"),
     Command(name="claim", module="runners.claims",
             help="import claims (numbers reported elsewhere) from a TOML file into data/"),
     Command(name="import", module="runners.imports",
@@ -57,7 +57,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(name="compare", module="generator.compare", needs=_SITE_NEEDS,
             help="compare two runs, configurations or editions: ratio, interval, A/A floor, faster/slower/same"),
     Command(name="publish", module="generator.publish", run="run", needs=_SITE_NEEDS, builds_site=True,
-            help="copy a built site to a folder, or commit it to a gh-pages branch and push"),
+            help="rebuild the site and copy it into a folder (empty, or published there before), or commit it to a "
+                 "gh-pages branch and push"),
     Command(name="wheelhouse", module="fairfight.wheelhouse", run="run",
             help="build a wheelhouse from the lock for a host without a network, or install from one"),
 )  # fmt: skip

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import re
 import shutil
@@ -33,7 +32,8 @@ LOCKS = ("pylock.hosts.toml", "pylock.toml")
 """Where a group's pins are looked up, in order: the hosts' lock (groups locked for one host, without their
 dependencies) first, then the development lock."""
 MANIFEST = "manifest.json"
-PART_SUFFIX = ".part"
+PART = re.compile(r"^(?P<stem>.+)\.tar\.part(?P<index>\d{3,})-of-(?P<count>\d{3,})$")
+"""A part's name says which it is and how many there are (`...tar.part001-of-003`), so a missing one is named."""
 
 
 class WheelhouseError(Exception):
@@ -160,18 +160,49 @@ def build(
                     "lock_sha256": _sha256(lock), "wheels": wheels}  # fmt: skip
         (house / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         out.mkdir(parents=True, exist_ok=True)
-        for old in out.glob(f"{stem}.tar{PART_SUFFIX}*"):
+        for old in out.glob(f"{stem}.tar.part*"):
             old.unlink()
         buffer = Path(tmp) / f"{stem}.tar"
         with tarfile.open(buffer, "w") as tar:
             tar.add(house, arcname=stem)
+        count = -(-buffer.stat().st_size // part_size)
         parts = []
         with buffer.open("rb") as f:
             for i, block in enumerate(iter(lambda: f.read(part_size), b"")):
-                part = out / f"{stem}.tar{PART_SUFFIX}{i:03d}"
+                part = out / f"{stem}.tar.part{i:03d}-of-{count:03d}"
                 part.write_bytes(block)
                 parts.append(part)
     return parts
+
+
+def _join(source: Path, into: Path) -> Path:
+    """The wheelhouse folder unpacked from the parts in `source` (all of one wheelhouse, none missing)."""
+    found = [(m, p) for p in source.iterdir() if (m := PART.match(p.name))]
+    if not found:
+        raise WheelhouseError(
+            f"{source}: neither a wheelhouse folder ({MANIFEST}) nor its parts (*.tar.partNNN-of-NNN)"
+        )
+    stems = {m["stem"] for m, _ in found}
+    counts = {int(m["count"]) for m, _ in found}
+    if len(stems) != 1 or len(counts) != 1:
+        raise WheelhouseError(f"{source}: parts of more than one wheelhouse ({', '.join(sorted(stems))})")
+    count = counts.pop()
+    have = {int(m["index"]): p for m, p in found}
+    missing = sorted(set(range(count)) - set(have))
+    if missing:
+        raise WheelhouseError(f"{source}: part(s) {', '.join(map(str, missing))} of {count} missing; carry them too")
+    joined = into / "joined.tar"
+    with joined.open("wb") as out:
+        for i in range(count):
+            with have[i].open("rb") as f:
+                shutil.copyfileobj(f, out)
+    try:
+        with tarfile.open(joined) as tar:
+            tar.extractall(into, filter="data")
+    except (tarfile.TarError, OSError) as e:
+        raise WheelhouseError(f"{source}: the joined parts are not a whole wheelhouse ({e}); carry them again") from e
+    joined.unlink()
+    return into / stems.pop()
 
 
 def _present(name: str) -> str | None:
@@ -191,34 +222,20 @@ def install(
     and install them offline. With `skip_present`, a package the image already has (any version) is left to the
     image, which a copy under `target` would otherwise shadow. Returns the files installed and the lines skipped."""
     with tempfile.TemporaryDirectory() as tmp:
-        if (source / MANIFEST).exists():
-            house = source
-        else:
-            parts = sorted(source.glob(f"*.tar{PART_SUFFIX}*"))
-            if not parts:
-                raise WheelhouseError(f"{source}: neither a wheelhouse folder ({MANIFEST}) nor its parts (*.tar.part*)")
-            stems = {p.name.split(".tar" + PART_SUFFIX)[0] for p in parts}
-            if len(stems) != 1:
-                raise WheelhouseError(f"{source}: parts of more than one wheelhouse ({', '.join(sorted(stems))})")
-            numbers = [int(p.name.rsplit(PART_SUFFIX, 1)[1]) for p in parts]
-            if numbers != list(range(len(parts))):
-                raise WheelhouseError(f"{source}: parts {numbers} are not 0..{len(parts) - 1}; a part is missing")
-            joined = io.BytesIO(b"".join(p.read_bytes() for p in parts))
-            with tarfile.open(fileobj=joined) as tar:
-                tar.extractall(tmp, filter="data")
-            house = Path(tmp) / stems.pop()
+        house = source if (source / MANIFEST).exists() else _join(source, Path(tmp))
         try:
             manifest = json.loads((house / MANIFEST).read_text())
-        except (OSError, ValueError) as e:
-            raise WheelhouseError(f"{house / MANIFEST}: unreadable ({e})") from e
+            wheels = [(str(w["name"]), str(w["version"]), str(w["file"]), str(w["sha256"])) for w in manifest["wheels"]]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise WheelhouseError(f"{house / MANIFEST}: unreadable ({e}); rebuild the wheelhouse") from e
         files, skipped = [], []
-        for wheel in manifest["wheels"]:
-            path = house / "wheels" / Path(wheel["file"]).name
-            if not path.exists() or _sha256(path) != wheel["sha256"]:
+        for name, version, file, sha256 in wheels:
+            path = house / "wheels" / Path(file).name
+            if not path.exists() or _sha256(path) != sha256:
                 raise WheelhouseError(f"{path.name}: missing or not the file the manifest names (sha256); rebuild it")
-            have = _present(wheel["name"]) if skip_present else None
+            have = _present(name) if skip_present else None
             if have is not None:
-                skipped.append(f"{wheel['name']} {wheel['version']} (this Python has {have})")
+                skipped.append(f"{name} {version} (this Python has {have})")
                 continue
             files.append(str(path))
         if not files:
@@ -242,7 +259,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     b.add_argument("--lock", type=Path, action="append", default=None, help="lock file(s) to read")
     b.add_argument("--pyproject", type=Path, default=CHECKOUT / "pyproject.toml", help=argparse.SUPPRESS)
     i = sub.add_parser("install", help="install a wheelhouse offline (from its parts or an unpacked folder)")
-    i.add_argument("source", type=Path, help="the folder holding the parts (*.tar.part000, ...)")
+    i.add_argument("source", type=Path, help="the folder holding the parts (*.tar.part000-of-NNN, ...)")
     i.add_argument("--target", type=Path, default=None, help="install into this folder (put it on PYTHONPATH)")
     i.add_argument(
         "--skip-present", action="store_true", help="leave out packages this Python already has (any version)"

@@ -161,6 +161,7 @@ def _build_rest(
         source_map.unlink()
     for staged in sorted((work_dir / catalog_pages.STAGED_DOWNLOADS).glob("*")):
         os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
+    (out_dir / BUILT_MARKER).write_text("built by Fair Fight (`fairfight site`); the next build replaces this folder\n")
 
 
 def mkdocs_config(
@@ -190,9 +191,29 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+BUILT_MARKER = ".fairfight-site"
+"""Left in the output folder by a build: MkDocs empties the folder it builds into, so a build refuses a folder that
+holds anything else (a mistyped --out must never cost anyone their files)."""
+
+
+def refuse_output(out: Path) -> str | None:
+    """Why `out` may not be built into (it holds files that no earlier build put there), or None."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out}: exists and is not a folder"
+    if out.is_dir() and any(out.iterdir()) and not (out / BUILT_MARKER).exists():
+        return (
+            f"--out {out}: not empty and not built by Fair Fight (no {BUILT_MARKER}); the build empties its output "
+            "folder, so choose an empty or new one"
+        )
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     if not args.data.is_dir():
         print(f"error: --data {args.data}: no such folder (result files live under data/<suite>/)", file=sys.stderr)
+        return 2
+    if why := refuse_output(args.out):
+        print(f"error: {why}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
     loaded = build(args.data, args.out, args.work, args.site_url, args.repo_url, getattr(args, "supplied", None))

@@ -73,6 +73,8 @@ def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, d
         table = schema.upgrade(table)
     except ValueError as e:
         return None, None, [str(e)]
+    except Exception as e:  # a hostile value a migration trips over: the file is rejected, the build goes on
+        return None, None, [f"could not be upgraded to schema {schema.SCHEMA_VERSION}: {type(e).__name__}: {e}"]
     first, problems = schema.check_run(table)
     if first is None:
         return None, None, [str(p) for p in problems]

@@ -30,24 +30,32 @@ def to_folder(site: Path, target: Path) -> Path:
     """Replace `target`'s contents with the built `site` (written beside it, then swapped in)."""
     if not (site / "index.html").is_file():
         raise PublishError(f"{site}: not a built site (no index.html); build it with `fairfight site` first")
-    target = target.resolve()
+    target, site = target.resolve(), site.resolve()
+    if target == site or target.is_relative_to(site) or site.is_relative_to(target):
+        raise PublishError(f"{target}: inside the site being published, or holding it; choose a folder outside {site}")
     if target.exists() and not target.is_dir():
         raise PublishError(f"{target}: exists and is not a folder")
     if target.exists() and any(target.iterdir()) and not (target / MARKER).exists():
         raise PublishError(
             f"{target}: not empty and not published here before (no {MARKER}); choose an empty folder or remove it"
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staged = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    shutil.copytree(site, staged, dirs_exist_ok=True)
-    (staged / MARKER).write_text("published by `fairfight publish`; the next publish replaces this folder\n")
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}-old-{os.getpid()}")
-        os.replace(target, old)
-    os.replace(staged, target)
-    if old is not None:
-        shutil.rmtree(old)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staged = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+        shutil.copytree(site, staged, dirs_exist_ok=True)
+        (staged / MARKER).write_text("published by `fairfight publish`; the next publish replaces this folder\n")
+        old = None
+        if target.exists():
+            old = target.with_name(f".{target.name}-old-{os.getpid()}")
+            os.replace(target, old)
+        os.replace(staged, target)
+        if old is not None:
+            shutil.rmtree(old)
+    except OSError as e:  # no write access beside the folder, a mount point, a full disk
+        raise PublishError(
+            f"{target}: could not publish there ({e.strerror or e}); the site is staged beside the folder and swapped "
+            "in, so its parent must be writable and on the same file system"
+        ) from e
     return target
 
 

@@ -23,7 +23,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import charts, columns, pages
+from generator import charts, columns, commits, pages
 from runners import shapes
 
 
@@ -262,7 +262,8 @@ def _code_key(stylesheets: list[str]) -> str:
     """What every run page also depends on besides its own record: this module, the chart spec, the helpers,
     the template and the stylesheet names."""
     digest = hashlib.sha256()
-    for path in (Path(__file__), Path(charts.__file__), Path(pages.__file__), pages.TEMPLATES / "run.html.j2"):
+    for path in (Path(__file__), Path(charts.__file__), Path(pages.__file__), Path(commits.__file__),
+                 pages.TEMPLATES / "run.html.j2"):  # fmt: skip
         digest.update(path.read_bytes())
     digest.update("\n".join(stylesheets).encode())
     return digest.hexdigest()
@@ -414,6 +415,7 @@ def _render(
             calibration=_flat(columns.parsed(run["calibration"])) if run["calibration"] else [],
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",
             repo_url=repo_url,
+            checkout=commits.valid(run["harness_commit"]),  # a hostile value never reaches a shell block
             stylesheets=stylesheets,
             chart_json=chart_json,
             chart_id=f"chart-run-{slug}",

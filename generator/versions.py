@@ -30,8 +30,9 @@ def generator() -> list[dict[str, str]]:
     source tree, installed or not), every other one's from its installed distribution ("not installed" if none)."""
     out = []
     for package, name in PACKAGES.items():
-        if package == "fairfight" and PYPROJECT.exists():  # a checkout: the tree being built, installed or not
-            version = tomllib.loads(PYPROJECT.read_text())["project"]["version"]
+        project = tomllib.loads(PYPROJECT.read_text()).get("project", {}) if PYPROJECT.exists() else {}
+        if package == "fairfight" and project.get("name") == "fairfight":  # a checkout: the tree being built
+            version = str(project["version"])
         else:
             try:
                 version = metadata.version(package)

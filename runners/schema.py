@@ -159,23 +159,30 @@ def _set_version(table: pa.Table, version: int) -> pa.Table:
 
 
 MLX_TF32_NOTE = (
-    "schema 2: MLX ran float32 matmuls in TF32 here (MLX_ENABLE_TF32 unset: its GPU default), which harnesses "
-    "before schema 2 did not record"
+    "schema 2: MLX ran float32 matmuls in TF32 here (MLX_ENABLE_TF32 unset: its default on an NVIDIA GPU), which "
+    "harnesses before schema 2 did not record"
 )
 """At most 200 characters, as every string of a list in a record (runners/shapes.py)."""
+MLX_TF32_SETTING_NOTE = (
+    "schema 2: the tf32 setting MLX applied by default (MLX_ENABLE_TF32 unset), which harnesses before schema 2 did "
+    "not record; this run's matmuls were not float32, so its precision stands"
+)
 
 
 def update_to_2(table: pa.Table) -> pa.Table:
-    """Schema 1 → 2. MLX training runs on a GPU recorded before the harness wrote MLX's TF32 default down: the
-    variant said float32 while MLX, with MLX_ENABLE_TF32 unset (as the record's own environment shows), ran its
+    """Schema 1 → 2. MLX training runs on an NVIDIA GPU recorded before the harness wrote MLX's TF32 default down:
+    the variant said float32 while MLX, with MLX_ENABLE_TF32 unset (as the record's own environment shows), ran its
     float32 matmuls in TF32 (seen in data/: an H200 run at 271% of the fp32 datasheet peak, 37% of TF32's). Such a
     record gets the setting that applied (`tf32 = true`), its precision (`tf32` where it said `fp32`) and a note in
-    `config.migrated`; the file itself is never rewritten. Every other record is only relabelled version 2."""
-    if "config" in table.column_names and table.num_rows:
+    `config.migrated` (which a file itself may never carry: `upgrade` refuses one that does); the file is never
+    rewritten. Apple GPUs before the M5 have no TF32, so only NVIDIA accelerators qualify. Every other record is
+    only relabelled version 2."""
+    if {"config", "accelerator"} <= set(table.column_names) and table.num_rows:
         import json
 
         raw = table.column("config")[0].as_py()
         env = table.column("environment")[0].as_py() if "environment" in table.column_names else None
+        accelerator = str(table.column("accelerator")[0].as_py() or "")
         try:
             config, environment = json.loads(raw), json.loads(env or "{}")
         except (TypeError, ValueError):
@@ -186,18 +193,37 @@ def update_to_2(table: pa.Table) -> pa.Table:
             isinstance(settings, dict)
             and variant.get("engine") == "mlx"
             and str(config.get("mlx_device", "")).startswith("Device(gpu")
+            and accelerator.startswith("NVIDIA ")
             and "tf32" not in settings
             and isinstance(environment, dict)
             and "MLX_ENABLE_TF32" not in environment
         ):
             settings["tf32"] = True
+            note = MLX_TF32_SETTING_NOTE
             if config.get("compute_precision") == "fp32":
                 config["compute_precision"] = "tf32"
-            config["migrated"] = [*config.get("migrated", []), MLX_TF32_NOTE]
+                note = MLX_TF32_NOTE
+            config["migrated"] = [note]
             at = table.column_names.index("config")
             field = table.schema.field(at)
             table = table.set_column(at, field, pa.array([json.dumps(config)] * table.num_rows, field.type))
     return _set_version(table, 2)
+
+
+def _claims_a_migration(table: pa.Table) -> bool:
+    """Whether a file as stored carries `config.migrated`, which only the loader's migrations may set."""
+    if "config" not in table.column_names or not table.num_rows:
+        return False
+    raw = table.column("config")[0].as_py()
+    if not isinstance(raw, str) or '"migrated"' not in raw:
+        return False
+    import json
+
+    try:
+        config = json.loads(raw)
+    except ValueError:
+        return False  # not JSON: the record's checks reject it
+    return isinstance(config, dict) and "migrated" in config
 
 
 # version -> function upgrading a table written by that version to version + 1
@@ -208,6 +234,11 @@ def upgrade(table: pa.Table) -> pa.Table:
     """Bring a table written by any earlier version up to `SCHEMA_VERSION`."""
     if "schema_version" not in table.column_names or table.num_rows == 0:
         return table
+    if _claims_a_migration(table):
+        raise ValueError(
+            "row 0, field 'config.migrated': set only by the loader's migrations (runners/schema.py), never written "
+            "in a file"
+        )
     version = int(table.column("schema_version")[0].as_py())
     if version > SCHEMA_VERSION:
         raise ValueError(

@@ -125,6 +125,9 @@ def test_hostile_strings_render_inert_on_every_page(hostile_site: Path) -> None:
         for run in ("hostile-ok", "hostile-failed"):
             page.goto(root + f"runs/{run}.html", wait_until="networkidle")
             assert PAYLOAD.splitlines()[0][:60] in page.inner_text("body"), run
+            # a harness commit that is no commit id never reaches the copy-and-paste reproduce block
+            body = page.inner_text("body")
+            assert "git checkout" not in body, run
         page.goto(root + f"leaderboards/cpu-smoke-{TRAIN}.html", wait_until="networkidle")
         assert "<script>window.__pwned=2</script>" in page.inner_text("body")
         browser.close()

@@ -13,7 +13,7 @@
 # beforehand, in parts of 50 MiB (a call carries the working tree too, 64 MiB in all):
 #   nox -s wheelhouse -- host-vllm --python 3.12 --platform manylinux_2_35_x86_64 --part-size 50M
 #   mkdir -p .vwh && cp build/wheelhouse/host-vllm-*.tar.part* .vwh/     (.vwh/ listed in .git/info/exclude)
-# then one `receive host-vllm-py3.12-manylinux_2_35_x86_64.tar.part000` call per part, and `install`.
+# then one `receive host-vllm-py3.12-manylinux_2_35_x86_64.tar.part000-of-006` call per part, and `install`.
 # A call returns at most 8 files from $OUT (one variant's served points and their cross-checks are 6 or more):
 # write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 # Name the commit sent, written out here: FAIRFIGHT_HARNESS_COMMIT=<sha of HEAD here>. The host's copy of .git can be

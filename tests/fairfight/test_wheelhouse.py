@@ -60,7 +60,7 @@ def test_a_wheelhouse_travels_in_parts_and_installs_offline(tmp_path) -> None:
                "--pyproject", str(pyproject))  # fmt: skip
     made = sorted(parts.iterdir())
     assert len(made) >= 3 and all(p.stat().st_size <= 16 * 1024 for p in made)
-    assert made[0].name == "host-probe-py3.12-manylinux_2_28_x86_64.tar.part000"
+    assert made[0].name == f"host-probe-py3.12-manylinux_2_28_x86_64.tar.part000-of-{len(made):03d}"
     site = tmp_path / "site"
     out = run_module("fairfight", "wheelhouse", "install", str(parts), "--target", str(site)).stdout
     assert "installed 1 wheel(s) offline" in out
@@ -83,9 +83,15 @@ def test_a_missing_or_altered_part_is_refused(tmp_path) -> None:
     pyproject, lock = _project(tmp_path, _wheel(tmp_path, payload=200))
     parts = wheelhouse.build("host-probe", "3.12", "manylinux_2_28_x86_64", tmp_path / "o", 4096, pyproject, [lock])
     assert len(parts) >= 2
+    last = parts[-1].name
     parts[1].unlink()
-    with pytest.raises(wheelhouse.WheelhouseError, match="a part is missing"):
+    with pytest.raises(wheelhouse.WheelhouseError, match=r"part\(s\) 1 of \d+ missing"):
         wheelhouse.install(tmp_path / "o", tmp_path / "site")
+    for part in parts[2:]:  # the last parts lost too: the names still say how many there were
+        part.unlink()
+    with pytest.raises(wheelhouse.WheelhouseError, match="missing"):
+        wheelhouse.install(tmp_path / "o", tmp_path / "site")
+    assert last.endswith(f"-of-{len(parts):03d}")
     parts = wheelhouse.build("host-probe", "3.12", "manylinux_2_28_x86_64", tmp_path / "o", 1 << 20, pyproject, [lock])
     data = bytearray(parts[0].read_bytes())
     at = data.index(b"VALUE = 42")  # a wheel stores small files uncompressed: change one byte of the module

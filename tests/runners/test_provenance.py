@@ -218,7 +218,7 @@ def _documents(**columns: dict[str, object]) -> dict[str, object]:
 
 
 def test_every_committed_record_still_loads() -> None:
-    # the new keys live in existing JSON columns (hardware.gpus, software.packages): schema version 1 still, and
+    # the new keys live in existing JSON columns (hardware.gpus, software.packages), no format change of their own, and
     # every file written before them passes the checks that now hold them
     folder = Path(__file__).resolve().parents[2] / "data"
     files = load.result_files(folder)

@@ -74,6 +74,82 @@ def test_schema_2_reads_mlx_gpu_runs_made_before_the_tf32_setting_with_it() -> N
     configs = {r: json.loads(c) for r, c in loaded.runs.select("run_id", "config").iter_rows()}
     fp32, bf16, after = (configs[names[k]] for k in ("fp32", "bf16", "after"))
     assert fp32["compute_precision"] == "tf32" and fp32["variant"]["settings"]["tf32"] is True
-    assert fp32["migrated"] == [schema.MLX_TF32_NOTE] and len(schema.MLX_TF32_NOTE) <= 200
+    assert fp32["migrated"] == [schema.MLX_TF32_NOTE]
     assert bf16["compute_precision"] == "bf16" and bf16["variant"]["settings"]["tf32"] is True
+    assert bf16["migrated"] == [schema.MLX_TF32_SETTING_NOTE]
+    assert max(len(schema.MLX_TF32_NOTE), len(schema.MLX_TF32_SETTING_NOTE)) <= 200
     assert "migrated" not in after and after["compute_precision"] == "tf32"
+
+
+def _doctored(tmp_path: Path, change) -> Path:
+    """A copy of the committed schema-1 MLX record with its config, environment or accelerator changed, under the
+    folder and name its run id needs (the copy is a test input, never a result)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    src = (
+        Path(__file__).resolve().parents[2]
+        / "data"
+        / "h100"
+        / "20261130T171703Z-train-gpt-1.27b-1gpu-mb8-mlx-fp32-c92a08.parquet"
+    )
+    table = pq.read_table(src)
+    config = json.loads(table.column("config")[0].as_py())
+    environment = json.loads(table.column("environment")[0].as_py())
+    accelerator = table.column("accelerator")[0].as_py()
+    config, environment, accelerator = change(config, environment, accelerator)
+    for name, value in (("config", json.dumps(config)), ("environment", json.dumps(environment)),
+                        ("accelerator", accelerator)):  # fmt: skip
+        at = table.column_names.index(name)
+        table = table.set_column(
+            at, table.schema.field(at), pa.array([value] * table.num_rows, table.schema.field(at).type)
+        )
+    out = tmp_path / "h100" / src.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, out)
+    return out
+
+
+@pytest.mark.parametrize(
+    "why",
+    ["MLX_ENABLE_TF32 set by the run", "an Apple GPU (no TF32 before the M5)", "another engine's record"],
+)
+def test_schema_2_leaves_every_other_record_as_it_was(tmp_path: Path, why: str) -> None:
+    def change(config, environment, accelerator):
+        if why.startswith("MLX_ENABLE_TF32"):
+            environment["MLX_ENABLE_TF32"] = "0"
+        elif why.startswith("an Apple"):
+            accelerator = "Apple M2 Max GPU"
+        else:
+            config["variant"]["engine"] = "torch"
+        return config, environment, accelerator
+
+    path = _doctored(tmp_path, change)
+    upgraded = schema.upgrade(pq_read(path))
+    import json
+
+    config = json.loads(upgraded.column("config")[0].as_py())
+    assert "migrated" not in config and "tf32" not in config["variant"]["settings"], why
+    assert config["compute_precision"] == "fp32" and upgraded.column("schema_version")[0].as_py() == 2
+
+
+@pytest.mark.parametrize("forged", [["schema 2: trust me"], 5, "text", {"a": 1}])
+def test_a_file_may_not_claim_a_migration_itself(tmp_path: Path, forged) -> None:
+    """config.migrated is the loader's to set: a file carrying one, of any type, is rejected by name (and a value a
+    migration trips over never stops the rest of the load)."""
+
+    def change(config, environment, accelerator):
+        config["migrated"] = forged
+        return config, environment, accelerator
+
+    _doctored(tmp_path, change)
+    loaded = load.load(tmp_path)
+    assert loaded.runs.height == 0
+    assert any("config.migrated" in p for r in loaded.rejected for p in r.problems), loaded.rejected
+
+
+def pq_read(path: Path) -> pa.Table:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path)
