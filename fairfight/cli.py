@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -139,7 +140,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def reference_markdown() -> str:
-    """The CLI reference page, made from the parser itself (every command's `--help`)."""
+    """The CLI reference page, made from the parser itself (every command's `--help`), at a fixed width so that the
+    page does not depend on the terminal it was built in."""
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"  # argparse wraps help to the terminal's width
+    try:
+        return _reference_markdown()
+    finally:
+        if columns is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = columns
+
+
+def _reference_markdown() -> str:
     parser, missing = build_parser([c.name for c in COMMANDS])
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     out = [
@@ -157,7 +171,13 @@ def reference_markdown() -> str:
         if command.name in missing:
             out += [f"(Not available where this site was built: {missing[command.name]}.)"]
             continue
-        out += ["```text", sub.choices[command.name].format_help().rstrip(), "```"]
+        command_parser = sub.choices[command.name]
+        out += ["```text", command_parser.format_help().rstrip(), "```"]
+        for action in command_parser._actions:  # a command with actions of its own (wheelhouse build | install)
+            if isinstance(action, argparse._SubParsersAction):
+                for name, action_parser in action.choices.items():
+                    out += ["", f"### fairfight {command.name} {name}", "", "```text"]
+                    out += [action_parser.format_help().rstrip(), "```"]
     return "\n".join(out) + "\n"
 
 

@@ -275,6 +275,8 @@ class Page:
     supplied: bool = False
     """Made by whoever calls the build (the command reference, from the `fairfight` parser: fairfight/cli.py) and
     listed only when supplied; the generator cannot make it without importing the commands above it."""
+    section: str | None = None
+    """A navigation section that groups it with the pages next to it (the guides)."""
 
 
 SITE: tuple[Page, ...] = (
@@ -287,11 +289,11 @@ SITE: tuple[Page, ...] = (
     Page("Hardware and calibration", "hardware.md", "hardware.md.j2"),
     Page("Engines", "engines.md", "engines.md.j2"),
     Page("Methodology", "methodology.md", None),
-    Page("Running suites", "running.md", None),
-    Page("Command reference", "cli.md", None, supplied=True),
-    Page("Submitting results", "submitting.md", None),
-    Page("Hosts without a network", "offline-hosts.md", None),
-    Page("Add an engine", "add-an-engine.md", None),
+    Page("Running suites", "running.md", None, section="Guides"),
+    Page("Command reference", "cli.md", None, supplied=True, section="Guides"),
+    Page("Submitting results", "submitting.md", None, section="Guides"),
+    Page("Hosts without a network", "offline-hosts.md", None, section="Guides"),
+    Page("Add an engine", "add-an-engine.md", None, section="Guides"),
     Page("Downloads", "downloads.md", "downloads.md.j2"),
     Page("Editions", "editions/", "edition.md.j2"),  # editions.md, then a page per edition
     Page("Rejected files", "rejected.md", "rejected.md.j2"),
@@ -319,6 +321,10 @@ def nav(
                 out.append({page.title: entries})
         elif page.file == "editions/":
             out.append({page.title: ["editions.md", *editions]})
+        elif page.section:  # consecutive pages of one section share its entry
+            if not (out and isinstance(out[-1], dict) and isinstance(out[-1].get(page.section), list)):
+                out.append({page.section: []})
+            out[-1][page.section].append({page.title: page.file})
         else:
             out.append({page.title: page.file})
     return out

@@ -173,7 +173,8 @@ def update_to_2(table: pa.Table) -> pa.Table:
     """Schema 1 → 2. MLX training runs on an NVIDIA GPU recorded before the harness wrote MLX's TF32 default down:
     the variant said float32 while MLX, with MLX_ENABLE_TF32 unset (as the record's own environment shows), ran its
     float32 matmuls in TF32 (seen in data/: an H200 run at 271% of the fp32 datasheet peak, 37% of TF32's). Such a
-    record gets the setting that applied (`tf32 = true`), its precision (`tf32` where it said `fp32`) and a note in
+    record gets the setting that applied (`tf32 = true`), its precision (`tf32` where it said `fp32`, in its config
+    and in its calibration, whose matmul ran in the same process with the same default) and a note in
     `config.migrated` (which a file itself may never carry: `upgrade` refuses one that does); the file is never
     rewritten. Apple GPUs before the M5 have no TF32, so only NVIDIA accelerators qualify. Every other record is
     only relabelled version 2."""
@@ -204,10 +205,25 @@ def update_to_2(table: pa.Table) -> pa.Table:
                 config["compute_precision"] = "tf32"
                 note = MLX_TF32_NOTE
             config["migrated"] = [note]
-            at = table.column_names.index("config")
-            field = table.schema.field(at)
-            table = table.set_column(at, field, pa.array([json.dumps(config)] * table.num_rows, field.type))
+            table = _set_json(table, "config", config)
+            # the same job's calibration matmul ran in the same MLX process, with the same default
+            raw_calibration = table.column("calibration")[0].as_py() if "calibration" in table.column_names else None
+            try:
+                calibration = json.loads(raw_calibration) if raw_calibration else None
+            except ValueError:
+                calibration = None
+            if isinstance(calibration, dict) and calibration.get("matmul_precision") == "fp32":
+                calibration["matmul_precision"] = "tf32"
+                table = _set_json(table, "calibration", calibration)
     return _set_version(table, 2)
+
+
+def _set_json(table: pa.Table, name: str, value: object) -> pa.Table:
+    import json
+
+    at = table.column_names.index(name)
+    field = table.schema.field(at)
+    return table.set_column(at, field, pa.array([json.dumps(value)] * table.num_rows, field.type))
 
 
 def _claims_a_migration(table: pa.Table) -> bool:

@@ -25,6 +25,14 @@ def test_every_command_is_a_module_with_its_own_arguments() -> None:
         assert f"## fairfight {command.name}" in reference
         assert f"usage: fairfight {command.name}" in reference
     assert "Not available" not in reference
+    assert "### fairfight wheelhouse install" in reference and "--skip-present" in reference  # actions too
+
+
+def test_the_reference_does_not_depend_on_the_terminal(monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    narrow = cli.reference_markdown()
+    monkeypatch.setenv("COLUMNS", "240")
+    assert cli.reference_markdown() == narrow  # the same data and code give the same site, whatever built it
 
 
 def test_version_names_the_harness_commit() -> None:

@@ -32,11 +32,15 @@ def test_every_page_is_declared_once_and_exists_as_a_template_or_a_written_page(
 def test_the_navigation_follows_the_table_and_an_undeclared_page_is_refused(tmp_path: Path) -> None:
     supplied = [p.file for p in pages.SITE if p.supplied]
     nav = pages.nav([{"cpu-smoke · w": "leaderboards/cpu-smoke-w.md"}], [], [{"m · s": "serving/s-m.md"}], supplied)
-    assert [next(iter(entry)) for entry in nav] == [p.title for p in pages.SITE]
+    # the table's order, a section's pages under its one entry
+    assert [next(iter(entry)) for entry in nav] == list(dict.fromkeys(p.section or p.title for p in pages.SITE))
+    guides = next(e["Guides"] for e in nav if "Guides" in e)
+    assert [next(iter(g)) for g in guides] == [p.title for p in pages.SITE if p.section == "Guides"]
     # a section with no pages is left out (a site with no served model has no "Serving by model"), and a supplied
     # page (the command reference) is listed only when the build's caller supplied it
-    bare = [next(iter(e)) for e in pages.nav([], [])]
-    assert "Serving by model" not in bare and "Command reference" not in bare
+    bare = pages.nav([], [])
+    assert "Serving by model" not in [next(iter(e)) for e in bare]
+    assert "Command reference" not in [next(iter(g)) for e in bare if "Guides" in e for g in e["Guides"]]
     assert nav[1] == {"Leaderboards": [{"cpu-smoke · w": "leaderboards/cpu-smoke-w.md"}]}
     env = jinja2.Environment(loader=jinja2.DictLoader({"x.md.j2": "x"}))
     with pytest.raises(ValueError, match=r"not a page of generator/pages\.py SITE"):

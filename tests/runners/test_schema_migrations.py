@@ -72,6 +72,10 @@ def test_schema_2_reads_mlx_gpu_runs_made_before_the_tf32_setting_with_it() -> N
     loaded = load.load(data.parent, files=[data / f"{n}.parquet" for n in names.values()])
     assert loaded.rejected == []
     configs = {r: json.loads(c) for r, c in loaded.runs.select("run_id", "config").iter_rows()}
+    calibrations = {r: json.loads(c) for r, c in loaded.runs.select("run_id", "calibration").iter_rows()}
+    # the same job's calibration matmul ran with the same default: TF32, measured at 343 TFLOP/s, not fp32's 67
+    assert calibrations[names["fp32"]]["matmul_precision"] == "tf32"
+    assert calibrations[names["bf16"]]["matmul_precision"] == "bf16"
     fp32, bf16, after = (configs[names[k]] for k in ("fp32", "bf16", "after"))
     assert fp32["compute_precision"] == "tf32" and fp32["variant"]["settings"]["tf32"] is True
     assert fp32["migrated"] == [schema.MLX_TF32_NOTE]
