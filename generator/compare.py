@@ -1,10 +1,11 @@
 """B against A, as `asv compare` and `pytest-benchmark compare` do for their results:
 
-    python -m generator.compare A B [--data data] [--threshold 5%] [--json]
+    fairfight compare A B [--data data] [--threshold 5%] [--json]      (or python -m generator.compare)
 
 A and B are each a run, a configuration (pooling its runs) or an edition (every configuration in both editions). Each
-row holds the figure its kind of test is ranked by on the boards, A's and B's with their 95% intervals, B/A with its
-interval (`metrics.ratio_interval`), the A/A floor (the spread between identical runs: `derive.repeats`,
+row holds the figure its kind of test is ranked by on the boards, A's and B's with their intervals (a run's 95%
+interval; a configuration's, as on the boards, from its runs' lowest low to highest high), B/A with the interval
+those give (`metrics.ratio_interval`), the A/A floor (the spread between identical runs: `derive.repeats`,
 `test_boards.repeats`, or the largest of its kind on that hardware, `configurations.aa_spreads`) and the verdict
 (`metrics.compare_verdict`). Figures come from the generator's own loading and derivation, and only finished,
 verified, unretracted runs count (the boards' own reasons, less those about a board's shape). This module selects,
@@ -517,7 +518,7 @@ def render(report: Report) -> str:
     """The comparison as a table, its notes and a one-line summary."""
     lines = [f"A  {report.a.label}", f"B  {report.b.label}"]
     lines += [f"   {s}: {p}" for s, side in (("A", report.a), ("B", report.b)) for p in side.problems]
-    header = ("test", "figure", "A", "B", "B/A [95%]", "change", "A/A floor", "verdict")
+    header = ("test", "figure", "A", "B", "B/A [interval]", "change", "A/A floor", "verdict")
     table = [header]
     notes = []
     for row in report.rows:
