@@ -17,6 +17,7 @@ import importlib
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from types import ModuleType
 
 import fairfight
 
@@ -84,7 +85,7 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def _module(command: Command):
+def _module(command: Command) -> ModuleType:
     return importlib.import_module(command.module)
 
 

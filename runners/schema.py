@@ -183,7 +183,8 @@ def update_to_2(table: pa.Table) -> pa.Table:
         variant = config.get("variant") if isinstance(config, dict) else None
         settings = variant.get("settings") if isinstance(variant, dict) else None
         if (
-            isinstance(settings, dict)
+            isinstance(variant, dict)  # as settings implies; said for the type checker
+            and isinstance(settings, dict)
             and variant.get("engine") == "mlx"
             and str(config.get("mlx_device", "")).startswith("Device(gpu")
             and "tf32" not in settings
