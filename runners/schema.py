@@ -284,8 +284,8 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
     for name in _REQUIRED:
         col = table.column(name)
         if col.null_count:
-            first = next(i for i, v in enumerate(col.to_pylist()) if v is None)
-            problems.append(Problem(first, name, "null in a required column"))
+            first_null = next(i for i, v in enumerate(col.to_pylist()) if v is None)
+            problems.append(Problem(first_null, name, "null in a required column"))
     if problems:
         return None, problems
     if table.num_rows == 0:
