@@ -129,6 +129,14 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
 
 
+@nox.session
+def types(session: nox.Session) -> None:
+    """Check types with mypy (settings in pyproject.toml's [tool.mypy]): runners/, generator/, fairfight/ and this
+    file. Neither the engines nor pyarrow (which ships no types) are installed: mypy takes them as untyped."""
+    _install(session, "types", extras=None)
+    session.run("mypy", *session.posargs)
+
+
 @nox.session(name="bench-cpu", venv_backend=TORCH_BACKEND)
 def bench_cpu(session: nox.Session) -> None:
     """Run the cpu-smoke suite on this machine and append one result file per run under data/cpu-smoke/.
@@ -162,7 +170,8 @@ def bench_apple(session: nox.Session) -> None:
     Check them with `nox -s validate -- data/apple/FILE...` and submit the files; they are shown as measured on your
     hardware. Extra arguments go to `fairfight bench`, e.g. `-- --variant mlx-bf16-compile --steps 100`.
     """
-    if sys.platform != "darwin" or platform.machine() != "arm64":
+    # platform.system(), not sys.platform: a type checker on Linux would take what follows for unreachable
+    if platform.system() != "Darwin" or platform.machine() != "arm64":
         session.error(f"bench-apple needs an Apple Silicon Mac (this is {sys.platform} {platform.machine()}); "
                       "run `nox -s bench-cpu` here")  # fmt: skip
     _install(session, extras="mlx")
@@ -221,13 +230,14 @@ def wheelhouse(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def lock(session: nox.Session) -> None:
-    """Remake the locks with uv (needs a network): pylock.toml (the project, every engine extra, tests and lint,
-    for Python 3.11+ everywhere) and pylock.hosts.toml (the host-* groups without their dependencies, for the GPU
-    hosts' Python 3.12 on x86-64 Linux). Commit both."""
+    """Remake the locks with uv (needs a network): pylock.toml (the project, every engine extra, tests, lint and
+    types, for Python 3.11+ everywhere) and pylock.hosts.toml (the host-* groups without their dependencies, for the
+    GPU hosts' Python 3.12 on x86-64 Linux). Commit both."""
     session.install("uv")
     common = ("uv", "pip", "compile", "--format", "pylock.toml", "--custom-compile-command", "nox -s lock")
     session.run(*common, "pyproject.toml", "--all-extras", "--group", "pyproject.toml:tests", "--group",
-                "pyproject.toml:lint", "--universal", "--python-version", "3.11", "-o", "pylock.toml")  # fmt: skip
+                "pyproject.toml:lint", "--group", "pyproject.toml:types", "--universal", "--python-version", "3.11",
+                "-o", "pylock.toml")  # fmt: skip
     groups = ("host-torch", "host-llama", "host-mlx", "host-vllm")
     hosts = [a for g in groups for a in ("--group", f"pyproject.toml:{g}")]
     session.run(*common, *hosts, "--no-deps", "--python-version", "3.12", "--python-platform",

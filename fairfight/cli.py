@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from types import ModuleType
 
 import fairfight
 
@@ -86,7 +87,7 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def _module(command: Command):
+def _module(command: Command) -> ModuleType:
     return importlib.import_module(command.module)
 
 

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 
 import altair as alt
@@ -155,7 +156,7 @@ def _build_rest(
     # Deterministic output: MkDocs stamps pages and the sitemap with the build date unless SOURCE_DATE_EPOCH is
     # set, so the date is that of the newest record (the same data always gives the same bytes).
     newest = loaded.runs["ended_at"].max() if loaded.runs.height else None
-    os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if newest else 0)
+    os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if isinstance(newest, datetime) else 0)
     mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
     for source_map in out_dir.rglob("*.map"):  # the theme's source maps: 1.5 MB no reader needs
         source_map.unlink()

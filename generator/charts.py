@@ -359,7 +359,8 @@ def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | No
             .mark_rule(color="#444")
             .encode(x=x, tooltip=[alt.Tooltip("tokens_per_step:Q", format=",.0f")])
         )
-    return alt.layer(*layers).properties(width="container", height=320)
+    # LayerChart itself: alt.layer may return a FacetChart, which it does only for layers with facet encodings
+    return alt.LayerChart(layer=layers).properties(width="container", height=320)
 
 
 def latency_throughput(points: pl.DataFrame) -> alt.LayerChart:

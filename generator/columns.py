@@ -116,6 +116,19 @@ def parsed(text: str) -> Any:
     return json.loads(text)
 
 
+def object_at(document: dict[str, Any], key: str) -> dict[str, Any]:
+    """`document[key]` when it is a JSON object, else {}: pages read a record's JSON leniently (a missing or odd
+    section shows as dashes; `runners.shapes` has already refused the records that matter)."""
+    value = document.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def array_at(document: dict[str, Any], key: str) -> list[Any]:
+    """`document[key]` when it is a JSON array, else [] (as `object_at`)."""
+    value = document.get(key)
+    return value if isinstance(value, list) else []
+
+
 def _derived(runs: pl.DataFrame) -> pl.DataFrame:
     """What each run's config means beyond its fields:
 
@@ -137,7 +150,7 @@ def _derived(runs: pl.DataFrame) -> pl.DataFrame:
     ).iter_rows(named=True):  # fmt: skip
         config = parsed(row["config"])
         config = config if isinstance(config, dict) else {}
-        work = config.get("workload") if isinstance(config.get("workload"), dict) else {}
+        work = object_at(config, "workload")
         defined = schema.suite_workloads(row["suite"]).get(row["workload"])
         if defined is not None:
             steps = work.get("steps_requested", work.get("steps"))
@@ -146,16 +159,17 @@ def _derived(runs: pl.DataFrame) -> pl.DataFrame:
             sweep = work.get("micro_batch") != defined["micro_batch"] or work.get("seq_len") != defined["seq_len"]
             listed = list(defined["variants"])
         else:
-            overridden = work.get("overridden") if isinstance(work.get("overridden"), list) else []
+            overridden = array_at(work, "overridden")
             full, scale = "steps" not in overridden, "world_size" not in overridden
             sweep = bool({"micro_batch", "seq_len"} & set(overridden))
-            variants = work.get("variants") if isinstance(work.get("variants"), list) else []
-            listed = [v for v in variants if isinstance(v, str)]
+            listed = [v for v in array_at(work, "variants") if isinstance(v, str)]
         batch, seq, world = (work.get(k) for k in ("micro_batch", "seq_len", "world_size"))
-        tokens = batch * seq * world if all(isinstance(v, int) for v in (batch, seq, world)) else None
+        tokens = None
+        if isinstance(batch, int) and isinstance(seq, int) and isinstance(world, int):
+            tokens = batch * seq * world
         flops = metrics.train_flops_per_token_of(config.get("model"), seq)
         if row["origin"] == "claim":
-            declared = config.get("derived") if isinstance(config.get("derived"), dict) else {}
+            declared = object_at(config, "derived")
             tokens, flops = tokens or declared.get("tokens_per_step"), flops or declared.get("flops_per_token")
         figures = (None if v is None else float(v) for v in (tokens, flops))
         label = row["variant"]
@@ -164,10 +178,11 @@ def _derived(runs: pl.DataFrame) -> pl.DataFrame:
         settings_hash = hashlib.sha256(text.encode()).hexdigest()[:12]
         baseline = listed[0] if listed else None
         out.append((row["run_id"], full, scale, sweep, baseline, order, listed, *figures, text, settings_hash))
-    schema_ = {"run_id": pl.String, "full_length": pl.Boolean, "suite_scale": pl.Boolean, "sweep_point": pl.Boolean,
-               "baseline_variant": pl.String, "variant_order": pl.Int64, "listed_variants": pl.List(pl.String),
-               "tokens_per_step": pl.Float64, "flops_per_token": pl.Float64, "settings": pl.String,
-               "settings_hash": pl.String}  # fmt: skip
+    schema_: dict[str, pl.DataType | type[pl.DataType]] = {
+        "run_id": pl.String, "full_length": pl.Boolean, "suite_scale": pl.Boolean, "sweep_point": pl.Boolean,
+        "baseline_variant": pl.String, "variant_order": pl.Int64, "listed_variants": pl.List(pl.String),
+        "tokens_per_step": pl.Float64, "flops_per_token": pl.Float64, "settings": pl.String, "settings_hash": pl.String,
+    }  # fmt: skip
     return pl.DataFrame(out, schema=schema_, orient="row")
 
 
@@ -175,7 +190,7 @@ def _settings(config: dict[str, Any], work: dict[str, Any], row: dict[str, Any])
     """What makes two runs the same configuration (canonical, hashed by `settings_hash`): the variant and its
     settings, the environment a sweep changed, micro-batch, sequence, steps asked, device count, hardware and the
     engine's version."""
-    variant = config.get("variant") if isinstance(config.get("variant"), dict) else {}
+    variant = object_at(config, "variant")
     return {
         "variant": row["variant"],
         "settings": variant.get("settings"),

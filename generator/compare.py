@@ -134,7 +134,7 @@ def load_dataset(data_dir: Path) -> Dataset:
     runs = pl.concat(frames, how="diagonal_relaxed").select(COLUMNS).sort("started_at", "run_id")
     train_repeats = derive.repeats(summary)
     test_repeats = test_boards.repeats(runs.filter(pl.col("excluded").is_null() & (pl.col("kind") != "train")))
-    run_floors = {}
+    run_floors: dict[str, float] = {}  # as Dataset.run_floors
     for frame in (train_repeats, test_repeats):
         for ids, spread in frame.select("run_id", "spread").iter_rows():
             run_floors |= dict.fromkeys(ids, spread)

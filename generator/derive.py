@@ -174,7 +174,7 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .group_by(keys)
         .agg(whole_baseline=pl.col("run_id").last())
     )
-    out = []
+    out: list[tuple[object, ...]] = []  # rows of the frame below
     hashes = {
         r: (w, d, n)
         for r, w, d, n in runs.select("run_id", "weights_sha256", "data_sha256", "steps_requested").iter_rows()
@@ -402,7 +402,11 @@ def _speed_baselines(summary: pl.DataFrame, ranked: pl.DataFrame, keys: list[str
         rates = dict(group.select("variant", "rate").iter_rows())
         variant = next((v for v in order.get(key[:2], []) if v in rates), None)
         out.append((*key, variant, rates.get(variant)))
-    columns = {**ranked.select(keys).schema, "speed_baseline": pl.String, "baseline_steps_per_s": pl.Float64}
+    columns: dict[str, pl.DataType | type[pl.DataType]] = {
+        **ranked.select(keys).schema,
+        "speed_baseline": pl.String,
+        "baseline_steps_per_s": pl.Float64,
+    }
     return pl.DataFrame(out, schema=columns, orient="row")
 
 

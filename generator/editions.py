@@ -17,9 +17,14 @@ import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generator import load
 from runners import shapes
+
+if TYPE_CHECKING:
+    import jinja2
+    import polars as pl
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -96,7 +101,9 @@ def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
     """Every edition, oldest first, and each manifest that could not be read, with why."""
     from generator import pages
 
-    out, bad, slugs = [], [], {}
+    out: list[Edition] = []
+    bad: list[load.Rejected] = []
+    slugs: dict[str, str] = {}  # each edition's page, and the edition that has it
     for path in sorted(editions_dir(data_dir).glob("*.json")):
         rel = path.relative_to(Path(data_dir).parent).as_posix()
         try:
@@ -151,7 +158,9 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def write_pages(env, docs: Path, loaded: load.Loaded, summary, data_dir: Path) -> list[dict[str, str]]:
+def write_pages(
+    env: jinja2.Environment, docs: Path, loaded: load.Loaded, summary: pl.DataFrame, data_dir: Path
+) -> list[dict[str, str]]:
     """The editions index (with changelogs) and one frozen page per edition; returns nav entries."""
     import polars as pl
 

@@ -139,7 +139,7 @@ def _read_files(
         content = path.read_bytes()
         table, first, problems = _read_checked(path, content)
         rel, digest = path.relative_to(root_parent).as_posix(), hashlib.sha256(content).hexdigest()
-        if table is None:
+        if table is None or first is None:  # both or neither
             reads.append(_Read(index, rel, digest, None, tuple(problems)))
             continue
         tag = pa.repeat(pa.scalar(index, pa.int32()), table.num_rows)
@@ -166,6 +166,13 @@ def _fingerprint() -> str:
     return digest.hexdigest()
 
 
+def _frame(table: pa.Table) -> pl.DataFrame:
+    """`pl.from_arrow` of a table, which gives a DataFrame (it is typed to give a Series too, for arrays)."""
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
 def _cached(cache_dir: Path | None) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """Heads and rows of files checked by an earlier build with the same code, or None."""
     if cache_dir is None or not (cache_dir / "key.txt").exists():
@@ -189,17 +196,18 @@ def _read_all(
     known: dict[tuple[str, str], tuple[int, str]] = {}
     if cached is not None:
         known = {(p, d): (f, r) for f, p, d, r in cached[0].select("_file", "path", "sha256", "run_id").iter_rows()}
-    reads, todo, reuse = [], [], {}
+    read_at: dict[int, _Read] = {}  # by index in `files`
+    todo: list[tuple[int, Path]] = []
+    reuse: dict[int, int] = {}  # a file's index in the cache: its index now
     for index, path in enumerate(files):
         rel = path.relative_to(root_parent).as_posix()
-        digest = hashlib.sha256(path.read_bytes()).hexdigest() if known else None
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if known else ""
         if (rel, digest) in known:
             old, run_id = known[(rel, digest)]
             reuse[old] = index
-            reads.append(_Read(index, rel, digest, run_id, ()))
+            read_at[index] = _Read(index, rel, digest, run_id, ())
         else:
             todo.append((index, path))
-            reads.append(None)
     workers = min(os.cpu_count() or 1, 8)
     if len(todo) < PARALLEL_FROM or workers < 2:
         parts = [_read_files(todo, root_parent)] if todo else []
@@ -211,21 +219,24 @@ def _read_all(
             parts = list(pool.map(_read_files, chunks, [root_parent] * len(chunks)))
     for part in parts:
         for read in part[0]:
-            reads[read.index] = read
-    heads = [pl.from_arrow(p[1]) for p in parts if p[1] is not None]
-    rows = [pl.from_arrow(p[2]) for p in parts if p[2] is not None]
-    if reuse:
+            read_at[read.index] = read
+    reads = [read_at[index] for index in range(len(files))]
+    heads = [_frame(p[1]) for p in parts if p[1] is not None]
+    rows = [_frame(p[2]) for p in parts if p[2] is not None]
+    if cached is not None and reuse:
         mapping = pl.DataFrame(
             {"_file": list(reuse), "_new": list(reuse.values())}, schema={"_file": pl.Int32, "_new": pl.Int32}
         )
-        for frames, old in ((heads, cached[0].drop("path", "sha256")), (rows, cached[1])):
-            identity = len(reuse) == old["_file"].n_unique() and all(k == v for k, v in reuse.items())
-            frames.insert(0, old if identity else old.join(mapping, on="_file").drop("_file").rename({"_new": "_file"}))
+        for frames, earlier in ((heads, cached[0].drop("path", "sha256")), (rows, cached[1])):
+            identity = len(reuse) == earlier["_file"].n_unique() and all(k == v for k, v in reuse.items())
+            frames.insert(
+                0, earlier if identity else earlier.join(mapping, on="_file").drop("_file").rename({"_new": "_file"})
+            )
     head = pl.concat(heads) if heads else None
     row = pl.concat(rows) if rows else None
     if row is not None and not row["_file"].is_sorted():
         row = row.sort("_file", maintain_order=True)  # every file's rows in file order, files in path order
-    if cache_dir is not None and todo and head is not None:
+    if cache_dir is not None and todo and head is not None and row is not None:
         cache_dir.mkdir(parents=True, exist_ok=True)
         (cache_dir / "key.txt").unlink(missing_ok=True)  # no key while half-written: an interrupted write is unused
         good = [r for r in reads if r.run_id is not None]
@@ -254,18 +265,21 @@ def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None
             copies.setdefault(read.run_id, []).append(read)
     seen: dict[str, str] = {}
     good: list[_Read] = []
-    for read in (r for r in reads if r.run_id is not None):
-        same = copies[read.run_id]
+    for read in reads:
+        run_id = read.run_id
+        if run_id is None:
+            continue
+        same = copies[run_id]
         if len(same) > 1 and len({r.sha256 for r in same}) > 1:
             # no file wins: a doctored copy must not displace the genuine run, nor the other way round
             others = ", ".join(r.rel for r in same if r is not read)
-            problem = f"row 0, field 'run_id': {read.run_id!r} is also in {others}, with other contents"
+            problem = f"row 0, field 'run_id': {run_id!r} is also in {others}, with other contents"
             rejected.append(Rejected(read.rel, (problem,)))
-        elif read.run_id in seen:
-            problem = f"row 0, field 'run_id': a byte-identical copy of {seen[read.run_id]}, loaded once from there"
+        elif run_id in seen:
+            problem = f"row 0, field 'run_id': a byte-identical copy of {seen[run_id]}, loaded once from there"
             rejected.append(Rejected(read.rel, (problem,)))
         else:
-            seen[read.run_id] = read.rel
+            seen[run_id] = read.rel
             good.append(read)
     retracting = (
         {}
@@ -274,24 +288,24 @@ def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None
     )
     kept = []
     for read in good:
-        problem = _retraction_problem(retracting[read.index], set(seen)) if read.index in retracting else None
-        if problem:
-            rejected.append(Rejected(read.rel, (problem,)))
+        bad_retraction = _retraction_problem(retracting[read.index], set(seen)) if read.index in retracting else None
+        if bad_retraction:
+            rejected.append(Rejected(read.rel, (bad_retraction,)))
         else:
             kept.append(read)
-    if not kept:
-        empty = pl.from_arrow(schema.SCHEMA.empty_table())
+    if not kept or heads is None or rows is None:  # kept files brought their heads and rows
+        empty = _frame(schema.SCHEMA.empty_table())
         runs = empty.select(schema.RUN_COLUMNS).with_columns(
             path=pl.lit(None, dtype=pl.String), sha256=pl.lit(None, dtype=pl.String)
         )
         return Loaded(runs=runs, rows=empty.select(_ROW_COLUMNS), rejected=rejected)
-    files = pl.DataFrame(
+    kept_files = pl.DataFrame(
         {"_file": [r.index for r in kept], "path": [r.rel for r in kept], "sha256": [r.sha256 for r in kept]},
         schema={"_file": pl.Int32, "path": pl.String, "sha256": pl.String},
     )
-    runs = heads.join(files, on="_file")
+    runs = heads.join(kept_files, on="_file")
     if len(kept) < len(reads):  # a duplicate or a bad retraction: drop its rows (bad files brought none)
-        rows = rows.filter(pl.col("_file").is_in(files["_file"].implode()))
+        rows = rows.filter(pl.col("_file").is_in(kept_files["_file"].implode()))
     # each row gets its run id back from its file's head (the left join keeps the rows' order)
     rows = rows.join(runs.select("_file", "run_id"), on="_file", how="left", maintain_order="left")
     return Loaded(

@@ -202,12 +202,12 @@ def board_config(text: str) -> dict[str, Any]:
     raw = raw if isinstance(raw, dict) else {}
     out: dict[str, Any] = {"suite_description": raw.get("suite_description")}
     for section, keys in _HEADER.items():
-        values = raw.get(section) if isinstance(raw.get(section), dict) else {}
+        values = columns.object_at(raw, section)
         out[section] = {key: values.get(key) for key in keys}
-    work, raw_work = out["workload"], raw.get("workload") if isinstance(raw.get("workload"), dict) else {}
+    work, raw_work = out["workload"], columns.object_at(raw, "workload")
     variants = raw_work.get("variants")
     work["variants"] = variants if isinstance(variants, list) and variants else [None]
-    serving = raw_work.get("serving") if isinstance(raw_work.get("serving"), dict) else {}
+    serving = columns.object_at(raw_work, "serving")
     work["serving"] = {key: serving.get(key) for key in ("slo_ttft_ms", "slo_tpot_ms")}
     return out
 

@@ -75,8 +75,7 @@ LISTED_APART = {"hardware": ("gpus",), "software": ("packages", "packages_omitte
 def provenance_tables(hardware: dict[str, Any], software: dict[str, Any]) -> dict[str, Any]:
     """The provenance section's tables: hardware and software as (key, value) pairs, each GPU as nvidia-smi reported
     it (a column each, a dash where it reported nothing), and the installed packages with how many were left out."""
-    gpus = hardware.get("gpus") if isinstance(hardware.get("gpus"), list) else []
-    packages = software.get("packages") if isinstance(software.get("packages"), list) else []
+    gpus, packages = columns.array_at(hardware, "gpus"), columns.array_at(software, "packages")
     return {
         "hardware": _flat({k: v for k, v in hardware.items() if k not in LISTED_APART["hardware"]}),
         "software": _flat({k: v for k, v in software.items() if k not in LISTED_APART["software"]}),
@@ -111,7 +110,7 @@ def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
         .with_columns(_run=pl.col("run_id").rle_id())
         .filter(pl.col("step").is_not_null(), pl.col("trial") == 0)
     )
-    out = None
+    out: pl.LazyFrame | None = None
     for name, metric, log in (("time", "step_time_s", True), ("loss", "loss", False)):
         value = pl.col("value") * 1e3 if log else pl.col("value")
         per = base.filter(pl.col("metric") == metric).with_columns(v=value)
@@ -161,6 +160,7 @@ def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
         )
         drawn = drawn.drop("_run")
         out = drawn if out is None else out.join(drawn, on="run_id", how="full", coalesce=True)
+    assert out is not None  # both metrics drawn
     return out.collect()
 
 

@@ -163,26 +163,30 @@ def answer(points: pl.DataFrame, the_fight: Fight) -> dict[str, Any]:
     if matched is None:
         out["why_not"] = _why_not(stock, target)
         return out
-    stock_at = {c: metrics.interpolate(_curve(points, STOCK, c), matched) for c in ("steps_per_s_lo", "steps_per_s_hi")}
-    seq = points.filter(pl.col("variant") == STOCK).select(pl.col("tokens_per_step") / pl.col("micro_batch"))
-    seq = seq.to_series().drop_nulls()
+    rates = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
+    stock_lo, stock_hi = (metrics.interpolate(_curve(points, STOCK, c), matched) for c in rates[1:])
+    seq = (
+        points.filter(pl.col("variant") == STOCK)
+        .select(pl.col("tokens_per_step") / pl.col("micro_batch"))
+        .to_series()
+        .drop_nulls()
+    )
     out["matched_tokens_per_step"] = matched * seq[0] if seq.len() else None
     tuned = []
     for variant in points.filter(pl.col("tier") == "tuned")["variant"].unique().sort():
-        at = {c: metrics.interpolate(_curve(points, variant, c), matched) for c in ("steps_per_s", "steps_per_s_lo",
-                                                                                    "steps_per_s_hi")}  # fmt: skip
-        if None in at.values() or None in stock_at.values():
+        rate, lo, hi = (metrics.interpolate(_curve(points, variant, c), matched) for c in rates)
+        if rate is None or lo is None or hi is None or stock_lo is None or stock_hi is None:
             continue
         tuned.append(
             {
                 "variant": variant,
-                "steps_per_s": at["steps_per_s"],
-                "steps_per_s_lo": at["steps_per_s_lo"],
-                "steps_per_s_hi": at["steps_per_s_hi"],
-                "ratio": at["steps_per_s"] / target,
-                "ratio_lo": at["steps_per_s_lo"] / stock_at["steps_per_s_hi"],
-                "ratio_hi": at["steps_per_s_hi"] / stock_at["steps_per_s_lo"],
-                "gap": the_fight.challenger["steps_per_s"] / at["steps_per_s"],
+                "steps_per_s": rate,
+                "steps_per_s_lo": lo,
+                "steps_per_s_hi": hi,
+                "ratio": rate / target,
+                "ratio_lo": lo / stock_hi,
+                "ratio_hi": hi / stock_lo,
+                "gap": the_fight.challenger["steps_per_s"] / rate,
             }
         )
     tuned.sort(key=lambda t: -t["steps_per_s"])

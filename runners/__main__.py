@@ -22,7 +22,8 @@ def list_suites(_: argparse.Namespace) -> int:
         print(f"{suite.name}: {suite.description}")
         for w in suite.workloads:
             print(f"  {w.name}: {', '.join(w.variants)}")
-        for entry in (*suite.inference, *suite.serving):  # a pp/tg or serving entry: its tests share the variants
+        entries: tuple[spec.Inference | spec.Serving, ...] = (*suite.inference, *suite.serving)
+        for entry in entries:  # a pp/tg or serving entry: its tests share the variants
             kind = "inference" if entry in suite.inference else "serving"
             print(f"  {entry.name} ({kind}, {len(entry.tests())} tests): {', '.join(entry.variants)}")
     return 0

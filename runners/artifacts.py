@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def token_batches(*, vocab: int, seed: int, steps: range, global_batch: int, seq
 
 # --- the initial-weights file -------------------------------------------------------------------------------
 
-_ST_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}
+_ST_DTYPES: dict[np.dtype[Any], str] = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}
 
 
 def spec_key(spec: ModelSpec, seed: int) -> str:

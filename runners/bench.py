@@ -397,10 +397,10 @@ def run_suite(args: argparse.Namespace) -> int:
             }
         )
         print(f"    {line['status']}: {line['steps']} steps, steps/s {line['steps_per_s']}", flush=True)
-    for entry, variant, tests in inference:
-        summary += run_inference(args, suite, entry, variant, tests, env)
-    for entry, variant, tests in serving:
-        summary += run_serving(args, suite, entry, variant, tests, env)
+    for model, variant, model_tests in inference:
+        summary += run_inference(args, suite, model, variant, model_tests, env)
+    for server, variant, server_tests in serving:
+        summary += run_serving(args, suite, server, variant, server_tests, env)
     _print_table(summary)
     return 0 if all(s["status"] == "ok" for s in summary) else 1
 

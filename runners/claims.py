@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
+
 from runners import schema, spec, store
 
 
@@ -56,7 +58,7 @@ def load_claims(path: Path) -> list[Claim]:
     return [spec.build(Claim, table, f"{path}: [[claims]] #{i + 1}") for i, table in enumerate(raw["claims"])]
 
 
-def claim_table(claim: Claim, now: datetime) -> schema.pa.Table:
+def claim_table(claim: Claim, now: datetime) -> pa.Table:
     config = {"claim": asdict(claim), "suite": claim.suite, "workload": {"name": claim.workload}}
     run = {
         "run_id": f"claim-{claim.id}",

@@ -17,15 +17,23 @@ class ModelSpec(Protocol):
     """The shapes these formulas read: `runners.spec.ModelSpec` has them (this module imports nothing of the
     harness, so that every other module may import it)."""
 
-    family: str
-    vocab: int
-    dim: int
-    layers: int
-    heads: int
-    kv_heads: int
-    ffn_dim: int
-    tied_embeddings: bool
-
+    # Read-only properties: the frozen dataclasses that satisfy it cannot be assigned to.
+    @property
+    def family(self) -> str: ...
+    @property
+    def vocab(self) -> int: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def layers(self) -> int: ...
+    @property
+    def heads(self) -> int: ...
+    @property
+    def kv_heads(self) -> int: ...
+    @property
+    def ffn_dim(self) -> int: ...
+    @property
+    def tied_embeddings(self) -> bool: ...
     @property
     def head_dim(self) -> int: ...
 

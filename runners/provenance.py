@@ -211,8 +211,9 @@ def gpu_state() -> list[dict[str, object]] | None:
     by_index: dict[int, dict[str, object]] = {}
     for field in fields[1:]:
         for gpu in parse_gpu_csv(["index", field], _nvidia_smi_csv(f"gpu=index,{field}")):
-            if isinstance(gpu.get("index"), int):
-                by_index.setdefault(gpu["index"], {}).update(gpu)
+            index = gpu.get("index")
+            if isinstance(index, int):
+                by_index.setdefault(index, {}).update(gpu)
     return [by_index[i] for i in sorted(by_index)] or None
 
 
@@ -270,7 +271,7 @@ def hardware(device: str, count: int) -> dict[str, object]:
             accelerator=props.name,
             accelerator_memory_gib=round(props.total_memory / 2**30, 1),
             cuda=torch.version.cuda,
-            driver=(_nvidia_smi("driver_version") or [None])[0],
+            driver=next(iter(_nvidia_smi("driver_version")), None),
             host_accelerator_count=len(_nvidia_smi("name") or []) or None,
             visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
             interconnect=_interconnect(count),

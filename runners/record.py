@@ -176,9 +176,11 @@ def train_rows(
     return rows
 
 
-def initial_state(ctx: dict[str, Any], work: spec.Workload, cache_dir: Path) -> dict[str, str]:
+def initial_state(ctx: dict[str, Any], work: spec.Workload, cache_dir: Path) -> dict[str, Any]:
     """What a training record says about where it started (torch and MLX alike): the initial-weights file's name and
-    the proof of the same work (`artifacts.work_hashes` of the weights and of the token stream its steps consume)."""
+    the proof of the same work (`artifacts.work_hashes` of the weights and of the token stream its steps consume).
+    Text values, typed Any: they are `config`'s `**extra`, and mypy would check a `dict[str, str]` against its every
+    keyword."""
     from runners import artifacts
 
     model = ctx["suite"].models[work.model]

@@ -16,6 +16,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runners import provenance, schema, spec, store
@@ -33,7 +34,7 @@ def find_run(data_dir: Path, run_id: str) -> Path:
     return hits[0]
 
 
-def retraction_table(target: dict, target_sha256: str, reason: str, now: datetime) -> schema.pa.Table:
+def retraction_table(target: dict, target_sha256: str, reason: str, now: datetime) -> pa.Table:
     """The record retracting `target` (its run-level columns as read from its file)."""
     commit, dirty = provenance.harness()
     config = {

@@ -191,7 +191,8 @@ def update_to_2(table: pa.Table) -> pa.Table:
         variant = config.get("variant") if isinstance(config, dict) else None
         settings = variant.get("settings") if isinstance(variant, dict) else None
         if (
-            isinstance(settings, dict)
+            isinstance(variant, dict)  # as settings implies; said for the type checker
+            and isinstance(settings, dict)
             and variant.get("engine") == "mlx"
             and str(config.get("mlx_device", "")).startswith("Device(gpu")
             and accelerator.startswith("NVIDIA ")
@@ -330,8 +331,8 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
     for name in _REQUIRED:
         col = table.column(name)
         if col.null_count:
-            first = next(i for i, v in enumerate(col.to_pylist()) if v is None)
-            problems.append(Problem(first, name, "null in a required column"))
+            first_null = next(i for i, v in enumerate(col.to_pylist()) if v is None)
+            problems.append(Problem(first_null, name, "null in a required column"))
     if problems:
         return None, problems
     if table.num_rows == 0:

@@ -386,7 +386,9 @@ def _consistency_problems(first: dict[str, Any], documents: dict[str, dict[str, 
     """A measured or imported record says the same thing everywhere: as many devices in its workload, its hardware
     and its `accelerator_count`, and the same kind of device in its workload and its hardware (a ceiling is looked
     up by the one and multiplied by the other)."""
-    work = documents["config"].get("workload") if isinstance(documents["config"].get("workload"), dict) else {}
+    work = documents["config"].get("workload")
+    if not isinstance(work, dict):
+        work = {}
     hardware, count, out = documents["hardware"], first.get("accelerator_count"), []
     for field, value in (
         ("config.workload.world_size", work.get("world_size")),

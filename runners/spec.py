@@ -180,8 +180,9 @@ class Inference:
     def tests(self) -> list[InferenceTest]:
         """Every test in llama-bench's order: for each depth, prompt processing then generation."""
         out = []
+        tests: tuple[tuple[Literal["pp", "tg"], int], ...] = (("pp", self.n_prompt), ("tg", self.n_gen))
         for depth in self.depths:
-            for kind, n in (("pp", self.n_prompt), ("tg", self.n_gen)):
+            for kind, n in tests:
                 name = f"{self.name}-{kind}{n}-d{depth}"
                 out.append(InferenceTest(workload=name, kind=kind, n_tokens=n, depth=depth))
         return out

@@ -81,12 +81,12 @@ def experiments(folder: Path, vocab: int, n: int, n_gen: int, reps: int, warm: i
 
     from runners.engines.mlx import generate as mlx_generate
 
-    settings = {"weights": "hf", "prefill_step_size": 2048}
+    step = 2048  # prefill_step_size
+    settings = {"weights": "hf", "prefill_step_size": step}
     bench = mlx_generate._Bench(folder, settings, vocab)  # loads with mlx_lm.load, parameters evaluated
     model = bench.model
     _, tokenizer = load(str(folder), lazy=True)  # the tokenizer, as the tool loads it (these lazy weights are dropped)
     tokenizer._eos_token_ids = {}  # as benchmark.py: no early stop
-    step = settings["prefill_step_size"]
     rng = random.Random(1)
     prompt_list = [rng.randrange(vocab) for _ in range(n)]  # one fixed prompt, as benchmark.py
     out: dict[str, Any] = {"load_s": bench.load_s}
@@ -158,6 +158,8 @@ def experiments(folder: Path, vocab: int, n: int, n_gen: int, reps: int, warm: i
             if first is None:
                 first = r
             last = r
+        if first is None or last is None:
+            raise RuntimeError("stream_generate yielded nothing")
         e_total.append(time.perf_counter() - t0)
         e_tg.append(last.generation_tps)
         return n / first.prompt_tps

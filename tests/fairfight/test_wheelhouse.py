@@ -119,11 +119,11 @@ def _requirements(project: dict, *, groups: list[str], extras: bool) -> list[Req
 
 
 def test_the_locks_pin_what_pyproject_asks_for() -> None:
-    """pylock.toml holds the project, every extra, tests and lint; pylock.hosts.toml every host group, each with a
-    wheel for the GPU hosts' Python 3.12 on x86-64 Linux. A requirement changed without relocking fails here."""
+    """pylock.toml holds the project, every extra, tests, lint and types; pylock.hosts.toml every host group, each
+    with a wheel for the GPU hosts' Python 3.12 on x86-64 Linux. A requirement changed without relocking fails here."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     for lock_name, groups, extras in (
-        ("pylock.toml", ["tests", "lint"], True),
+        ("pylock.toml", ["tests", "lint", "types"], True),
         ("pylock.hosts.toml", [g for g in project["dependency-groups"] if g.startswith("host-")], False),
     ):
         pinned = {canonicalize_name(p["name"]): p for p in tomllib.loads((ROOT / lock_name).read_text())["packages"]}

@@ -93,10 +93,10 @@ def checked_rows(rows: list[tuple[int, dict]], run: dict) -> tuple[list[dict], l
     """The rows the result-file checks accept, and (line, problem) for each they refuse."""
     refused: list[tuple[int, str]] = []
     while rows:
-        problems = [p for p in schema.check_table(schema.make_table(run, [r for _, r in rows])) if p.row is not None]
-        if not problems:
+        problems = schema.check_table(schema.make_table(run, [r for _, r in rows]))
+        bad = {p.row: p for p in problems if p.row is not None}
+        if not bad:
             break
-        bad = {p.row: p for p in problems}
         refused += [(rows[i][0], f"line {rows[i][0]}, field {p.field!r}: {p.message}") for i, p in bad.items()]
         rows = [r for i, r in enumerate(rows) if i not in bad]
     return [r for _, r in rows], refused
@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     texts: dict[int, str] = {}
     rejected: list[tuple[int, str, str]] = []  # line number, text, problem
     version, status = "unknown", "ok"
+    error: str | None
     budget = config["workload"]["time_budget_s"]
     limit = work.trials * budget + min(STOP_GRACE_S, budget)
     try:
@@ -144,8 +145,14 @@ def main(argv: list[str] | None = None) -> int:
         status, error = "failed", f"could not start {command[0]!r}: {e}"
     else:
         overran = threading.Event()
-        # stopping it here keeps its rows; the bench session, which allows more, would kill this process too
-        stopper = threading.Timer(limit, lambda: (overran.set(), proc.kill()))
+        assert proc.stdin is not None and proc.stdout is not None  # both PIPE
+
+        def stop() -> None:
+            # stopping it here keeps its rows; the bench session, which allows more, would kill this process too
+            overran.set()
+            proc.kill()
+
+        stopper = threading.Timer(limit, stop)
         stopper.start()
         try:
             proc.stdin.write(json.dumps(run_spec(suite, work, variant, args.run_id, config["workload"])))

@@ -288,7 +288,7 @@ def make_files(argv: list[str]) -> int:
     from runners import llama_files, spec
 
     p = argparse.ArgumentParser(
-        prog="python -m runners.engines.llamacpp.runner files", description=make_files.__doc__.split(":")[0]
+        prog="python -m runners.engines.llamacpp.runner files", description=(make_files.__doc__ or "").split(":")[0]
     )
     p.add_argument("--suite", required=True)
     p.add_argument("--model", required=True)

@@ -60,7 +60,7 @@ def import_mlx_lm_benchmark(
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     tests = {t.kind: t for t in entry.tests() if t.depth == 0}
     done = []
-    for kind, field in (("pp", "prompt_tps"), ("tg", "generation_tps")):
+    for kind, field in mlx_lm_bench.KIND_FIELDS:
         test = tests[kind]
         run_id = f"import-mlx-lm-benchmark-{sha[:12]}-{test.workload}-{variant.name}"
         if store.run_path(data_dir, suite.name, run_id).exists():

@@ -16,10 +16,12 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 TRIAL = re.compile(r"^Trial (\d+):\s*(.*)$")
 FIELDS = ("prompt_tps", "generation_tps", "peak_memory", "total_time")
+KIND_FIELDS: tuple[tuple[Literal["pp", "tg"], str], ...] = (("pp", "prompt_tps"), ("tg", "generation_tps"))
+"""Each test kind and the trial field that measures it."""
 
 
 def command(python: str, folder: Path, settings: dict[str, Any], entry: Any) -> list[str]:
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     import mlx.core as mx
 
     hardware = mlx_train.hardware(entry.device, mx)
-    for kind, field in (("pp", "prompt_tps"), ("tg", "generation_tps")):
+    for kind, field in KIND_FIELDS:
         test = tests.get(kind)
         if test is None:
             continue

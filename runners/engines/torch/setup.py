@@ -80,7 +80,7 @@ def check_settings(variant: spec.Variant, overrides: dict[str, Any] | None = Non
     s = dict(variant.settings) | (overrides or {})
     where = f"variant {variant.name!r}: settings"
     parallel = s.get("parallel")
-    if parallel not in CHOICES["parallel"]:
+    if not isinstance(parallel, str) or parallel not in CHOICES["parallel"]:
         raise spec.SpecError(f"{where}: key 'parallel': {parallel!r} is not one of {list(CHOICES['parallel'])}")
     checked = spec.check_written_out(where, s, defaults_for(parallel), CHOICES)
     if parallel == "fsdp2":

@@ -265,8 +265,9 @@ def _write(
     return record.emit(ctx["args"].out, run, rows)
 
 
-def _reference_precision(settings: dict[str, Any]) -> dict[str, str]:
-    """`reference_precision` for a run whose MFU is also read against a second peak (float8: bf16)."""
+def _reference_precision(settings: dict[str, Any]) -> dict[str, Any]:
+    """`reference_precision` for a run whose MFU is also read against a second peak (float8: bf16), as keyword
+    arguments of `record.config` (typed Any, as `record.initial_state` says why)."""
     reference = torch_setup.REFERENCE_PRECISION.get(torch_setup.compute_precision(settings))
     return {"reference_precision": reference} if reference else {}
 

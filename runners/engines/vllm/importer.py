@@ -65,7 +65,7 @@ def import_vllm_bench(
     if variant.engine != "vllm" or variant.name not in entry.variants:
         found.append(f"variant {variant.name!r} is not a vLLM variant of {suite.name}'s {entry.name}")
     rows: list[dict[str, Any]] = []
-    test = None
+    test, tool = None, ""  # the test and the tool that made the file, both set below when it is one we know
     try:
         if "ttfts" in result or "max_concurrency" in result:
             tool = "serve"

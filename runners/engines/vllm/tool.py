@@ -39,7 +39,7 @@ def run_tool(tool: str, out: Path, flags: list[str]) -> int:
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:  # older vLLM
-        from vllm.utils import FlexibleArgumentParser  # type: ignore[attr-defined,no-redef]
+        from vllm.utils import FlexibleArgumentParser
 
     module = importlib.import_module(TOOLS[tool])
     parser = FlexibleArgumentParser(prog=f"vllm bench {tool}")
@@ -97,10 +97,14 @@ def serve_requests(result: dict[str, Any]) -> tuple[list[Any], float]:
     out = []
     for i in range(n):
         ok = not errors[i] and result["output_lens"][i] > 0 and result["ttfts"][i] is not None
+        ttft: float | None = None
+        gaps: tuple[float, ...] = ()
+        e2e: float | None = None
         try:
-            ttft = float(result["ttfts"][i]) if ok else None
-            gaps = tuple(float(g) for g in result["itls"][i]) if ok else ()
-            e2e = None if not ok else float(latencies[i]) if latencies is not None else ttft + sum(gaps)
+            if ok:
+                ttft = float(result["ttfts"][i])
+                gaps = tuple(float(g) for g in result["itls"][i])
+                e2e = float(latencies[i]) if latencies is not None else ttft + sum(gaps)
             tokens = (int(result["input_lens"][i]), int(result["output_lens"][i]))
         except (TypeError, ValueError) as e:
             raise ValueError(f"vllm bench serve result: request {i}: not a number ({e})") from None
