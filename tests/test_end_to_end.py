@@ -29,6 +29,7 @@ def _files(data: Path) -> dict[str, Path]:
     return files
 
 
+@pytest.mark.bench
 def test_bench_writes_one_valid_record_per_variant(bench_data) -> None:
     data, proc = bench_data
     assert "summary (steps/s: median [95% interval] over windows)" in proc.stdout
@@ -70,6 +71,7 @@ def test_bench_writes_one_valid_record_per_variant(bench_data) -> None:
     assert max(first_losses.values()) - min(first_losses.values()) < 0.01, first_losses
 
 
+@pytest.mark.bench
 def test_every_variant_passes_loss_parity(bench_data) -> None:
     data, _ = bench_data
     loaded = load.load(data)
@@ -84,6 +86,7 @@ def test_every_variant_passes_loss_parity(bench_data) -> None:
     assert board.filter(variant="ddp-fp32-stock")["speedup"].to_list() == [pytest.approx(1.0)]
 
 
+@pytest.mark.bench
 def test_site_shows_the_runs_and_reports_the_corrupt_file(bench_data, built_site: Path) -> None:
     data, _ = bench_data
     index = (built_site / "index.html").read_text()
@@ -120,7 +123,8 @@ def test_site_shows_the_runs_and_reports_the_corrupt_file(bench_data, built_site
         assert "cdn.jsdelivr" not in text and "fonts.googleapis" not in text, page
 
 
-def test_failures_are_recorded_and_the_suite_goes_on(tmp_path: Path) -> None:
+@pytest.mark.bench
+def test_failures_are_recorded_and_the_suite_goes_on(tmp_path: Path, torch_engine: str) -> None:
     """A run over its time budget keeps its completed steps; a run that crashes at start gets a failure record."""
     text = spec.SUITES_DIR.joinpath("cpu-smoke.toml").read_text()
     over_budget = text.replace("time_budget_s = 300.0", "time_budget_s = 0.001").replace(
@@ -159,6 +163,7 @@ def test_failures_are_recorded_and_the_suite_goes_on(tmp_path: Path) -> None:
     assert "over-budget" in proc.stdout and "needs-a-gpu" in proc.stdout and "failed" in proc.stdout
 
 
+@pytest.mark.bench
 def test_validate_names_file_row_and_field(bench_data, tmp_path: Path) -> None:
     data, _ = bench_data
     good = _files(data)["ddp-fp32-stock"]
@@ -197,6 +202,7 @@ def test_too_few_steps_are_refused_before_anything_runs(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.bench
 def test_the_same_data_gives_a_byte_identical_site(bench_data, built_site: Path, tmp_path: Path) -> None:
     """Build again from the same files (the corrupt one included), as the first was built (`fairfight site`), and
     compare every byte."""
@@ -214,6 +220,7 @@ def test_the_same_data_gives_a_byte_identical_site(bench_data, built_site: Path,
     assert [k for k in first if first[k] != third[k]] == []
 
 
+@pytest.mark.bench
 def test_repeats_and_scaling_reach_the_leaderboard(built_site: Path) -> None:
     """built_site holds a one-process stock run and a repeat of the two-process one: the A/A spread and the
     scaling efficiency come from them, the one-process run stays out of the ranking, and the notes show."""
@@ -247,6 +254,7 @@ def test_repeats_and_scaling_reach_the_leaderboard(built_site: Path) -> None:
     assert REPEAT_NOTE in (built_site / "runs" / f"{repeats['run_id'][1]}.html").read_text()
 
 
+@pytest.mark.bench
 def test_vectorised_loss_windows_match_the_formula(bench_data) -> None:
     """derive computes every run's loss windows in one polars pass; they must be metrics.window_means exactly."""
     data, _ = bench_data

@@ -82,6 +82,7 @@ def data(bench_data, tmp_path) -> Path:
 # 1 and 2: names and header numbers that are markup never reach a page; whatever reaches a template is escaped
 
 
+@pytest.mark.bench
 def test_markup_in_names_and_config_numbers_is_rejected_by_name(bench_data, data) -> None:
     src = _source(bench_data)
     submit(data, doctored(src, "evil-workload", workload="<img src=x onerror=alert(1)>"))
@@ -105,6 +106,7 @@ def test_every_template_value_is_escaped_and_nav_titles_are_built_escaped(tmp_pa
 # 3: a config of the wrong shape is rejected by name, and the rest of the site builds
 
 
+@pytest.mark.bench
 def test_config_of_the_wrong_shape_is_rejected_and_the_site_still_builds(bench_data, data, tmp_path) -> None:
     src = _source(bench_data)
     submit(data, doctored(src, "config-list", config=lambda c: [c]))
@@ -132,6 +134,7 @@ def test_config_of_the_wrong_shape_is_rejected_and_the_site_still_builds(bench_d
 # 4: hardware the datasheet table does not know cannot rank
 
 
+@pytest.mark.bench
 def test_an_unknown_accelerator_is_unverified_not_ranked(bench_data, data) -> None:
     src = _source(bench_data)
     fast = doctored(
@@ -163,6 +166,7 @@ def test_an_unknown_accelerator_is_unverified_not_ranked(bench_data, data) -> No
     assert "accepted but unverified, so not ranked" in proc.stdout and "NVIDIA H2OO" in proc.stdout
 
 
+@pytest.mark.bench
 def test_a_cpu_run_faster_than_any_cpu_could_be_is_rejected(bench_data, data) -> None:
     src = _source(bench_data)
     times = lambda t: t.set_column(  # noqa: E731
@@ -194,6 +198,7 @@ def test_a_cpu_run_faster_than_any_cpu_could_be_is_rejected(bench_data, data) ->
 # 5: duplicates never let one copy win; a file's folder matches its suite
 
 
+@pytest.mark.bench
 def test_duplicate_run_ids_reject_every_differing_copy_and_folders_match_suites(bench_data, data) -> None:
     src = _source(bench_data)
     genuine = src.stem
@@ -215,6 +220,7 @@ def test_duplicate_run_ids_reject_every_differing_copy_and_folders_match_suites(
 # 6: implausible values
 
 
+@pytest.mark.bench
 def test_implausible_values_are_rejected_and_control_characters_shown(bench_data, data) -> None:
     src = _source(bench_data)
     from datetime import UTC, datetime
@@ -241,6 +247,7 @@ def test_implausible_values_are_rejected_and_control_characters_shown(bench_data
 # 7: a missing column is named
 
 
+@pytest.mark.bench
 def test_a_missing_column_is_named(bench_data, data) -> None:
     table = pq.read_table(_source(bench_data))
     submit(data, doctored(_source(bench_data), "no-variant").drop_columns(["variant"]))
@@ -251,6 +258,7 @@ def test_a_missing_column_is_named(bench_data, data) -> None:
 # 8: the bench's runners end with it and write nothing after; a run id is checked before it names a file
 
 
+@pytest.mark.bench
 def test_store_refuses_run_ids_that_are_not_plain_names(bench_data, tmp_path) -> None:
     table = doctored(_source(bench_data), "ok-id")
     for bad in ("../escape", "a/b", ".hidden", "x" * 300):
@@ -276,7 +284,8 @@ def _runner_pids(run_marker: str) -> list[int]:
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
-def test_killing_the_bench_ends_its_runner_and_nothing_is_written(tmp_path, how) -> None:
+@pytest.mark.bench
+def test_killing_the_bench_ends_its_runner_and_nothing_is_written(tmp_path, how, torch_engine: str) -> None:
     out = tmp_path / f"killed-{how.name}"
     scratch = tmp_path / f"scratch-{how.name}"  # the bench's temporary folder: its runners' `--out` lies inside
     scratch.mkdir()
@@ -309,6 +318,7 @@ def test_killing_the_bench_ends_its_runner_and_nothing_is_written(tmp_path, how)
 # 9: long runs: the statistics work at any length, and the site builds
 
 
+@pytest.mark.bench
 def test_statistics_and_the_site_at_ten_to_the_five_steps(bench_data, data, tmp_path) -> None:
     ci = metrics.median_ci([float(i % 97) for i in range(100_000)])
     assert ci.lo <= ci.median <= ci.hi and 0.95 <= ci.coverage < 0.951
@@ -345,6 +355,7 @@ def test_site_build_refuses_a_data_folder_that_does_not_exist(tmp_path) -> None:
 # past the list: rows whose metric or unit is markup or a spreadsheet formula, and formulas in the downloads
 
 
+@pytest.mark.bench
 def test_row_names_are_plain_and_downloads_never_hold_a_formula(bench_data, data, tmp_path) -> None:
     src = _source(bench_data)
 
@@ -368,6 +379,7 @@ def test_row_names_are_plain_and_downloads_never_hold_a_formula(bench_data, data
     assert "\u202e" not in run_page and "⟨U+202E⟩gnp.exe" in run_page  # shown, not obeyed
 
 
+@pytest.mark.bench
 def test_malformed_edition_manifests_are_rejected_and_the_site_builds(data, tmp_path) -> None:
     editions = data / "editions"
     editions.mkdir()
@@ -393,6 +405,7 @@ def test_malformed_edition_manifests_are_rejected_and_the_site_builds(data, tmp_
     assert (site / "editions" / "v1.html").exists() and (site / "editions" / "v-2.html").exists()
 
 
+@pytest.mark.bench
 def test_a_run_level_metric_named_like_a_summary_column_and_oversized_files(bench_data, data, tmp_path, monkeypatch):
     src = _source(bench_data)
 
@@ -414,6 +427,7 @@ def test_a_run_level_metric_named_like_a_summary_column_and_oversized_files(benc
     assert "one run may hold" in problems_of(data)["shadowing.parquet"]
 
 
+@pytest.mark.bench
 def test_a_run_without_loss_and_look_alike_names_do_not_rank(bench_data, data) -> None:
     src = _source(bench_data)
     no_loss = doctored(src, "no-loss", rows=lambda t: t.filter(pa.compute.not_equal(t["metric"], "loss")))

@@ -89,6 +89,7 @@ def hostile_site(bench_data, tmp_path_factory) -> Path:
     return work / "site"
 
 
+@pytest.mark.bench
 def test_hostile_strings_render_inert_on_every_page(hostile_site: Path) -> None:
     pages = sorted(p.relative_to(hostile_site).as_posix() for p in hostile_site.rglob("*.html") if p.name != "404.html")
     assert "runs/hostile-ok.html" in pages and "runs/hostile-failed.html" in pages

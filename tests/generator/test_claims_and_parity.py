@@ -197,7 +197,8 @@ if _defect:
 
 
 @pytest.mark.slow
-def test_a_frozen_or_missing_layer_or_another_learning_rate_fails_parity(tmp_path: Path) -> None:
+@pytest.mark.bench
+def test_a_frozen_or_missing_layer_or_another_learning_rate_fails_parity(tmp_path: Path, torch_engine: str) -> None:
     """Real runs of the tiny model on CPU in full fp32 against the fp32 stock baseline: the same settings pass, and a
     run whose first block is frozen, whose last block is missing (both injected into the real trainer through a
     sitecustomize module, as a defective runner would do it), or whose learning rate is halved fails, each with its

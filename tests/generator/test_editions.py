@@ -14,6 +14,7 @@ from runners import claims, spec
 from tests.conftest import run_module
 
 
+@pytest.mark.bench
 def test_release_freezes_runs_and_changelog_and_integrity_show_on_the_site(bench_data, tmp_path: Path) -> None:
     source, _ = bench_data
     data = tmp_path / "data"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from generator import publish
 from tests.conftest import ROOT, run_module
 
@@ -14,6 +16,7 @@ def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.bench
 def test_publish_rebuilds_the_site_into_a_folder_and_never_over_other_files(tmp_path, built_site) -> None:
     data = tmp_path / "data"
     run_module("runners", "claim", "runners/claims/seed.toml", "--data-dir", str(data))  # a small real data folder
@@ -37,6 +40,7 @@ def test_publish_rebuilds_the_site_into_a_folder_and_never_over_other_files(tmp_
     assert proc.returncode == 2 and "name a folder" in proc.stderr
 
 
+@pytest.mark.bench
 def test_publish_to_a_gh_pages_branch_and_push(tmp_path, built_site) -> None:
     remote = tmp_path / "remote.git"
     _git(tmp_path, "init", "--bare", "-q", str(remote))

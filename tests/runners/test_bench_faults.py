@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from generator import load
 from runners import schema, store
@@ -56,7 +57,8 @@ def _processes_with(words: list[str]) -> list[int]:
     return pids
 
 
-def test_a_runner_killed_mid_run_leaves_a_failure_record_and_no_partial_file(tmp_path: Path) -> None:
+@pytest.mark.bench
+def test_a_runner_killed_mid_run_leaves_a_failure_record_and_no_partial_file(tmp_path: Path, torch_engine: str) -> None:
     data = tmp_path / "data"
     cmd = [sys.executable, "-m", "runners", "bench", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-mb4"]
     cmd += ["--variant", "ddp-fp32-stock"]
@@ -86,7 +88,11 @@ def test_a_runner_killed_mid_run_leaves_a_failure_record_and_no_partial_file(tmp
     assert load.load(data).rejected == []
 
 
-def test_a_run_out_of_memory_is_an_oom_record_and_the_suite_goes_on(tmp_path: Path) -> None:
+@pytest.mark.engine
+@pytest.mark.bench
+def test_a_run_out_of_memory_is_an_oom_record_and_the_suite_goes_on(
+    tmp_path: Path, mlx_engine: str, torch_engine: str
+) -> None:
     """Real memory exhaustion, on CPU: the bench runs under an 8 GiB address-space limit (inherited by its runners)
     with a micro-batch of 20,000 sequences, which needs more. PyTorch's CPU allocator raises; MLX's CPU backend,
     under the same limit on 2026-11-30, died with SIGSEGV instead, which is recorded as a failure."""

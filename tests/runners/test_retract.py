@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
+import pytest
 
 from generator import derive, load
 from runners import retract, store
@@ -24,6 +25,7 @@ def _run_of(data: Path, variant: str) -> Path:
     )
 
 
+@pytest.mark.bench
 def test_a_retraction_points_at_the_run_and_takes_it_out_of_every_ranking(bench_data, tmp_path: Path) -> None:
     source, _ = bench_data
     data = tmp_path / "data"

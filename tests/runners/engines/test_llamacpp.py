@@ -25,7 +25,8 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory, llama_build: dict[str,
     return tmp_path_factory.mktemp("models")
 
 
-def test_every_format_reads_back_with_the_spec_shapes(model_cache: Path) -> None:
+@pytest.mark.engine
+def test_every_format_reads_back_with_the_spec_shapes(model_cache: Path, mlx_engine: str) -> None:
     """GGUF (F16 written here, Q8_0 and Q4_K_M by llama.cpp's quantizer), the Hugging Face folder and MLX all hold
     the spec's tensors; the F16 GGUF and the safetensors hold the same values (q and k permuted for llama.cpp)."""
     import gguf
@@ -100,6 +101,7 @@ def llama_bench_data(
     return data, proc
 
 
+@pytest.mark.engine
 @pytest.mark.slow
 def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_data, llama_build) -> None:
     data, proc = llama_bench_data
@@ -140,6 +142,7 @@ def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_da
     assert "summary" in proc.stdout and "tokens/s" in proc.stdout
 
 
+@pytest.mark.engine
 @pytest.mark.slow
 def test_the_site_ranks_the_runner_beside_llama_bench(llama_bench_data, tmp_path: Path) -> None:
     """An inference test's page shows each runner record beside llama-bench's figure and the ratio: it ranks when
@@ -190,6 +193,7 @@ def _llama_bench_output(data: Path, variant: str) -> list[dict]:
     return out
 
 
+@pytest.mark.engine
 def test_llama_bench_output_from_elsewhere_imports_once_and_checked(llama_bench_data, tmp_path: Path) -> None:
     """`python -m runners import llama-bench`: real llama-bench output (the cross-check's, written out as a
     contributor's file) becomes imported records that load cleanly; again, nothing new; a result run with other

@@ -21,7 +21,8 @@ SMOKE = spec.load_suite("cpu-smoke")
 ONE_DEVICE = "train-gpt-tiny-1dev"
 
 
-def test_mlx_model_matches_torch_on_the_shared_weights() -> None:
+@pytest.mark.engine
+def test_mlx_model_matches_torch_on_the_shared_weights(mlx_engine: str) -> None:
     """The same initial-weights file gives the same loss in both engines, fp32 and bf16 (mixed)."""
     import mlx.core as mx
     import torch
@@ -89,8 +90,10 @@ def test_each_mlx_rank_gets_its_variables(monkeypatch: pytest.MonkeyPatch) -> No
     assert mlx_train.rank_env("cpu", 2) == [{"MLX_RANK": "0"}, {"MLX_RANK": "1"}]
 
 
+@pytest.mark.engine
+@pytest.mark.bench
 @pytest.mark.slow
-def test_mlx_data_parallel_over_two_processes_matches_ddp(tmp_path: Path) -> None:
+def test_mlx_data_parallel_over_two_processes_matches_ddp(tmp_path: Path, mlx_engine: str, torch_engine: str) -> None:
     """The two-process workload: MLX launches a rank per device over mx.distributed's ring (TCP, this CPU), each
     taking its rows of the global batch and averaging gradients; its loss follows DDP's step by step."""
     data = tmp_path / "data"
@@ -117,7 +120,7 @@ def test_mlx_data_parallel_over_two_processes_matches_ddp(tmp_path: Path) -> Non
 
 
 @pytest.fixture(scope="module")
-def mlx_train_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def mlx_train_data(tmp_path_factory: pytest.TempPathFactory, mlx_engine: str, torch_engine: str) -> Path:
     """A real bench session of the one-device workload: PyTorch's fp32 baseline and both MLX variants."""
     data = tmp_path_factory.mktemp("mlx") / "data"
     run_module(
@@ -127,6 +130,8 @@ def mlx_train_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data
 
 
+@pytest.mark.engine
+@pytest.mark.bench
 @pytest.mark.slow
 def test_mlx_training_records_and_loss_parity_with_torch(mlx_train_data: Path, tmp_path: Path) -> None:
     files = {pq.read_table(p, columns=["variant"])["variant"][0].as_py(): p for p in mlx_train_data.rglob("*.parquet")}
@@ -192,8 +197,9 @@ def test_mlx_lm_benchmark_output_is_read_with_clear_errors() -> None:
         mlx_lm_bench.parse("Averages: prompt_tps=1.0")
 
 
+@pytest.mark.engine
 @pytest.mark.slow
-def test_mlx_generation_beside_mlx_lm_benchmark(tmp_path: Path) -> None:
+def test_mlx_generation_beside_mlx_lm_benchmark(tmp_path: Path, mlx_engine: str) -> None:
     """A real bench session of MLX's depth-0 tests on the tiny Llama: the runner's records, mlx_lm.benchmark's beside
     them (imported, paired), and the inference page showing both."""
     from generator import inference

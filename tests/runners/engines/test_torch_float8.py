@@ -93,7 +93,8 @@ def _run(path: Path) -> tuple[dict, list[float]]:
 
 
 @pytest.mark.slow
-def test_float8_trains_under_fsdp2_with_loss_parity(tmp_path: Path) -> None:
+@pytest.mark.bench
+def test_float8_trains_under_fsdp2_with_loss_parity(tmp_path: Path, torch_engine: str) -> None:
     """Two gloo processes, float8 weights all-gathered, 20 steps without compile, the loss head's included (the
     compiled path is the GPU's; cold compilation would take most of a minute here). Tolerance: the published
     loss-parity rule (metrics.loss_parity: first loss within 0.01 nats, every steady window within 3%) against bf16

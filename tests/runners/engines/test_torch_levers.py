@@ -79,7 +79,8 @@ def _losses(path: Path) -> tuple[dict, list[float]]:
 
 
 @pytest.mark.slow
-def test_the_loss_in_the_compiled_region_keeps_parity_under_fsdp2(tmp_path: Path) -> None:
+@pytest.mark.bench
+def test_the_loss_in_the_compiled_region_keeps_parity_under_fsdp2(tmp_path: Path, torch_engine: str) -> None:
     """Two gloo processes, FSDP2, blocks eager and the loss head compiled with bf16 gradient reduction (as the
     variant writes them), against an eager loss after the model with fp32 reduction (20 steps; compiling the blocks
     too would take most of a minute on CPU)."""

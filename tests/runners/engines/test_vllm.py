@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -177,15 +176,9 @@ def test_a_model_too_big_for_one_gpu_scales_from_the_fewest_measured() -> None:
         metrics.strong_scaling_efficiency(1600.0, 1000.0, 8, 0)
 
 
-@pytest.fixture(scope="session")
-def vllm_python() -> str:
-    """vLLM's CPU environment (`nox -s tests` makes it first and names it in FAIRFIGHT_VLLM_PYTHON)."""
-    from runners.engines.vllm import env as vllm_env
-
-    return os.environ.get("FAIRFIGHT_VLLM_PYTHON") or str(vllm_env.ensure())
-
-
+@pytest.mark.engine
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # the bench session may take run_module's 900 s, then a site build
 def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
     tmp_path: Path, vllm_python: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -238,6 +231,7 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
     assert (row["rank"] == 1 and "Decode tokens/s" in shown) or (row["rank"] is None and row["reason"] in shown)
 
 
+@pytest.mark.engine
 @pytest.mark.slow
 def test_an_engine_that_cannot_start_is_a_failure_record(tmp_path: Path, vllm_python: str) -> None:
     """A model whose context (64) is shorter than the variant's max_model_len (1024): vLLM refuses to start, both
