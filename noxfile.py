@@ -108,12 +108,14 @@ def _tests_install(session: nox.Session) -> None:
 def _pip_find_links() -> str | None:
     """Where pip looks for wheels beyond the index on this machine (UV_FIND_LINKS or PIP_FIND_LINKS, else pip's own
     configuration): our CPU machines keep the CPU build of torch there."""
-    found = os.environ.get("UV_FIND_LINKS") or os.environ.get("PIP_FIND_LINKS")
+    if os.environ.get("UV_FIND_LINKS"):
+        return os.environ["UV_FIND_LINKS"]
+    found = os.environ.get("PIP_FIND_LINKS")
     if found:
-        return found
+        return ",".join(found.split())  # pip separates them with spaces, uv with commas
     pip = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.find-links"], capture_output=True,
                          text=True)  # fmt: skip
-    return pip.stdout.strip() or None if pip.returncode == 0 else None
+    return ",".join(pip.stdout.split()) or None if pip.returncode == 0 else None
 
 
 @nox.session

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generator import columns
-from runners import retract, schema, shapes
+from runners import engines, retract, schema, shapes
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +159,10 @@ def _read_files(
 
 
 def _fingerprint() -> str:
-    """What a cached check depends on: this module's and the schema's code."""
+    """What a cached check depends on: this module's code and the record checks' (the schema, the declared shapes,
+    the engine registry they name engines from)."""
     digest = hashlib.sha256()
-    for path in (Path(__file__), Path(schema.__file__)):
+    for path in (Path(__file__), Path(schema.__file__), Path(shapes.__file__), Path(engines.__file__)):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

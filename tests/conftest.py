@@ -143,7 +143,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if first is None or MADE[fixture]():
             continue
         marker = first.get_closest_marker("timeout")
-        given = marker.args[0] if marker and marker.args else config.getoption("timeout") or config.getini("timeout")
+        if marker and (marker.args or "timeout" in marker.kwargs):
+            given = marker.args[0] if marker.args else marker.kwargs["timeout"]
+        else:  # `--timeout 0` means none: only an absent option falls back to the ini value
+            option = config.getoption("timeout")
+            given = option if option is not None else config.getini("timeout")
         base = float(given or 0)
         if base > 0:  # 0: no timeout at all
             first.add_marker(pytest.mark.timeout(base + extra_s), append=False)  # the closest marker wins

@@ -13,10 +13,10 @@
 # and they run at once (each record says so, --note); otherwise they run one after the other.
 #
 # `build` carries two ignored folders (list them in .git/info/exclude), made here beforehand:
-#   .llsrc/  the llama-cpp-python 0.3.36 sdist unpacked (`python -m runners.engines.llamacpp.build` downloads it to
-#            build/llama.cpp/), less what the build never reads, to fit the 64 MiB transfer: docs/ and, under
+#   .llsrc/  the llama-cpp-python 0.3.36 sdist unpacked (`python -m runners.engines.llamacpp.build` downloads and
+#            unpacks it under ~/.cache/fairfight/llama.cpp/), less what the build never reads, to fit the 64 MiB transfer: docs/ and, under
 #            vendor/llama.cpp/, models/*.gguf, docs, benches, .github, .git, tools/ui and tools/server (~49 MiB),
-#            plus the vendored commit the dropped .git knew, for the records: git -C build/llama.cpp/src/
+#            plus the vendored commit the dropped .git knew, for the records: git -C ~/.cache/fairfight/llama.cpp/src/
 #            llama_cpp_python-0.3.36/vendor/llama.cpp rev-parse HEAD > .llsrc/llama_cpp_python-0.3.36/LLAMA_CPP_COMMIT
 #   .whl/    the `host-llama` wheelhouse (gguf 0.19.0 and diskcache, which the image lacks; pyproject.toml):
 #            nox -s wheelhouse -- host-llama --python 3.12 --platform manylinux_2_35_x86_64 --out .whl

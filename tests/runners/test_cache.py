@@ -44,7 +44,8 @@ def test_the_llama_build_is_keyed_by_its_inputs(user_cache: Path, monkeypatch: p
     assert where.parent == user_cache / "llama.cpp"
     assert where.name == f"{llamacpp_build.VERSION}-cpu-{cache.short_hash(llamacpp_build.key_inputs(False))}"
     inputs = llamacpp_build.key_inputs(False)
-    assert inputs["flags"] == llamacpp_build.CMAKE_FLAGS and inputs["cc"] != "absent" and inputs["cpu"]
+    assert inputs["flags"] == llamacpp_build.CMAKE_FLAGS + llamacpp_build.CPU_FLAGS and inputs["cc"] != "absent"
+    assert inputs["cpu"]
     assert llamacpp_build.backend_dir(cuda=True).name.startswith(f"{llamacpp_build.VERSION}-cuda-")
     # another compiler, other flags: another folder; an explicit --out keeps its own layout
     with monkeypatch.context() as m:

