@@ -440,7 +440,9 @@ def _comparable(summary: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-CONFIG_KEYS = ["suite", "workload", "variant", "accelerator", "accelerator_count", "micro_batch"]
+CONFIG_KEYS = ["suite", "workload", "variant", "settings_hash", "accelerator", "accelerator_count", "micro_batch"]
+"""One configuration: a variant name can cover runs whose settings differ (made at different harness commits), and
+those are not repeats of each other (`settings_hash`, generator/columns.py)."""
 
 
 def repeats(summary: pl.DataFrame) -> pl.DataFrame:

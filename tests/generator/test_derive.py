@@ -18,6 +18,7 @@ def _summary(rates: list[float], shared: list[bool]) -> pl.DataFrame:
             "suite": ["h100"] * n,
             "workload": ["train-gpt-1.27b-mb4"] * n,
             "variant": ["fsdp2-compile"] * n,
+            "settings_hash": ["0123456789ab"] * n,
             "accelerator": ["NVIDIA H200"] * n,
             "accelerator_count": [2] * n,
             "micro_batch": [4] * n,
@@ -44,6 +45,17 @@ def test_repeats_keep_shared_and_solo_runs_apart() -> None:
     assert alone["run_id"] == ["run-2", "run-3"]
     assert alone["spread"] == pytest.approx(0.2 / 15.0)
     assert shared["spread"] == pytest.approx(0.05 / 14.925)
+
+
+def test_runs_of_one_variant_name_with_other_settings_are_not_repeats() -> None:
+    """A variant name can cover runs whose settings differ (made at different harness commits): one configuration is
+    one settings hash, so each set of settings has its own A/A spread and a pair of different ones has none."""
+    summary = _summary([18.9, 21.8, 21.7, 21.9], [False] * 4).with_columns(
+        settings_hash=pl.Series(["aaaaaaaaaaaa", "bbbbbbbbbbbb", "bbbbbbbbbbbb", "bbbbbbbbbbbb"])
+    )
+    groups = derive.repeats(summary)
+    assert groups["settings_hash"].to_list() == ["bbbbbbbbbbbb"] and groups["runs"].to_list() == [3]
+    assert groups["spread"].item() < 0.01  # not the 14% that pooling 18.9 with 21.8 would make
 
 
 def test_a_single_run_per_condition_is_not_a_repeat() -> None:
