@@ -7,15 +7,14 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from runners import record, spec
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """What one training runner was asked to run, checked before any engine is imported."""
+class Plan(NamedTuple):
+    """What one training runner was asked to run, checked before any engine is imported (a tuple, so that a runner
+    unpacks it in one line)."""
 
     suite: spec.Suite
     work: spec.Workload

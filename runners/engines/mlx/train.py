@@ -193,15 +193,7 @@ def train_trial(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = datetime.now(UTC)
-    p = training.plan(args, "mlx")
-    suite, work, variant, overrides, steps, micro_batch = (
-        p.suite,
-        p.work,
-        p.variant,
-        p.overrides,
-        p.steps,
-        p.micro_batch,
-    )
+    suite, work, variant, overrides, steps, micro_batch = training.plan(args, "mlx")
     world = work.world_size
     if world > 1 and "MLX_RANK" not in os.environ:
         return launch(sys.argv[1:] if argv is None else argv, world, work.device)

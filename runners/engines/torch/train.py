@@ -158,15 +158,7 @@ def train_trial(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = datetime.now(UTC)
-    p = training.plan(args, "torch")
-    suite, work, variant, overrides, steps, micro_batch = (
-        p.suite,
-        p.work,
-        p.variant,
-        p.overrides,
-        p.steps,
-        p.micro_batch,
-    )
+    suite, work, variant, overrides, steps, micro_batch = training.plan(args, "torch")
     settings = torch_setup.check_settings(variant, overrides)
 
     import torch
