@@ -15,7 +15,6 @@ runs from a checkout with nothing installed.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import shutil
@@ -26,6 +25,8 @@ import tempfile
 import tomllib
 import urllib.request
 from pathlib import Path
+
+from runners import cache
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 LOCKS = ("pylock.hosts.toml", "pylock.toml")
@@ -118,19 +119,11 @@ def _fetch(wheel: dict, lock: Path, dest: Path) -> Path:
         with urllib.request.urlopen(wheel["url"], timeout=120) as r, target.open("wb") as f:
             shutil.copyfileobj(r, f)
     expected = (wheel.get("hashes") or {}).get("sha256")
-    got = _sha256(target)
+    got = cache.file_sha256(target)
     if expected != got:
         target.unlink()
         raise WheelhouseError(f"{wheel['name']}: sha256 {got}, the lock says {expected}; refusing it")
     return target
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def build(
@@ -154,10 +147,10 @@ def build(
             package = pinned[name]
             path = _fetch(_choose_wheel(package, ranked, lock), lock, house / "wheels")
             wheels.append({"name": package["name"], "version": package["version"], "file": path.name,
-                           "sha256": _sha256(path), "size": path.stat().st_size})  # fmt: skip
+                           "sha256": cache.file_sha256(path), "size": path.stat().st_size})  # fmt: skip
             print(f"  {package['name']} {package['version']}: {path.name} ({path.stat().st_size / 2**20:.1f} MiB)")
         manifest = {"group": group, "python": python, "platform": platform, "lock": lock.name,
-                    "lock_sha256": _sha256(lock), "wheels": wheels}  # fmt: skip
+                    "lock_sha256": cache.file_sha256(lock), "wheels": wheels}  # fmt: skip
         (house / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         out.mkdir(parents=True, exist_ok=True)
         for old in out.glob(f"{stem}.tar.part*"):
@@ -231,7 +224,7 @@ def install(
         files, skipped = [], []
         for name, version, file, sha256 in wheels:
             path = house / "wheels" / Path(file).name
-            if not path.exists() or _sha256(path) != sha256:
+            if not path.exists() or cache.file_sha256(path) != sha256:
                 raise WheelhouseError(f"{path.name}: missing or not the file the manifest names (sha256); rebuild it")
             have = _present(name) if skip_present else None
             if have is not None:

@@ -24,6 +24,15 @@ def root() -> Path:
     return Path(os.environ.get("FAIRFIGHT_CACHE") or Path.home() / ".cache" / "fairfight")
 
 
+def file_sha256(path: Path) -> str:
+    """A file's sha256, read in blocks (model files and wheels run to gigabytes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def short_hash(inputs: Mapping[str, object]) -> str:
     """Ten hex digits of the SHA-256 of `inputs` as canonical JSON: the part of an entry's name that changes when
     anything it was made from does."""

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from runners import cache
 from runners.spec import ModelSpec
 
 RECIPE = "llama-pool-v1"
@@ -325,14 +326,6 @@ def quantize(source: Path, target: Path, weights: str, threads: int = 0) -> dict
     }
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def gguf_file(spec: ModelSpec, seed: int, weights: str, cache_dir: Path) -> tuple[Path, dict[str, Any]]:
     """The GGUF file of `weights` (f16, q8_0 or q4_k_m), made once per key and reused; returns it and how it was
     made (recorded beside it as `<file>.json`: the recipe, the source file and both sha256s)."""
@@ -349,8 +342,8 @@ def gguf_file(spec: ModelSpec, seed: int, weights: str, cache_dir: Path) -> tupl
         how: dict[str, Any] = {"tool": "runners.llama_files.write_gguf_f16", "recipe": RECIPE, "seed": seed}
     else:
         source, _ = gguf_file(spec, seed, "f16", cache_dir)
-        how = quantize(source, path, weights) | {"from_sha256": sha256(source)}
-    how |= {"weights": weights, "sha256": sha256(path), "bytes": path.stat().st_size}
+        how = quantize(source, path, weights) | {"from_sha256": cache.file_sha256(source)}
+    how |= {"weights": weights, "sha256": cache.file_sha256(path), "bytes": path.stat().st_size}
     made.write_text(json.dumps(how, indent=2, sort_keys=True) + "\n")
     return path, how
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import load
-from runners import llama_files, metrics, spec
+from runners import cache, llama_files, metrics, spec
 from tests.conftest import run_module
 
 SMOKE = spec.load_suite("cpu-smoke")
@@ -49,7 +49,7 @@ def test_every_format_reads_back_with_the_spec_shapes(model_cache: Path, mlx_eng
     assert {k: tuple(v.shape) for k, v in mlx_weights.items()} == shapes
     for weights in llama_files.WEIGHT_TYPES:
         path, how = llama_files.gguf_file(TINY, ENTRY.seed, weights, model_cache)
-        assert how["sha256"] == llama_files.sha256(path) and how["weights"] == weights
+        assert how["sha256"] == cache.file_sha256(path) and how["weights"] == weights
         reader = gguf.GGUFReader(str(path))
         tensors = {t.name: t for t in reader.tensors}
         assert set(tensors) == {llama_files.gguf_name(n) for n in shapes}
@@ -66,7 +66,7 @@ def test_every_format_reads_back_with_the_spec_shapes(model_cache: Path, mlx_eng
     # the same key gives the same bytes: a second cache makes an identical F16 file
     again, _ = llama_files.gguf_file(TINY, ENTRY.seed, "f16", model_cache / "again")
     first, _ = llama_files.gguf_file(TINY, ENTRY.seed, "f16", model_cache)
-    assert llama_files.sha256(again) == llama_files.sha256(first)
+    assert cache.file_sha256(again) == cache.file_sha256(first)
 
 
 def test_kv_cache_bytes_follow_grouped_query_attention() -> None:
