@@ -229,6 +229,9 @@ def _training_board(
     defined = schema.suite_workloads(suite).get(workload)
     if config is not None and defined is not None:
         config["workload"]["variants"] = defined["variants"]  # the baseline as the suite file names it now
+    if config is not None:
+        steps = (defined or {}).get("steps")  # a run's own record says how many steps it made, not the full length
+        config["workload"]["full_steps"] = steps if isinstance(steps, int) and not isinstance(steps, bool) else None
     # One curve per variant (its latest run), as means over timing windows: the page stays light however
     # many runs a workload has; every run's own curve is on its run page.
     latest = counted.filter(pl.col("suite_scale")).sort("started_at").group_by("variant", maintain_order=True).last()

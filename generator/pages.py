@@ -35,6 +35,8 @@ def fmt(value: Any, digits: int = 3) -> str:
         if value == 0:
             return "0"
         return f"{value:,.{digits}g}" if abs(value) < 10**digits else f"{value:,.0f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
     return str(value)
 
 
