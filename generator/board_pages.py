@@ -75,6 +75,8 @@ class _Derived:
     tests: pl.DataFrame
     served: pl.DataFrame
     tp: pl.DataFrame
+    test_spreads: dict[tuple[str, str, int, bool], float]
+    """The A/A spreads of inference and serving tests (`inference.aa_spreads`, `serving.aa_spreads`)."""
 
 
 def write_pages(
@@ -98,15 +100,17 @@ def write_pages(
     env.filters.update(commits=functools.partial(commits.cell, repo=repo))
     env.globals["mixed_commits"] = functools.partial(_mixed_commits, repo=repo)
     served = serving.test_summary(summary, loaded.rows) if served is None else served
+    tests = inference.test_summary(summary, loaded.rows) if tests is None else tests
     derived = _Derived(
         summary=summary,
         boards=derive.leaderboards(summary),
         repeats=derive.repeats(summary),
         window_losses=derive.loss_windows(summary, loaded.rows),
         scaling=derive.scaling(summary),
-        tests=inference.test_summary(summary, loaded.rows) if tests is None else tests,
+        tests=tests,
         served=served,
         tp=serving.tp_scaling(served),
+        test_spreads=inference.aa_spreads(tests) | serving.aa_spreads(served),
     )
     index_rows, claim_rows, nav = [], [], []
     ran_on = _hardware_of_boards(summary)
@@ -422,7 +426,7 @@ def _inference_board(
     """An inference test's page (ranked configurations, unranked runs with their reasons, the own tools' figures,
     failures) and its board JSON; returns its home-page row."""
     tests = derived.tests.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
-    ranked, unranked = inference.board(tests)
+    ranked, unranked = inference.board(tests, derived.test_spreads)
     current = tests.filter(pl.col("retracted_by").is_null())
     status = dict(current.select("run_id", "status").iter_rows())
     imported = (
@@ -474,7 +478,7 @@ def _serving_board(
     tp, llama = derived.tp, derived.tests
     current = tests.filter(pl.col("retracted_by").is_null())
     measured = current.filter(pl.col("origin") == "measured")
-    ranked, unranked = serving.board(tests)
+    ranked, unranked = serving.board(tests, derived.test_spreads)
     # the test as its newest run ran it (a served point's request count has changed; each run's row says its own)
     config = pages.board_config((measured if measured.height else current).sort("started_at")["config"][-1])
     model = config["model"]["name"]

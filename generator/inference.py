@@ -7,6 +7,8 @@ Every formula comes from `runners.metrics`; this module only groups, joins and o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import polars as pl
 
 from generator import derive, test_boards
@@ -92,11 +94,20 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def board(tests: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def board(
+    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool], float] | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One inference test's ranked configurations and unranked runs (`test_boards.board`): the median tokens/s over
     repetitions with its 95% interval, checked against the engine's own tool's tokens/s (a tg test's figure is also
-    its latency: time per token is its inverse)."""
-    return test_boards.board(tests, *FIGURE, CHECKS)
+    its latency: time per token is its inverse). `spreads` (`aa_spreads`) widens one-run rows."""
+    return test_boards.board(tests, *FIGURE, CHECKS, spreads)
+
+
+def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
+    """The A/A spreads of every inference test (`test_boards.aa_spreads` over the runs that rank), by kind (pp, tg),
+    hardware, device count and host condition."""
+    runs = test_boards.verified(tests, *FIGURE, CHECKS)
+    return test_boards.aa_spreads(runs.filter(pl.col("unranked").is_null()))
 
 
 FIGURE = (pl.col("rate_med"), pl.col("rate_lo"), pl.col("rate_hi"))

@@ -9,6 +9,8 @@ tool's records go through the very same code.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import polars as pl
 
 from generator import derive, test_boards
@@ -113,16 +115,32 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def board(tests: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def board(
+    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool], float] | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One serving test's ranked configurations and unranked runs (`test_boards.board`) by output tokens/s: offline,
     the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
     figure over all its requests, checked against `vllm bench serve` on throughput, median TTFT and median TPOT."""
-    return test_boards.board(tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"])
+    return test_boards.board(
+        tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"], spreads
+    )
+
+
+def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
+    """The A/A spreads of every serving test (`test_boards.aa_spreads` over the runs that rank), by kind (offline,
+    served), hardware, device count and host condition: a served point's row, one measurement, gets its interval
+    from them."""
+    ranked = [
+        test_boards.verified(tests.filter(pl.col("kind") == kind), *FIGURE, checks).filter(pl.col("unranked").is_null())
+        for kind, checks in CHECKS.items()
+    ]
+    return test_boards.aa_spreads(pl.concat(ranked, how="diagonal_relaxed"))
 
 
 FIGURE = (pl.coalesce("out_med", "output_tokens_per_s"), pl.col("out_lo"), pl.col("out_hi"))
 """What a serving test's board ranks by: output tokens/s (offline: the median over repetitions with its 95% interval;
-served: the point's figure over all its requests, no interval)."""
+served: the point's figure over all its requests, no interval of its own: its row gets the A/A spread of served
+points on its hardware, where one was measured)."""
 CHECKS = {
     "offline": (("output tokens/s", "bench_ratio"),),
     "serve": (

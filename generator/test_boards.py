@@ -10,7 +10,7 @@ rank. Ranked runs of one configuration (`settings_hash`) share one row; every ot
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
@@ -70,27 +70,53 @@ def unranked_reason(checks: Sequence[tuple[str, str]], depth: bool) -> pl.Expr:
     return expr.otherwise(None)
 
 
-def board(
+def verified(
     tests: pl.DataFrame, value: pl.Expr, lo: pl.Expr, hi: pl.Expr, checks: Sequence[tuple[str, str]]
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """A test's ranked configurations and its unranked runs. `value`, `lo`, `hi`: a run's figure and its 95%
-    interval (null where a run has no repetitions). Returns (rows: one per configuration of ranked runs, ranked with
-    ties, with `value`, `lo`, `hi`, `runs`, `run_ids`, `interval_basis` and the latest run's other columns;
-    unranked: every other measured, unretracted run with its `unranked` reason)."""
+) -> pl.DataFrame:
+    """The measured, unretracted runs of `tests` with their figure (`value`, `lo`, `hi`: a run's figure and its 95%
+    interval, null where a run has no repetitions) and `unranked`: why a run does not rank, null where it does."""
     runs = tests.filter((pl.col("origin") == "measured") & pl.col("retracted_by").is_null()).with_columns(
         value=value, lo=lo, hi=hi
     )
-    runs = runs.with_columns(unranked=unranked_reason(checks, "depth" in runs.columns))
+    return runs.with_columns(unranked=unranked_reason(checks, "depth" in runs.columns))
+
+
+def board(
+    tests: pl.DataFrame,
+    value: pl.Expr,
+    lo: pl.Expr,
+    hi: pl.Expr,
+    checks: Sequence[tuple[str, str]],
+    spreads: Mapping[tuple[str, str, int, bool], float] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A test's ranked configurations and its unranked runs (`verified`). Returns (rows: one per configuration of
+    ranked runs, ranked with ties, with `value`, `lo`, `hi`, `runs`, `run_ids`, `interval_basis` and the latest
+    run's other columns; unranked: every other measured, unretracted run with its `unranked` reason). `spreads`
+    (`aa_spreads`) widens a one-run row's interval to what repeats of its kind of test moved on its hardware."""
+    runs = verified(tests, value, lo, hi, checks)
     unranked = runs.filter(pl.col("unranked").is_not_null()).sort(
         "value", "run_id", descending=[True, False], nulls_last=True
     )
-    return rank(rows(runs.filter(pl.col("unranked").is_null()))), unranked
+    return rank(rows(runs.filter(pl.col("unranked").is_null()), spreads)), unranked
 
 
-def rows(ranked: pl.DataFrame) -> pl.DataFrame:
+def aa_spreads(ranked_runs: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
+    """Per kind of test, hardware model, device count and host condition, the largest A/A spread between ranked runs
+    of one configuration (`repeats`): what widens a one-run row, as `configurations.aa_spreads` does for training.
+    `ranked_runs`: runs that rank (`verified` with `unranked` null), of any tests."""
+    out: dict[tuple[str, str, int, bool], float] = {}
+    found = repeats(ranked_runs)
+    for (kind,), group in found.partition_by("kind", as_dict=True).items():
+        out |= {(kind, *key): spread for key, spread in configurations.aa_spreads(group).items()}
+    return out
+
+
+def rows(ranked: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool], float] | None = None) -> pl.DataFrame:
     """One row per configuration: the median of its runs' figures, an interval from the lowest low to the highest
     high (never narrower than the spread of its runs' figures), its runs (latest last) with each one's harness commit
-    (`harness_commits`, in the same order) and the latest run's other columns."""
+    (`harness_commits`, in the same order) and the latest run's other columns. A configuration of one run has its
+    own interval widened to the A/A spread of its kind of test on its hardware (`aa_spreads`) where one was measured,
+    so a served point (one measurement) then has an interval at all; `interval_basis` says which."""
     others = [c for c in ranked.columns if c not in {*KEYS, "value", "lo", "hi"}]
     grouped = (
         ranked.sort("started_at", "run_id")
@@ -105,9 +131,6 @@ def rows(ranked: pl.DataFrame) -> pl.DataFrame:
             harness_commits=pl.col("harness_commit"),
             with_interval=pl.col("lo").is_not_null().all(),
         )
-    )
-    return (
-        grouped.join(configurations.differences(grouped), on=KEYS, how="left")
         .with_columns(
             interval_basis=pl.when(pl.col("runs") >= 2)
             .then(pl.format("{} runs: lowest low to highest high", pl.col("runs")))
@@ -116,6 +139,29 @@ def rows(ranked: pl.DataFrame) -> pl.DataFrame:
             .otherwise(pl.lit("one run, one measurement: no interval"))
         )
         .drop("with_interval")
+    )
+    if spreads and grouped.height:
+        grouped = _widened(grouped, spreads)
+    return grouped.join(configurations.differences(grouped), on=KEYS, how="left")
+
+
+def _widened(grouped: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool], float]) -> pl.DataFrame:
+    """`grouped` with each one-run row's interval widened to its A/A spread (half of it each side of its figure)."""
+    out = []
+    for row in grouped.iter_rows(named=True):
+        lo, hi, basis = row["lo"], row["hi"], row["interval_basis"]
+        key = (row.get("kind"), row.get("accelerator"), row.get("accelerator_count"), row.get("shared_host"))
+        if row["runs"] == 1 and row["value"] is not None and key in spreads:
+            spread, value = spreads[key], row["value"]
+            low, high = value * (1 - spread / 2), value * (1 + spread / 2)
+            lo, hi = (low if lo is None else min(lo, low)), (high if hi is None else max(hi, high))
+            basis += f"; widened to the A/A spread of {key[0]} tests on {key[2]} × {key[1]} ({spread:.2%})"
+        out.append((lo, hi, basis))
+    lows, highs, bases = zip(*out, strict=True)
+    return grouped.with_columns(
+        lo=pl.Series(lows, dtype=pl.Float64),
+        hi=pl.Series(highs, dtype=pl.Float64),
+        interval_basis=pl.Series(bases, dtype=pl.String),
     )
 
 
@@ -146,6 +192,7 @@ RANK_RULE = (
     "One row per configuration (variant settings, test, devices, hardware, engine version); only finished runs on "
     "known hardware rank, and where the engine has its own benchmark tool (llama-bench, mlx_lm.benchmark, vllm bench) "
     f"only beside that tool's record of the same test agreeing within ±{metrics.OWN_TOOL_REL_TOL * 100:g}% on every "
-    "figure both report; a row's figure is the median of its runs', its interval spans its runs' intervals, and rows "
-    "whose intervals overlap share a rank."
+    "figure both report; a row's figure is the median of its runs', its interval spans its runs' intervals (one run: "
+    "widened to the A/A spread measured between repeats of its kind of test on its hardware, where there is one), "
+    "and rows whose intervals overlap share a rank."
 )

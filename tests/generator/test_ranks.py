@@ -208,3 +208,38 @@ def _run_figures() -> dict[str, float | None]:
 
 def test_the_rank_rule_names_the_tolerance() -> None:
     assert f"±{metrics.OWN_TOOL_REL_TOL * 100:g}%" in test_boards.RANK_RULE
+
+
+def test_a_one_run_row_is_widened_to_the_aa_spread_of_its_kind_on_its_hardware() -> None:
+    """Intervals include what varies between repeats: a configuration of one run gets at least the A/A spread
+    measured between repeated ranked runs of the same kind of test on the same hardware, and says so; a served point
+    (one measurement, no interval of its own) gets one; other hardware is not widened by it."""
+    shared = {"kind": "tg", "shared_host": False}
+    repeated = [_run(1, **shared, rate_med=100.0), _run(2, **shared, rate_med=110.0)]  # one configuration: 9.5%
+    single = _run(3, **shared, rate_med=200.0, rate_lo=199.0, rate_hi=201.0, settings={"weights": "q8_0"})
+    other = _run(4, **shared, rate_med=50.0, rate_lo=49.5, rate_hi=50.5, accelerator="NVIDIA H100 80GB HBM3",
+                 settings={"weights": "f16", "on": "h100"})  # a configuration's hash covers its hardware
+    frame = pl.DataFrame([*repeated, single, other])
+    spreads = inference.aa_spreads(frame)
+    assert spreads == {("tg", "NVIDIA H200", 1, False): pytest.approx(10 / 105)}
+    ranked, _ = inference.board(frame, spreads)
+    row = ranked.filter(pl.col("run_ids").list.first() == "r3").row(0, named=True)
+    assert row["lo"] == pytest.approx(200 * (1 - 5 / 105)) and row["hi"] == pytest.approx(200 * (1 + 5 / 105))
+    assert "widened to the A/A spread of tg tests on 1 × NVIDIA H200 (9.52%)" in row["interval_basis"]
+    pair = ranked.filter(pl.col("runs") == 2).row(0, named=True)
+    assert (pair["lo"], pair["hi"]) == (99.0, 110.0)  # two runs: their own span, not widened
+    elsewhere = ranked.filter(pl.col("run_ids").list.first() == "r4").row(0, named=True)
+    assert (elsewhere["lo"], elsewhere["hi"]) == (49.5, 50.5) and "widened" not in elsewhere["interval_basis"]
+
+    base = {"kind": "serve", "engine": "vllm", "variant": "vllm-tp1", "out_med": None, "out_lo": None, "out_hi": None}
+    points = [
+        _run(n, **base, shared_host=False, output_tokens_per_s=v, bench_ttft_ratio=1.0, bench_tpot_ratio=1.0)
+        for n, v in ((5, 3000.0), (6, 3300.0))
+    ] + [_run(7, **base, shared_host=False, output_tokens_per_s=1000.0, bench_ttft_ratio=1.0, bench_tpot_ratio=1.0,
+              settings={"a": 1})]  # fmt: skip
+    served = pl.DataFrame(points).drop("depth", "rate_med", "rate_lo", "rate_hi")
+    served_spreads = serving.aa_spreads(served)
+    ranked, _ = serving.board(served, served_spreads)
+    point = ranked.filter(pl.col("runs") == 1).row(0, named=True)
+    assert point["lo"] == pytest.approx(1000 * (1 - 150 / 3150)) and point["hi"] == pytest.approx(1000 * (1 + 150 / 3150))
+    assert point["interval_basis"].startswith("one run, one measurement: no interval; widened to the A/A spread of serve")
