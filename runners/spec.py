@@ -127,7 +127,8 @@ class Workload:
     trials: int = 1
     """Independent trials per run, each from the same initial weights and data."""
     time_budget_s: float = 600.0
-    """Wall-clock budget of one trial; a trial that reaches it stops and records the steps it completed."""
+    """Wall-clock budget of one trial's steps (from the first step: set-up is not counted); a trial that reaches it
+    stops and records the steps it completed."""
     seed: int = 0
     """Seed of the initial weights and of the token stream."""
 
