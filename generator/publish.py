@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m generator.publish", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m generator.publish", description=(__doc__ or "").partition("\n")[0])
     add_cli_args(p)
     return run(p.parse_args(argv))
 

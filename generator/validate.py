@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m generator.validate", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m generator.validate", description=(__doc__ or "").partition("\n")[0])
     add_cli_args(p)
     return run(p.parse_args(argv))
 

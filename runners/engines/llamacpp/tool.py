@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     from runners.engines.llamacpp import build as llamacpp_build
     from runners.engines.llamacpp import runner as llamacpp
 
-    p = spec.inference_cli("python -m runners.engines.llamacpp.tool", __doc__.splitlines()[0], tool=True)
+    p = spec.inference_cli("python -m runners.engines.llamacpp.tool", (__doc__ or "").partition("\n")[0], tool=True)
     p.add_argument("--binary", default=os.environ.get("LLAMA_BENCH", "llama-bench"))
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)

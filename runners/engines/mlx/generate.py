@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     from runners import llama_files, record, spec
     from runners.engines.mlx import train as mlx_train
 
-    p = spec.inference_cli("python -m runners.engines.mlx.generate", __doc__.splitlines()[0])
+    p = spec.inference_cli("python -m runners.engines.mlx.generate", (__doc__ or "").partition("\n")[0])
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
     entry = suite.inference_entry(args.inference)

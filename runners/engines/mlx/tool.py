@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     from runners.engines.mlx import generate as mlx_generate
     from runners.engines.mlx import train as mlx_train
 
-    p = spec.inference_cli("python -m runners.engines.mlx.tool", __doc__.splitlines()[0], tool=True)
+    p = spec.inference_cli("python -m runners.engines.mlx.tool", (__doc__ or "").partition("\n")[0], tool=True)
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
     entry = suite.inference_entry(args.inference)

@@ -32,7 +32,7 @@ def sweep_env() -> dict[str, str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="runners.engines.torch.train", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="runners.engines.torch.train", description=(__doc__ or "").partition("\n")[0])
     p.add_argument("--suite", required=True, help="suite name or path to its TOML file")
     p.add_argument("--workload", required=True)
     p.add_argument("--variant", required=True)
