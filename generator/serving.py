@@ -121,9 +121,7 @@ def board(
     """One serving test's ranked configurations and unranked runs (`test_boards.board`) by output tokens/s: offline,
     the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
     figure over all its requests, checked against `vllm bench serve` on throughput, median TTFT and median TPOT."""
-    return test_boards.board(
-        tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"], spreads
-    )
+    return test_boards.board(tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"], spreads)
 
 
 def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:

@@ -151,8 +151,9 @@ def _widened(grouped: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool],
     for row in grouped.iter_rows(named=True):
         lo, hi, basis = row["lo"], row["hi"], row["interval_basis"]
         key = (row.get("kind"), row.get("accelerator"), row.get("accelerator_count"), row.get("shared_host"))
-        if row["runs"] == 1 and row["value"] is not None and key in spreads:
-            spread, value = spreads[key], row["value"]
+        spread = spreads.get(key)  # type: ignore[arg-type]  # a key with a null never matches
+        if row["runs"] == 1 and row["value"] is not None and spread is not None:
+            value = row["value"]
             low, high = value * (1 - spread / 2), value * (1 + spread / 2)
             lo, hi = (low if lo is None else min(lo, low)), (high if hi is None else max(hi, high))
             basis += f"; widened to the A/A spread of {key[0]} tests on {key[2]} × {key[1]} ({spread:.2%})"

@@ -304,7 +304,9 @@ def table(res: dict[str, Any], n: int, n_gen: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=(__doc__ or "").partition("\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    )
     p.add_argument("--suite", default="h100")
     p.add_argument("--model", default="llama-8b")
     p.add_argument("--device", choices=("gpu", "cpu"), default="gpu")

@@ -217,8 +217,15 @@ def test_a_one_run_row_is_widened_to_the_aa_spread_of_its_kind_on_its_hardware()
     shared = {"kind": "tg", "shared_host": False}
     repeated = [_run(1, **shared, rate_med=100.0), _run(2, **shared, rate_med=110.0)]  # one configuration: 9.5%
     single = _run(3, **shared, rate_med=200.0, rate_lo=199.0, rate_hi=201.0, settings={"weights": "q8_0"})
-    other = _run(4, **shared, rate_med=50.0, rate_lo=49.5, rate_hi=50.5, accelerator="NVIDIA H100 80GB HBM3",
-                 settings={"weights": "f16", "on": "h100"})  # a configuration's hash covers its hardware
+    other = _run(
+        4,
+        **shared,
+        rate_med=50.0,
+        rate_lo=49.5,
+        rate_hi=50.5,
+        accelerator="NVIDIA H100 80GB HBM3",
+        settings={"weights": "f16", "on": "h100"},
+    )  # a configuration's hash covers its hardware
     frame = pl.DataFrame([*repeated, single, other])
     spreads = inference.aa_spreads(frame)
     assert spreads == {("tg", "NVIDIA H200", 1, False): pytest.approx(10 / 105)}
@@ -241,5 +248,9 @@ def test_a_one_run_row_is_widened_to_the_aa_spread_of_its_kind_on_its_hardware()
     served_spreads = serving.aa_spreads(served)
     ranked, _ = serving.board(served, served_spreads)
     point = ranked.filter(pl.col("runs") == 1).row(0, named=True)
-    assert point["lo"] == pytest.approx(1000 * (1 - 150 / 3150)) and point["hi"] == pytest.approx(1000 * (1 + 150 / 3150))
-    assert point["interval_basis"].startswith("one run, one measurement: no interval; widened to the A/A spread of serve")
+    assert point["lo"] == pytest.approx(1000 * (1 - 150 / 3150)) and point["hi"] == pytest.approx(
+        1000 * (1 + 150 / 3150)
+    )
+    assert point["interval_basis"].startswith(
+        "one run, one measurement: no interval; widened to the A/A spread of serve"
+    )

@@ -103,7 +103,9 @@ def checked_rows(rows: list[tuple[int, dict]], run: dict) -> tuple[list[dict], l
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m runners.engines.external.runner", description=(__doc__ or "").partition("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m runners.engines.external.runner", description=(__doc__ or "").partition("\n")[0]
+    )
     p.add_argument("--suite", required=True)
     p.add_argument("--variants", required=True, type=Path, help="the file of outside engines' variants")
     p.add_argument("--workload", required=True)

@@ -236,7 +236,9 @@ def build(out: Path | None = None, sdist: Path | None = None, cuda: bool = False
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m runners.engines.llamacpp.build", description=(__doc__ or "").partition("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m runners.engines.llamacpp.build", description=(__doc__ or "").partition("\n")[0]
+    )
     p.add_argument("--sdist", type=Path, default=None, help=f"llama-cpp-python {VERSION} sdist (file or directory)")
     p.add_argument("--cuda", action="store_true", help="build the CUDA backend (sm_90) as well")
     p.add_argument("--out", type=Path, default=None, help="build here instead of in the user cache")

@@ -545,7 +545,9 @@ def main(argv: list[str] | None = None) -> int:
         return offline(argv[1:])
     from runners import llama_files, provenance, spec
 
-    p = argparse.ArgumentParser(prog="python -m runners.engines.vllm.runner", description=(__doc__ or "").partition("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m runners.engines.vllm.runner", description=(__doc__ or "").partition("\n")[0]
+    )
     p.add_argument("--suite", required=True)
     p.add_argument("--serving", required=True, help="name of a [[serving]] entry of the suite")
     p.add_argument("--variant", required=True)
