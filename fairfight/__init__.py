@@ -7,24 +7,6 @@ site stack can still run `fairfight bench`.
 
 from __future__ import annotations
 
-import tomllib
-from importlib import metadata
-from pathlib import Path
+from runners.provenance import project_version as version
 
-_CHECKOUT_PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
-
-
-def version() -> str:
-    """The project's version: from pyproject.toml when this runs from a checkout (an older install in the same
-    environment must not answer for it), else from the installed package's metadata."""
-    if _CHECKOUT_PYPROJECT.exists():
-        try:
-            project = tomllib.loads(_CHECKOUT_PYPROJECT.read_text())["project"]
-            if project["name"] == "fairfight":  # not some other project's file beside an installed package
-                return str(project["version"])
-        except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
-            pass
-    try:
-        return metadata.version("fairfight")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+__all__ = ["version"]

@@ -1,15 +1,14 @@
-"""What built the site: Fair Fight's own version (pyproject.toml, the tree being built) and the versions of the
+"""What built the site: Fair Fight's own version (`runners.provenance.project_version`) and the versions of the
 libraries that turn its records into pages, read from the installed packages (importlib.metadata) at build time.
 The footer names the main ones (`footer`); the downloads page lists them all."""
 
 from __future__ import annotations
 
 import html
-import tomllib
 from importlib import metadata
-from pathlib import Path
 
-PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+from runners import provenance
+
 PACKAGES = {
     "fairfight": "Fair Fight",
     "polars": "polars",
@@ -26,13 +25,13 @@ IN_FOOTER = ("polars", "altair", "mkdocs-material")
 
 
 def generator() -> list[dict[str, str]]:
-    """Each of `PACKAGES` as `{package, name, version}`: Fair Fight's from pyproject.toml (it is built from the
-    source tree, installed or not), every other one's from its installed distribution ("not installed" if none)."""
+    """Each of `PACKAGES` as `{package, name, version}`: Fair Fight's from `provenance.project_version` (a checkout's
+    pyproject.toml: the tree being built, installed or not), every other one's from its installed distribution ("not
+    installed" if none)."""
     out = []
     for package, name in PACKAGES.items():
-        project = tomllib.loads(PYPROJECT.read_text()).get("project", {}) if PYPROJECT.exists() else {}
-        if package == "fairfight" and project.get("name") == "fairfight":  # a checkout: the tree being built
-            version = str(project["version"])
+        if package == "fairfight":
+            version = provenance.project_version()
         else:
             try:
                 version = metadata.version(package)

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -52,6 +53,24 @@ def environment(env: dict[str, str] | None = None) -> dict[str, str]:
         for k, v in sorted(env.items())
         if k.startswith(ENV_PREFIXES) and not _SECRET_NAME.search(k) and not _SECRET_VALUE.search(v)
     }
+
+
+def project_version() -> str:
+    """Fair Fight's version: from pyproject.toml when this runs from a checkout (an older install in the same
+    environment must not answer for it), else from the installed package's metadata ("unknown" if neither). The
+    one reading of it: `fairfight --version` and the site's footer both ask here."""
+    pyproject = REPO_ROOT / "pyproject.toml"
+    if pyproject.exists():
+        try:
+            project = tomllib.loads(pyproject.read_text())["project"]
+            if project["name"] == "fairfight":  # not some other project's file beside an installed package
+                return str(project["version"])
+        except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
+            pass
+    try:
+        return metadata.version("fairfight")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _git(*args: str) -> str | None:
