@@ -72,7 +72,10 @@ def version_line() -> str:
     baked in when the package was built)."""
     from runners import provenance
 
-    commit, dirty = provenance.harness()
+    try:
+        commit, dirty = provenance.harness()
+    except ValueError as e:
+        return f"fairfight {fairfight.version()} ({e})"
     state = {True: ", with uncommitted changes", False: "", None: ""}[dirty]
     where = f"harness {commit}{state}" if commit else "harness commit unknown (set FAIRFIGHT_HARNESS_COMMIT)"
     return f"fairfight {fairfight.version()} ({where})"

@@ -337,6 +337,10 @@ def _serving_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[spe
 
 
 def run_suite(args: argparse.Namespace) -> int:
+    try:  # a harness commit every record would carry, checked before anything runs
+        provenance.harness()
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     suite = spec.load_suite(args.suite, external=args.variants)
     todo = [
         (w, suite.variants[v])

@@ -39,8 +39,10 @@ def test_version_names_the_harness_commit() -> None:
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     out = run_module("fairfight", "--version").stdout
     assert out.startswith("fairfight 0.") and head in out
-    named = run_module("fairfight", "--version", FAIRFIGHT_HARNESS_COMMIT="c0ffee1" * 5 + "c0").stdout
+    named = run_module("fairfight", "--version", FAIRFIGHT_HARNESS_COMMIT="c0ffee1" * 5 + "c0ffe").stdout
     assert "harness c0ffee1" in named  # what a bench host is told it runs wins over a stale .git
+    short = run_module("fairfight", "--version", FAIRFIGHT_HARNESS_COMMIT="c0ffee1").stdout
+    assert "is not a full commit id" in short and "harness c0ffee1" not in short
 
 
 def test_a_command_whose_libraries_are_missing_says_what_to_install(monkeypatch, capsys) -> None:

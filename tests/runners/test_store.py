@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import re
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -198,6 +199,16 @@ def test_harness_commit_named_by_the_caller_wins(monkeypatch: pytest.MonkeyPatch
     named = "0123456789abcdef0123456789abcdef01234567"
     monkeypatch.setenv("FAIRFIGHT_HARNESS_COMMIT", named)
     assert provenance.harness() == (named, None)  # not this checkout's HEAD, so its dirty flag says nothing
+    for wrong in ("2925152", "HEAD", named.upper(), named + "0"):  # abbreviated, a ref, upper case, too long
+        monkeypatch.setenv("FAIRFIGHT_HARNESS_COMMIT", wrong)
+        with pytest.raises(ValueError, match="not a full commit id"):
+            provenance.harness()
+    tree = subprocess.run(["git", "rev-parse", "HEAD^{tree}"], cwd=provenance.REPO_ROOT, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+    if tree:  # in a checkout: a tree's id is hex of the right length but not a commit
+        monkeypatch.setenv("FAIRFIGHT_HARNESS_COMMIT", tree)
+        with pytest.raises(ValueError, match="not as a commit"):
+            provenance.harness()
     monkeypatch.delenv("FAIRFIGHT_HARNESS_COMMIT")
     commit, dirty = provenance.harness()
     assert commit is None or (len(commit) == 40 and dirty in (True, False))
