@@ -10,6 +10,10 @@
 #   slice 7      micro-batch 16: ddp-amp-stock and ddp-tuned
 #   slice 8      micro-batch 16: fsdp2-compile and fsdp2-float8
 #   slice 9..11  the loss-parity baseline, ddp-fp32-stock for 90 s, at micro-batches 1-3, 4 and 6, 8 and 16
+#   slice 12     the full-length A/A at the matched shape (micro-batch 2, the nearest to the interpolated 2.23): one
+#                2000-step run each of ddp-amp-stock, fsdp2-compile and fsdp2-float8 (about 8 minutes); run it twice
+#   slice 13     micro-batch 4, fsdp2-float8 only (the others have full-length runs on the workload's own board),
+#                then the loss-parity baseline at micro-batch 8 (about 4 minutes)
 #
 # fsdp2-float8 needs torchao, which the image lacks: make the `host-torch` wheelhouse here
 # (`nox -s wheelhouse -- host-torch --python 3.12 --platform manylinux_2_28_x86_64`, one 3.4 MB part under
@@ -17,13 +21,14 @@
 # torchao is missing. Name the commit sent in FAIRFIGHT_HARNESS_COMMIT. A call returns at most 8 files from $OUT:
 # write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 set -u
-SLICE=${1:?slice number (1-11)}
+SLICE=${1:?slice number (1-13)}
 DATA=${2:-data}
 LOG=${3:-.}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONPATH=/root/tsite${PYTHONPATH:+:$PYTHONPATH}
 python3 -c "import torchao" 2>/dev/null || python3 -m fairfight wheelhouse install build/wheelhouse --target /root/tsite
-B="python3 -m runners bench --suite h100 --workload train-gpt-1.27b-mb4 --steps 300 --data-dir $DATA"
+FULL="python3 -m runners bench --suite h100 --workload train-gpt-1.27b-mb4 --data-dir $DATA"
+B="$FULL --steps 300"
 ALL="--variant ddp-amp-stock --variant ddp-tuned --variant fsdp2-compile --variant fsdp2-float8"
 
 point() { # MICRO_BATCH VARIANT-ARGS...: one bench session at that micro-batch, appending to LOG/mbN.log
@@ -46,8 +51,13 @@ case $SLICE in
 9) for mb in 1 2 3; do point "$mb" --variant ddp-fp32-stock --time-budget 90; done ;;
 10) for mb in 4 6; do point "$mb" --variant ddp-fp32-stock --time-budget 90; done ;;
 11) for mb in 8 16; do point "$mb" --variant ddp-fp32-stock --time-budget 90; done ;;
+12) $FULL --micro-batch 2 --variant ddp-amp-stock --variant fsdp2-compile --variant fsdp2-float8 >>"$LOG/full-mb2.log" 2>&1 ;;
+13)
+  point 4 --variant fsdp2-float8
+  point 8 --variant ddp-fp32-stock --time-budget 90
+  ;;
 *)
-  echo "unknown slice $SLICE (1-11)" >&2
+  echo "unknown slice $SLICE (1-13)" >&2
   exit 2
   ;;
 esac
