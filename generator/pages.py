@@ -55,9 +55,11 @@ _MD_SPECIAL["\r"] = " "
 
 def md_text(value: Any) -> Markup:
     """Text from a record placed in Markdown or HTML: control and bidi characters made visible
-    (`shapes.neutral`), every HTML and Markdown special character an entity, on one line."""
+    (`shapes.neutral`), every HTML and Markdown special character an entity, on one line; a missing value a dash."""
     if isinstance(value, Markup):
         return value
+    if value is None:
+        return Markup("–")
     text = shapes.neutral(str(value))
     return Markup("".join(_MD_SPECIAL.get(ch, ch) for ch in text).replace("\n", " "))
 

@@ -52,6 +52,30 @@ def _flat(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix.rstrip("."), json.dumps(obj) if not isinstance(obj, str) else obj)]
 
 
+def _readable(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Calibration figures as a reader takes them in (780.1 TFLOP/s, 4,230.8 GB/s, 1 GiB) by their key's unit; the
+    record and the run's CSV keep the exact values."""
+    out = []
+    for key, text in pairs:
+        try:
+            value = float(text)
+        except ValueError:
+            out.append((key, text))
+            continue
+        if key.endswith("_flops"):
+            text = f"{value / 1e12:,.1f} TFLOP/s"
+        elif key.endswith("_bytes_per_s"):
+            text = f"{value / 1e9:,.1f} GB/s"
+        elif key.endswith("_bytes"):
+            text = f"{value / 2**30:,.3g} GiB"
+        elif key.endswith("_s"):
+            text = f"{value:,.4g} s"
+        else:
+            text = pages.fmt(value, 4)
+        out.append((key, text))
+    return out
+
+
 GPU_ROWS = (
     ("name", "Model"),
     ("sm_clock_mhz", "SM clock (MHz)"),
@@ -246,7 +270,8 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(fmt=pages.fmt, pct=pages.pct)
+    # another run's page, beside this one: its file is named by its slug (`q4_k_m` becomes `q4-k-m`), not its id
+    env.filters.update(fmt=pages.fmt, pct=pages.pct, page=lambda run_id: f"{pages.slug(run_id)}.html")
     return env
 
 
@@ -412,7 +437,7 @@ def _render(
             settings=settings_rows(config),
             **provenance_tables(columns.parsed(run["hardware"]), columns.parsed(run["software"])),
             environment=_flat(columns.parsed(run["environment"])),
-            calibration=_flat(columns.parsed(run["calibration"])) if run["calibration"] else [],
+            calibration=_readable(_flat(columns.parsed(run["calibration"]))) if run["calibration"] else [],
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",
             repo_url=repo_url,
             checkout=commits.valid(run["harness_commit"]),  # a hostile value never reaches a shell block

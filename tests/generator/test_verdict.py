@@ -89,6 +89,7 @@ def test_the_matched_shape_and_tuned_over_stock_there() -> None:
     summary = _summary(
         [_point("ddp-amp-stock", "stock", m, r) for m, r in STOCK]
         + [_point("fsdp2-float8", "tuned", m, r) for m, r in TUNED]
+        + [_point("ddp-tuned", "tuned", m, r - 3.0) for m, r in TUNED]  # "tuned DDP" in the seed's own words
         + [_point("mlx-bf16-compile", "tuned", m, 30.0, engine="mlx") for m in (2, 3)]  # another engine: not PyTorch
     )
     fight = verdict.fight(summary)
@@ -104,6 +105,10 @@ def test_the_matched_shape_and_tuned_over_stock_there() -> None:
     assert best["ratio"] == pytest.approx(tuned_there / 14.1)
     assert best["ratio_lo"] < best["ratio"] < best["ratio_hi"]
     assert best["gap"] == pytest.approx(21.7 / tuned_there) and said["closes"] == "yes"
+    assert best["gap_lo"] <= best["gap"] <= best["gap_hi"]
+    ddp = said["ddp"]  # DDP alone, 3 steps/s slower: the claim is 21.7 / 17.14 = 1.27x of it, beyond 1.1x
+    assert ddp["variant"] == "ddp-tuned" and ddp["gap"] == pytest.approx(21.7 / (tuned_there - 3.0))
+    assert ddp["closes"] == "no"
 
 
 def test_a_sweep_that_does_not_bracket_the_claim_says_so_on_the_home_page(tmp_path: Path) -> None:
