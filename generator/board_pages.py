@@ -236,9 +236,15 @@ def _training_board(
     if config is not None:
         steps = (defined or {}).get("steps")  # a run's own record says how many steps it made, not the full length
         config["workload"]["full_steps"] = steps if isinstance(steps, int) and not isinstance(steps, bool) else None
-    # One curve per variant (its latest run), as means over timing windows: the page stays light however
-    # many runs a workload has; every run's own curve is on its run page.
-    latest = counted.filter(pl.col("suite_scale")).sort("started_at").group_by("variant", maintain_order=True).last()
+    # One curve per variant (its latest run at the workload's shape, full-length where there is one), as means over
+    # timing windows: the page stays light however many runs a workload has; every run's own curve is on its run
+    # page. Sweep points (another micro-batch) train on other batches, so their curves are not this workload's.
+    latest = (
+        counted.filter(pl.col("suite_scale") & ~pl.col("sweep_point"))
+        .sort("full_length", "started_at")
+        .group_by("variant", maintain_order=True)
+        .last()
+    )
     work_repeats = repeats.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
     work_scaling = scaling.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
     losses = window_losses.join(latest.select("run_id", "variant"), on="run_id", maintain_order="left").select(

@@ -109,7 +109,8 @@ def build(
     with _render_pool(summary.height) as pool:
         page_runs = run_pages.with_test_figures(summary, tests, served)
         manifest = work_dir / "cache" / "run-pages.json"
-        pending = run_pages.start_run_pages(kept, page_runs, loaded.rows, manifest, pool, repo_url)
+        footer = versions.footer_text(versions.generator())
+        pending = run_pages.start_run_pages(kept, page_runs, loaded.rows, manifest, pool, repo_url, footer)
         _build_rest(
             loaded, summary, docs, data_dir, out_dir, work_dir, tests, served, site_url, repo_url, sorted(supplied)
         )

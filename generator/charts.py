@@ -23,7 +23,7 @@ def fairfight_theme() -> alt.theme.ThemeConfig:
                 "gridColor": "#e6e6e6",
                 "domainColor": "#888",
             },
-            "legend": {"labelFontSize": 12, "titleFontSize": 12, "orient": "bottom"},
+            "legend": {"labelFontSize": 12, "titleFontSize": 12, "orient": "bottom", "columns": 2},
             "title": {"fontSize": 14, "anchor": "start"},
         }
     }
@@ -32,7 +32,7 @@ def fairfight_theme() -> alt.theme.ThemeConfig:
 def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str = "steps/s") -> alt.LayerChart:
     """Median per run with its 95% interval, one row per run, coloured by tier."""
     data = board.select(
-        pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+        _row_label(board),
         "variant",
         "tier",
         "accelerator",
@@ -47,6 +47,20 @@ def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str =
     return _interval_bars(data, f"{label} (median, 95% interval)", tier, described, ".4g")
 
 
+def _row_label(board: pl.DataFrame) -> pl.Expr:
+    """A board row's label on its charts: its variant and the first six digits of its configuration's hash (the
+    board's Configuration column), so two configurations of one variant stay two labels and fit a phone's width."""
+    if "settings_hash" not in board.columns:
+        return pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run")
+    variant = pl.col("variant")
+    cut = pl.when(variant.str.len_chars() > 20).then(variant.str.slice(0, 18) + pl.lit("…")).otherwise(variant)
+    return pl.format("{} · {}", cut, pl.col("settings_hash").str.slice(0, 6)).alias("run")
+
+
+ROW_AXIS = alt.Axis(labelLimit=190)
+"""The row labels' axis: long variant names are cut with an ellipsis rather than take a phone's whole width."""
+
+
 def _interval_bars(
     data: pl.DataFrame, x_title: str, color: alt.Color, described: list[alt.Tooltip], number: str
 ) -> alt.LayerChart:
@@ -54,7 +68,7 @@ def _interval_bars(
     whiskers over its interval."""
     # every layer sorts the rows by the median and titles the value axis alike: Vega-Lite merges differing sorts
     # and titles into none (rows alphabetical, the axis untitled)
-    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("median"), title=None))
+    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("median"), title=None, axis=ROW_AXIS))
     bars = base.mark_bar(opacity=0.85).encode(
         x=alt.X("median:Q", title=x_title),
         color=color,
@@ -83,7 +97,7 @@ def _by(field: str) -> alt.EncodingSortField:
 def loss_curves(losses: pl.DataFrame) -> alt.Chart:
     """Loss against step for each run given (window means): same weights and data, so the curves should agree."""
     data = losses.select(
-        pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+        _row_label(losses),
         "step",
         pl.col("value").alias("loss"),
     )
@@ -140,7 +154,7 @@ def step_samples_spec(csv_url: str) -> dict:
 def speedup(board: pl.DataFrame) -> alt.Chart:
     """Median speedup of each ranked run over its stock baseline on the same hardware (1× = the baseline)."""
     data = board.filter(pl.col("speedup").is_not_null()).select(
-        pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+        _row_label(board),
         "tier",
         "speedup",
         pl.format("{} × {}, µbatch {}", "accelerator_count", "accelerator", "micro_batch").alias("hardware"),
@@ -149,7 +163,7 @@ def speedup(board: pl.DataFrame) -> alt.Chart:
         alt.Chart(data)
         .mark_bar(opacity=0.85)
         .encode(
-            y=alt.Y("run:N", sort=_by("speedup"), title=None),
+            y=alt.Y("run:N", sort=_by("speedup"), title=None, axis=ROW_AXIS),
             x=alt.X("speedup:Q", title=SPEEDUP_TITLE),
             color=_tier_color(data),
             tooltip=[alt.Tooltip("run:N"), alt.Tooltip("hardware:N"), alt.Tooltip("speedup:Q", format=".3g")],
@@ -166,9 +180,13 @@ def mfu(board: pl.DataFrame) -> alt.Chart:
     """Each run's MFU against the datasheet and the calibrated peak, beside the 100% physical limit."""
     data = (
         board.select(
-            pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+            _row_label(board),
             pl.col("mfu_datasheet").alias("datasheet peak"),
             pl.col("mfu_calibrated").alias("calibrated peak"),
+            # a float8 run's figures above are against the fp8 peaks; against bf16's it reads beside bf16 runs
+            (pl.col("mfu_datasheet_reference") if "mfu_datasheet_reference" in board.columns else pl.lit(None))
+            .cast(pl.Float64)
+            .alias("bf16 datasheet (fp8 runs)"),
         )
         .unpivot(index="run", variable_name="against", value_name="mfu")
         .filter(pl.col("mfu").is_not_null())
@@ -177,7 +195,7 @@ def mfu(board: pl.DataFrame) -> alt.Chart:
         alt.Chart(data)
         .mark_point(filled=True, size=60)
         .encode(
-            y=alt.Y("run:N", sort=_by("mfu"), title=None),
+            y=alt.Y("run:N", sort=_by("mfu"), title=None, axis=ROW_AXIS),
             x=alt.X(
                 "mfu:Q", title="model FLOPs utilisation", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])
             ),
@@ -192,11 +210,11 @@ def mfu(board: pl.DataFrame) -> alt.Chart:
 def step_time_distribution(board: pl.DataFrame) -> alt.LayerChart:
     """Steady step times of each run as a box: 25th–75th percentile, whiskers 5th–95th, tick at the median."""
     data = board.filter(pl.col("step_ms_p50").is_not_null()).select(
-        pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+        _row_label(board),
         "tier",
         *[f"step_ms_p{q}" for q in (5, 25, 50, 75, 95)],
     )
-    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("step_ms_p50"), title=None))
+    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("step_ms_p50"), title=None, axis=ROW_AXIS))
     # a linear axis: the runs of one board differ by a few times at most, and a log axis crushed the boxes
     title, scale = "steady step time (ms): 5–25–50–75–95th percentiles", alt.Scale(zero=False)
     whisker = base.mark_rule().encode(x=alt.X("step_ms_p5:Q", title=title, scale=scale), x2="step_ms_p95:Q")
@@ -325,10 +343,12 @@ def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | No
         "runs",
     )
     ticks = sorted({float(t) for t in points["tokens_per_step"].drop_nulls()})
+    # a little room each side, so the first tick's label clears the y-axis and the last point is not on the edge
+    domain = [ticks[0] / 1.15, ticks[-1] * 1.15] if ticks else None
     x = alt.X(
         "tokens_per_step:Q",
-        scale=alt.Scale(type="log", base=2),
-        axis=alt.Axis(values=ticks, format=",d"),
+        scale=alt.Scale(type="log", base=2, domain=domain, nice=False) if domain else alt.Scale(type="log", base=2),
+        axis=alt.Axis(values=ticks, format=",d", labelOverlap=True),
         title="tokens per step (both GPUs; one tick per micro-batch measured)",
     )
     base = alt.Chart(data).encode(x=x, color=alt.Color("variant:N", title="variant"))
@@ -346,19 +366,20 @@ def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | No
             tooltip=[alt.Tooltip("label:N", title="claim"), alt.Tooltip("steps_per_s:Q")],
         )
     )
+    # the claims' names at the right end, where the curves have fallen below them (they fall with tokens per step)
     labels = (
         alt.Chart(claims.select("label", "steps_per_s"))
-        .mark_text(align="left", dx=4, dy=-6, color=TIER_COLORS["claim"])
-        .encode(y=alt.Y("steps_per_s:Q", title="steps/s (median, 95% interval)"), x=alt.value(4), text="label:N")
+        .mark_text(align="right", dx=-4, dy=-6, color=TIER_COLORS["claim"], fontWeight="bold")
+        .encode(y=alt.Y("steps_per_s:Q", title="steps/s (median, 95% interval)"), x=alt.value("width"), text="label:N")
     )
     layers = [bars, lines, rules, labels]
     if matched_tokens is not None:
-        marked = pl.DataFrame({"tokens_per_step": [matched_tokens], "label": ["matched shape"]})
-        layers.append(
-            alt.Chart(marked)
-            .mark_rule(color="#444")
-            .encode(x=x, tooltip=[alt.Tooltip("tokens_per_step:Q", format=",.0f")])
+        marked = pl.DataFrame(
+            {"tokens_per_step": [matched_tokens], "label": [f"matched shape: {matched_tokens:,.0f} tokens/step"]}
         )
+        mark = alt.Chart(marked).encode(x=x, tooltip=[alt.Tooltip("tokens_per_step:Q", format=",.0f")])
+        layers.append(mark.mark_rule(color="#444"))
+        layers.append(mark.mark_text(align="left", dx=4, y=8, color="#444").encode(text="label:N"))
     # LayerChart itself: alt.layer may return a FacetChart, which it does only for layers with facet encodings
     return alt.LayerChart(layer=layers).properties(width="container", height=320)
 

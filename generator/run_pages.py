@@ -337,6 +337,7 @@ def start_run_pages(
     manifest: Path | None = None,
     pool: Executor | None = None,
     repo_url: str | None = None,
+    footer: str = "",
 ) -> Pending:
     """Begin rendering `<run>.html`, its samples SVG and its rows as CSV for every run into `stage` (which may
     hold the previous build's pages); `finish(site)` completes it. The data work (samples, CSV) happens here;
@@ -348,7 +349,7 @@ def start_run_pages(
     bytes are the same as a full render's."""
     stylesheets = theme_stylesheets()
     stage.mkdir(parents=True, exist_ok=True)
-    code = _code_key(stylesheets) + (repo_url or "")
+    code = _code_key(stylesheets) + (repo_url or "") + footer
     runs = summary.to_dicts()
     keys = {
         run["run_id"]: hashlib.sha256((code + json.dumps(run, sort_keys=True, default=str)).encode()).hexdigest()
@@ -374,7 +375,8 @@ def start_run_pages(
         for i in range(0, len(todo), RENDER_CHUNK):
             chunk = todo[i : i + RENDER_CHUNK]
             ids = [r["run_id"] for r in chunk]
-            args = (stage, chunk, {i: texts.get(i) for i in ids}, with_rows.intersection(ids), stylesheets, repo_url)
+            args = (stage, chunk, {i: texts.get(i) for i in ids}, with_rows.intersection(ids), stylesheets, repo_url,
+                    footer)  # fmt: skip
             if pool is None:
                 _render(*args)
             else:
@@ -411,6 +413,7 @@ def _render(
     with_csv: set[str],
     stylesheets: list[str],
     repo_url: str | None = None,
+    footer: str = "",
 ) -> int:
     """Write each run's page and samples SVG into `stage` (a worker's job: no polars here); `with_csv` names the
     runs whose CSV is (being) written beside them."""
@@ -440,6 +443,7 @@ def _render(
             calibration=_readable(_flat(columns.parsed(run["calibration"]))) if run["calibration"] else [],
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",
             repo_url=repo_url,
+            footer=footer,
             checkout=commits.valid(run["harness_commit"]),  # a hostile value never reaches a shell block
             stylesheets=stylesheets,
             chart_json=chart_json,

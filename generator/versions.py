@@ -41,10 +41,15 @@ def generator() -> list[dict[str, str]]:
     return out
 
 
-def footer(versions: list[dict[str, str]]) -> str:
-    """The footer's line as HTML ("Built by Fair Fight 0.1.0 with polars 2.1.0, altair 6.3.0, MkDocs Material
-    9.8.2"), escaped here: MkDocs' templates print it as it is."""
+def footer_text(versions: list[dict[str, str]]) -> str:
+    """The footer's line as text: "Built by Fair Fight 0.1.0 with polars 2.1.0, altair 6.3.0, MkDocs Material
+    9.8.2" (run pages print it through their template, which escapes)."""
     by = {v["package"]: v for v in versions}
     own = by["fairfight"]
     used = ", ".join(f"{by[p]['name']} {by[p]['version']}" for p in IN_FOOTER)
-    return html.escape(f"Built by {own['name']} {own['version']} with {used}")
+    return f"Built by {own['name']} {own['version']} with {used}"
+
+
+def footer(versions: list[dict[str, str]]) -> str:
+    """The footer's line as HTML, escaped here: MkDocs' templates print it as it is."""
+    return html.escape(footer_text(versions))
