@@ -43,8 +43,12 @@ def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
 def env_changes(runs: pl.DataFrame) -> pl.DataFrame:
     """Per run, the allowlisted variables it set that not every measured run of its suite, engine and hardware
     set alike (an NCCL sweep, say), as `KEY=VALUE` text: what the image or an engine's launcher sets everywhere
-    (torchrun's TORCH_* for every PyTorch run, none for MLX's) is omitted."""
-    envs = {run_id: json.loads(env) for run_id, env in runs.select("run_id", "environment").iter_rows()}
+    (torchrun's TORCH_* for every PyTorch run, none for MLX's) is omitted, and so is where a cache lives (`*_CACHE_DIR`:
+    a path on the host, not a setting of the run)."""
+    envs = {
+        run_id: {k: v for k, v in json.loads(env).items() if not k.endswith("_CACHE_DIR")}
+        for run_id, env in runs.select("run_id", "environment").iter_rows()
+    }
     out = []
     for _, group in runs.filter(pl.col("origin") == "measured").group_by(
         "suite", "engine", "accelerator", "accelerator_count"

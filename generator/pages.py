@@ -40,6 +40,13 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def counted(n: Any, noun: str) -> str:
+    """ "1 run", "249 runs": a count with its noun, singular or plural as English has it (nouns taking an -s)."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        return f"{fmt(n)} {noun}s"
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def scaled(value: Any, factor: float) -> Any:
     """value × factor for display units (TFLOP/s from FLOP/s), None stays None."""
     return None if value is None else value * factor
@@ -233,6 +240,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(
         scaled=scaled,
+        counted=counted,
         fmt=fmt,
         pct=pct,
         text=md_text,

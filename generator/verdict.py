@@ -249,28 +249,30 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         {
             "item": "MLX on Metal",
             "status": "measured" if metal.height else "not yet",
-            "detail": f"{metal.height} run(s) on Apple Silicon"
+            "detail": f"{pages.counted(metal.height, 'run')} on Apple Silicon"
             if metal.height
             else "needs an Apple Silicon Mac (nox -s bench-apple); meanwhile MLX trained the same model on the same "
-            f"data on the fight's GPUs through its CUDA backend ({mlx_here.height} run(s) of {the_fight.workload})",
+            f"data on the fight's GPUs through its CUDA backend ({pages.counted(mlx_here.height, 'run')} of "
+            f"{the_fight.workload})",
             "href": board(metal) or board(mlx_here),
         },
         {
             "item": "vLLM tensor-parallel serving",
             "status": "measured" if tp.height else "not yet",
-            "detail": f"{tp.height} run(s) at tensor-parallel size 2 or more, each beside vllm bench",
+            "detail": f"{pages.counted(tp.height, 'run')} at tensor-parallel size 2 or more, each beside vllm bench",
             "href": board(tp),
         },
         {
             "item": "llama.cpp at 14B+, where memory pressure and the KV cache matter",
             "status": "measured" if big.height else "not yet",
-            "detail": f"{big.height} run(s) of 13B parameters or more, at KV-cache depths up to 16,384",
+            "detail": f"{pages.counted(big.height, 'run')} of the 14B-class model (13B parameters or more), at KV-cache"
+            " depths up to 16,384",
             "href": board(big),
         },
         {
             "item": "The sparse-first trainer itself",
             "status": "measured" if challenger.height else "claim only",
-            "detail": f"{challenger.height} run(s)"
+            "detail": f"{pages.counted(challenger.height, 'run')}"
             if challenger.height
             else "not reproduced: its author can run it here through the external-runner contract",
             "href": board(challenger) or "add-an-engine.md",
