@@ -391,7 +391,7 @@ def _verdict(summary: pl.DataFrame, chart_sink: pages.Charts) -> dict[str, Any] 
     the_fight = verdict.fight(summary)
     if the_fight is None:
         return None
-    points = verdict.sweep(summary, the_fight)
+    points = verdict.sweep(summary, the_fight, configurations.aa_spreads(derive.repeats(summary)))
     said = verdict.answer(points, the_fight)
     claims = pl.DataFrame(
         {

@@ -77,15 +77,24 @@ def fight(summary: pl.DataFrame) -> Fight | None:
     return None
 
 
-def sweep(summary: pl.DataFrame, the_fight: Fight) -> pl.DataFrame:
+def sweep(
+    summary: pl.DataFrame, the_fight: Fight, spreads: dict[tuple[str, int, bool], float] | None = None
+) -> pl.DataFrame:
     """Per variant and micro-batch: our measured runs, by the stock claim's engine, of the fight's model on its device
     count (any workload of the suite training the same model), of a variant the suite file gives the fight's
     workload, verified, unretracted, loss parity passed, at least `SWEEP_MIN_STEPS` steps.
     Where a point has full-length runs only those count. steps/s is the median over runs; the interval spans the
-    runs' intervals (lowest low to highest high), so a point repeated on two hosts shows their spread."""
+    runs' intervals (lowest low to highest high), so a point repeated on two hosts shows their spread; a point of one
+    run has its interval widened to the A/A spread of its hardware (`spreads`: `configurations.aa_spreads`), as a
+    board's one-run row is, so that what varies between repeats is in it (`interval_basis` says which)."""
     model = pl.col("model_name")
-    for name, dtype in (("mfu_datasheet_reference", pl.Float64), ("reference_precision", pl.String)):
-        if name not in summary.columns:  # only float8 runs have them; a summary of bf16 runs may lack the columns
+    optional = (
+        ("mfu_datasheet_reference", pl.Float64),
+        ("reference_precision", pl.String),
+        ("shared_host", pl.Boolean),
+    )
+    for name, dtype in optional:
+        if name not in summary.columns:  # only float8 runs have the first two; a summary of bf16 runs may lack them
             summary = summary.with_columns(pl.lit(None, dtype=dtype).alias(name))
     fight_model = summary.filter(
         (pl.col("suite") == the_fight.suite)
@@ -127,10 +136,35 @@ def sweep(summary: pl.DataFrame, the_fight: Fight) -> pl.DataFrame:
             runs=pl.len(),
             full_length=pl.col("full_length").any(),
             run_id=pl.col("run_id").sort_by("started_at").last(),
+            accelerator=pl.col("accelerator").first(),
+            shared_host=pl.col("shared_host").any(),
         )
         .sort("variant", "micro_batch")
     )
-    return points
+    return _widened(points, the_fight.devices, spreads or {})
+
+
+def _widened(points: pl.DataFrame, devices: int, spreads: dict[tuple[str, int, bool], float]) -> pl.DataFrame:
+    """One-run points' intervals widened to half the A/A spread each side of their median, with the basis named."""
+    lows, highs, bases = [], [], []
+    for row in points.iter_rows(named=True):
+        lo, hi, median = row["steps_per_s_lo"], row["steps_per_s_hi"], row["steps_per_s"]
+        spread = spreads.get((row["accelerator"], devices, bool(row["shared_host"])))
+        if row["runs"] >= 2:
+            basis = f"{row['runs']} runs: lowest low to highest high"
+        elif spread is None:
+            basis = "one run; no A/A spread measured on this hardware"
+        else:
+            lo, hi = min(lo, median * (1 - spread / 2)), max(hi, median * (1 + spread / 2))
+            basis = f"one run, widened to the A/A spread of {devices} × {row['accelerator']} ({spread:.2%})"
+        lows.append(lo)
+        highs.append(hi)
+        bases.append(basis)
+    return points.with_columns(
+        steps_per_s_lo=pl.Series(lows, dtype=pl.Float64),
+        steps_per_s_hi=pl.Series(highs, dtype=pl.Float64),
+        interval_basis=pl.Series(bases, dtype=pl.String),
+    )
 
 
 def _defined_variants(the_fight: Fight) -> list[str]:
@@ -145,7 +179,8 @@ def _empty_sweep() -> pl.DataFrame:
                 "steps_per_s": pl.Float64, "steps_per_s_lo": pl.Float64, "steps_per_s_hi": pl.Float64,
                 "tokens_per_s_per_device": pl.Float64, "mfu_datasheet": pl.Float64, "compute_precision": pl.String,
                 "peak_mem_gib": pl.Float64, "runs": pl.UInt32, "full_length": pl.Boolean, "run_id": pl.String,
-                "mfu_datasheet_reference": pl.Float64, "reference_precision": pl.String}
+                "mfu_datasheet_reference": pl.Float64, "reference_precision": pl.String, "accelerator": pl.String,
+                "shared_host": pl.Boolean, "interval_basis": pl.String}
     )  # fmt: skip
 
 
