@@ -92,7 +92,15 @@ GPU_ROWS = (
 )
 """The provenance section's GPU table (`hardware.gpus`, runners/shapes.py `GPU_FIELDS`), one column per GPU headed by
 its index: each row's key and its label."""
-LISTED_APART = {"hardware": ("gpus",), "software": ("packages", "packages_omitted")}
+IN_RUN_ROWS = (
+    ("sm_clock_mhz", "SM clock during the run (MHz)"),
+    ("memory_clock_mhz", "Memory clock during the run (MHz)"),
+    ("power_draw_w", "Power draw during the run (W)"),
+    ("temperature_c", "Temperature during the run (°C)"),
+    ("clocks_event_reasons", "Clock event reasons during the run"),
+)
+"""The rows the GPU table adds from `hardware.gpus_in_run` (nvidia-smi asked during the steady steps)."""
+LISTED_APART = {"hardware": ("gpus", "gpus_in_run"), "software": ("packages", "packages_omitted")}
 """Keys the provenance section shows in tables of their own, not in its two-column ones."""
 
 
@@ -100,11 +108,20 @@ def provenance_tables(hardware: dict[str, Any], software: dict[str, Any]) -> dic
     """The provenance section's tables: hardware and software as (key, value) pairs, each GPU as nvidia-smi reported
     it (a column each, a dash where it reported nothing), and the installed packages with how many were left out."""
     gpus, packages = columns.array_at(hardware, "gpus"), columns.array_at(software, "packages")
+    in_run = columns.object_at(hardware, "gpus_in_run")
+    sampled = {g.get("index"): g for g in columns.array_at(in_run, "gpus") if isinstance(g, dict)}
+    rows = [(title, [_reported(gpu.get(key)) for gpu in gpus]) for key, title in GPU_ROWS] if gpus else []
+    if gpus and sampled:
+        rows += [
+            (title, [_reported(sampled.get(gpu.get("index"), {}).get(key)) for gpu in gpus])
+            for key, title in IN_RUN_ROWS
+        ]
     return {
         "hardware": _flat({k: v for k, v in hardware.items() if k not in LISTED_APART["hardware"]}),
         "software": _flat({k: v for k, v in software.items() if k not in LISTED_APART["software"]}),
         "gpu_heads": [f"GPU {_reported(gpu.get('index'))}" for gpu in gpus],
-        "gpus": [(title, [_reported(gpu.get(key)) for gpu in gpus]) for key, title in GPU_ROWS] if gpus else [],
+        "gpus": rows,
+        "gpus_sampled_at": in_run.get("at_step") if sampled else None,
         "packages": packages,
         "packages_omitted": software.get("packages_omitted") or 0,
     }

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -185,6 +186,17 @@ GPU_QUERY: tuple[tuple[str, str, type], ...] = (
 )
 """What `gpu_state` asks nvidia-smi for (`--query-gpu`, with `--format=csv,noheader,nounits`: MHz and W), the key each
 answer has in a record's `hardware.gpus`, and its type. `name` is last: a name with a comma in it stays whole."""
+RUN_GPU_QUERY: tuple[tuple[str, str, type], ...] = (
+    ("index", "index", int),
+    ("clocks.current.sm", "sm_clock_mhz", int),
+    ("clocks.current.memory", "memory_clock_mhz", int),
+    ("power.draw", "power_draw_w", float),
+    ("temperature.gpu", "temperature_c", int),
+    ("clocks_event_reasons.active", "clocks_event_reasons", str),
+)
+"""What `GpuSampler` asks nvidia-smi for while a run trains (`hardware.gpus_in_run`): the clocks, power and
+temperature under load, and the bitmask of why the clocks are below their maximum (nvidia-smi's "clocks event
+reasons", formerly "throttle reasons": 0x0 none, 0x1 idle, 0x4 the power cap, 0x20/0x40 thermal slowdown...)."""
 
 
 def _smi_value(text: str, kind: type) -> object | None:
@@ -206,12 +218,14 @@ def _smi_value(text: str, kind: type) -> object | None:
     return number
 
 
-def parse_gpu_csv(fields: list[str], text: str) -> list[dict[str, object]]:
+def parse_gpu_csv(
+    fields: list[str], text: str, query: tuple[tuple[str, str, type], ...] = GPU_QUERY
+) -> list[dict[str, object]]:
     """`nvidia-smi --query-gpu=FIELDS --format=csv,noheader,nounits` output as one dict per GPU, keyed as
     `GPU_QUERY` names them, each value absent where nvidia-smi reported none. A line with too few fields is dropped
     (nothing is guessed from a line that does not parse), and so is a value out of its declared range
     (`shapes.GPU_FIELDS`); the last field keeps any commas (a name may hold one)."""
-    keys = {field: (key, kind) for field, key, kind in GPU_QUERY}
+    keys = {field: (key, kind) for field, key, kind in query}
     out = []
     for line in text.splitlines():
         row = line.split(",", len(fields) - 1)
@@ -227,21 +241,21 @@ def parse_gpu_csv(fields: list[str], text: str) -> list[dict[str, object]]:
     return out
 
 
-def gpu_state() -> list[dict[str, object]] | None:
+def gpu_state(query: tuple[tuple[str, str, type], ...] = GPU_QUERY) -> list[dict[str, object]] | None:
     """Each GPU's clocks, power limits, ECC and persistence mode now (`GPU_QUERY`), from one nvidia-smi call; None
     without nvidia-smi or when it fails. A driver that does not know one of the fields refuses the whole query, so
     the fields are then asked for one at a time (with the index) and the ones it knows are kept."""
     if shutil.which("nvidia-smi") is None:
         return None
-    fields = [field for field, _, _ in GPU_QUERY]
+    fields = [field for field, _, _ in query]
     text = _nvidia_smi_csv("gpu=" + ",".join(fields))
     if text.strip():
-        return parse_gpu_csv(fields, text) or None
+        return parse_gpu_csv(fields, text, query) or None
     if not _nvidia_smi_csv("gpu=index").strip():  # nvidia-smi itself fails (no driver loaded): ask no more
         return None
     by_index: dict[int, dict[str, object]] = {}
     for field in fields[1:]:
-        for gpu in parse_gpu_csv(["index", field], _nvidia_smi_csv(f"gpu=index,{field}")):
+        for gpu in parse_gpu_csv(["index", field], _nvidia_smi_csv(f"gpu=index,{field}"), query):
             index = gpu.get("index")
             if isinstance(index, int):
                 by_index.setdefault(index, {}).update(gpu)
@@ -282,6 +296,39 @@ def _interconnect(count: int) -> str | None:
         else (0, 1)
     )
     return topo_link(out.stdout, a, b)
+
+
+class GpuSampler:
+    """nvidia-smi asked once while a run trains, on a thread of its own (the training loop does not wait for it):
+    the clocks a record's `hardware.gpus` reads when the record is written are those of GPUs that have just gone
+    idle. `start(step)` at a step of the steady phase; `result()` at the end: `{"at_step": N, "gpus": [...]}` with
+    `RUN_GPU_QUERY`'s fields, or None (not started, no nvidia-smi, or no answer within the timeout)."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._gpus: list[dict[str, object]] | None = None
+        self._step = 0
+
+    def start(self, step: int) -> None:
+        if self._thread is not None or shutil.which("nvidia-smi") is None:
+            return
+        self._step = step
+        self._thread = threading.Thread(target=self._ask, name="gpu-sampler", daemon=True)
+        self._thread.start()
+
+    def _ask(self) -> None:
+        try:
+            self._gpus = gpu_state(RUN_GPU_QUERY)
+        except Exception:  # a sample is a nicety: it must never take the run down
+            self._gpus = None
+
+    def result(self, timeout_s: float = 60.0) -> dict[str, object] | None:
+        if self._thread is None:
+            return None
+        self._thread.join(timeout_s)
+        if self._thread.is_alive() or not self._gpus:
+            return None
+        return {"at_step": self._step, "gpus": self._gpus}
 
 
 def hardware(device: str, count: int) -> dict[str, object]:

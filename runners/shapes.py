@@ -121,6 +121,9 @@ PATHS: dict[tuple[str, str], Field] = {
     ("hardware", "driver"): Field("str", high=200, nullable=True),
     ("hardware", "cuda"): Field("str", high=200, nullable=True),
     ("hardware", "gpus"): Field("list", high=1024),  # each entry's keys: GPU_FIELDS
+    ("hardware", "gpus_in_run"): Field("object"),  # nvidia-smi asked during the steady steps (provenance.GpuSampler)
+    ("hardware", "gpus_in_run.at_step"): _COUNT,
+    ("hardware", "gpus_in_run.gpus"): Field("list", high=1024),  # each entry's keys: GPU_FIELDS
     ("software", "packages"): Field("list[str]", high=MAX_PACKAGES),  # each entry: PACKAGE
     ("software", "packages_omitted"): _COUNT,
     ("calibration", "matmul_flops"): _POS_NUM,
@@ -148,9 +151,13 @@ GPU_FIELDS: dict[str, Field] = {
     "default_power_limit_w": _WATTS,
     "ecc_mode": Field("str", low=1, high=40),
     "persistence_mode": Field("str", low=1, high=40),
+    "power_draw_w": _WATTS,
+    "temperature_c": Field("int", low=-100, high=1000),
+    "clocks_event_reasons": Field("str", low=1, high=40),
 }
 """The keys of each entry of `hardware.gpus` (runners/provenance.py `GPU_QUERY`, as nvidia-smi reports them when the
-record is made), each absent where nvidia-smi reported none. The run page shows each of them; a key not here is
+record is made) and of `hardware.gpus_in_run.gpus` (`RUN_GPU_QUERY`, during the run), each absent where nvidia-smi
+reported none. The run page shows each of them; a key not here is
 refused."""
 
 SOFTWARE_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+ -]{0,99}")
@@ -323,6 +330,9 @@ def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
             problems += _software_problems(document)
         if column == "hardware" and isinstance(document.get("gpus"), list):
             problems += _gpu_problems(document["gpus"])
+        in_run = document.get("gpus_in_run") if column == "hardware" else None
+        if isinstance(in_run, dict) and isinstance(in_run.get("gpus"), list):
+            problems += _gpu_problems(in_run["gpus"], "hardware.gpus_in_run.gpus")
         for (col, path), rule in PATHS.items():
             if col != column:
                 continue
@@ -358,10 +368,11 @@ def _software_problems(software: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _gpu_problems(gpus: list[Any]) -> list[tuple[str, str]]:
-    """(field, message) for the first entry of `hardware.gpus` that is not of `GPU_FIELDS`' shapes."""
+def _gpu_problems(gpus: list[Any], field: str = "hardware.gpus") -> list[tuple[str, str]]:
+    """(field, message) for the first entry of `hardware.gpus` (or the list at `field`) that is not of `GPU_FIELDS`'
+    shapes."""
     for i, gpu in enumerate(gpus):
-        where = f"hardware.gpus[{i}]"
+        where = f"{field}[{i}]"
         if not isinstance(gpu, dict):
             return [(where, f"{_show(gpu)} is not an object")]
         for key, value in gpu.items():

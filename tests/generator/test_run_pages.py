@@ -72,6 +72,11 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
         "1, 1980, 1980, 3201, 3201, [N/A], [N/A], 650.50, 650.50, 700.00, [Not Supported], Disabled, NVIDIA H200\n"
     )
     hardware = json.loads(table["hardware"][0].as_py()) | {"gpus": provenance.parse_gpu_csv(fields, sample)}
+    in_run = [
+        field for field, _, _ in provenance.RUN_GPU_QUERY
+    ]  # GPU 0 only answered (tests/runners/test_provenance.py)
+    hardware["gpus_in_run"] = {"at_step": 1010, "gpus": provenance.parse_gpu_csv(
+        in_run, "0, 1980, 3201, 612.34, 57, 0x0000000000000004\n", provenance.RUN_GPU_QUERY)}  # fmt: skip
     software = json.loads(table["software"][0].as_py())
     software |= {"packages": ["numpy==2.5.2", "torch==2.11.0", "triton==3.6.0"], "packages_omitted": 2}
     for name, value in (("hardware", hardware), ("software", software)):
@@ -99,6 +104,12 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     assert rows["Power limit enforced (W)"] == ["700", "650.5"] and rows["Default power limit (W)"] == ["700", "700"]
     assert rows["Application graphics clock (MHz)"] == ["1980", "–"]  # [N/A]: a dash, not a number
     assert rows["ECC"] == ["Enabled", "–"] and rows["Persistence mode"] == ["Enabled", "Disabled"]
+    assert rows["SM clock during the run (MHz)"] == ["1980", "–"] and rows["Power draw during the run (W)"] == [
+        "612.34",
+        "–",
+    ]
+    assert rows["Clock event reasons during the run"] == ["0x0000000000000004", "–"] and "at step 1010" in page
+    assert "<td>gpus_in_run" not in page  # in the GPU table, not repeated in the hardware table
     packages = re.search(r'<details id="packages"><summary>(.*?)</summary>(.*?)</details>', page, re.S)
     assert packages and packages.group(1) == "Installed packages (3, and 2 not listed)"
     assert "<code>triton==3.6.0</code>" in packages.group(2)

@@ -48,7 +48,11 @@ def test_the_query_names_the_fields_nvidia_smi_documents() -> None:
         "persistence_mode",
         "name",
     ]
-    assert {key for _, key, _ in provenance.GPU_QUERY} == set(shapes.GPU_FIELDS)
+    in_run = [field for field, _, _ in provenance.RUN_GPU_QUERY]
+    assert in_run == ["index", "clocks.current.sm", "clocks.current.memory", "power.draw", "temperature.gpu",
+                      "clocks_event_reasons.active"]  # fmt: skip
+    keys = {key for _, key, _ in provenance.GPU_QUERY} | {key for _, key, _ in provenance.RUN_GPU_QUERY}
+    assert keys == set(shapes.GPU_FIELDS)
 
 
 def test_nvidia_smi_output_of_an_h200_becomes_one_entry_per_gpu_without_invented_values() -> None:
@@ -224,3 +228,51 @@ def test_every_committed_record_still_loads() -> None:
     files = load.result_files(folder)
     assert len(files) > 100
     assert {str(p): problems for p in files if (problems := load.read_one(p)[1])} == {}
+
+
+# nvidia-smi's answer to RUN_GPU_QUERY for two GPUs under load, written in the format the H200 host printed for
+# GPU_QUERY (not captured: these tests run without a GPU); GPU 1 held at its power cap (clocks event reason 0x4).
+RUN_SAMPLE = "0, 1980, 3201, 612.34, 57, 0x0000000000000000\n1, 1755, 3201, 699.10, 63, 0x0000000000000004\n"
+
+
+def test_the_gpus_are_asked_once_during_the_run_on_a_thread_of_their_own(tmp_path, monkeypatch) -> None:
+    """A real thread and a real subprocess; only nvidia-smi is a stand-in (no GPU here), counting its calls."""
+    calls = tmp_path / "calls"
+    script = tmp_path / "nvidia-smi"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import pathlib, sys\n"
+        f"log = pathlib.Path({str(calls)!r})\n"
+        "log.write_text(log.read_text() + 'x' if log.exists() else 'x')\n"
+        f"sys.stdout.write({RUN_SAMPLE!r})\n"
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    sampler = provenance.GpuSampler()
+    assert sampler.result() is None  # never started: nothing to say
+    sampler.start(160)
+    sampler.start(180)  # later windows do not ask again
+    got = sampler.result()
+    assert got == {
+        "at_step": 160,
+        "gpus": [
+            {"index": 0, "sm_clock_mhz": 1980, "memory_clock_mhz": 3201, "power_draw_w": 612.34, "temperature_c": 57,
+             "clocks_event_reasons": "0x0000000000000000"},
+            {"index": 1, "sm_clock_mhz": 1755, "memory_clock_mhz": 3201, "power_draw_w": 699.1, "temperature_c": 63,
+             "clocks_event_reasons": "0x0000000000000004"},
+        ],
+    }  # fmt: skip
+    assert calls.read_text() == "x"
+    hardware = {"device": "cuda", "count": 2, "gpus_in_run": got}
+    assert shapes.json_problems(_documents(hardware=hardware)) == []
+    bad = {
+        "device": "cuda",
+        "count": 2,
+        "gpus_in_run": {"at_step": 160, "gpus": [{"index": 0, "temperature_c": "hot"}]},
+    }
+    problems = shapes.json_problems(_documents(hardware=bad))
+    assert [field for field, _ in problems] == ["hardware.gpus_in_run.gpus[0].temperature_c"]
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))  # no nvidia-smi: the sampler stays silent
+    quiet = provenance.GpuSampler()
+    quiet.start(160)
+    assert quiet.result() is None

@@ -91,8 +91,11 @@ def train_trial(
     world: int,
     device: Any,
     log: Any,
+    mid_run: Any = None,
 ) -> tuple[list[float], list[float], dict[str, float], str | None]:
-    """One trial from the shared initial weights; returns step times, losses, run-level values, stop reason."""
+    """One trial from the shared initial weights; returns step times, losses, run-level values, stop reason.
+    `mid_run(done)`, when given, is called on rank 0 at the first window boundary past half the steady steps (where
+    the GPUs' clocks under load are sampled)."""
     from runners.engines.torch.model import GPT
 
     trial_start = time.perf_counter()
@@ -138,6 +141,8 @@ def train_trial(
             if rank == 0:
                 mean = torch.stack(losses[-work.window_steps :]).float().mean().item()
                 log(f"  step {done}/{steps}  loss {mean:.3f}  {time.perf_counter() - trial_start:.1f} s")
+                if mid_run is not None and done >= (work.warmup_steps + steps) / 2:
+                    mid_run(done)
             if bool(over.item()) and done < steps:
                 stop = f"time budget of {budget_s:g} s reached after {done} of {steps} steps"
                 break
@@ -176,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         if rank == 0:
             print(msg, flush=True)
 
+    sampler = provenance.GpuSampler()  # the GPUs' clocks under load, asked once mid-run (rank 0, CUDA only)
     ctx = dict(
+        sampler=sampler,
         args=args,
         suite=suite,
         work=work,
@@ -210,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             world=world,
             device=device,
             log=log,
+            mid_run=sampler.start if device.type == "cuda" else None,
         ),
         write=lambda status, error, rows, calibration: _write(ctx, status, error, rows, calibration),
         log=log,
@@ -227,6 +235,10 @@ def _write(
     import torch
 
     work, settings = ctx["work"], ctx["settings"]
+    hardware = provenance.hardware(ctx["device"].type, ctx["world"])
+    in_run = ctx["sampler"].result()
+    if in_run is not None:
+        hardware["gpus_in_run"] = in_run
     run = record.run_columns(
         run_id=ctx["args"].run_id,
         suite=ctx["suite"],
@@ -234,7 +246,7 @@ def _write(
         status=status,
         error=error,
         started=ctx["started"],
-        hardware=provenance.hardware(ctx["device"].type, ctx["world"]),
+        hardware=hardware,
         config=record.config(
             ctx["suite"],
             work,
