@@ -6,7 +6,8 @@ A and B are each a run, a configuration (pooling its runs) or an edition (every 
 row holds the figure its kind of test is ranked by on the boards, A's and B's with their intervals (a run's 95%
 interval; a configuration's, as on the boards, from its runs' lowest low to highest high), B/A with the interval
 those give (`metrics.ratio_interval`), the A/A floor (the spread between identical runs: `derive.repeats`,
-`test_boards.repeats`, or the largest of its kind on that hardware, `configurations.aa_spreads`) and the verdict
+`test_boards.repeats`, or the largest of its kind on that hardware, as the boards widen one-run rows:
+`configurations.aa_spreads`, `inference.aa_spreads`, `serving.aa_spreads`) and the verdict
 (`metrics.compare_verdict`). Figures come from the generator's own loading and derivation, and only finished,
 verified, unretracted runs count (the boards' own reasons, less those about a board's shape). This module selects,
 pairs and prints.
@@ -139,11 +140,9 @@ def load_dataset(data_dir: Path) -> Dataset:
         for ids, spread in frame.select("run_id", "spread").iter_rows():
             run_floors |= dict.fromkeys(ids, spread)
     kind_floors = {("train", *k): v for k, v in configurations.aa_spreads(train_repeats).items()}
-    # the fallback floor of a kind of test, as its boards widen one-run rows: repeats of our own runs, not of the
-    # engines' own tools' imported records (mlx_lm.benchmark's tg moved 29.5% across harness changes)
-    kind_floors |= test_boards.aa_spreads(
-        runs.filter(pl.col("excluded").is_null() & (pl.col("kind") != "train") & (pl.col("origin") == "measured"))
-    )
+    # the fallback floor of a kind of test is the spread its boards widen one-run rows by: repeats of runs that rank
+    # (not of unranked runs across harness changes, nor of the engines' own tools' imported records)
+    kind_floors |= inference.aa_spreads(tests) | serving.aa_spreads(served)
     found, bad = editions.scan(data_dir)
     return Dataset(Path(data_dir), runs, loaded.rejected, run_floors, kind_floors, found, bad)
 

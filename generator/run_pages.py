@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 from concurrent.futures import Executor, Future
@@ -53,8 +54,8 @@ def _flat(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def _readable(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Calibration figures as a reader takes them in (780.1 TFLOP/s, 4,230.8 GB/s, 1 GiB) by their key's unit; the
-    record and the run's CSV keep the exact values."""
+    """Calibration figures as a reader takes them in, by their key's unit and their size (780.1 TFLOP/s, 1.232
+    GFLOP/s on a CPU, 4,231 GB/s, 1 GiB); the record and the run's CSV keep the exact values."""
     out = []
     for key, text in pairs:
         try:
@@ -62,18 +63,26 @@ def _readable(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
         except ValueError:
             out.append((key, text))
             continue
-        if key.endswith("_flops"):
-            text = f"{value / 1e12:,.1f} TFLOP/s"
+        if not math.isfinite(value):
+            text = "–"
+        elif key.endswith("_flops"):
+            text = _scaled(value, ((1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1.0, "FLOP/s")))
         elif key.endswith("_bytes_per_s"):
-            text = f"{value / 1e9:,.1f} GB/s"
+            text = _scaled(value, ((1e9, "GB/s"), (1e6, "MB/s"), (1.0, "B/s")))
         elif key.endswith("_bytes"):
-            text = f"{value / 2**30:,.3g} GiB"
+            text = _scaled(value, ((2**30, "GiB"), (2**20, "MiB"), (1.0, "B")))
         elif key.endswith("_s"):
-            text = f"{value:,.4g} s"
+            text = f"{pages.fmt(value, 4)} s"
         else:
             text = pages.fmt(value, 4)
         out.append((key, text))
     return out
+
+
+def _scaled(value: float, units: tuple[tuple[float, str], ...]) -> str:
+    """`value` in the largest of `units` it reaches (the last one otherwise), to four significant digits."""
+    factor, unit = next(((f, u) for f, u in units if abs(value) >= f), units[-1])
+    return f"{pages.fmt(value / factor, 4)} {unit}"
 
 
 GPU_ROWS = (

@@ -156,6 +156,7 @@ def _widened(grouped: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool],
             value = row["value"]
             low, high = value * (1 - spread / 2), value * (1 + spread / 2)
             lo, hi = (low if lo is None else min(lo, low)), (high if hi is None else max(hi, high))
+            basis = basis.removesuffix(": no interval")  # one served measurement now has one: the spread's
             basis += f"; widened to the A/A spread of {key[0]} tests on {key[2]} × {key[1]} ({spread:.2%})"
         out.append((lo, hi, basis))
     lows, highs, bases = zip(*out, strict=True)

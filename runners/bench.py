@@ -379,7 +379,7 @@ def run_suite(args: argparse.Namespace) -> int:
         run_id = new_run_id(work.name, variant.name)
         print(f"[{i}/{len(todo)}] {work.name} · {variant.name} ({variant.tier}) run {run_id}", flush=True)
         started, t0 = datetime.now(UTC), time.perf_counter()
-        limit = work.trials * (args.time_budget or work.time_budget_s) + GRACE_S
+        limit = work.trials * ((args.time_budget or work.time_budget_s) + spec.SETUP_ALLOWANCE_S) + GRACE_S
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "records.jsonl"
             cmd = runner_command(work, variant, args, run_id, out)

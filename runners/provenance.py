@@ -24,7 +24,7 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-from runners import shapes
+from runners import shapes, spec
 
 ENV_PREFIXES = (
     "NCCL_",
@@ -91,21 +91,22 @@ FULL_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 def harness() -> tuple[str | None, bool | None]:
     """The harness commit and whether the checkout has changes outside `data/` (results don't dirty it).
 
-    A bench host may get a copy of the tree without .git, or with a stale one (seen on the lent GPU hosts: the
-    copy's HEAD was the commit before the one sent). The caller can name the commit it sent in
-    FAIRFIGHT_HARNESS_COMMIT; that name wins, and whether the copy had changes is then known only if the copy's
-    own HEAD agrees with it (None otherwise, never guessed). A name that is not a full commit id, or that the copy's
-    git holds as something other than a commit, raises ValueError (the bench checks it before anything runs)."""
+        A bench host may get a copy of the tree without .git, or with a stale one (seen on the lent GPU hosts: the
+        copy's HEAD was the commit before the one sent). The caller can name the commit it sent in
+        FAIRFIGHT_HARNESS_COMMIT; that name wins, and whether the copy had changes is then known only if the copy's
+        own HEAD agrees with it (None otherwise, never guessed). A name that is not a full commit id, or that the copy's
+        git holds as something other than a commit, raises `spec.SpecError` (the bench checks it before anything runs;
+    every command's entry point reports it as an error, not a traceback)."""
     named = os.environ.get("FAIRFIGHT_HARNESS_COMMIT") or None
     if named is not None and not FULL_COMMIT.fullmatch(named):
-        raise ValueError(
+        raise spec.SpecError(  # a ValueError every command's entry point reports as a plain error
             f"FAIRFIGHT_HARNESS_COMMIT={named[:80]!r} is not a full commit id (40 or 64 lowercase hex digits): set it"
             " to `git rev-parse HEAD` of the tree you sent, or unset it in a checkout"
         )
     commit = _git("rev-parse", "HEAD")
     if named and named != commit:
         if commit is not None and _git("cat-file", "-t", named) not in (None, "commit"):
-            raise ValueError(f"FAIRFIGHT_HARNESS_COMMIT={named}: this checkout's git holds it, but not as a commit")
+            raise spec.SpecError(f"FAIRFIGHT_HARNESS_COMMIT={named}: this checkout's git holds it, but not as a commit")
         return named, None
     if commit is None:
         return (named, None) if named else installed_build()

@@ -11,7 +11,8 @@
 #   slice 8      micro-batch 16: fsdp2-compile and fsdp2-float8
 #   slice 9..11  the loss-parity baseline, ddp-fp32-stock for 90 s, at micro-batches 1-3, 4 and 6, 8 and 16
 #   slice 12     the full-length A/A at the matched shape (micro-batch 2, the nearest to the interpolated 2.23): one
-#                2000-step run each of ddp-amp-stock, fsdp2-compile and fsdp2-float8 (about 8 minutes); run it twice
+#                2000-step run each of ddp-amp-stock and ddp-tuned (about 5 minutes); run it twice
+#   slice 14     the same for fsdp2-compile and fsdp2-float8 (about 5 minutes); run it twice
 #   slice 13     micro-batch 4, fsdp2-float8 only (the others have full-length runs on the workload's own board),
 #                then the loss-parity baseline at micro-batch 8 (about 4 minutes)
 #
@@ -21,7 +22,7 @@
 # torchao is missing. Name the commit sent in FAIRFIGHT_HARNESS_COMMIT. A call returns at most 8 files from $OUT:
 # write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 set -u
-SLICE=${1:?slice number (1-13)}
+SLICE=${1:?slice number (1-14)}
 DATA=${2:-data}
 LOG=${3:-.}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -51,13 +52,14 @@ case $SLICE in
 9) for mb in 1 2 3; do point "$mb" --variant ddp-fp32-stock --time-budget 90; done ;;
 10) for mb in 4 6; do point "$mb" --variant ddp-fp32-stock --time-budget 90; done ;;
 11) for mb in 8 16; do point "$mb" --variant ddp-fp32-stock --time-budget 90; done ;;
-12) $FULL --micro-batch 2 --variant ddp-amp-stock --variant fsdp2-compile --variant fsdp2-float8 >>"$LOG/full-mb2.log" 2>&1 ;;
+12) $FULL --micro-batch 2 --variant ddp-amp-stock --variant ddp-tuned >>"$LOG/full-mb2.log" 2>&1 ;;
+14) $FULL --micro-batch 2 --variant fsdp2-compile --variant fsdp2-float8 >>"$LOG/full-mb2.log" 2>&1 ;;
 13)
   point 4 --variant fsdp2-float8
   point 8 --variant ddp-fp32-stock --time-budget 90
   ;;
 *)
-  echo "unknown slice $SLICE (1-13)" >&2
+  echo "unknown slice $SLICE (1-14)" >&2
   exit 2
   ;;
 esac

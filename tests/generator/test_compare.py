@@ -160,3 +160,17 @@ def test_json_output_parses(small: Path, capsys: pytest.CaptureFixture[str]) -> 
     (row,) = report["rows"]
     assert row["verdict"] == "faster" and row["a"]["runs"] == [AMP] and row["b"]["runs"] == [TUNED]
     assert row["ratio_lo"] < row["ratio"] < row["ratio_hi"] and report["threshold"] == 0.05
+
+
+def test_a_kind_of_tests_fallback_floor_is_the_spread_its_boards_widen_one_run_rows_by(ds: compare.Dataset) -> None:
+    """compare's floor for a test without repeats of its own and the boards' widening of a one-run row are one number:
+    the largest spread between repeated ranked runs of that kind on that hardware (1.63% for tg on one H200, where
+    unranked MLX runs across harness changes once made it 16%)."""
+    from generator import checks, inference, load, serving
+
+    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    boards = inference.aa_spreads(inference.test_summary(summary, loaded.rows)) | serving.aa_spreads(
+        serving.test_summary(summary, loaded.rows)
+    )
+    assert {k: v for k, v in ds.kind_floors.items() if k[0] != "train"} == boards
+    assert boards[("tg", "NVIDIA H200", 1, False)] < 0.05

@@ -123,3 +123,28 @@ def test_a_record_read_through_a_migration_says_so(rendered: Path) -> None:
     assert "Read through a schema migration" in page and "MLX_ENABLE_TF32 unset" in page
     other = (rendered / f"{pages.slug('20261129T200656Z-train-gpt-1.27b-mb4-fsdp2-compile-19b4d3')}.html").read_text()
     assert "schema migration" not in other
+
+
+def test_calibration_figures_read_in_units_that_fit_their_size() -> None:
+    """An H200's and a CPU's calibration, as their records hold them: neither reads as zero."""
+    assert run_pages._readable(
+        [
+            ("matmul_flops", "780136749025600.5"),
+            ("reference_matmul_flops", "1232000000.0"),
+            ("copy_bytes_per_s", "4230822109692.5166"),
+            ("allreduce_busbw_bytes_per_s", "15600000.0"),
+            ("allreduce_bytes", "1073741824"),
+            ("copy_bytes", "16777216"),
+            ("matmul_precision", "bf16"),
+            ("matmul_s", "NaN"),
+        ]
+    ) == [
+        ("matmul_flops", "780.1 TFLOP/s"),
+        ("reference_matmul_flops", "1.232 GFLOP/s"),
+        ("copy_bytes_per_s", "4,231 GB/s"),
+        ("allreduce_busbw_bytes_per_s", "15.6 MB/s"),
+        ("allreduce_bytes", "1 GiB"),
+        ("copy_bytes", "16 MiB"),
+        ("matmul_precision", "bf16"),
+        ("matmul_s", "–"),
+    ]

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     version, status = "unknown", "ok"
     error: str | None
     budget = config["workload"]["time_budget_s"]
-    limit = work.trials * budget + min(STOP_GRACE_S, budget)
+    limit = work.trials * budget + min(STOP_GRACE_S, budget)  # from its first step row: set-up is not counted
     try:
         proc = subprocess.Popen(
             command,
@@ -154,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             overran.set()
             proc.kill()
 
-        stopper = threading.Timer(limit, stop)
+        # until its first step row, set-up's allowance; from then on the budget, as the built-in runners count it
+        stopper = threading.Timer(limit + spec.SETUP_ALLOWANCE_S, stop)
         stopper.start()
+        stepping = False
         try:
             proc.stdin.write(json.dumps(run_spec(suite, work, variant, args.run_id, config["workload"])))
             proc.stdin.close()
@@ -172,12 +174,20 @@ def main(argv: list[str] | None = None) -> int:
                 version = obj["engine_version"]
             else:
                 rows.append((n, obj))
+                if not stepping and obj["step"] is not None:
+                    stepping = True
+                    stopper.cancel()
+                    stopper = threading.Timer(limit, stop)
+                    stopper.start()
                 if obj["metric"] == "step_time_s" and obj["step"] is not None and obj["step"] % 50 == 0:
                     print(f"    step {obj['step']}: {obj['value']:.4g} s", file=sys.stderr, flush=True)
         code = proc.wait()
         stopper.cancel()
         if overran.is_set():
-            status, error = "timeout", f"{command[0]} overran its time budget ({limit:.0f} s) and was stopped"
+            overrun = (
+                f"{limit:.0f} s from its first step" if stepping else f"{limit + spec.SETUP_ALLOWANCE_S:.0f} s, no step"
+            )
+            status, error = "timeout", f"{command[0]} overran its time budget ({overrun}) and was stopped"
         else:
             status, error = ("ok", None) if code == 0 else ("failed", f"{command[0]} exited with {code}")
     hardware = provenance.hardware(work.device, config["workload"]["world_size"])

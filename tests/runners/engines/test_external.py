@@ -133,5 +133,24 @@ time.sleep(120)
     t0 = time.perf_counter()
     head, rows, out = _bench(tmp_path / "data", variants, "outside", "--time-budget", "1")
     assert time.perf_counter() - t0 < 60, out  # stopped after its budget and one more, not after the sleep
-    assert head["status"] == "timeout" and "overran its time budget (2 s)" in head["error"], out
+    assert head["status"] == "timeout" and "overran its time budget (2 s from its first step)" in head["error"], out
+    assert [r["step"] for r in rows if r["metric"] == "step_time_s"] == [0, 1]
+
+
+def test_an_outside_engines_set_up_is_not_counted_in_its_time_budget(tmp_path: Path) -> None:
+    """As the built-in runners count theirs: 3 s of set-up, then 2 steps, under a 1 s budget (2 s with its grace)
+    finish, where a clock started at the command's launch would have stopped it."""
+    variants = _engine(
+        tmp_path,
+        """
+import time
+time.sleep(3)
+print(json.dumps({"engine_version": "slow-start 1"}), flush=True)
+for step in range(2):
+    print(json.dumps({"trial": 0, "step": step, "phase": "warmup", "metric": "step_time_s", "value": 0.1,
+                      "unit": "s"}), flush=True)
+""",
+    )
+    head, rows, out = _bench(tmp_path / "data", variants, "outside", "--time-budget", "1")
+    assert head["status"] == "ok", out
     assert [r["step"] for r in rows if r["metric"] == "step_time_s"] == [0, 1]
