@@ -118,9 +118,11 @@ def train_trial(
     budget_s: float,
     log: Any,
     group: Any = None,
+    mid_run: Any = None,
 ) -> tuple[list[float], list[float], dict[str, float], str | None]:
     """One trial from the shared initial weights; returns step times, losses (the mean over ranks), run-level
-    values, stop reason."""
+    values, stop reason. `mid_run(done)`, when given, is called at the first window boundary past half the steady
+    steps (where the GPUs' clocks under load are sampled, as the PyTorch runner does)."""
     from functools import partial
 
     import mlx.nn as nn
@@ -175,6 +177,8 @@ def train_trial(
         if done % work.window_steps == 0 or done == steps:
             mean = sum(losses[-work.window_steps :]) / len(losses[-work.window_steps :])
             log(f"  step {done}/{steps}  loss {mean:.3f}  {time.perf_counter() - trial_start:.1f} s")
+            if mid_run is not None and done >= (work.warmup_steps + steps) / 2:
+                mid_run(done)
             over = time.perf_counter() - marks[0] > budget_s
             if world > 1:  # every rank must stop at the same step, or the collectives would hang
                 over = mx.distributed.all_sum(mx.array(int(over)), group=group).item() > 0
@@ -212,9 +216,10 @@ def main(argv: list[str] | None = None) -> int:
         if rank == 0:
             print(msg, flush=True)
 
+    sampler = provenance.GpuSampler()  # the GPUs' clocks under load, asked once mid-run (rank 0, CUDA only)
     ctx = dict(
         args=args, suite=suite, work=work, variant=variant, settings=settings, overrides=overrides, steps=steps
-    ) | dict(micro_batch=micro_batch, started=started, mx=mx, world=world)
+    ) | dict(micro_batch=micro_batch, started=started, mx=mx, world=world, sampler=sampler)
     log(
         f"{variant.name} on {work.name}: MLX {mx.__version__}, {world} × {mx.default_device()}, "
         f"micro-batch {micro_batch}, {steps} steps × {work.trials} trial(s)"
@@ -235,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             budget_s=args.time_budget or work.time_budget_s,
             log=log,
             group=group,
+            mid_run=sampler.start if work.device == "cuda" and rank == 0 else None,
         ),
         write=lambda status, error, rows, calibration: _write(ctx, status, error, rows, calibration),
         log=log,
@@ -318,6 +324,12 @@ def hardware(device: str, mx: Any, count: int = 1) -> dict[str, Any]:
     return hw
 
 
+def _in_run(sampler: provenance.GpuSampler) -> dict[str, Any]:
+    """`hardware.gpus_in_run` where the sampler got an answer (provenance.GpuSampler), else nothing."""
+    got = sampler.result()
+    return {"gpus_in_run": got} if got is not None else {}
+
+
 def _write(
     ctx: dict[str, Any], status: str, error: str | None, rows: list[dict[str, Any]], calibration: dict[str, Any] | None
 ) -> str:
@@ -329,7 +341,7 @@ def _write(
         status=status,
         error=error,
         started=ctx["started"],
-        hardware=hardware(work.device, mx, ctx["world"]),
+        hardware=hardware(work.device, mx, ctx["world"]) | _in_run(ctx["sampler"]),
         config=record.config(
             ctx["suite"],
             work,
