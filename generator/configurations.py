@@ -175,5 +175,6 @@ RANK_RULE = (
     "One row per configuration (everything that ran: settings, environment, micro-batch, steps, devices, hardware, "
     "engine version); only finished, full-length, verified runs whose loss agrees with the baseline rank; a row's "
     "figure is the median of its runs' medians, its interval spans its runs' intervals (one run: widened to the A/A "
-    "spread measured on its hardware), and rows whose intervals overlap share a rank."
+    "spread measured on its hardware), and a row's rank is one plus the number of rows "
+    "whose interval lies wholly above its own (no row is ranked below one it overlaps; ranks can repeat and skip)."
 )

@@ -433,10 +433,12 @@ def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
 
 
 def _comparable(summary: pl.DataFrame) -> pl.DataFrame:
-    """Measured, unretracted full-length runs with a steady-state figure whose loss agrees with their baseline."""
+    """Measured, unretracted full-length runs that finished (a run stopped by its time budget has not run the whole
+    workload), with a steady-state figure, whose loss agrees with their baseline."""
     return summary.filter(
         (pl.col("origin") == "measured")
         & pl.col("retracted_by").is_null()
+        & (pl.col("status") == "ok")
         & pl.col("full_length")
         & pl.col("steps_per_s_lo").is_not_null()
         & pl.col("loss_parity_ok").fill_null(True)

@@ -196,5 +196,6 @@ RANK_RULE = (
     f"only beside that tool's record of the same test agreeing within ±{metrics.OWN_TOOL_REL_TOL * 100:g}% on every "
     "figure both report; a row's figure is the median of its runs', its interval spans its runs' intervals (one run: "
     "widened to the A/A spread measured between repeats of its kind of test on its hardware, where there is one), "
-    "and rows whose intervals overlap share a rank."
+    "and a row's rank is one plus the number of rows "
+    "whose interval lies wholly above its own (no row is ranked below one it overlaps; ranks can repeat and skip)."
 )

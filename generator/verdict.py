@@ -294,7 +294,8 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         {
             "item": "vLLM tensor-parallel serving",
             "status": "measured" if tp.height else "not yet",
-            "detail": f"{pages.counted(tp.height, 'run')} at tensor-parallel size 2 or more, each beside vllm bench",
+            "detail": f"{pages.counted(tp.height, 'run')} at tensor-parallel size 2 or more; each board says which "
+            "ran beside vllm bench",
             "href": board(tp),
         },
         {

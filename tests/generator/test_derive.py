@@ -23,6 +23,7 @@ def _summary(rates: list[float], shared: list[bool]) -> pl.DataFrame:
             "accelerator_count": [2] * n,
             "micro_batch": [4] * n,
             "origin": ["measured"] * n,
+            "status": ["ok"] * n,
             "retracted_by": pl.Series([None] * n, dtype=pl.String),
             "full_length": [True] * n,
             "loss_parity_ok": [True] * n,
@@ -61,3 +62,12 @@ def test_runs_of_one_variant_name_with_other_settings_are_not_repeats() -> None:
 def test_a_single_run_per_condition_is_not_a_repeat() -> None:
     summary = _summary([14.9, 15.1], [True, False])
     assert derive.repeats(summary).height == 0
+
+
+def test_a_run_stopped_by_its_time_budget_is_not_a_repeat() -> None:
+    """A/A is the whole workload run twice: a run stopped early (status timeout, with a steady figure from its
+    first windows) does not widen its configuration's spread."""
+    summary = _summary([10.0, 10.1, 9.0], [False, False, False])
+    summary = summary.with_columns(status=pl.Series(["ok", "ok", "timeout"]))
+    (group,) = derive.repeats(summary).rows(named=True)
+    assert group["run_id"] == ["run-0", "run-1"] and group["spread"] < 0.02
