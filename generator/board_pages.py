@@ -414,6 +414,7 @@ def _verdict(summary: pl.DataFrame, chart_sink: pages.Charts) -> dict[str, Any] 
         href=f"leaderboards/{pages.slug(the_fight.suite, the_fight.workload)}.md",
         stock=verdict.STOCK,
         min_steps=verdict.SWEEP_MIN_STEPS,
+        full_steps=(schema.suite_workloads(the_fight.suite).get(the_fight.workload) or {}).get("steps"),
         gap_asked=verdict.GAP_ASKED,
     )
 

@@ -175,7 +175,15 @@ def write_catalog_pages(
         {"device": device, **{p: peaks.get(p) for p in PRECISIONS}}
         for device, peaks in metrics.DATASHEET_PEAK_FLOPS.items()
     ]
-    pages.render(env, "hardware.md.j2", docs / "hardware.md", rows=hardware.to_dicts(), peaks=peaks)
+    used = (  # the calibrated peak each run's calibrated MFU divides by (derive: one per hardware model and precision)
+        measured.filter(pl.col("model_matmul_flops").is_not_null())
+        .group_by("accelerator", "matmul_precision")
+        .agg(peak=pl.col("model_matmul_flops").first(), runs=pl.col("calibrated_matmul_flops").is_not_null().sum())
+        .sort("accelerator", "matmul_precision")
+    )
+    pages.render(
+        env, "hardware.md.j2", docs / "hardware.md", rows=hardware.to_dicts(), peaks=peaks, used=used.to_dicts()
+    )
     engines = (
         summary.group_by("engine", "engine_version", "origin", "device")
         .agg(runs=pl.len(), variants=pl.col("variant").unique().sort(), hardware=pl.col("accelerator").unique().sort())
