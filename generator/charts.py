@@ -50,10 +50,11 @@ def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str =
 def _row_label(board: pl.DataFrame) -> pl.Expr:
     """A board row's label on its charts: its variant and the first six digits of its configuration's hash (the
     board's Configuration column), so two configurations of one variant stay two labels and fit a phone's width."""
-    if "settings_hash" not in board.columns:
-        return pl.format("{} · {}", pl.col("variant"), pl.col("run_id").str.slice(0, 16)).alias("run")
     variant = pl.col("variant")
     cut = pl.when(variant.str.len_chars() > 20).then(variant.str.slice(0, 18) + pl.lit("…")).otherwise(variant)
+    if "settings_hash" not in board.columns:  # one run per label (a loss curve): its time and random suffix
+        stamp = pl.col("run_id").str.slice(0, 15) + pl.lit("…") + pl.col("run_id").str.slice(-6)
+        return pl.format("{} · {}", cut, stamp).alias("run")
     return pl.format("{} · {}", cut, pl.col("settings_hash").str.slice(0, 6)).alias("run")
 
 
@@ -312,7 +313,8 @@ def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
     the engine's own tool's (llama-bench, mlx_lm.benchmark) on the same weights side by side, coloured by which
     measured them."""
     data = tests.filter(pl.col("rate_med").is_not_null()).select(
-        pl.format("{} · {} · {}", pl.col("variant"), pl.col("engine"), pl.col("run_id").str.slice(0, 16)).alias("run"),
+        # variant, who measured it (the runner's engine or its own tool) and the run's random suffix: unique and short
+        pl.format("{} · {} · {}", pl.col("variant"), pl.col("engine"), pl.col("run_id").str.slice(-6)).alias("run"),
         "variant",
         "engine",
         "accelerator",

@@ -601,8 +601,16 @@ def write_records(out: Path, data_dir: Path, expected: set[str]) -> dict[str, st
 
 
 def _failure_text(refused: str | None, code: int | None, err: str | None) -> str:
-    """A failure record's error: why the bench refused the runner's record, if it did, then how the runner ended."""
-    ended = f"runner exited with {code}: {(err or '').strip()[-3000:]}"
+    """A failure record's error: why the bench refused the runner's record, if it did, then the runner's last output
+    and, on the last line (which the boards show), how it ended: its exit status, named where a signal ended it."""
+    how = f"runner exited with {code}"
+    if code is not None and code < 0:
+        try:
+            how += f" (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            how += " (killed by a signal)"
+    tail = (err or "").strip()[-3000:]
+    ended = f"{tail}\n{how}" if tail else how
     return f"{refused}; {ended}" if refused else ended
 
 

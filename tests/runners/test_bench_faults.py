@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import load
-from runners import schema, store
+from runners import bench, schema, store
 from tests.conftest import ROOT
 from tests.runners.test_store import ROWS, _run
 
@@ -138,3 +138,12 @@ def test_the_bench_writes_only_records_of_runs_it_started(tmp_path: Path) -> Non
     assert written == ["good", "late"]
     assert list(refused) == ["bad"] and refused["bad"].startswith("its record was refused")
     assert bench._failure_text(refused["bad"], 0, "").startswith("its record was refused")
+
+
+def test_a_runner_killed_by_a_signal_says_so_on_its_errors_last_line() -> None:
+    """The boards show an error's last line: for a segfault that is the exit, named, not the runner's last progress
+    line (a llama.cpp runner once read "model file ... ready" there)."""
+    text = bench._failure_text(None, -11, "loading\nmodel file model-f16.gguf (14.96 GiB) ready\n")
+    assert text.splitlines()[-1] == "runner exited with -11 (killed by SIGSEGV)"
+    assert "model-f16.gguf (14.96 GiB) ready" in text  # its output is kept above
+    assert bench._failure_text("a row refused", 1, "").endswith("runner exited with 1")
