@@ -113,7 +113,7 @@ def rows(ranked_runs: pl.DataFrame, spreads: dict[tuple[str, int, bool], float])
             basis = f"{row['runs']} runs: lowest low to highest high"
         elif (row["accelerator"], row["accelerator_count"], row["shared_host"]) in spreads:
             spread = spreads[(row["accelerator"], row["accelerator_count"], row["shared_host"])]
-            lo, hi = min(lo, median * (1 - spread / 2)), max(hi, median * (1 + spread / 2))
+            lo, hi = metrics.widened(median, lo, hi, spread)
             basis = f"one run, widened to the A/A spread of {row['accelerator_count']} × {row['accelerator']} " + (
                 f"({spread:.2%})"
             )

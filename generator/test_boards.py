@@ -154,8 +154,7 @@ def _widened(grouped: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool],
         spread = spreads.get(key)  # type: ignore[arg-type]  # a key with a null never matches
         if row["runs"] == 1 and row["value"] is not None and spread is not None:
             value = row["value"]
-            low, high = value * (1 - spread / 2), value * (1 + spread / 2)
-            lo, hi = (low if lo is None else min(lo, low)), (high if hi is None else max(hi, high))
+            lo, hi = metrics.widened(value, lo, hi, spread)
             basis = basis.removesuffix(": no interval")  # one served measurement now has one: the spread's
             basis += f"; widened to the A/A spread of {key[0]} tests on {key[2]} × {key[1]} ({spread:.2%})"
         out.append((lo, hi, basis))

@@ -155,7 +155,7 @@ def _widened(points: pl.DataFrame, devices: int, spreads: dict[tuple[str, int, b
         elif spread is None:
             basis = "one run; no A/A spread measured on this hardware"
         else:
-            lo, hi = min(lo, median * (1 - spread / 2)), max(hi, median * (1 + spread / 2))
+            lo, hi = metrics.widened(median, lo, hi, spread)
             basis = f"one run, widened to the A/A spread of {devices} × {row['accelerator']} ({spread:.2%})"
         lows.append(lo)
         highs.append(hi)

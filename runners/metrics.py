@@ -399,6 +399,14 @@ def relative_spread(values: Sequence[float]) -> float:
     return (ordered[-1] - ordered[0]) / median
 
 
+def widened(median: float, lo: float | None, hi: float | None, spread: float) -> tuple[float, float]:
+    """A one-run figure's interval widened to an A/A spread (`relative_spread`): at least half the spread either
+    side of its median, never narrower than its own interval (lo/hi None: it has none). Every board's one-run row
+    and the verdict's one-run sweep points use it, so that what varies between repeats is in their intervals."""
+    low, high = median * (1 - spread / 2), median * (1 + spread / 2)
+    return (low if lo is None else min(lo, low)), (high if hi is None else max(hi, high))
+
+
 def ratio_interval(
     a: float, a_lo: float, a_hi: float, b: float, b_lo: float, b_hi: float
 ) -> tuple[float, float, float]:

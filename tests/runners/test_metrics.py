@@ -91,3 +91,9 @@ def test_compare_verdict_needs_both_a_clear_interval_and_more_than_the_floor() -
     floor = metrics.relative_spread([10.0, 10.5])
     assert metrics.compare_verdict(10.0, 10.5, 1.01, 1.09, floor) == "same"
     assert metrics.compare_verdict(10.5, 10.0, 0.92, 0.99, floor) == "same"
+
+
+def test_a_one_run_interval_is_widened_to_half_the_aa_spread_each_side_never_narrowed() -> None:
+    assert metrics.widened(100.0, 99.0, 101.0, 0.10) == pytest.approx((95.0, 105.0))
+    assert metrics.widened(100.0, 90.0, 101.0, 0.10) == pytest.approx((90.0, 105.0))  # its own low was lower
+    assert metrics.widened(100.0, None, None, 0.04) == pytest.approx((98.0, 102.0))  # one measurement: none of its own
