@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from runners import engines, lifetime, metrics, provenance, record, schema, shapes, spec, store
+from runners import cpu_isa, engines, lifetime, metrics, provenance, record, schema, shapes, spec, store
 
 GRACE_S = 300.0  # start-up, compilation and writing, on top of the workload's per-trial time budget
 # Kept in every process we start, whatever the caller's environment says (see ../shared/ENVIRONMENT.md).
@@ -104,9 +104,11 @@ def runner_command(
 
 
 def runner_env(device: str, variant: spec.Variant) -> dict[str, str]:
-    """Variables one variant's runner needs beyond the session's (MLX on a Linux CPU: OpenBLAS preloaded)."""
+    """Variables one variant's runner needs beyond the session's (MLX on a Linux CPU: OpenBLAS preloaded), and on a
+    CPU that advertises AMX without running it, the settings that keep oneDNN and OpenBLAS off it (`cpu_isa`)."""
     engine = engines.get(variant.engine)
-    return engines.call(engine.launch_env, device) if engine.launch_env else {}
+    guard = cpu_isa.runtime_env(cpu_isa.probe()) if device == "cpu" else {}
+    return guard | (engines.call(engine.launch_env, device) if engine.launch_env else {})
 
 
 def _engine(variant: spec.Variant, kind: str) -> engines.Engine:

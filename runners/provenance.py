@@ -37,6 +37,8 @@ ENV_PREFIXES = (
     "VLLM_",
     "MLX_",
     "GGML_",
+    "ONEDNN_",  # runners/cpu_isa.py runtime_env: kernels kept off an instruction set the CPU cannot run
+    "OPENBLAS_",
 )
 # Inside the allowlist, names like these still never leave the machine (VLLM_API_KEY, say).
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)

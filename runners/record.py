@@ -127,8 +127,10 @@ def run_columns(
     hardware: dict[str, Any],
     packages: tuple[str, ...],
     calibration: dict[str, Any] | None = None,
+    build: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """Run-level columns of a measured run, with provenance captured now."""
+    """Run-level columns of a measured run, with provenance captured now; `build` adds what an engine's own build
+    says of itself to the software (llama.cpp's instruction sets)."""
     commit, dirty = provenance.harness()
     variant = config["variant"]
     return {
@@ -151,7 +153,7 @@ def run_columns(
         "accelerator_count": config["workload"]["world_size"],
         "config": json.dumps(config, sort_keys=True),
         "hardware": json.dumps(hardware, sort_keys=True),
-        "software": json.dumps(provenance.versions(*packages), sort_keys=True),
+        "software": json.dumps(provenance.versions(*packages) | (build or {}), sort_keys=True),
         "environment": json.dumps(provenance.environment(), sort_keys=True),
         "calibration": None if calibration is None else json.dumps(calibration, sort_keys=True),
     }

