@@ -1,12 +1,14 @@
 """One Llama-shaped model in every format, from its `ModelSpec`: a Hugging Face folder (config.json, safetensors,
-an offline tokenizer), which MLX also loads, and GGUF files (F16 written here; Q8_0 and a 4-bit type made from it
-by llama.cpp's own quantizer). Deterministic and cached by content: the same spec, seed and recipe give the same
-bytes under the same key.
+an offline tokenizer), which MLX also loads, and GGUF files: F16, Q8_0 and Q4_K_M, each written directly
+(`runners/llama_quant.py` for the quantized ones: never through an F16 file, which for a 70B model is 141 GB).
+Deterministic and cached by content: the same spec, seed and recipe give the same bytes under the same key.
 
-Weights are random (the benchmarks measure speed, not quality) but seeded, and made in seconds even at 14B:
-every tensor is cut from one seeded pool of normal values at offsets seeded by the tensor's name, so nothing
-of a model's size is ever drawn from a random generator. The GGUF file holds the same values as the Hugging Face
-folder, with q and k permuted to llama.cpp's rotary layout as its own converter does.
+Weights are random (the benchmarks measure speed, not quality) but seeded, and made in seconds even at 70B:
+every tensor is cut from one seeded pool of normal values at offsets seeded by the tensor's name (`tiles`), so
+nothing of a model's size is ever drawn from a random generator. The offsets are multiples of 256 values, a
+K-quant block, so a quantized file is the pool's quantized blocks tiled the same way, and equals what llama.cpp's
+own quantizer makes of the F16 file. The GGUF file holds the same values as the Hugging Face folder, with q and k
+permuted to llama.cpp's rotary layout as its own converter does.
 """
 
 from __future__ import annotations
@@ -25,10 +27,16 @@ import numpy as np
 from runners import cache
 from runners.spec import ModelSpec
 
-RECIPE = "llama-pool-v1"
-"""Names the way weights are made: a new recipe gives new keys, never new bytes under an old key."""
+RECIPE = "llama-pool-v2"
+"""Names the way weights are made: a new recipe gives new keys, never new bytes under an old key (v1: offsets at
+any value; v2: offsets at multiples of `ALIGN`, so quantized blocks tile as values do)."""
 POOL_VALUES = 1 << 22
 """Values in the seeded pool (4 Mi fp16, 8 MiB); tensors are windows of it, tiled with seeded offsets."""
+TILE_VALUES = POOL_VALUES // 2
+"""Values per window of the pool (the last window of a tensor is what is left)."""
+ALIGN = 256
+"""Window offsets are multiples of this many values: the block of every quantized type we write (QK_K = 256 for
+Q4_K, Q5_K and Q6_K; Q8_0's 32 divides it)."""
 INIT_STD = 0.02
 ROPE_THETA = 500000.0
 """Rotary base of Llama 3 (the 8B shape's source); it changes no FLOP and no byte read."""
@@ -104,18 +112,23 @@ def _pool(seed: int) -> np.ndarray:
     )
 
 
+def tiles(name: str, n: int, seed: int) -> Iterator[tuple[int, int, int]]:
+    """(start, size, pool offset) of each window of a tensor of `n` values, in order: offsets seeded by (seed,
+    name) and multiples of `ALIGN`, so a tensor never depends on which others are made."""
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    for start in range(0, n, TILE_VALUES):
+        size = min(TILE_VALUES, n - start)
+        yield start, size, int(rng.integers(0, (POOL_VALUES - size) // ALIGN + 1)) * ALIGN
+
+
 def tensor(name: str, shape: tuple[int, ...], seed: int, pool: np.ndarray | None = None) -> np.ndarray:
-    """One weight, fp16: norms are ones; matrices are windows of the seeded pool, tiled from offsets seeded by
-    (seed, name, tile), so a tensor never depends on which others are made."""
+    """One weight, fp16: norms are ones; matrices are windows of the seeded pool (`tiles`)."""
     n = int(np.prod(shape))
     if len(shape) == 1:
         return np.ones(shape, dtype=np.float16)
     pool = _pool(seed) if pool is None else pool
     out = np.empty(n, dtype=np.float16)
-    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
-    for start in range(0, n, POOL_VALUES // 2):
-        size = min(POOL_VALUES // 2, n - start)
-        offset = int(rng.integers(0, POOL_VALUES - size + 1))
+    for start, size, offset in tiles(name, n, seed):
         out[start : start + size] = pool[offset : offset + size]
     return out.reshape(shape)
 
@@ -255,19 +268,29 @@ def write_hf_folder(spec: ModelSpec, seed: int, target: Path) -> Path:
 
 
 def _permute(w: np.ndarray, heads: int) -> np.ndarray:
-    """q/k rows from Hugging Face's rotary layout to llama.cpp's (convert_hf_to_gguf.py, LlamaModel.permute)."""
+    """q/k rows from Hugging Face's rotary layout to llama.cpp's (convert_hf_to_gguf.py, LlamaModel.permute); rows
+    move whole, so this serves a matrix of values and one of each row's quantized bytes alike."""
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf_f16(spec: ModelSpec, seed: int, target: Path) -> Path:
-    """A GGUF file of the same weights: matrices F16, norms F32 (as llama.cpp's converter writes them)."""
+def gguf_permuted(spec: ModelSpec, hf_name: str, rows: np.ndarray) -> np.ndarray:
+    """A tensor's rows in llama.cpp's order: q and k permuted for its rotary layout, the rest as they are."""
+    if hf_name.endswith("q_proj.weight"):
+        return _permute(rows, spec.heads)
+    if hf_name.endswith("k_proj.weight"):
+        return _permute(rows, spec.kv_heads)
+    return rows
+
+
+def gguf_writer(spec: ModelSpec, path: Path, file_type: int) -> Any:
+    """A `gguf.GGUFWriter` at `path` holding the model's metadata and tokenizer (what llama.cpp's converter writes
+    for a Llama), `file_type` its `general.file_type` (llama_ftype); tensors are added by the caller."""
     import gguf
 
-    tmp = target.with_name(f".tmp-{target.name}-{os.getpid()}")
-    w = gguf.GGUFWriter(str(tmp), "llama")
+    w = gguf.GGUFWriter(str(path), "llama")
     tokens, merges = vocabulary(spec)
     w.add_name(spec.name)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_file_type(file_type)
     w.add_context_length(spec.context)
     w.add_embedding_length(spec.dim)
     w.add_block_count(spec.layers)
@@ -286,6 +309,15 @@ def write_gguf_f16(spec: ModelSpec, seed: int, target: Path) -> Path:
     w.add_bos_token_id(len(tokens) - 2)
     w.add_eos_token_id(len(tokens) - 1)
     w.add_add_bos_token(False)
+    return w
+
+
+def write_gguf_f16(spec: ModelSpec, seed: int, target: Path) -> Path:
+    """A GGUF file of the same weights: matrices F16, norms F32 (as llama.cpp's converter writes them)."""
+    import gguf
+
+    tmp = target.with_name(f".tmp-{target.name}-{os.getpid()}")
+    w = gguf_writer(spec, tmp, gguf.LlamaFileType.MOSTLY_F16)
     shapes = hf_shapes(spec)
     for name, shape in shapes.items():
         dtype = np.float32 if len(shape) == 1 else np.float16
@@ -294,10 +326,7 @@ def write_gguf_f16(spec: ModelSpec, seed: int, target: Path) -> Path:
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     for name, arr in tensors(spec, seed):
-        if name.endswith("q_proj.weight"):
-            arr = _permute(arr, spec.heads)
-        elif name.endswith("k_proj.weight"):
-            arr = _permute(arr, spec.kv_heads)
+        arr = gguf_permuted(spec, name, arr)
         w.write_tensor_data(arr.astype(np.float32) if arr.ndim == 1 else arr)
     w.close()
     os.replace(tmp, target)
@@ -327,8 +356,8 @@ def quantize(source: Path, target: Path, weights: str, threads: int = 0) -> dict
 
 
 def gguf_file(spec: ModelSpec, seed: int, weights: str, cache_dir: Path) -> tuple[Path, dict[str, Any]]:
-    """The GGUF file of `weights` (f16, q8_0 or q4_k_m), made once per key and reused; returns it and how it was
-    made (recorded beside it as `<file>.json`: the recipe, the source file and both sha256s)."""
+    """The GGUF file of `weights` (f16, q8_0 or q4_k_m), each written directly, made once per key and reused;
+    returns it and how it was made (recorded beside it as `<file>.json`: the recipe, the writer and its sha256)."""
     if weights not in WEIGHT_TYPES:
         raise ValueError(f"weights {weights!r}: expected one of {list(WEIGHT_TYPES)}")
     folder = Path(cache_dir) / key(spec, seed)
@@ -341,8 +370,9 @@ def gguf_file(spec: ModelSpec, seed: int, weights: str, cache_dir: Path) -> tupl
         write_gguf_f16(spec, seed, path)
         how: dict[str, Any] = {"tool": "runners.llama_files.write_gguf_f16", "recipe": RECIPE, "seed": seed}
     else:
-        source, _ = gguf_file(spec, seed, "f16", cache_dir)
-        how = quantize(source, path, weights) | {"from_sha256": cache.file_sha256(source)}
+        from runners import llama_quant
+
+        how = llama_quant.write_gguf_quantized(spec, seed, weights, path) | {"recipe": RECIPE, "seed": seed}
     how |= {"weights": weights, "sha256": cache.file_sha256(path), "bytes": path.stat().st_size}
     made.write_text(json.dumps(how, indent=2, sort_keys=True) + "\n")
     return path, how

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -27,8 +29,8 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory, llama_build: dict[str,
 
 @pytest.mark.engine
 def test_every_format_reads_back_with_the_spec_shapes(model_cache: Path, mlx_engine: str) -> None:
-    """GGUF (F16 written here, Q8_0 and Q4_K_M by llama.cpp's quantizer), the Hugging Face folder and MLX all hold
-    the spec's tensors; the F16 GGUF and the safetensors hold the same values (q and k permuted for llama.cpp)."""
+    """GGUF (F16, Q8_0 and Q4_K_M, each written directly), the Hugging Face folder and MLX all hold the spec's
+    tensors; the F16 GGUF and the safetensors hold the same values (q and k permuted for llama.cpp)."""
     import gguf
     import mlx.core as mx
     import numpy as np
@@ -62,7 +64,7 @@ def test_every_format_reads_back_with_the_spec_shapes(model_cache: Path, mlx_eng
             assert np.array_equal(q_gguf, llama_files._permute(st[q], TINY.heads))
             assert np.array_equal(np.asarray(tensors["blk.1.attn_v.weight"].data).reshape(shapes[v]), st[v])
         else:
-            assert "from_sha256" in how and how["tool"] == "llama_cpp.llama_model_quantize"
+            assert how["tool"] == "runners.llama_quant.write_gguf_quantized" and "from_sha256" not in how
     # the same key gives the same bytes: a second cache makes an identical F16 file
     again, _ = llama_files.gguf_file(TINY, ENTRY.seed, "f16", model_cache / "again")
     first, _ = llama_files.gguf_file(TINY, ENTRY.seed, "f16", model_cache)
@@ -74,6 +76,93 @@ def test_kv_cache_bytes_follow_grouped_query_attention() -> None:
     # Llama-3-8B: 32 layers × 8 kv heads × 128 dims × (2 + 2) bytes = 128 KiB per token of context
     assert metrics.kv_cache_bytes_per_token(eight_b, 2, 2) == 131072
     assert metrics.mbu(16e9, 100, 4.8e12) == pytest.approx(1 / 3)
+
+
+DECODE = """
+import sys
+import llama_cpp
+llama_cpp.llama_backend_init()
+model = llama_cpp.llama_model_load_from_file(sys.argv[1].encode(), llama_cpp.llama_model_default_params())
+assert model, "not loaded"
+params = llama_cpp.llama_context_default_params()
+params.n_ctx, params.n_threads, params.n_threads_batch = 128, 2, 2
+ctx = llama_cpp.llama_init_from_model(model, params)
+for tokens in ([1, 2, 3, 4, 5, 6, 7, 8], [9], [10]):  # a prompt batch, then two single-token decodes
+    array = (llama_cpp.llama_token * len(tokens))(*tokens)
+    assert llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(array, len(tokens))) == 0
+logits = llama_cpp.llama_get_logits_ith(ctx, -1)
+assert all(logits[i] == logits[i] for i in range(8)), "NaN logits"
+print("decoded", " ".join(repr(logits[i]) for i in range(16)))
+"""
+
+
+def _decode(path: Path, llama_build: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", DECODE, str(path)], capture_output=True, text=True, timeout=300,
+                          env=os.environ | llama_build)  # fmt: skip
+
+
+EIGHTY = spec.ModelSpec(name="llama-tiny-80", family="llama", vocab=512, dim=256, layers=80, heads=4, kv_heads=2,
+                        ffn_dim=512, context=256, norm="rmsnorm", activation="swiglu",
+                        tied_embeddings=False)  # fmt: skip
+"""80 layers with grouped-query attention: llama.cpp takes it for a 70B (LLM_TYPE_70B), whose attn_v it quantizes
+differently, and `use_more_bits` picks layers all along it."""
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("model", [TINY, EIGHTY], ids=["2-layer", "80-layer"])
+@pytest.mark.parametrize("weights", ["q8_0", "q4_k_m"])
+def test_a_direct_quantized_file_is_the_quantizers_file(weights, model, tmp_path: Path, llama_build) -> None:
+    """Written from the pool's quantized blocks, never through F16 (a 70B F16 file does not fit a bench host's disk),
+    the file holds what llama.cpp's own quantizer makes of the F16 file: every tensor's type and bytes, and so the
+    same logits."""
+    import gguf
+    import numpy as np
+
+    direct, how = llama_files.gguf_file(model, 0, weights, tmp_path)
+    f16, _ = llama_files.gguf_file(model, 0, "f16", tmp_path)
+    theirs = tmp_path / f"quantizer-{weights}.gguf"
+    llama_files.quantize(f16, theirs, weights)
+    ours = {t.name: t for t in gguf.GGUFReader(str(direct)).tensors}
+    quantized = {t.name: t for t in gguf.GGUFReader(str(theirs)).tensors}
+    assert set(ours) == set(quantized)
+    for name, t in quantized.items():
+        assert ours[name].tensor_type == t.tensor_type, (name, ours[name].tensor_type.name, t.tensor_type.name)
+        assert np.array_equal(np.asarray(ours[name].data), np.asarray(t.data)), name
+    kinds = {t.tensor_type.name for t in ours.values()}
+    k_quants = {"F32", "Q4_K", "Q6_K"} | ({"Q5_K"} if model is EIGHTY else set())
+    assert kinds == ({"F32", "Q8_0"} if weights == "q8_0" else k_quants)
+    assert sum(how["tensor_types"].values()) == len(ours)
+    mine, reference = _decode(direct, llama_build), _decode(theirs, llama_build)
+    assert mine.returncode == 0 and reference.returncode == 0, mine.stderr[-2000:] + reference.stderr[-2000:]
+    assert mine.stdout == reference.stdout  # the same logits
+
+
+def test_direct_quantization_refuses_rows_that_do_not_split_into_blocks() -> None:
+    odd = spec.ModelSpec(name="odd", family="llama", vocab=512, dim=192, layers=1, heads=3, kv_heads=1, ffn_dim=384,
+                         context=64, norm="rmsnorm", activation="swiglu", tied_embeddings=False)  # fmt: skip
+    from runners import llama_quant
+
+    assert llama_quant.tensor_type(odd, "model.layers.0.mlp.up_proj.weight", "q8_0") == llama_quant.Q8_0
+    with pytest.raises(ValueError, match="rows of 192 values do not split into Q4_K blocks of 256"):
+        llama_quant.tensor_type(odd, "model.layers.0.mlp.up_proj.weight", "q4_k_m")
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("weights", ["q8_0", "q4_k_m"])
+def test_a_quantized_decode_exits_cleanly(weights: str, model_cache: Path, llama_build: dict[str, str]) -> None:
+    """In a child process, so that a fault is a red test that says what faulted, not a crashed fixture: on a CPU
+    that advertised AMX but could not run it, llama.cpp built for "native" died with SIGILL at `tilezero` on the first
+    decode of every Q8_0 and Q4_K_M file, F16 decoding fine (issue of 2026-12-01)."""
+    import signal
+
+    path, _ = llama_files.gguf_file(TINY, ENTRY.seed, weights, model_cache)
+    done = _decode(path, llama_build)
+    flags = (Path(llama_build["LLAMA_BENCH"]).parents[2] / "flags.json").read_text()
+    how = signal.Signals(-done.returncode).name if done.returncode < 0 else f"exit {done.returncode}"
+    assert done.returncode == 0 and "decoded" in done.stdout, (
+        f"decoding a {weights} file with llama.cpp's CPU build ended with {how}; the build's flags: {flags}\n"
+        f"{done.stderr[-3000:]}"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -127,6 +216,13 @@ def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_da
                 assert config["variant"]["settings"]["weights"] == variant.removeprefix("llamacpp-")
                 assert config["variant"]["settings"]["n_threads"] >= 1  # pinned, not "0"
                 assert config["model_file"]["sha256"] and config["workload"]["depth"] in ENTRY.depths
+                built = json.loads(head["software"])  # which kernels produced it: the build's instruction sets
+                assert built["llama.cpp build"] == Path(llama_build["LLAMA_BENCH"]).parents[2].name
+                flags = json.loads((Path(llama_build["LLAMA_BENCH"]).parents[2] / "flags.json").read_text())
+                assert built["llama.cpp isa"] == " ".join(
+                    f.removeprefix("-DGGML_").removesuffix("=ON") for f in flags if f.endswith("=ON") and "GGML_" in f
+                )
+                assert built["llama.cpp isa faulty"] is not None
                 if engine == "llama-bench":  # the same settings went to llama-bench, explicitly
                     cmd = config["imported"]["command"]
                     assert f"-t {config['variant']['settings']['n_threads']}" in cmd and "-fa on" in cmd
