@@ -23,6 +23,7 @@ from generator import (
     load,
     pages,
     serving,
+    side_by_side,
     test_boards,
     verdict,
 )
@@ -141,10 +142,56 @@ def write_pages(
         "retracted_at", "run_id", descending=[True, False]
     )
     pages.render(env, "errata.md.j2", docs / "errata.md", errata=errata.to_dicts())
+    _side_by_side(env, docs, derived, chart_sink)
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
     nav_served = _served_models(env, docs, derived.served, chart_sink)
     catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink, built_with or [])
     return nav, nav_editions, nav_served
+
+
+def _side_by_side(env: Any, docs: Path, derived: _Derived, chart_sink: pages.Charts) -> None:
+    """The page that sets every engine side by side on one model and GPU (`side_by_side`), with its charts."""
+    rows = side_by_side.engine_rows(derived.tests, derived.served, derived.summary, derived.test_spreads)
+    models: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for b in side_by_side.boards(rows):
+        key = (b["suite"], b["model_name"], b["accelerator"])
+        title = f"{b['model_name']} ({(b['total_params'] or 0) / 1e9:.1f}B parameters) · 1 × {b['accelerator']}"
+        model = models.setdefault(key, {"title": title, "boards": []})
+        slug = pages.slug("side-by-side", *key, f"{b['family_bits']}bit")
+        b["chart"] = chart_sink.html(f"chart-{slug}", charts.side_by_side(pl.DataFrame(b["rows"])))
+        model["boards"].append(b)
+    depth_rows = side_by_side.kv_depth_rows(derived.tests, derived.summary)
+    depths = []
+    by_model = depth_rows.partition_by("suite", "model_name", "accelerator", as_dict=True)
+    for suite, model_name, accelerator in side_by_side.depth_order(depth_rows):
+        group = by_model[(suite, model_name, accelerator)]
+        if group["depth"].n_unique() < 2:
+            continue
+        slug = pages.slug("kv-depth", suite, model_name, accelerator)
+        depths.append(
+            {
+                "title": f"{model_name} · 1 × {accelerator}",
+                "rows": group.to_dicts(),
+                "caches": side_by_side.cache_ratios(group),
+                "chart": chart_sink.html(f"chart-{slug}", charts.kv_depth(group)),
+            }
+        )
+    inference_tests = derived.tests.filter(pl.col("kind").is_in(["pp", "tg"]))
+    lengths = {k: inference_tests.filter(pl.col("kind") == k)["n_tokens"].max() for k in ("pp", "tg")}
+    pages.render(
+        env,
+        "side_by_side.md.j2",
+        docs / "side-by-side.md",
+        models=list(models.values()),
+        depths=depths,
+        bandwidths={
+            acc: bw
+            for acc, bw in side_by_side.copy_bandwidths(derived.summary).items()
+            if acc in set(rows["accelerator"].to_list())
+        },
+        n_prompt=lengths["pp"] or 512,
+        n_gen=lengths["tg"] or 128,
+    )
 
 
 def _hardware_of_boards(summary: pl.DataFrame) -> dict[tuple[str, str], str]:

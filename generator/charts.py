@@ -423,3 +423,72 @@ def latency_throughput(points: pl.DataFrame) -> alt.LayerChart:
         x=alt.X("per_gpu:Q", title=x_title), y=alt.Y("tpot_ms:Q", title=y_title), text="concurrency:Q"
     )
     return (line + across + up + labels).properties(width="container", height=320)
+
+
+def side_by_side(rows: pl.DataFrame) -> alt.LayerChart:
+    """One model's engines of one precision family: batch-1 decode tokens/s (bar, with its interval) beside the
+    bound the calibrated copy bandwidth sets for a token's bytes (a black tick), so the gap to the physical limit is in
+    view; a row not cross-checked against its own tool is drawn hollow."""
+    data = rows.filter(pl.col("decode").is_not_null()).select(
+        pl.col("variant").alias("run"),
+        "variant",
+        pl.col("engine_name").alias("engine"),
+        pl.col("decode").alias("median"),
+        pl.col("decode_lo").alias("lo"),
+        pl.col("decode_hi").alias("hi"),
+        pl.col("limit_tokens_per_s").alias("limit"),
+        pl.when(pl.col("decode_checked")).then(pl.lit("cross-checked")).otherwise(pl.lit("not cross-checked"))
+        .alias("checked"),
+    )  # fmt: skip
+    title = "decode tokens/s (bars); bandwidth bound (ticks)"
+    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("median"), title=None, axis=ROW_AXIS))
+    colour = alt.Color("engine:N", title="engine")
+    bars = base.mark_bar(strokeWidth=2).encode(
+        x=alt.X("median:Q", title=title),
+        color=colour,
+        stroke=colour,
+        fillOpacity=alt.FillOpacity(
+            "checked:N",
+            scale=alt.Scale(domain=["cross-checked", "not cross-checked"], range=[0.85, 0.1]),
+            title="own-tool check",
+        ),
+        tooltip=[
+            alt.Tooltip("engine:N"),
+            alt.Tooltip("variant:N"),
+            alt.Tooltip("checked:N"),
+            alt.Tooltip("median:Q", format=",.1f", title="tokens/s"),
+            alt.Tooltip("limit:Q", format=",.1f", title="bandwidth bound"),
+        ],
+    )
+    whiskers = base.mark_errorbar(ticks=True, color="black").encode(x=alt.X("lo:Q", title=title), x2="hi:Q")
+    limit = base.mark_tick(color="black", thickness=3, size=24).encode(x=alt.X("limit:Q", title=title))
+    return (bars + whiskers + limit).properties(width="container", height=alt.Step(30))
+
+
+def kv_depth(points: pl.DataFrame) -> alt.LayerChart:
+    """llama.cpp's generation tokens/s against the KV-cache depth, one line per variant (its weights by colour, its
+    KV cache's type by dash), points with their intervals."""
+    data = points.select(
+        "variant",
+        "depth",
+        pl.col("weights").str.to_uppercase().alias("weights"),
+        pl.col("kv_type").str.to_uppercase().alias("kv cache"),
+        pl.col("rate").alias("median"),
+        pl.col("rate_lo").alias("lo"),
+        pl.col("rate_hi").alias("hi"),
+    )
+    x = alt.X("depth:Q", title="KV-cache depth (tokens already in context)")
+    y_title = "tg128 tokens/s (median, interval)"
+    base = alt.Chart(data).encode(x=x, color=alt.Color("weights:N", title="weights"),
+                                  strokeDash=alt.StrokeDash("kv cache:N", title="KV cache"))  # fmt: skip
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("median:Q", title=y_title),
+        detail="variant:N",
+        tooltip=[
+            alt.Tooltip("variant:N"),
+            alt.Tooltip("depth:Q", format=","),
+            alt.Tooltip("median:Q", format=",.1f", title="tokens/s"),
+        ],
+    )
+    bars = base.mark_errorbar().encode(y=alt.Y("lo:Q", title=y_title), y2="hi:Q", detail="variant:N")
+    return (line + bars).properties(width="container", height=240)

@@ -300,10 +300,18 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         },
         {
             "item": "llama.cpp at 14B+, where memory pressure and the KV cache matter",
-            "status": "measured" if big.height else "not yet",
-            "detail": f"{pages.counted(big.height, 'run')} of the 14B-class model (13B parameters or more), at KV-cache"
-            " depths up to 16,384",
-            "href": board(big),
+            "status": "one side measured" if big.height else "not yet",
+            "detail": f"{pages.counted(big.height, 'run')} of "
+            + ", ".join(
+                f"{name} ({p / 1e9:.1f}B)"
+                for p, name in sorted(set(big.select("total_params", "model_name").drop_nulls().iter_rows()))
+            )
+            + f" on one GPU, at KV-cache depths up to {max(big['depth'].drop_nulls().to_list(), default=0):,}"
+            " (F16 and Q8_0 caches),"
+            " beside vLLM and MLX where they ran; the seed's own engine did not run here"
+            if big.height
+            else "",
+            "href": "side-by-side.md" if big.height else None,
         },
         {
             "item": "The sparse-first trainer itself",

@@ -525,6 +525,15 @@ def mbu(bytes_per_token: Any, tokens_per_s: Any, bandwidth_bytes_per_s: Any) -> 
     return bytes_per_token * tokens_per_s / bandwidth_bytes_per_s
 
 
+def bandwidth_bound_tokens_per_s(bytes_per_token: Any, bandwidth_bytes_per_s: Any) -> Any:
+    """The fastest a batch-1 decode can run when each token must read `bytes_per_token` at `bandwidth_bytes_per_s`:
+    bandwidth ÷ bytes per token (the memory roof of the roofline model: Williams, Waterman and Patterson,
+    "Roofline: an insightful visual performance model for multicore architectures", CACM 52(4), 2009). MBU is a
+    decode's rate over this bound."""
+    _positive("bytes per token", bytes_per_token)
+    return bandwidth_bytes_per_s / bytes_per_token
+
+
 def decode_tokens_per_s(tpot_ms: Any) -> Any:
     """Decode rate of one sequence from its time per output token: 1000 / TPOT (ms)."""
     return 1000 / tpot_ms

@@ -1,0 +1,274 @@
+"""One model, one GPU, every engine: llama.cpp, MLX and vLLM on the same Llama shape and hardware, by precision family,
+and llama.cpp's generation at every KV-cache depth, where the cache's bytes join the weights'.
+
+Derived from the boards' own rows (`inference.board`, `serving.board`: the same eligibility, widening and
+cross-checks), never from a second reading of the runs:
+- decode: batch-1 generation, tokens/s. llama.cpp and MLX: the tg test at depth 0; vLLM: its served point at one
+  request in flight (1000 / median TPOT), the point's interval scaled to it.
+- prefill: the pp test at depth 0 (llama.cpp, MLX); vLLM measures no prefill apart from its TTFT.
+- TTFT at one request: vLLM's median, measured as served; llama.cpp and MLX serve nothing here, so theirs is computed
+  (the pp test's time for the prompt plus one tg token) and says so.
+- MBU against the copy bandwidth calibrated on the same hardware model (`copy_bandwidths`), and the limit it implies:
+  the tokens/s at which a decoded token's bytes take exactly the copy time (`metrics.bandwidth_bound_tokens_per_s`).
+A row is a variant's newest configuration that ranks (cross-checked against its own tool); a variant with none shows
+its newest finished run, marked "not cross-checked" with the board's reason. Precision families are named by bits per
+weight read (`precision_family`): rows of one family read weights within ~10% of each other's bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import polars as pl
+
+from generator import inference, serving
+from runners import metrics
+
+FAMILIES = (4, 8, 16)
+"""Bits per weight that name a precision family: 4-bit (Q4_K_M, ~4.8), 8-bit (Q8_0, ~8.5; FP8), 16-bit (F16, fp16)."""
+ENGINE_NAMES = {"llamacpp": "llama.cpp", "mlx": "MLX", "vllm": "vLLM"}
+"""The engines this page sets side by side, and how it names them."""
+
+WEIGHT_LABELS = {"f16": "F16 GGUF", "q8_0": "Q8_0 GGUF", "q4_k_m": "Q4_K_M GGUF", "float16": "fp16", "bfloat16": "bf16"}
+"""How a row names its weights: llama.cpp's GGUF types; vLLM's dtype; MLX's fp16 from the Hugging Face folder."""
+
+ROW_SCHEMA = {
+    "suite": pl.String,
+    "model_name": pl.String,
+    "total_params": pl.Float64,
+    "accelerator": pl.String,
+    "family_bits": pl.Int64,
+    "engine": pl.String,
+    "engine_name": pl.String,
+    "variant": pl.String,
+    "weights": pl.String,
+    "weights_label": pl.String,
+    "bits_per_weight": pl.Float64,
+    "weight_gib": pl.Float64,
+    "decode_bytes_per_token": pl.Float64,
+    "decode": pl.Float64,
+    "decode_lo": pl.Float64,
+    "decode_hi": pl.Float64,
+    "decode_run": pl.String,
+    "decode_checked": pl.Boolean,
+    "decode_reason": pl.String,
+    "prefill": pl.Float64,
+    "prefill_lo": pl.Float64,
+    "prefill_hi": pl.Float64,
+    "prefill_run": pl.String,
+    "ttft_ms": pl.Float64,
+    "ttft_measured": pl.Boolean,
+    "peak_mem_gib": pl.Float64,
+    "copy_bytes_per_s": pl.Float64,
+    "mbu_copy": pl.Float64,
+    "limit_tokens_per_s": pl.Float64,
+}
+"""One engine's row of a side-by-side board (decode and prefill tokens/s with intervals, each from its own board)."""
+
+
+def precision_family(bits_per_weight: float | None) -> int | None:
+    """The family (`FAMILIES`) nearest on a log scale to a model's bits per weight read per token."""
+    if bits_per_weight is None or not math.isfinite(bits_per_weight) or bits_per_weight <= 0:
+        return None
+    return min(FAMILIES, key=lambda f: abs(math.log2(bits_per_weight / f)))
+
+
+def copy_bandwidths(summary: pl.DataFrame) -> dict[str, float]:
+    """Per hardware model, the device copy bandwidth calibrated in the same job as the runs that measured one (bytes
+    read + written per second, `runners/calibrate.py`): the median of every measured run's own."""
+    found = (
+        summary.filter((pl.col("origin") == "measured") & pl.col("copy_bytes_per_s").is_not_null())
+        .group_by("accelerator")
+        .agg(pl.col("copy_bytes_per_s").median())
+    )
+    return dict(found.iter_rows())
+
+
+def _newest_per_variant(ranked: pl.DataFrame, unranked: pl.DataFrame) -> dict[tuple[str, str], dict]:
+    """(engine, variant) → its newest ranked configuration's row, else its newest finished unranked run with its
+    reason (`checked` False)."""
+    out: dict[tuple[str, str], dict] = {}
+    for row in ranked.sort("started_at").iter_rows(named=True):
+        out[(row["engine"], row["variant"])] = row | {"checked": True, "reason": None}
+    for row in unranked.filter(pl.col("status") == "ok").sort("started_at").iter_rows(named=True):
+        key = (row["engine"], row["variant"])
+        if row["value"] is not None and not out.get(key, {}).get("checked"):
+            out[key] = row | {"checked": False, "reason": row["unranked"]}
+    return out
+
+
+def _one_gpu(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.filter((pl.col("accelerator_count") == 1) & pl.col("engine").is_in(list(ENGINE_NAMES)))
+
+
+def engine_rows(
+    tests: pl.DataFrame,
+    served: pl.DataFrame,
+    summary: pl.DataFrame,
+    spreads: Mapping[tuple[str, str, int, bool], float] | None = None,
+) -> pl.DataFrame:
+    """Every engine's row on every model it ran on one GPU (`ROW_SCHEMA`), sorted by suite, model, hardware, family
+    and decode rate. `tests`/`served`: `inference.test_summary`/`serving.test_summary`; `spreads`: the boards' A/A
+    spreads (`inference.aa_spreads` | `serving.aa_spreads`)."""
+    bandwidth = copy_bandwidths(summary)
+    out: list[dict] = []
+    tests, served = _one_gpu(tests), _one_gpu(served)
+    groups = tests.filter(pl.col("depth") == 0).select("suite", "model_name", "accelerator").unique()
+    groups = pl.concat([groups, served.select("suite", "model_name", "accelerator").unique()]).unique().sort(pl.all())
+    for suite, model, accelerator in groups.iter_rows():
+        here = (pl.col("suite") == suite) & (pl.col("model_name") == model) & (pl.col("accelerator") == accelerator)
+        at = tests.filter(here & (pl.col("depth") == 0))
+        decode = _newest_per_variant(*inference.board(at.filter(pl.col("kind") == "tg"), spreads))
+        prefill = _newest_per_variant(*inference.board(at.filter(pl.col("kind") == "pp"), spreads))
+        c1 = served.filter(here & (pl.col("kind") == "serve") & (pl.col("concurrency") == 1))
+        vllm = _newest_per_variant(*serving.board(c1, spreads)) if c1.height else {}
+        for key, row in decode.items():
+            pp = prefill.get(key)
+            ttft = None
+            if pp is not None and pp["value"] and row["value"]:  # the prompt's time plus one token's
+                ttft = 1000 * (pp["n_tokens"] / pp["value"] + 1 / row["value"])
+            out.append(_row(row, pp, ttft, False, bandwidth.get(accelerator)))
+        for row in vllm.values():
+            rate = row["decode_rate"]
+            scale = rate / row["value"] if rate and row["value"] else None
+            decoded = row | {
+                "value": rate,
+                "lo": None if scale is None or row["lo"] is None else row["lo"] * scale,
+                "hi": None if scale is None or row["hi"] is None else row["hi"] * scale,
+                "peak_mem_gib": None,  # vLLM reserves its share of the GPU up front (gpu_memory_utilization)
+            }
+            out.append(_row(decoded, None, row["median_ttft_ms"], True, bandwidth.get(accelerator)))
+    frame = pl.DataFrame(out, schema=ROW_SCHEMA)
+    return frame.sort(
+        "suite", "model_name", "accelerator", "family_bits", "decode", descending=[False, False, False, True, True]
+    )
+
+
+def _row(decode: dict, prefill: dict | None, ttft_ms: float | None, measured: bool, copy: float | None) -> dict:
+    weight_bytes = decode.get("weight_bytes_per_token")
+    params = decode.get("non_embedding_params")
+    bits = 8 * weight_bytes / params if weight_bytes and params else None
+    per_token = decode.get("decode_bytes_per_token")
+    return {
+        "suite": decode["suite"],
+        "model_name": decode["model_name"],
+        "total_params": decode.get("total_params"),
+        "accelerator": decode["accelerator"],
+        "family_bits": precision_family(bits),
+        "engine": decode["engine"],
+        "engine_name": ENGINE_NAMES[decode["engine"]],
+        "variant": decode["variant"],
+        "weights": decode["weights"],
+        "weights_label": WEIGHT_LABELS.get(str(decode["weights"]), str(decode["weights"]))
+        if decode["weights"] != "hf"
+        else WEIGHT_LABELS.get(str(decode.get("dtype")), "fp16"),
+        "bits_per_weight": bits,
+        "weight_gib": None if weight_bytes is None else weight_bytes / 2**30,
+        "decode_bytes_per_token": per_token,
+        "decode": decode["value"],
+        "decode_lo": decode["lo"],
+        "decode_hi": decode["hi"],
+        "decode_run": decode["run_id"],
+        "decode_checked": decode["checked"],
+        "decode_reason": decode["reason"],
+        "prefill": None if prefill is None else prefill["value"],
+        "prefill_lo": None if prefill is None else prefill["lo"],
+        "prefill_hi": None if prefill is None else prefill["hi"],
+        "prefill_run": None if prefill is None else prefill["run_id"],
+        "ttft_ms": ttft_ms,
+        "ttft_measured": measured if ttft_ms is not None else None,
+        "peak_mem_gib": decode.get("peak_mem_gib"),
+        "copy_bytes_per_s": copy,
+        "mbu_copy": metrics.mbu(per_token, decode["value"], copy) if copy and per_token and decode["value"] else None,
+        "limit_tokens_per_s": metrics.bandwidth_bound_tokens_per_s(per_token, copy) if copy and per_token else None,
+    }
+
+
+def boards(rows: pl.DataFrame) -> list[dict]:
+    """The side-by-side boards: one per suite, model, hardware and precision family, each with its rows, the engines
+    it has and the range of its rows' weight bytes (their spread, which names the family honestly)."""
+    out = []
+    for key, group in rows.partition_by("suite", "model_name", "accelerator", "family_bits", as_dict=True).items():
+        suite, model, accelerator, bits = key
+        gib = [g for g in group["weight_gib"].to_list() if g is not None]
+        out.append(
+            {
+                "suite": suite,
+                "model_name": model,
+                "total_params": group["total_params"].max(),
+                "accelerator": accelerator,
+                "family_bits": bits,
+                "rows": group.to_dicts(),
+                "engines": sorted({ENGINE_NAMES[e] for e in group["engine"].to_list()}),
+                "missing": [name for e, name in ENGINE_NAMES.items() if e not in set(group["engine"].to_list())],
+                "weight_gib_lo": min(gib) if gib else None,
+                "weight_gib_hi": max(gib) if gib else None,
+            }
+        )
+    return sorted(out, key=lambda b: (b["suite"], b["total_params"] or 0, b["model_name"], b["accelerator"],
+                                      -(b["family_bits"] or 0)))  # fmt: skip
+
+
+def kv_depth_rows(tests: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
+    """llama.cpp's generation tests at every KV-cache depth, one row per variant and depth on one GPU: the latest
+    finished run's tokens/s, the weight bytes and KV-cache bytes a decoded token reads (the cache at the depth plus half
+    the test), the cache's share of them, and MBU against the calibrated copy bandwidth."""
+    bandwidth = copy_bandwidths(summary)
+    runs = (
+        _one_gpu(tests)
+        .filter(
+            (pl.col("engine") == "llamacpp")
+            & (pl.col("kind") == "tg")
+            & (pl.col("origin") == "measured")
+            & (pl.col("status") == "ok")
+            & pl.col("retracted_by").is_null()
+            & pl.col("rate_med").is_not_null()
+        )
+        .sort("started_at")
+        .group_by("suite", "model_name", "accelerator", "variant", "depth", maintain_order=True)
+        .last()
+    )
+    kv = pl.col("kv_bytes_per_token_of_depth") * (pl.col("depth") + pl.col("n_tokens") / 2)
+    copy = pl.col("accelerator").replace_strict(bandwidth, default=None, return_dtype=pl.Float64)
+    return runs.select(
+        "suite",
+        "model_name",
+        "accelerator",
+        "variant",
+        "weights",
+        "depth",
+        "run_id",
+        rate=pl.col("rate_med"),
+        rate_lo=pl.col("rate_lo"),
+        rate_hi=pl.col("rate_hi"),
+        weight_gib=pl.col("weight_bytes_per_token") / 2**30,
+        kv_gib=kv / 2**30,
+        kv_share=kv / pl.col("decode_bytes_per_token"),
+        kv_type=pl.col("type_k"),
+        mbu_copy=metrics.mbu(pl.col("decode_bytes_per_token"), pl.col("rate_med"), copy),
+    ).sort("suite", "model_name", "accelerator", "variant", "depth")
+
+
+def cache_ratios(rows: pl.DataFrame) -> list[dict]:
+    """Per weights type with both KV-cache types measured, at the deepest depth both reached: the Q8_0 cache's tokens/s
+    over the F16 cache's, and the share of bytes each read (what the page says of the two caches, from the data)."""
+    out = []
+    for (weights,), group in rows.partition_by("weights", as_dict=True).items():
+        f16, q8 = group.filter(pl.col("kv_type") == "f16"), group.filter(pl.col("kv_type") == "q8_0")
+        both = set(f16["depth"].to_list()) & set(q8["depth"].to_list())
+        if not both:
+            continue
+        deepest = max(both)
+        a = f16.filter(pl.col("depth") == deepest).row(0, named=True)
+        b = q8.filter(pl.col("depth") == deepest).row(0, named=True)
+        out.append({"weights": weights, "depth": deepest, "ratio": b["rate"] / a["rate"],
+                    "f16_kv_gib": a["kv_gib"], "q8_kv_gib": b["kv_gib"]})  # fmt: skip
+    return sorted(out, key=lambda r: r["weights"])
+
+
+def depth_order(rows: pl.DataFrame) -> list[tuple[str, str, str]]:
+    """(suite, model, hardware) of `kv_depth_rows` smallest model first, as the boards are ordered."""
+    sizes = rows.group_by("suite", "model_name", "accelerator").agg(pl.col("weight_gib").max())
+    sizes = sizes.sort("suite", "weight_gib")
+    return [tuple(r) for r in sizes.select("suite", "model_name", "accelerator").iter_rows()]

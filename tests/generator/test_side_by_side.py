@@ -1,0 +1,108 @@
+"""One model, one GPU, every engine (generator/side_by_side.py), on the committed H200 records: every figure is the
+one its own board publishes, MBU and the bandwidth bound are the formulas of runners/metrics.py over the calibrated
+copy bandwidth, a table holds one precision family, and the KV-cache depth table's bytes are the record's own."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from generator import checks, inference, load, serving, side_by_side, verdict
+from runners import metrics
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def derived() -> dict:
+    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    tests = inference.test_summary(summary, loaded.rows)
+    served = serving.test_summary(summary, loaded.rows)
+    spreads = inference.aa_spreads(tests) | serving.aa_spreads(served)
+    rows = side_by_side.engine_rows(tests, served, summary, spreads)
+    return dict(summary=summary, tests=tests, served=served, spreads=spreads, rows=rows)
+
+
+def test_precision_families_are_named_by_bits_per_weight() -> None:
+    assert [side_by_side.precision_family(b) for b in (4.83, 4.92, 8.5, 8.0, 16.0, 16.0006)] == [4, 4, 8, 8, 16, 16]
+    assert side_by_side.precision_family(None) is None and side_by_side.precision_family(0) is None
+
+
+def test_every_figure_is_its_boards(derived: dict) -> None:
+    rows, tests, served, spreads = derived["rows"], derived["tests"], derived["served"], derived["spreads"]
+    bandwidth = statistics.median(
+        derived["summary"]
+        .filter((pl.col("accelerator") == "NVIDIA H200") & (pl.col("origin") == "measured"))["copy_bytes_per_s"]
+        .drop_nulls()
+        .to_list()
+    )
+    h200 = rows.filter(pl.col("accelerator") == "NVIDIA H200")
+    assert {"llama-8b", "llama-14b", "llama-32b", "llama-70b"} <= set(h200["model_name"].to_list())
+    for row in h200.iter_rows(named=True):
+        here = (pl.col("model_name") == row["model_name"]) & (pl.col("accelerator") == row["accelerator"])
+        if row["engine"] == "vllm":
+            c1 = served.filter(here & (pl.col("kind") == "serve") & (pl.col("concurrency") == 1))
+            ranked, unranked = serving.board(c1.filter(pl.col("accelerator_count") == 1), spreads)
+            source = pl.concat([ranked, unranked], how="diagonal_relaxed").filter(pl.col("run_id") == row["decode_run"])
+            assert row["decode"] == pytest.approx(metrics.decode_tokens_per_s(source["median_tpot_ms"][0]))
+            assert row["ttft_measured"] and row["ttft_ms"] == source["median_ttft_ms"][0]
+        else:
+            board = tests.filter(here & (pl.col("kind") == "tg") & (pl.col("depth") == 0))
+            ranked, unranked = inference.board(board.filter(pl.col("accelerator_count") == 1), spreads)
+            found = ranked.filter(pl.col("variant") == row["variant"]).sort("started_at")
+            if row["decode_checked"]:  # the variant's newest ranked configuration, as its board has it
+                assert (row["decode"], row["decode_lo"], row["decode_hi"]) == found.select("value", "lo", "hi").row(-1)
+            else:
+                assert not found.height and row["decode_reason"]
+                reason = unranked.filter(pl.col("run_id") == row["decode_run"])["unranked"][0]
+                assert row["decode_reason"] == reason
+            assert row["ttft_measured"] is False  # computed from the prefill test's time, and said so
+        per_token = row["decode_bytes_per_token"]
+        assert row["copy_bytes_per_s"] == pytest.approx(bandwidth)
+        assert row["mbu_copy"] == metrics.mbu(per_token, row["decode"], row["copy_bytes_per_s"])
+        assert row["limit_tokens_per_s"] == metrics.bandwidth_bound_tokens_per_s(per_token, row["copy_bytes_per_s"])
+        assert row["decode"] < row["limit_tokens_per_s"]  # no engine beats the physical bound
+    seventy = h200.filter(pl.col("model_name") == "llama-70b")
+    assert set(seventy["variant"].to_list()) == {"llamacpp-q4_k_m", "llamacpp-q4_k_m-kvq8"}
+    assert seventy["decode_checked"].all() and set(seventy["family_bits"].to_list()) == {4}
+
+
+def test_a_table_holds_one_precision_family(derived: dict) -> None:
+    boards = side_by_side.boards(derived["rows"])
+    assert boards
+    for b in boards:
+        assert b["weight_gib_hi"] <= 1.1 * b["weight_gib_lo"], b["model_name"]
+        assert {r["family_bits"] for r in b["rows"]} == {b["family_bits"]}
+        assert set(b["missing"]) | set(b["engines"]) == set(side_by_side.ENGINE_NAMES.values())
+    sixteen = next(b for b in boards if b["model_name"] == "llama-14b" and b["family_bits"] == 16)
+    assert sixteen["engines"] == ["MLX", "llama.cpp", "vLLM"]  # the same fp16 values in all three
+
+
+def test_the_kv_cache_table_counts_the_records_own_bytes(derived: dict) -> None:
+    depth = side_by_side.kv_depth_rows(derived["tests"], derived["summary"])
+    seventy = depth.filter(pl.col("model_name") == "llama-70b")
+    assert sorted(set(seventy["depth"].to_list())) == [0, 4096, 16384, 32768]
+    tests = derived["tests"].filter(pl.col("run_id").is_in(seventy["run_id"].implode()))
+    for row in seventy.iter_rows(named=True):
+        run = tests.filter(pl.col("run_id") == row["run_id"]).row(0, named=True)
+        kv = run["kv_bytes_per_token_of_depth"] * (run["depth"] + run["n_tokens"] / 2)
+        assert row["kv_gib"] == pytest.approx(kv / 2**30)
+        assert row["kv_share"] == pytest.approx(kv / run["decode_bytes_per_token"])
+        assert run["decode_bytes_per_token"] == pytest.approx(run["weight_bytes_per_token"] + kv)
+    (ratio,) = side_by_side.cache_ratios(seventy)
+    deepest = seventy.filter(pl.col("depth") == 32768)
+    rates = dict(deepest.select("kv_type", "rate").iter_rows())
+    assert ratio["depth"] == 32768 and ratio["ratio"] == rates["q8_0"] / rates["f16"]
+
+
+def test_the_home_page_owes_llama_cpp_at_scale_to_this_page(derived: dict) -> None:
+    summary = derived["summary"]
+    the_fight = verdict.fight(summary)
+    assert the_fight is not None
+    item = next(o for o in verdict.owed(summary, the_fight, {}) if o["item"].startswith("llama.cpp at 14B+"))
+    assert item["href"] == "side-by-side.md" and item["status"] == "one side measured"
+    assert "llama-70b (70.6B)" in item["detail"] and "32,768" in item["detail"]
+    assert "seed's own engine did not run" in item["detail"]
