@@ -30,7 +30,15 @@ FAMILIES = (4, 8, 16)
 ENGINE_NAMES = {"llamacpp": "llama.cpp", "mlx": "MLX", "vllm": "vLLM"}
 """The engines this page sets side by side, and how it names them."""
 
-WEIGHT_LABELS = {"f16": "F16 GGUF", "q8_0": "Q8_0 GGUF", "q4_k_m": "Q4_K_M GGUF", "float16": "fp16", "bfloat16": "bf16"}
+WEIGHT_LABELS = {
+    "f16": "F16 GGUF",
+    "q8_0": "Q8_0 GGUF",
+    "q4_k_m": "Q4_K_M GGUF",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "mlx-q4": "MLX 4-bit",
+    "mlx-q8": "MLX 8-bit",
+}
 """How a row names its weights: llama.cpp's GGUF types; vLLM's dtype; MLX's fp16 from the Hugging Face folder."""
 
 ROW_SCHEMA = {

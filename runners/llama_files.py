@@ -250,8 +250,15 @@ def write_hf_folder(spec: ModelSpec, seed: int, target: Path) -> Path:
         for _, arr in tensors(spec, seed):
             f.write(arr.astype("<f2", copy=False).tobytes())
     (tmp / "config.json").write_text(json.dumps(hf_config(spec), indent=2) + "\n")
-    (tmp / "tokenizer.json").write_text(json.dumps(tokenizer_json(spec)))
-    (tmp / "tokenizer_config.json").write_text(
+    write_tokenizer(spec, tmp)
+    os.replace(tmp, target)
+    return target
+
+
+def write_tokenizer(spec: ModelSpec, folder: Path) -> None:
+    """tokenizer.json and tokenizer_config.json of the offline tokenizer into a model folder."""
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer_json(spec)))
+    (folder / "tokenizer_config.json").write_text(
         json.dumps(
             {
                 "tokenizer_class": "PreTrainedTokenizerFast",
@@ -263,8 +270,6 @@ def write_hf_folder(spec: ModelSpec, seed: int, target: Path) -> Path:
         )
         + "\n"
     )
-    os.replace(tmp, target)
-    return target
 
 
 def _permute(w: np.ndarray, heads: int) -> np.ndarray:

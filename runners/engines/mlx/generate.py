@@ -37,9 +37,10 @@ KV_BYTES = 2.0
 
 
 def resolve_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    from runners import spec
+    from runners import mlx_files, spec
 
-    return spec.check_written_out("MLX generation settings", settings, SETTINGS, {"weights": ("hf",)})
+    allowed = {"weights": ("hf", *mlx_files.WEIGHTS)}
+    return spec.check_written_out("MLX generation settings", settings, SETTINGS, allowed)
 
 
 class _Bench:
@@ -166,18 +167,24 @@ def failure_config(suite: Any, entry: Any, test: Any, variant: Any, note: str | 
 
 
 def model_files(folder: Path, model: Any, make_s: float) -> dict[str, Any]:
-    """What the record says of the weights: the folder's key and recipe, its size, and the bytes a decoded token
-    reads (every fp16 weight but the embedding table, of which it reads one row)."""
-    from runners import llama_files
+    """What the record says of the weights: the folder's key and recipe, its size, its quantization (none for the
+    fp16 folder), and the bytes a decoded token reads (every weight but the embedding table, of which it reads one
+    row; from the folder's own safetensors header, whatever the format)."""
+    import json
+
+    from runners import llama_files, mlx_files
 
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    quantization = json.loads((folder / "config.json").read_text()).get("quantization")
+    made = {"quantization": quantization, "tool": "runners.mlx_files.write_folder (mx.quantize on the seeded pool)"}
     return {
         "folder": folder.name,
         "key": folder.parent.name,
         "recipe": llama_files.RECIPE,
         "bytes": size,
-        "weight_bytes_per_token": 2 * (model.total_params - model.vocab * model.dim),
+        "weight_bytes_per_token": mlx_files.weight_bytes_per_token(folder),
         "make_s": round(make_s, 3),
+        **(made if quantization else {}),
     }
 
 
@@ -188,7 +195,7 @@ def engine_version(mx: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from runners import llama_files, record, spec
+    from runners import mlx_files, record, spec
     from runners.engines.mlx import train as mlx_train
 
     p = spec.inference_cli("python -m runners.engines.mlx.generate", (__doc__ or "").partition("\n")[0])
@@ -203,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     mx.set_default_device(mx.cpu if entry.device == "cpu" else mx.gpu)
     hardware = mlx_train.hardware(entry.device, mx)
     t0 = time.perf_counter()
-    folder = llama_files.hf_folder(model, entry.seed, args.cache_dir)
+    folder = mlx_files.folder(model, entry.seed, settings["weights"], args.cache_dir)
     files = model_files(folder, model, time.perf_counter() - t0)
     print(f"model folder {folder} ({files['bytes'] / 2**30:.2f} GiB) ready", file=sys.stderr, flush=True)
     bench = _Bench(folder, settings, model.vocab)

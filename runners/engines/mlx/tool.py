@@ -79,7 +79,7 @@ def sample_rows(trials: list[dict[str, float]], field: str) -> list[dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    from runners import llama_files, record, spec
+    from runners import mlx_files, record, spec
     from runners.engines.mlx import generate as mlx_generate
     from runners.engines.mlx import train as mlx_train
 
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if not tests:
         print("no depth-0 test selected: mlx_lm.benchmark has nothing to cross-check", file=sys.stderr)
         return 0
-    folder = llama_files.hf_folder(model, entry.seed, args.cache_dir)
+    folder = mlx_files.folder(model, entry.seed, settings["weights"], args.cache_dir)
     files = mlx_generate.model_files(folder, model, 0.0)
     cmd = command(sys.executable, folder, settings, entry)
     # the tool runs on MLX's default device: the GPU where there is one, else the CPU (as the suite entry says)

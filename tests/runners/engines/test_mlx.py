@@ -198,19 +198,59 @@ def test_mlx_lm_benchmark_output_is_read_with_clear_errors() -> None:
 
 
 @pytest.mark.engine
+def test_mlx_quantized_weights_are_mx_quantize_of_each_tensor(tmp_path: Path, mlx_engine: str) -> None:
+    """MLX's 4- and 8-bit folders, written from the pool's quantized groups (never through fp16), hold what
+    `mx.quantize` makes of each fp16 tensor, load in mlx-lm as quantized layers, and decode what mlx-lm's own
+    quantization of the fp16 folder decodes."""
+    import mlx.core as mx
+    import mlx.nn as nn
+    from mlx_lm import load as mlx_load
+
+    from runners import llama_files, mlx_files
+
+    tiny = SMOKE.models["llama-tiny"]
+    prompt = mx.array([[1, 2, 3, 4, 5, 6, 7, 8]])
+    for weights, bits in mlx_files.WEIGHTS.items():
+        folder = mlx_files.folder(tiny, 0, weights, tmp_path)
+        stored = mx.load(str(folder / "model.safetensors"))
+        for name, shape in llama_files.hf_shapes(tiny).items():
+            if len(shape) == 1:
+                continue
+            expected = mx.quantize(mx.array(llama_files.tensor(name, shape, 0)), group_size=64, bits=bits)
+            stem = name.removesuffix(".weight")
+            for part, key in zip(expected, (name, f"{stem}.scales", f"{stem}.biases"), strict=True):
+                assert np.array_equal(np.asarray(stored[key]), np.asarray(part)), (weights, key)
+        model, _ = mlx_load(str(folder))
+        assert isinstance(model.model.layers[0].self_attn.q_proj, nn.QuantizedLinear)
+        reference, _ = mlx_load(str(mlx_files.folder(tiny, 0, "hf", tmp_path)))
+        nn.quantize(reference, group_size=64, bits=bits)  # mlx-lm's own path: convert -q quantizes every layer alike
+        ours, theirs = model(prompt), reference(prompt)
+        assert bool(mx.all(mx.isfinite(ours))) and np.array_equal(np.asarray(ours), np.asarray(theirs)), weights
+        expected_bytes = sum(
+            int(np.prod(stored[k].shape)) * stored[k].dtype.size for k in stored if not k.startswith("model.embed")
+        )
+        assert mlx_files.weight_bytes_per_token(folder) == expected_bytes
+        assert bits * tiny.non_embedding_params / 8 < expected_bytes < (bits + 1) * tiny.non_embedding_params / 8
+    with pytest.raises(ValueError, match="expected 'hf' or one of"):
+        mlx_files.folder(tiny, 0, "q4_k_m", tmp_path)
+
+
+@pytest.mark.engine
 @pytest.mark.slow
-def test_mlx_generation_beside_mlx_lm_benchmark(tmp_path: Path, mlx_engine: str) -> None:
+@pytest.mark.parametrize("variant", ["mlx-f16", "mlx-q4"])
+def test_mlx_generation_beside_mlx_lm_benchmark(variant: str, tmp_path: Path, mlx_engine: str) -> None:
     """A real bench session of MLX's depth-0 tests on the tiny Llama: the runner's records, mlx_lm.benchmark's beside
-    them (imported, paired), and the inference page showing both."""
+    them (imported, paired), and the inference page showing both; fp16 and MLX's own 4-bit weights."""
     from generator import inference
+    from runners import mlx_files
 
     data = tmp_path / "data"
     proc = run_module(
         "runners", "bench", "--suite", "cpu-smoke", "--workload", "llama-tiny-pp64-d0", "--workload",
-        "llama-tiny-tg16-d0", "--variant", "mlx-f16", "--data-dir", str(data),
+        "llama-tiny-tg16-d0", "--variant", variant, "--data-dir", str(data),
         FAIRFIGHT_CACHE=str(tmp_path / "cache"),
     )  # fmt: skip
-    assert "mlx-f16 (mlx-lm-benchmark)" in proc.stdout
+    assert f"{variant} (mlx-lm-benchmark)" in proc.stdout
     tables = [pq.read_table(p) for p in data.rglob("*.parquet")]
     assert len(tables) == 4 and all(schema.check_table(t) == [] for t in tables)
     loaded = load.load(data)
@@ -220,9 +260,13 @@ def test_mlx_generation_beside_mlx_lm_benchmark(tmp_path: Path, mlx_engine: str)
     assert set(measured["status"]) == {"ok"}
     for row in measured.iter_rows(named=True):
         config = json.loads(row["config"])
-        assert config["model_file"]["weight_bytes_per_token"] == 2 * (
-            SMOKE.models["llama-tiny"].total_params - 512 * 256
-        )
+        tiny = SMOKE.models["llama-tiny"]
+        folder = mlx_files.folder(tiny, 0, config["variant"]["settings"]["weights"], tmp_path / "cache" / "models")
+        per_token = mlx_files.weight_bytes_per_token(folder)
+        if variant == "mlx-f16":
+            per_token = 2 * (tiny.total_params - 512 * 256)
+        assert config["model_file"]["weight_bytes_per_token"] == per_token
+        assert ("quantization" in config["model_file"]) == (variant != "mlx-f16")
         assert row["bench_run"] is not None and "-mlx-lm-benchmark-" in row["bench_run"]
         # mlx-lm's own generate path, timed by the runner as the tool times it: the like-for-like figure
         assert row["tool_path_rate"] is not None and row["tool_path_rate"] > 0
