@@ -38,6 +38,9 @@ WEIGHT_LABELS = {
     "bfloat16": "bf16",
     "mlx-q4": "MLX 4-bit",
     "mlx-q8": "MLX 8-bit",
+    "dummy-fp8": "FP8, vLLM's own random values",
+    "dummy-awq": "AWQ int4, vLLM's own random values",
+    "dummy": "fp16, vLLM's own random values",
 }
 """How a row names its weights: llama.cpp's GGUF types; vLLM's dtype; MLX's fp16 from the Hugging Face folder."""
 
@@ -170,7 +173,7 @@ def _row(decode: dict, prefill: dict | None, ttft_ms: float | None, measured: bo
         "weights": decode["weights"],
         "weights_label": WEIGHT_LABELS.get(str(decode["weights"]), str(decode["weights"]))
         if decode["weights"] != "hf"
-        else WEIGHT_LABELS.get(str(decode.get("dtype")), "fp16"),
+        else WEIGHT_LABELS.get(str(decode.get("dtype")), "fp16"),  # our folder, in the engine's dtype
         "bits_per_weight": bits,
         "weight_gib": None if weight_bytes is None else weight_bytes / 2**30,
         "decode_bytes_per_token": per_token,

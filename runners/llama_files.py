@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from runners import cache
 from runners.spec import ModelSpec
 
 RECIPE = "llama-pool-v2"
@@ -255,6 +254,20 @@ def write_hf_folder(spec: ModelSpec, seed: int, target: Path) -> Path:
     return target
 
 
+def config_folder(spec: ModelSpec, seed: int, cache_dir: Path, name: str, quantization: dict[str, Any] | None) -> Path:
+    """A model folder of config.json (with `quantization_config` where given) and the tokenizer, and no weights: what
+    an engine that makes its own random weights (vLLM's `load_format="dummy"`) loads. Made once per key and name."""
+    target = Path(cache_dir) / key(spec, seed) / name
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _atomic_dir(target)
+        config = hf_config(spec) | ({"quantization_config": quantization} if quantization else {})
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        write_tokenizer(spec, tmp)
+        os.replace(tmp, target)
+    return target
+
+
 def write_tokenizer(spec: ModelSpec, folder: Path) -> None:
     """tokenizer.json and tokenizer_config.json of the offline tokenizer into a model folder."""
     (folder / "tokenizer.json").write_text(json.dumps(tokenizer_json(spec)))
@@ -358,29 +371,6 @@ def quantize(source: Path, target: Path, weights: str, threads: int = 0) -> dict
         "ftype": params.ftype,
         "from": source.name,
     }
-
-
-def gguf_file(spec: ModelSpec, seed: int, weights: str, cache_dir: Path) -> tuple[Path, dict[str, Any]]:
-    """The GGUF file of `weights` (f16, q8_0 or q4_k_m), each written directly, made once per key and reused;
-    returns it and how it was made (recorded beside it as `<file>.json`: the recipe, the writer and its sha256)."""
-    if weights not in WEIGHT_TYPES:
-        raise ValueError(f"weights {weights!r}: expected one of {list(WEIGHT_TYPES)}")
-    folder = Path(cache_dir) / key(spec, seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"model-{weights}.gguf"
-    made = path.with_name(path.name + ".json")
-    if path.exists() and made.exists():
-        return path, json.loads(made.read_text())
-    if weights == "f16":
-        write_gguf_f16(spec, seed, path)
-        how: dict[str, Any] = {"tool": "runners.llama_files.write_gguf_f16", "recipe": RECIPE, "seed": seed}
-    else:
-        from runners import llama_quant
-
-        how = llama_quant.write_gguf_quantized(spec, seed, weights, path) | {"recipe": RECIPE, "seed": seed}
-    how |= {"weights": weights, "sha256": cache.file_sha256(path), "bytes": path.stat().st_size}
-    made.write_text(json.dumps(how, indent=2, sort_keys=True) + "\n")
-    return path, how
 
 
 def hf_folder(spec: ModelSpec, seed: int, cache_dir: Path) -> Path:

@@ -1,4 +1,5 @@
-"""Quantized GGUF files written directly from the seeded pool, never through an F16 file: a 70B model's F16 file is
+"""A model's GGUF files (`gguf_file`: F16, Q8_0 and Q4_K_M, made once per key), the quantized ones written directly
+from the seeded pool, never through an F16 file: a 70B model's F16 file is
 141 GB, more than a bench host's 64 GiB disk, while its Q4_K_M file is ~40 GB.
 
 The pool (`runners/llama_files.py`) is quantized once per block type by llama.cpp's own quantizer
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from runners import llama_files
+from runners import cache, llama_files
 from runners.spec import ModelSpec
 
 F32, F16, Q8_0, Q4_K, Q5_K, Q6_K = 0, 1, 8, 12, 13, 14
@@ -158,3 +160,25 @@ def write_gguf_quantized(spec: ModelSpec, seed: int, weights: str, target: Path)
         "ftype": FILE_TYPES[weights],
         "tensor_types": dict(sorted(counts.items())),
     }
+
+
+def gguf_file(spec: ModelSpec, seed: int, weights: str, cache_dir: Path) -> tuple[Path, dict[str, Any]]:
+    """The GGUF file of `weights` (f16, q8_0 or q4_k_m), each written directly, made once per key and reused;
+    returns it and how it was made (recorded beside it as `<file>.json`: the recipe, the writer and its sha256)."""
+    if weights not in llama_files.WEIGHT_TYPES:
+        raise ValueError(f"weights {weights!r}: expected one of {list(llama_files.WEIGHT_TYPES)}")
+    folder = Path(cache_dir) / llama_files.key(spec, seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"model-{weights}.gguf"
+    made = path.with_name(path.name + ".json")
+    if path.exists() and made.exists():
+        return path, json.loads(made.read_text())
+    if weights == "f16":
+        llama_files.write_gguf_f16(spec, seed, path)
+        how: dict[str, Any] = {"tool": "runners.llama_files.write_gguf_f16"}
+    else:
+        how = write_gguf_quantized(spec, seed, weights, path)
+    how |= {"recipe": llama_files.RECIPE, "seed": seed, "weights": weights}
+    how |= {"sha256": cache.file_sha256(path), "bytes": path.stat().st_size}
+    made.write_text(json.dumps(how, indent=2, sort_keys=True) + "\n")
+    return path, how

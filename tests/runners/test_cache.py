@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runners import cache
+from runners import cache, cpu_isa
 from runners.engines.llamacpp import build as llamacpp_build
 from runners.engines.vllm import env as vllm_env
 
@@ -44,8 +44,9 @@ def test_the_llama_build_is_keyed_by_its_inputs(user_cache: Path, monkeypatch: p
     assert where.parent == user_cache / "llama.cpp"
     assert where.name == f"{llamacpp_build.VERSION}-cpu-{cache.short_hash(llamacpp_build.key_inputs(False))}"
     inputs = llamacpp_build.key_inputs(False)
-    assert inputs["flags"] == llamacpp_build.CMAKE_FLAGS + llamacpp_build.CPU_FLAGS and inputs["cc"] != "absent"
-    assert inputs["cpu"]
+    assert inputs["flags"] == llamacpp_build.CMAKE_FLAGS + llamacpp_build.isa_flags() and inputs["cc"] != "absent"
+    # x86-64: the build is for the instruction sets this host has run (in the flags), never for "this CPU"
+    assert ("-DGGML_NATIVE=OFF" in inputs["flags"] and "cpu" not in inputs) or not cpu_isa.is_x86()
     assert llamacpp_build.backend_dir(cuda=True).name.startswith(f"{llamacpp_build.VERSION}-cuda-")
     # another compiler, other flags: another folder; an explicit --out keeps its own layout
     with monkeypatch.context() as m:

@@ -285,7 +285,7 @@ def make_files(argv: list[str]) -> int:
     """`python -m runners.engines.llamacpp.runner files --suite h100 --model llama-8b [--weights f16 q8_0 q4_k_m]
     [--hf]`: make (or
     find) a suite model's files ahead of a bench session."""
-    from runners import llama_files, spec
+    from runners import llama_files, llama_quant, spec
 
     p = argparse.ArgumentParser(
         prog="python -m runners.engines.llamacpp.runner files", description=(make_files.__doc__ or "").split(":")[0]
@@ -300,7 +300,7 @@ def make_files(argv: list[str]) -> int:
     model = spec.load_suite(args.suite).models[args.model]
     for weights in args.weights:
         t0 = time.perf_counter()
-        path, how = llama_files.gguf_file(model, args.seed, weights, args.cache_dir)
+        path, how = llama_quant.gguf_file(model, args.seed, weights, args.cache_dir)
         took = time.perf_counter() - t0
         print(f"{path}: {how['bytes'] / 2**30:.2f} GiB, sha256 {how['sha256'][:16]}, {took:.0f} s", file=sys.stderr)
     if args.hf:
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     # result files, and the hardware is probed by a child process.
     import llama_cpp
 
-    from runners import llama_files, provenance, record, spec
+    from runners import llama_quant, provenance, record, spec
     from runners.engines.llamacpp import build as llamacpp_build
 
     built = llamacpp_build.build_provenance(os.environ.get("LLAMA_CPP_LIB_PATH"))
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = resolve_settings(variant.settings)
     model = suite.models[entry.model]
     t0 = time.perf_counter()
-    path, made = llama_files.gguf_file(model, entry.seed, settings["weights"], args.cache_dir)
+    path, made = llama_quant.gguf_file(model, entry.seed, settings["weights"], args.cache_dir)
     files = made | {"file": path.name, "weight_bytes_per_token": weight_bytes_read_per_token(path)}
     files["make_s"] = round(time.perf_counter() - t0, 3)
     print(f"model file {path} ({files['bytes'] / 2**30:.2f} GiB) ready", file=sys.stderr, flush=True)

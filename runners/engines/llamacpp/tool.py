@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     # No llama_cpp here (this process checks its records with pyarrow, and on the bench hosts' image pyarrow and
     # llama_cpp in one process crash, see runners/engines/llamacpp/runner.py): the runner, which runs first, has
     # already made the model file.
-    from runners import llama_files, provenance, record, spec
+    from runners import llama_quant, provenance, record, spec
     from runners.engines.llamacpp import build as llamacpp_build
     from runners.engines.llamacpp import runner as llamacpp
 
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = llamacpp.resolve_settings(variant.settings)
     model = suite.models[entry.model]
     tests = [t for t in entry.tests() if not args.workload or t.workload in args.workload]
-    path, made = llama_files.gguf_file(model, entry.seed, settings["weights"], args.cache_dir)
+    path, made = llama_quant.gguf_file(model, entry.seed, settings["weights"], args.cache_dir)
     files = made | {"file": path.name, "weight_bytes_per_token": llamacpp.weight_bytes_read_per_token(path)}
     cmd = command(args.binary, path, settings, entry, tests)
     started = datetime.now(UTC)

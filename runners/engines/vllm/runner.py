@@ -5,7 +5,8 @@ own benchmark tool run beside it on the same host and settings (`vllm bench thro
 
 Normally started by `python -m runners bench`, which writes a failure record for any test this process did not
 record. The model is the suite's Hugging Face folder (runners/llama_files.py: the same random weights as the GGUF
-files llama.cpp runs), or vLLM's dummy weights when the variant says `weights = "dummy"`. Prompts are random token
+files llama.cpp runs), or vLLM's own random weights (`weights = "dummy"`, and `dummy-fp8` / `dummy-awq` in FP8 or
+AWQ int4, `WEIGHTS`) from a folder of config and tokenizer only. Prompts are random token
 ids, EOS is ignored, and every engine setting is passed explicitly to the runner, the server and the bench tools.
 
 The offline test runs in a child process (`offline`), so that its engine and GPU memory are gone before the
@@ -74,16 +75,60 @@ def resolve_settings(settings: dict[str, Any]) -> dict[str, Any]:
     missing = sorted(set(SETTINGS) - set(settings))
     if unknown or missing:
         raise ValueError(f"vLLM settings: unknown {unknown}, missing {missing}; expected {list(SETTINGS)}")
-    if settings["weights"] not in ("hf", "dummy"):
-        raise ValueError(f"vLLM settings: weights {settings['weights']!r}: expected 'hf' (our folder) or 'dummy'")
+    if settings["weights"] not in WEIGHTS:
+        raise ValueError(f"vLLM settings: weights {settings['weights']!r}: expected one of {list(WEIGHTS)}")
     return dict(settings)
+
+
+WEIGHTS: dict[str, dict[str, Any] | None] = {
+    "hf": None,
+    "dummy": None,
+    "dummy-fp8": {"quant_method": "fp8", "activation_scheme": "dynamic"},
+    "dummy-awq": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"},
+}
+"""A variant's `weights` and the `quantization_config` its folder declares. `hf`: our Hugging Face folder (fp16, the
+values llama.cpp's F16 file holds). `dummy*`: vLLM makes its own random weights (`load_format="dummy"`) in the format
+the folder's config declares, so a 70B needs no file on disk (an fp16 folder is 141 GB, an FP8 one 71 GB, against a
+bench host's 64 GiB): `dummy-fp8` is Hopper's native 8-bit format (FP8 E4M3 weights with per-tensor scales, dynamic
+activation scales: W8A8), `dummy-awq` the 4-bit one vLLM serves with its Marlin kernels (AWQ: 4-bit weights in groups of
+128 with an fp16 scale and a 4-bit zero point each, fp16 activations: W4A16). vLLM keeps the LM head and embedding in
+the activation dtype in both."""
+QUANTIZED_LINEAR_BYTES = {"dummy-fp8": 1.0, "dummy-awq": 0.5 + (2 + 0.5) / 128}
+"""Bytes per weight of a quantized linear layer: FP8, one (its per-tensor scale is negligible); AWQ, half a byte plus,
+per group of 128, a 2-byte scale and a half-byte zero point."""
+
+
+def weight_bytes_per_token(model: Any, settings: dict[str, Any]) -> float | None:
+    """Bytes of the weights one decoded token reads: every weight but the embedding table. In the activation dtype
+    (2 bytes) for fp16 weights; for a quantized format, its bytes per linear weight for the blocks' matrices and two
+    bytes for the norms and the LM head, which vLLM does not quantize. None for another dtype."""
+    if settings["dtype"] not in ("float16", "bfloat16"):
+        return None
+    per_weight = QUANTIZED_LINEAR_BYTES.get(settings["weights"])
+    if per_weight is None:
+        return 2.0 * model.non_embedding_params
+    head = 0 if model.tied_embeddings else model.vocab * model.dim
+    norms = (2 * model.layers + 1) * model.dim
+    linear = model.non_embedding_params - head - norms
+    return per_weight * linear + 2.0 * (head + norms)
+
+
+def model_folder(model: Any, seed: int, settings: dict[str, Any], cache_dir: Path) -> Path:
+    """What vLLM loads: our Hugging Face folder (`hf`), or a folder of config and tokenizer only for vLLM's own random
+    weights, declaring the variant's quantization."""
+    from runners import llama_files
+
+    weights = settings["weights"]
+    if weights == "hf":
+        return llama_files.hf_folder(model, seed, cache_dir)
+    return llama_files.config_folder(model, seed, cache_dir, f"vllm-{weights}", WEIGHTS[weights])
 
 
 def engine_kwargs(settings: dict[str, Any], folder: Path, seed: int) -> dict[str, Any]:
     """`vllm.LLM(**kwargs)` for the variant: every setting explicit."""
     return {
         "model": str(folder),
-        "load_format": "dummy" if settings["weights"] == "dummy" else "safetensors",
+        "load_format": "dummy" if settings["weights"].startswith("dummy") else "safetensors",
         "tensor_parallel_size": settings["tensor_parallel_size"],
         "dtype": settings["dtype"],
         "max_model_len": settings["max_model_len"],
@@ -294,7 +339,7 @@ def test_config(
     model = suite.models[entry.model]
     kv = {"auto": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}.get(settings["kv_cache_dtype"], 2.0)
     kv_bytes = metrics.kv_cache_bytes_per_token(model, kv, kv)
-    weight_bytes = 2 * model.non_embedding_params if settings["dtype"] in ("float16", "bfloat16") else None
+    weight_bytes = weight_bytes_per_token(model, settings)
     return {
         **record.config_head(suite, model, variant, settings),
         "workload": {
@@ -566,13 +611,14 @@ def main(argv: list[str] | None = None) -> int:
     tests = [t for t in entry.tests() if not args.workload or t.workload in args.workload]
     model = suite.models[entry.model]
     t0 = time.perf_counter()
-    folder = llama_files.hf_folder(model, entry.seed, args.cache_dir)
+    folder = model_folder(model, entry.seed, settings, args.cache_dir)
     vocab = len(json.loads((folder / "tokenizer.json").read_text())["model"]["vocab"])
     w.files = {
         "folder": folder.name,
         "key": folder.parent.name,
         "recipe": llama_files.RECIPE,
         "load_format": engine_kwargs(settings, folder, entry.seed)["load_format"],
+        **({"quantization_config": WEIGHTS[settings["weights"]]} if WEIGHTS[settings["weights"]] else {}),
         "vocab": min(vocab, model.vocab),
         "make_s": round(time.perf_counter() - t0, 3),
     }

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import load
-from runners import cache, llama_files, metrics, spec
+from runners import cache, llama_files, llama_quant, metrics, spec
 from tests.conftest import run_module
 
 SMOKE = spec.load_suite("cpu-smoke")
@@ -50,7 +50,7 @@ def test_every_format_reads_back_with_the_spec_shapes(model_cache: Path, mlx_eng
     mlx_weights = mx.load(str(folder / "model.safetensors"))
     assert {k: tuple(v.shape) for k, v in mlx_weights.items()} == shapes
     for weights in llama_files.WEIGHT_TYPES:
-        path, how = llama_files.gguf_file(TINY, ENTRY.seed, weights, model_cache)
+        path, how = llama_quant.gguf_file(TINY, ENTRY.seed, weights, model_cache)
         assert how["sha256"] == cache.file_sha256(path) and how["weights"] == weights
         reader = gguf.GGUFReader(str(path))
         tensors = {t.name: t for t in reader.tensors}
@@ -66,8 +66,8 @@ def test_every_format_reads_back_with_the_spec_shapes(model_cache: Path, mlx_eng
         else:
             assert how["tool"] == "runners.llama_quant.write_gguf_quantized" and "from_sha256" not in how
     # the same key gives the same bytes: a second cache makes an identical F16 file
-    again, _ = llama_files.gguf_file(TINY, ENTRY.seed, "f16", model_cache / "again")
-    first, _ = llama_files.gguf_file(TINY, ENTRY.seed, "f16", model_cache)
+    again, _ = llama_quant.gguf_file(TINY, ENTRY.seed, "f16", model_cache / "again")
+    first, _ = llama_quant.gguf_file(TINY, ENTRY.seed, "f16", model_cache)
     assert cache.file_sha256(again) == cache.file_sha256(first)
 
 
@@ -118,8 +118,8 @@ def test_a_direct_quantized_file_is_the_quantizers_file(weights, model, tmp_path
     import gguf
     import numpy as np
 
-    direct, how = llama_files.gguf_file(model, 0, weights, tmp_path)
-    f16, _ = llama_files.gguf_file(model, 0, "f16", tmp_path)
+    direct, how = llama_quant.gguf_file(model, 0, weights, tmp_path)
+    f16, _ = llama_quant.gguf_file(model, 0, "f16", tmp_path)
     theirs = tmp_path / f"quantizer-{weights}.gguf"
     llama_files.quantize(f16, theirs, weights)
     ours = {t.name: t for t in gguf.GGUFReader(str(direct)).tensors}
@@ -140,8 +140,6 @@ def test_a_direct_quantized_file_is_the_quantizers_file(weights, model, tmp_path
 def test_direct_quantization_refuses_rows_that_do_not_split_into_blocks() -> None:
     odd = spec.ModelSpec(name="odd", family="llama", vocab=512, dim=192, layers=1, heads=3, kv_heads=1, ffn_dim=384,
                          context=64, norm="rmsnorm", activation="swiglu", tied_embeddings=False)  # fmt: skip
-    from runners import llama_quant
-
     assert llama_quant.tensor_type(odd, "model.layers.0.mlp.up_proj.weight", "q8_0") == llama_quant.Q8_0
     with pytest.raises(ValueError, match="rows of 192 values do not split into Q4_K blocks of 256"):
         llama_quant.tensor_type(odd, "model.layers.0.mlp.up_proj.weight", "q4_k_m")
@@ -155,7 +153,7 @@ def test_a_quantized_decode_exits_cleanly(weights: str, model_cache: Path, llama
     decode of every Q8_0 and Q4_K_M file, F16 decoding fine (issue of 2026-12-01)."""
     import signal
 
-    path, _ = llama_files.gguf_file(TINY, ENTRY.seed, weights, model_cache)
+    path, _ = llama_quant.gguf_file(TINY, ENTRY.seed, weights, model_cache)
     done = _decode(path, llama_build)
     flags = (Path(llama_build["LLAMA_BENCH"]).parents[2] / "flags.json").read_text()
     how = signal.Signals(-done.returncode).name if done.returncode < 0 else f"exit {done.returncode}"

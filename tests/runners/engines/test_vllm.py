@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
@@ -229,6 +230,52 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
     (row,) = board["rows"]
     shown = html.unescape(page)
     assert (row["rank"] == 1 and "Decode tokens/s" in shown) or (row["rank"] is None and row["reason"] in shown)
+
+
+def test_quantized_weights_are_declared_not_written_and_counted_in_their_format(tmp_path: Path) -> None:
+    """vLLM's own random weights need no file (a 70B FP8 folder would not fit a bench host's disk): the folder holds the
+    config, declaring the format, and the tokenizer; the bytes a token reads follow the format's layout."""
+    h100 = spec.load_suite("h100")
+    seventy = h100.models["llama-70b"]
+    for name, quant in (("vllm-tp1-fp8", "fp8"), ("vllm-tp1-awq", "awq")):
+        settings = vllm_engine.resolve_settings(h100.variants[name].settings)
+        folder = vllm_engine.model_folder(seventy, 0, settings, tmp_path)
+        assert sorted(p.name for p in folder.iterdir()) == ["config.json", "tokenizer.json", "tokenizer_config.json"]
+        assert json.loads((folder / "config.json").read_text())["quantization_config"]["quant_method"] == quant
+        assert vllm_engine.engine_kwargs(settings, folder, 0)["load_format"] == "dummy"
+    head, norms = seventy.vocab * seventy.dim, (2 * seventy.layers + 1) * seventy.dim
+    linear = seventy.non_embedding_params - head - norms
+    fp8 = vllm_engine.resolve_settings(h100.variants["vllm-tp1-fp8"].settings)
+    awq = vllm_engine.resolve_settings(h100.variants["vllm-tp1-awq"].settings)
+    assert vllm_engine.weight_bytes_per_token(seventy, fp8) == linear + 2 * (head + norms)
+    assert vllm_engine.weight_bytes_per_token(seventy, awq) == (0.5 + 2.5 / 128) * linear + 2 * (head + norms)
+    with pytest.raises(ValueError, match="expected one of"):
+        vllm_engine.resolve_settings(dict(fp8, weights="gguf"))
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_vllm_serves_its_own_awq_int4_weights_on_cpu(tmp_path: Path, vllm_python: str) -> None:
+    """The quantized path of the H200 variants, run for real on vLLM's CPU build: AWQ int4 (dummy values) on the tiny
+    Llama, offline, beside `vllm bench throughput` on the same folder and settings."""
+    data = tmp_path / "data"
+    workload = "llama-tiny-throughput-i64-o16"
+    proc = run_module(
+        "runners", "bench", "--suite", "cpu-smoke", "--workload", workload, "--variant", "vllm-cpu-awq",
+        "--data-dir", str(data), FAIRFIGHT_VLLM_PYTHON=vllm_python, FAIRFIGHT_CACHE=str(tmp_path / "cache"),
+    )  # fmt: skip
+    loaded = load.load(data)
+    assert not loaded.rejected and set(loaded.runs["status"].to_list()) == {"ok"}, proc.stdout
+    assert set(loaded.runs["engine"].to_list()) == {"vllm", "vllm-bench"}
+    config = json.loads(loaded.runs.filter(pl.col("engine") == "vllm")["config"][0])
+    assert config["model_files"]["quantization_config"]["quant_method"] == "awq"
+    assert config["model_files"]["load_format"] == "dummy"
+    tiny = SMOKE.models["llama-tiny"]
+    settings = vllm_engine.resolve_settings(SMOKE.variants["vllm-cpu-awq"].settings)
+    assert config["derived"]["weight_bytes_per_token"] == vllm_engine.weight_bytes_per_token(tiny, settings)
+    tests = serving.test_summary(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    ours = tests.filter(tests["origin"] == "measured").row(0, named=True)
+    assert ours["out_rate"] > 0 and ours["bench_ratio"] is not None
 
 
 @pytest.mark.engine
