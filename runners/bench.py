@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from runners import cpu_isa, engines, lifetime, metrics, provenance, record, schema, shapes, spec, store
+from runners import cpu_isa, engines, lifetime, metrics, preflight, provenance, record, schema, shapes, spec, store
 
 GRACE_S = 300.0  # start-up, compilation and writing, on top of the workload's per-trial time budget
 # Kept in every process we start, whatever the caller's environment says (see ../shared/ENVIRONMENT.md).
@@ -52,6 +52,9 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         "--env", action="append", metavar="KEY=VALUE", help="set an allowlisted variable (NCCL_*, ...) for a sweep"
     )
     p.add_argument("--data-dir", default="data", type=Path, help="where result files go (default: data)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="check everything and print the plan (runs, settings, budgets); run none"
+    )
     p.add_argument(
         "--variants",
         type=Path,
@@ -302,6 +305,14 @@ def write_failure(
     return store.write_run(args.data_dir, schema.make_table(run, rows))
 
 
+def _why(path: Path, lines: int = 6) -> str:
+    """What a run that did not finish recorded as its error (its last lines, indented), for the console: the record
+    keeps all of it."""
+    error = pq.read_table(path, columns=["error"]).column("error")[0].as_py() or "(no error text recorded)"
+    tail = [line for line in str(error).splitlines() if line.strip()][-lines:]
+    return "\n".join(f"      | {line[:300]}" for line in tail) + f"\n      (the whole record: {path})"
+
+
 def summarize(path: Path, window_steps: int) -> dict[str, object]:
     """One summary line of a result file: status, steps, median steps/s with its interval."""
     t = pq.read_table(path, columns=["status", "phase", "metric", "value", "trial"]).to_pylist()
@@ -353,8 +364,10 @@ def run_suite(args: argparse.Namespace) -> int:
     ]
     inference = _inference_todo(suite, args)
     serving = _serving_todo(suite, args)
-    if not todo and not inference and not serving:
-        raise SystemExit(f"nothing to run: no workload/variant of suite {suite.name} matches the filters")
+    preflight.check(suite, args, todo, inference, serving)  # every mistake at once, before anything runs
+    if args.dry_run:
+        print(preflight.plan(suite, args, todo, inference, serving))
+        return 0
     if args.steps is not None:
         # Checked before anything starts: a runner would die on it and leave a failure record that measured nothing.
         short = sorted({w.name: w.warmup_steps for w, _ in todo if args.steps <= w.warmup_steps}.items())
@@ -403,6 +416,8 @@ def run_suite(args: argparse.Namespace) -> int:
             }
         )
         print(f"    {line['status']}: {line['steps']} steps, steps/s {line['steps_per_s']}", flush=True)
+        if line["status"] != "ok":
+            print(_why(path), flush=True)
     for model, variant, model_tests in inference:
         summary += run_inference(args, suite, model, variant, model_tests, env)
     for server, variant, server_tests in serving:
@@ -446,6 +461,7 @@ def run_inference(
             status = "failed" if run_id in refused else _classify(code, err)
             error = _failure_text(refused.get(run_id), code, err)
             path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
+            print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
         lines.append(
             {
                 "workload": test.workload,
@@ -517,6 +533,7 @@ def run_serving(
             status = "failed" if run_id in refused else _classify(code, err)
             error = _failure_text(refused.get(run_id), code, err)
             path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
+            print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
         lines.append({"workload": test.workload, "variant": variant.name, **summarize_serving(path)})
         bench = store.run_path(
             args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{engine.tool}")

@@ -60,6 +60,14 @@ class Engine:
     importer: str | None = None
     """`module:function(path, suite, entry, variant, args) -> lines` that imports the tool's output written elsewhere
     (`python -m runners import <tool> FILE`), or raises ValueError naming what is wrong."""
+    modules: tuple[str, ...] = ()
+    """Modules its runners import: a bench session finds them (without importing) in the Python that will run them
+    before it starts anything (runners/preflight.py)."""
+    install_hint: str | None = None
+    """What to do when `modules` are missing."""
+    check_settings: str | None = None
+    """`module:function(variant, overrides) -> settings` the training runner checks its settings with (raising
+    `spec.SpecError`): the bench session calls it first, so a mistyped `--set` key stops it before any run starts."""
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(KINDS)
@@ -79,6 +87,9 @@ ENGINES: dict[str, Engine] = {
             version_from="torch",
             train_runner="runners.engines.torch.train",
             torchrun=True,
+            modules=("torch",),
+            install_hint="pip install '.[torch]' (or run nox -s bench-cpu, which makes the environment)",
+            check_settings="runners.engines.torch.setup:check_settings",
         ),
         Engine(
             name="mlx",
@@ -95,6 +106,9 @@ ENGINES: dict[str, Engine] = {
             launch_env="runners.engines.mlx.train:launch_env",
             failure_config="runners.engines.mlx.generate:failure_config",
             importer="runners.engines.mlx.importer:import_file",
+            modules=("mlx", "mlx_lm"),
+            install_hint="pip install '.[mlx]'",
+            check_settings="runners.engines.mlx.train:check_settings",
         ),
         Engine(
             name="llamacpp",
@@ -109,6 +123,8 @@ ENGINES: dict[str, Engine] = {
             tool_needs_env="LLAMA_BENCH",
             failure_config="runners.engines.llamacpp.runner:failure_config",
             importer="runners.engines.llamacpp.importer:import_file",
+            modules=("llama_cpp", "gguf"),
+            install_hint='build it: eval "$(python -m runners.engines.llamacpp.build)" (or nox -s bench-cpu)',
         ),
         Engine(
             name="vllm",
@@ -123,6 +139,8 @@ ENGINES: dict[str, Engine] = {
             failure_config="runners.engines.vllm.runner:failure_config",
             devices_setting="tensor_parallel_size",
             importer="runners.engines.vllm.importer:import_file",
+            modules=("vllm",),
+            install_hint="on a CPU machine make its environment (nox -s bench-cpu does) and set FAIRFIGHT_VLLM_PYTHON",
         ),
         Engine(
             name="external",

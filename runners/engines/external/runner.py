@@ -125,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     config["command"] += f" --variants {args.variants}"
     if args.note:
         config["note"] = args.note
-    command = variant.settings["command"]
+    command = list(variant.settings["command"])
+    if command and command[0] == "python":  # the interpreter running the bench, whatever PATH holds
+        command[0] = sys.executable
     started = datetime.now(UTC)
     print(f"    starting {' '.join(command)}", file=sys.stderr, flush=True)
     rows: list[tuple[int, dict]] = []

@@ -1,0 +1,192 @@
+"""What a bench session checks before it starts anything: a user's mistake is caught here and writes nothing, where
+a runner would die on it and leave an append-only failure record that measured nothing.
+
+- Names: every `--workload` and `--variant` names something in the suite (with a did-you-mean and the valid names).
+- Settings: every `--set` key is one the variant's engine knows and its value passes the engine's own checks
+  (`Engine.check_settings`, the very function the runner calls); `--set` applies to training workloads only.
+- Packages: the modules the engine's runner imports are importable in the Python that will run it (`Engine.modules`;
+  vLLM's own environment where `FAIRFIGHT_VLLM_PYTHON` names one), checked without importing them.
+- Commands: an outside engine's command is found (`python` is the interpreter running the bench).
+Every problem is listed at once, then the session stops with exit status 2 (`spec.SpecError`). `plan` is what
+`--dry-run` prints: each run, its settings and its time budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from runners import engines, spec
+
+
+def _did_you_mean(word: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, known, n=3, cutoff=0.5)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+def _unknown_names(suite: spec.Suite, args: argparse.Namespace) -> list[str]:
+    workloads = [w.name for w in suite.workloads]
+    for entry in suite.inference:
+        workloads += [entry.name, *(t.workload for t in entry.tests())]
+    for served in suite.serving:
+        workloads += [served.name, *(t.workload for t in served.tests())]
+    problems = []
+    for name in args.workload or []:
+        if name not in workloads:
+            problems.append(
+                f"--workload {name!r}: not a workload of suite {suite.name!r}{_did_you_mean(name, workloads)} "
+                f"(`fairfight list` names them all)"
+            )
+    for name in args.variant or []:
+        if name not in suite.variants:
+            problems.append(
+                f"--variant {name!r}: not a variant of suite {suite.name!r}{_did_you_mean(name, list(suite.variants))}"
+                f" (known: {', '.join(sorted(suite.variants))})"
+            )
+    return problems
+
+
+def _settings_problems(todo: Sequence[tuple[spec.Workload, spec.Variant]], args: argparse.Namespace) -> list[str]:
+    """Each training variant's settings with the `--set` overrides, through its engine's own check."""
+    try:
+        overrides = spec.parse_overrides(args.set)
+    except spec.SpecError as e:
+        return [str(e)]
+    problems = []
+    for variant in {v.name: v for _, v in todo}.values():
+        engine = engines.get(variant.engine)
+        unknown = sorted(set(overrides) - set(variant.settings))
+        if unknown and engine.check_settings:  # the engine's check would say so too; say it with the names to use
+            for key in unknown:
+                known = list(variant.settings)
+                problems.append(
+                    f"--set {key}=…: variant {variant.name!r} has no setting {key!r}{_did_you_mean(key, known)} "
+                    f"(its settings: {', '.join(sorted(known))})"
+                )
+            continue
+        if engine.check_settings:
+            try:
+                engines.call(engine.check_settings, variant, overrides)
+            except spec.SpecError as e:
+                problems.append(f"--set: {e}" if overrides else str(e))
+    return problems
+
+
+def _module_problems(plan: Sequence[tuple[str, spec.Variant]]) -> list[str]:
+    """The modules each engine's runner imports, looked for (not imported) in the Python that will run it."""
+    problems = []
+    seen: set[tuple[str, str]] = set()
+    for kind, variant in plan:
+        engine = engines.get(variant.engine)
+        python = (os.environ.get(engine.python_env) if engine.python_env else None) or sys.executable
+        if (engine.name, python) in seen:
+            continue
+        seen.add((engine.name, python))
+        missing = _missing_modules(python, engine.modules)
+        if missing is None:
+            problems.append(f"{engine.name}: {python} (from {engine.python_env}) does not run: point it at a Python")
+        elif missing:
+            how = engine.install_hint or f"install {' '.join(missing)}"
+            problems.append(
+                f"{engine.name} ({kind}, variant {variant.name!r}): {', '.join(missing)} not importable in "
+                f"{python}: {how}"
+            )
+    return problems
+
+
+def _missing_modules(python: str, modules: Sequence[str]) -> list[str] | None:
+    """Which of `modules` `python` cannot find (None: that Python does not run)."""
+    if not modules:
+        return []
+    if python == sys.executable:
+        return [m for m in modules if importlib.util.find_spec(m) is None]
+    code = "import importlib.util, sys; print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))"
+    try:
+        done = subprocess.run([python, "-c", code, *modules], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.split() if done.returncode == 0 else None
+
+
+def _command_problems(suite: spec.Suite, plan: Sequence[tuple[str, spec.Variant]]) -> list[str]:
+    """An outside engine's command must be one this host can start (`python` is the running interpreter)."""
+    problems = []
+    for _, variant in plan:
+        if variant.engine != "external":
+            continue
+        command = variant.settings.get("command")
+        first = command[0] if isinstance(command, list) and command and isinstance(command[0], str) else None
+        if first is None:
+            problems.append(f"variant {variant.name!r}: its setting 'command' must be a list of strings")
+        elif first != "python" and shutil.which(first) is None:
+            problems.append(f"variant {variant.name!r}: command {first!r} not found on PATH (nor as a file)")
+    return problems
+
+
+def check(
+    suite: spec.Suite,
+    args: argparse.Namespace,
+    todo: Sequence[tuple[spec.Workload, spec.Variant]],
+    inference: Sequence[tuple[Any, spec.Variant, list[Any]]],
+    serving: Sequence[tuple[Any, spec.Variant, list[Any]]],
+) -> None:
+    """Raise `spec.SpecError` listing every problem the session would only meet once started."""
+    problems = _unknown_names(suite, args)
+    if not problems and not todo and not inference and not serving:
+        entries = [e.name for e in suite.inference] + [e.name for e in suite.serving]
+        problems.append(
+            f"nothing to run: no workload/variant of suite {suite.name} matches the filters "
+            f"(workloads: {', '.join(w.name for w in suite.workloads)}; "
+            f"inference and serving entries: {', '.join(entries) or '–'})"
+        )
+    if args.set and not todo and (inference or serving):
+        problems.append("--set changes a training variant's settings: no training workload is selected")
+    problems += _settings_problems(todo, args)
+    plan = [("train", v) for _, v in todo] + [("inference", v) for _, v, _ in inference]
+    plan += [("serving", v) for _, v, _ in serving]
+    problems += _module_problems(plan)
+    problems += _command_problems(suite, plan)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in dict.fromkeys(problems))
+        raise spec.SpecError(f"bench --suite {suite.name}: nothing was run, nothing written:\n{lines}")
+
+
+def plan(
+    suite: spec.Suite,
+    args: argparse.Namespace,
+    todo: Sequence[tuple[spec.Workload, spec.Variant]],
+    inference: Sequence[tuple[Any, spec.Variant, list[Any]]],
+    serving: Sequence[tuple[Any, spec.Variant, list[Any]]],
+) -> str:
+    """What `--dry-run` prints: every run the session would make, with its settings and time budget."""
+    overrides = spec.parse_overrides(args.set)
+    lines = [f"suite {suite.name}: the plan (--dry-run: nothing runs, nothing is written)"]
+    budget_s = 0.0
+    for work, variant in todo:
+        steps = args.steps or work.steps
+        world = args.world_size or work.world_size
+        limit = args.time_budget or work.time_budget_s
+        budget_s += work.trials * limit
+        settings = dict(variant.settings) | overrides
+        lines.append(
+            f"  train  {work.name} · {variant.name} ({variant.tier}, {variant.engine}): {steps} steps × "
+            f"{work.trials} trial(s) on {world} {work.device} device(s), budget {limit:g} s a trial"
+        )
+        lines.append(f"         settings {settings}")
+    for kind, entries in (("tests", inference), ("serve", serving)):
+        for entry, variant, tests in entries:
+            budget_s += entry.time_budget_s
+            lines.append(
+                f"  {kind:6} {entry.name} · {variant.name} ({variant.engine}): {len(tests)} test(s) "
+                f"({', '.join(t.workload for t in tests)}), budget {entry.time_budget_s:g} s"
+            )
+    runs = len(todo) + sum(len(t) for *_, t in (*inference, *serving))
+    lines.append(f"{runs} run(s); at most {budget_s / 60:.0f} min of time budgets, set-up and tools beside")
+    return "\n".join(lines)
