@@ -185,7 +185,8 @@ def mkdocs_config(
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", type=Path, default=Path("data"), help="result files (default: data/)")
+    p.add_argument("--data-dir", "--data", dest="data", type=Path, default=Path("data"),
+                   help="result files (default: data/)")  # fmt: skip
     p.add_argument("--out", type=Path, default=Path("site"), help="site output (default: site/)")
     p.add_argument("--work", type=Path, default=Path("build"), help="generated sources and caches (default: build/)")
     p.add_argument(

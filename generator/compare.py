@@ -75,7 +75,9 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", metavar="A", help="the baseline: RUN_ID, HASH[@COMMIT][@workload=NAME] or edition:NAME")
     parser.add_argument("b", metavar="B", help="compared with A: the same forms")
     parser.add_argument(
+        "--data-dir",
         "--data",
+        dest="data",
         type=Path,
         default=Path("data"),
         metavar="DIR",

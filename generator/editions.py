@@ -138,7 +138,8 @@ def changelog(previous: Edition | None, current: dict[str, str]) -> dict[str, li
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="the edition's name, e.g. 2026-12")
-    p.add_argument("--data", type=Path, default=Path("data"), help="result files (default: data/)")
+    p.add_argument("--data-dir", "--data", dest="data", type=Path, default=Path("data"),
+                   help="result files (default: data/)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:

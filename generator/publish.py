@@ -78,7 +78,8 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--branch", default="gh-pages", help="the branch that holds the site (default: gh-pages)")
     p.add_argument("--no-push", action="store_true", help="commit the branch but do not push it")
     p.add_argument("--site", type=Path, default=None, help="publish this built site instead of building one")
-    p.add_argument("--data", type=Path, default=Path("data"), help="result files to build from (default: data/)")
+    p.add_argument("--data-dir", "--data", dest="data", type=Path, default=Path("data"),
+                   help="result files to build from (default: data/)")  # fmt: skip
     p.add_argument("--work", type=Path, default=Path("build"), help="generated sources and caches (default: build/)")
     p.add_argument("--site-url", default=None, help="where the site will be served (sitemap, canonical links)")
     p.add_argument("--repo-url", default=None, help="the repository's address, for every run's reproduce block")

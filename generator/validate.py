@@ -19,11 +19,14 @@ from generator import checks, load
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="*", type=Path, help="result files or folders (default: data/)")
+    p.add_argument("--data-dir", "--data", dest="data", type=Path, default=None,
+                   help="a folder of result files (the same as naming it)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     files: list[Path] = []
-    for target in args.files or [Path("data")]:
+    targets = [*args.files, *([args.data] if getattr(args, "data", None) else [])]
+    for target in targets or [Path("data")]:
         if not target.exists():
             print(f"error: {target}: no such file or folder (run from the folder that holds data/, or name files)",
                   file=sys.stderr)  # fmt: skip
