@@ -156,7 +156,7 @@ class Charts:
         text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
         src = "../" * depth + f"assets/charts/{svg_name}"
         return Markup(
-            f'<div class="ff-chart" id="{chart_id}" data-spec="{chart_id}-spec">'
+            f'<div class="ff-chart" id="{chart_id}" data-spec="{chart_id}-spec" data-svg="{src}">'
             f'<noscript><img src="{src}" alt="chart (static SVG)"></noscript></div>\n'
             f'<script type="application/json" id="{chart_id}-spec">{text}</script>\n'
             f'<p class="ff-chart-svg"><a href="{src}">Static SVG of this chart</a></p>'

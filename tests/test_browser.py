@@ -164,3 +164,24 @@ def test_vega_loads_only_where_a_chart_is_drawn_and_the_home_page_stays_light(
                 assert sum(sizes.values()) <= 500 * 1024, sorted(sizes.items(), key=lambda kv: -kv[1])[:5]
             page.close()
         browser.close()
+
+
+def test_a_run_page_opened_from_disk_shows_its_static_chart_and_says_why(built_site: Path) -> None:
+    """`open site/index.html`, as the README first suggests: a run page's chart reads its run's CSV, which a browser
+    refuses to a page opened as a file; it shows the static SVG and a line saying why, instead of an empty chart.
+    Charts whose data is inside their spec render from disk as they do when served."""
+    run_page = next(p for p in sorted((built_site / "runs").glob("*.html")) if (p.with_suffix(".svg")).exists())
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page()
+        page.goto(run_page.as_uri(), wait_until="load")
+        chart = page.locator("div.ff-chart").first
+        chart.locator("p.ff-chart-note").wait_for(timeout=15_000)
+        assert "opened from disk" in chart.inner_text()
+        image = chart.locator("img").first
+        assert image.get_attribute("src") == run_page.with_suffix(".svg").name
+        assert page.evaluate("img => img.complete && img.naturalWidth > 0", image.element_handle())
+        board = built_site / "leaderboards" / "cpu-smoke-train-gpt-tiny-mb4.html"
+        page.goto(board.as_uri(), wait_until="load")
+        page.locator("#chart-cpu-smoke-train-gpt-tiny-mb4-throughput svg path").first.wait_for(timeout=15_000)
+        browser.close()
