@@ -90,7 +90,7 @@ def write_pages(
     served: pl.DataFrame | None = None,
     repo_url: str | None = None,
     built_with: list[dict[str, str]] | None = None,
-) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]]]:
     """Render every generated page into `docs`; returns the leaderboard, edition and served-model nav entries. Each
     board is written by the writer of its kind (`_WRITERS`: training, inference or serving), which returns its
     home-page row and, for a board with claims, the claims' row. `repo_url` (the repository's address) links each
@@ -113,13 +113,16 @@ def write_pages(
         tp=serving.tp_scaling(served),
         test_spreads=inference.aa_spreads(tests) | serving.aa_spreads(served),
     )
-    index_rows, claim_rows, nav = [], [], []
+    index_rows, claim_rows = [], []
+    grouped: dict[Section, list[tuple[tuple, dict[str, str]]]] = {}
     ran_on = _hardware_of_boards(summary)
     env.globals["ran_on"] = ran_on  # the board templates title a board by the hardware its runs used
     for suite, workload in derived.boards:
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
-        nav.append({pages.nav_title(workload, ran_on.get((suite, workload), suite)): href})
+        section, title, order = _nav_words(summary, suite, workload, _kind(derived, suite, workload))
+        entry = {pages.nav_title(title, ran_on.get((suite, workload), suite)): href}
+        grouped.setdefault(section, []).append((order, entry))
         row, claims_row = _WRITERS[_kind(derived, suite, workload)](
             env, docs / href, suite, workload, derived, chart_sink, slug
         )
@@ -143,6 +146,10 @@ def write_pages(
     )
     pages.render(env, "errata.md.j2", docs / "errata.md", errata=errata.to_dicts())
     _side_by_side(env, docs, derived, chart_sink)
+    nav = [  # the boards by kind, then by model, smallest first: sections a reader can scan (a flat list ran to 60)
+        {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
+        for (_, _, name), entries in sorted(grouped.items())
+    ]
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
     nav_served = _served_models(env, docs, derived.served, chart_sink)
     catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink, built_with or [])
@@ -192,6 +199,35 @@ def _side_by_side(env: Any, docs: Path, derived: _Derived, chart_sink: pages.Cha
         n_prompt=lengths["pp"] or 512,
         n_gen=lengths["tg"] or 128,
     )
+
+
+Section = tuple[int, float, str]
+"""A navigation section: its kind's place, its model's size and its name (what sections sort by)."""
+
+
+def _nav_words(summary: pl.DataFrame, suite: str, workload: str, kind: str) -> tuple[Section, str, tuple]:
+    """A board's navigation section (its kind, then its model for tests of a model, as (kind's place, the model's
+    size, its name) to sort by), its title in words and its place in the section, from its newest measured run:
+    "Inference · llama-14b", "generate 128 · 16,384 in cache"."""
+    runs = summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload)).sort("started_at")
+    measured = runs.filter(pl.col("origin") == "measured")
+    row = (measured if measured.height else runs).row(-1, named=True)
+    model, size = row.get("model_name") or suite, float(row.get("total_params") or 0)
+    if kind == "inference" and row.get("n_tokens") is not None:
+        verb = "prefill" if row.get("kind") == "pp" else "generate"
+        depth = row.get("depth") or 0
+        words = f"{verb} {row['n_tokens']} · {depth:,} in cache"
+        return (1, size, f"Inference · {model}"), words, (depth, verb != "prefill")
+    if kind == "serving":
+        if row.get("kind") == "offline":
+            words, order = f"offline, {row.get('requests') or '?'} requests at once", (0, 0.0)
+        elif row.get("concurrency") is not None:
+            words, order = f"served, {row['concurrency']} in flight", (1, float(row["concurrency"]))
+        else:
+            rate = float(row.get("request_rate") or 0)
+            words, order = f"served, {rate:g} requests/s", (2, rate)
+        return (2, size, f"Serving · {model}"), words, order
+    return (0, 0.0, "Training"), workload, (suite, workload)
 
 
 def _hardware_of_boards(summary: pl.DataFrame) -> dict[tuple[str, str], str]:

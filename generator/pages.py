@@ -317,7 +317,7 @@ boards, not from the navigation."""
 
 
 def nav(
-    boards: list[dict[str, str]],
+    boards: list[dict[str, Any]],
     editions: list[dict[str, str]],
     served: list[dict[str, str]] | None = None,
     supplied: Iterable[str] = (),
