@@ -53,7 +53,7 @@ def _unknown_names(suite: spec.Suite, args: argparse.Namespace) -> list[str]:
     return problems
 
 
-def _settings_problems(todo: Sequence[tuple[spec.Workload, spec.Variant]], args: argparse.Namespace) -> list[str]:
+def _settings_problems(todo: Todo, args: argparse.Namespace) -> list[str]:
     """Each training variant's settings with the `--set` overrides, through its engine's own check."""
     try:
         overrides = spec.parse_overrides(args.set)
@@ -130,13 +130,13 @@ def _command_problems(suite: spec.Suite, plan: Sequence[tuple[str, spec.Variant]
     return problems
 
 
-def check(
-    suite: spec.Suite,
-    args: argparse.Namespace,
-    todo: Sequence[tuple[spec.Workload, spec.Variant]],
-    inference: Sequence[tuple[Any, spec.Variant, list[Any]]],
-    serving: Sequence[tuple[Any, spec.Variant, list[Any]]],
-) -> None:
+Todo = Sequence[tuple[spec.Workload, spec.Variant]]
+"""The training runs a session would make: (workload, variant)."""
+Entries = Sequence[tuple[Any, spec.Variant, list[Any]]]
+"""Its inference or serving runs: (entry, variant, tests)."""
+
+
+def check(suite: spec.Suite, args: argparse.Namespace, todo: Todo, inference: Entries, serving: Entries) -> None:
     """Raise `spec.SpecError` listing every problem the session would only meet once started."""
     problems = _unknown_names(suite, args)
     if not problems and not todo and not inference and not serving:
@@ -158,13 +158,7 @@ def check(
         raise spec.SpecError(f"bench --suite {suite.name}: nothing was run, nothing written:\n{lines}")
 
 
-def plan(
-    suite: spec.Suite,
-    args: argparse.Namespace,
-    todo: Sequence[tuple[spec.Workload, spec.Variant]],
-    inference: Sequence[tuple[Any, spec.Variant, list[Any]]],
-    serving: Sequence[tuple[Any, spec.Variant, list[Any]]],
-) -> str:
+def plan(suite: spec.Suite, args: argparse.Namespace, todo: Todo, inference: Entries, serving: Entries) -> str:
     """What `--dry-run` prints: every run the session would make, with its settings and time budget."""
     overrides = spec.parse_overrides(args.set)
     lines = [f"suite {suite.name}: the plan (--dry-run: nothing runs, nothing is written)"]
