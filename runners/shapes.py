@@ -25,7 +25,8 @@ class Field:
     """One JSON path the site reads: its type, its range, and whether null is allowed."""
 
     kind: str
-    """'int' (not bool), 'number' (finite int or float), 'str', 'bool', 'object', 'list' or 'list[str]'."""
+    """'int' (not bool), 'number' (finite int or float), 'str', 'name' (a plain name, as `NAMES` allow: it becomes a
+    page's file name), 'bool', 'object', 'list' or 'list[str]'."""
     low: float | None = None
     """Lowest allowed value (numbers), or shortest length (strings, lists)."""
     strict: bool = False
@@ -80,7 +81,7 @@ PATHS: dict[tuple[str, str], Field] = {
     ("config", "model.family"): Field("str", high=40),
     ("config", "workload.inference"): Field("object"),
     ("config", "model"): Field("object"),
-    ("config", "model.name"): _NAME,
+    ("config", "model.name"): Field("name"),  # a served model's page is named after it
     **{("config", f"model.{k}"): _POS_INT for k in ("vocab", "dim", "layers", "heads", "kv_heads", "ffn_dim")},
     ("config", "model.context"): _POS_INT,
     ("config", "model.tied_embeddings"): Field("bool"),
@@ -270,6 +271,8 @@ def _shape_problem(value: Any, rule: Field) -> str | None:
         return f"{_show(value)} is not a finite number"
     if kind == "str" and not isinstance(value, str):
         return f"{_show(value)} is not a string"
+    if kind == "name" and not (isinstance(value, str) and re.fullmatch(_PLAIN, value)):
+        return f"{_show(value)} is not a plain name (letters, digits and . _ + -; at most 100 characters)"
     if kind == "bool" and not isinstance(value, bool):
         return f"{_show(value)} is not true or false"
     if kind == "object" and not isinstance(value, dict):
