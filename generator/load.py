@@ -317,9 +317,12 @@ def _digest(path: Path) -> str:
 
 def _fingerprint() -> str:
     """What a cached check depends on: this module's code and the record checks' (the schema, the declared shapes,
-    the engine registry they name engines from)."""
+    the engine registry they name engines from, the suite and variant files)."""
+    from runners import spec
+
     digest = hashlib.sha256()
-    for path in (Path(__file__), Path(schema.__file__), Path(shapes.__file__), Path(engines.__file__)):
+    suites = sorted(spec.SUITES_DIR.glob("*.toml"))  # which suites, workloads and variants exist, and whose
+    for path in (Path(__file__), Path(schema.__file__), Path(shapes.__file__), Path(engines.__file__), *suites):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

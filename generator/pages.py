@@ -34,6 +34,8 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         if value == 0:
             return "0"
+        if abs(value) >= 1e15:  # a figure no table needs every digit of (and 1e308 would print 309)
+            return f"{value:.{digits}g}"
         return f"{value:,.{digits}g}" if abs(value) < 10**digits else f"{value:,.0f}"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"

