@@ -280,7 +280,9 @@ def _training_board(
         + chart_sink.html(pages.chart_id(slug, "step-times"), charts.step_time_distribution(shown), depth=1)
         if shown.height
         else "",
-        loss_chart=chart_sink.html(pages.chart_id(slug, "loss"), charts.loss_curves(losses), depth=1) if losses.height else "",
+        loss_chart=chart_sink.html(pages.chart_id(slug, "loss"), charts.loss_curves(losses), depth=1)
+        if losses.height
+        else "",
         repeats=work_repeats.to_dicts(),
         scaling=work_scaling.to_dicts(),
         scaling_chart=chart_sink.html(pages.chart_id(slug, "scaling"), charts.scaling(work_scaling), depth=1)

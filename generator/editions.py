@@ -81,20 +81,25 @@ def release(name: str, data_dir: Path, now: datetime | None = None) -> Path:
         )
     loaded, integrity = audited(load.load(data_dir), data_dir)
     if loaded.rejected or integrity:
-        listed = "; ".join([f"{r.path}: {r.problems[0]}" for r in loaded.rejected] + [f"{p}: {m}" for p, m in integrity])
+        listed = "; ".join(
+            [f"{r.path}: {r.problems[0]}" for r in loaded.rejected] + [f"{p}: {m}" for p, m in integrity]
+        )
         raise SystemExit(f"refusing to release with rejected files or broken editions (fix them first): {listed}")
     found = read_editions(data_dir)
     latest = found[-1] if found else None
     runs = sorted(loaded.runs.select("run_id", "sha256", "path").iter_rows())
+    when = (now or datetime.now(UTC)).replace(microsecond=0)
+    if latest is not None and when <= datetime.fromisoformat(latest.created_at):
+        raise SystemExit(
+            f"refusing to release: the latest edition, {latest.name}, is dated {latest.created_at}, not earlier"
+        )
     manifest = {
         "name": name,
-        "created_at": (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": repo.head,
         "previous": None if latest is None else {"name": latest.name, "sha256": latest.sha256},
         "runs": [{"run_id": r, "sha256": h, "path": p.split("/", 1)[1]} for r, h, p in runs],
     }
-    if latest is not None and manifest["created_at"] <= latest.created_at:
-        raise SystemExit(f"refusing to release: the latest edition, {latest.name}, is dated {latest.created_at}, not earlier")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=1) + "\n")
@@ -140,7 +145,7 @@ def _manifest_problem(raw: object) -> str | None:
         and isinstance(previous["sha256"], str)
         and _SHA256.fullmatch(previous["sha256"])
     ):
-        return "field 'previous': not null nor {\"name\": ..., \"sha256\": ...} of the edition before"
+        return 'field \'previous\': not null nor {"name": ..., "sha256": ...} of the edition before'
     if not isinstance(runs, list) or len(runs) > 1_000_000:
         return "field 'runs': not a list of runs"
     seen = set()
@@ -389,7 +394,7 @@ def _frozen_elsewhere(
             blob = history.show(data_dir, edition.commit, f"{data_name}/{where}", load.MAX_FILE_BYTES)
         if blob is not None and hashlib.sha256(blob).hexdigest() == edition.runs[run_id]:
             contents[f"{data_name}/{where}"] = blob
-            problems.append(f"{run_id}: result file {state}; shown as frozen, from git at {edition.commit[:12]}")
+            problems.append(f"{run_id}: result file {state}; shown as frozen, from git at {str(edition.commit)[:12]}")
         else:
             why = "not a git checkout" if repo is None else "git does not hold the frozen bytes"
             problems.append(f"{run_id}: result file {state}, and its frozen bytes cannot be read ({why}): not shown")

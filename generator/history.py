@@ -69,7 +69,9 @@ def rewritten(data_dir: Path) -> dict[str, str] | None:
     if found is None:
         return None
     out: dict[str, str] = {}
-    log = _git(Path(data_dir), "log", "--format=commit %H", "--name-status", "--no-renames", "--diff-filter=MDT", "--", ".")
+    log = _git(
+        Path(data_dir), "log", "--format=commit %H", "--name-status", "--no-renames", "--diff-filter=MDT", "--", "."
+    )
     commit = ""
     for line in (log or "").splitlines():
         if line.startswith("commit "):
@@ -83,8 +85,8 @@ def rewritten(data_dir: Path) -> dict[str, str] | None:
                 f"{verb} in commit {commit[:12]} after it was committed: result files and manifests are never "
                 "rewritten (retract a run with a new record instead)",
             )
-    status = _git(Path(data_dir), "status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=no", "--", ".")
-    for entry in (status or "").split("\0"):
+    changes = _git(Path(data_dir), "status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=no", "--", ".")
+    for entry in (changes or "").split("\0"):
         if len(entry) > 3 and set(entry[:2]) & set("MDT"):
             out.setdefault(
                 _relative(found, data_dir, entry[3:]),

@@ -119,11 +119,13 @@ def metadata_problem(meta: pq.FileMetaData) -> str | None:
     declared = 0
     for i in range(meta.num_row_groups):
         group = meta.row_group(i)
-        declared += max(group.total_byte_size, sum(group.column(j).total_uncompressed_size for j in range(group.num_columns)))
+        declared += max(
+            group.total_byte_size, sum(group.column(j).total_uncompressed_size for j in range(group.num_columns))
+        )
         if declared > MAX_UNCOMPRESSED_BYTES:
             return (
-                f"its pages decompress to more than {MAX_UNCOMPRESSED_BYTES:,} bytes (Parquet metadata, row group {i}): "
-                "refused before reading"
+                f"its pages decompress to more than {MAX_UNCOMPRESSED_BYTES:,} bytes (Parquet metadata, row group "
+                f"{i}): refused before reading"
             )
     for key, value in (meta.metadata or {}).items():
         blob = value

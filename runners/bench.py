@@ -26,7 +26,20 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from runners import cpu_isa, engines, footprint, lifetime, metrics, provenance, record, schema, shapes, spec, store, streams
+from runners import (
+    cpu_isa,
+    engines,
+    footprint,
+    lifetime,
+    metrics,
+    provenance,
+    record,
+    schema,
+    shapes,
+    spec,
+    store,
+    streams,
+)
 
 GRACE_S = 300.0  # start-up, compilation and writing, on top of the workload's per-trial time budget
 # Kept in every process we start, whatever the caller's environment says (see ../shared/ENVIRONMENT.md).
@@ -84,7 +97,7 @@ def runner_command(
         cmd += ["torch.distributed.run", "--standalone", f"--nproc-per-node={world}", "-m"]
     cmd.append(engine.train_runner or "")
     if variant.engine == "external":  # the contract's variants come from the file the bench was given
-        cmd += ["--variants", str(args.variants)]
+        cmd += ["--variants", str(args.variants), "--data-dir", str(args.data_dir)]
     cmd += [
         "--suite",
         args.suite,

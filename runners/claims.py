@@ -61,7 +61,9 @@ class Claim:
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
                 raise spec.SpecError(f"claim {self.id!r}, field {name!r}: {value!r} is not a finite number")
             if not 0 < value <= high:
-                raise spec.SpecError(f"claim {self.id!r}, field {name!r}: {value!r} must be above 0 and at most {high:g}")
+                raise spec.SpecError(
+                    f"claim {self.id!r}, field {name!r}: {value!r} must be above 0 and at most {high:g}"
+                )
 
 
 def load_claims(path: Path) -> list[Claim]:

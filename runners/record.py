@@ -284,10 +284,9 @@ def emit(out: Path | str, run: dict[str, Any], rows: list[dict[str, Any]]) -> st
     a JSON line appended to the file the bench named (`--out`), checked first as the store will check it, so that a
     bad record fails here, naming its field. Returns the run id."""
     import os
+    import stat
 
     from runners import schema
-
-    import stat
 
     schema.make_table(run, rows)
     line = json.dumps({"run": run, "rows": rows}, default=lambda v: v.isoformat())

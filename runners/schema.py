@@ -418,8 +418,9 @@ def _rows_may_be_bad(table: pa.Table) -> bool:
     groups = (
         table.select(["metric", "unit", "phase", "value", "trial", "step"])
         .group_by(["metric", "unit", "phase"], use_threads=False)
-        .aggregate([("value", "min"), ("value", "max"), ("value", "sum"), ("trial", "min"), ("step", "min"),
-                    ("value", "list")])  # fmt: skip
+        .aggregate(
+            [("value", "min"), ("value", "max"), ("value", "sum"), ("trial", "min"), ("step", "min"), ("value", "list")]
+        )
     )
     values = groups.column("value_list")
     for i, (metric, unit, phase, low, high, total, trial, step) in enumerate(
@@ -465,7 +466,10 @@ def _row_problems(table: pa.Table) -> list[Problem]:
         (
             pc.and_(pc.is_finite(value), pc.greater(pc.abs(value), MAX_ABS_VALUE)),
             "value",
-            lambda i: f"{value[i].as_py():.3g} is beyond ±{MAX_ABS_VALUE:.0e} (metric {metric[i].as_py()!r}): not a measurement",
+            lambda i: (
+                f"{value[i].as_py():.3g} is beyond ±{MAX_ABS_VALUE:.0e} (metric {metric[i].as_py()!r}): not a "
+                "measurement"
+            ),
         ),
         (
             pc.and_(pc.ends_with(metric, "_s"), pc.less(value, 0)),

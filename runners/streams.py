@@ -41,7 +41,7 @@ class LineSplitter:
         self._length = 0  # the current line's length so far
 
     def feed(self, chunk: bytes) -> list[Line]:
-        out = []
+        out: list[Line] = []
         start = 0
         while True:
             end = chunk.find(b"\n", start)

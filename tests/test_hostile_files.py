@@ -84,7 +84,9 @@ def test_names_that_become_one_path_reject_every_file_involved(data: Path, tmp_p
     for path in GENUINE:  # the whole genuine board is rejected too: neither name may have the page
         assert "become the same page" in found[path.name], path.name
     for name in (genuine_id.replace("-", "_", 1), genuine_id.replace("-ddp-", "+ddp+"), upper):
-        assert "field 'run_id'" in found[f"{name}.parquet"] and "letters compared without case" in found[f"{name}.parquet"]
+        assert (
+            "field 'run_id'" in found[f"{name}.parquet"] and "letters compared without case" in found[f"{name}.parquet"]
+        )
     loaded, _ = checks.checked(load.load(data))
     assert loaded.runs.height == 0
     site = tmp_path / "site"
@@ -122,7 +124,11 @@ def test_links_fifos_and_devices_under_data_are_refused_by_name_unread(data: Pat
     proc = subprocess.run(
         [sys.executable, "-m", "generator.validate", str(data)], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
-    assert proc.returncode == 1 and "pipe.parquet: a FIFO" in proc.stdout and "zeros.parquet: a symbolic link" in proc.stdout
+    assert (
+        proc.returncode == 1
+        and "pipe.parquet: a FIFO" in proc.stdout
+        and "zeros.parquet: a symbolic link" in proc.stdout
+    )
 
 
 def test_decompression_bombs_wide_files_and_extension_types_are_refused_from_metadata(
@@ -312,7 +318,9 @@ quote = "it is fast"
      ("0.0", "2000", "steps_per_s"), ("1e308", "2000", "steps_per_s"), ("21.7", "0", "steps"),
      ("21.7", "-5", "steps")],
 )  # fmt: skip
-def test_a_claim_of_no_possible_number_is_refused_naming_its_field(tmp_path: Path, rate: str, steps: str, field: str) -> None:
+def test_a_claim_of_no_possible_number_is_refused_naming_its_field(
+    tmp_path: Path, rate: str, steps: str, field: str
+) -> None:
     """Before: inf and nan ended in a traceback (nan passed `<= 0`), 0 steps and 1e308 steps/s were imported (a
     300-digit heading). Now each is refused before anything is written, naming the claim and the field."""
     claims_file = tmp_path / "claims.toml"
@@ -329,10 +337,16 @@ def test_values_beyond_any_measurement_are_refused_and_never_print_inf(data: Pat
     `inf` axis labels. Now both are rejected naming the row and field, and the SVG's labels never say `inf`."""
     claim = claims.Claim(**{**tomllib_claim(), "steps_per_s": 1.0})
     table = claims.claim_table(claim, datetime(2026, 12, 1, tzinfo=UTC))
-    values = [1e308 if m == "steps_per_s" else v for v, m in zip(table["value"].to_pylist(), table["metric"].to_pylist(), strict=True)]
+    values = [
+        1e308 if m == "steps_per_s" else v
+        for v, m in zip(table["value"].to_pylist(), table["metric"].to_pylist(), strict=True)
+    ]
     submit(data, table.set_column(table.column_names.index("value"), "value", pa.array(values)))
     slow = pq.read_table(TUNED)
-    values = [v * 1e305 if m == "step_time_s" else v for v, m in zip(slow["value"].to_pylist(), slow["metric"].to_pylist(), strict=True)]
+    values = [
+        v * 1e305 if m == "step_time_s" else v
+        for v, m in zip(slow["value"].to_pylist(), slow["metric"].to_pylist(), strict=True)
+    ]
     slow = slow.set_column(slow.column_names.index("value"), "value", pa.array(values))
     submit(data, doctored(TUNED, "slow-huge").set_column(slow.column_names.index("value"), "value", slow["value"]))
     found = problems_of(data)

@@ -139,7 +139,9 @@ def test_the_bench_writes_only_records_of_runs_it_started(tmp_path: Path) -> Non
     record.emit(out, _run(run_id="late"), ROWS)  # after the bad lines: still written
     head = _run(run_id="x")
     identity = {k: head[k] for k in ("suite", "workload", "engine", "variant", "tier", "origin")}
-    refused = bench.write_records(out, tmp_path / "data", {r: identity for r in ("good", "twice", "posing", "bad", "late")})
+    refused = bench.write_records(
+        out, tmp_path / "data", {r: identity for r in ("good", "twice", "posing", "bad", "late")}
+    )
     written = sorted(p.stem for p in (tmp_path / "data").rglob("*.parquet"))
     assert written == ["good", "late"]
     assert sorted(refused) == ["bad", "posing", "twice"] and refused["bad"].startswith("its record was refused")

@@ -28,6 +28,7 @@ Nothing is lost: a line that is not valid JSON, not one of these objects, a row 
 `failed`; rows that passed are kept. A command that exits non-zero, is killed, writes too much, or exits 0 without
 every step of the workload also gives a `failed` record with the rows it wrote so far.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -196,9 +197,7 @@ def counted_steps(
     return out, refused
 
 
-def checked_rows(
-    rows: list[tuple[int, dict]], run: dict
-) -> tuple[list[tuple[int, dict]], list[tuple[int, str]]]:
+def checked_rows(rows: list[tuple[int, dict]], run: dict) -> tuple[list[tuple[int, dict]], list[tuple[int, str]]]:
     """The rows the result-file checks accept (with their line numbers), and (line, problem) for each they refuse."""
     refused: list[tuple[int, str]] = []
     while rows:
@@ -225,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--micro-batch", type=int, default=None)
     p.add_argument("--time-budget", type=float, default=None)
     p.add_argument("--note", default=None)
+    p.add_argument("--data-dir", type=Path, default=None, help="the bench's data folder (the engine sees it read-only)")
     args = p.parse_args(argv)
     lifetime.not_inspectable()  # the engine runs as our user: /proc must not show it our paths and files
     suite = spec.load_suite(args.suite, external=args.variants)
@@ -266,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     budget = workload["time_budget_s"]
     limit = work.trials * budget + min(STOP_GRACE_S, budget)  # from its first step row: set-up is not counted
     error: str | None
+    status = "failed"
     with tempfile.TemporaryDirectory(prefix="fairfight-engine-") as home:
         try:
             ended = untrusted.run(
@@ -276,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
                 setup_s=spec.SETUP_ALLOWANCE_S,
                 budget_s=limit,
                 on_line=on_line,
+                # what the engine may read but never write, where the kernel allows it (confine.py)
+                read_only=[provenance.REPO_ROOT, args.out.resolve().parent]
+                + ([args.data_dir.resolve()] if args.data_dir else []),
             )
         except OSError as e:
             ended, status, error = None, "failed", f"could not start {command[0]!r}: {e}"
@@ -309,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     if status == "ok" and error is None:
         error = _incomplete(good, workload)
+    config.setdefault("external", {})["isolation"] = ended.isolation if ended is not None else "none: it did not start"
     if ended is not None and ended.left_behind:
         note = f"it left {ended.left_behind} process(es) running, ended with it"
         print(f"    {note}", file=sys.stderr, flush=True)
@@ -331,10 +336,17 @@ def main(argv: list[str] | None = None) -> int:
 def _outcome(name: str, ended: untrusted.Ended, limit: float) -> tuple[str, str | None]:
     """The record's status and error from how the engine ended."""
     if ended.stopped == "budget":
-        overrun = f"{limit:.0f} s from its first step" if ended.stepping else f"{limit + spec.SETUP_ALLOWANCE_S:.0f} s, no step"
+        overrun = (
+            f"{limit:.0f} s from its first step"
+            if ended.stepping
+            else f"{limit + spec.SETUP_ALLOWANCE_S:.0f} s, no step"
+        )
         return "timeout", f"{name} overran its time budget ({overrun}) and was stopped"
     if ended.stopped == "output":
-        return "failed", f"{name} wrote more than {untrusted.MAX_OUTPUT_BYTES >> 20} MiB to its standard output and was stopped"
+        return (
+            "failed",
+            f"{name} wrote more than {untrusted.MAX_OUTPUT_BYTES >> 20} MiB to its standard output and was stopped",
+        )
     if ended.stopped == "held":
         return "failed", f"{name}'s standard output stayed open after it and every process it started had ended"
     if ended.code != 0:

@@ -4,7 +4,8 @@ it ends (the threat model is on the site's "Add an engine" page).
 - Its environment is built, not inherited: the allowlisted variables a record keeps (`provenance.environment`,
   credentials dropped), a few it needs to start at all (`PASSED`), and HOME and TMPDIR in a folder of its own.
 - It runs in that folder, created empty for the run outside the checkout, and is told neither the checkout's path
-  nor the data folder's; the process that starts it is made non-dumpable, so /proc does not show them either.
+  nor the data folder's; the process that starts it is made non-dumpable, so /proc does not show them either. Where
+  the kernel allows, it sees them read-only (`confine`: a user and mount namespace of its own).
 - It runs in a session of its own. When it exits, overruns its budget or writes too much, its session is killed
   and then every process it left behind: the starting process is a subreaper (`lifetime.become_subreaper`), so a
   daemon that called setsid or forked twice is re-parented to it and ended too (`lifetime.end_descendants`).
@@ -23,12 +24,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from runners import lifetime, provenance, shapes, streams
+from runners.engines.external import confine
 
 MAX_LINE_BYTES = 64 << 10
 """Longest output line read whole (a row is about 120 bytes); the rest of a longer one is dropped, and it is refused."""
@@ -97,6 +99,8 @@ class Ended:
     left_behind: int
     """Processes it left running when it ended, which were ended with it."""
     output_bytes: int
+    isolation: str
+    """`read-only checkout and data folder` (confine.py), or `none` and why."""
 
 
 def run(
@@ -108,21 +112,25 @@ def run(
     setup_s: float,
     budget_s: float,
     on_line: Callable[[int, streams.Line], bool],
+    read_only: Sequence[Path] = (),
 ) -> Ended:
     """Run `command` in its own session, give it `stdin_text`, and hand each output line to `on_line` (its number
     and the line), which says whether it was a step row: until the first, the clock allows `setup_s + budget_s`,
-    from then on `budget_s`. Raises OSError if the command cannot be started."""
+    from then on `budget_s`; `read_only`: folders it may read but never write, where the kernel allows (`confine`).
+    Raises OSError if the command cannot be started."""
     lifetime.become_subreaper()
-    proc = subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-        preexec_fn=lifetime.die_with_parent(),  # the engine ends with the runner, the runner with the bench
-    )
+    usual = lifetime.die_with_parent()  # the engine ends with the runner, the runner with the bench
+    confined = confine.read_only_hook(list(read_only), usual) if read_only else None
+    isolation = "none: not asked for" if not read_only else "none: not available here (not Linux, or switched off)"
+    proc = None
+    if confined is not None:
+        try:
+            proc = _start(command, cwd, env, confined)
+            isolation = "read-only checkout and data folder"
+        except subprocess.SubprocessError:  # the kernel (or a container's seccomp) refused the namespaces
+            isolation = "none: this kernel refused an unprivileged user and mount namespace"
+    if proc is None:
+        proc = _start(command, cwd, env, usual)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # all PIPE
     threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True).start()  # it may never read it
     relay = threading.Thread(target=_relay, args=(proc.stderr,), daemon=True)
@@ -165,7 +173,20 @@ def run(
         left += _end_session(proc)
         proc.stdout.close()
         relay.join(timeout=DRAIN_S)
-    return Ended(proc.returncode, stopped, stepping, left, total)
+    return Ended(proc.returncode, stopped, stepping, left, total, isolation)
+
+
+def _start(command: list[str], cwd: Path, env: dict[str, str], hook: Callable[[], None]) -> subprocess.Popen:
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        preexec_fn=hook,
+    )
 
 
 def _relay(stream: IO[bytes]) -> None:
@@ -177,7 +198,9 @@ def _relay(stream: IO[bytes]) -> None:
         text = shapes.neutral(line.text()).replace("\r", "⟨U+000D⟩")
         text += f" … ({line.length - len(line.data):,} more bytes)" if line.cut else ""
         shown += len(text) + 1
-        sys.stderr.write(text + "\n" if shown < LOG_SHOWN_BYTES else "… (the rest of its standard error is not shown)\n")
+        sys.stderr.write(
+            text + "\n" if shown < LOG_SHOWN_BYTES else "… (the rest of its standard error is not shown)\n"
+        )
         sys.stderr.flush()
 
 

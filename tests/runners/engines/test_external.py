@@ -19,10 +19,10 @@ from tests.conftest import ROOT, TRAIN, run_module
 EXAMPLE = ROOT / "examples" / "engines" / "numpy.toml"
 
 
-def _bench(data: Path, variants: Path, variant: str, *more: str) -> tuple[dict, list[dict], str]:
+def _bench(data: Path, variants: Path, variant: str, *more: str, **env: str) -> tuple[dict, list[dict], str]:
     proc = run_module(
         "runners", "bench", "--suite", "cpu-smoke", "--workload", TRAIN, "--variants", str(variants),
-        "--variant", variant, "--steps", "12", "--data-dir", str(data), *more, check=False,
+        "--variant", variant, "--steps", "12", "--data-dir", str(data), *more, check=False, **env,
     )  # fmt: skip
     [path] = [p for p in (data / "cpu-smoke").glob("*.parquet") if not p.name.startswith(".")]
     rows = pq.read_table(path).to_pylist()
@@ -159,7 +159,8 @@ def test_an_outside_engines_set_up_is_not_counted_in_its_time_budget(tmp_path: P
 import time
 time.sleep(3)
 print(json.dumps({"engine_version": "slow-start 1"}), flush=True)
-""" + STEPS,
+"""
+        + STEPS,
     )
     head, rows, out = _bench(tmp_path / "data", variants, "outside", "--time-budget", "1")
     assert head["status"] == "ok", out

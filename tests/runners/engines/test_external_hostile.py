@@ -42,11 +42,15 @@ def _processes_with(marker: str) -> list[int]:
     return out
 
 
-def test_an_engine_cannot_hand_over_a_record_as_another_engine(tmp_path: Path) -> None:
+@pytest.mark.parametrize("confined", [True, False], ids=["read-only views", "views switched off"])
+def test_an_engine_cannot_hand_over_a_record_as_another_engine(tmp_path: Path, confined: bool) -> None:
     """It finds its runner's hand-over file in the runner's command line and appends a record of its own run id
     claiming `engine torch, variant ddp-tuned`, made from a real torch record. Before: the bench wrote it as a torch
-    result, which ranked. Now two records of one run refuse both, and the bench's failure record is the outside
-    engine's."""
+    result, which ranked. Now, where the kernel allows read-only views, the write fails (EROFS) and its run is an
+    ordinary one; without them, two records of one run refuse both and the bench's failure record is the outside
+    engine's. Either way nothing is torch's."""
+    if confined and not _confinable():
+        pytest.skip("this kernel refuses unprivileged user and mount namespaces")
     table = pq.read_table(TUNED)
     head = table.slice(0, 1).to_pylist()[0]
     run = {k: head[k].isoformat() if isinstance(head[k], datetime) else head[k] for k in schema.RUN_COLUMNS}
@@ -61,46 +65,90 @@ argv = open(f"/proc/{os.getppid()}/cmdline", "rb").read().split(b"\\0")
 out = argv[argv.index(b"--out") + 1].decode()
 line = json.load(open(spec["variant"]["settings"]["forged"]))
 line["run"]["run_id"] = spec["run_id"]
-with open(out, "a") as f:
-    f.write(json.dumps(line) + "\\n")
+try:
+    with open(out, "a") as f:
+        f.write(json.dumps(line) + "\\n")
+    print("FORGED", file=sys.stderr, flush=True)
+except OSError as e:
+    print(f"REFUSED errno {e.errno}", file=sys.stderr, flush=True)
 """
         + STEPS,
         forged=str(forged),
     )
     data = tmp_path / "data"
-    head, _, out = _bench(data, variants, "outside")
-    [only] = _files(data)
+    head, _, out = _bench(data, variants, "outside", **({} if confined else {"FAIRFIGHT_NO_CONFINE": "1"}))
+    assert len(_files(data)) == 1
     assert head["engine"] == "external" and head["variant"] == "outside", out
-    assert head["status"] == "failed" and "2 records of" in head["error"], head["error"]
+    if confined:
+        assert "REFUSED errno 30" in out and head["status"] == "ok", out
+    else:
+        assert "FORGED" in out and head["status"] == "failed" and "2 records of" in head["error"], out
     assert load.load(data).runs["engine"].to_list() == ["external"]
+
+
+PLANTING = """
+import os, shutil
+settings = spec["variant"]["settings"]
+for what, write in (
+    ("record", lambda: (os.makedirs(os.path.join(settings["data"], "cpu-smoke"), exist_ok=True), shutil.copy(
+        settings["genuine"], os.path.join(settings["data"], "cpu-smoke", os.path.basename(settings["genuine"]))))),
+    ("module", lambda: open(settings["module"], "w").write("print('planted')\\n")),
+):
+    try:
+        write()
+        print(f"PLANTED {what}", file=sys.stderr, flush=True)
+    except OSError as e:
+        print(f"REFUSED {what} errno {e.errno}", file=sys.stderr, flush=True)
+"""
+"""An engine that copies a genuine torch record into the bench's data folder and writes a module into runners/,
+saying on its standard error what it managed."""
+
+
+def _planting(tmp_path: Path, data: Path, module: Path) -> Path:
+    return _engine(tmp_path, PLANTING + STEPS, data=str(data), genuine=str(TUNED), module=str(module))
+
+
+def _confinable() -> bool:
+    """Whether this kernel lets the runner give an engine read-only views (confine.py): a real probe."""
+    from runners.engines.external import confine
+
+    try:
+        hook = confine.read_only_hook([ROOT], lambda: None)
+        return hook is not None and subprocess.run([sys.executable, "-c", "pass"], preexec_fn=hook).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.mark.skipif(not _confinable(), reason="this kernel refuses unprivileged user and mount namespaces")
+def test_an_engine_cannot_write_into_the_data_folder_or_the_code(tmp_path: Path) -> None:
+    """Where the kernel allows it, the engine sees the checkout and the data folder read-only: both writes fail with
+    EROFS (even as root: its exec gains no capability to remount them), nothing appears, and the run is `ok`.
+    Before: both files were written, and the planted record ranked."""
+    data = tmp_path / "data"
+    (data / "cpu-smoke").mkdir(parents=True)
+    planted_module = ROOT / "runners" / "_planted_by_a_test_engine.py"
+    try:
+        head, _, out = _bench(data, _planting(tmp_path, data, planted_module), "outside")
+        assert "REFUSED record errno 30" in out and "REFUSED module errno 30" in out, out
+        assert head["status"] == "ok" and not planted_module.exists(), out
+        assert json.loads(head["config"])["external"]["isolation"] == "read-only checkout and data folder"
+        assert load.load(data).runs["engine"].to_list() == ["external"]
+    finally:
+        planted_module.unlink(missing_ok=True)
 
 
 def test_an_engine_that_writes_into_the_data_folder_or_the_code_is_caught_and_its_file_set_aside(
     tmp_path: Path,
 ) -> None:
-    """It copies a genuine torch record into the bench's data folder and writes a module into runners/. Before: the
-    planted record ranked and nothing was said. Now the bench names both, sets the planted file aside (a hidden
+    """Without the read-only views (a kernel that refuses them; here switched off), the writes succeed. Before: the
+    planted record ranked and nothing was said. Now the bench names both files, sets the planted one aside (a hidden
     name the loader skips), and the run is a failure record."""
     data = tmp_path / "data"
     planted_module = ROOT / "runners" / "_planted_by_a_test_engine.py"
-    variants = _engine(
-        tmp_path,
-        """
-import os, shutil
-settings = spec["variant"]["settings"]
-os.makedirs(os.path.join(settings["data"], "cpu-smoke"), exist_ok=True)
-shutil.copy(settings["genuine"], os.path.join(settings["data"], "cpu-smoke", os.path.basename(settings["genuine"])))
-open(settings["module"], "w").write("print('planted')\\n")
-"""
-        + STEPS,
-        data=str(data),
-        genuine=str(TUNED),
-        module=str(planted_module),
-    )
     try:
-        proc_out = None
-        head, _, proc_out = _bench(data, variants, "outside")
-        assert head["engine"] == "external" and head["status"] == "failed", proc_out
+        head, _, out = _bench(data, _planting(tmp_path, data, planted_module), "outside", FAIRFIGHT_NO_CONFINE="1")
+        assert "PLANTED record" in out and "PLANTED module" in out, out
+        assert head["engine"] == "external" and head["status"] == "failed", out
         assert "outside its own folder" in head["error"] and "_planted_by_a_test_engine.py (new)" in head["error"]
         assert f"cpu-smoke/{TUNED.name} (new)" in head["error"] and "(set aside)" in head["error"]
         assert (data / "cpu-smoke" / f".quarantined-{TUNED.name}").exists()
@@ -318,7 +366,9 @@ row(step=11, phase="steady", metric="step_time_s", value=0.001)
     problems = " ".join(kept.values())
     assert "'step': 500, but the workload runs steps 0 to 11" in problems
     assert "'trial': 3, but the workload runs trials 0 to 0" in problems
-    assert "'steady', but step 0 is a warmup step" in problems and "a second 'step_time_s' of trial 0, step 11" in problems
+    assert (
+        "'steady', but step 0 is a warmup step" in problems and "a second 'step_time_s' of trial 0, step 11" in problems
+    )
     assert [r["value"] for r in rows if r["metric"] == "steps_completed"] == [12.0]
     assert not [r for r in rows if r["metric"] == "steps_per_s"]
 
