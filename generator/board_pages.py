@@ -274,7 +274,7 @@ def _served_models(env: Any, docs: Path, served: pl.DataFrame, chart_sink: pages
             suite=suite,
             model=model,
             points=group.to_dicts(),
-            chart=chart_sink.html(f"chart-{slug}-latency", charts.latency_throughput(group), depth=1),
+            chart=chart_sink.html(pages.chart_id(slug, "latency"), charts.latency_throughput(group), depth=1),
         )
     return nav
 
@@ -355,18 +355,20 @@ def _training_board(
             "fp32": metrics.LOSS_PARITY_REL_TOL_FP32,
             "mean": metrics.LOSS_PARITY_MEAN_REL_TOL,
         },
-        throughput_chart=chart_sink.html(f"chart-{slug}-throughput", charts.throughput(shown), depth=1)
+        throughput_chart=chart_sink.html(pages.chart_id(slug, "throughput"), charts.throughput(shown), depth=1)
         + "\n\n"
-        + chart_sink.html(f"chart-{slug}-speedup", charts.speedup(shown), depth=1)
-        + ("\n\n" + chart_sink.html(f"chart-{slug}-mfu", charts.mfu(shown), depth=1) if has_mfu else "")
+        + chart_sink.html(pages.chart_id(slug, "speedup"), charts.speedup(shown), depth=1)
+        + ("\n\n" + chart_sink.html(pages.chart_id(slug, "mfu"), charts.mfu(shown), depth=1) if has_mfu else "")
         + "\n\n"
-        + chart_sink.html(f"chart-{slug}-step-times", charts.step_time_distribution(shown), depth=1)
+        + chart_sink.html(pages.chart_id(slug, "step-times"), charts.step_time_distribution(shown), depth=1)
         if shown.height
         else "",
-        loss_chart=chart_sink.html(f"chart-{slug}-loss", charts.loss_curves(losses), depth=1) if losses.height else "",
+        loss_chart=chart_sink.html(pages.chart_id(slug, "loss"), charts.loss_curves(losses), depth=1)
+        if losses.height
+        else "",
         repeats=work_repeats.to_dicts(),
         scaling=work_scaling.to_dicts(),
-        scaling_chart=chart_sink.html(f"chart-{slug}-scaling", charts.scaling(work_scaling), depth=1)
+        scaling_chart=chart_sink.html(pages.chart_id(slug, "scaling"), charts.scaling(work_scaling), depth=1)
         if work_scaling.filter(pl.col("efficiency").is_not_null()).height
         else "",
     )
@@ -543,7 +545,7 @@ def _inference_board(
         failures=failures.to_dicts(),
         rank_rule=test_boards.RANK_RULE,
         json_name=_board_json(path, ranked, unranked, "tokens/s", ("value", "lo", "hi")),
-        chart=chart_sink.html(f"chart-{slug}-tokens", charts.test_throughput(drawn, "tokens/s"), depth=1)
+        chart=chart_sink.html(pages.chart_id(slug, "tokens"), charts.test_throughput(drawn, "tokens/s"), depth=1)
         if drawn.height
         else "",
     )
@@ -597,7 +599,7 @@ def _serving_board(
         imported=current.filter(pl.col("origin") == "imported").sort("variant", "started_at").to_dicts(),
         failures=measured.filter(pl.col("status") != "ok").sort("started_at").to_dicts(),
         scaling=scaling.to_dicts(),
-        scaling_chart=chart_sink.html(f"chart-{slug}-tp-scaling", charts.tp_scaling(scaling), depth=1)
+        scaling_chart=chart_sink.html(pages.chart_id(slug, "tp-scaling"), charts.tp_scaling(scaling), depth=1)
         if scaling.height > 1
         else "",
         llama=beside.to_dicts() if config["workload"].get("concurrency") == 1 else [],

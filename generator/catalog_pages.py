@@ -141,7 +141,7 @@ def write_catalog_pages(
                 at_our_shape=at_our_shape.to_dicts(),
                 accelerator=ours["accelerator"][0],
                 chart=chart_sink.html(
-                    f"chart-claim-{pages.slug(claim['run_id'])}", plausibility_chart(curves, our_best)
+                    pages.chart_id(pages.slug(claim["run_id"]), "plausibility"), plausibility_chart(curves, our_best)
                 ),
             )
         )

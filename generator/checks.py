@@ -22,7 +22,7 @@ def impossible(summary: pl.DataFrame) -> list[tuple[str, str]]:
     fastest = [
         (
             run_id,
-            f"rows of metric 'step_time_s', field 'value': its fastest timing window implies {share:.0%} of what "
+            f"rows of metric 'step_time_s', field 'value': its fastest timing window implies {_share(share)} of what "
             f"{acc} can do (runners/metrics.py): a step time is wrong",
         )
         for run_id, share, acc in windows.select("run_id", "fastest_window_fraction", "accelerator").iter_rows()
@@ -30,7 +30,7 @@ def impossible(summary: pl.DataFrame) -> list[tuple[str, str]]:
     return fastest + [
         (
             run_id,
-            f"rows of metric 'step_time_s', field 'value': these steps imply {share:.0%} "
+            f"rows of metric 'step_time_s', field 'value': these steps imply {_share(share)} "
             + (
                 f"of the FLOP/s ceiling of {acc}'s cores (runners/metrics.py)"
                 if device == "cpu"
@@ -42,6 +42,11 @@ def impossible(summary: pl.DataFrame) -> list[tuple[str, str]]:
             "run_id", "ceiling_fraction", "accelerator", "compute_precision", "device"
         ).iter_rows()
     ]
+
+
+def _share(share: float) -> str:
+    """A share as a percentage, in few digits however absurd (10⁵⁰% is not a figure anyone needs every digit of)."""
+    return f"{share:.0%}" if share < 100 else f"{share * 100:.3g}%"
 
 
 def misdeclared(summary: pl.DataFrame) -> list[tuple[str, str]]:

@@ -89,13 +89,17 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 
+def column(name: str) -> pl.Expr:
+    """One `COLUMNS` column's expression over the run-level columns: what `flatten` computes, for a frame that is not
+    flattened (the loader's, which names pages after `model_name`). A value of another type becomes null (the load
+    has already refused files whose declared fields are wrong)."""
+    c = next(c for c in COLUMNS if c.name == name)
+    return pl.col(c.source).str.json_path_match(c.path).cast(c.dtype, strict=False).alias(c.name)
+
+
 def flatten(runs: pl.DataFrame) -> pl.DataFrame:
     """The runs with every `COLUMNS` column and `_derived`'s."""
-    table = runs.with_columns(
-        # a value of another type becomes null (the load has already refused files whose declared fields are wrong)
-        pl.col(c.source).str.json_path_match(c.path).cast(c.dtype, strict=False).alias(c.name)
-        for c in COLUMNS
-    ).with_columns(
+    table = runs.with_columns(column(c.name) for c in COLUMNS).with_columns(
         description=pl.coalesce("variant_description", "claim_description"),
         model_gib=pl.col("model_bytes") / 2**30,
         # the optimizer's hyperparameters as the variant wrote them out: the same work trains with the same ones

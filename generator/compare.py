@@ -118,7 +118,7 @@ class Dataset:
 
 def load_dataset(data_dir: Path) -> Dataset:
     """Load, check and derive as the site build does, then one figure per run."""
-    loaded, summary = checks.checked(load.load(data_dir))
+    loaded, summary = checks.checked(editions.audited(load.load(data_dir), data_dir)[0])
     tests = inference.test_summary(summary, loaded.rows)
     served = serving.test_summary(summary, loaded.rows)
     training = summary.filter(~inference.is_inference(summary) & ~serving.is_serving(summary)).with_columns(

@@ -2,24 +2,32 @@
 
     python -m generator.editions release NAME [--data data]
 
-writes `data/editions/NAME.json` once (an existing edition is never rewritten). The site shows every edition
-with its own leaderboards, and the changelog between consecutive editions. Because result files are
-append-only, an edition's runs stay on the site forever; a file whose bytes no longer match its edition's
-sha256 is reported on the edition's page, never silently used.
+writes `data/editions/NAME.json` once (an existing edition is never rewritten), from a committed `data/` only. The
+site shows every edition with its own leaderboards, and the changelog between consecutive editions.
+
+Editions are evidence, checked wherever files are loaded (the site, `validate`, `compare`; `audited`):
+- every result file an edition lists must still have the bytes it froze: a changed file is rejected, named with
+  the edition, and a missing one named; the edition's own board shows the frozen bytes (from git, at the commit the
+  manifest records, when they still hash to the frozen sha256) or says which runs it cannot show;
+- manifests form a hash chain: each records the sha256 of the one before it (`previous`), so rewriting any edition
+  but the latest breaks the next one's link, and the chain's order must agree with the editions' dates;
+- in a git checkout, a committed manifest or result file that git shows changed after it was committed (a later
+  commit, or the work tree) is rejected, which anchors the latest manifest too (generator/history.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator import load
+from generator import history, load
 from runners import shapes
 
 if TYPE_CHECKING:
@@ -27,6 +35,8 @@ if TYPE_CHECKING:
     import polars as pl
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+MAX_MANIFEST_BYTES = 64 << 20
+"""Largest manifest read (a million runs' entries, about 150 MB, would be refused: split the edition first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +45,14 @@ class Edition:
     created_at: str
     runs: dict[str, str]
     """run_id -> sha256 of its result file when the edition was made."""
+    paths: dict[str, str] = field(default_factory=dict)
+    """run_id -> where its file was, relative to the data folder (`cpu-smoke/RUN.parquet`)."""
+    commit: str | None = None
+    """The commit `data/` was at when the edition was made (clean: `release` refuses uncommitted changes)."""
+    previous: dict[str, str] | None = None
+    """The edition before it: its name and its manifest's sha256 (None for the first)."""
+    sha256: str = ""
+    """This manifest's own sha256 (the next edition records it)."""
 
 
 def editions_dir(data_dir: Path) -> Path:
@@ -42,21 +60,45 @@ def editions_dir(data_dir: Path) -> Path:
 
 
 def release(name: str, data_dir: Path, now: datetime | None = None) -> Path:
-    """Freeze every good result file under data_dir into a new edition manifest."""
+    """Freeze every good result file under data_dir into a new edition manifest, chained to the latest edition.
+    Refused when data_dir has uncommitted changes (or is not in a git checkout: an edition freezes committed files),
+    holds a rejected file, or an earlier edition's integrity is broken."""
     if not NAME.match(name):
         raise SystemExit(f"edition name {name!r}: use letters, digits, '.', '_' and '-' (at most 64)")
     path = editions_dir(data_dir) / f"{name}.json"
     if path.exists():
         raise SystemExit(f"edition {name!r} exists ({path}); editions are never rewritten: choose a new name")
-    loaded = load.load(data_dir)
-    if loaded.rejected:
-        listed = "; ".join(f"{r.path}: {r.problems[0]}" for r in loaded.rejected)
-        raise SystemExit(f"refusing to release with rejected files (fix or remove them first): {listed}")
-    runs = dict(sorted(loaded.runs.select("run_id", "sha256").iter_rows()))
+    repo = history.repo(data_dir)
+    if repo is None:
+        raise SystemExit(
+            f"{data_dir} is not in a git checkout: an edition freezes committed files (commit data/ first, in a clone)"
+        )
+    dirty = history.uncommitted(data_dir) or []
+    if dirty:
+        listed = ", ".join(dirty[:10]) + (f" (and {len(dirty) - 10} more)" if len(dirty) > 10 else "")
+        raise SystemExit(
+            f"refusing to release: {data_dir} has uncommitted changes ({listed}); commit them (or move them out) first"
+        )
+    loaded, integrity = audited(load.load(data_dir), data_dir)
+    if loaded.rejected or integrity:
+        listed = "; ".join(
+            [f"{r.path}: {r.problems[0]}" for r in loaded.rejected] + [f"{p}: {m}" for p, m in integrity]
+        )
+        raise SystemExit(f"refusing to release with rejected files or broken editions (fix them first): {listed}")
+    found = read_editions(data_dir)
+    latest = found[-1] if found else None
+    runs = sorted(loaded.runs.select("run_id", "sha256", "path").iter_rows())
+    when = (now or datetime.now(UTC)).replace(microsecond=0)
+    if latest is not None and when <= datetime.fromisoformat(latest.created_at):
+        raise SystemExit(
+            f"refusing to release: the latest edition, {latest.name}, is dated {latest.created_at}, not earlier"
+        )
     manifest = {
         "name": name,
-        "created_at": (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "runs": [{"run_id": r, "sha256": h} for r, h in runs.items()],
+        "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "commit": repo.head,
+        "previous": None if latest is None else {"name": latest.name, "sha256": latest.sha256},
+        "runs": [{"run_id": r, "sha256": h, "path": p.split("/", 1)[1]} for r, h, p in runs],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -71,6 +113,8 @@ def read_editions(data_dir: Path) -> list[Edition]:
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_RUN_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}/[A-Za-z0-9][A-Za-z0-9._+-]{0,199}\.parquet")
 
 
 def _manifest_problem(raw: object) -> str | None:
@@ -88,26 +132,52 @@ def _manifest_problem(raw: object) -> str | None:
         return "field 'created_at': not a timestamp"
     if when.utcoffset() != timedelta(0):
         return "field 'created_at': not a UTC timestamp (editions are ordered by it: 2026-12-01T10:00:00Z)"
+    commit, previous = raw.get("commit"), raw.get("previous", ...)
+    if commit is not None and not (isinstance(commit, str) and _COMMIT.fullmatch(commit)):
+        return "field 'commit': not a commit id (40 or 64 hex digits) or null"
+    if previous is ...:
+        return "field 'previous': missing (null for the first edition, else the name and sha256 of the one before)"
+    if previous is not None and not (
+        isinstance(previous, dict)
+        and set(previous) == {"name", "sha256"}
+        and isinstance(previous["name"], str)
+        and NAME.fullmatch(previous["name"])
+        and isinstance(previous["sha256"], str)
+        and _SHA256.fullmatch(previous["sha256"])
+    ):
+        return 'field \'previous\': not null nor {"name": ..., "sha256": ...} of the edition before'
     if not isinstance(runs, list) or len(runs) > 1_000_000:
         return "field 'runs': not a list of runs"
+    seen = set()
     for i, run in enumerate(runs):
         ok = isinstance(run, dict) and isinstance(run.get("run_id"), str) and isinstance(run.get("sha256"), str)
         if not ok or not shapes.NAMES["run_id"].fullmatch(run["run_id"]) or not _SHA256.fullmatch(run["sha256"]):
             return f"runs[{i}]: needs a plain run_id and a sha256 of 64 hex digits"
+        where = run.get("path")
+        if where is not None and not (isinstance(where, str) and _RUN_PATH.fullmatch(where)):
+            return f"runs[{i}]: field 'path': not SUITE/RUN.parquet"
+        if run["run_id"] in seen:
+            return f"runs[{i}]: {run['run_id']!r} listed twice"
+        seen.add(run["run_id"])
     return None
 
 
 def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
-    """Every edition, oldest first, and each manifest that could not be read, with why."""
+    """Every edition, oldest first, and each manifest that could not be read or does not hold, with why: unreadable
+    or not a regular file, malformed, not named for its file, sharing a page with another (every manifest of such a
+    name is rejected), or breaking the hash chain. In a git checkout, a manifest git shows changed after it was
+    committed is rejected too."""
     from generator import pages
 
-    out: list[Edition] = []
     bad: list[load.Rejected] = []
-    slugs: dict[str, str] = {}  # each edition's page, and the edition that has it
-    for path in sorted(editions_dir(data_dir).glob("*.json")):
+    candidates: list[tuple[str, Edition]] = []
+    rewritten = history.rewritten(data_dir) or {}
+    folder = editions_dir(data_dir)
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() and not folder.is_symlink() else []:
         rel = path.relative_to(Path(data_dir).parent).as_posix()
         try:
-            raw = shapes.parse(path.read_text())
+            content = load.read_bounded(path, MAX_MANIFEST_BYTES)
+            raw = shapes.parse(content.decode())
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
             bad.append(load.Rejected(rel, (f"not a readable edition manifest: {e}",)))
             continue
@@ -116,14 +186,108 @@ def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
             problem = (
                 f"field 'name': {raw['name']!r}, but the file is {path.name}: an edition is data/editions/NAME.json"
             )
-        if problem is None and pages.slug(raw["name"]) in slugs:
-            problem = f"field 'name': {raw['name']!r} would take the page of edition {slugs[pages.slug(raw['name'])]!r}"
+        if problem is None and rel in rewritten:
+            problem = f"this manifest was {rewritten[rel]}"
         if problem is not None:
             bad.append(load.Rejected(rel, (problem,)))
             continue
-        slugs[pages.slug(raw["name"])] = raw["name"]
-        out.append(Edition(raw["name"], raw["created_at"], {r["run_id"]: r["sha256"] for r in raw["runs"]}))
-    return sorted(out, key=lambda e: (datetime.fromisoformat(e.created_at), e.name)), bad
+        runs = raw["runs"]
+        edition = Edition(
+            name=raw["name"],
+            created_at=raw["created_at"],
+            runs={r["run_id"]: r["sha256"] for r in runs},
+            paths={r["run_id"]: r["path"] for r in runs if r.get("path")},
+            commit=raw.get("commit"),
+            previous=raw["previous"],
+            sha256=hashlib.sha256(content).hexdigest(),
+        )
+        candidates.append((rel, edition))
+    by_page: dict[str, list[tuple[str, Edition]]] = {}
+    for rel, edition in candidates:
+        by_page.setdefault(pages.slug(edition.name).casefold(), []).append((rel, edition))
+    kept: list[tuple[str, Edition]] = []
+    for same in by_page.values():
+        if len(same) == 1:
+            kept += same
+            continue
+        names = ", ".join(repr(e.name) for _, e in same)
+        bad += [load.Rejected(rel, (f"field 'name': {names} would have the same page: every one is rejected",))
+                for rel, _ in same]  # fmt: skip
+    kept.sort(key=lambda item: (datetime.fromisoformat(item[1].created_at), item[1].name))
+    return _chained(kept, bad), bad
+
+
+def _chained(kept: list[tuple[str, Edition]], bad: list[load.Rejected]) -> list[Edition]:
+    """The editions whose chain holds, oldest first; each link that does not hold is added to `bad`. An edition's
+    `previous` must name the edition dated before it and that manifest's sha256: a mismatch means that manifest
+    was rewritten after the next was made (it is rejected); a name that does not follow the order means one was
+    removed, added or re-dated (the edition claiming it is rejected)."""
+    out: list[Edition] = []
+    for i, (rel, edition) in enumerate(kept):
+        before = kept[i - 1][1] if i else None
+        link = edition.previous
+        if before is None and link is not None:
+            bad.append(load.Rejected(rel, (
+                f"field 'previous': follows edition {link['name']!r}, which is not here (or is dated after it): an "
+                "edition was removed or re-dated",)))  # fmt: skip
+            continue
+        if before is not None and link is None:
+            bad.append(load.Rejected(rel, (
+                f"field 'previous': null, but edition {before.name!r} is dated before it: it was made outside the "
+                "chain, or re-dated",)))  # fmt: skip
+            continue
+        if before is not None and link is not None and link["name"] != before.name:
+            bad.append(load.Rejected(rel, (
+                f"field 'previous': follows edition {link['name']!r}, but the edition dated before it is "
+                f"{before.name!r}: an edition was removed, added or re-dated",)))  # fmt: skip
+            continue
+        if before is not None and link is not None and link["sha256"] != before.sha256:
+            before_rel = kept[i - 1][0]
+            bad.append(load.Rejected(before_rel, (
+                f"this manifest's sha256 is {before.sha256}, but edition {edition.name!r}, made after it, recorded "
+                f"{link['sha256']}: it was rewritten after that edition was made",)))  # fmt: skip
+            if out and out[-1] is before:
+                out.pop()
+        out.append(edition)
+    return out
+
+
+def audited(loaded: load.Loaded, data_dir: Path) -> tuple[load.Loaded, list[tuple[str, str]]]:
+    """The loaded files less those history says were rewritten: each file git shows changed after it was committed,
+    and each whose bytes differ from what an edition froze, is rejected by name. Returns them, and (manifest, problem)
+    for each run an edition froze whose file is missing (named, not rejected: there is no file to reject)."""
+    import polars as pl
+
+    rewritten = history.rewritten(data_dir) or {}
+    found = read_editions(data_dir)
+    bad: dict[str, list[str]] = {}
+    for path in loaded.runs["path"].to_list():
+        if path in rewritten:
+            bad.setdefault(path, []).append(f"this result file was {rewritten[path]}")
+    current = {r: (s, p) for r, s, p in loaded.runs.select("run_id", "sha256", "path").iter_rows()}
+    missing: list[tuple[str, str]] = []
+    data_name = Path(data_dir).name
+    for edition in found:
+        manifest = f"{data_name}/editions/{edition.name}.json"
+        for run_id, frozen in edition.runs.items():
+            if run_id not in current:
+                where = edition.paths.get(run_id, f"?/{run_id}.parquet")
+                missing.append((manifest, f"{run_id}: frozen in edition {edition.name!r} ({data_name}/{where}), its "
+                                          "result file is missing"))  # fmt: skip
+            elif current[run_id][0] != frozen:
+                sha, path = current[run_id]
+                bad.setdefault(path, []).append(
+                    f"field 'sha256': {sha}, but edition {edition.name!r} froze this run as {frozen}: the file was "
+                    "changed after it was released (result files are never rewritten)"
+                )
+    if not bad:
+        return loaded, missing
+    gone = pl.Series(list(bad), dtype=pl.String).implode()
+    ids = loaded.runs.filter(pl.col("path").is_in(gone))["run_id"].implode()
+    rejected = [*loaded.rejected, *(load.Rejected(path, tuple(problems)) for path, problems in sorted(bad.items()))]
+    runs = loaded.runs.filter(~pl.col("path").is_in(gone))
+    rows = loaded.rows.filter(~pl.col("run_id").is_in(ids))
+    return load.Loaded(runs=runs, rows=rows, rejected=rejected), missing
 
 
 def changelog(previous: Edition | None, current: dict[str, str]) -> dict[str, list[str]]:
@@ -162,22 +326,24 @@ if __name__ == "__main__":
 def write_pages(
     env: jinja2.Environment, docs: Path, loaded: load.Loaded, summary: pl.DataFrame, data_dir: Path
 ) -> list[dict[str, str]]:
-    """The editions index (with changelogs) and one frozen page per edition; returns nav entries."""
+    """The editions index (with changelogs) and one frozen page per edition; returns nav entries. An edition's
+    boards are made from the bytes it froze: its runs' files where they still hash to them, and otherwise the
+    version git holds at the edition's commit, if that hashes to them; a run neither gives is named, not shown."""
     import polars as pl
 
     from generator import derive, pages
 
-    editions = read_editions(data_dir)
+    found = read_editions(data_dir)
     current = dict(summary.select("run_id", "sha256").iter_rows())
+    repo = history.repo(data_dir)
     entries, previous, nav = [], None, []
-    for edition in editions:
+    for edition in found:
         ids = list(edition.runs)
-        runs = loaded.runs.filter(pl.col("run_id").is_in(ids))
-        frozen = derive.run_summary(runs, loaded.rows.filter(pl.col("run_id").is_in(ids)))
-        problems = [f"{r}: result file missing" for r in ids if r not in current]
-        problems += [
-            f"{r}: result file changed since the edition" for r in ids if r in current and current[r] != edition.runs[r]
-        ]
+        same = [r for r in ids if current.get(r) == edition.runs[r]]
+        recovered, problems = _frozen_elsewhere(edition, [r for r in ids if r not in same], data_dir, repo)
+        runs = pl.concat([loaded.runs.filter(pl.col("run_id").is_in(same)), recovered.runs], how="vertical_relaxed")
+        rows = pl.concat([loaded.rows.filter(pl.col("run_id").is_in(same)), recovered.rows], how="vertical_relaxed")
+        frozen = derive.run_summary(runs, rows)
         boards = [
             {"suite": s, "workload": w, "rows": b.to_dicts()}
             for (s, w), b in sorted(derive.leaderboards(frozen).items())
@@ -194,12 +360,55 @@ def write_pages(
             problems=problems,
             log=log,
             previous=previous,
+            git=repo is not None,
         )
         entries.append({"edition": edition, "href": href, "log": log, "runs": len(ids), "problems": len(problems)})
         nav.append({pages.nav_title(edition.name): href})
         previous = edition
     pending = changelog(previous, current)
     pages.render(
-        env, "editions.md.j2", docs / "editions.md", entries=list(reversed(entries)), pending=pending, latest=previous
+        env,
+        "editions.md.j2",
+        docs / "editions.md",
+        entries=list(reversed(entries)),
+        pending=pending,
+        latest=previous,
+        git=repo is not None,
     )
     return nav
+
+
+def _frozen_elsewhere(
+    edition: Edition, ids: list[str], data_dir: Path, repo: history.Repo | None
+) -> tuple[load.Loaded, list[str]]:
+    """The frozen bytes of runs whose files no longer hold them (changed, missing, or rejected now), from git at the
+    edition's commit, where they hash to what the edition froze; and a line for each run, saying where its frozen
+    figures came from or that they cannot be shown."""
+    contents: dict[str, bytes] = {}
+    problems = []
+    data_name = Path(data_dir).name
+    for run_id in ids:
+        where = edition.paths.get(run_id)
+        state = _state(Path(data_dir) / where if where else None, edition.runs[run_id])
+        blob = None
+        if repo is not None and edition.commit and where:
+            blob = history.show(data_dir, edition.commit, f"{data_name}/{where}", load.MAX_FILE_BYTES)
+        if blob is not None and hashlib.sha256(blob).hexdigest() == edition.runs[run_id]:
+            contents[f"{data_name}/{where}"] = blob
+            problems.append(f"{run_id}: result file {state}; shown as frozen, from git at {str(edition.commit)[:12]}")
+        else:
+            why = "not a git checkout" if repo is None else "git does not hold the frozen bytes"
+            problems.append(f"{run_id}: result file {state}, and its frozen bytes cannot be read ({why}): not shown")
+    recovered = load.load_contents(data_dir, contents)
+    return recovered, problems
+
+
+def _state(path: Path | None, frozen: str) -> str:
+    """What became of a frozen run's file that the site does not show as it is."""
+    if path is None or not path.exists():
+        return "missing"
+    try:
+        now = hashlib.sha256(load.read_bounded(path)).hexdigest()
+    except (OSError, ValueError):
+        return "not a readable file now"
+    return "rejected now (see Rejected files)" if now == frozen else "changed since the edition"

@@ -6,9 +6,12 @@ field at fault, and the site's "Rejected files" page shows that list.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import multiprocessing
 import os
+import stat
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,9 +42,104 @@ class Loaded:
     rejected: list[Rejected] = field(default_factory=list)
 
 
+MAX_FILE_BYTES = 256 << 20
+"""Largest result file read (the largest committed one is 0.6 MB; a 10⁵-step run about 2 MB)."""
+MAX_COLUMNS = 64
+"""Most columns a file may declare (the schema has 29): a file of tens of thousands stalls a reader."""
+MAX_ROW_GROUPS = 4096
+MAX_UNCOMPRESSED_BYTES = 512 << 20
+"""Most bytes a file's pages may decompress to, as its Parquet metadata declares them (the largest committed file's
+decompress to 0.8 MB): a small file of zeros compressed a thousandfold is refused before a page is read."""
+
+
 def result_files(data_dir: Path) -> list[Path]:
-    """Every `*.parquet` under data_dir, sorted, skipping the store's hidden temporary files."""
-    return sorted(p for p in Path(data_dir).rglob("*.parquet") if not p.name.startswith("."))
+    """Every `*.parquet` entry under data_dir (whatever it is: a link or a FIFO of that name is listed, to be refused
+    by name, never opened) and every linked folder (never followed), sorted, skipping hidden names (the store's
+    temporary files, a bench's quarantined ones)."""
+    out = []
+    for folder, dirs, files in os.walk(Path(data_dir)):
+        linked = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
+        dirs[:] = [d for d in dirs if d not in linked and not d.startswith(".")]
+        out += [Path(folder, name) for name in linked if not name.startswith(".")]
+        out += [Path(folder, name) for name in files if name.endswith(".parquet") and not name.startswith(".")]
+    return sorted(out)
+
+
+def not_regular(path: Path, limit: int = MAX_FILE_BYTES) -> str | None:
+    """Why a file under data/ is refused unread (None for a regular file within `limit` bytes): a symbolic link (to
+    a record elsewhere, or to /dev/zero), a folder, a FIFO, a socket or a device is named, never followed or opened
+    (lstat)."""
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        return f"cannot be examined: {e.strerror}"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return f"a symbolic link (to {target[:200]!r}), not a regular file: refused unread (copy the file itself in)"
+    if not stat.S_ISREG(st.st_mode):
+        kind = next(
+            (name for test, name in ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"),
+                                     (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
+             if test(st.st_mode)),
+            "special file",
+        )  # fmt: skip
+        return f"a {kind}, not a regular file: refused unread"
+    if st.st_size > limit:
+        return f"{st.st_size:,} bytes, more than the {limit:,} a file here may be: refused unread"
+    return None
+
+
+def read_bounded(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """A regular file's bytes (`not_regular` first; ValueError with its reason otherwise), read through a descriptor
+    that does not follow a link and never more than `limit` bytes, whatever the file became meanwhile."""
+    problem = not_regular(path, limit)
+    if problem:
+        raise ValueError(problem)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file: refused unread")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"more than the {limit:,} bytes a file here may be: refused")
+    return data
+
+
+def metadata_problem(meta: pq.FileMetaData) -> str | None:
+    """Why a file's Parquet metadata alone refuses it, before any page is read: too many columns or row groups,
+    pages that decompress to more than `MAX_UNCOMPRESSED_BYTES`, or foreign schema metadata (an Arrow extension type
+    on the schema or a column, which the reader would otherwise interpret: a file our store writes has none)."""
+    if meta.num_columns > MAX_COLUMNS:
+        return f"{meta.num_columns:,} columns, more than the {MAX_COLUMNS} a result file may declare (it has 29)"
+    if meta.num_row_groups > MAX_ROW_GROUPS:
+        return f"{meta.num_row_groups:,} row groups, more than the {MAX_ROW_GROUPS:,} a result file may have"
+    declared = 0
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        declared += max(
+            group.total_byte_size, sum(group.column(j).total_uncompressed_size for j in range(group.num_columns))
+        )
+        if declared > MAX_UNCOMPRESSED_BYTES:
+            return (
+                f"its pages decompress to more than {MAX_UNCOMPRESSED_BYTES:,} bytes (Parquet metadata, row group "
+                f"{i}): refused before reading"
+            )
+    for key, value in (meta.metadata or {}).items():
+        blob = value
+        if key == b"ARROW:schema":
+            try:
+                blob = base64.b64decode(value, validate=False)
+            except (ValueError, binascii.Error):
+                blob = value
+        if b"ARROW:extension" in key or b"ARROW:extension" in blob:
+            return (
+                "foreign schema metadata: an Arrow extension type on the schema or a column (key "
+                f"{key[:60].decode('utf-8', 'replace')!r}), which is refused, never interpreted"
+            )
+    return None
 
 
 _DICT_COLUMNS = [f.name for f in schema.SCHEMA if f.name in schema.RUN_COLUMNS and pa.types.is_string(f.type)]
@@ -58,16 +156,25 @@ def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, d
     try:
         # run-level strings repeat on every row: keep them dictionary-encoded while checking (a file of 4,000 rows
         # would otherwise expand its config JSON 4,000 times)
-        source = pa.BufferReader(Path(path).read_bytes() if content is None else content)
+        if content is None:
+            content = read_bounded(Path(path))
+        source = pa.BufferReader(content)
         # ParquetFile.read: no dataset layer and no thread pool, about half read_table's cost on small files
         # no pre-buffering: the whole file is in memory already
         meta = pq.ParquetFile(source).metadata
         if meta.num_rows > shapes.MAX_ROWS:
             return None, None, [f"{meta.num_rows:,} rows, more than the {shapes.MAX_ROWS:,} one run may hold"]
+        problem = metadata_problem(meta)
+        if problem:
+            return None, None, [problem]
         names = set(meta.schema.to_arrow_schema().names)  # a missing column is named by the schema check
         dictionary = [c for c in _DICT_COLUMNS if c in names]
         table = pq.ParquetFile(source, read_dictionary=dictionary, pre_buffer=False).read(use_threads=False)
-    except Exception as e:  # any unreadable file: truncated, not Parquet, wrong encoding
+        # whatever other metadata the file carries is dropped, never passed on (polars reads field metadata)
+        table = pa.Table.from_arrays(
+            table.columns, schema=pa.schema([f.remove_metadata() for f in table.schema]).remove_metadata()
+        )
+    except Exception as e:  # any unreadable file: truncated, not Parquet, wrong encoding, not a regular file
         return None, None, [f"not a readable Parquet file: {type(e).__name__}: {e}"]
     try:
         table = schema.upgrade(table)
@@ -105,6 +212,45 @@ def _retraction_problem(config: str, loaded_ids: set[str]) -> str | None:
     return None
 
 
+def collisions(good: list[_Read], heads: pl.DataFrame | None) -> dict[int, str]:
+    """One name, one path: each name that becomes a page or a file of the site (a run's page, CSV and SVG; a board;
+    a served model's page) is compared with every other of its kind after slugging and case-folding (a
+    case-insensitive checkout or browser cannot tell `Run-A` from `run-a`). Two names that become one path reject
+    every file of both, by name: neither may take the other's page. Returns each such file's problem by its index."""
+    from generator import pages
+
+    if heads is None or not good:
+        return {}
+    names = {
+        index: (run_id, suite, workload, model)
+        for index, run_id, suite, workload, model in heads.select(
+            "_file", "run_id", "suite", "workload", columns.column("model_name")
+        ).iter_rows()
+    }
+    paths: dict[tuple[str, str], dict[str, list[_Read]]] = {}  # (field, path) -> name -> files
+    for read in good:
+        run_id, suite, workload, model = names[read.index]
+        made = [("run_id", run_id, pages.run_href(run_id)), ("workload", f"{suite}/{workload}",
+                f"leaderboards/{pages.slug(suite, workload)}.html")]  # fmt: skip
+        if model is not None:
+            made.append(("config.model.name", f"{suite}/{model}", f"serving/{pages.slug(suite, model)}.html"))
+        for field_name, name, path in made:
+            paths.setdefault((field_name, path.casefold()), {}).setdefault(name, []).append(read)
+    out: dict[int, str] = {}
+    for (field_name, path), by_name in sorted(paths.items()):
+        if len(by_name) < 2:
+            continue
+        for name, reads in by_name.items():
+            others = ", ".join(repr(n) for n in sorted(by_name) if n != name)
+            for read in reads:
+                out.setdefault(
+                    read.index,
+                    f"row 0, field {field_name!r}: {name!r} and {others} become the same page ({path}, letters "
+                    "compared without case), so every file of each is rejected: rename one",
+                )
+    return out
+
+
 _ROW_COLUMNS = ["run_id", "trial", "step", "phase", "metric", "value", "unit"]
 _SAMPLE_COLUMNS = _ROW_COLUMNS[1:]
 """What a row carries across processes and into the cache: its run id comes back from its file's head (a join
@@ -127,7 +273,7 @@ class _Read:
 
 
 def _read_files(
-    indexed: list[tuple[int, Path]], root_parent: Path
+    indexed: list[tuple[int, Path]], root_parent: Path, contents: dict[int, bytes] | None = None
 ) -> tuple[list[_Read], pa.Table | None, pa.Table | None]:
     """Read and check files: the unit of work of one worker (or of this process, for a small data dir).
 
@@ -136,9 +282,14 @@ def _read_files(
     as two large tables than as thousands of small ones)."""
     reads, heads, rows = [], [], []
     for index, path in indexed:
-        content = path.read_bytes()
+        rel = path.relative_to(root_parent).as_posix()
+        try:
+            content = contents[index] if contents is not None else read_bounded(path)
+        except (OSError, ValueError) as e:
+            reads.append(_Read(index, rel, "", None, (str(e) if isinstance(e, ValueError) else f"unreadable: {e}",)))
+            continue
         table, first, problems = _read_checked(path, content)
-        rel, digest = path.relative_to(root_parent).as_posix(), hashlib.sha256(content).hexdigest()
+        digest = hashlib.sha256(content).hexdigest()
         if table is None or first is None:  # both or neither
             reads.append(_Read(index, rel, digest, None, tuple(problems)))
             continue
@@ -158,11 +309,22 @@ def _read_files(
     return reads, pa.Table.from_pylist(heads, schema=_HEAD_SCHEMA), pa.concat_tables(rows)
 
 
+def _digest(path: Path) -> str:
+    """A file's sha256, or "" when it is not a regular file one may read (it is then read, and refused, anew)."""
+    try:
+        return hashlib.sha256(read_bounded(path)).hexdigest()
+    except (OSError, ValueError):
+        return ""
+
+
 def _fingerprint() -> str:
     """What a cached check depends on: this module's code and the record checks' (the schema, the declared shapes,
-    the engine registry they name engines from)."""
+    the engine registry they name engines from, the suite and variant files)."""
+    from runners import spec
+
     digest = hashlib.sha256()
-    for path in (Path(__file__), Path(schema.__file__), Path(shapes.__file__), Path(engines.__file__)):
+    suites = sorted(spec.SUITES_DIR.glob("*.toml"))  # which suites, workloads and variants exist, and whose
+    for path in (Path(__file__), Path(schema.__file__), Path(shapes.__file__), Path(engines.__file__), *suites):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -202,7 +364,7 @@ def _read_all(
     reuse: dict[int, int] = {}  # a file's index in the cache: its index now
     for index, path in enumerate(files):
         rel = path.relative_to(root_parent).as_posix()
-        digest = hashlib.sha256(path.read_bytes()).hexdigest() if known else ""
+        digest = _digest(path) if known else ""
         if (rel, digest) in known:
             old, run_id = known[(rel, digest)]
             reuse[old] = index
@@ -251,6 +413,29 @@ def _read_all(
     return reads, head, row
 
 
+def load_contents(data_dir: Path, contents: dict[str, bytes]) -> Loaded:
+    """Files given by their bytes (by path relative to data_dir's parent, as `Loaded.runs.path` names them), checked
+    as `load` checks files on disk: an edition's frozen versions, read back from git (generator/editions.py)."""
+    root = Path(data_dir).parent
+    indexed = list(enumerate(root / rel for rel in sorted(contents)))
+    reads, heads, rows = _read_files(indexed, root, {i: contents[p.relative_to(root).as_posix()] for i, p in indexed})
+    rejected = [Rejected(r.rel, r.problems) for r in reads if r.run_id is None]
+    good = [r for r in reads if r.run_id is not None]
+    empty = _frame(schema.SCHEMA.empty_table())
+    if not good or heads is None or rows is None:
+        runs = empty.select(schema.RUN_COLUMNS).with_columns(
+            path=pl.lit(None, dtype=pl.String), sha256=pl.lit(None, dtype=pl.String)
+        )
+        return Loaded(runs=runs, rows=empty.select(_ROW_COLUMNS), rejected=rejected)
+    files = pl.DataFrame(
+        {"_file": [r.index for r in good], "path": [r.rel for r in good], "sha256": [r.sha256 for r in good]},
+        schema={"_file": pl.Int32, "path": pl.String, "sha256": pl.String},
+    )
+    runs = _frame(heads).join(files, on="_file")
+    row_frame = _frame(rows).join(runs.select("_file", "run_id"), on="_file", how="left", maintain_order="left")
+    return Loaded(runs=runs.drop("_file"), rows=row_frame.select(_ROW_COLUMNS), rejected=rejected)
+
+
 def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None = None) -> Loaded:
     """Load every good result file under data_dir (or just `files`, named relative to data_dir's parent); report
     the others. `cache_dir` (the site build's) keeps the checked contents of files by path and sha256, so an
@@ -282,6 +467,10 @@ def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None
         else:
             seen[run_id] = read.rel
             good.append(read)
+    collided = collisions(good, heads)
+    rejected += [Rejected(read.rel, (collided[read.index],)) for read in good if read.index in collided]
+    good = [read for read in good if read.index not in collided]
+    loaded_ids = {read.run_id for read in good if read.run_id is not None}
     retracting = (
         {}
         if heads is None
@@ -289,7 +478,7 @@ def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None
     )
     kept = []
     for read in good:
-        bad_retraction = _retraction_problem(retracting[read.index], set(seen)) if read.index in retracting else None
+        bad_retraction = _retraction_problem(retracting[read.index], loaded_ids) if read.index in retracting else None
         if bad_retraction:
             rejected.append(Rejected(read.rel, (bad_retraction,)))
         else:

@@ -34,6 +34,8 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         if value == 0:
             return "0"
+        if abs(value) >= 1e15:  # a figure no table needs every digit of (and 1e308 would print 309)
+            return f"{value:.{digits}g}"
         return f"{value:,.{digits}g}" if abs(value) < 10**digits else f"{value:,.0f}"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
@@ -182,8 +184,17 @@ def pre(value: Any) -> Markup:
 
 
 def slug(*parts: str) -> str:
-    """A file-name-safe slug of record values (letters, digits, '-' and '.')."""
-    return "-".join("".join(c if c.isalnum() or c in "-." else "-" for c in p) for p in parts)
+    """A file-name-safe slug of record values (ASCII letters and digits, '-' and '.'). Different names can give
+    one slug (`a_b`, `a+b` and `a-b`; names differing in case, on a file system that ignores it): the loader rejects
+    every file of such names (generator/load.py `collisions`), so no page or asset is ever made twice."""
+    return "-".join("".join(c if (c.isascii() and c.isalnum()) or c in "-." else "-" for c in p) for p in parts)
+
+
+def chart_id(slug_text: str, kind: str) -> str:
+    """A chart's id and its static SVG's name (`assets/charts/<id>.svg`): the page's slug, then `_` and the chart's
+    kind. A slug never holds `_`, so the kind is what follows the last one: two charts share a name only if their
+    pages share a slug, which the loader does not allow."""
+    return f"chart-{slug_text}_{kind}"
 
 
 def nav_title(*parts: str) -> str:

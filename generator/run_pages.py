@@ -24,7 +24,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import charts, columns, commits, pages
+from generator import charts, columns, commits, pages, reproduce
 from runners import shapes
 
 
@@ -251,6 +251,18 @@ def csv_texts(rows: pl.DataFrame) -> dict[str, str]:
     return out
 
 
+def _label(value: Any) -> str:
+    """An axis label: three significant digits, or a dash where the value is not a finite number."""
+    return f"{value:.3g}" if isinstance(value, int | float) and math.isfinite(value) else "–"
+
+
+def _log_label(exponent: Any) -> str:
+    """The label of a log-scale axis at 10^exponent (a dash where that is not a finite number: never `inf`)."""
+    if not (isinstance(exponent, int | float) and math.isfinite(exponent)) or abs(exponent) > 300:
+        return "–"
+    return _label(10.0**exponent)
+
+
 def samples_svg(texts: dict[str, Any]) -> str:
     """A static SVG of step time (log scale) and loss per step, for readers without JavaScript, from the points
     `sample_texts` computed."""
@@ -260,7 +272,7 @@ def samples_svg(texts: dict[str, Any]) -> str:
         if not points:
             return ""
         lo, hi, warm_x = texts[f"{name}_lo"], texts[f"{name}_hi"], texts[f"{name}_warm_x"]
-        fmt = (lambda v: f"{10**v:.3g}") if log else (lambda v: f"{v:.3g}")
+        fmt = _log_label if log else _label
         return (
             f'<g transform="translate(0,{top})">'
             f'<rect x="{PLOT_X}" y="10" width="{warm_x - PLOT_X:.1f}" height="{SVG_PANEL - 30}" fill="#fdf3d8"/>'
@@ -314,7 +326,7 @@ def _code_key(stylesheets: list[str]) -> str:
     the template and the stylesheet names."""
     digest = hashlib.sha256()
     for path in (Path(__file__), Path(charts.__file__), Path(pages.__file__), Path(commits.__file__),
-                 pages.TEMPLATES / "run.html.j2"):  # fmt: skip
+                 Path(reproduce.__file__), pages.TEMPLATES / "run.html.j2"):  # fmt: skip
         digest.update(path.read_bytes())
     digest.update("\n".join(stylesheets).encode())
     return digest.hexdigest()
@@ -459,8 +471,11 @@ def _render(
             (stage / svg_name).write_text(samples_svg(run_texts))
         else:
             (stage / f"{slug}.svg").unlink(missing_ok=True)
+        command, not_reproducible = reproduce.command(run, config if isinstance(config, dict) else {})
         html = template.render(
             run=run,
+            reproduce=command,
+            not_reproducible=not_reproducible,
             csv_name=csv_name,
             config=config,
             settings=settings_rows(config),

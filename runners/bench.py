@@ -14,6 +14,7 @@ import os
 import platform
 import secrets
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -25,11 +26,31 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from runners import cpu_isa, engines, lifetime, metrics, preflight, provenance, record, schema, shapes, spec, store
+from runners import (
+    cpu_isa,
+    engines,
+    footprint,
+    lifetime,
+    metrics,
+    preflight,
+    provenance,
+    record,
+    schema,
+    shapes,
+    spec,
+    store,
+    streams,
+)
 
 GRACE_S = 300.0  # start-up, compilation and writing, on top of the workload's per-trial time budget
 # Kept in every process we start, whatever the caller's environment says (see ../shared/ENVIRONMENT.md).
 FORCED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+LOG_LINE_BYTES = 8 << 10
+"""Longest line of a runner's standard error passed to the log and kept for its failure record (the rest is cut)."""
+LOG_SHOWN_BYTES = 64 << 20
+"""Most of one runner's standard error passed to the log; what follows is read and dropped (its tail is still kept)."""
+MAX_HANDOVER_BYTES = 1 << 30
+"""Largest hand-over file the bench reads records from (a 10⁵-step record is about 25 MB of JSON)."""
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
@@ -80,7 +101,7 @@ def runner_command(
         cmd += ["torch.distributed.run", "--standalone", f"--nproc-per-node={world}", "-m"]
     cmd.append(engine.train_runner or "")
     if variant.engine == "external":  # the contract's variants come from the file the bench was given
-        cmd += ["--variants", str(args.variants)]
+        cmd += ["--variants", str(args.variants), "--data-dir", str(args.data_dir)]
     cmd += [
         "--suite",
         args.suite,
@@ -169,9 +190,11 @@ def _selected(work: spec.Workload, args: argparse.Namespace) -> bool:
 
 
 def _run_teeing_stderr(cmd: list[str], env: dict[str, str], limit_s: float) -> tuple[int | None, str]:
-    """Run a runner in its own process group, streaming its stderr live and keeping the tail for the record.
+    """Run a runner in its own process group, streaming its stderr live and keeping the tail for the record; when
+    it ends, every process it left behind (re-parented to the bench, a subreaper) ends too.
 
-    Returns (exit code, stderr tail); the code is None when the group was killed for overrunning `limit_s`.
+    Returns (exit code, stderr tail); the code is None when the group was killed for overrunning `limit_s`. Its
+    standard error is read in bounded memory: lines cut at `LOG_LINE_BYTES`, at most `LOG_SHOWN_BYTES` shown.
     """
     env = env | {lifetime.BENCH_PID_ENV: str(os.getpid())}
     stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
@@ -181,7 +204,6 @@ def _run_teeing_stderr(cmd: list[str], env: dict[str, str], limit_s: float) -> t
             cmd,
             env=env,
             stderr=subprocess.PIPE,
-            text=True,
             start_new_session=True,
             preexec_fn=lifetime.die_with_parent(),  # the bench starts runners from its main thread
         )
@@ -191,9 +213,13 @@ def _run_teeing_stderr(cmd: list[str], env: dict[str, str], limit_s: float) -> t
     tail: collections.deque[str] = collections.deque(maxlen=200)
 
     def pump() -> None:
-        for line in proc.stderr:  # type: ignore[union-attr]
-            sys.stderr.write(line)
-            tail.append(line)
+        shown = 0
+        for line in streams.lines(proc.stderr, LOG_LINE_BYTES):  # type: ignore[arg-type]
+            text = line.text() + (f" … ({line.length - len(line.data):,} more bytes)" if line.cut else "") + "\n"
+            tail.append(text)
+            if shown < LOG_SHOWN_BYTES:
+                shown += len(text)
+                sys.stderr.write(text if shown < LOG_SHOWN_BYTES else "… (the rest of its output is not shown)\n")
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
@@ -204,6 +230,9 @@ def _run_teeing_stderr(cmd: list[str], env: dict[str, str], limit_s: float) -> t
         proc.wait()
         code = None
         tail.append(f"killed after {limit_s:g} s (time budget plus {GRACE_S:g} s grace)\n")
+    left = lifetime.end_descendants()
+    if left:
+        tail.append(f"it left {len(left)} process(es) running after it ended; the bench ended them\n")
     reader.join(timeout=10)
     _RUNNING.remove(proc)
     return code, "".join(tail)
@@ -225,6 +254,7 @@ def _end_runs_and_exit(signum: int, _frame: object) -> None:
             time.sleep(0.2)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # whatever of the group is left
+    lifetime.end_descendants()  # and whatever left the group (setsid), re-parented to the bench
     name = signal.Signals(signum).name
     print(f"\nbench: {name}: the running run was cancelled and its processes ended; no file written", file=sys.stderr)
     os._exit(128 + signum)
@@ -378,15 +408,19 @@ def run_suite(args: argparse.Namespace) -> int:
                 f" {suite.name}/{name}: ask for more than {warmup}"
             )
     swept = sweep_env(args.env)
+    overrides = spec.parse_overrides(args.set)
     # the name a record will carry is checked before any GPU time is spent on it (the store would refuse it after)
     for _, variant in todo:
-        label = record.variant_label(variant.name, spec.parse_overrides(args.set), swept)
+        label = record.variant_label(variant.name, overrides, swept)
         problem = shapes.name_problem("variant", label)
         if problem:
             raise SystemExit(f"--set/--env make the variant name {problem}: a result file could not be written")
     env = os.environ | swept | FORCED_ENV | {"FAIRFIGHT_SWEEP_ENV": ",".join(sorted(swept))}
     check_devices(suite, args)
     _handle_signals()
+    lifetime.become_subreaper()  # what a runner leaves behind, setsid or not, is re-parented here and ended
+    if any(v.engine == "external" for _, v in todo):
+        lifetime.not_inspectable()  # an outside engine runs as our user: /proc must not show it our files
     summary = []
     runs = len(todo) + sum(len(tests) for *_, tests in inference + serving)
     print(f"suite {suite.name}: {runs} run(s) → {args.data_dir}/{suite.name}/", flush=True)
@@ -395,11 +429,20 @@ def run_suite(args: argparse.Namespace) -> int:
         print(f"[{i}/{len(todo)}] {work.name} · {variant.name} ({variant.tier}) run {run_id}", flush=True)
         started, t0 = datetime.now(UTC), time.perf_counter()
         limit = work.trials * ((args.time_budget or work.time_budget_s) + spec.SETUP_ALLOWANCE_S) + GRACE_S
+        identity = run_identity(suite.name, work.name, variant, record.variant_label(variant.name, overrides, swept))
+        watch = footprint.Watch(args.data_dir, provenance.REPO_ROOT) if variant.engine == "external" else None
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "records.jsonl"
             cmd = runner_command(work, variant, args, run_id, out)
+            if watch is not None:
+                watch.start()
             code, err = _run_teeing_stderr(cmd, env | runner_env(work.device, variant), limit)
-            refused = write_records(out, args.data_dir, {run_id})
+            intruded = watch.finish() if watch is not None else []
+            if intruded:
+                refused = {run_id: _intrusion_text(intruded)}
+                print("    " + refused[run_id], flush=True)
+            else:
+                refused = write_records(out, args.data_dir, {run_id: identity})
         path = store.run_path(args.data_dir, suite.name, run_id)
         if not path.exists():
             status = "failed" if run_id in refused else _classify(code, err or "")
@@ -451,8 +494,11 @@ def run_inference(
             cmd + (["--note", args.note] if args.note else []), env, entry.time_budget_s + GRACE_S
         )
         refused = write_records(
-            measured, args.data_dir, {record.test_run_id(stamp, t.workload, variant.name) for t in tests}
-        )
+            measured,
+            args.data_dir,
+            {record.test_run_id(stamp, t.workload, variant.name): run_identity(suite.name, t.workload, variant)
+             for t in tests},
+        )  # fmt: skip
     lines = []
     for test in tests:
         run_id = record.test_run_id(stamp, test.workload, variant.name)
@@ -483,8 +529,11 @@ def run_inference(
             [sys.executable, "-m", checker, *common, "--out", str(out)], env, entry.time_budget_s + GRACE_S
         )
         write_records(
-            out, args.data_dir, {record.test_run_id(stamp, t.workload, f"{variant.name}-{tool}") for t in tests}
-        )
+            out,
+            args.data_dir,
+            {record.test_run_id(stamp, t.workload, f"{variant.name}-{tool}"):
+             run_identity(suite.name, t.workload, variant, tool=tool) for t in tests},
+        )  # fmt: skip
     for test in tests:
         path = store.run_path(
             args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}")
@@ -521,10 +570,14 @@ def run_serving(
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "tests.jsonl"
         code, err = _run_teeing_stderr([*cmd, "--out", str(out)], env, entry.time_budget_s + GRACE_S)
-        names = (variant.name, f"{variant.name}-{engine.tool}")  # the runner's records and its tool's
-        refused = write_records(
-            out, args.data_dir, {record.test_run_id(stamp, t.workload, n) for t in tests for n in names}
-        )
+        # the runner's records and its tool's
+        expected = {record.test_run_id(stamp, t.workload, variant.name): run_identity(suite.name, t.workload, variant)
+                    for t in tests}  # fmt: skip
+        expected |= {
+            record.test_run_id(stamp, t.workload, f"{variant.name}-{engine.tool}"):
+            run_identity(suite.name, t.workload, variant, tool=engine.tool) for t in tests
+        }  # fmt: skip
+        refused = write_records(out, args.data_dir, expected)
     lines = []
     for test in tests:
         run_id = record.test_run_id(stamp, test.workload, variant.name)
@@ -593,30 +646,93 @@ def summarize_serving(path: Path) -> dict[str, object]:
     return line
 
 
-def write_records(out: Path, data_dir: Path, expected: set[str]) -> dict[str, str]:
+def run_identity(suite: str, workload: str, variant: spec.Variant, label: str | None = None, tool: str | None = None
+                 ) -> dict[str, str]:  # fmt: skip
+    """What a record of a run the bench started must say it is: the bench, not the runner, decides a record's suite,
+    workload, engine, variant, tier and origin (`tool`: the engine's own tool's record, imported beside it)."""
+    return {
+        "suite": suite,
+        "workload": workload,
+        "engine": tool or variant.engine,
+        "variant": label or variant.name,
+        "tier": variant.tier,
+        "origin": "imported" if tool else "measured",
+    }
+
+
+def _intrusion_text(found: list[str]) -> str:
+    listed = ", ".join(found[:20]) + (f" (and {len(found) - 20} more)" if len(found) > 20 else "")
+    return (
+        f"its record was refused: while it ran, files appeared or changed outside its own folder that the bench did "
+        f"not write: {listed}. A new file under the data folder was set aside under a hidden .quarantined- name; "
+        "check the rest (git status) and remove what you did not make"
+    )
+
+
+def write_records(out: Path, data_dir: Path, expected: dict[str, dict[str, str]]) -> dict[str, str]:
     """Write the result file of every record a runner handed over (`record.emit`: a JSON line each) whose run id is
-    one the bench gave it (`expected`): the bench alone writes result files. A line the store refuses, or for a run
-    the bench did not start, is reported and skipped; a run without a written record then gets a failure record,
-    which says why its record was refused (returned: reason by run id)."""
+    one the bench gave it (`expected`, with what the record must say it is: `run_identity`): the bench alone writes
+    result files, and decides whose they are. A line the store refuses, for a run the bench did not start, or that
+    claims another engine, variant, workload, tier or origin than the bench started, is reported and skipped; two
+    records of one run (a runner hands over one: another process wrote to its file) are both refused. A run without
+    a written record then gets a failure record, which says why its record was refused (returned: reason by run
+    id)."""
     written: dict[str, Path] = {}
     refused: dict[str, str] = {}
-    for i, line in enumerate(out.read_text().splitlines() if out.exists() else [], 1):
-        run_id = None
+    lines, problem = _handover_lines(out)
+    if problem:
+        print(f"    {out.name}: not read ({problem})", flush=True)
+        return {run_id: f"its record was refused ({problem})" for run_id in expected}
+    parsed: list[tuple[int, object, str | None]] = []
+    for i, line in enumerate(lines, 1):
         try:
-            line_obj = json.loads(line)
-            head = line_obj.get("run") if isinstance(line_obj, dict) else None
-            run_id = head.get("run_id") if isinstance(head, dict) else None
-            run, rows = _record_of(line_obj)
+            line_obj: object = json.loads(line)
+        except (ValueError, RecursionError) as e:
+            line_obj = e
+        head = line_obj.get("run") if isinstance(line_obj, dict) else None
+        run_id = head.get("run_id") if isinstance(head, dict) else None
+        parsed.append((i, line_obj, run_id if isinstance(run_id, str) else None))
+    copies = collections.Counter(run_id for _, _, run_id in parsed)
+    for i, line_obj, run_id in parsed:
+        try:
+            if isinstance(line_obj, Exception):
+                raise line_obj
             if run_id not in expected:
                 raise ValueError(f"run id {run_id!r} is not one this session started")
-            if run_id in written:
-                raise ValueError(f"a second record of {run_id!r}")
+            if copies[run_id] > 1:
+                raise ValueError(
+                    f"{copies[run_id]} records of {run_id!r} in its runner's hand-over file, which holds one: another "
+                    "process wrote to it, so none is written"
+                )
+            run, rows = _record_of(line_obj)  # type: ignore[arg-type]
+            for key, want in expected[run_id].items():
+                if run.get(key) != want:
+                    raise ValueError(
+                        f"field {key!r}: {str(run.get(key))[:100]!r}, but the bench started this run as {want!r}: a "
+                        "runner's rows never become another engine's, variant's or workload's record"
+                    )
             written[run_id] = store.write_run(data_dir, schema.make_table(run, rows))
         except Exception as e:  # one bad line never costs the records after it, nor the rest of the suite
-            print(f"    {out.name} line {i}: not written ({type(e).__name__}: {e})", flush=True)
+            print(f"    {out.name} line {i}: not written ({type(e).__name__}: {str(e)[:2000]})", flush=True)
             if run_id in expected and run_id not in written:
-                refused.setdefault(run_id, f"its record was refused ({type(e).__name__}: {e})")
+                refused.setdefault(run_id, f"its record was refused ({type(e).__name__}: {str(e)[:2000]})")
     return refused
+
+
+def _handover_lines(out: Path) -> tuple[list[bytes], str | None]:
+    """The lines of a runner's hand-over file, read only if it is a regular file of bounded size (a link or a FIFO
+    put in its place is never followed or opened); ([], why) otherwise, ([], None) when there is none."""
+    try:
+        st = os.lstat(out)
+    except FileNotFoundError:
+        return [], None
+    if not stat.S_ISREG(st.st_mode):
+        return [], "its hand-over file is not a regular file: something else put it there"
+    if st.st_size > MAX_HANDOVER_BYTES:
+        return [], f"its hand-over file holds {st.st_size:,} bytes, more than the {MAX_HANDOVER_BYTES:,} read"
+    fd = os.open(out, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        return f.read(MAX_HANDOVER_BYTES + 1).splitlines(), None
 
 
 def _failure_text(refused: str | None, code: int | None, err: str | None) -> str:

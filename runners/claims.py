@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -16,7 +17,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from runners import schema, spec, store
+from runners import schema, shapes, spec, store
+
+MAX_STEPS_PER_S = 1e9
+"""Most steps per second a claim may report: a step of any model that trains does not take a nanosecond."""
+MAX_STEPS = 10**12
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -45,10 +50,20 @@ class Claim:
     """What the source does not say that a reproduction would need."""
 
     def __post_init__(self) -> None:
-        if not self.id.replace("-", "").isalnum():
+        if not (self.id.isascii() and self.id.replace("-", "").isalnum()):
             raise spec.SpecError(f"claim id {self.id!r}: letters, digits and '-' only")
-        if self.steps_per_s <= 0 or self.accelerator_count <= 0:
-            raise spec.SpecError(f"claim {self.id!r}: steps_per_s and accelerator_count must be positive")
+        for name, value, high in (
+            ("steps_per_s", self.steps_per_s, MAX_STEPS_PER_S),
+            ("steps", self.steps, MAX_STEPS),
+            ("accelerator_count", self.accelerator_count, shapes.MAX_DEVICES),
+        ):
+            # TOML has inf and nan, and `nan <= 0` is False: each is refused here, by name, never by a traceback
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise spec.SpecError(f"claim {self.id!r}, field {name!r}: {value!r} is not a finite number")
+            if not 0 < value <= high:
+                raise spec.SpecError(
+                    f"claim {self.id!r}, field {name!r}: {value!r} must be above 0 and at most {high:g}"
+                )
 
 
 def load_claims(path: Path) -> list[Claim]:

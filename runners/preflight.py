@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from runners import engines, spec
@@ -115,18 +116,23 @@ def _missing_modules(python: str, modules: Sequence[str]) -> list[str] | None:
     return done.stdout.split() if done.returncode == 0 else None
 
 
-def _command_problems(suite: spec.Suite, plan: Sequence[tuple[str, spec.Variant]]) -> list[str]:
-    """An outside engine's command must be one this host can start (`python` is the running interpreter)."""
+def _command_problems(plan: Sequence[tuple[str, spec.Variant]], variants_file: Path | None) -> list[str]:
+    """An outside engine's command must be one this host can start: `python` is the running interpreter, and a
+    relative path is taken beside the variants file, as the external runner takes it."""
+    from runners.engines.external import untrusted
+
     problems = []
+    base = (variants_file or Path(".")).resolve().parent
     for _, variant in plan:
         if variant.engine != "external":
             continue
         command = variant.settings.get("command")
-        first = command[0] if isinstance(command, list) and command and isinstance(command[0], str) else None
-        if first is None:
+        if not (isinstance(command, list) and command and all(isinstance(c, str) for c in command)):
             problems.append(f"variant {variant.name!r}: its setting 'command' must be a list of strings")
-        elif first != "python" and shutil.which(first) is None:
-            problems.append(f"variant {variant.name!r}: command {first!r} not found on PATH (nor as a file)")
+            continue
+        first = untrusted.resolved_command(command, base)[0]
+        if first != "python" and shutil.which(first) is None and not Path(first).is_file():
+            problems.append(f"variant {variant.name!r}: command {command[0]!r} not found on PATH (nor as a file)")
     return problems
 
 
@@ -152,7 +158,7 @@ def check(suite: spec.Suite, args: argparse.Namespace, todo: Todo, inference: En
     plan = [("train", v) for _, v in todo] + [("inference", v) for _, v, _ in inference]
     plan += [("serving", v) for _, v, _ in serving]
     problems += _module_problems(plan)
-    problems += _command_problems(suite, plan)
+    problems += _command_problems(plan, getattr(args, "variants", None))
     if problems:
         lines = "\n".join(f"  - {p}" for p in dict.fromkeys(problems))
         raise spec.SpecError(f"bench --suite {suite.name}: nothing was run, nothing written:\n{lines}")

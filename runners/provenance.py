@@ -48,14 +48,15 @@ _SECRET_VALUE = re.compile(r"(hf_|sk-|ghp_|gho_|github_pat_|xox[abp]-|AKIA)[A-Za
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def secret_like(name: str, value: str) -> bool:
+    """Whether a variable's name or value looks like a credential (it then never leaves the machine)."""
+    return bool(_SECRET_NAME.search(name) or _SECRET_VALUE.search(value))
+
+
 def environment(env: dict[str, str] | None = None) -> dict[str, str]:
     """The allowlisted environment variables, minus anything that looks like a credential."""
     env = dict(os.environ if env is None else env)
-    return {
-        k: v
-        for k, v in sorted(env.items())
-        if k.startswith(ENV_PREFIXES) and not _SECRET_NAME.search(k) and not _SECRET_VALUE.search(v)
-    }
+    return {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES) and not secret_like(k, v)}
 
 
 def project_version() -> str:

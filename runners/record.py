@@ -284,12 +284,17 @@ def emit(out: Path | str, run: dict[str, Any], rows: list[dict[str, Any]]) -> st
     a JSON line appended to the file the bench named (`--out`), checked first as the store will check it, so that a
     bad record fails here, naming its field. Returns the run id."""
     import os
+    import stat
 
     from runners import schema
 
     schema.make_table(run, rows)
     line = json.dumps({"run": run, "rows": rows}, default=lambda v: v.isoformat())
-    with open(out, "a") as f:  # one line per record: a later crash loses none of those before it
+    # never through a link or into a FIFO put in the file's place (an outside engine runs as the same user)
+    fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK, 0o600)
+    with os.fdopen(fd, "a") as f:  # one line per record: a later crash loses none of those before it
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{out}: not a regular file, so no record is handed over through it")
         f.write(line + "\n")
         f.flush()
         os.fsync(f.fileno())

@@ -23,6 +23,10 @@ SCHEMA_VERSION = 2
 STATUSES = ("ok", "failed", "oom", "timeout", "unsupported")
 ORIGINS = ("measured", "imported", "claim", "retraction")
 TIERS = ("stock", "tuned", "claim")
+MAX_ABS_VALUE = 1e18
+"""Largest magnitude of a row's value: no measurement here comes near it (a 70B model's bytes are 1.4e11), and a
+value of 1e308 overflows the arithmetic and the text of every page that shows it (`inf` axis labels, 300-digit
+headings, chart specs that are not JSON)."""
 PHASES = ("warmup", "steady", "run")
 """`warmup` and `steady` steps; `run` for run-level values (startup time, peak memory, steps completed)."""
 
@@ -371,6 +375,20 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
         problems.append(
             Problem(0, "engine", f"{first['engine']!r}: {first['origin']} records come from {list(engines)}")
         )
+    owner = variant_engines().get(first["variant"].split("[", 1)[0])
+    if owner is not None and first["origin"] in ("measured", "imported"):
+        # a variant of ours is one engine's: another engine's rows under its name would pool with its runs
+        wanted = owner if first["origin"] == "measured" else OWN_TOOLS.get(owner)
+        if first["engine"] != wanted:
+            problems.append(
+                Problem(
+                    0,
+                    "engine",
+                    f"{first['engine']!r}, but variant {first['variant'].split('[', 1)[0]!r} is {owner}'s "
+                    f"(runners/suites/variants.toml; an imported record of it comes from {wanted or 'no tool'}): "
+                    "an engine's records never carry another engine's variant",
+                )
+            )
     if first["suite"] not in known_suites():
         problems.append(
             Problem(
@@ -400,18 +418,22 @@ def _rows_may_be_bad(table: pa.Table) -> bool:
     groups = (
         table.select(["metric", "unit", "phase", "value", "trial", "step"])
         .group_by(["metric", "unit", "phase"], use_threads=False)
-        .aggregate([("value", "min"), ("value", "sum"), ("trial", "min"), ("step", "min"), ("value", "list")])
+        .aggregate(
+            [("value", "min"), ("value", "max"), ("value", "sum"), ("trial", "min"), ("step", "min"), ("value", "list")]
+        )
     )
     values = groups.column("value_list")
-    for i, (metric, unit, phase, low, total, trial, step) in enumerate(
+    for i, (metric, unit, phase, low, high, total, trial, step) in enumerate(
         zip(
-            *(groups.column(c).to_pylist() for c in ("metric", "unit", "phase", "value_min", "value_sum")),
+            *(groups.column(c).to_pylist() for c in ("metric", "unit", "phase", "value_min", "value_max", "value_sum")),
             groups.column("trial_min").to_pylist(),
             groups.column("step_min").to_pylist(),
             strict=True,
         )
     ):
         if phase not in PHASES or not math.isfinite(total) or trial < 0 or (step is not None and step < 0):
+            return True
+        if max(abs(low), abs(high)) > MAX_ABS_VALUE:
             return True
         if not shapes.METRIC_NAME.fullmatch(metric) or not shapes.UNIT_NAME.fullmatch(unit):
             return True
@@ -440,6 +462,14 @@ def _row_problems(table: pa.Table) -> list[Problem]:
             pc.invert(pc.is_finite(value)),
             "value",
             lambda i: f"{value[i].as_py()} is not finite (metric {metric[i].as_py()!r})",
+        ),
+        (
+            pc.and_(pc.is_finite(value), pc.greater(pc.abs(value), MAX_ABS_VALUE)),
+            "value",
+            lambda i: (
+                f"{value[i].as_py():.3g} is beyond ±{MAX_ABS_VALUE:.0e} (metric {metric[i].as_py()!r}): not a "
+                "measurement"
+            ),
         ),
         (
             pc.and_(pc.ends_with(metric, "_s"), pc.less(value, 0)),
@@ -519,6 +549,23 @@ def known_suites() -> frozenset[str]:
 
         _SUITES = frozenset(p.stem for p in spec.SUITES_DIR.glob("*.toml") if p != spec.VARIANTS_FILE)
     return _SUITES
+
+
+_VARIANT_ENGINES: dict[str, str] | None = None
+
+
+def variant_engines() -> dict[str, str]:
+    """The engine of each variant Fair Fight ships (runners/suites/variants.toml): a record under one of these names
+    comes from that engine (or its own tool), never from another."""
+    global _VARIANT_ENGINES
+    if _VARIANT_ENGINES is None:
+        from runners import spec
+
+        try:
+            _VARIANT_ENGINES = {name: v.engine for name, v in spec.load_variants().items()}
+        except (spec.SpecError, OSError):
+            _VARIANT_ENGINES = {}
+    return _VARIANT_ENGINES
 
 
 _WORKLOADS: dict[str, dict[str, dict[str, Any]]] = {}

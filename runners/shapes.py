@@ -25,7 +25,8 @@ class Field:
     """One JSON path the site reads: its type, its range, and whether null is allowed."""
 
     kind: str
-    """'int' (not bool), 'number' (finite int or float), 'str', 'bool', 'object', 'list' or 'list[str]'."""
+    """'int' (not bool), 'number' (finite int or float), 'str', 'name' (a plain name, as `NAMES` allow: it becomes a
+    page's file name), 'bool', 'object', 'list' or 'list[str]'."""
     low: float | None = None
     """Lowest allowed value (numbers), or shortest length (strings, lists)."""
     strict: bool = False
@@ -35,8 +36,10 @@ class Field:
     nullable: bool = False
 
 
-_POS_INT = Field("int", low=1)
-_COUNT = Field("int", low=0)
+_POS_INT = Field("int", low=1, high=2**53)
+_COUNT = Field("int", low=0, high=2**53)
+"""Whole numbers up to 2⁵³, which a float holds exactly: a shape of 10³⁰ is no shape, and would overflow the
+site's integer columns."""
 _POS_NUM = Field("number", low=0, strict=True)
 _NAME = Field("str", low=1, high=200)
 _TEXT = Field("str", high=4000)
@@ -80,7 +83,7 @@ PATHS: dict[tuple[str, str], Field] = {
     ("config", "model.family"): Field("str", high=40),
     ("config", "workload.inference"): Field("object"),
     ("config", "model"): Field("object"),
-    ("config", "model.name"): _NAME,
+    ("config", "model.name"): Field("name"),  # a served model's page is named after it
     **{("config", f"model.{k}"): _POS_INT for k in ("vocab", "dim", "layers", "heads", "kv_heads", "ffn_dim")},
     ("config", "model.context"): _POS_INT,
     ("config", "model.tied_embeddings"): Field("bool"),
@@ -106,7 +109,11 @@ PATHS: dict[tuple[str, str], Field] = {
     ("config", "claim.unknown"): Field("list[str]", high=50),
     ("config", "note"): Field("str", high=2000),
     ("config", "pairs_with"): _NAME,  # an engine's own tool's record: the runner's record of the same test
-    ("config", "command"): Field("str", high=4000),
+    ("config", "command"): Field("str", high=4000),  # kept, never shown: a run page builds its own (reproduce.py)
+    ("config", "external_variants"): Field("str", low=1, high=1000),
+    ("config", "workload.time_budget_s"): Field("number", low=0, strict=True, high=1e7),
+    ("config", "variant.overrides"): Field("object"),
+    ("config", "variant.sweep_env"): Field("object"),
     ("config", "model_file"): Field("object"),
     ("config", "model_file.sha256"): Field("str", high=64),
     ("config", "model_file.bytes"): _COUNT,
@@ -273,6 +280,8 @@ def _shape_problem(value: Any, rule: Field) -> str | None:
         return f"{_show(value)} is not a finite number"
     if kind == "str" and not isinstance(value, str):
         return f"{_show(value)} is not a string"
+    if kind == "name" and not (isinstance(value, str) and re.fullmatch(_PLAIN, value)):
+        return f"{_show(value)} is not a plain name (letters, digits and . _ + -; at most 100 characters)"
     if kind == "bool" and not isinstance(value, bool):
         return f"{_show(value)} is not true or false"
     if kind == "object" and not isinstance(value, dict):

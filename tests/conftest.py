@@ -192,3 +192,14 @@ def built_site(
         "fairfight", "site", "--data", str(corrupt_data), "--out", str(work / "site"), "--work", str(work / "build")
     )
     return work / "site"
+
+
+def committed(folder: Path, message: str = "data") -> str:
+    """`folder` made a git repository (once) with everything in it committed; returns the commit. For tests of what
+    git's history anchors (editions, `release`): a data folder is committed before an edition freezes it."""
+    git = ["git", "-C", str(folder), "-c", "user.name=Fair Fight tests", "-c", "user.email=tests@invalid"]
+    if not (folder / ".git").exists():
+        subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", message], check=True)
+    return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()

@@ -71,7 +71,7 @@ def test_every_page_loads_clean_with_charts_and_working_links(served_site: str, 
             assert response.ok, f"broken internal link {link}"
         board = served_site + "leaderboards/cpu-smoke-train-gpt-tiny-mb4.html"
         page.goto(board, wait_until="networkidle")
-        marks = page.locator("#chart-cpu-smoke-train-gpt-tiny-mb4-throughput svg path").count()
+        marks = page.locator("#chart-cpu-smoke-train-gpt-tiny-mb4_throughput svg path").count()
         assert marks > 0
         _check_sort_and_filter(page)
         browser.close()

@@ -248,7 +248,7 @@ def test_repeats_and_scaling_reach_the_leaderboard(built_site: Path) -> None:
 
     page = (built_site / "leaderboards" / "cpu-smoke-train-gpt-tiny-mb4.html").read_text()
     assert "Repeats (A/A)" in page and "Scaling across device counts" in page
-    assert 'id="chart-cpu-smoke-train-gpt-tiny-mb4-scaling"' in page
+    assert 'id="chart-cpu-smoke-train-gpt-tiny-mb4_scaling"' in page
     run_page = (built_site / "runs" / f"{single['run_id']}.html").read_text()
     assert SCALING_NOTE in run_page and "--world-size 1" in run_page
     assert REPEAT_NOTE in (built_site / "runs" / f"{repeats['run_id'][1]}.html").read_text()

@@ -35,7 +35,6 @@ def _poisoned(path: Path, run_id: str, status: str, **names: str) -> pa.Table:
     config["note"] = "operator note " + PAYLOAD[:1900]
     config["variant"]["name"] = "v " + PAYLOAD[:150]
     config["variant"]["description"] = "description " + PAYLOAD
-    config["model"]["name"] = PAYLOAD[:150]
     config["suite_description"] = "suite " + PAYLOAD
     values = {
         "run_id": run_id,
@@ -75,6 +74,14 @@ def hostile_site(bench_data, tmp_path_factory) -> Path:
     # header number that is markup (rejected by its declared shape)
     _submitted(hostile, _poisoned(source, "hostile-workload", "ok", workload="w " + PAYLOAD))
     _submitted(hostile, _poisoned(source, "hostile-variant", "ok", variant="v " + PAYLOAD))
+    table = _poisoned(source, "hostile-model", "ok")  # a served model's page is named after its model: a plain name
+    config = json.loads(table.column("config")[0].as_py())
+    config["model"]["name"] = PAYLOAD[:150]
+    field = table.schema.field("config")
+    _submitted(
+        hostile,
+        table.set_column(table.column_names.index("config"), field, pa.array([json.dumps(config)] * table.num_rows)),
+    )
     table = _poisoned(source, "hostile-dim", "ok")
     config = json.loads(table.column("config")[0].as_py())
     config["model"]["dim"] = PAYLOAD
@@ -94,7 +101,7 @@ def test_hostile_strings_render_inert_on_every_page(hostile_site: Path) -> None:
     pages = sorted(p.relative_to(hostile_site).as_posix() for p in hostile_site.rglob("*.html") if p.name != "404.html")
     assert "runs/hostile-ok.html" in pages and "runs/hostile-failed.html" in pages
     rejected = (hostile_site / "rejected.html").read_text()
-    assert all(f"hostile-{name}.parquet" in rejected for name in ("workload", "variant", "dim"))
+    assert all(f"hostile-{name}.parquet" in rejected for name in ("workload", "variant", "dim", "model"))
     with serve(hostile_site) as root, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page()

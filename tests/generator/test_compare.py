@@ -7,12 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from generator import compare, editions
+from tests.conftest import committed
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = ROOT / "data" / "h100"
@@ -120,10 +122,13 @@ def test_identical_editions_are_the_same_everywhere(tmp_path: Path, capsys: pyte
     (data / "h100").mkdir(parents=True)
     for stem in (*AA, AMP, TUNED):
         shutil.copy(H100 / f"{stem}.parquet", data / "h100")
-    editions.release("e1", data)
-    editions.release("e2", data)
+    committed(tmp_path)
+    editions.release("e1", data, now=datetime(2026, 12, 1, 10, tzinfo=UTC))
+    committed(tmp_path)
+    editions.release("e2", data, now=datetime(2026, 12, 1, 11, tzinfo=UTC))
     shutil.copy(H100 / f"{SERVE_OK}.parquet", data / "h100")
-    editions.release("e3", data)
+    committed(tmp_path)
+    editions.release("e3", data, now=datetime(2026, 12, 1, 12, tzinfo=UTC))
     status, out, _ = _cli(capsys, "edition:e1", "edition:e2", "--data", str(data), "--json")
     report = json.loads(out)
     assert status == 0 and report["exit_status"] == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -11,7 +12,7 @@ import pytest
 
 from generator import editions
 from runners import claims, spec
-from tests.conftest import run_module
+from tests.conftest import committed, run_module
 
 
 @pytest.mark.bench
@@ -19,25 +20,28 @@ def test_release_freezes_runs_and_changelog_and_integrity_show_on_the_site(bench
     source, _ = bench_data
     data = tmp_path / "data"
     shutil.copytree(source, data)
-    first = editions.release("e1", data)
+    committed(tmp_path)
+    first = editions.release("e1", data, now=datetime(2026, 12, 1, 10, tzinfo=UTC))
     manifest = json.loads(first.read_text())
     assert len(manifest["runs"]) == 4 and all(len(r["sha256"]) == 64 for r in manifest["runs"])
     with pytest.raises(SystemExit, match="never rewritten"):
-        editions.release("e1", data)
+        editions.release("e1", data, now=datetime(2026, 12, 1, 11, tzinfo=UTC))
     assert json.loads(first.read_text()) == manifest  # untouched
     claims.import_claims(spec.SUITES_DIR.parent / "claims" / "seed.toml", data)
-    editions.release("e2", data)
+    committed(tmp_path)
+    editions.release("e2", data, now=datetime(2026, 12, 1, 12, tzinfo=UTC))
     e1, e2 = editions.read_editions(data)
     assert editions.changelog(e1, e2.runs)["added"] == sorted(e2.runs.keys() - e1.runs.keys())
     assert len(editions.changelog(e1, e2.runs)["added"]) == 2
     # the same run's bytes change (recompressed): the editions that froze it must say so
     victim = next((data / "cpu-smoke").glob("*.parquet"))
     pq.write_table(pq.read_table(victim), victim, compression="gzip")
+    (tmp_path / ".git").rename(tmp_path / "git-aside")  # as a tarball would be: only the editions can tell
     run_module("generator.build", "--data", str(data), "--out", str(tmp_path / "site"), "--work", str(tmp_path / "b"))
     index = (tmp_path / "site" / "editions.html").read_text()
     assert "e1" in index and "e2" in index
     page = (tmp_path / "site" / "editions" / "e1.html").read_text()
-    assert f"{victim.stem}: result file changed since the edition" in page
+    assert f"{victim.stem}: result file changed since the edition, and its frozen bytes cannot be read" in page
     assert "cpu-smoke · train-gpt-tiny-mb4" in page
 
 

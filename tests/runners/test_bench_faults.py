@@ -121,22 +121,32 @@ def test_a_run_out_of_memory_is_an_oom_record_and_the_suite_goes_on(
 
 def test_the_bench_writes_only_records_of_runs_it_started(tmp_path: Path) -> None:
     """The one writer of result files: a runner's good record is written once; a record the store refuses comes back
-    with its reason (for the failure record the bench then writes); a record of a run it did not start, a second
-    record of one run, and a line that is not JSON are reported and skipped, and never stop the lines after them."""
+    with its reason (for the failure record the bench then writes); a record of a run it did not start, a record
+    claiming another engine or variant than the bench started, two records of one run (neither is written: another
+    process wrote to the file) and a line that is not JSON are reported and skipped, and never stop the lines after
+    them."""
     from runners import bench, record
 
     out = tmp_path / "records.jsonl"
     record.emit(out, _run(run_id="good"), ROWS)
     record.emit(out, _run(run_id="stranger"), ROWS)
-    record.emit(out, _run(run_id="good"), ROWS)  # a second record of the same run
+    record.emit(out, _run(run_id="twice"), ROWS)
+    record.emit(out, _run(run_id="twice"), ROWS)  # a second record of the same run
+    record.emit(out, _run(run_id="posing", engine="mlx", variant="mlx-fp32"), ROWS)  # not what was started
     with open(out, "a") as f:
         f.write("not json\n")
         f.write(json.dumps({"run": {"run_id": "bad", "started_at": "2026-11-29T00:00:00+00:00"}, "rows": []}) + "\n")
     record.emit(out, _run(run_id="late"), ROWS)  # after the bad lines: still written
-    refused = bench.write_records(out, tmp_path / "data", {"good", "bad", "late"})
+    head = _run(run_id="x")
+    identity = {k: head[k] for k in ("suite", "workload", "engine", "variant", "tier", "origin")}
+    refused = bench.write_records(
+        out, tmp_path / "data", {r: identity for r in ("good", "twice", "posing", "bad", "late")}
+    )
     written = sorted(p.stem for p in (tmp_path / "data").rglob("*.parquet"))
     assert written == ["good", "late"]
-    assert list(refused) == ["bad"] and refused["bad"].startswith("its record was refused")
+    assert sorted(refused) == ["bad", "posing", "twice"] and refused["bad"].startswith("its record was refused")
+    assert "2 records of 'twice'" in refused["twice"]
+    assert "field 'engine': 'mlx', but the bench started this run as 'torch'" in refused["posing"]
     assert bench._failure_text(refused["bad"], 0, "").startswith("its record was refused")
 
 

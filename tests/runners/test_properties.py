@@ -21,7 +21,7 @@ UNITS = sorted({rule.unit for rule in schema.METRIC_RULES.values()} | {"ms", ""}
 VALUES = st.one_of(
     st.floats(min_value=-1e6, max_value=1e6, allow_nan=False),
     st.integers(min_value=-3, max_value=5000).map(float),
-    st.sampled_from([float("nan"), float("inf"), -float("inf"), 0.0, -0.0]),
+    st.sampled_from([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e18, 1.0000001e18, -2e18, 1e308]),
 )
 ROWS = st.lists(
     st.fixed_dictionaries(
@@ -95,7 +95,7 @@ def _good(row: dict) -> bool:
     rule = schema.METRIC_RULES.get(row["metric"])
     v = row["value"]
     ok = row["phase"] in schema.PHASES and math.isfinite(v) and row["trial"] >= 0 and (row["step"] or 0) >= 0
-    ok = ok and not (row["metric"].endswith("_s") and v < 0)
+    ok = ok and not (row["metric"].endswith("_s") and v < 0) and not abs(v) > schema.MAX_ABS_VALUE
     if rule is not None:
         ok = ok and row["unit"] == rule.unit and (v > rule.low if rule.strict else v >= rule.low)
         ok = ok and (not rule.whole or v == math.floor(v))

@@ -19,24 +19,37 @@ from tests.conftest import ROOT, TRAIN, run_module
 EXAMPLE = ROOT / "examples" / "engines" / "numpy.toml"
 
 
-def _bench(data: Path, variants: Path, variant: str, *more: str) -> tuple[dict, list[dict], str]:
+def _bench(data: Path, variants: Path, variant: str, *more: str, **env: str) -> tuple[dict, list[dict], str]:
     proc = run_module(
         "runners", "bench", "--suite", "cpu-smoke", "--workload", TRAIN, "--variants", str(variants),
-        "--variant", variant, "--steps", "12", "--data-dir", str(data), *more, check=False,
+        "--variant", variant, "--steps", "12", "--data-dir", str(data), *more, check=False, **env,
     )  # fmt: skip
-    [path] = (data / "cpu-smoke").glob("*.parquet")
+    [path] = [p for p in (data / "cpu-smoke").glob("*.parquet") if not p.name.startswith(".")]
     rows = pq.read_table(path).to_pylist()
     return rows[0], rows, proc.stdout + proc.stderr
 
 
-def _engine(tmp_path: Path, body: str) -> Path:
-    """A variants file whose one variant runs `body` as a Python script (a separate process)."""
+STEPS = """
+work = spec["workload"]
+for step in range(work["steps"]):
+    phase = "warmup" if step < work["warmup_steps"] else "steady"
+    for metric, value, unit in (("step_time_s", 0.01, "s"), ("loss", 5.0 - step / 100, "nats")):
+        print(json.dumps({"trial": 0, "step": step, "phase": phase, "metric": metric, "value": value, "unit": unit}),
+              flush=True)
+"""
+"""An engine body's steps: every step of the workload's one trial, in its phase, with a time and a loss."""
+
+
+def _engine(tmp_path: Path, body: str, **settings: str) -> Path:
+    """A variants file whose one variant runs `body` as a Python script (a separate process); `settings` reach it
+    in its spec (`spec["variant"]["settings"]`)."""
     script = tmp_path / "engine.py"
     script.write_text("import json, sys\nspec = json.load(sys.stdin)\n" + body)
     variants = tmp_path / "engines.toml"
+    extra = "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
     variants.write_text(
         '[variants.outside]\nengine = "external"\ntier = "tuned"\ndescription = "a test engine"\n'
-        f"[variants.outside.settings]\ncommand = {json.dumps([sys.executable, str(script)])}\n"
+        f"[variants.outside.settings]\ncommand = {json.dumps([sys.executable, str(script)])}\n{extra}"
     )
     return variants
 
@@ -47,7 +60,7 @@ def test_an_outside_engine_lands_as_an_ordinary_validated_record(tmp_path: Path)
     assert head["status"] == "ok" and head["engine"] == "external" and head["variant"] == "numpy-bigram", out
     assert head["engine_version"].startswith("numpy-bigram 1")
     config = json.loads(head["config"])
-    assert config["variant"]["settings"]["command"] == ["python", "examples/engines/numpy_bigram.py"]
+    assert config["variant"]["settings"]["command"] == ["python", "numpy_bigram.py"]
     assert config["command"].endswith(f"--variants {EXAMPLE}")
     losses = [r["value"] for r in rows if r["metric"] == "loss"]
     assert len(losses) == 12 and losses[-1] < losses[0]  # it trained
@@ -62,7 +75,7 @@ def test_bad_output_lines_are_kept_verbatim_and_named(tmp_path: Path) -> None:
         tmp_path,
         """
 def row(step, value, **extra):
-    return json.dumps({"trial": 0, "step": step, "phase": "steady", "metric": "step_time_s", "value": value,
+    return json.dumps({"trial": 0, "step": step, "phase": "warmup", "metric": "step_time_s", "value": value,
                        "unit": "s", **extra})
 print(json.dumps({"engine_version": "outside 0.1"}))
 print(row(0, 0.5))
@@ -146,11 +159,9 @@ def test_an_outside_engines_set_up_is_not_counted_in_its_time_budget(tmp_path: P
 import time
 time.sleep(3)
 print(json.dumps({"engine_version": "slow-start 1"}), flush=True)
-for step in range(2):
-    print(json.dumps({"trial": 0, "step": step, "phase": "warmup", "metric": "step_time_s", "value": 0.1,
-                      "unit": "s"}), flush=True)
-""",
+"""
+        + STEPS,
     )
     head, rows, out = _bench(tmp_path / "data", variants, "outside", "--time-budget", "1")
     assert head["status"] == "ok", out
-    assert [r["step"] for r in rows if r["metric"] == "step_time_s"] == [0, 1]
+    assert [r["step"] for r in rows if r["metric"] == "step_time_s"] == list(range(12))
