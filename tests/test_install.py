@@ -51,3 +51,20 @@ def test_pip_install_gives_a_working_fairfight_command(tmp_path) -> None:
     _run([fairfight, "site"], cwd=outside)  # defaults are relative to where it runs: data/ → site/, build/
     home = (outside / "site" / "index.html").read_text()
     assert "21.7" in home and (outside / "site" / "cli.html").exists()  # the command reference, from the parser
+
+
+def test_the_sdist_carries_the_tool_not_the_results(tmp_path) -> None:
+    """data/ grows with every run: the source distribution leaves it (and the sweeps' local folders) out, and keeps
+    what a wheel is built from."""
+    import tarfile
+
+    env = tmp_path / "venv"
+    venv.create(env, with_pip=True)
+    python = str(env / ("Scripts" if sys.platform == "win32" else "bin") / "python")
+    _run([python, "-m", "pip", "install", "--quiet", "hatchling>=1.26"], cwd=tmp_path)
+    _run([python, "-m", "hatchling", "build", "-t", "sdist", "-d", str(tmp_path / "dist")], cwd=ROOT)
+    (sdist,) = (tmp_path / "dist").glob("fairfight-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = [n.split("/", 1)[1] for n in tar.getnames() if "/" in n]
+    assert names and not any(n.startswith(("data/", ".llsrc/", ".whl/", "build/", "site/")) for n in names)
+    assert {"pyproject.toml", "runners/bench.py", "generator/build.py", "site_src/mkdocs.yml"} <= set(names)
