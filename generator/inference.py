@@ -95,11 +95,11 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def board(
-    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool], float] | None = None
+    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One inference test's ranked configurations and unranked runs (`test_boards.board`): the median tokens/s over
     repetitions with its 95% interval, checked against the engine's own tool's tokens/s (a tg test's figure is also
-    its latency: time per token is its inverse). `spreads` (`aa_spreads`) widens one-run rows."""
+    its latency: time per token is its inverse). `spreads` (`pooled_spreads`) gives rows the between-run spread."""
     return test_boards.board(tests, *FIGURE, CHECKS, spreads)
 
 
@@ -108,6 +108,13 @@ def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     hardware, device count and host condition."""
     runs = test_boards.verified(tests, *FIGURE, CHECKS)
     return test_boards.aa_spreads(runs.filter(pl.col("unranked").is_null()))
+
+
+def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
+    """The between-run spreads of inference tests (`test_boards.pooled_spreads` over the runs that rank), by kind
+    (pp, tg), hardware and device count."""
+    runs = test_boards.verified(tests, *FIGURE, CHECKS)
+    return test_boards.pooled_spreads(runs.filter(pl.col("unranked").is_null()))
 
 
 FIGURE = (pl.col("rate_med"), pl.col("rate_lo"), pl.col("rate_hi"))

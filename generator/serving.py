@@ -116,7 +116,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def board(
-    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool], float] | None = None
+    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One serving test's ranked configurations and unranked runs (`test_boards.board`) by output tokens/s: offline,
     the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
@@ -133,6 +133,17 @@ def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
         for kind, checks in CHECKS.items()
     ]
     return test_boards.aa_spreads(pl.concat(ranked, how="diagonal_relaxed"))
+
+
+def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
+    """The between-run spreads of serving tests (`test_boards.pooled_spreads` over the runs that rank), by kind
+    (offline, served), hardware and device count: a served point's row, one measurement, gets its interval from
+    them."""
+    ranked = [
+        test_boards.verified(tests.filter(pl.col("kind") == kind), *FIGURE, checks).filter(pl.col("unranked").is_null())
+        for kind, checks in CHECKS.items()
+    ]
+    return test_boards.pooled_spreads(pl.concat(ranked, how="diagonal_relaxed"))
 
 
 FIGURE = (pl.coalesce("out_med", "output_tokens_per_s"), pl.col("out_lo"), pl.col("out_hi"))

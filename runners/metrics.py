@@ -399,14 +399,6 @@ def relative_spread(values: Sequence[float]) -> float:
     return (ordered[-1] - ordered[0]) / median
 
 
-def widened(median: float, lo: float | None, hi: float | None, spread: float) -> tuple[float, float]:
-    """A one-run figure's interval widened to an A/A spread (`relative_spread`): at least half the spread either
-    side of its median, never narrower than its own interval (lo/hi None: it has none). Replaced by
-    `repeat_interval` (the pooled spread with a t quantile)."""
-    low, high = median * (1 - spread / 2), median * (1 + spread / 2)
-    return (low if lo is None else min(lo, low)), (high if hi is None else max(hi, high))
-
-
 # --- between-run spread, pooled -------------------------------------------------------------------------------
 # One run says nothing of how far a second run of the same settings would land; repeats of other settings on the same
 # hardware do. Their spreads are pooled as the within-groups mean square of a one-way analysis of variance, on the log

@@ -60,6 +60,10 @@ class Engine:
     importer: str | None = None
     """`module:function(path, suite, entry, variant, args) -> lines` that imports the tool's output written elsewhere
     (`python -m runners import <tool> FILE`), or raises ValueError naming what is wrong."""
+    settings_defaults: str | None = None
+    """`module:function(settings) -> defaults` of the settings a training variant with these settings writes out,
+    with the engine's defaults (importable without the engine): a key a record lacks (written before the setting
+    existed) reads as its default, so one configuration is one row (runners/schema.py `settings_with_defaults`)."""
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(KINDS)
@@ -79,6 +83,7 @@ ENGINES: dict[str, Engine] = {
             version_from="torch",
             train_runner="runners.engines.torch.train",
             torchrun=True,
+            settings_defaults="runners.engines.torch.setup:defaults_of",
         ),
         Engine(
             name="mlx",
@@ -95,6 +100,7 @@ ENGINES: dict[str, Engine] = {
             launch_env="runners.engines.mlx.train:launch_env",
             failure_config="runners.engines.mlx.generate:failure_config",
             importer="runners.engines.mlx.importer:import_file",
+            settings_defaults="runners.engines.mlx.train:defaults_of",
         ),
         Engine(
             name="llamacpp",

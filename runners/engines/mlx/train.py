@@ -57,6 +57,11 @@ OPENBLAS = (
 slower at matmuls (../shared/ENVIRONMENT.md): on a CPU the bench session preloads this one, or says it could not."""
 
 
+def defaults_of(settings: dict[str, Any]) -> dict[str, Any]:
+    """MLX's defaults for every setting an MLX training variant writes out (the same for every variant)."""
+    return dict(DEFAULTS)
+
+
 def check_settings(variant: spec.Variant, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     return spec.check_written_out(
         f"variant {variant.name!r}: settings", dict(variant.settings) | (overrides or {}), DEFAULTS, CHOICES
