@@ -358,7 +358,8 @@ def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | No
         title="tokens per step (both GPUs; one tick per micro-batch measured)",
     )
     # one curve, one configuration: a variant with several settings draws one line for each, named by what differs
-    base = alt.Chart(data).encode(x=x, color=alt.Color("label:N", title="configuration"))
+    legend = alt.Legend(columns=1, labelLimit=480)  # a curve's name says what differs: let it be read whole
+    base = alt.Chart(data).encode(x=x, color=alt.Color("label:N", title="configuration", legend=legend))
     tips = [alt.Tooltip("label:N", title="configuration"), alt.Tooltip("micro_batch:Q", title="micro-batch per GPU"),
             alt.Tooltip("median:Q", title="steps/s", format=".4g"), alt.Tooltip("lo:Q", format=".4g"),
             alt.Tooltip("hi:Q", format=".4g"), alt.Tooltip("runs:Q")]  # fmt: skip

@@ -283,8 +283,12 @@ def _same_work(mine: tuple, theirs: tuple, is_baseline: bool, seed_ok: bool) -> 
         return None, "the baseline itself"
     compared = [what for what, a, b in pairs if a and b]
     if "data" in compared and "initial weights" in compared:
-        how = "what the run fed its model" if source == b_source == "fed" else "its spec (not what it fed its model)"
-        return None, f"proven: hashes of its initial weights and tokens, computed from {how}, equal the baseline's"
+        if source == b_source == "fed":
+            return None, "proven: the hashes of the weights and tokens it fed its model equal the baseline's"
+        return None, (
+            "by hashes of its spec: its initial-weights file and a token stream recomputed from its seed hash as the "
+            "baseline's (records of 2026-12-01 hashed those, not what the process fed its model)"
+        )
     return None, (
         "by record: the same seed and recipes as the baseline and a loss curve within tolerance; no hashes of "
         + ("its tokens " if "initial weights" in compared else "its weights and tokens ")

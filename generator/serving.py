@@ -148,8 +148,8 @@ def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.Po
 
 FIGURE = (pl.coalesce("out_med", "output_tokens_per_s"), pl.col("out_lo"), pl.col("out_hi"))
 """What a serving test's board ranks by: output tokens/s (offline: the median over repetitions with its 95% interval;
-served: the point's figure over all its requests, no interval of its own: its row gets the A/A spread of served
-points on its hardware, where one was measured)."""
+served: the point's figure over all its requests, no interval of its own: its row gets the between-run spread of
+served points pooled on its hardware, where one was measured, and otherwise none)."""
 CHECKS = {
     "offline": (("output tokens/s", "bench_ratio"),),
     "serve": (

@@ -413,7 +413,7 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         {
             "item": "A tuned PyTorch, same hardware, model and data, every advantage",
             "status": "answered" if answered else "measuring",
-            "detail": "at the matched shape, below" if answered else verdict.get("why_not", ""),
+            "detail": "at the matched shape, above" if answered else verdict.get("why_not", ""),
             "href": fight_board,
         },
         {

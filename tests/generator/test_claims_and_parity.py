@@ -345,7 +345,7 @@ def test_a_run_of_other_work_never_passes_parity_nor_joins_a_row(tmp_path: Path,
                                      seq_len=work.seq_len)  # fmt: skip
     assert same["state_sha256"] == expected_state and same["data_sha256"] == artifacts.tokens_sha256(tokens)
     assert same["hashes_from"] == "fed" and same["loss_parity_ok"] is True
-    assert same["same_work"].startswith("proven: hashes of its initial weights and tokens, computed from what")
+    assert same["same_work"].startswith("proven: the hashes of the weights and tokens it fed its model")
     assert seed["parity_problem"].startswith("another seed than its workload's")
     assert other_data["parity_problem"].startswith("other data than the baseline's")
     assert weights["parity_problem"].startswith("other initial weights than the baseline's")

@@ -90,7 +90,7 @@ def test_other_work_never_passes_parity_with_hashes_or_without(summary: pl.DataF
     assert {rows[r]["parity_baseline"] for r in rows} == {"base"}
     for run_id in ("same", "same-no-hashes"):
         assert rows[run_id]["loss_parity_ok"] is True and rows[run_id]["parity_problem"] is None, run_id
-    assert rows["same"]["same_work"].startswith("proven: hashes of its initial weights and tokens, computed from what")
+    assert rows["same"]["same_work"].startswith("proven: the hashes of the weights and tokens it fed its model")
     assert rows["same-no-hashes"]["same_work"].startswith("by record: the same seed and recipes as the baseline")
     for run_id in OTHER:
         assert rows[run_id]["loss_parity_ok"] is False, run_id

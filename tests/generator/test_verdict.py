@@ -291,6 +291,15 @@ def test_the_verdict_on_the_committed_data_says_what_its_evidence_allows(committ
     # each reading has its answer; end to end, compilation costs tuned DDP the most
     e2e = said["readings"]["end_to_end"]
     assert e2e["ddp"]["gap"] > ddp["gap"] and e2e["ddp"]["decision"] in ("undecided", "does not")
+    # the methodology page's worked example is these figures
+    page = (ROOT / "site_src" / "docs" / "methodology.md").read_text()
+    pooled = committed["pooled"]
+    t = metrics.student_t_quantile(0.975, pooled.df)
+    assert f"= {pooled.sd:.2%}, and\n   t(0.975, {pooled.df}) = {t:.3f}" in page
+    assert f"the gap [{ddp['gap_lo']:.3f}, {ddp['gap_hi']:.3f}]. It holds 1.1: **undecided**" in page
+    assert f"{ddp['steps_per_s']:.3f} [{ddp['steps_per_s_lo']:.3f}, {ddp['steps_per_s_hi']:.3f}] steps/s" in page
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+    assert f"{words.get(ddp['further_runs'], ddp['further_runs'])}\n   further full-length runs" in page
     # the same data give the same draws: the site is byte-reproducible
     again = sweep_draws.compute(committed["summary"].clone(), load.load(ROOT / "data").rows)["said"]["ddp"]
     assert (again["gap_lo"], again["gap_hi"]) == (ddp["gap_lo"], ddp["gap_hi"])
