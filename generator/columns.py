@@ -225,6 +225,8 @@ def _settings(config: dict[str, Any], work: dict[str, Any], row: dict[str, Any])
         # inference and serving tests: how a depth was filled (older llama.cpp records, without the field, decoded
         # it on every repetition; at depth 0 nothing is filled) and how many requests a served point sent
         **({"depth_fills": work.get("depth_fills")} if work.get("depth") else {}),
+        # llama.cpp's tests: whole repetitions run untimed first (none before the runner had them)
+        **({"untimed_repetitions": work.get("untimed_repetitions", 0)} if work.get("kind") in ("pp", "tg") else {}),
         **({"requests": work["requests"]} if "requests" in work else {}),
         **({"model": model.get("name"), "work": schema.work_recipes(config)} if training else {}),
     }

@@ -149,7 +149,7 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
             aggregations.append(pl.col(name).median())
         elif name in ("steps_per_s_lo", "steps_per_s_hi"):
             aggregations.append(pl.col(name))  # every run's, for the interval below
-        elif name == "peak_mem_gib":
+        elif name in ("peak_mem_gib", "peak_mem_steady_gib"):
             aggregations.append(pl.col(name).max())
         elif name in ("coverage", "steps_completed"):
             aggregations.append(pl.col(name).min())

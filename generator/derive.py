@@ -25,7 +25,8 @@ SUMMARY_SCHEMA = {
 }
 
 
-RUN_VALUES = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_gib", "peak_rss_gib", "steps_per_s")
+RUN_VALUES = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_gib", "peak_mem_steady_gib",
+              "peak_rss_gib", "steps_per_s")  # fmt: skip
 
 
 def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:

@@ -28,10 +28,12 @@ def _tool() -> pl.Expr:
     return pl.col("engine").replace_strict(schema.OWN_TOOLS, default=None, return_dtype=pl.String)
 
 
-def unranked_reason(checks: Sequence[tuple[str, str]], depth: bool) -> pl.Expr:
-    """Why a measured run does not rank (null when it does). `checks` are (what, column of runner / tool ratios)
-    that must be within the tolerance; `depth`: whether the frame has a `depth` column (inference tests)."""
-    tol = metrics.OWN_TOOL_REL_TOL
+def unranked_reason(checks: Sequence[tuple[str, ...]], depth: bool, columns: Sequence[str] = ()) -> pl.Expr:
+    """Why a measured run does not rank (null when it does). `checks` are (what, column of runner / tool ratios[,
+    column of that figure's tolerance]) that must be within the tolerance (`metrics.OWN_TOOL_REL_TOL` where no
+    column gives one, or it is null); `depth`: whether the frame has a `depth` column (inference tests); `columns`:
+    the frame's columns (a tolerance column it lacks is the default's)."""
+    default = metrics.OWN_TOOL_REL_TOL
     tool = _tool()
     name = tool.replace_strict(TOOL_NAMES, default=tool, return_dtype=pl.String)
     cannot = (
@@ -53,8 +55,9 @@ def unranked_reason(checks: Sequence[tuple[str, str]], depth: bool) -> pl.Expr:
         .when(tool.is_not_null() & (pl.col("bench_status") != "ok"))
         .then(pl.format("not cross-checked: {}'s record of this test {}", name, pl.col("bench_status")))
     )
-    for what, column in checks:
+    for what, column, *given in checks:
         ratio = pl.col(column).cast(pl.Float64)
+        tol = pl.col(given[0]).fill_null(default) if given and given[0] in columns else pl.lit(default)
         expr = expr.when(tool.is_not_null() & ratio.is_null()).then(
             pl.format("not cross-checked: no like-for-like {} to compare with {}'s", pl.lit(what), name)
         )
@@ -64,21 +67,21 @@ def unranked_reason(checks: Sequence[tuple[str, str]], depth: bool) -> pl.Expr:
                 pl.lit(what),
                 name,
                 ratio.round(4).cast(pl.String).fill_null("none"),
-                pl.lit(f"{tol * 100:g}"),
+                (tol * 100).round(1).cast(pl.String).str.replace(r"\.0$", ""),
             )
         )
     return expr.otherwise(None)
 
 
 def verified(
-    tests: pl.DataFrame, value: pl.Expr, lo: pl.Expr, hi: pl.Expr, checks: Sequence[tuple[str, str]]
+    tests: pl.DataFrame, value: pl.Expr, lo: pl.Expr, hi: pl.Expr, checks: Sequence[tuple[str, ...]]
 ) -> pl.DataFrame:
     """The measured, unretracted runs of `tests` with their figure (`value`, `lo`, `hi`: a run's figure and its 95%
     interval, null where a run has no repetitions) and `unranked`: why a run does not rank, null where it does."""
     runs = tests.filter((pl.col("origin") == "measured") & pl.col("retracted_by").is_null()).with_columns(
         value=value, lo=lo, hi=hi
     )
-    return runs.with_columns(unranked=unranked_reason(checks, "depth" in runs.columns))
+    return runs.with_columns(unranked=unranked_reason(checks, "depth" in runs.columns, runs.columns))
 
 
 def board(
@@ -86,7 +89,7 @@ def board(
     value: pl.Expr,
     lo: pl.Expr,
     hi: pl.Expr,
-    checks: Sequence[tuple[str, str]],
+    checks: Sequence[tuple[str, ...]],
     spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A test's ranked configurations and its unranked runs (`verified`). Returns (rows: one per configuration of

@@ -111,6 +111,7 @@ def sweep(
         ("reference_precision", pl.String),
         ("shared_host", pl.Boolean),
         ("end_to_end_steps_per_s", pl.Float64),
+        ("peak_mem_steady_gib", pl.Float64),
     )
     for name, dtype in optional:
         if name not in summary.columns:  # only float8 runs have the first two; a summary of bf16 runs may lack them
@@ -158,6 +159,7 @@ def sweep(
             mfu_datasheet_reference=pl.col("mfu_datasheet_reference").median(),
             reference_precision=pl.col("reference_precision").first(),
             peak_mem_gib=pl.col("peak_mem_gib").max(),
+            peak_mem_steady_gib=pl.col("peak_mem_steady_gib").max(),
             runs=pl.len(),
             run_ids=pl.col("run_id"),
             full_length=pl.col("full_length").any(),
@@ -217,7 +219,8 @@ def _empty_sweep() -> pl.DataFrame:
                 "end_to_end_steps_per_s": pl.Float64, "figures": pl.List(pl.Float64),
                 "end_to_end_figures": pl.List(pl.Float64), "tokens_per_s_per_device": pl.Float64,
                 "mfu_datasheet": pl.Float64, "compute_precision": pl.String, "mfu_datasheet_reference": pl.Float64,
-                "reference_precision": pl.String, "peak_mem_gib": pl.Float64, "runs": pl.UInt32,
+                "reference_precision": pl.String, "peak_mem_gib": pl.Float64, "peak_mem_steady_gib": pl.Float64,
+                "runs": pl.UInt32,
                 "run_ids": pl.List(pl.String), "full_length": pl.Boolean, "run_id": pl.String,
                 "accelerator": pl.String, "shared_host": pl.Boolean, "label": pl.String,
                 "steps_per_s_lo": pl.Float64, "steps_per_s_hi": pl.Float64, "end_to_end_lo": pl.Float64,

@@ -168,7 +168,7 @@ def state_sha256(tensors: dict[str, Any]) -> str:
         array = np.ascontiguousarray(np.asarray(tensors[name]))
         array = array.astype(array.dtype.newbyteorder("<"), copy=False)
         digest.update(f"{name}:{array.dtype.str}:{list(array.shape)};".encode())
-        digest.update(memoryview(array).cast("B"))
+        digest.update(array.data.cast("B"))
     return digest.hexdigest()
 
 
@@ -178,7 +178,7 @@ def tokens_sha256(tokens: np.ndarray) -> str:
     import hashlib
 
     array = np.ascontiguousarray(tokens, dtype=np.dtype("<i8"))
-    return hashlib.sha256(memoryview(array).cast("B")).hexdigest()
+    return hashlib.sha256(array.data.cast("B")).hexdigest()
 
 
 def weights_file_sha256(spec: ModelSpec, seed: int, cache_dir: Path) -> str:

@@ -308,7 +308,16 @@ has measured something else, and does not rank. llama.cpp's runner and llama-ben
 test in data/h100 where both finished, and vLLM's offline runner and `vllm bench throughput` within 0.5%."""
 
 
-def within(ratio: Any, tol: float) -> Any:
+def agreement_tolerance(tool_spreads: Sequence[float], floor: float = OWN_TOOL_REL_TOL) -> float:
+    """The relative gap allowed between a runner's figure and its engine's tool's where the tool's own repeats of
+    identical tests were measured: the largest relative spread among them (`relative_spread`), never below `floor`.
+    A runner cannot be asked to agree with the tool more closely than the tool agrees with itself (the idea of a
+    repeatability limit: ISO 5725-6:1994, §4.1, the largest difference two results of the same method may show);
+    `vllm bench serve`'s own repeats of one served point on 2 × H200 moved 1.9-31.6% of their median in median TTFT."""
+    return max([floor, *tool_spreads])
+
+
+def within(ratio: Any, tol: Any) -> Any:
     """Whether a ratio of two figures of the same thing is 1 within a relative tolerance (a float, or a polars
     expression of a column of ratios)."""
     return abs(ratio - 1.0) <= tol

@@ -101,6 +101,7 @@ METRIC_RULES: dict[str, Metric] = {
     "setup_s": Metric("s"),
     "warmup_s": Metric("s"),
     "peak_mem_gib": Metric("GiB"),
+    "peak_mem_steady_gib": Metric("GiB"),  # device memory's peak over the steady steps alone (no compile transient)
     "peak_rss_gib": Metric("GiB"),
     "steps_per_s": Metric("steps/s", strict=True),  # claims and imports, which carry no per-step times
     "retracted_runs": Metric("runs", low=1, whole=True),  # a retraction record's one row (runners/retract.py)

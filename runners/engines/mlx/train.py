@@ -186,6 +186,7 @@ def train_trial(
     mx.eval(model.parameters(), data)
     mx.reset_peak_memory()
     setup_s = time.perf_counter() - trial_start - hashing_s
+    warmup_peak = 0  # the warm-up's peak device memory (with no warm-up steps, the steady peak is the whole run's)
     marks, losses, stop = [time.perf_counter()], [], None  # the budget is for training, from marks[0]: not set-up
     for step in range(steps):
         loss = step_fn(data[step, :, :-1], data[step, :, 1:])
@@ -193,6 +194,9 @@ def train_trial(
         marks.append(time.perf_counter())
         losses.append(loss.item())
         done = step + 1
+        if done == work.warmup_steps and work.device != "cpu":  # the steady steps' own peak, from here on
+            warmup_peak = mx.get_peak_memory()
+            mx.reset_peak_memory()
         if done % work.window_steps == 0 or done == steps:
             mean = sum(losses[-work.window_steps :]) / len(losses[-work.window_steps :])
             log(f"  step {done}/{steps}  loss {mean:.3f}  {time.perf_counter() - trial_start:.1f} s")
@@ -209,7 +213,11 @@ def train_trial(
     if work.device == "cpu":
         run_values["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     else:
-        run_values["peak_mem_gib"] = mx.get_peak_memory() / 2**30
+        peak = mx.get_peak_memory()
+        if len(times) > work.warmup_steps:  # steady steps ran: the peak since the warm-up is theirs
+            run_values["peak_mem_steady_gib"] = peak / 2**30
+            peak = max(peak, warmup_peak)
+        run_values["peak_mem_gib"] = peak / 2**30
     return times, losses, run_values, stop
 
 
@@ -236,9 +244,10 @@ def main(argv: list[str] | None = None) -> int:
             print(msg, flush=True)
 
     sampler = provenance.GpuSampler()  # the GPUs' clocks under load, asked once mid-run (rank 0, CUDA only)
+    fed: dict[str, str] = {}  # the proof of the same work, filled by trial 0 on rank 0 (`train_trial`)
     ctx = dict(
         args=args, suite=suite, work=work, variant=variant, settings=settings, overrides=overrides, steps=steps
-    ) | dict(micro_batch=micro_batch, started=started, mx=mx, world=world, sampler=sampler, fed={})
+    ) | dict(micro_batch=micro_batch, started=started, mx=mx, world=world, sampler=sampler, fed=fed)
     log(
         f"{variant.name} on {work.name}: MLX {mx.__version__}, {world} × {mx.default_device()}, "
         f"micro-batch {micro_batch}, {steps} steps × {work.trials} trial(s)"
@@ -260,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             log=log,
             group=group,
             mid_run=sampler.start if work.device == "cuda" and rank == 0 else None,
-            fed=ctx["fed"] if rank == 0 else None,
+            fed=fed if rank == 0 else None,
         ),
         write=lambda status, error, rows, calibration: _write(ctx, status, error, rows, calibration),
         log=log,

@@ -130,6 +130,7 @@ def train_trial(
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     clock, losses, stop = StepClock(torch, device), [], None
+    warmup_peak = 0  # the warm-up's peak device memory (with no warm-up steps, the steady peak is the whole run's)
     setup_s = time.perf_counter() - trial_start - hashing_s  # hashing the work is not the engine's set-up
     clock.mark()
     steps_start = time.perf_counter()  # the budget is for training: set-up (cold caches: 10-38 s on H200) is not
@@ -147,6 +148,9 @@ def train_trial(
         clock.mark()
         losses.append(loss.detach().clone())  # a copy: a CUDA graph's output is overwritten by its next replay
         done = step + 1
+        if done == work.warmup_steps and device.type == "cuda":  # the steady steps' own peak, from here on:
+            warmup_peak = torch.cuda.max_memory_allocated(device)  # compilation's transient is in the warm-up's
+            torch.cuda.reset_peak_memory_stats(device)
         if done % work.window_steps == 0 or done == steps:
             # Every rank must agree on stopping, or the collectives would hang: rank 0 decides, all follow.
             over = torch.tensor([time.perf_counter() - steps_start > budget_s], device=device)
@@ -165,7 +169,11 @@ def train_trial(
     loss_values = (loss_t / world).tolist()
     run_values = {"setup_s": setup_s, "warmup_s": sum(times[: work.warmup_steps])}
     if device.type == "cuda":
-        run_values["peak_mem_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
+        peak = torch.cuda.max_memory_allocated(device)
+        if len(times) > work.warmup_steps:  # steady steps ran: the peak since the warm-up is theirs
+            run_values["peak_mem_steady_gib"] = peak / 2**30
+            peak = max(peak, warmup_peak)
+        run_values["peak_mem_gib"] = peak / 2**30
     else:
         import resource
 
