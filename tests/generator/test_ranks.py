@@ -366,3 +366,43 @@ def test_a_one_run_row_gets_the_spread_pooled_over_its_kind_on_its_hardware() ->
     floor = metrics.relative_spread([10.0, 10.5])
     assert metrics.compare_verdict(10.0, 10.5, 1.01, 1.09, floor) == "same"
     assert metrics.compare_verdict(10.5, 10.0, 0.92, 0.99, floor) == "same"
+
+
+def test_a_setting_a_record_lacks_reads_as_its_default_so_one_configuration_is_one_row() -> None:
+    """ddp-amp-stock on one H200: two runs recorded before `compile_loss` existed and two after, written out as its
+    default (false): one configuration, one row of its three finished runs (the fourth stopped on its time budget and
+    is inside the row's interval)."""
+    _, summary = _committed()
+    stock = summary.filter(
+        (pl.col("workload") == "train-gpt-1.27b-1gpu-mb8") & (pl.col("variant") == "ddp-amp-stock")
+        & (pl.col("micro_batch") == 8) & (pl.col("origin") == "measured")
+    )  # fmt: skip
+    assert stock.height == 4 and stock["settings_hash"].n_unique() == 1
+    assert set(stock["settings"].map_elements(lambda t: json.loads(t)["settings"]["compile_loss"], pl.Boolean)) == {
+        False
+    }
+    row = derive.leaderboards(summary)[("h100", "train-gpt-1.27b-1gpu-mb8")].filter(
+        pl.col("variant") == "ddp-amp-stock"
+    )
+    assert row["runs"].to_list() == [3]
+    assert (
+        row["steps_per_s_lo"][0] <= stock["steps_per_s"].min()
+        and row["steps_per_s_hi"][0] >= stock["steps_per_s"].max()
+    )
+
+
+def test_a_sweep_point_says_it_is_one_and_each_engine_and_device_count_has_its_calibrated_peak() -> None:
+    _, summary = _committed()
+    points = derive.candidates(summary).filter(
+        pl.col("sweep_point") & ~pl.col("full_length") & (pl.col("status") == "ok")
+    )  # a short run at another micro-batch is a sweep point before it is short
+    assert points.height and all(r.startswith("a sweep point at micro-batch") for r in points["unranked"])
+    measured = summary.filter((pl.col("origin") == "measured") & (pl.col("accelerator") == "NVIDIA H200"))
+    peaks = measured.group_by("engine", "accelerator_count", "matmul_precision").agg(
+        pl.col("calibrated_matmul_flops").median().alias("median"), pl.col("model_matmul_flops").unique()
+    )
+    for row in peaks.drop_nulls("median").iter_rows(named=True):
+        assert row["model_matmul_flops"] == [row["median"]], row  # one peak per kind: its own runs' median
+    torch = dict(peaks.filter((pl.col("engine") == "torch") & (pl.col("matmul_precision") == "bf16"))
+                 .select("accelerator_count", "median").iter_rows())  # fmt: skip
+    assert torch[2] > torch[1] > torch[4]  # they differ: pooling them would move every calibrated MFU
