@@ -243,16 +243,12 @@ class PointDraws:
     runs: int
 
     def figures(self) -> Any:
-        with np.errstate(over="ignore"):  # a t draw of few degrees of freedom can be huge: its figure is then inf
-            return self.within * np.exp(self.sd * self.z / (self.chi * np.sqrt(self.runs)))
+        return metrics.with_between_run_deviation(self.within, self.sd, self.z, self.chi, self.runs)
 
     def projected(self, figure: float, runs_after: int) -> Any:
-        """The resamples as they would spread with `runs_after` runs like the present ones, the spread taken as
-        measured (normal, not t): deviations of the windows' part from `figure` shrunk by √(runs / runs_after),
-        and the between-run part s / √runs_after."""
-        centre = np.log(figure)
-        within = np.exp(centre + (np.log(self.within) - centre) * np.sqrt(self.runs / runs_after))
-        return within * np.exp(self.sd * self.z / np.sqrt(runs_after))
+        """The resamples as they would spread with `runs_after` runs like the present ones
+        (`metrics.with_more_runs`)."""
+        return metrics.with_more_runs(self.within, figure, self.sd, self.z, self.runs, runs_after)
 
 
 Draws = dict[tuple[str, int], PointDraws]

@@ -545,6 +545,30 @@ def block_resample(values: Sequence[float], draws: int, rng: Any) -> Any:
     return series[index]
 
 
+def with_between_run_deviation(within: Any, sd: float, z: Any, chi: Any, runs: int) -> Any:
+    """Resamples of a figure of `runs` runs (`within`: each from its runs' windows resampled) moved by a between-run
+    deviation: within · exp(sd · T / √runs) with T = z / chi Student's t (z standard normal, chi = √(V/df), V
+    chi-square with the pooled spread's degrees of freedom: the standard construction of t, e.g. Abramowitz &
+    Stegun 26.7) and sd the pooled between-run spread (`pooled_log_sd`). The second stage of a two-stage bootstrap
+    of runs and their windows (A. C. Davison and D. V. Hinkley, "Bootstrap Methods and their Application", 1997,
+    §3.8), made parametric because one or two runs cannot be resampled. A huge t draw gives inf, not an error."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        return within * np.exp(sd * z / (chi * np.sqrt(runs)))
+
+
+def with_more_runs(within: Any, figure: float, sd: float, z: Any, runs: int, runs_after: int) -> Any:
+    """The same resamples as they would spread with `runs_after` runs like the present ones, the spread taken as
+    measured (normal, no longer t): the windows' part's deviations from ln `figure` shrunk by √(runs / runs_after)
+    and the between-run part sd · z / √runs_after (the standard error of a mean of n' runs)."""
+    import numpy as np
+
+    centre = np.log(figure)
+    moved = np.exp(centre + (np.log(within) - centre) * np.sqrt(runs / runs_after))
+    return moved * np.exp(sd * z / np.sqrt(runs_after))
+
+
 def percentile_interval(draws: Any, confidence: float = 0.95) -> tuple[float, float]:
     """The bootstrap percentile interval: the (1 − c)/2 and (1 + c)/2 quantiles of the resampled statistic, finite
     draws only (B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", 1993, §13.3)."""
