@@ -24,6 +24,7 @@ from generator import (
     pages,
     serving,
     side_by_side,
+    sweep_draws,
     test_boards,
     verdict,
 )
@@ -76,8 +77,9 @@ class _Derived:
     tests: pl.DataFrame
     served: pl.DataFrame
     tp: pl.DataFrame
-    test_spreads: dict[tuple[str, str, int, bool], float]
-    """The A/A spreads of inference and serving tests (`inference.aa_spreads`, `serving.aa_spreads`)."""
+    test_spreads: dict[tuple[str, str, int], metrics.PooledSpread]
+    """The pooled between-run spreads of inference and serving tests (`inference.pooled_spreads`,
+    `serving.pooled_spreads`)."""
 
 
 def write_pages(
@@ -111,8 +113,9 @@ def write_pages(
         tests=tests,
         served=served,
         tp=serving.tp_scaling(served),
-        test_spreads=inference.aa_spreads(tests) | serving.aa_spreads(served),
+        test_spreads=inference.pooled_spreads(tests) | serving.pooled_spreads(served),
     )
+    the_verdict = sweep_draws.compute(summary, loaded.rows)
     index_rows, claim_rows = [], []
     grouped: dict[Section, list[tuple[tuple, dict[str, str]]]] = {}
     ran_on = _hardware_of_boards(summary)
@@ -133,7 +136,7 @@ def write_pages(
         env,
         "index.md.j2",
         docs / "index.md",
-        verdict=_verdict(summary, chart_sink),
+        verdict=_verdict(summary, the_verdict, chart_sink),
         boards=index_rows,
         claims=claim_rows,
         rejected=loaded.rejected,
@@ -152,7 +155,13 @@ def write_pages(
     ]
     nav_editions = editions.write_pages(env, docs, loaded, summary, data_dir)
     nav_served = _served_models(env, docs, derived.served, chart_sink)
-    catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink, built_with or [])
+    said = the_verdict["said"] if the_verdict else {}
+    matched = (
+        {(the_verdict["fight"].suite, the_verdict["fight"].workload): said["matched_tokens_per_step"]}
+        if the_verdict and said.get("matched_tokens_per_step") is not None
+        else {}
+    )
+    catalog_pages.write_catalog_pages(env, docs, summary, loaded.rows, chart_sink, built_with or [], matched)
     return nav, nav_editions, nav_served
 
 
@@ -471,13 +480,14 @@ def board_rows(
     return list(rows.values())
 
 
-def _verdict(summary: pl.DataFrame, chart_sink: pages.Charts) -> dict[str, Any] | None:
-    """The home page's answer to the seed's question (generator/verdict.py), or None without the seed's claims."""
-    the_fight = verdict.fight(summary)
-    if the_fight is None:
+def _verdict(
+    summary: pl.DataFrame, the_verdict: dict[str, Any] | None, chart_sink: pages.Charts
+) -> dict[str, Any] | None:
+    """The home page's answer to the seed's question (generator/verdict.py, with its resamples from
+    generator/sweep_draws.py), or None without the seed's claims."""
+    if the_verdict is None:
         return None
-    points = verdict.sweep(summary, the_fight, configurations.aa_spreads(derive.repeats(summary)))
-    said = verdict.answer(points, the_fight)
+    the_fight, points, said = the_verdict["fight"], the_verdict["points"], the_verdict["said"]
     claims = pl.DataFrame(
         {
             "label": [f"{c['variant']} (claim)" for c in (the_fight.challenger, the_fight.stock)],
@@ -485,10 +495,11 @@ def _verdict(summary: pl.DataFrame, chart_sink: pages.Charts) -> dict[str, Any] 
         }
     )
     chart = charts.sweep(points, claims, said.get("matched_tokens_per_step"))
+    pooled = the_verdict["pooled"]
     return dict(
         fight=the_fight,
         said=said,
-        points=points.to_dicts(),
+        points=points.drop("figures", "end_to_end_figures", "run_ids").to_dicts(),
         owed=verdict.owed(summary, the_fight, said),
         # a static image: the home page stays light (the board links the interactive charts)
         chart=chart_sink.image(
@@ -501,6 +512,12 @@ def _verdict(summary: pl.DataFrame, chart_sink: pages.Charts) -> dict[str, Any] 
         min_steps=verdict.SWEEP_MIN_STEPS,
         full_steps=(schema.suite_workloads(the_fight.suite).get(the_fight.workload) or {}).get("steps"),
         gap_asked=verdict.GAP_ASKED,
+        pooled=pooled,
+        t975=metrics.student_t_quantile(0.975, pooled.df) if pooled else None,
+        draws=sweep_draws.DRAWS,
+        seed=sweep_draws.SEED,
+        headline=verdict.HEADLINE,
+        max_runs=verdict.MAX_FURTHER_RUNS,
     )
 
 

@@ -13,7 +13,7 @@ import jinja2
 import polars as pl
 
 from generator import columns as columns_table
-from generator import configurations, derive, pages, verdict
+from generator import pages, verdict
 from runners import metrics, schema
 
 TOKENS_PER_STEP = [2**k for k in range(9, 18)]  # 512 … 131072: every plausible global batch for this model
@@ -78,17 +78,18 @@ def write_catalog_pages(
     loaded_rows: pl.DataFrame,
     chart_sink: pages.Charts,
     built_with: list[dict[str, str]] | None = None,
+    matched: dict[tuple[str, str], float] | None = None,
 ) -> None:
     measured = summary.filter(pl.col("origin") == "measured")
     claims = summary.filter(pl.col("origin") == "claim").sort("run_id").to_dicts()
     claim_sections = []
-    matched: dict[tuple[str, str], float] = {}  # the verdict's matched shape, in tokens a step, for the seed's fight
-    the_fight = verdict.fight(summary)
-    if the_fight is not None:
-        spreads = configurations.aa_spreads(derive.repeats(summary))
-        said = verdict.answer(verdict.sweep(summary, the_fight, spreads), the_fight)
-        if said.get("matched_tokens_per_step") is not None:
-            matched[(the_fight.suite, the_fight.workload)] = said["matched_tokens_per_step"]
+    if matched is None:  # the verdict's matched shape, in tokens a step, for the seed's fight (point figures suffice)
+        matched = {}
+        the_fight = verdict.fight(summary)
+        if the_fight is not None:
+            said = verdict.answer(verdict.sweep(summary, the_fight), the_fight)
+            if said.get("matched_tokens_per_step") is not None:
+                matched[(the_fight.suite, the_fight.workload)] = said["matched_tokens_per_step"]
     for claim in claims:
         ours = measured.filter((pl.col("suite") == claim["suite"]) & (pl.col("workload") == claim["workload"]))
         if not ours.height:

@@ -332,10 +332,14 @@ def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
 
 
 def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | None) -> alt.LayerChart:
-    """steps/s against tokens per step for each variant of the sweep (median and 95% interval per point), the
+    """steps/s against tokens per step for each curve of the sweep (`label`: one configuration at every micro-batch;
+    median and 95% interval per point), the
     claims as horizontal rules, and the matched shape (where stock meets the claim's stock figure) as a vertical one."""
+    if "label" not in points.columns:
+        points = points.with_columns(label=pl.col("variant"))
     data = points.select(
         "variant",
+        pl.col("label").fill_null(pl.col("variant")),
         "tier",
         "micro_batch",
         "tokens_per_step",
@@ -353,8 +357,10 @@ def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | No
         axis=alt.Axis(values=ticks, format=",d", labelOverlap=True),
         title="tokens per step (both GPUs; one tick per micro-batch measured)",
     )
-    base = alt.Chart(data).encode(x=x, color=alt.Color("variant:N", title="variant"))
-    tips = [alt.Tooltip("variant:N"), alt.Tooltip("micro_batch:Q", title="micro-batch per GPU"),
+    # one curve, one configuration: a variant with several settings draws one line for each, named by what differs
+    legend = alt.Legend(columns=1, labelLimit=480)  # a curve's name says what differs: let it be read whole
+    base = alt.Chart(data).encode(x=x, color=alt.Color("label:N", title="configuration", legend=legend))
+    tips = [alt.Tooltip("label:N", title="configuration"), alt.Tooltip("micro_batch:Q", title="micro-batch per GPU"),
             alt.Tooltip("median:Q", title="steps/s", format=".4g"), alt.Tooltip("lo:Q", format=".4g"),
             alt.Tooltip("hi:Q", format=".4g"), alt.Tooltip("runs:Q")]  # fmt: skip
     lines = base.mark_line(point=True).encode(y=alt.Y("median:Q", title="steps/s (median, 95% interval)"),

@@ -36,8 +36,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("declared_tokens_per_step", "config", "$.derived.tokens_per_step", pl.Float64, "as the file declares it"),
     Column("declared_flops_per_token", "config", "$.derived.flops_per_token", pl.Float64, "as the file declares it"),
     Column("compute_precision", "config", "$.compute_precision", pl.String, "the precision the matmuls ran in"),
-    Column("weights_sha256", "config", "$.initial_weights_sha256", pl.String, "proof of the same start"),
-    Column("data_sha256", "config", "$.data_sha256", pl.String, "proof of the same data"),
+    Column("weights_sha256", "config", "$.initial_weights_sha256", pl.String, "the initial-weights file's sha256"),
+    Column("state_sha256", "config", "$.initial_state_sha256", pl.String, "the model's weights as loaded, hashed"),
+    Column("data_sha256", "config", "$.data_sha256", pl.String, "the token batches' sha256"),
+    Column("hashes_from", "config", "$.hashes_from", pl.String, "what the hashes were computed from"),
+    Column("initial_weights_file", "config", "$.initial_weights", pl.String, "the initial-weights file's name"),
     Column("reference_precision", "config", "$.reference_precision", pl.String, "float8: the precision beside"),
     Column("lr", "config", "$.variant.settings.lr", pl.String, "optimizer: learning rate"),
     Column("betas", "config", "$.variant.settings.betas", pl.String, "optimizer: Adam's betas"),
@@ -150,7 +153,10 @@ def _derived(runs: pl.DataFrame) -> pl.DataFrame:
       sequence × devices; `metrics.train_flops_per_token` of config.model), never taken from the figures a file
       declares (which `checks` holds against these). A claim, which has no shapes, keeps its own;
     - `settings` (canonical JSON of everything that ran: `_settings`) and `settings_hash` (its sha256's first 12 hex
-      digits): one configuration, one hash."""
+      digits): one configuration, one hash; `curve_settings` and `curve_hash`, the same without micro-batch and steps:
+      one curve of a sweep;
+    - `work_recipe`: a training run's seed and data and initial-weights recipes (`schema.work_recipes`), as JSON, and
+      `workload_steps`: the steps its workload defines (what the end-to-end reading is projected to)."""
     out = []
     for row in runs.select(
         "run_id", "suite", "workload", "origin", "variant", "engine", "engine_version", "accelerator",
@@ -182,27 +188,40 @@ def _derived(runs: pl.DataFrame) -> pl.DataFrame:
         figures = (None if v is None else float(v) for v in (tokens, flops))
         label = row["variant"]
         order = listed.index(label) if label in listed else None  # a sweep's label (`name[key=value]`) is not listed
-        text = json.dumps(_settings(config, work, row), sort_keys=True, separators=(",", ":"))
+        settings = _settings(config, work, row)
+        text = json.dumps(settings, sort_keys=True, separators=(",", ":"))
         settings_hash = hashlib.sha256(text.encode()).hexdigest()[:12]
+        # one curve of a sweep: the same settings at any micro-batch and length (generator/verdict.py)
+        curve = json.dumps({k: v for k, v in settings.items() if k not in ("micro_batch", "steps")}, sort_keys=True)
+        curve_hash = hashlib.sha256(curve.encode()).hexdigest()[:12]
+        recipe = json.dumps(settings["work"], sort_keys=True) if settings.get("work") else None
         baseline = listed[0] if listed else None
-        out.append((row["run_id"], full, scale, sweep, baseline, order, listed, *figures, text, settings_hash))
+        workload_steps = defined["steps"] if defined is not None else None
+        out.append((row["run_id"], full, scale, sweep, baseline, order, listed, *figures, text, settings_hash,
+                    curve, curve_hash, workload_steps, recipe))  # fmt: skip
     schema_: dict[str, pl.DataType | type[pl.DataType]] = {
         "run_id": pl.String, "full_length": pl.Boolean, "suite_scale": pl.Boolean, "sweep_point": pl.Boolean,
         "baseline_variant": pl.String, "variant_order": pl.Int64, "listed_variants": pl.List(pl.String),
         "tokens_per_step": pl.Float64, "flops_per_token": pl.Float64, "settings": pl.String, "settings_hash": pl.String,
+        "curve_settings": pl.String, "curve_hash": pl.String, "workload_steps": pl.Int64, "work_recipe": pl.String,
     }  # fmt: skip
     return pl.DataFrame(out, schema=schema_, orient="row")
 
 
 def _settings(config: dict[str, Any], work: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
     """What makes two runs the same configuration (canonical, hashed by `settings_hash`): the variant and its
-    settings, the environment a sweep changed, micro-batch, sequence, steps asked, device count, hardware and the
-    engine's version."""
+    settings (a key the record lacks read as the engine's default: `schema.settings_with_defaults`), the environment
+    a sweep changed, micro-batch, sequence, steps asked, device count, hardware and the engine's version; for
+    training, the model and everything that makes its work (`work`: the seed and the data and initial-weights
+    recipes, `schema.work_recipes`), so a run of other data or weights is never the same configuration."""
     variant = object_at(config, "variant")
+    training = "window_steps" in work
+    model = object_at(config, "model")
+    settings = variant.get("settings")
     return {
         "variant": row["variant"],
-        "settings": variant.get("settings"),
-        "sweep_env": variant.get("sweep_env"),
+        "settings": schema.settings_with_defaults(row["engine"], settings) if training else settings,
+        "sweep_env": variant.get("sweep_env") or {},
         "micro_batch": work.get("micro_batch"),
         "seq_len": work.get("seq_len"),
         "steps": work.get("steps_requested", work.get("steps")),
@@ -214,5 +233,8 @@ def _settings(config: dict[str, Any], work: dict[str, Any], row: dict[str, Any])
         # inference and serving tests: how a depth was filled (older llama.cpp records, without the field, decoded
         # it on every repetition; at depth 0 nothing is filled) and how many requests a served point sent
         **({"depth_fills": work.get("depth_fills")} if work.get("depth") else {}),
+        # llama.cpp's tests: whole repetitions run untimed first (none before the runner had them)
+        **({"untimed_repetitions": work.get("untimed_repetitions", 0)} if work.get("kind") in ("pp", "tg") else {}),
         **({"requests": work["requests"]} if "requests" in work else {}),
+        **({"model": model.get("name"), "work": schema.work_recipes(config)} if training else {}),
     }

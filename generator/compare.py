@@ -133,7 +133,8 @@ def load_dataset(data_dir: Path) -> Dataset:
     ]
     served = served.with_columns(*_named(serving.FIGURE))
     for kind, cross_checks in serving.CHECKS.items():
-        frames.append(_counted(served.filter(pl.col("kind") == kind), "output tokens/s", _test_reasons(cross_checks)))
+        reasons = _test_reasons(cross_checks, tuple(served.columns))
+        frames.append(_counted(served.filter(pl.col("kind") == kind), "output tokens/s", reasons))
     runs = pl.concat(frames, how="diagonal_relaxed").select(COLUMNS).sort("started_at", "run_id")
     train_repeats = derive.repeats(summary)
     test_repeats = test_boards.repeats(runs.filter(pl.col("excluded").is_null() & (pl.col("kind") != "train")))
@@ -195,12 +196,15 @@ def _training_reasons() -> tuple[pl.Expr, dict[str, pl.Expr], pl.Expr]:
     return board, anyway, note
 
 
-def _test_reasons(cross_checks: tuple[tuple[str, str], ...]) -> tuple[pl.Expr, dict[str, pl.Expr], pl.Expr]:
-    """The boards' reason a test run does not rank (`test_boards.unranked_reason`); a run with no cross-check counts
-    anyway, so a run left out is stopped, unverified, has no figure, or disagrees with its engine's own tool."""
-    board = test_boards.unranked_reason(cross_checks, depth=True)
+def _test_reasons(
+    cross_checks: tuple[tuple[str, ...], ...], columns: tuple[str, ...] = ()
+) -> tuple[pl.Expr, dict[str, pl.Expr], pl.Expr]:
+    """The boards' reason a test run does not rank (`test_boards.unranked_reason`, with the tolerance columns of
+    `columns` the frame has); a run with no cross-check counts anyway, so a run left out is stopped, unverified, has
+    no figure, or disagrees with its engine's own tool."""
+    board = test_boards.unranked_reason(cross_checks, depth=True, columns=columns)
     anyway = {"bench_run": pl.col("bench_run").fill_null("-"), "bench_status": pl.lit("ok")}
-    anyway |= {column: pl.col(column).fill_null(1.0) for _, column in cross_checks}
+    anyway |= {check[1]: pl.col(check[1]).fill_null(1.0) for check in cross_checks}
     return board, anyway, board
 
 

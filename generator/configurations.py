@@ -25,10 +25,10 @@ def unranked_reason() -> pl.Expr:
     return (
         pl.when(pl.col("status") != "ok")
         .then(pl.format("stopped: {} ({})", pl.col("status"), pl.col("error_short")))
-        .when(~pl.col("full_length"))
-        .then(pl.format("a short run: {} steps asked, fewer than the workload's", pl.col("steps_requested")))
         .when(pl.col("sweep_point"))
         .then(pl.format("a sweep point at micro-batch {}, not the workload's", pl.col("micro_batch")))
+        .when(~pl.col("full_length"))
+        .then(pl.format("a short run: {} steps asked, fewer than the workload's", pl.col("steps_requested")))
         .when(pl.col("unverified").is_not_null())
         .then(pl.col("unverified"))
         .when(pl.col("loss_parity_ok").is_null())
@@ -58,7 +58,7 @@ def _pct(expr: pl.Expr) -> pl.Expr:
 
 def aa_spreads(repeats: pl.DataFrame) -> dict[tuple[str, int, bool], float]:
     """Per hardware model, device count and host condition (alone, or sharing the host), the largest A/A spread
-    measured between repeats of one configuration (derive.repeats): what a single run's interval is widened by."""
+    measured between repeats of one configuration (derive.repeats): the floor `compare` holds differences to."""
     out: dict[tuple[str, int, bool], float] = {}
     for acc, count, shared, spread in repeats.select(
         "accelerator", "accelerator_count", "shared_host", "spread"
@@ -70,15 +70,66 @@ def aa_spreads(repeats: pl.DataFrame) -> dict[tuple[str, int, bool], float]:
 
 KEYS = ["suite", "workload", "settings_hash"]
 
+Spreads = dict[tuple[str, int], metrics.PooledSpread]
+"""Per hardware model and device count, the between-run spread pooled over its groups of identical settings."""
 
-def rows(ranked_runs: pl.DataFrame, spreads: dict[tuple[str, int, bool], float]) -> pl.DataFrame:
+
+def measured_runs(summary: pl.DataFrame) -> pl.DataFrame:
+    """The runs that measured their configuration's steady state: measured, unretracted, verified, finished or
+    stopped by their time budget (a steady-state figure either way), not departing from their baseline's loss. A
+    configuration's interval never excludes one of them, and their repeats make the pooled spread."""
+    return summary.filter(
+        (pl.col("origin") == "measured")
+        & pl.col("retracted_by").is_null()
+        & pl.col("status").is_in(["ok", "timeout"])
+        & pl.col("steps_per_s_lo").is_not_null()
+        & pl.col("unverified").is_null()
+        & (pl.col("loss_parity_ok") != False)  # noqa: E712 (null: no baseline to depart from)
+    )
+
+
+def pooled_spreads(summary: pl.DataFrame, figure: str = "steps_per_s") -> Spreads:
+    """Per hardware model and device count, `metrics.pooled_log_sd` of `figure` over every group of identical
+    settings (`KEYS`) with two or more of its `measured_runs`: what widens a configuration's interval."""
+    groups = (
+        measured_runs(summary)
+        .filter(pl.col(figure).is_not_null())
+        .group_by("accelerator", "accelerator_count", *KEYS)
+        .agg(pl.col(figure))
+        .sort("accelerator", "accelerator_count", *KEYS)
+    )
+    out: Spreads = {}
+    for (acc, count), group in groups.group_by("accelerator", "accelerator_count", maintain_order=True):
+        pooled = metrics.pooled_log_sd(group[figure].to_list())
+        if pooled is not None:
+            out[(str(acc), int(count))] = pooled  # type: ignore[call-overload, unused-ignore]
+    return out
+
+
+def basis(runs: int, spread: metrics.PooledSpread | None, hardware: str, stopped: int = 0) -> str:
+    """How a configuration's interval was made, in words (a row's `interval_basis`)."""
+    counted = f"{runs} run" if runs == 1 else f"{runs} runs"
+    also = f", and the {stopped} stopped by their time budget" if stopped else ""
+    if spread is None:
+        alone = "; no repeats of identical settings on " + hardware + " to widen it by" if runs == 1 else ""
+        return f"{counted}: lowest low to highest high{also}{alone}"
+    return (
+        f"{counted}: exp(mean ln ± t·s/√{runs}), s = {spread.sd:.2%} pooled over {spread.groups} group(s) of "
+        f"identical settings on {hardware} ({spread.df} degrees of freedom, t = "
+        f"{metrics.student_t_quantile(0.975, spread.df):.3f}), never narrower than its runs' own intervals nor "
+        f"excluding one{also}"
+    )
+
+
+def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per configuration of ranked runs: the median of its runs' medians, an interval that holds both
     within-run and between-run variation, its runs (latest last) with each one's harness commit (`harness_commits`,
     in the same order) and the rest of the row from its runs.
 
-    The interval: with two or more runs, from the lowest run's low to the highest run's high (so at least as wide
-    as the spread of the runs' medians); with one run, its own interval widened to the A/A spread measured on that
-    hardware (`aa_spreads`; `interval_basis` says which), or its own interval where no spread was measured."""
+    The interval (`metrics.repeat_interval`): the pooled between-run spread of its hardware (`pooled_spreads`) with
+    a t quantile, never narrower than its runs' own intervals, and never excluding one of its runs nor one of
+    `stopped` (runs of the same configuration stopped by their time budget, which measured its steady state too);
+    `interval_basis` says how."""
     if not ranked_runs.height:
         return ranked_runs.with_columns(
             runs=pl.lit(0, dtype=pl.UInt32),
@@ -88,48 +139,49 @@ def rows(ranked_runs: pl.DataFrame, spreads: dict[tuple[str, int, bool], float])
         )
     ordered = ranked_runs.sort("started_at", "run_id")
     medians = {"steps_per_s", "tokens_per_s_per_device", "speedup", "mfu_datasheet", "mfu_calibrated",
-               "mfu_datasheet_reference", "mfu_calibrated_reference", "tokens_per_s"}  # fmt: skip
+               "mfu_datasheet_reference", "mfu_calibrated_reference", "tokens_per_s",
+               "end_to_end_steps_per_s"}  # fmt: skip
     aggregations = []
     for name in ranked_runs.columns:
         if name in KEYS:
             continue
         if name in medians:
             aggregations.append(pl.col(name).median())
-        elif name == "steps_per_s_lo":
-            aggregations.append(pl.col(name).min())
-        elif name in ("steps_per_s_hi", "peak_mem_gib"):
+        elif name in ("steps_per_s_lo", "steps_per_s_hi"):
+            aggregations.append(pl.col(name))  # every run's, for the interval below
+        elif name in ("peak_mem_gib", "peak_mem_steady_gib"):
             aggregations.append(pl.col(name).max())
         elif name in ("coverage", "steps_completed"):
             aggregations.append(pl.col(name).min())
         else:
             aggregations.append(pl.col(name).last())  # the latest run's (run_id, note, step quantiles ...)
     grouped = ordered.group_by(KEYS, maintain_order=True).agg(
-        *aggregations, runs=pl.len(), run_ids=pl.col("run_id"), harness_commits=pl.col("harness_commit")
-    )
+        *aggregations, figures=pl.col("steps_per_s"), runs=pl.len(), run_ids=pl.col("run_id"),
+        harness_commits=pl.col("harness_commit"),
+    )  # fmt: skip
+    others: dict[tuple[str, str, str], list[float]] = {}
+    if stopped is not None:
+        for suite, workload, settings_hash, figure in stopped.select(*KEYS, "steps_per_s").iter_rows():
+            others.setdefault((suite, workload, settings_hash), []).append(figure)
     out = []
     for row in grouped.iter_rows(named=True):
-        lo, hi, median = row["steps_per_s_lo"], row["steps_per_s_hi"], row["steps_per_s"]
-        if row["runs"] >= 2:
-            basis = f"{row['runs']} runs: lowest low to highest high"
-        elif (row["accelerator"], row["accelerator_count"], row["shared_host"]) in spreads:
-            spread = spreads[(row["accelerator"], row["accelerator_count"], row["shared_host"])]
-            lo, hi = metrics.widened(median, lo, hi, spread)
-            basis = f"one run, widened to the A/A spread of {row['accelerator_count']} × {row['accelerator']} " + (
-                f"({spread:.2%})"
-            )
-        else:
-            basis = "one run; no A/A spread measured on this hardware"
-        out.append((row["suite"], row["workload"], row["settings_hash"], lo, hi, basis))
+        key: tuple[str, str, str] = (row["suite"], row["workload"], row["settings_hash"])
+        spread = spreads.get((row["accelerator"], row["accelerator_count"]))
+        extra = others.get(key, [])
+        own = list(zip(row["steps_per_s_lo"], row["steps_per_s_hi"], strict=True)) + [(x, x) for x in extra]
+        lo, hi = metrics.repeat_interval(row["figures"], own, spread)
+        hardware = f"{row['accelerator_count']} × {row['accelerator']}"
+        out.append((*key, lo, hi, basis(row["runs"], spread, hardware, len(extra))))
     intervals = pl.DataFrame(
         out,
         schema={**{k: pl.String for k in KEYS}, "lo": pl.Float64, "hi": pl.Float64, "interval_basis": pl.String},
         orient="row",
     )
     return (
-        grouped.join(intervals, on=KEYS)
+        grouped.drop("steps_per_s_lo", "steps_per_s_hi", "figures")
+        .join(intervals, on=KEYS)
         .join(differences(grouped), on=KEYS, how="left")
-        .with_columns(steps_per_s_lo=pl.col("lo"), steps_per_s_hi=pl.col("hi"))
-        .drop("lo", "hi")
+        .rename({"lo": "steps_per_s_lo", "hi": "steps_per_s_hi"})
         .with_columns(
             tokens_per_s_lo=pl.col("steps_per_s_lo") * pl.col("tokens_per_step"),
             tokens_per_s_hi=pl.col("steps_per_s_hi") * pl.col("tokens_per_step"),
@@ -146,19 +198,26 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
+def differing(settings: dict[Any, str]) -> dict[Any, str]:
+    """For settings (canonical JSON, by any key) that share a name: per key, `key=value` of its settings wherever
+    another of them has another value, "" where none differs."""
+    flats = {k: _flat(json.loads(t)) for k, t in settings.items()}
+    names = set().union(*flats.values()) if flats else set()
+    out = {}
+    for key, mine in flats.items():
+        keys = sorted(k for k in names if any(f.get(k) != mine.get(k) for f in flats.values()))
+        out[key] = ", ".join(f"{k}={json.dumps(mine.get(k))}" for k in keys)
+    return out
+
+
 def differences(grouped: pl.DataFrame) -> pl.DataFrame:
     """For configurations that share a variant name on a board: what differs between them (`key=value` of this
     row's settings where another row of the same name has another value); empty otherwise."""
     out = []
     for _, group in grouped.group_by("suite", "workload", "variant"):
-        flats = {h: _flat(json.loads(t)) for h, t in group.select("settings_hash", "settings").iter_rows()}
+        texts = differing(dict(group.select("settings_hash", "settings").iter_rows()))
         for row in group.select(*KEYS).iter_rows(named=True):
-            mine = flats[row["settings_hash"]]
-            keys = sorted(
-                k for k in set().union(*flats.values()) if any(f.get(k) != mine.get(k) for f in flats.values())
-            )
-            text = ", ".join(f"{k}={json.dumps(mine.get(k))}" for k in keys)
-            out.append((row["suite"], row["workload"], row["settings_hash"], text))
+            out.append((row["suite"], row["workload"], row["settings_hash"], texts[row["settings_hash"]]))
     return pl.DataFrame(out, schema={**{k: pl.String for k in KEYS}, "differs": pl.String}, orient="row")
 
 
@@ -174,7 +233,8 @@ def rank(board: pl.DataFrame) -> pl.DataFrame:
 RANK_RULE = (
     "One row per configuration (everything that ran: settings, environment, micro-batch, steps, devices, hardware, "
     "engine version); only finished, full-length, verified runs whose loss agrees with the baseline rank; a row's "
-    "figure is the median of its runs' medians, its interval spans its runs' intervals (one run: widened to the A/A "
-    "spread measured on its hardware), and a row's rank is one plus the number of rows "
+    "figure is the median of its runs' medians; its 95% interval is exp(mean ln ± t·s/√n) with the between-run spread "
+    "s pooled over every group of identical settings on its hardware, never narrower than its runs' own intervals "
+    "and never excluding one of its runs; and a row's rank is one plus the number of rows "
     "whose interval lies wholly above its own (no row is ranked below one it overlaps; ranks can repeat and skip)."
 )

@@ -21,10 +21,12 @@ SUMMARY_SCHEMA = {
     "windows": pl.Int64,
     "coverage": pl.Float64,
     "fastest_window_steps_per_s": pl.Float64,
+    "steady_step_s": pl.Float64,
 }
 
 
-RUN_VALUES = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_gib", "peak_rss_gib", "steps_per_s")
+RUN_VALUES = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_gib", "peak_mem_steady_gib",
+              "peak_rss_gib", "steps_per_s")  # fmt: skip
 
 
 def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
@@ -62,11 +64,10 @@ def env_changes(runs: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(out, schema={"run_id": pl.String, "env_changes": pl.String}, orient="row")
 
 
-def window_intervals(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
-    """Steps/s per complete window of steady steps, pooled over trials: median and 95% interval per run. The
-    interval is the wider of the median's order-statistic interval (which treats windows as independent) and the
-    batch-means interval (which does not: neighbouring windows of one run are strongly correlated)."""
-    windows = (
+def window_rates(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """Per run (`run_id`), the steps/s of every complete window of steady steps, pooled over trials in time order
+    (`rate`, a list): what a run's figure, its interval and the verdict's resampling are made from."""
+    return (
         rows.lazy()
         .filter((pl.col("metric") == "step_time_s") & (pl.col("phase") == "steady"))
         .join(runs.lazy().select("run_id", "warmup_steps", "window_steps"), on="run_id")
@@ -80,12 +81,20 @@ def window_intervals(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.col("rate"))
         .collect()
     )
+
+
+def window_intervals(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """Steps/s per complete window of steady steps, pooled over trials: median and 95% interval per run. The
+    interval is the wider of the median's order-statistic interval (which treats windows as independent) and the
+    batch-means interval (which does not: neighbouring windows of one run are strongly correlated). Also the mean
+    steady step time over those windows (`steady_step_s`), which the end-to-end reading adds up."""
     out = []
-    for run_id, rates in windows.iter_rows():
+    for run_id, rates in window_rates(runs, rows).iter_rows():
         ci = metrics.median_ci(rates)
         batched = metrics.batch_means_ci(rates)
         lo, hi = (ci.lo, ci.hi) if batched is None else (min(ci.lo, batched[0]), max(ci.hi, batched[1]))
-        out.append((run_id, ci.median, lo, hi, ci.n, ci.coverage, max(rates)))
+        steady_step_s = sum(1 / r for r in rates) / len(rates)
+        out.append((run_id, ci.median, lo, hi, ci.n, ci.coverage, max(rates), steady_step_s))
     return pl.DataFrame(out, schema=SUMMARY_SCHEMA, orient="row")
 
 
@@ -141,13 +150,23 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     where there is none). A baseline stopped by its time budget still counts: the stock fp32 run rarely finishes
     2000 steps, and the comparison covers the windows both runs have. Over the whole run, each run is also held
     against the latest full-length run of the first stock variant the suite lists on the same key
-    (`whole_run_baseline`: bf16 DDP on the seed's workloads), by the mean window gap (`metrics.loss_parity_whole`)."""
+    (`whole_run_baseline`: bf16 DDP on the seed's workloads), by the mean window gap (`metrics.loss_parity_whole`).
+
+    The same work comes first: a baseline has the workload's seed (as its suite file says it now) and, where one
+    has hashes, is such a run; a run with another seed, other recipes, or hashes that differ from its baseline's
+    fails parity with that reason, whatever its loss says (`_same_work`). `same_work` says how it was
+    established."""
     curves = _loss_curves(runs, rows)
     keys = ["suite", "workload", "accelerator", "accelerator_count", "micro_batch"]
     windows = pl.DataFrame(
         [(r, len(c.windows)) for r, c in curves.items()],
         schema={"run_id": pl.String, "loss_windows": pl.Int64},
         orient="row",
+    )
+    seeds = _workload_seeds(runs)
+    runs = runs.with_columns(
+        hashed=pl.col("data_sha256").is_not_null() & pl.col("weights_sha256").is_not_null(),
+        workload_seed_ok=pl.col("run_id").replace_strict(seeds, default=True, return_dtype=pl.Boolean),
     )
     baselines = (
         runs.join(windows, on="run_id")
@@ -157,8 +176,9 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             & pl.col("status").is_in(["ok", "timeout"])
             & (pl.col("origin") == "measured")
             & (pl.col("loss_windows") > 0)
+            & pl.col("workload_seed_ok")
         )
-        .sort("loss_windows", "started_at")
+        .sort("hashed", "loss_windows", "started_at")  # a baseline with hashes first: the proof needs both
         .group_by(keys)
         .agg(baseline_run=pl.col("run_id").last())
     )
@@ -173,16 +193,14 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             & (pl.col("status") == "ok")
             & (pl.col("origin") == "measured")
             & (pl.col("loss_windows") > 0)
+            & pl.col("workload_seed_ok")
         )
         .sort("variant_order", "started_at", descending=[True, False])
         .group_by(keys)
         .agg(whole_baseline=pl.col("run_id").last())
     )
     out: list[tuple[object, ...]] = []  # rows of the frame below
-    hashes = {
-        r: (w, d, n)
-        for r, w, d, n in runs.select("run_id", "weights_sha256", "data_sha256", "steps_requested").iter_rows()
-    }
+    work = {r[0]: r[1:] for r in runs.select(*_WORK_COLUMNS).iter_rows()}
     precision = dict(runs.select("run_id", "compute_precision").iter_rows())
     optimizer = dict(runs.select("run_id", "optimizer_settings").iter_rows())
     paired = runs.join(baselines, on=keys, how="left", nulls_equal=True).join(
@@ -190,23 +208,12 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     )
     for run_id, baseline, whole_run in paired.select("run_id", "baseline_run", "whole_baseline").iter_rows():
         if baseline is None or run_id not in curves:
-            out.append((run_id, baseline, None, None, None, None, None, None, None, None))
+            out.append((run_id, baseline, None, None, None, None, None, None, None, None, None))
             continue
         run, base = curves[run_id], curves[baseline]
         tol = metrics.loss_parity_tolerance(precision[run_id], precision[baseline])
         first_gap, rel, ok = metrics.loss_parity(run.first, base.first, run.windows, base.windows, tol)
-        # proof of the same work: where both records carry the hashes (recorded since 2026-12-01), they must agree
-        # (the data hash covers the steps a run asked for: it is compared between runs asking for as many)
-        (w1, d1, n1), (w2, d2, n2) = hashes[run_id], hashes[baseline]
-        pairs = [("initial weights", w1, w2)] + ([("data", d1, d2)] if n1 == n2 else [])
-        problem = next(
-            (
-                f"other {what} than the baseline's (sha256 {mine[:12]} against {theirs[:12]})"
-                for what, mine, theirs in pairs
-                if mine and theirs and mine != theirs
-            ),
-            None,
-        )
+        problem, same_work = _same_work(work[run_id], work[baseline], run_id == baseline, seeds.get(run_id, True))
         if problem is None and optimizer[run_id] and optimizer[baseline] and optimizer[run_id] != optimizer[baseline]:
             problem = (
                 f"other optimizer settings than the baseline's ({' '.join(columns.OPTIMIZER_KEYS)}: "
@@ -223,8 +230,9 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
                 )
         whole_tol = None if mean_gap is None else metrics.LOSS_PARITY_MEAN_REL_TOL
         out.append(
-            (run_id, baseline, first_gap, rel, tol, whole_run, mean_gap, whole_tol, ok and problem is None, problem)
-        )
+            (run_id, baseline, first_gap, rel, tol, whole_run, mean_gap, whole_tol, ok and problem is None, problem,
+             same_work)
+        )  # fmt: skip
     schema = {
         "run_id": pl.String,
         "parity_baseline": pl.String,
@@ -236,8 +244,57 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         "loss_mean_rel_tol": pl.Float64,
         "loss_parity_ok": pl.Boolean,
         "parity_problem": pl.String,
+        "same_work": pl.String,
     }
     return pl.DataFrame(out, schema=schema, orient="row")
+
+
+_WORK_COLUMNS = ("run_id", "work_recipe", "state_sha256", "weights_sha256", "data_sha256", "hashes_from",
+                 "steps_requested")  # fmt: skip
+"""What a run says of its work: its recipe (seed, data and initial-weights recipes) and its hashes."""
+
+
+def _workload_seeds(runs: pl.DataFrame) -> dict[str, bool]:
+    """Per run, whether its seed is its workload's as the suite file defines it now (True where no suite file defines
+    the workload: then there is nothing to hold it to)."""
+    out = {}
+    for run_id, suite, workload, recipe in runs.select("run_id", "suite", "workload", "work_recipe").iter_rows():
+        defined = schema.suite_workloads(suite).get(workload)
+        if defined is not None and recipe is not None:
+            out[run_id] = json.loads(recipe).get("seed") == defined["seed"]
+    return out
+
+
+def _same_work(mine: tuple, theirs: tuple, is_baseline: bool, seed_ok: bool) -> tuple[str | None, str]:
+    """(why the run did not do its baseline's work or None, how its same work was established). A run and its
+    baseline must state the same seed and recipes, the workload's seed, and equal hashes of each kind both carry
+    (the data hash covers the steps a run asked for: it is compared between runs asking for as many)."""
+    recipe, state, weights, data, source, steps = mine
+    b_recipe, b_state, b_weights, b_data, b_source, b_steps = theirs
+    if not seed_ok:
+        return f"another seed than its workload's ({recipe})", "not the same work"
+    if recipe != b_recipe:
+        return f"other work than the baseline's (seed and recipes {recipe} against {b_recipe})", "not the same work"
+    pairs = [("initial weights", state, b_state), ("initial weights", weights, b_weights)]
+    pairs += [("data", data, b_data)] if steps == b_steps else []
+    for what, a, b in pairs:
+        if a and b and a != b:
+            return f"other {what} than the baseline's (sha256 {a[:12]} against {b[:12]})", "not the same work"
+    if is_baseline:
+        return None, "the baseline itself"
+    compared = [what for what, a, b in pairs if a and b]
+    if "data" in compared and "initial weights" in compared:
+        if source == b_source == "fed":
+            return None, "proven: the hashes of the weights and tokens it fed its model equal the baseline's"
+        return None, (
+            "by hashes of its spec: its initial-weights file and a token stream recomputed from its seed hash as the "
+            "baseline's (records of 2026-12-01 hashed those, not what the process fed its model)"
+        )
+    return None, (
+        "by record: the same seed and recipes as the baseline and a loss curve within tolerance; no hashes of "
+        + ("its tokens " if "initial weights" in compared else "its weights and tokens ")
+        + "to compare (records before 2026-12-01 carry none)"
+    )
 
 
 def step_time_quantiles(rows: pl.DataFrame) -> pl.DataFrame:
@@ -300,7 +357,14 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             tokens_per_s_lo=metrics.tokens_per_s(pl.col("steps_per_s_lo"), pl.col("tokens_per_step")),
             tokens_per_s_hi=metrics.tokens_per_s(pl.col("steps_per_s_hi"), pl.col("tokens_per_step")),
         )
-        .with_columns(tokens_per_s_per_device=pl.col("tokens_per_s") / pl.col("accelerator_count"))
+        .with_columns(
+            tokens_per_s_per_device=pl.col("tokens_per_s") / pl.col("accelerator_count"),
+            # all of the workload's steps over their wall time, warm-up and compilation included: a full-length
+            # run's own, a shorter run's projected to the workload's steps (metrics.end_to_end_steps_per_s)
+            end_to_end_steps_per_s=metrics.end_to_end_steps_per_s(
+                pl.col("workload_steps"), pl.col("warmup_s"), pl.col("warmup_steps"), pl.col("steady_step_s")
+            ),
+        )
     )
     peaks, ceilings, unverified = [], [], []
     for acc, prec, device, cores, count in summary.select(
@@ -340,16 +404,18 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         reference_peak_flops=pl.Series(references, dtype=pl.Float64),
         flops_ceiling=pl.Series(ceilings, dtype=pl.Float64),
         unverified=pl.Series(unverified, dtype=pl.String),
-        # one calibrated peak per hardware model and precision: the median of every measured run's own (each
-        # run's is on its page), so that one host's noisy calibration does not move a run's MFU
+        # one calibrated peak per hardware model, precision, engine and device count: the median of every measured
+        # run's own (each run's is on its page), so that one host's noisy calibration does not move a run's MFU;
+        # engines and device counts calibrate differently (on H200, torch on 2 GPUs: 780 TFLOP/s; every run pooled:
+        # 764), so each keeps its own
         model_matmul_flops=pl.col("calibrated_matmul_flops")
         .filter(pl.col("origin") == "measured")
         .median()
-        .over("accelerator", "matmul_precision"),
+        .over("accelerator", "matmul_precision", "engine", "accelerator_count"),
         model_reference_matmul_flops=pl.col("reference_matmul_flops")
         .filter(pl.col("origin") == "measured")
         .median()
-        .over("accelerator", "reference_precision"),
+        .over("accelerator", "reference_precision", "engine", "accelerator_count"),
     ).with_columns(
         mfu_datasheet=metrics.mfu(flops, rate, pl.col("datasheet_peak_flops"), count),
         mfu_calibrated=metrics.mfu(flops, rate, pl.col("model_matmul_flops"), count),
@@ -424,7 +490,11 @@ def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
     ranked = candidates(summary).filter(pl.col("unranked").is_null())
     ranked = ranked.join(_speed_baselines(summary, ranked, keys), on=keys, how="left", nulls_equal=True)
     ranked = ranked.with_columns(speedup=pl.col("steps_per_s") / pl.col("baseline_steps_per_s"))
-    rows = configurations.rows(ranked, configurations.aa_spreads(repeats(summary)))
+    ranked_ids = ranked["run_id"].implode()
+    stopped = configurations.measured_runs(candidates(summary)).filter(
+        (pl.col("status") == "timeout") & ~pl.col("run_id").is_in(ranked_ids)
+    )
+    rows = configurations.rows(ranked, configurations.pooled_spreads(summary), stopped)
     boards: dict[tuple[str, str], pl.DataFrame] = {}
     for suite, workload in summary.select("suite", "workload").unique().sort("suite", "workload").iter_rows():
         board = rows.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))

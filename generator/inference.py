@@ -48,17 +48,22 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             reps = reps.with_columns(pl.lit(None, dtype=pl.Float64).alias(name))
     per_run = reps.group_by("run_id", maintain_order=True).agg(
         pl.col("tokens_per_s"),
+        pl.col("tool_path_tokens_per_s"),
         rate_mean=pl.col("tokens_per_s").mean(),
         rate_sd=pl.col("tokens_per_s").std(),
         llama_rate=(pl.col("llama_tokens") / pl.col("llama_time_s")).median(),
         tool_path_rate=pl.col("tool_path_tokens_per_s").mean(),
     )
     stat_frame = derive.repetition_intervals(per_run.select("run_id", "tokens_per_s"), "rate")
+    tool_path = derive.repetition_intervals(per_run.select("run_id", "tool_path_tokens_per_s"), "tool_path").drop(
+        "repetitions"
+    )
     bandwidth = [(metrics.datasheet_memory(acc) or (None, None))[1] for acc in runs["accelerator"].to_list()]
     out = (
         runs.with_columns(datasheet_bandwidth=pl.Series(bandwidth, dtype=pl.Float64))
-        .join(per_run.drop("tokens_per_s"), on="run_id", how="left")
+        .join(per_run.drop("tokens_per_s", "tool_path_tokens_per_s"), on="run_id", how="left")
         .join(stat_frame, on="run_id", how="left")
+        .join(tool_path, on="run_id", how="left")
         .with_columns(
             mbu_datasheet=pl.when(pl.col("kind") == "tg").then(
                 metrics.mbu(pl.col("decode_bytes_per_token"), pl.col("rate_mean"), pl.col("datasheet_bandwidth"))
@@ -95,22 +100,46 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def board(
-    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool], float] | None = None
+    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One inference test's ranked configurations and unranked runs (`test_boards.board`): the median tokens/s over
     repetitions with its 95% interval, checked against the engine's own tool's tokens/s (a tg test's figure is also
-    its latency: time per token is its inverse). `spreads` (`aa_spreads`) widens one-run rows."""
-    return test_boards.board(tests, *FIGURE, CHECKS, spreads)
+    its latency: time per token is its inverse). `spreads` (`pooled_spreads`) gives rows the between-run spread."""
+    return test_boards.board(_with_tool_path(tests), *FIGURE, CHECKS, spreads)
 
 
 def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     """The A/A spreads of every inference test (`test_boards.aa_spreads` over the runs that rank), by kind (pp, tg),
     hardware, device count and host condition."""
-    runs = test_boards.verified(tests, *FIGURE, CHECKS)
+    runs = test_boards.verified(_with_tool_path(tests), *FIGURE, CHECKS)
     return test_boards.aa_spreads(runs.filter(pl.col("unranked").is_null()))
 
 
-FIGURE = (pl.col("rate_med"), pl.col("rate_lo"), pl.col("rate_hi"))
-"""What an inference test's board ranks by: a run's median tokens/s over repetitions and its 95% interval."""
+def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
+    """The between-run spreads of inference tests (`test_boards.pooled_spreads` over the runs that rank), by kind
+    (pp, tg), hardware and device count."""
+    runs = test_boards.verified(_with_tool_path(tests), *FIGURE, CHECKS)
+    return test_boards.pooled_spreads(runs.filter(pl.col("unranked").is_null()))
+
+
+def _with_tool_path(tests: pl.DataFrame) -> pl.DataFrame:
+    """`tests` with the tool-path columns `_figure` reads (null where a frame has none: no run timed the path)."""
+    missing = [f"tool_path_{w}" for w in ("med", "lo", "hi") if f"tool_path_{w}" not in tests.columns]
+    return tests.with_columns(pl.lit(None, dtype=pl.Float64).alias(c) for c in missing)
+
+
+def _figure(what: str) -> pl.Expr:
+    """A run's ranked figure: where its engine's tool times more than the test (`TOOL_PATH_ENGINES`), its timing of
+    the tool's own path, the figure that was cross-checked; otherwise its test's."""
+    tool_path = pl.col("engine").is_in(list(TOOL_PATH_ENGINES))
+    # a record without the tool's path has nothing like for like with the tool: it shows its test's, never ranks
+    return pl.coalesce(pl.when(tool_path).then(pl.col(f"tool_path_{what}")), pl.col(f"rate_{what}"))
+
+
+FIGURE = (_figure("med"), _figure("lo"), _figure("hi"))
+"""What an inference test's board ranks by: a run's median tokens/s over repetitions and its 95% interval, of the
+figure its engine's own tool checked (MLX: its timing of mlx_lm.benchmark's path, which includes the first decoded
+token in the prompt's time; ranking its own pp figure, 1.33× the tool's on an H200, would rank what nothing
+checked)."""
 CHECKS = (("tokens/s", "bench_ratio"),)
 """What must agree with the engine's own tool: (what, column of runner / tool ratios)."""

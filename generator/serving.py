@@ -50,7 +50,8 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     requests/s (means). Served: `metrics.serving_metrics` of its requests (throughputs, goodput, mean/median/p99 of
     TTFT, TPOT, ITL and end-to-end latency). At one request in flight, the decode rate is 1000 / median TPOT and its
     MBU is the bytes a decoded token reads × that rate ÷ the datasheet bandwidth. vLLM's bench tool's record of the
-    same test is paired with the runner's (`bench_*` columns; ratios are runner / tool)."""
+    same test is paired with the runner's (`bench_*` columns; ratios are runner / tool), and each served figure's
+    agreement tolerance on the run's hardware is beside it (`tool_tolerances`: `tol_out`, `tol_ttft`, `tol_tpot`)."""
     runs = summary.filter(is_serving(summary))
     offline = (
         rows.filter(
@@ -108,15 +109,17 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         bench_tpot=pl.col("median_tpot_ms"),
         bench_status=pl.col("status"),
     )
-    return out.join(bench, on="run_id", how="left").with_columns(
+    paired = out.join(bench, on="run_id", how="left").with_columns(
         bench_ratio=pl.col("out_rate") / pl.col("bench_rate"),
         bench_ttft_ratio=pl.col("median_ttft_ms") / pl.col("bench_ttft"),
         bench_tpot_ratio=pl.col("median_tpot_ms") / pl.col("bench_tpot"),
     )
+    # a served figure must agree with the tool within what the tool's own repeats moved on that hardware
+    return paired.join(tool_tolerances(paired), on=["accelerator", "accelerator_count"], how="left")
 
 
 def board(
-    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool], float] | None = None
+    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One serving test's ranked configurations and unranked runs (`test_boards.board`) by output tokens/s: offline,
     the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
@@ -135,19 +138,58 @@ def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     return test_boards.aa_spreads(pl.concat(ranked, how="diagonal_relaxed"))
 
 
+def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
+    """The between-run spreads of serving tests (`test_boards.pooled_spreads` over the runs that rank), by kind
+    (offline, served), hardware and device count: a served point's row, one measurement, gets its interval from
+    them."""
+    ranked = [
+        test_boards.verified(tests.filter(pl.col("kind") == kind), *FIGURE, checks).filter(pl.col("unranked").is_null())
+        for kind, checks in CHECKS.items()
+    ]
+    return test_boards.pooled_spreads(pl.concat(ranked, how="diagonal_relaxed"))
+
+
 FIGURE = (pl.coalesce("out_med", "output_tokens_per_s"), pl.col("out_lo"), pl.col("out_hi"))
 """What a serving test's board ranks by: output tokens/s (offline: the median over repetitions with its 95% interval;
-served: the point's figure over all its requests, no interval of its own: its row gets the A/A spread of served
-points on its hardware, where one was measured)."""
+served: the point's figure over all its requests, no interval of its own: its row gets the between-run spread of
+served points pooled on its hardware, where one was measured, and otherwise none)."""
 CHECKS = {
     "offline": (("output tokens/s", "bench_ratio"),),
     "serve": (
-        ("output tokens/s", "bench_ratio"),
-        ("median TTFT", "bench_ttft_ratio"),
-        ("median TPOT", "bench_tpot_ratio"),
+        ("output tokens/s", "bench_ratio", "tol_out"),
+        ("median TTFT", "bench_ttft_ratio", "tol_ttft"),
+        ("median TPOT", "bench_tpot_ratio", "tol_tpot"),
     ),
 }
-"""Per kind, what must agree with `vllm bench`: (what, column of runner / tool ratios)."""
+"""Per kind, what must agree with `vllm bench`: (what, column of runner / tool ratios[, column of its tolerance:
+`tool_tolerances`])."""
+TOLERANCES = {"tol_out": "out_rate", "tol_ttft": "median_ttft_ms", "tol_tpot": "median_tpot_ms"}
+"""A served figure's tolerance column, by the figure whose tool repeats set it."""
+
+
+def tool_tolerances(tests: pl.DataFrame) -> pl.DataFrame:
+    """Per hardware model and device count, each served figure's agreement tolerance (`metrics.agreement_tolerance`)
+    from `vllm bench serve`'s own repeats: its finished records of one served point (one configuration) on that
+    hardware, two or more of them."""
+    keys = ["accelerator", "accelerator_count"]
+    tool = tests.filter((pl.col("engine") == "vllm-bench") & (pl.col("kind") == "serve") & (pl.col("status") == "ok"))
+    groups = tool.group_by(*keys, "suite", "workload", "settings_hash").agg(
+        *(pl.col(c).drop_nulls() for c in TOLERANCES.values())
+    )
+    out = []
+    for (acc, count), group in groups.group_by(keys, maintain_order=True):
+        tolerances = {
+            name: metrics.agreement_tolerance(
+                [metrics.relative_spread(v) for v in group[figure].to_list() if len(v) >= 2]
+            )
+            for name, figure in TOLERANCES.items()
+        }
+        out.append({"accelerator": acc, "accelerator_count": count, **tolerances})
+    schema: dict[str, pl.DataType | type[pl.DataType]] = {
+        "accelerator": pl.String,
+        "accelerator_count": tests.schema["accelerator_count"],
+    }
+    return pl.DataFrame(out, schema=schema | dict.fromkeys(TOLERANCES, pl.Float64))  # fmt: skip
 
 
 _SERVED_COLUMNS = (

@@ -117,11 +117,11 @@ def engine_rows(
     tests: pl.DataFrame,
     served: pl.DataFrame,
     summary: pl.DataFrame,
-    spreads: Mapping[tuple[str, str, int, bool], float] | None = None,
+    spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None,
 ) -> pl.DataFrame:
     """Every engine's row on every model it ran on one GPU (`ROW_SCHEMA`), sorted by suite, model, hardware, family
-    and decode rate. `tests`/`served`: `inference.test_summary`/`serving.test_summary`; `spreads`: the boards' A/A
-    spreads (`inference.aa_spreads` | `serving.aa_spreads`)."""
+    and decode rate. `tests`/`served`: `inference.test_summary`/`serving.test_summary`; `spreads`: the boards'
+    between-run spreads (`inference.pooled_spreads` | `serving.pooled_spreads`)."""
     bandwidth = copy_bandwidths(summary)
     out: list[dict] = []
     tests, served = _one_gpu(tests), _one_gpu(served)

@@ -28,10 +28,12 @@ def _tool() -> pl.Expr:
     return pl.col("engine").replace_strict(schema.OWN_TOOLS, default=None, return_dtype=pl.String)
 
 
-def unranked_reason(checks: Sequence[tuple[str, str]], depth: bool) -> pl.Expr:
-    """Why a measured run does not rank (null when it does). `checks` are (what, column of runner / tool ratios)
-    that must be within the tolerance; `depth`: whether the frame has a `depth` column (inference tests)."""
-    tol = metrics.OWN_TOOL_REL_TOL
+def unranked_reason(checks: Sequence[tuple[str, ...]], depth: bool, columns: Sequence[str] = ()) -> pl.Expr:
+    """Why a measured run does not rank (null when it does). `checks` are (what, column of runner / tool ratios[,
+    column of that figure's tolerance]) that must be within the tolerance (`metrics.OWN_TOOL_REL_TOL` where no
+    column gives one, or it is null); `depth`: whether the frame has a `depth` column (inference tests); `columns`:
+    the frame's columns (a tolerance column it lacks is the default's)."""
+    default = metrics.OWN_TOOL_REL_TOL
     tool = _tool()
     name = tool.replace_strict(TOOL_NAMES, default=tool, return_dtype=pl.String)
     cannot = (
@@ -53,8 +55,9 @@ def unranked_reason(checks: Sequence[tuple[str, str]], depth: bool) -> pl.Expr:
         .when(tool.is_not_null() & (pl.col("bench_status") != "ok"))
         .then(pl.format("not cross-checked: {}'s record of this test {}", name, pl.col("bench_status")))
     )
-    for what, column in checks:
+    for what, column, *given in checks:
         ratio = pl.col(column).cast(pl.Float64)
+        tol = pl.col(given[0]).fill_null(default) if given and given[0] in columns else pl.lit(default)
         expr = expr.when(tool.is_not_null() & ratio.is_null()).then(
             pl.format("not cross-checked: no like-for-like {} to compare with {}'s", pl.lit(what), name)
         )
@@ -64,21 +67,21 @@ def unranked_reason(checks: Sequence[tuple[str, str]], depth: bool) -> pl.Expr:
                 pl.lit(what),
                 name,
                 ratio.round(4).cast(pl.String).fill_null("none"),
-                pl.lit(f"{tol * 100:g}"),
+                (tol * 100).round(1).cast(pl.String).str.replace(r"\.0$", ""),
             )
         )
     return expr.otherwise(None)
 
 
 def verified(
-    tests: pl.DataFrame, value: pl.Expr, lo: pl.Expr, hi: pl.Expr, checks: Sequence[tuple[str, str]]
+    tests: pl.DataFrame, value: pl.Expr, lo: pl.Expr, hi: pl.Expr, checks: Sequence[tuple[str, ...]]
 ) -> pl.DataFrame:
     """The measured, unretracted runs of `tests` with their figure (`value`, `lo`, `hi`: a run's figure and its 95%
     interval, null where a run has no repetitions) and `unranked`: why a run does not rank, null where it does."""
     runs = tests.filter((pl.col("origin") == "measured") & pl.col("retracted_by").is_null()).with_columns(
         value=value, lo=lo, hi=hi
     )
-    return runs.with_columns(unranked=unranked_reason(checks, "depth" in runs.columns))
+    return runs.with_columns(unranked=unranked_reason(checks, "depth" in runs.columns, runs.columns))
 
 
 def board(
@@ -86,13 +89,13 @@ def board(
     value: pl.Expr,
     lo: pl.Expr,
     hi: pl.Expr,
-    checks: Sequence[tuple[str, str]],
-    spreads: Mapping[tuple[str, str, int, bool], float] | None = None,
+    checks: Sequence[tuple[str, ...]],
+    spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A test's ranked configurations and its unranked runs (`verified`). Returns (rows: one per configuration of
     ranked runs, ranked with ties, with `value`, `lo`, `hi`, `runs`, `run_ids`, `interval_basis` and the latest
     run's other columns; unranked: every other measured, unretracted run with its `unranked` reason). `spreads`
-    (`aa_spreads`) widens a one-run row's interval to what repeats of its kind of test moved on its hardware."""
+    (`pooled_spreads`) gives each row's interval the between-run spread of its kind of test on its hardware."""
     runs = verified(tests, value, lo, hi, checks)
     unranked = runs.filter(pl.col("unranked").is_not_null()).sort(
         "value", "run_id", descending=[True, False], nulls_last=True
@@ -102,8 +105,8 @@ def board(
 
 def aa_spreads(ranked_runs: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     """Per kind of test, hardware model, device count and host condition, the largest A/A spread between ranked runs
-    of one configuration (`repeats`): what widens a one-run row, as `configurations.aa_spreads` does for training.
-    `ranked_runs`: runs that rank (`verified` with `unranked` null), of any tests."""
+    of one configuration (`repeats`): the floor `compare` holds differences to, as `configurations.aa_spreads` is
+    for training. `ranked_runs`: runs that rank (`verified` with `unranked` null), of any tests."""
     out: dict[tuple[str, str, int, bool], float] = {}
     found = repeats(ranked_runs)
     for (kind,), group in found.partition_by("kind", as_dict=True).items():
@@ -111,59 +114,71 @@ def aa_spreads(ranked_runs: pl.DataFrame) -> dict[tuple[str, str, int, bool], fl
     return out
 
 
-def rows(ranked: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool], float] | None = None) -> pl.DataFrame:
-    """One row per configuration: the median of its runs' figures, an interval from the lowest low to the highest
-    high (never narrower than the spread of its runs' figures), its runs (latest last) with each one's harness commit
-    (`harness_commits`, in the same order) and the latest run's other columns. A configuration of one run has its
-    own interval widened to the A/A spread of its kind of test on its hardware (`aa_spreads`) where one was measured,
-    so a served point (one measurement) then has an interval at all; `interval_basis` says which."""
+def pooled_spreads(ranked_runs: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
+    """Per kind of test, hardware model and device count, the between-run spread of the figure pooled over every
+    configuration (`KEYS`) with two or more ranked runs (`metrics.pooled_log_sd`), as
+    `configurations.pooled_spreads` is for training."""
+    groups = (
+        ranked_runs.filter(pl.col("value").is_not_null())
+        .group_by("kind", "accelerator", "accelerator_count", *KEYS)
+        .agg(pl.col("value"))
+        .sort("kind", "accelerator", "accelerator_count", *KEYS)
+    )
+    out: dict[tuple[str, str, int], metrics.PooledSpread] = {}
+    for (kind, acc, count), group in groups.group_by("kind", "accelerator", "accelerator_count", maintain_order=True):
+        pooled = metrics.pooled_log_sd(group["value"].to_list())
+        if pooled is not None:
+            out[(str(kind), str(acc), int(count))] = pooled  # type: ignore[call-overload, unused-ignore]
+    return out
+
+
+def rows(
+    ranked: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
+) -> pl.DataFrame:
+    """One row per configuration: the median of its runs' figures, its 95% interval (`metrics.repeat_interval`: the
+    between-run spread of its kind of test pooled on its hardware, `pooled_spreads`, with a t quantile, never
+    narrower than its runs' own intervals nor excluding a run), its runs (latest last) with each one's harness
+    commit (`harness_commits`, in the same order) and the latest run's other columns. A configuration of one
+    measurement (a served point) with no pooled spread has no interval: `lo` and `hi` are null, never equal to its
+    figure; `interval_basis` says which."""
     others = [c for c in ranked.columns if c not in {*KEYS, "value", "lo", "hi"}]
     grouped = (
         ranked.sort("started_at", "run_id")
         .group_by(KEYS, maintain_order=True)
         .agg(
             pl.col("value").median(),
-            pl.min_horizontal(pl.col("lo").min(), pl.col("value").min()).alias("lo"),
-            pl.max_horizontal(pl.col("hi").max(), pl.col("value").max()).alias("hi"),
             *(pl.col(c).last() for c in others),
+            figures=pl.col("value"),
+            lows=pl.col("lo"),
+            highs=pl.col("hi"),
             runs=pl.len(),
             run_ids=pl.col("run_id"),
             harness_commits=pl.col("harness_commit"),
-            with_interval=pl.col("lo").is_not_null().all(),
         )
-        .with_columns(
-            interval_basis=pl.when(pl.col("runs") >= 2)
-            .then(pl.format("{} runs: lowest low to highest high", pl.col("runs")))
-            .when(pl.col("with_interval"))
-            .then(pl.lit("one run: its repetitions"))
-            .otherwise(pl.lit("one run, one measurement: no interval"))
-        )
-        .drop("with_interval")
     )
-    if spreads and grouped.height:
-        grouped = _widened(grouped, spreads)
-    return grouped.join(configurations.differences(grouped), on=KEYS, how="left")
-
-
-def _widened(grouped: pl.DataFrame, spreads: Mapping[tuple[str, str, int, bool], float]) -> pl.DataFrame:
-    """`grouped` with each one-run row's interval widened to its A/A spread (half of it each side of its figure)."""
-    out = []
+    out: list[tuple[float | None, float | None, str]] = []
     for row in grouped.iter_rows(named=True):
-        lo, hi, basis = row["lo"], row["hi"], row["interval_basis"]
-        key = (row.get("kind"), row.get("accelerator"), row.get("accelerator_count"), row.get("shared_host"))
-        spread = spreads.get(key)  # type: ignore[arg-type]  # a key with a null never matches
-        if row["runs"] == 1 and row["value"] is not None and spread is not None:
-            value = row["value"]
-            lo, hi = metrics.widened(value, lo, hi, spread)
-            basis = basis.removesuffix(": no interval")  # one served measurement now has one: the spread's
-            basis += f"; widened to the A/A spread of {key[0]} tests on {key[2]} × {key[1]} ({spread:.2%})"
-        out.append((lo, hi, basis))
-    lows, highs, bases = zip(*out, strict=True)
-    return grouped.with_columns(
+        key = (row.get("kind"), row.get("accelerator"), row.get("accelerator_count"))
+        spread = (spreads or {}).get(key)  # type: ignore[arg-type]  # a key with a null never matches
+        figures = [x for x in row["figures"] if x is not None]
+        own = list(zip(row["lows"], row["highs"], strict=True))
+        repetitions = any(lo is not None for lo, _ in own)
+        if not figures:
+            out.append((None, None, "no figure"))
+        elif spread is None and len(figures) == 1 and not repetitions:
+            out.append((None, None, "one run, one measurement: no interval (no repeats of its kind on its hardware)"))
+        else:
+            lo, hi = metrics.repeat_interval(figures, own, spread)
+            hardware = f"{key[2]} × {key[1]}" + (f", {key[0]} tests" if key[0] else "")
+            text = configurations.basis(len(figures), spread, hardware)
+            out.append((lo, hi, text if repetitions or len(figures) > 1 else text + "; one measurement a run"))
+    lows, highs, bases = zip(*out, strict=True) if out else ((), (), ())
+    grouped = grouped.drop("figures", "lows", "highs").with_columns(
         lo=pl.Series(lows, dtype=pl.Float64),
         hi=pl.Series(highs, dtype=pl.Float64),
         interval_basis=pl.Series(bases, dtype=pl.String),
     )
+    return grouped.join(configurations.differences(grouped), on=KEYS, how="left")
 
 
 def repeats(runs: pl.DataFrame) -> pl.DataFrame:
@@ -183,9 +198,11 @@ def repeats(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def rank(rows: pl.DataFrame) -> pl.DataFrame:
-    """Ranks with ties where configurations' intervals overlap (`metrics.ranks_with_ties`), fastest first."""
+    """Ranks with ties where configurations' intervals overlap (`metrics.ranks_with_ties`), fastest first; a row
+    without an interval ranks by its figure alone."""
     rows = rows.sort("value", "settings_hash", descending=[True, False])
-    ranks = metrics.ranks_with_ties(list(rows.select("lo", "hi").iter_rows()))
+    bounds = rows.select(pl.coalesce("lo", "value"), pl.coalesce("hi", "value")).rows()
+    ranks = metrics.ranks_with_ties(list(bounds))
     return rows.with_columns(rank=pl.Series(ranks, dtype=pl.Int64))
 
 
@@ -193,8 +210,9 @@ RANK_RULE = (
     "One row per configuration (variant settings, test, devices, hardware, engine version); only finished runs on "
     "known hardware rank, and where the engine has its own benchmark tool (llama-bench, mlx_lm.benchmark, vllm bench) "
     f"only beside that tool's record of the same test agreeing within ±{metrics.OWN_TOOL_REL_TOL * 100:g}% on every "
-    "figure both report; a row's figure is the median of its runs', its interval spans its runs' intervals (one run: "
-    "widened to the A/A spread measured between repeats of its kind of test on its hardware, where there is one), "
+    "figure both report; a row's figure is the median of its runs'; its 95% interval is exp(mean ln ± t·s/√n) with "
+    "the between-run spread s of its kind of test pooled over every configuration repeated on its hardware, never "
+    "narrower than its runs' own intervals nor excluding a run (one measurement with no such spread: no interval); "
     "and a row's rank is one plus the number of rows "
     "whose interval lies wholly above its own (no row is ranked below one it overlaps; ranks can repeat and skip)."
 )

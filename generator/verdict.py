@@ -1,12 +1,19 @@
 """The verdict: the seed's question ("If tuned DDP closes the gap to 1.1x, I'll say so") answered at the shape it
-was asked, from the records alone.
+was asked, from the records alone, no more certain than its evidence.
 
 The seed's claims (imported claim records) give the fight: suite, workload, device count and the two figures,
 21.7 steps/s for the sparse-first trainer and 14.1 for stock PyTorch DDP. The seed never states its batch, so the
 matched shape is where our stock bf16 DDP (`STOCK`) runs the claim's stock figure, interpolated between the two
 micro-batches that bracket it (`metrics.crossing`); there, tuned over stock against the claim's ratio, and tuned's
-own steps/s against the sparse-first figure. Every formula comes from `runners.metrics`; this module groups,
-interpolates and words.
+own steps/s against the sparse-first figure. The seed never says which steps/s it means either, so each reading
+(`READINGS`: steady state, and end to end with warm-up and compilation) gets its own matched shape and answer.
+
+A curve of the sweep is one configuration at every micro-batch (`curve_hash`: its settings but micro-batch and
+steps), labelled by what differs where a variant has several. The intervals come from resampling every point
+(generator/sweep_draws.py) and recomputing the matched shape and every ratio in each resample, so the crossing's
+own uncertainty is in the gap; the answer is three-way (`metrics.three_way`), and an undecided one says how many
+further full-length runs at each deciding point the current spread says would settle it. Every formula comes from
+`runners.metrics`; this module groups, interpolates and words.
 """
 
 from __future__ import annotations
@@ -16,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
-from generator import pages
+from generator import configurations, pages
 from runners import metrics, schema
 
 STOCK = "ddp-amp-stock"
@@ -30,6 +38,16 @@ GAP_ASKED = 1.1
 """The seed's threshold: "If tuned DDP closes the gap to 1.1x, I'll say so"."""
 DDP_TUNED = "ddp-tuned"
 """Tuned DDP in the seed's own sense: DDP with every setting a performance engineer would reach for, no FSDP."""
+READINGS = {"steady": "steps_per_s", "end_to_end": "end_to_end_steps_per_s"}
+"""The two readings of "steps/s", by the summary column each reads: the median steady-state window rate (warm-up
+and compilation excluded, the project's measurement rule), and all of the workload's steps over their wall time,
+warm-up and compilation included (a shorter run's projected to the workload's steps)."""
+HEADLINE = "steady"
+"""The reading the home page's headline answers with: the project's measurement rule is that warm-up and
+compilation are reported apart from throughput, and the seed's "steps/s" beside a 2000-step run says no more."""
+MAX_FURTHER_RUNS = 100
+"""The most further runs per deciding point `answer` looks for: beyond it, "more than 100"."""
+CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,20 +96,22 @@ def fight(summary: pl.DataFrame) -> Fight | None:
 
 
 def sweep(
-    summary: pl.DataFrame, the_fight: Fight, spreads: dict[tuple[str, int, bool], float] | None = None
+    summary: pl.DataFrame, the_fight: Fight, spreads: dict[str, configurations.Spreads] | None = None
 ) -> pl.DataFrame:
-    """Per variant and micro-batch: our measured runs, by the stock claim's engine, of the fight's model on its device
-    count (any workload of the suite training the same model), of a variant the suite file gives the fight's
-    workload, verified, unretracted, loss parity passed, at least `SWEEP_MIN_STEPS` steps.
-    Where a point has full-length runs only those count. steps/s is the median over runs; the interval spans the
-    runs' intervals (lowest low to highest high), so a point repeated on two hosts shows their spread; a point of one
-    run has its interval widened to the A/A spread of its hardware (`spreads`: `configurations.aa_spreads`), as a
-    board's one-run row is, so that what varies between repeats is in it (`interval_basis` says which)."""
+    """Per curve (one configuration at every micro-batch: `curve_hash`) and micro-batch: our measured runs, by the
+    stock claim's engine, of the fight's model on its device count (any workload of the suite training the same
+    model), of a variant the suite file gives the fight's workload, verified, unretracted, loss parity passed, at
+    least `SWEEP_MIN_STEPS` steps. Where a point has full-length runs only those count. Each reading's figure is the
+    median over runs; its interval `metrics.repeat_interval` with the between-run spread pooled on the hardware
+    (`spreads`, per reading: `configurations.pooled_spreads`), as a board row's is. `label` names the curve: its
+    variant, and what differs where the variant has several curves."""
     model = pl.col("model_name")
     optional = (
         ("mfu_datasheet_reference", pl.Float64),
         ("reference_precision", pl.String),
         ("shared_host", pl.Boolean),
+        ("end_to_end_steps_per_s", pl.Float64),
+        ("peak_mem_steady_gib", pl.Float64),
     )
     for name, dtype in optional:
         if name not in summary.columns:  # only float8 runs have the first two; a summary of bf16 runs may lack them
@@ -117,15 +137,21 @@ def sweep(
             & (pl.col("steps_completed") >= SWEEP_MIN_STEPS)
             & pl.col("variant").is_in(_defined_variants(the_fight))  # pinned variants only, no sweep settings
         )
-        .with_columns(any_full=pl.col("full_length").any().over("variant", "micro_batch"))
+        .with_columns(any_full=pl.col("full_length").any().over("curve_hash", "micro_batch"))
         .filter(pl.col("full_length") | ~pl.col("any_full"))
-        .group_by("variant", "micro_batch")
+        .sort("started_at", "run_id")
+        .group_by("curve_hash", "micro_batch", maintain_order=True)
         .agg(
+            variant=pl.col("variant").first(),
+            curve_settings=pl.col("curve_settings").last(),
             tier=pl.col("tier").first(),
             tokens_per_step=pl.col("tokens_per_step").first(),
             steps_per_s=pl.col("steps_per_s").median(),
-            steps_per_s_lo=pl.col("steps_per_s_lo").min(),
-            steps_per_s_hi=pl.col("steps_per_s_hi").max(),
+            end_to_end_steps_per_s=pl.col("end_to_end_steps_per_s").median(),
+            figures=pl.col("steps_per_s"),
+            end_to_end_figures=pl.col("end_to_end_steps_per_s"),
+            own_lo=pl.col("steps_per_s_lo"),
+            own_hi=pl.col("steps_per_s_hi"),
             tokens_per_s_per_device=pl.col("tokens_per_s_per_device").median(),
             mfu_datasheet=pl.col("mfu_datasheet").median(),
             compute_precision=pl.col("compute_precision").first(),
@@ -133,38 +159,51 @@ def sweep(
             mfu_datasheet_reference=pl.col("mfu_datasheet_reference").median(),
             reference_precision=pl.col("reference_precision").first(),
             peak_mem_gib=pl.col("peak_mem_gib").max(),
+            peak_mem_steady_gib=pl.col("peak_mem_steady_gib").max(),
             runs=pl.len(),
+            run_ids=pl.col("run_id"),
             full_length=pl.col("full_length").any(),
-            run_id=pl.col("run_id").sort_by("started_at").last(),
+            run_id=pl.col("run_id").last(),
             accelerator=pl.col("accelerator").first(),
             shared_host=pl.col("shared_host").any(),
         )
-        .sort("variant", "micro_batch")
+        .sort("variant", "curve_hash", "micro_batch")
     )
-    return _widened(points, the_fight.devices, spreads or {})
+    return _intervals(_labelled(points), the_fight.devices, spreads or {})
 
 
-def _widened(points: pl.DataFrame, devices: int, spreads: dict[tuple[str, int, bool], float]) -> pl.DataFrame:
-    """One-run points' intervals widened to half the A/A spread each side of their median, with the basis named."""
-    lows, highs, bases = [], [], []
+def _labelled(points: pl.DataFrame) -> pl.DataFrame:
+    """`label`: a curve's variant, with what differs from the variant's other curves where it has several."""
+    labels: dict[str, str] = {}
+    for (variant,), group in points.group_by("variant", maintain_order=True):
+        curves = dict(group.select("curve_hash", "curve_settings").unique("curve_hash").iter_rows())
+        texts = configurations.differing(curves) if len(curves) > 1 else dict.fromkeys(curves, "")
+        texts = {h: t.replace("settings.", "") for h, t in texts.items()}  # the variant's settings need no prefix
+        labels |= {h: f"{variant} ({t})" if t else str(variant) for h, t in texts.items()}
+    return points.with_columns(label=pl.col("curve_hash").replace_strict(labels, default=None, return_dtype=pl.String))
+
+
+def _intervals(points: pl.DataFrame, devices: int, spreads: dict[str, configurations.Spreads]) -> pl.DataFrame:
+    """Each point's interval for each reading (`metrics.repeat_interval`), with the basis of the steady one named."""
+    columns: dict[str, list[Any]] = {"steps_per_s_lo": [], "steps_per_s_hi": [], "end_to_end_lo": [],
+                                     "end_to_end_hi": [], "interval_basis": []}  # fmt: skip
     for row in points.iter_rows(named=True):
-        lo, hi, median = row["steps_per_s_lo"], row["steps_per_s_hi"], row["steps_per_s"]
-        spread = spreads.get((row["accelerator"], devices, bool(row["shared_host"])))
-        if row["runs"] >= 2:
-            basis = f"{row['runs']} runs: lowest low to highest high"
-        elif spread is None:
-            basis = "one run; no A/A spread measured on this hardware"
-        else:
-            lo, hi = metrics.widened(median, lo, hi, spread)
-            basis = f"one run, widened to the A/A spread of {devices} × {row['accelerator']} ({spread:.2%})"
-        lows.append(lo)
-        highs.append(hi)
-        bases.append(basis)
+        key = (row["accelerator"], devices)
+        steady = spreads.get("steady", {}).get(key)
+        lo, hi = metrics.repeat_interval(row["figures"], list(zip(row["own_lo"], row["own_hi"], strict=True)), steady)
+        columns["steps_per_s_lo"].append(lo)
+        columns["steps_per_s_hi"].append(hi)
+        e2e = [x for x in row["end_to_end_figures"] if x is not None]
+        e2e_lo, e2e_hi = (
+            metrics.repeat_interval(e2e, [], spreads.get("end_to_end", {}).get(key)) if e2e else (None, None)
+        )
+        columns["end_to_end_lo"].append(e2e_lo)
+        columns["end_to_end_hi"].append(e2e_hi)
+        columns["interval_basis"].append(configurations.basis(row["runs"], steady, f"{devices} × {row['accelerator']}"))
     return points.with_columns(
-        steps_per_s_lo=pl.Series(lows, dtype=pl.Float64),
-        steps_per_s_hi=pl.Series(highs, dtype=pl.Float64),
-        interval_basis=pl.Series(bases, dtype=pl.String),
-    )
+        *(pl.Series(name, values, dtype=pl.String if name == "interval_basis" else pl.Float64)
+          for name, values in columns.items())
+    ).drop("own_lo", "own_hi")  # fmt: skip
 
 
 def _defined_variants(the_fight: Fight) -> list[str]:
@@ -175,81 +214,176 @@ def _defined_variants(the_fight: Fight) -> list[str]:
 
 def _empty_sweep() -> pl.DataFrame:
     return pl.DataFrame(
-        schema={"variant": pl.String, "micro_batch": pl.Int64, "tier": pl.String, "tokens_per_step": pl.Float64,
-                "steps_per_s": pl.Float64, "steps_per_s_lo": pl.Float64, "steps_per_s_hi": pl.Float64,
-                "tokens_per_s_per_device": pl.Float64, "mfu_datasheet": pl.Float64, "compute_precision": pl.String,
-                "peak_mem_gib": pl.Float64, "runs": pl.UInt32, "full_length": pl.Boolean, "run_id": pl.String,
-                "mfu_datasheet_reference": pl.Float64, "reference_precision": pl.String, "accelerator": pl.String,
-                "shared_host": pl.Boolean, "interval_basis": pl.String}
+        schema={"curve_hash": pl.String, "micro_batch": pl.Int64, "variant": pl.String, "curve_settings": pl.String,
+                "tier": pl.String, "tokens_per_step": pl.Float64, "steps_per_s": pl.Float64,
+                "end_to_end_steps_per_s": pl.Float64, "figures": pl.List(pl.Float64),
+                "end_to_end_figures": pl.List(pl.Float64), "tokens_per_s_per_device": pl.Float64,
+                "mfu_datasheet": pl.Float64, "compute_precision": pl.String, "mfu_datasheet_reference": pl.Float64,
+                "reference_precision": pl.String, "peak_mem_gib": pl.Float64, "peak_mem_steady_gib": pl.Float64,
+                "runs": pl.UInt32,
+                "run_ids": pl.List(pl.String), "full_length": pl.Boolean, "run_id": pl.String,
+                "accelerator": pl.String, "shared_host": pl.Boolean, "label": pl.String,
+                "steps_per_s_lo": pl.Float64, "steps_per_s_hi": pl.Float64, "end_to_end_lo": pl.Float64,
+                "end_to_end_hi": pl.Float64, "interval_basis": pl.String}
     )  # fmt: skip
 
 
-def _curve(points: pl.DataFrame, variant: str, column: str) -> list[tuple[float, float]]:
-    rows = points.filter(pl.col("variant") == variant).select("micro_batch", column).drop_nulls().rows()
+@dataclass(frozen=True, slots=True)
+class PointDraws:
+    """A sweep point's resamples (generator/sweep_draws.py), kept in their parts so that `projected` can ask what
+    further runs would do: figure = within · exp(sd · z / (chi · √runs)), z standard normal and chi = √(V/df) with
+    V chi-square of the pooled spread's degrees of freedom, so that z / chi is Student's t."""
+
+    within: Any
+    """The point's figure in each resample of its runs' windows (numpy array, one per draw)."""
+    z: Any
+    chi: Any
+    sd: float
+    """The pooled between-run spread (0 where none was measured: the point then moves by its windows alone)."""
+    runs: int
+
+    def figures(self) -> Any:
+        return metrics.with_between_run_deviation(self.within, self.sd, self.z, self.chi, self.runs)
+
+    def projected(self, figure: float, runs_after: int) -> Any:
+        """The resamples as they would spread with `runs_after` runs like the present ones
+        (`metrics.with_more_runs`)."""
+        return metrics.with_more_runs(self.within, figure, self.sd, self.z, self.runs, runs_after)
+
+
+Draws = dict[tuple[str, int], PointDraws]
+"""Per point (curve, micro-batch), its resamples."""
+
+
+def _curve(points: pl.DataFrame, curve: str, column: str) -> list[tuple[float, float]]:
+    rows = points.filter(pl.col("curve_hash") == curve).select("micro_batch", column).drop_nulls().rows()
     return [(float(m), float(v)) for m, v in rows]
 
 
-def answer(points: pl.DataFrame, the_fight: Fight) -> dict[str, Any]:
-    """The matched shape and what it says: where `STOCK` runs the claim's stock figure; there, each tuned variant's
-    steps/s (interpolated, with its interval), tuned over stock, and the gap to the sparse-first figure."""
-    target = the_fight.stock["steps_per_s"]
-    stock = _curve(points, STOCK, "steps_per_s")
-    out: dict[str, Any] = {
-        "target": target,
-        "claimed_ratio": the_fight.claimed_ratio,
-        "stock_points": stock,
-        "tuned": [],
-        "best": None,
-        "why_not": None,
-    }
+def _stock_curve(points: pl.DataFrame, column: str) -> str | None:
+    """The stock curve the matched shape is found on: `STOCK`'s curve with the most micro-batches measured (the
+    latest run's, on a tie)."""
+    stock = points.filter((pl.col("variant") == STOCK) & pl.col(column).is_not_null())
+    if not stock.height:
+        return None
+    ranked = stock.group_by("curve_hash").agg(n=pl.len(), latest=pl.col("run_id").max()).sort("n", "latest")
+    return str(ranked["curve_hash"][-1])
+
+
+def answer(points: pl.DataFrame, the_fight: Fight, draws: dict[str, Draws] | None = None) -> dict[str, Any]:
+    """The verdict in each reading of steps/s (`readings`, by `READINGS`), the headline's (`HEADLINE`) also at the
+    top level: the matched shape, and there each tuned curve's steps/s, tuned over stock, the gap to the sparse-first
+    figure and the three-way decision. With `draws` (per reading, `sweep_draws.draws`) every figure at the matched
+    shape has its resampled 95% interval; without, point figures only (and no decision)."""
+    out: dict[str, Any] = {"target": the_fight.stock["steps_per_s"], "claimed_ratio": the_fight.claimed_ratio,
+                           "headline": HEADLINE, "readings": {}}  # fmt: skip
+    for reading, column in READINGS.items():
+        out["readings"][reading] = _reading(points, the_fight, column, (draws or {}).get(reading))
+    return out | out["readings"][HEADLINE]
+
+
+def _reading(points: pl.DataFrame, the_fight: Fight, column: str, draws: Draws | None) -> dict[str, Any]:
+    target, claimed = the_fight.stock["steps_per_s"], the_fight.challenger["steps_per_s"]
+    stock_curve = _stock_curve(points, column)
+    stock = _curve(points, stock_curve, column) if stock_curve else []
+    out: dict[str, Any] = {"column": column, "stock_points": stock, "tuned": [], "best": None, "ddp": None,
+                           "why_not": None, "matched_tokens_per_step": None}  # fmt: skip
     matched = metrics.crossing(stock, target) if stock else None
     out["matched_micro_batch"] = matched
-    if matched is None:
+    if matched is None or stock_curve is None:
         out["why_not"] = _why_not(stock, target)
         return out
-    rates = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
-    stock_lo, stock_hi = (metrics.interpolate(_curve(points, STOCK, c), matched) for c in rates[1:])
-    seq = (
-        points.filter(pl.col("variant") == STOCK)
-        .select(pl.col("tokens_per_step") / pl.col("micro_batch"))
-        .to_series()
-        .drop_nulls()
-    )
-    out["matched_tokens_per_step"] = matched * seq[0] if seq.len() else None
-    tuned = []
-    for variant in points.filter(pl.col("tier") == "tuned")["variant"].unique().sort():
-        rate, lo, hi = (metrics.interpolate(_curve(points, variant, c), matched) for c in rates)
-        if rate is None or lo is None or hi is None or stock_lo is None or stock_hi is None:
+    seq = points.filter(pl.col("curve_hash") == stock_curve).select(pl.col("tokens_per_step") / pl.col("micro_batch"))
+    out["matched_tokens_per_step"] = matched * seq.to_series()[0] if seq.height else None
+    tuned_curves = points.filter((pl.col("tier") == "tuned") & pl.col(column).is_not_null())
+    for curve, variant, label in tuned_curves.select("curve_hash", "variant", "label").unique().sort("label").rows():
+        curve_points = _curve(points, curve, column)
+        rate = metrics.interpolate(curve_points, matched)
+        if rate is None:
             continue
-        tuned.append(
-            {
-                "variant": variant,
-                "steps_per_s": rate,
-                "steps_per_s_lo": lo,
-                "steps_per_s_hi": hi,
-                "ratio": rate / target,
-                "ratio_lo": lo / stock_hi,
-                "ratio_hi": hi / stock_lo,
-                "gap": the_fight.challenger["steps_per_s"] / rate,
-                "gap_lo": the_fight.challenger["steps_per_s"] / hi,
-                "gap_hi": the_fight.challenger["steps_per_s"] / lo,
-            }
-        )
-    tuned.sort(key=lambda t: -t["steps_per_s"])
-    out["tuned"] = tuned
-    out["best"] = tuned[0] if tuned else None
-    for t in tuned:
-        t["closes"] = "yes" if t["gap_hi"] <= GAP_ASKED else "no" if t["gap_lo"] > GAP_ASKED else "undecided"
-    if tuned:
-        best, claimed = tuned[0], the_fight.challenger["steps_per_s"]
-        out["gap_lo"], out["gap_hi"] = best["gap_lo"], best["gap_hi"]
-        out["closes"] = best["closes"]
-        out["beats_claim"] = best["steps_per_s_lo"] >= claimed
-        # the seed's words are "tuned DDP": the DDP variant alone, without FSDP or float8, answers them literally
-        out["ddp"] = next((t for t in tuned if t["variant"] == DDP_TUNED), None)
-    else:
+        t: dict[str, Any] = {"variant": variant, "label": label, "curve_hash": curve, "steps_per_s": rate,
+                             "ratio": rate / target, "gap": claimed / rate}  # fmt: skip
+        if draws is not None:
+            t |= _with_draws(points, stock_curve, curve, column, matched, draws, target, claimed)
+        out["tuned"].append(t)
+    out["tuned"].sort(key=lambda t: -t["steps_per_s"])
+    if not out["tuned"]:
         out["why_not"] = "no tuned variant has been measured at both micro-batches around the matched shape yet"
+        return out
+    out["best"] = out["tuned"][0]
+    # the seed's words are "tuned DDP": the DDP variant alone, without FSDP or float8, answers them literally
+    out["ddp"] = next((t for t in out["tuned"] if t["variant"] == DDP_TUNED), None)
     return out
+
+
+def _gap_draws(
+    points: pl.DataFrame, stock_curve: str, curve: str, column: str, draws: Draws, target: float, scaled: Draws
+) -> Any:
+    """The tuned curve's steps/s at each resample's own matched shape (NaN where that falls outside either curve's
+    measured micro-batches): the crossing found again on each resample of the stock curve."""
+    stock_x = [x for x, _ in _curve(points, stock_curve, column)]
+    tuned_x = [x for x, _ in _curve(points, curve, column)]
+
+    def matrix(curve_hash: str, xs: list[float]) -> Any:
+        keys = [(curve_hash, int(x)) for x in xs]
+        columns: list[Any] = [scaled[k] if k in scaled else draws[k].figures() for k in keys]
+        return np.column_stack(columns)
+
+    crossing = metrics.crossings(stock_x, matrix(stock_curve, stock_x), target)
+    return metrics.interpolations(tuned_x, matrix(curve, tuned_x), crossing)
+
+
+def _decided(rates: Any, claimed: float) -> tuple[float, float, float, str]:
+    """(steps/s low, high, share of undefined resamples, decision) of a tuned curve's resampled rates."""
+    undefined = float(np.mean(~np.isfinite(rates)))
+    lo, hi = metrics.percentile_interval(rates, CONFIDENCE) if undefined < 1 else (float("nan"), float("nan"))
+    # a resample whose matched shape lies outside the measured range says nothing of the gap: where more of them
+    # than the interval's tails hold, the interval is not known well enough to decide
+    decided = undefined <= (1 - CONFIDENCE) / 2
+    decision = metrics.three_way(claimed / hi, claimed / lo, GAP_ASKED) if decided else "undecided"
+    return lo, hi, undefined, decision
+
+
+def _with_draws(
+    points: pl.DataFrame, stock_curve: str, curve: str, column: str, matched: float, draws: Draws, target: float,
+    claimed: float,
+) -> dict[str, Any]:  # fmt: skip
+    """A tuned curve's intervals at the matched shape from the resamples, its decision and, when undecided, the
+    further full-length runs at each deciding point that would settle it at the current spread."""
+    rates = _gap_draws(points, stock_curve, curve, column, draws, target, {})
+    lo, hi, undefined, decision = _decided(rates, claimed)
+    out = {"steps_per_s_lo": lo, "steps_per_s_hi": hi, "ratio_lo": lo / target, "ratio_hi": hi / target,
+           "gap_lo": claimed / hi, "gap_hi": claimed / lo, "undefined_share": undefined, "decision": decision,
+           "beats_claim": lo >= claimed, "further_runs": None, "deciding": [], "settles_to": None}  # fmt: skip
+    if decision != "undecided":
+        return out
+    deciding = _deciding(points, stock_curve, matched, column) + _deciding(points, curve, matched, column)
+    out["deciding"] = [{"label": r["label"], "micro_batch": r["micro_batch"], "runs": r["runs"],
+                        "full_length": r["full_length"]} for r in deciding]  # fmt: skip
+    for k in range(1, MAX_FURTHER_RUNS + 1):
+        scaled = {(r["curve_hash"], r["micro_batch"]): _more_runs(draws, r, column, k) for r in deciding}
+        settled = _decided(_gap_draws(points, stock_curve, curve, column, draws, target, scaled), claimed)[3]
+        if settled != "undecided":
+            out["further_runs"], out["settles_to"] = k, settled
+            break
+    return out
+
+
+def _deciding(points: pl.DataFrame, curve: str, matched: float, column: str) -> list[dict[str, Any]]:
+    """The points of a curve the matched shape is interpolated between (one, where it falls on a measured one)."""
+    rows = points.filter(pl.col("curve_hash") == curve).filter(pl.col(column).is_not_null()).sort("micro_batch")
+    xs = rows["micro_batch"].to_list()
+    below = [i for i, x in enumerate(xs) if x <= matched]
+    above = [i for i, x in enumerate(xs) if x >= matched]
+    picked = sorted({below[-1], above[0]}) if below and above else []
+    return [rows.row(i, named=True) for i in picked]
+
+
+def _more_runs(draws: Draws, point: dict[str, Any], column: str, k: int) -> Any:
+    """A point's resamples as they would spread with k further full-length runs like its own, which join its runs
+    (or replace them, where they are shorter): `PointDraws.projected` with n + k (or k) runs."""
+    after = point["runs"] + k if point["full_length"] else k
+    return draws[(point["curve_hash"], point["micro_batch"])].projected(point[column], after)
 
 
 def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> list[dict[str, Any]]:
@@ -278,7 +412,7 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         {
             "item": "A tuned PyTorch, same hardware, model and data, every advantage",
             "status": "answered" if answered else "measuring",
-            "detail": "at the matched shape, below" if answered else verdict.get("why_not", ""),
+            "detail": "at the matched shape, above" if answered else verdict.get("why_not", ""),
             "href": fight_board,
         },
         {

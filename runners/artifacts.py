@@ -15,6 +15,10 @@ import numpy as np
 from runners.spec import ModelSpec
 
 INIT_STD = 0.02  # GPT-2 / nanoGPT initialisation
+INIT_RECIPE = "gpt2-normal-0.02-v1"
+"""The initial weights' recipe, by name (`init_weights`): a change to how they are made is a new name."""
+DATA_RECIPE = "markov-successors4-v1"
+"""The token stream's recipe, by name (`token_batches`): a change to how it is made is a new name."""
 
 
 def gpt_param_shapes(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
@@ -103,7 +107,7 @@ def spec_key(spec: ModelSpec, seed: int) -> str:
     import hashlib
     import json
 
-    shapes = dataclasses.asdict(spec) | {"seed": seed, "init": "gpt2-normal-0.02-v1"}
+    shapes = dataclasses.asdict(spec) | {"seed": seed, "init": INIT_RECIPE}
     shapes.pop("name")
     digest = hashlib.sha256(json.dumps(shapes, sort_keys=True).encode()).hexdigest()[:12]
     return f"{spec.name}-seed{seed}-{digest}"
@@ -152,19 +156,40 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def work_hashes(spec: ModelSpec, seed: int, cache_dir: Path, *, steps: int, global_batch: int, seq_len: int) -> dict:
-    """Proof of the same work, for a training record: the sha256 of the initial-weights file the run loads and of
-    the global token stream its steps consume (every rank's rows), so loss parity can require equal hashes."""
+def state_sha256(tensors: dict[str, Any]) -> str:
+    """sha256 of a model's weights as it holds them (arrays numpy can read, by parameter name, every engine's names
+    being these; each is read only when hashed, so no second copy of the model is made): in name order, each name,
+    dtype and shape, then its little-endian bytes. Two engines that loaded the same weights give the same digest,
+    whatever they do with them next (cast, shard, convert)."""
     import hashlib
 
-    weights = hashlib.sha256(initial_weights_file(spec, seed, cache_dir).read_bytes()).hexdigest()
-    data = hashlib.sha256()
-    chunk = max(1, (1 << 22) // (global_batch * (seq_len + 1)))  # steps per ~32 MB of tokens: bounded memory
-    for first in range(0, steps, chunk):  # a step's batch depends only on (seed, step): chunks hash as the whole
-        part = range(first, min(first + chunk, steps))
-        data.update(token_batches(vocab=spec.vocab, seed=seed, steps=part, global_batch=global_batch,
-                                  seq_len=seq_len).tobytes())  # fmt: skip
-    return {"initial_weights_sha256": weights, "data_sha256": data.hexdigest()}
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(np.asarray(tensors[name]))
+        array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        digest.update(f"{name}:{array.dtype.str}:{list(array.shape)};".encode())
+        digest.update(array.data.cast("B"))
+    return digest.hexdigest()
+
+
+def tokens_sha256(tokens: np.ndarray) -> str:
+    """sha256 of a token array's int64 little-endian bytes in C order: for the global batches of every step
+    (`token_batches`, steps × global batch × (sequence + 1)), what every rank took its rows from."""
+    import hashlib
+
+    array = np.ascontiguousarray(tokens, dtype=np.dtype("<i8"))
+    return hashlib.sha256(array.data.cast("B")).hexdigest()
+
+
+def weights_file_sha256(spec: ModelSpec, seed: int, cache_dir: Path) -> str:
+    """sha256 of the initial-weights file a run reads (`initial_weights_file`)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(initial_weights_file(spec, seed, cache_dir), "rb") as f:
+        while chunk := f.read(1 << 24):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def initial_weights_file(spec: ModelSpec, seed: int, cache_dir: Path) -> Path:

@@ -308,7 +308,16 @@ has measured something else, and does not rank. llama.cpp's runner and llama-ben
 test in data/h100 where both finished, and vLLM's offline runner and `vllm bench throughput` within 0.5%."""
 
 
-def within(ratio: Any, tol: float) -> Any:
+def agreement_tolerance(tool_spreads: Sequence[float], floor: float = OWN_TOOL_REL_TOL) -> float:
+    """The relative gap allowed between a runner's figure and its engine's tool's where the tool's own repeats of
+    identical tests were measured: the largest relative spread among them (`relative_spread`), never below `floor`.
+    A runner cannot be asked to agree with the tool more closely than the tool agrees with itself (the idea of a
+    repeatability limit: ISO 5725-6:1994, §4.1, the largest difference two results of the same method may show);
+    `vllm bench serve`'s own repeats of one served point on 2 × H200 moved 1.9-31.6% of their median in median TTFT."""
+    return max([floor, *tool_spreads])
+
+
+def within(ratio: Any, tol: Any) -> Any:
     """Whether a ratio of two figures of the same thing is 1 within a relative tolerance (a float, or a polars
     expression of a column of ratios)."""
     return abs(ratio - 1.0) <= tol
@@ -399,12 +408,183 @@ def relative_spread(values: Sequence[float]) -> float:
     return (ordered[-1] - ordered[0]) / median
 
 
-def widened(median: float, lo: float | None, hi: float | None, spread: float) -> tuple[float, float]:
-    """A one-run figure's interval widened to an A/A spread (`relative_spread`): at least half the spread either
-    side of its median, never narrower than its own interval (lo/hi None: it has none). Every board's one-run row
-    and the verdict's one-run sweep points use it, so that what varies between repeats is in their intervals."""
-    low, high = median * (1 - spread / 2), median * (1 + spread / 2)
-    return (low if lo is None else min(lo, low)), (high if hi is None else max(hi, high))
+# --- between-run spread, pooled -------------------------------------------------------------------------------
+# One run says nothing of how far a second run of the same settings would land; repeats of other settings on the same
+# hardware do. Their spreads are pooled as the within-groups mean square of a one-way analysis of variance, on the log
+# of each run's figure (so a configuration at 4 steps/s and one at 25 pool alike, as relative spreads), and an
+# interval for a configuration's figure uses Student's t with the pool's degrees of freedom.
+
+
+@dataclass(frozen=True, slots=True)
+class PooledSpread:
+    """The between-run standard deviation of ln(figure) pooled over groups of identical settings (`pooled_log_sd`)."""
+
+    sd: float
+    """Pooled standard deviation of ln(figure): about the relative run-to-run spread (0.01: 1%)."""
+    df: int
+    """Degrees of freedom: Σ (runs in a group − 1)."""
+    groups: int
+    """Groups of identical settings (two or more runs each) that were pooled."""
+
+
+def pooled_log_sd(groups: Sequence[Sequence[float]]) -> PooledSpread | None:
+    """s_p² = Σ_g Σ_i (ln x_gi − mean_g)² / Σ_g (n_g − 1) over the groups of two or more positive figures; None
+    where there is none. Source: the error (within-groups) mean square of the one-way analysis of variance, D. C.
+    Montgomery, "Design and Analysis of Experiments" (9th ed., 2017), ch. 3 ("Analysis of the fixed effects
+    model"); Minitab's "One-way ANOVA: methods and formulas" (pooled standard deviation, n_T − r degrees of
+    freedom)."""
+    squares, df, used = 0.0, 0, 0
+    for values in groups:
+        logs = [math.log(v) for v in values if v is not None and v > 0]
+        if len(logs) < 2:
+            continue
+        mean = sum(logs) / len(logs)
+        squares += sum((x - mean) ** 2 for x in logs)
+        df += len(logs) - 1
+        used += 1
+    return PooledSpread(math.sqrt(squares / df), df, used) if df else None
+
+
+def student_t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with `df` degrees of freedom (0 < p < 1), by bisection on its distribution
+    function F(t) = 1 − ½·I_{df/(df+t²)}(df/2, ½) for t ≥ 0 (Abramowitz & Stegun, "Handbook of Mathematical
+    Functions", 26.7.1 with 26.5.27), I the regularized incomplete beta function (`_incomplete_beta`)."""
+    if not 0 < p < 1 or df <= 0:
+        raise ValueError("p must be in (0, 1) and df positive")
+    if p < 0.5:
+        return -student_t_quantile(1 - p, df)
+
+    def cdf(t: float) -> float:
+        return 1 - 0.5 * _incomplete_beta(df / 2, 0.5, df / (df + t * t))
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < p:
+        hi *= 2
+    for _ in range(200):  # to the float's resolution
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b), from its continued fraction evaluated by the modified Lentz method. Source: W. H. Press et al.,
+    "Numerical Recipes" (3rd ed., 2007), §6.4 (`betai`, `betacf`)."""
+    if x <= 0 or x >= 1:
+        return 0.0 if x <= 0 else 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x > (a + 1) / (a + b + 2):  # the fraction converges fast below this point: use the symmetry there
+        return 1 - _incomplete_beta(b, a, 1 - x)
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):  # fmt: skip
+            d = 1 + num * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return front * h / a
+
+
+def repeat_interval(
+    figures: Sequence[float],
+    own: Sequence[tuple[float | None, float | None]],
+    spread: PooledSpread | None,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """A 95% interval for a configuration's figure from its n runs' `figures` (and each run's own interval, `own`:
+    (lo, hi), None where a run has none): exp(mean(ln x) ± t_{df, 0.975} · s_p / √n) with the pooled between-run
+    spread (`pooled_log_sd`), the interval for a factor level's mean in a one-way analysis of variance (Montgomery,
+    ch. 3, "Estimation of the model parameters"; Minitab's one-way ANOVA confidence intervals),
+    never narrower than its runs' own intervals (lowest low to highest high) and never excluding one of its runs. A
+    configuration of one run is so widened by t · s_p each side of its figure in ln units. Without a pooled spread
+    it is its runs' hull alone."""
+    if not figures:
+        raise ValueError("an interval needs at least one run")
+    lows = [lo for lo, _ in own if lo is not None] + list(figures)
+    highs = [hi for _, hi in own if hi is not None] + list(figures)
+    lo, hi = min(lows), max(highs)
+    if spread is not None:
+        centre = sum(math.log(x) for x in figures) / len(figures)
+        half = student_t_quantile(0.5 + confidence / 2, spread.df) * spread.sd / math.sqrt(len(figures))
+        lo, hi = min(lo, math.exp(centre - half)), max(hi, math.exp(centre + half))
+    return lo, hi
+
+
+# --- resampling ----------------------------------------------------------------------------------------------
+
+
+def block_length(n: int) -> int:
+    """Block length of the moving-block bootstrap for a series of n: ⌈n^(1/3)⌉, the rate at which the optimal length
+    grows for variance and distribution estimates (P. Hall, J. L. Horowitz and B.-Y. Jing, "On blocking rules for the
+    bootstrap with dependent data", Biometrika 82(3), 1995)."""
+    return max(1, math.ceil(n ** (1 / 3)))
+
+
+def block_resample(values: Sequence[float], draws: int, rng: Any) -> Any:
+    """`draws` moving-block bootstrap resamples of a series whose neighbours are correlated (a run's timing windows),
+    as an array of shape (draws, n): blocks of `block_length(n)` consecutive values with uniformly drawn starts,
+    joined and cut to n. Source: H. R. Künsch, "The jackknife and the bootstrap for general stationary
+    observations", Annals of Statistics 17(3), 1989. `rng`: a numpy Generator (a fixed seed keeps a site
+    reproducible)."""
+    import numpy as np
+
+    series = np.asarray(values, dtype=np.float64)
+    n = len(series)
+    size = block_length(n)
+    blocks = -(-n // size)
+    starts = rng.integers(0, n - size + 1, size=(draws, blocks))
+    index = (starts[:, :, None] + np.arange(size)).reshape(draws, blocks * size)[:, :n]
+    return series[index]
+
+
+def with_between_run_deviation(within: Any, sd: float, z: Any, chi: Any, runs: int) -> Any:
+    """Resamples of a figure of `runs` runs (`within`: each from its runs' windows resampled) moved by a between-run
+    deviation: within · exp(sd · T / √runs) with T = z / chi Student's t (z standard normal, chi = √(V/df), V
+    chi-square with the pooled spread's degrees of freedom: the standard construction of t, e.g. Abramowitz &
+    Stegun 26.7) and sd the pooled between-run spread (`pooled_log_sd`). The second stage of a two-stage bootstrap
+    of runs and their windows (A. C. Davison and D. V. Hinkley, "Bootstrap Methods and their Application", 1997,
+    §3.8), made parametric because one or two runs cannot be resampled. A huge t draw gives inf, not an error."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        return within * np.exp(sd * z / (chi * np.sqrt(runs)))
+
+
+def with_more_runs(within: Any, figure: float, sd: float, z: Any, runs: int, runs_after: int) -> Any:
+    """The same resamples as they would spread with `runs_after` runs like the present ones, the spread taken as
+    measured (normal, no longer t): the windows' part's deviations from ln `figure` shrunk by √(runs / runs_after)
+    and the between-run part sd · z / √runs_after (the standard error of a mean of n' runs)."""
+    import numpy as np
+
+    centre = np.log(figure)
+    moved = np.exp(centre + (np.log(within) - centre) * np.sqrt(runs / runs_after))
+    return moved * np.exp(sd * z / np.sqrt(runs_after))
+
+
+def percentile_interval(draws: Any, confidence: float = 0.95) -> tuple[float, float]:
+    """The bootstrap percentile interval: the (1 − c)/2 and (1 + c)/2 quantiles of the resampled statistic, finite
+    draws only (B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", 1993, §13.3)."""
+    import numpy as np
+
+    finite = np.asarray(draws, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    lo, hi = np.quantile(finite, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(lo), float(hi)
+
+
+def end_to_end_steps_per_s(steps: Any, warmup_s: Any, warmup_steps: Any, steady_step_s: Any) -> Any:
+    """Steps over the wall time of all of them, warm-up and compilation included, for a run of `steps`: its warm-up
+    time plus (steps − warm-up steps) at its mean steady step time. For a run of `steps` steps this is its steps over
+    the sum of every step's time; for a shorter run, its projection to `steps`. Floats or polars expressions."""
+    return steps / (warmup_s + (steps - warmup_steps) * steady_step_s)
 
 
 def ratio_interval(
@@ -484,6 +664,50 @@ def interpolate(points: Sequence[tuple[float, float]], x: float) -> float | None
         if x0 <= x <= x1:
             return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
     return pts[0][1] if len(pts) == 1 and pts[0][0] == x else None
+
+
+def crossings(xs: Sequence[float], ys: Any, target: float) -> Any:
+    """`crossing` of many curves at once: `ys` of shape (draws, len(xs)) are the curves' values at the sorted `xs`
+    (each row one resample); returns each row's crossing, NaN where none (numpy arrays)."""
+    import numpy as np
+
+    ys = np.asarray(ys, dtype=np.float64)
+    out = np.full(ys.shape[0], np.nan)
+    if len(xs) == 1:
+        return np.where(ys[:, 0] == target, xs[0], np.nan)
+    for i in range(len(xs) - 1):
+        y0, y1 = ys[:, i], ys[:, i + 1]
+        open_ = np.isnan(out)
+        at = open_ & (y0 == target)
+        out[at] = xs[i]
+        between = open_ & ~at & (((y0 - target) * (y1 - target) < 0) | (y1 == target))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = xs[i] + (y0 - target) * (xs[i + 1] - xs[i]) / (y0 - y1)
+        out[between] = x[between]
+    return out
+
+
+def interpolations(xs: Sequence[float], ys: Any, at: Any) -> Any:
+    """`interpolate` of many curves at once, each at its own x (`at`, one per row of `ys`); NaN outside the measured
+    range or where `at` is NaN."""
+    import numpy as np
+
+    ys = np.asarray(ys, dtype=np.float64)
+    at = np.asarray(at, dtype=np.float64)
+    out = np.full(ys.shape[0], np.nan)
+    if len(xs) == 1:
+        return np.where(at == xs[0], ys[:, 0], np.nan)
+    for i in range(len(xs) - 1):
+        inside = np.isnan(out) & (at >= xs[i]) & (at <= xs[i + 1])
+        frac = (at - xs[i]) / (xs[i + 1] - xs[i])
+        out[inside] = (ys[:, i] + (ys[:, i + 1] - ys[:, i]) * frac)[inside]
+    return out
+
+
+def three_way(lo: float, hi: float, threshold: float) -> str:
+    """A decision its interval settles, or not: "closes" when the whole interval of a gap is at or below `threshold`,
+    "does not" when it is wholly above, otherwise "undecided"."""
+    return "closes" if hi <= threshold else "does not" if lo > threshold else "undecided"
 
 
 # Datasheet memory per device (GB) and bandwidth (bytes/s), for stating the hardware difference between a claim's

@@ -179,24 +179,25 @@ def train_rows(
 
 
 def initial_state(ctx: dict[str, Any], work: spec.Workload, cache_dir: Path) -> dict[str, Any]:
-    """What a training record says about where it started (torch and MLX alike): the initial-weights file's name and
-    the proof of the same work (`artifacts.work_hashes` of the weights and of the token stream its steps consume).
-    Text values, typed Any: they are `config`'s `**extra`, and mypy would check a `dict[str, str]` against its every
-    keyword."""
+    """What a training record says about where it started and what it trained on (torch and MLX alike): the
+    initial-weights file's name and sha256, the recipes of its weights and tokens, and the proof of the same work
+    computed from what the process fed its model (`ctx["fed"]`, filled by the trial: `artifacts.state_sha256` of its
+    weights as loaded, `artifacts.tokens_sha256` of the token batches it took its rows from), marked
+    `hashes_from: fed`. Text values, typed Any: they are `config`'s `**extra`, and mypy would check a
+    `dict[str, str]` against its every keyword."""
     from runners import artifacts
 
     model = ctx["suite"].models[work.model]
-    out = {"initial_weights": artifacts.spec_key(model, work.seed) + ".safetensors"}
+    out: dict[str, Any] = {
+        "initial_weights": artifacts.spec_key(model, work.seed) + ".safetensors",
+        "recipes": {"data": artifacts.DATA_RECIPE, "initial_weights": artifacts.INIT_RECIPE},
+    }
     # a run that has just run out of memory still gets its record, without the hashes
-    with contextlib.suppress(MemoryError):
-        out |= artifacts.work_hashes(
-            model,
-            work.seed,
-            cache_dir,
-            steps=ctx["steps"],
-            global_batch=ctx["micro_batch"] * ctx["world"],
-            seq_len=work.seq_len,
-        )
+    with contextlib.suppress(MemoryError, OSError):
+        out["initial_weights_sha256"] = artifacts.weights_file_sha256(model, work.seed, cache_dir)
+    fed = ctx.get("fed") or {}
+    if "initial_state_sha256" in fed and "data_sha256" in fed:
+        out |= {k: fed[k] for k in ("initial_state_sha256", "data_sha256")} | {"hashes_from": "fed"}
     return out
 
 

@@ -105,6 +105,7 @@ METRIC_RULES: dict[str, Metric] = {
     "setup_s": Metric("s"),
     "warmup_s": Metric("s"),
     "peak_mem_gib": Metric("GiB"),
+    "peak_mem_steady_gib": Metric("GiB"),  # device memory's peak over the steady steps alone (no compile transient)
     "peak_rss_gib": Metric("GiB"),
     "steps_per_s": Metric("steps/s", strict=True),  # claims and imports, which carry no per-step times
     "retracted_runs": Metric("runs", low=1, whole=True),  # a retraction record's one row (runners/retract.py)
@@ -589,11 +590,46 @@ def suite_workloads(suite: str) -> dict[str, dict[str, Any]]:
                     "seq_len": w.seq_len,
                     "steps": w.steps,
                     "world_size": w.world_size,
+                    "seed": w.seed,
                     "variants": list(w.variants),
                 }
                 for w in loaded.workloads
             }
     return _WORKLOADS[suite]
+
+
+LEGACY_RECIPES = {"data": "markov-successors4-v1", "initial_weights": "gpt2-normal-0.02-v1"}
+"""What a training record without `recipes` (written before records named them, 2026-12-01) was made with: the only
+token-stream and initial-weights recipes runners/artifacts.py had then. A recipe that changes gets a new name there,
+so an absent key never stands for it."""
+
+
+def work_recipes(config: dict[str, Any]) -> dict[str, Any]:
+    """What makes a training run's work (its initial weights and its tokens) besides the model and the steps: the
+    workload's seed and the data and initial-weights recipes, as the record states them, an absent recipe read as
+    `LEGACY_RECIPES` (an absent seed as 0, the workload's default: runners/spec.py `Workload.seed`)."""
+    work = config.get("workload")
+    recipes = config.get("recipes")
+    recipes = recipes if isinstance(recipes, dict) else {}
+    seed = work.get("seed", 0) if isinstance(work, dict) else 0
+    return {"seed": seed} | {k: recipes.get(k, v) for k, v in LEGACY_RECIPES.items()}
+
+
+_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def settings_with_defaults(engine: str, settings: Any) -> Any:
+    """A training variant's settings with every key its engine writes out now (`engines.Engine.settings_defaults`):
+    a key the record lacks, written before the setting existed, reads as the engine's default for it (the behaviour
+    the engine had before the setting, by the rule that a new setting's default is what the engine did). Settings of
+    an engine without such defaults, or that are not a JSON object, are returned as they are."""
+    target = engines.ENGINES[engine].settings_defaults if engine in engines.ENGINES else None
+    if target is None or not isinstance(settings, dict):
+        return settings
+    key = (engine, str(settings.get("parallel")))
+    if key not in _DEFAULTS:
+        _DEFAULTS[key] = engines.call(target, settings)
+    return _DEFAULTS[key] | settings
 
 
 def make_table(run: dict[str, Any], rows: list[dict[str, Any]]) -> pa.Table:

@@ -79,8 +79,10 @@ def test_every_variant_passes_loss_parity(bench_data) -> None:
     parity = dict(summary.select("variant", "loss_parity_ok").iter_rows())
     assert parity == dict.fromkeys(VARIANTS, True), summary.select("variant", "loss_first_gap", "loss_max_rel_gap")
     # proof of the same work: every variant recorded the same initial weights and token stream
-    hashes = summary.select("weights_sha256", "data_sha256").unique()
+    hashes = summary.select("weights_sha256", "state_sha256", "data_sha256").unique()
     assert hashes.height == 1 and all(len(h) == 64 for h in hashes.row(0)), hashes
+    measured = summary.filter(pl.col("origin") == "measured")
+    assert set(measured["hashes_from"]) == {"fed"}  # hashed from what each process fed its model
     board = derive.leaderboards(summary)[("cpu-smoke", "train-gpt-tiny-mb4")]
     assert sorted(board["variant"]) == sorted(VARIANTS)
     assert board.filter(variant="ddp-fp32-stock")["speedup"].to_list() == [pytest.approx(1.0)]

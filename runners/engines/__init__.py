@@ -68,6 +68,10 @@ class Engine:
     check_settings: str | None = None
     """`module:function(variant, overrides) -> settings` the training runner checks its settings with (raising
     `spec.SpecError`): the bench session calls it first, so a mistyped `--set` key stops it before any run starts."""
+    settings_defaults: str | None = None
+    """`module:function(settings) -> defaults` of the settings a training variant with these settings writes out,
+    with the engine's defaults (importable without the engine): a key a record lacks (written before the setting
+    existed) reads as its default, so one configuration is one row (runners/schema.py `settings_with_defaults`)."""
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(KINDS)
@@ -90,6 +94,7 @@ ENGINES: dict[str, Engine] = {
             modules=("torch",),
             install_hint="pip install '.[torch]' (or run nox -s bench-cpu, which makes the environment)",
             check_settings="runners.engines.torch.setup:check_settings",
+            settings_defaults="runners.engines.torch.setup:defaults_of",
         ),
         Engine(
             name="mlx",
@@ -109,6 +114,7 @@ ENGINES: dict[str, Engine] = {
             modules=("mlx", "mlx_lm"),
             install_hint="pip install '.[mlx]'",
             check_settings="runners.engines.mlx.train:check_settings",
+            settings_defaults="runners.engines.mlx.train:defaults_of",
         ),
         Engine(
             name="llamacpp",

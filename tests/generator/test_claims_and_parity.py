@@ -202,8 +202,8 @@ def test_a_frozen_or_missing_layer_or_another_learning_rate_fails_parity(tmp_pat
     """Real runs of the tiny model on CPU in full fp32 against the fp32 stock baseline: the same settings pass, and a
     run whose first block is frozen, whose last block is missing (both injected into the real trainer through a
     sitecustomize module, as a defective runner would do it), or whose learning rate is halved fails, each with its
-    reason. The initial weights and data are the baseline's in all of them: only the loss curve (within 0.1% for a
-    pair of fp32 runs) or the optimizer settings can tell."""
+    reason. The weights file and the data are the baseline's in all of them: the loss curve (within 0.1% for a pair of
+    fp32 runs), the optimizer settings, or, for the missing block, the hash of the weights the process loaded tell."""
     data = tmp_path / "data"
     hook = tmp_path / "hook"
     hook.mkdir()
@@ -229,10 +229,14 @@ def test_a_frozen_or_missing_layer_or_another_learning_rate_fails_parity(tmp_pat
     rows_by_variant = {r["variant"]: r["run_id"] for r in rows.values() if r["note"] is None}
     assert same["loss_parity_ok"] is True and same["loss_parity_tol"] == metrics.LOSS_PARITY_REL_TOL_FP32
     for run in (frozen, missing):
-        assert run["loss_parity_ok"] is False and run["parity_problem"] is None, run
+        assert run["loss_parity_ok"] is False, run
         assert run["loss_max_rel_gap"] > metrics.LOSS_PARITY_REL_TOL_FP32
         assert run["loss_max_rel_gap"] < metrics.LOSS_PARITY_REL_TOL  # the bf16 tolerance would have let it pass
         assert run["weights_sha256"] == same["weights_sha256"] and run["data_sha256"] == same["data_sha256"]
+    # a frozen block holds the same weights: only the loss tells; a missing one is another model, and the hash of
+    # what the process loaded says so (the weights file was the same)
+    assert frozen["parity_problem"] is None and frozen["state_sha256"] == same["state_sha256"]
+    assert missing["parity_problem"].startswith("other initial weights than the baseline's")
     assert lr["loss_parity_ok"] is False and lr["parity_problem"].startswith("other optimizer settings")
     # over the whole run too, against the full-length fp32 stock run: the mean window gap alone would catch it
     assert lr["whole_run_baseline"] == rows_by_variant["ddp-fp32-stock"]
@@ -242,3 +246,126 @@ def test_a_frozen_or_missing_layer_or_another_learning_rate_fails_parity(tmp_pat
     )
     assert reasons[same["run_id"]] is None
     assert reasons[frozen["run_id"]].startswith("loss departs from the baseline's")
+    assert reasons[missing["run_id"]].startswith("other initial weights")
+
+
+OTHER_WORK = '''\
+"""Fault injection for tests/generator/test_claims_and_parity.py: a runner that trains on other work than its
+workload's, in the training process itself: another seed (recorded, as the runner records its workload), other
+tokens or other initial weights (recorded nowhere but in what the process fed its model)."""
+import os
+
+_defect = os.environ.get("FAIRFIGHT_TEST_WORK")
+if _defect == "seed":
+    import dataclasses
+
+    from runners import spec
+
+    _load = spec.load_suite
+
+    def load_suite(*args, **kwargs):
+        suite = _load(*args, **kwargs)
+        workloads = tuple(dataclasses.replace(w, seed=w.seed + 1) for w in suite.workloads)
+        return dataclasses.replace(suite, workloads=workloads)
+
+    spec.load_suite = load_suite
+elif _defect == "data":
+    from runners import artifacts
+
+    _batches = artifacts.token_batches
+
+    def token_batches(*, seed, **kwargs):
+        return _batches(seed=seed + 1, **kwargs)
+
+    artifacts.token_batches = token_batches
+elif _defect == "weights":
+    from runners.engines.torch import model as torch_model
+
+    _load_numpy = torch_model.GPT.load_numpy
+
+    def load_numpy(self, weights):
+        _load_numpy(self, {name: value * 1.05 for name, value in weights.items()})
+
+    torch_model.GPT.load_numpy = load_numpy
+'''
+
+
+def _without_hashes(source: Path, target: Path) -> None:
+    """Every record under `source` written again under `target` without its hashes (as a record made before they
+    were recorded would be), through the store's own checks."""
+    import pyarrow.parquet as pq
+
+    from runners.store import write_run
+
+    for path in sorted(source.rglob("*.parquet")):
+        table = pq.read_table(path)
+        config = json.loads(table["config"][0].as_py())
+        for key in ("initial_weights_sha256", "initial_state_sha256", "data_sha256", "hashes_from"):
+            config.pop(key, None)
+        column = table.schema.get_field_index("config")
+        write_run(target, table.set_column(column, "config", schema.pa.array([json.dumps(config)] * table.num_rows)))
+
+
+@pytest.mark.slow
+@pytest.mark.bench
+def test_a_run_of_other_work_never_passes_parity_nor_joins_a_row(tmp_path: Path, torch_engine: str) -> None:
+    """Real runs of the tiny model on CPU in full fp32 (issue 35). The runner hashes what its process fed the model:
+    a clean run's hashes are those of the seeded weights and token stream computed here, and a run whose process
+    trained on another seed, other tokens or other initial weights (injected into the real trainer through a
+    sitecustomize module) records other hashes and fails parity for that reason, though it records the workload's
+    seed (but the seeded one). With every hash stripped, the run of another seed still fails (its record says its
+    seed) and is another configuration; the other two fail on their loss curves, no longer on proof."""
+    from runners import artifacts
+
+    data = tmp_path / "data"
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(OTHER_WORK)
+    bench = ("runners", "bench", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-mb4", "--data-dir", str(data))
+    fp32 = ("--variant", "ddp-amp-stock", "--set", "precision=fp32")
+    path = os.pathsep.join([str(hook), str(ROOT)])
+    run_module(*bench, "--variant", "ddp-fp32-stock")
+    notes = {}
+    for label in ("same", "seed", "data", "weights"):
+        before = set(data.rglob("*.parquet"))
+        run_module(
+            *bench, *fp32, "--note", label, PYTHONPATH=path, FAIRFIGHT_TEST_WORK=label if label != "same" else ""
+        )
+        (made,) = set(data.rglob("*.parquet")) - before
+        notes[label] = made.stem
+    loaded = load.load(data)
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    rows = {r["run_id"]: r for r in summary.to_dicts()}
+    same, seed, other_data, weights = (rows[notes[k]] for k in ("same", "seed", "data", "weights"))
+    suite = spec.load_suite("cpu-smoke")
+    work = suite.workload("train-gpt-tiny-mb4")
+    model = suite.models[work.model]
+    expected_state = artifacts.state_sha256(artifacts.init_weights(model, work.seed))
+    tokens = artifacts.token_batches(vocab=model.vocab, seed=work.seed, steps=range(work.steps), global_batch=8,
+                                     seq_len=work.seq_len)  # fmt: skip
+    assert same["state_sha256"] == expected_state and same["data_sha256"] == artifacts.tokens_sha256(tokens)
+    assert same["hashes_from"] == "fed" and same["loss_parity_ok"] is True
+    assert same["same_work"].startswith("proven: the hashes of the weights and tokens it fed its model")
+    assert seed["parity_problem"].startswith("another seed than its workload's")
+    assert other_data["parity_problem"].startswith("other data than the baseline's")
+    assert weights["parity_problem"].startswith("other initial weights than the baseline's")
+    # the weights file was the baseline's: only the hash of what was loaded tells
+    assert weights["weights_sha256"] == same["weights_sha256"] and weights["state_sha256"] != same["state_sha256"]
+    board = derive.leaderboards(summary)[("cpu-smoke", "train-gpt-tiny-mb4")]
+    ranked = {r for ids in board["run_ids"] for r in ids}
+    assert notes["same"] in ranked and not {notes[k] for k in ("seed", "data", "weights")} & ranked
+
+    stripped = tmp_path / "stripped"
+    _without_hashes(data, stripped)
+    loaded = load.load(stripped)
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    rows = {r["run_id"]: r for r in summary.to_dicts()}
+    same, seed, other_data, weights = (rows[notes[k]] for k in ("same", "seed", "data", "weights"))
+    assert same["loss_parity_ok"] is True and same["same_work"].startswith("by record")
+    assert seed["parity_problem"].startswith("another seed than its workload's")
+    assert seed["settings_hash"] != same["settings_hash"]
+    for run in (other_data, weights):
+        assert run["loss_parity_ok"] is False and run["loss_max_rel_gap"] > metrics.LOSS_PARITY_REL_TOL_FP32
+    board = derive.leaderboards(summary)[("cpu-smoke", "train-gpt-tiny-mb4")]
+    ranked = {r for ids in board["run_ids"] for r in ids}
+    assert notes["same"] in ranked and not {notes[k] for k in ("seed", "data", "weights")} & ranked

@@ -29,7 +29,7 @@ AMP, AMP_REPEAT = (
 )
 TUNED = "20261201T032458Z-train-gpt-1.27b-1gpu-mb8-ddp-tuned-1f987a"
 """ddp-amp-stock and ddp-tuned on one H200: the tuned variant is about 20% faster."""
-FSDP = "6859b074cb52"
+FSDP = "670688922c44"
 """fsdp2-compile on 2 × H200: four full-length runs, two at harness commit 49a084d, one each at efa4f7b and 5cf30b6."""
 SERVE_FAILED = "20261130T053546Z-llama-8b-serve-c8-i512-o128-vllm-tp1-38a16c"
 SERVE_OK = "20261130T054058Z-llama-8b-serve-c8-i512-o128-vllm-tp1-c8b9fb"

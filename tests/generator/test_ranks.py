@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -89,6 +90,20 @@ def test_a_test_the_tool_cannot_run_does_not_rank_and_says_why() -> None:
     assert _board([outside])[0]["run_id"].to_list() == ["r2"]
 
 
+def test_mlx_ranks_the_figure_its_tool_checked() -> None:
+    """MLX's runner also times mlx_lm.benchmark's own path (its prompt time holds the first decoded token), and only
+    that figure is held to the tool's: so that is the figure its row ranks by, not the test's own (issue 35: on an
+    H200 the MLX pp figure ranked was 1.33x the tool's)."""
+    timed = dict(tool_path_med=17000.0, tool_path_lo=16900.0, tool_path_hi=17100.0)
+    mlx = _run(1, engine="mlx", variant="mlx-f16", rate_med=22550.0, rate_lo=22500.0, rate_hi=22600.0, **timed)
+    llama = _run(2, settings={"weights": "q8_0"}, tool_path_med=None, tool_path_lo=None, tool_path_hi=None)
+    ranked, _ = _board([mlx, llama])
+    values = dict(ranked.select(pl.col("run_ids").list.first(), "value").iter_rows())
+    assert values == {"r1": 17000.0, "r2": 100.0}
+    row = ranked.filter(pl.col("engine") == "mlx").row(0, named=True)
+    assert row["lo"] <= 16900.0 and row["hi"] >= 17100.0
+
+
 def test_a_served_point_must_agree_on_latency_too() -> None:
     """Throughput within tolerance is not enough for a served point: median TTFT and TPOT must agree as well."""
     base = {"kind": "serve", "engine": "vllm", "variant": "vllm-tp1", "out_med": None, "out_lo": None, "out_hi": None}
@@ -103,7 +118,31 @@ def test_a_served_point_must_agree_on_latency_too() -> None:
     why = dict(unranked.select("run_id", "unranked").iter_rows())
     assert why["r1"].startswith("median TTFT disagrees with vllm bench: runner / tool = 1.43")
     assert why["r2"].startswith("median TPOT disagrees with vllm bench")
-    assert ranked["interval_basis"][0] == "one run, one measurement: no interval"
+    assert ranked["interval_basis"][0].startswith("one run, one measurement: no interval")
+    assert ranked["lo"][0] is None and ranked["hi"][0] is None  # never a zero-width interval
+
+
+def test_a_served_points_tolerance_is_what_the_tool_reproduces_itself() -> None:
+    """`vllm bench serve` repeated on one served point moved 20% in median TTFT: a runner within 15% of it agrees, one
+    30% off does not; throughput and TPOT, which the tool reproduced within 5%, keep the ±5% rule; other hardware,
+    where the tool was never repeated, keeps ±5% for all three."""
+    tool = [
+        {"engine": "vllm-bench", "kind": "serve", "status": "ok", "accelerator": "NVIDIA H200", "accelerator_count": 1,
+         "suite": "s", "workload": "w", "settings_hash": "h", "out_rate": 1000.0 * k, "median_ttft_ms": ttft,
+         "median_tpot_ms": 5.0} for k, ttft in ((1.0, 100.0), (1.01, 122.2))
+    ]  # fmt: skip
+    tolerances = serving.tool_tolerances(pl.DataFrame(tool)).row(0, named=True)
+    assert tolerances["tol_ttft"] == pytest.approx(22.2 / 111.1)
+    assert tolerances["tol_out"] == metrics.OWN_TOOL_REL_TOL and tolerances["tol_tpot"] == metrics.OWN_TOOL_REL_TOL
+    base = {"kind": "serve", "engine": "vllm", "variant": "vllm-tp1", "out_med": None, "out_lo": None, "out_hi": None,
+            "output_tokens_per_s": 3000.0, "bench_ratio": 1.0, "bench_tpot_ratio": 1.0, **tolerances}  # fmt: skip
+    runs = [_run(1, **base, bench_ttft_ratio=1.15), _run(2, **base, bench_ttft_ratio=1.3, settings={"a": 2})]
+    ranked, unranked = serving.board(pl.DataFrame(runs).drop("depth", "rate_med", "rate_lo", "rate_hi"))
+    assert ranked["run_ids"].to_list() == [["r1"]]
+    assert unranked["unranked"][0] == "median TTFT disagrees with vllm bench: runner / tool = 1.3, beyond ±20%"
+    elsewhere = _run(3, **(base | dict.fromkeys(tolerances, None)), bench_ttft_ratio=1.15)
+    (reason,) = serving.board(pl.DataFrame([elsewhere]).drop("depth", "rate_med", "rate_lo", "rate_hi"))[1]["unranked"]
+    assert reason.endswith("beyond ±5%")
 
 
 def test_one_configuration_is_one_row_and_different_settings_never_merge() -> None:
@@ -164,9 +203,10 @@ def _published_boards() -> dict[str, list[dict]]:
         out[f"{suite}/{workload}"] = board_pages.board_rows(board, unranked, "steps/s", figure)
     tests = inference.test_summary(summary, loaded.rows)
     served = serving.test_summary(summary, loaded.rows)
+    spreads = inference.pooled_spreads(tests) | serving.pooled_spreads(served)  # as board_pages does
     for frame, board_of in ((tests, inference.board), (served, serving.board)):
         for (suite, workload), group in frame.partition_by("suite", "workload", as_dict=True).items():
-            ranked, unranked = board_of(group)
+            ranked, unranked = board_of(group, spreads)
             out[f"{suite}/{workload}"] = board_pages.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
     return out
 
@@ -195,12 +235,74 @@ def test_every_published_board_keeps_the_rank_rules() -> None:
                 assert seen.setdefault(run, r["rank"]) == r["rank"], (name, run)
 
 
+@pytest.mark.slow
+def test_no_published_interval_excludes_a_run_of_its_own_configuration() -> None:
+    """Every row of every committed board, one run or many, holds each of its runs' figures, and a training row also
+    every run of its settings that stopped on its time budget with a steady-state figure (issue 35: the 1-GPU stock
+    row's interval once excluded such a run, 7.455 steps/s). No row has an interval of zero width."""
+    _, summary = _committed()
+    run_values = _run_figures()
+    stopped = summary.filter(
+        (pl.col("origin") == "measured") & (pl.col("status") == "timeout") & pl.col("steps_per_s_lo").is_not_null()
+        & pl.col("unverified").is_null() & pl.col("retracted_by").is_null() & (pl.col("loss_parity_ok") != False)  # noqa: E712
+    )  # fmt: skip
+    siblings: dict[tuple[str, str], list[float]] = {}
+    for suite, workload, settings, figure in stopped.select("suite", "workload", "settings_hash", "steps_per_s").rows():
+        siblings.setdefault((f"{suite}/{workload}", settings), []).append(figure)
+    checked = 0
+    for name, rows in _published_boards().items():
+        for r in rows:
+            if r["rank"] is None:
+                continue
+            figures = [run_values[i] for i in r["runs"] if run_values.get(i) is not None]
+            figures += siblings.get((name, r["settings_hash"]), [])
+            if r["interval_low"] is None:
+                assert len(r["runs"]) == 1, (name, r)  # one measurement and no spread pooled: no interval at all
+                continue
+            assert r["interval_low"] < r["interval_high"], (name, r)
+            for x in figures:
+                assert r["interval_low"] <= x <= r["interval_high"], (name, r["settings_hash"], x)
+                checked += 1
+    assert checked > 100
+    one_gpu_stock = [figures for (name, _), figures in siblings.items() if name.endswith("1gpu-mb8")]
+    assert any(7.45 < x < 7.46 for f in one_gpu_stock for x in f)  # the audit's run is among those checked
+
+
+def test_the_one_run_widening_on_the_committed_data_is_the_pooled_formula() -> None:
+    """A configuration of one run on 2 × H200 is widened by t(0.975, df)·s each side of its figure in ln units, s
+    pooled (`metrics.pooled_log_sd`, the within-groups mean square of ln steps/s) over every group of identical settings
+    with two or more runs that measured their steady state on that hardware, computed here by hand from the runs."""
+    _, summary = _committed()
+    measured = summary.filter(
+        (pl.col("origin") == "measured") & pl.col("status").is_in(["ok", "timeout"])
+        & pl.col("steps_per_s_lo").is_not_null() & pl.col("unverified").is_null() & pl.col("retracted_by").is_null()
+        & (pl.col("loss_parity_ok") != False) & (pl.col("accelerator") == "NVIDIA H200")  # noqa: E712
+        & (pl.col("accelerator_count") == 2)
+    )  # fmt: skip
+    squares, df, groups = 0.0, 0, 0
+    for values in measured.group_by("suite", "workload", "settings_hash").agg(pl.col("steps_per_s"))["steps_per_s"]:
+        if len(values) >= 2:
+            logs = [math.log(v) for v in values]
+            squares += sum((x - sum(logs) / len(logs)) ** 2 for x in logs)
+            df, groups = df + len(logs) - 1, groups + 1
+    sd = math.sqrt(squares / df)
+    t = {6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}[df]  # the t table (NIST e-Handbook §1.3.6.7.2)
+    board = derive.leaderboards(summary)[("h100", "train-gpt-1.27b-mb16")]
+    row = board.filter(pl.col("variant") == "ddp-amp-stock").row(0, named=True)
+    assert row["runs"] == 1
+    x = row["steps_per_s"]
+    assert row["steps_per_s_lo"] == pytest.approx(x * math.exp(-t * sd), rel=2e-4)
+    assert row["steps_per_s_hi"] == pytest.approx(x * math.exp(t * sd), rel=2e-4)
+    assert f"s = {sd:.2%} pooled over {groups} group(s)" in row["interval_basis"]
+    assert f"({df} degrees of freedom, t = {t:.3f})" in row["interval_basis"]
+
+
 def _run_figures() -> dict[str, float | None]:
     """Each measured run's own figure (steps/s median, or tokens/s median over repetitions, or a served point's)."""
     loaded, summary = _committed()
     out = dict(summary.select("run_id", "steps_per_s").iter_rows())
     tests = inference.test_summary(summary, loaded.rows)
-    out |= dict(tests.select("run_id", "rate_med").iter_rows())
+    out |= dict(tests.select("run_id", inference.FIGURE[0]).iter_rows())  # the figure each run ranks by
     served = serving.test_summary(summary, loaded.rows)
     out |= dict(served.select("run_id", pl.coalesce("out_med", "output_tokens_per_s")).iter_rows())
     return out
@@ -210,12 +312,13 @@ def test_the_rank_rule_names_the_tolerance() -> None:
     assert f"±{metrics.OWN_TOOL_REL_TOL * 100:g}%" in test_boards.RANK_RULE
 
 
-def test_a_one_run_row_is_widened_to_the_aa_spread_of_its_kind_on_its_hardware() -> None:
-    """Intervals include what varies between repeats: a configuration of one run gets at least the A/A spread
-    measured between repeated ranked runs of the same kind of test on the same hardware, and says so; a served point
-    (one measurement, no interval of its own) gets one; other hardware is not widened by it."""
+def test_a_one_run_row_gets_the_spread_pooled_over_its_kind_on_its_hardware() -> None:
+    """Intervals include what varies between repeats: a configuration of one run is widened by t·s each side (in
+    ln units), s the between-run spread pooled over the repeated configurations of its kind of test on its hardware
+    and t Student's quantile for its degrees of freedom, and says so; a served point (one measurement, no interval of
+    its own) gets one; a row of two runs holds both; other hardware is not widened by it."""
     shared = {"kind": "tg", "shared_host": False}
-    repeated = [_run(1, **shared, rate_med=100.0), _run(2, **shared, rate_med=110.0)]  # one configuration: 9.5%
+    repeated = [_run(1, **shared, rate_med=100.0), _run(2, **shared, rate_med=110.0)]  # one configuration
     single = _run(3, **shared, rate_med=200.0, rate_lo=199.0, rate_hi=201.0, settings={"weights": "q8_0"})
     other = _run(
         4,
@@ -227,16 +330,21 @@ def test_a_one_run_row_is_widened_to_the_aa_spread_of_its_kind_on_its_hardware()
         settings={"weights": "f16", "on": "h100"},
     )  # a configuration's hash covers its hardware
     frame = pl.DataFrame([*repeated, single, other])
-    spreads = inference.aa_spreads(frame)
-    assert spreads == {("tg", "NVIDIA H200", 1, False): pytest.approx(10 / 105)}
+    spreads = inference.pooled_spreads(frame)
+    sd = math.log(110 / 100) / math.sqrt(2)  # two runs: the sd of their logs, 1 degree of freedom
+    assert set(spreads) == {("tg", "NVIDIA H200", 1)}
+    assert spreads[("tg", "NVIDIA H200", 1)] == metrics.PooledSpread(pytest.approx(sd), 1, 1)
     ranked, _ = inference.board(frame, spreads)
     row = ranked.filter(pl.col("run_ids").list.first() == "r3").row(0, named=True)
-    assert row["lo"] == pytest.approx(200 * (1 - 5 / 105)) and row["hi"] == pytest.approx(200 * (1 + 5 / 105))
-    assert "widened to the A/A spread of tg tests on 1 × NVIDIA H200 (9.52%)" in row["interval_basis"]
+    half = 12.706204736 * sd  # t(0.975, 1)
+    assert row["lo"] == pytest.approx(200 * math.exp(-half)) and row["hi"] == pytest.approx(200 * math.exp(half))
+    assert "pooled over 1 group(s) of identical settings on 1 × NVIDIA H200, tg tests" in row["interval_basis"]
     pair = ranked.filter(pl.col("runs") == 2).row(0, named=True)
-    assert (pair["lo"], pair["hi"]) == (99.0, 110.0)  # two runs: their own span, not widened
+    centre, pair_half = math.log(100 * 110) / 2, half / math.sqrt(2)
+    assert pair["lo"] == pytest.approx(math.exp(centre - pair_half)) and pair["lo"] < 99.0
+    assert pair["hi"] == pytest.approx(math.exp(centre + pair_half)) and pair["hi"] > 110.0
     elsewhere = ranked.filter(pl.col("run_ids").list.first() == "r4").row(0, named=True)
-    assert (elsewhere["lo"], elsewhere["hi"]) == (49.5, 50.5) and "widened" not in elsewhere["interval_basis"]
+    assert (elsewhere["lo"], elsewhere["hi"]) == (49.5, 50.5) and "no repeats" in elsewhere["interval_basis"]
 
     base = {"kind": "serve", "engine": "vllm", "variant": "vllm-tp1", "out_med": None, "out_lo": None, "out_hi": None}
     points = [
@@ -245,10 +353,56 @@ def test_a_one_run_row_is_widened_to_the_aa_spread_of_its_kind_on_its_hardware()
     ] + [_run(7, **base, shared_host=False, output_tokens_per_s=1000.0, bench_ttft_ratio=1.0, bench_tpot_ratio=1.0,
               settings={"a": 1})]  # fmt: skip
     served = pl.DataFrame(points).drop("depth", "rate_med", "rate_lo", "rate_hi")
-    served_spreads = serving.aa_spreads(served)
-    ranked, _ = serving.board(served, served_spreads)
+    ranked, _ = serving.board(served, serving.pooled_spreads(served))
     point = ranked.filter(pl.col("runs") == 1).row(0, named=True)
-    assert point["lo"] == pytest.approx(1000 * (1 - 150 / 3150)) and point["hi"] == pytest.approx(
-        1000 * (1 + 150 / 3150)
+    served_half = 12.706204736 * math.log(3300 / 3000) / math.sqrt(2)
+    assert point["lo"] == pytest.approx(1000 * math.exp(-served_half))
+    assert point["hi"] == pytest.approx(1000 * math.exp(served_half))
+    assert point["interval_basis"].endswith("; one measurement a run")
+    # without a pooled spread a served point has no interval at all, never one of zero width
+    (alone,) = serving.board(served.filter(pl.col("run_id") == "r7"), {})[0].iter_rows(named=True)
+    assert alone["lo"] is None and alone["hi"] is None and "no interval" in alone["interval_basis"]
+    # the floor is a relative spread: a pair exactly as far apart as an A/A pair is "same" whichever side is A
+    floor = metrics.relative_spread([10.0, 10.5])
+    assert metrics.compare_verdict(10.0, 10.5, 1.01, 1.09, floor) == "same"
+    assert metrics.compare_verdict(10.5, 10.0, 0.92, 0.99, floor) == "same"
+
+
+def test_a_setting_a_record_lacks_reads_as_its_default_so_one_configuration_is_one_row() -> None:
+    """ddp-amp-stock on one H200: two runs recorded before `compile_loss` existed and two after, written out as its
+    default (false): one configuration, one row of its three finished runs (the fourth stopped on its time budget and
+    is inside the row's interval)."""
+    _, summary = _committed()
+    stock = summary.filter(
+        (pl.col("workload") == "train-gpt-1.27b-1gpu-mb8") & (pl.col("variant") == "ddp-amp-stock")
+        & (pl.col("micro_batch") == 8) & (pl.col("origin") == "measured")
+    )  # fmt: skip
+    assert stock.height == 4 and stock["settings_hash"].n_unique() == 1
+    assert set(stock["settings"].map_elements(lambda t: json.loads(t)["settings"]["compile_loss"], pl.Boolean)) == {
+        False
+    }
+    row = derive.leaderboards(summary)[("h100", "train-gpt-1.27b-1gpu-mb8")].filter(
+        pl.col("variant") == "ddp-amp-stock"
     )
-    assert point["interval_basis"].startswith("one run, one measurement; widened to the A/A spread of serve")
+    assert row["runs"].to_list() == [3]
+    assert (
+        row["steps_per_s_lo"][0] <= stock["steps_per_s"].min()
+        and row["steps_per_s_hi"][0] >= stock["steps_per_s"].max()
+    )
+
+
+def test_a_sweep_point_says_it_is_one_and_each_engine_and_device_count_has_its_calibrated_peak() -> None:
+    _, summary = _committed()
+    points = derive.candidates(summary).filter(
+        pl.col("sweep_point") & ~pl.col("full_length") & (pl.col("status") == "ok")
+    )  # a short run at another micro-batch is a sweep point before it is short
+    assert points.height and all(r.startswith("a sweep point at micro-batch") for r in points["unranked"])
+    measured = summary.filter((pl.col("origin") == "measured") & (pl.col("accelerator") == "NVIDIA H200"))
+    peaks = measured.group_by("engine", "accelerator_count", "matmul_precision").agg(
+        pl.col("calibrated_matmul_flops").median().alias("median"), pl.col("model_matmul_flops").unique()
+    )
+    for row in peaks.drop_nulls("median").iter_rows(named=True):
+        assert row["model_matmul_flops"] == [row["median"]], row  # one peak per kind: its own runs' median
+    torch = dict(peaks.filter((pl.col("engine") == "torch") & (pl.col("matmul_precision") == "bf16"))
+                 .select("accelerator_count", "median").iter_rows())  # fmt: skip
+    assert torch[2] > torch[1] > torch[4]  # they differ: pooling them would move every calibrated MFU

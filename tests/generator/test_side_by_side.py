@@ -21,7 +21,7 @@ def derived() -> dict:
     loaded, summary = checks.checked(load.load(ROOT / "data"))
     tests = inference.test_summary(summary, loaded.rows)
     served = serving.test_summary(summary, loaded.rows)
-    spreads = inference.aa_spreads(tests) | serving.aa_spreads(served)
+    spreads = inference.pooled_spreads(tests) | serving.pooled_spreads(served)
     rows = side_by_side.engine_rows(tests, served, summary, spreads)
     return dict(summary=summary, tests=tests, served=served, spreads=spreads, rows=rows)
 

@@ -93,7 +93,52 @@ def test_compare_verdict_needs_both_a_clear_interval_and_more_than_the_floor() -
     assert metrics.compare_verdict(10.5, 10.0, 0.92, 0.99, floor) == "same"
 
 
-def test_a_one_run_interval_is_widened_to_half_the_aa_spread_each_side_never_narrowed() -> None:
-    assert metrics.widened(100.0, 99.0, 101.0, 0.10) == pytest.approx((95.0, 105.0))
-    assert metrics.widened(100.0, 90.0, 101.0, 0.10) == pytest.approx((90.0, 105.0))  # its own low was lower
-    assert metrics.widened(100.0, None, None, 0.04) == pytest.approx((98.0, 102.0))  # one measurement: none of its own
+def test_student_t_quantiles_match_the_tables() -> None:
+    """NIST/SEMATECH e-Handbook §1.3.6.7.2 (upper critical values of Student's t): the 0.975 quantile."""
+    for df, table in ((1, 12.706), (2, 4.303), (5, 2.571), (6, 2.447), (10, 2.228), (30, 2.042), (100, 1.984)):
+        assert metrics.student_t_quantile(0.975, df) == pytest.approx(table, abs=1e-3)
+    assert metrics.student_t_quantile(0.025, 6) == pytest.approx(-2.447, abs=1e-3)
+    assert metrics.student_t_quantile(0.975, 1e7) == pytest.approx(1.95996, abs=1e-4)
+
+
+def test_the_pooled_spread_is_the_anova_within_groups_mean_square_of_logs() -> None:
+    groups = [[10.0, 10.5], [20.0, 20.2, 19.8], [5.0]]  # the last has no spread of its own: it adds nothing
+    logs = [[math.log(v) for v in g] for g in groups[:2]]
+    squares = sum(sum((x - sum(g) / len(g)) ** 2 for x in g) for g in logs)
+    pooled = metrics.pooled_log_sd(groups)
+    assert pooled == metrics.PooledSpread(pytest.approx(math.sqrt(squares / 3)), 3, 2)
+    assert metrics.pooled_log_sd([[1.0], [2.0]]) is None
+
+
+def test_a_one_run_interval_is_t_times_the_pooled_spread_each_side_never_narrowed() -> None:
+    spread = metrics.PooledSpread(sd=0.01, df=6, groups=4)
+    t = metrics.student_t_quantile(0.975, 6)
+    lo, hi = metrics.repeat_interval([100.0], [(99.9, 100.1)], spread)
+    assert (lo, hi) == (pytest.approx(100 * math.exp(-t * 0.01)), pytest.approx(100 * math.exp(t * 0.01)))
+    assert metrics.repeat_interval([100.0], [(90.0, 100.1)], spread)[0] == 90.0  # its own low was lower
+    # n runs: t·s/√n about the mean of their logs, and never excluding a run
+    wide = metrics.PooledSpread(sd=0.03, df=6, groups=4)
+    lo, hi = metrics.repeat_interval([100.0, 104.0], [(None, None), (None, None)], wide)
+    centre, half = math.log(100 * 104) / 2, t * 0.03 / math.sqrt(2)
+    assert (lo, hi) == (pytest.approx(math.exp(centre - half)), pytest.approx(math.exp(centre + half)))
+    assert metrics.repeat_interval([100.0, 104.0], [(None, None), (None, None)], spread) == (100.0, 104.0)
+    assert metrics.repeat_interval([100.0], [(None, None)], None) == (100.0, 100.0)  # nothing to widen by
+
+
+def test_the_moving_block_bootstrap_keeps_neighbours_together() -> None:
+    import numpy as np
+
+    series = list(range(27))
+    assert metrics.block_length(27) == 3 and metrics.block_length(1) == 1
+    draws = metrics.block_resample(series, 200, np.random.default_rng(0))
+    assert draws.shape == (200, 27)
+    runs = np.diff(draws.reshape(200, 9, 3), axis=2)  # each block of 3 is 3 consecutive values
+    assert (runs == 1).all()
+    assert metrics.percentile_interval(np.array([1.0, 2.0, 3.0, np.nan, np.inf])) == (pytest.approx(1.05), 2.95)
+    assert metrics.three_way(1.0, 1.09, 1.1) == "closes" and metrics.three_way(1.11, 1.2, 1.1) == "does not"
+    assert metrics.three_way(1.05, 1.15, 1.1) == "undecided"
+
+
+def test_the_end_to_end_rate_counts_the_warm_up() -> None:
+    # 2000 steps: 20 of warm-up in 30 s, 1980 at 0.05 s: 2000 / 129 s
+    assert metrics.end_to_end_steps_per_s(2000, 30.0, 20, 0.05) == pytest.approx(2000 / 129)

@@ -108,6 +108,7 @@ def import_llama_bench(
             "note": "the contributor's model file, not made by Fair Fight: same shape and weight type",
         }
         config = llamacpp.test_config(suite, entry, test, variant, settings, files, None, None)
+        config["workload"]["untimed_repetitions"] = 0  # llama-bench run elsewhere: every repetition it timed is kept
         config["variant"]["engine"] = "llama-bench"
         config["imported"] = {"tool": "llama-bench", "file": path.name, "sha256": sha, "result": obj}
         started = datetime.fromisoformat(obj["test_time"].replace("Z", "+00:00"))

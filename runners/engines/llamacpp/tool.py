@@ -20,8 +20,11 @@ from typing import Any
 FLASH_ATTN_FLAG = {"auto": "auto", "off": "off", "on": "on"}
 
 
-def command(binary: str, gguf: Path, settings: dict[str, Any], entry: Any, workloads: list[Any]) -> list[str]:
-    """llama-bench's arguments for the same tests and settings as the runner's (every one passed explicitly)."""
+def command(
+    binary: str, gguf: Path, settings: dict[str, Any], entry: Any, workloads: list[Any], untimed: int = 0
+) -> list[str]:
+    """llama-bench's arguments for the same tests and settings as the runner's (every one passed explicitly), with
+    `untimed` repetitions more than the entry asks (`sample_rows` drops as many)."""
     depths = sorted({t.depth for t in workloads})
     kinds = {t.kind for t in workloads}
     return [
@@ -35,7 +38,7 @@ def command(binary: str, gguf: Path, settings: dict[str, Any], entry: Any, workl
         "-d",
         ",".join(map(str, depths)),
         "-r",
-        str(entry.repetitions),
+        str(entry.repetitions + untimed),
         "-b",
         str(settings["n_batch"]),
         "-ub",
@@ -81,11 +84,12 @@ def test_of(obj: dict[str, Any], tests: list[Any]) -> Any:
     raise ValueError(f"llama-bench result {kind}{n} at depth {obj['n_depth']} matches no test of the suite")
 
 
-def sample_rows(obj: dict[str, Any], n_tokens: int) -> list[dict[str, Any]]:
-    """A llama-bench result's repetitions as record rows: each one's time and tokens/s."""
+def sample_rows(obj: dict[str, Any], n_tokens: int, untimed: int = 0) -> list[dict[str, Any]]:
+    """A llama-bench result's repetitions as record rows: each one's time and tokens/s, but the first `untimed` (the
+    runner's untimed repetitions: both are then timed alike; the record keeps llama-bench's whole result)."""
     return [
         dict(trial=rep, step=None, phase="steady", metric=metric, value=value, unit=unit)
-        for rep, ns in enumerate(obj["samples_ns"])
+        for rep, ns in enumerate(obj["samples_ns"][untimed:])
         for metric, value, unit in (("test_time_s", ns / 1e9, "s"), ("tokens_per_s", n_tokens / (ns / 1e9), "tokens/s"))
     ]
 
@@ -112,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     tests = [t for t in entry.tests() if not args.workload or t.workload in args.workload]
     path, made = llama_quant.gguf_file(model, entry.seed, settings["weights"], args.cache_dir)
     files = made | {"file": path.name, "weight_bytes_per_token": llamacpp.weight_bytes_read_per_token(path)}
-    cmd = command(args.binary, path, settings, entry, tests)
+    untimed = llamacpp.UNTIMED_REPETITIONS
+    cmd = command(args.binary, path, settings, entry, tests, untimed)
     started = datetime.now(UTC)
     print("running " + " ".join(cmd), file=sys.stderr, flush=True)
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -129,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         config["variant"]["engine"] = "llama-bench"
         config["imported"] = {"tool": "llama-bench", "command": " ".join(cmd), "result": obj}
         config["pairs_with"] = record.test_run_id(args.run_stamp, test.workload, variant.name)  # the runner's
-        rows = sample_rows(obj, test.n_tokens)
+        rows = sample_rows(obj, test.n_tokens, untimed)
         run = record.run_columns(
             run_id=record.test_run_id(args.run_stamp, test.workload, variant.name + "-llama-bench"),
             suite=suite,

@@ -57,6 +57,11 @@ OPENBLAS = (
 slower at matmuls (../shared/ENVIRONMENT.md): on a CPU the bench session preloads this one, or says it could not."""
 
 
+def defaults_of(settings: dict[str, Any]) -> dict[str, Any]:
+    """MLX's defaults for every setting an MLX training variant writes out (the same for every variant)."""
+    return dict(DEFAULTS)
+
+
 def check_settings(variant: spec.Variant, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     return spec.check_written_out(
         f"variant {variant.name!r}: settings", dict(variant.settings) | (overrides or {}), DEFAULTS, CHOICES
@@ -119,10 +124,13 @@ def train_trial(
     log: Any,
     group: Any = None,
     mid_run: Any = None,
+    fed: dict[str, str] | None = None,
 ) -> tuple[list[float], list[float], dict[str, float], str | None]:
     """One trial from the shared initial weights; returns step times, losses (the mean over ranks), run-level
     values, stop reason. `mid_run(done)`, when given, is called at the first window boundary past half the steady
-    steps (where the GPUs' clocks under load are sampled, as the PyTorch runner does)."""
+    steps (where the GPUs' clocks under load are sampled, as the PyTorch runner does). `fed`, when given (rank 0),
+    gets the sha256 of the weights the model holds once loaded and of the token batches it takes its rows from, as
+    the PyTorch runner's (`artifacts.state_sha256`, `artifacts.tokens_sha256`)."""
     from functools import partial
 
     import mlx.nn as nn
@@ -136,6 +144,12 @@ def train_trial(
     model.load_numpy(
         artifacts.read_safetensors(artifacts.initial_weights_file(model_spec, work.seed, CACHE_DIR / "init"))
     )
+    hashing = time.perf_counter()
+    if fed is not None and "initial_state_sha256" not in fed:
+        from mlx.utils import tree_flatten
+
+        fed["initial_state_sha256"] = artifacts.state_sha256(dict(tree_flatten(model.parameters())))
+    hashing_s = time.perf_counter() - hashing  # hashing the work is not the engine's set-up
     opt = optim.AdamW(
         learning_rate=settings["lr"],
         betas=list(settings["betas"]),
@@ -159,14 +173,20 @@ def train_trial(
     state = [model.state, opt.state]
     if settings["compile"]:
         step_fn = partial(mx.compile, inputs=state, outputs=state)(step_fn)
-    tokens = artifacts.token_batches(
+    batches = artifacts.token_batches(
         vocab=model_spec.vocab, seed=work.seed, steps=range(steps), global_batch=micro_batch * world,
         seq_len=work.seq_len,
-    )[:, rank * micro_batch : (rank + 1) * micro_batch]  # fmt: skip
-    data = mx.array(tokens)  # resident on the device: the input pipeline is not measured
+    )  # fmt: skip
+    hashing = time.perf_counter()
+    if fed is not None and "data_sha256" not in fed:
+        fed["data_sha256"] = artifacts.tokens_sha256(batches)
+    hashing_s += time.perf_counter() - hashing
+    data = mx.array(batches[:, rank * micro_batch : (rank + 1) * micro_batch])  # resident on the device: the input
+    del batches  # pipeline is not measured
     mx.eval(model.parameters(), data)
     mx.reset_peak_memory()
-    setup_s = time.perf_counter() - trial_start
+    setup_s = time.perf_counter() - trial_start - hashing_s
+    warmup_peak = 0  # the warm-up's peak device memory (with no warm-up steps, the steady peak is the whole run's)
     marks, losses, stop = [time.perf_counter()], [], None  # the budget is for training, from marks[0]: not set-up
     for step in range(steps):
         loss = step_fn(data[step, :, :-1], data[step, :, 1:])
@@ -174,6 +194,9 @@ def train_trial(
         marks.append(time.perf_counter())
         losses.append(loss.item())
         done = step + 1
+        if done == work.warmup_steps and work.device != "cpu":  # the steady steps' own peak, from here on
+            warmup_peak = mx.get_peak_memory()
+            mx.reset_peak_memory()
         if done % work.window_steps == 0 or done == steps:
             mean = sum(losses[-work.window_steps :]) / len(losses[-work.window_steps :])
             log(f"  step {done}/{steps}  loss {mean:.3f}  {time.perf_counter() - trial_start:.1f} s")
@@ -190,7 +213,11 @@ def train_trial(
     if work.device == "cpu":
         run_values["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     else:
-        run_values["peak_mem_gib"] = mx.get_peak_memory() / 2**30
+        peak = mx.get_peak_memory()
+        if len(times) > work.warmup_steps:  # steady steps ran: the peak since the warm-up is theirs
+            run_values["peak_mem_steady_gib"] = peak / 2**30
+            peak = max(peak, warmup_peak)
+        run_values["peak_mem_gib"] = peak / 2**30
     return times, losses, run_values, stop
 
 
@@ -217,9 +244,10 @@ def main(argv: list[str] | None = None) -> int:
             print(msg, flush=True)
 
     sampler = provenance.GpuSampler()  # the GPUs' clocks under load, asked once mid-run (rank 0, CUDA only)
+    fed: dict[str, str] = {}  # the proof of the same work, filled by trial 0 on rank 0 (`train_trial`)
     ctx = dict(
         args=args, suite=suite, work=work, variant=variant, settings=settings, overrides=overrides, steps=steps
-    ) | dict(micro_batch=micro_batch, started=started, mx=mx, world=world, sampler=sampler)
+    ) | dict(micro_batch=micro_batch, started=started, mx=mx, world=world, sampler=sampler, fed=fed)
     log(
         f"{variant.name} on {work.name}: MLX {mx.__version__}, {world} × {mx.default_device()}, "
         f"micro-batch {micro_batch}, {steps} steps × {work.trials} trial(s)"
@@ -241,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             log=log,
             group=group,
             mid_run=sampler.start if work.device == "cuda" and rank == 0 else None,
+            fed=fed if rank == 0 else None,
         ),
         write=lambda status, error, rows, calibration: _write(ctx, status, error, rows, calibration),
         log=log,

@@ -75,6 +75,11 @@ def defaults_for(parallel: str) -> dict[str, Any]:
     return COMMON | (FSDP2 if parallel == "fsdp2" else DDP)
 
 
+def defaults_of(settings: dict[str, Any]) -> dict[str, Any]:
+    """PyTorch's defaults for every setting of a variant with these settings (its parallelism, DDP where unsaid)."""
+    return defaults_for(settings.get("parallel", "ddp"))
+
+
 def check_settings(variant: spec.Variant, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every setting written out, none unknown, each of its default's type and within its choices."""
     s = dict(variant.settings) | (overrides or {})

@@ -92,23 +92,36 @@ def train_trial(
     device: Any,
     log: Any,
     mid_run: Any = None,
+    fed: dict[str, str] | None = None,
 ) -> tuple[list[float], list[float], dict[str, float], str | None]:
     """One trial from the shared initial weights; returns step times, losses, run-level values, stop reason.
     `mid_run(done)`, when given, is called on rank 0 at the first window boundary past half the steady steps (where
-    the GPUs' clocks under load are sampled)."""
+    the GPUs' clocks under load are sampled). `fed`, when given (rank 0), gets the proof of the same work from what
+    this trial feeds its model: the sha256 of its weights as loaded, before anything casts or shards them, and of
+    the token batches it takes its rows from (`artifacts.state_sha256`, `artifacts.tokens_sha256`)."""
     from runners.engines.torch.model import GPT
 
     trial_start = time.perf_counter()
     model = GPT(model_spec)
     model.load_numpy(load_initial_weights(model_spec, work.seed, rank))
+    hashing = time.perf_counter()
+    if fed is not None and "initial_state_sha256" not in fed:
+        fed["initial_state_sha256"] = artifacts.state_sha256({n: p.detach() for n, p in model.named_parameters()})
+    hashing_s = time.perf_counter() - hashing
     model.to(device)
     loss_of, opt, after_step = torch_setup.build(model, settings=settings, device=device, world=world)
     step_begin = torch_setup.step_begin_hook(settings=settings)
     b = micro_batch
-    tokens = artifacts.token_batches(
+    batches = artifacts.token_batches(
         vocab=model_spec.vocab, seed=work.seed, steps=range(steps), global_batch=b * world, seq_len=work.seq_len
-    )[:, rank * b : (rank + 1) * b]
+    )
+    hashing = time.perf_counter()
+    if fed is not None and "data_sha256" not in fed:
+        fed["data_sha256"] = artifacts.tokens_sha256(batches)
+    hashing_s += time.perf_counter() - hashing
+    tokens = batches[:, rank * b : (rank + 1) * b]
     data = torch.from_numpy(tokens).to(device)  # resident on the device: the input pipeline is not measured
+    del batches
     autocast = (
         torch.autocast(device.type, dtype=torch.bfloat16)
         if settings["precision"] == "bf16-autocast"
@@ -117,7 +130,8 @@ def train_trial(
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     clock, losses, stop = StepClock(torch, device), [], None
-    setup_s = time.perf_counter() - trial_start
+    warmup_peak = 0  # the warm-up's peak device memory (with no warm-up steps, the steady peak is the whole run's)
+    setup_s = time.perf_counter() - trial_start - hashing_s  # hashing the work is not the engine's set-up
     clock.mark()
     steps_start = time.perf_counter()  # the budget is for training: set-up (cold caches: 10-38 s on H200) is not
     for step in range(steps):
@@ -134,6 +148,9 @@ def train_trial(
         clock.mark()
         losses.append(loss.detach().clone())  # a copy: a CUDA graph's output is overwritten by its next replay
         done = step + 1
+        if done == work.warmup_steps and device.type == "cuda":  # the steady steps' own peak, from here on:
+            warmup_peak = torch.cuda.max_memory_allocated(device)  # compilation's transient is in the warm-up's
+            torch.cuda.reset_peak_memory_stats(device)
         if done % work.window_steps == 0 or done == steps:
             # Every rank must agree on stopping, or the collectives would hang: rank 0 decides, all follow.
             over = torch.tensor([time.perf_counter() - steps_start > budget_s], device=device)
@@ -152,7 +169,11 @@ def train_trial(
     loss_values = (loss_t / world).tolist()
     run_values = {"setup_s": setup_s, "warmup_s": sum(times[: work.warmup_steps])}
     if device.type == "cuda":
-        run_values["peak_mem_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
+        peak = torch.cuda.max_memory_allocated(device)
+        if len(times) > work.warmup_steps:  # steady steps ran: the peak since the warm-up is theirs
+            run_values["peak_mem_steady_gib"] = peak / 2**30
+            peak = max(peak, warmup_peak)
+        run_values["peak_mem_gib"] = peak / 2**30
     else:
         import resource
 
@@ -195,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         world=world,
         started=started,
         device=device,
+        fed={},  # the proof of the same work, filled by trial 0 on rank 0 (`train_trial`)
     )
     log(
         f"{variant.name} on {work.name}: {world} × {device.type}, micro-batch {micro_batch}, {steps} steps "
@@ -218,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             device=device,
             log=log,
             mid_run=sampler.start if device.type == "cuda" else None,
+            fed=ctx["fed"] if rank == 0 else None,
         ),
         write=lambda status, error, rows, calibration: _write(ctx, status, error, rows, calibration),
         log=log,

@@ -15,6 +15,7 @@ import pytest
 
 from generator import load
 from runners import cache, llama_files, llama_quant, metrics, spec
+from runners.engines.llamacpp import runner as llamacpp_runner
 from tests.conftest import run_module
 
 SMOKE = spec.load_suite("cpu-smoke")
@@ -228,11 +229,17 @@ def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_da
                 else:
                     own = [r["value"] for r in rows if r["metric"] == "llama_tokens"]
                     assert own == [float(config["workload"]["n_tokens"])] * ENTRY.repetitions
-            if engine == "llamacpp":  # as llama-bench: one depth fill per depth, later repetitions restore its state
+            for rows in found.values():  # one whole repetition untimed first, on both sides; llama-bench's is dropped
+                config = json.loads(rows[0]["config"])
+                assert config["workload"]["untimed_repetitions"] == llamacpp_runner.UNTIMED_REPETITIONS == 1
+                if engine == "llama-bench":
+                    assert len(config["imported"]["result"]["samples_ns"]) == ENTRY.repetitions + 1
+            if engine == "llamacpp":  # as llama-bench: the depth is filled once, by the untimed repetition of its first
+                # test; every timed repetition restores the state it kept
                 for depth in ENTRY.depths:
                     at_depth = [rows for w, rows in found.items() if w.endswith(f"-d{depth}")]
                     fills = [json.loads(rows[0]["config"])["workload"]["depth_fills"] for rows in at_depth]
-                    assert sum(fills) == (1 if depth else 0), (variant, depth, fills)
+                    assert sum(fills) == 0, (variant, depth, fills)
     assert "summary" in proc.stdout and "tokens/s" in proc.stdout
 
 

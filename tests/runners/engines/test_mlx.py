@@ -162,6 +162,10 @@ def test_mlx_training_records_and_loss_parity_with_torch(mlx_train_data: Path, t
     summary = derive.run_summary(loaded.runs, loaded.rows)
     parity = dict(summary.select("variant", "loss_parity_ok").iter_rows())
     assert parity == {"ddp-fp32-stock": True, "mlx-fp32": True, "mlx-bf16-compile": True}
+    # the same work, proven from what each process fed its model: MLX's weights as loaded and its token batches hash
+    # as PyTorch's do (runners/artifacts.py state_sha256, tokens_sha256)
+    fed = summary.select("state_sha256", "data_sha256", "hashes_from").unique()
+    assert fed.height == 1 and fed["hashes_from"][0] == "fed" and len(fed["state_sha256"][0]) == 64, fed
     # 30 of the workload's 60 steps: shown below the ranking as short runs, with their figures
     shown = derive.candidates(summary).filter(pl.col("workload") == ONE_DEVICE)
     assert sorted(shown["variant"]) == sorted(files)

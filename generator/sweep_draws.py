@@ -1,0 +1,90 @@
+"""The verdict's resampling: draws of every sweep point's figure in each reading of steps/s, from what was measured.
+
+Two stages, as the data were made (a hierarchical bootstrap; A. C. Davison and D. V. Hinkley, "Bootstrap Methods
+and their Application", 1997, §3.8):
+
+- **windows within a run**: each run's steady windows, resampled in blocks of consecutive windows (neighbouring
+  windows are correlated: `metrics.block_resample`), give its figure again: the median window rate (steady state),
+  or its warm-up plus the workload's other steps at the resample's mean step time (end to end,
+  `metrics.end_to_end_steps_per_s`); a point's figure is the median over its runs;
+- **between runs**: a point of one or two runs cannot be resampled over runs, so each draw moves the point by
+  exp(s · T / √n), T from Student's t with the pooled spread's degrees of freedom (drawn as z / √(V/df), z normal
+  and V chi-square, so that `verdict.PointDraws.projected` can reuse z) and s the between-run spread pooled over
+  every group of identical settings on the hardware (`configurations.pooled_spreads`): the same spread and
+  quantile as a board row's interval. The pooled spread is of runs' figures and so holds some window noise
+  already: counted twice, it widens the interval, never narrows it.
+
+The generator is seeded (`SEED`), so the same data always give the same draws and the same site.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from generator import configurations, derive, verdict
+from runners import metrics
+
+DRAWS = 4000
+"""Resamples per point: the 2.5% and 97.5% quantiles of 4000 draws move by about 0.1% of a figure between seeds."""
+SEED = 35
+"""The resampling's seed: fixed, so that a site built twice from the same data is the same, byte for byte."""
+
+
+def draws(
+    points: pl.DataFrame,
+    summary: pl.DataFrame,
+    rows: pl.DataFrame,
+    spreads: dict[str, configurations.Spreads],
+    devices: int,
+) -> dict[str, verdict.Draws]:
+    """Per reading (`verdict.READINGS`) and point (curve, micro-batch) of the sweep (`verdict.sweep`), `DRAWS`
+    resampled figures. `rows` are the loaded record rows (the runs' step times); `spreads` the pooled spreads per
+    reading."""
+    ids = sorted({r for ids in points["run_ids"] for r in ids})
+    runs = summary.filter(pl.col("run_id").is_in(ids))
+    rates = dict(derive.window_rates(runs, rows.filter(pl.col("run_id").is_in(ids))).iter_rows())
+    facts = {r[0]: r[1:] for r in runs.select("run_id", "workload_steps", "warmup_s", "warmup_steps").iter_rows()}
+    rng = np.random.default_rng(SEED)
+    out: dict[str, verdict.Draws] = {reading: {} for reading in verdict.READINGS}
+    for row in points.sort("curve_hash", "micro_batch").iter_rows(named=True):
+        steady, end_to_end = [], []
+        for run_id in sorted(row["run_ids"]):
+            resampled = metrics.block_resample(rates[run_id], DRAWS, rng)
+            steady.append(np.median(resampled, axis=1))
+            steps, warmup_s, warmup_steps = facts[run_id]
+            if steps is not None and warmup_s is not None:
+                step_s = np.mean(1 / resampled, axis=1)
+                end_to_end.append(metrics.end_to_end_steps_per_s(steps, warmup_s, warmup_steps, step_s))
+        key = (row["curve_hash"], row["micro_batch"])
+        for reading, figures in (("steady", steady), ("end_to_end", end_to_end)):
+            if len(figures) < len(row["run_ids"]):
+                continue  # a run without a warm-up time has no end-to-end figure: nor has its point
+            within = np.median(np.vstack(figures), axis=0)
+            spread = spreads.get(reading, {}).get((row["accelerator"], devices))
+            z = rng.standard_normal(DRAWS)
+            # z / chi is Student's t with the pooled spread's degrees of freedom (its standard construction)
+            chi = np.sqrt(rng.chisquare(spread.df, DRAWS) / spread.df) if spread else np.ones(DRAWS)
+            out[reading][key] = verdict.PointDraws(within, z, chi, spread.sd if spread else 0.0, len(figures))
+    return out
+
+
+def compute(summary: pl.DataFrame, rows: pl.DataFrame) -> dict[str, Any] | None:
+    """The verdict as the home page states it, derived once: the fight, its sweep points and the answer with every
+    interval from the resamples; None without the seed's claims."""
+    the_fight = verdict.fight(summary)
+    if the_fight is None:
+        return None
+    spreads = {reading: configurations.pooled_spreads(summary, column) for reading, column in verdict.READINGS.items()}
+    points = verdict.sweep(summary, the_fight, spreads)
+    resampled = draws(points, summary, rows, spreads, the_fight.devices) if points.height else None
+    said = verdict.answer(points, the_fight, resampled)
+    accelerator = _accelerator(points)
+    pooled = spreads["steady"].get((accelerator, the_fight.devices)) if accelerator else None
+    return {"fight": the_fight, "points": points, "said": said, "spreads": spreads, "pooled": pooled}
+
+
+def _accelerator(points: pl.DataFrame) -> str | None:
+    return str(points["accelerator"][0]) if points.height else None
