@@ -112,7 +112,20 @@ def flatten(runs: pl.DataFrame) -> pl.DataFrame:
         shared_host=pl.col("note").is_not_null()
         & (pl.col("host_accelerator_count") > pl.col("accelerator_count")).fill_null(False),
     )
-    return table.join(_derived(runs), on="run_id", how="left")
+    return table.join(_derived(runs), on="run_id", how="left").join(gpu_hosts(runs), on="run_id", how="left")
+
+
+def gpu_hosts(runs: pl.DataFrame) -> pl.DataFrame:
+    """`gpu_uuids`: the sorted UUIDs of a run's GPUs (`hardware.gpus[*].uuid`, from nvidia-smi), comma-joined; null
+    where the record names none or not every GPU's. Runs on the same physical GPUs share it, so distinct values count
+    the hosts behind a set of runs (a new lease of a GPU machine is a new host)."""
+    out = []
+    for run_id, text in runs.select("run_id", "hardware").iter_rows():
+        gpus = array_at(parsed(text) if text else {}, "gpus") if text else []
+        uuids = [g.get("uuid") for g in gpus if isinstance(g, dict)]
+        known = bool(uuids) and all(isinstance(u, str) and u for u in uuids)
+        out.append((run_id, ",".join(sorted(uuids)) if known else None))
+    return pl.DataFrame(out, schema={"run_id": pl.String, "gpu_uuids": pl.String}, orient="row")
 
 
 OPTIMIZER_KEYS = ("lr", "betas", "eps", "weight_decay")

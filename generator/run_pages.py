@@ -98,6 +98,7 @@ GPU_ROWS = (
     ("default_power_limit_w", "Default power limit (W)"),
     ("ecc_mode", "ECC"),
     ("persistence_mode", "Persistence mode"),
+    ("uuid", "UUID (which physical GPU)"),
 )
 """The provenance section's GPU table (`hardware.gpus`, runners/shapes.py `GPU_FIELDS`), one column per GPU headed by
 its index: each row's key and its label."""

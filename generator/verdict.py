@@ -112,6 +112,7 @@ def sweep(
         ("shared_host", pl.Boolean),
         ("end_to_end_steps_per_s", pl.Float64),
         ("peak_mem_steady_gib", pl.Float64),
+        ("gpu_uuids", pl.String),
     )
     for name, dtype in optional:
         if name not in summary.columns:  # only float8 runs have the first two; a summary of bf16 runs may lack them
@@ -161,6 +162,8 @@ def sweep(
             peak_mem_gib=pl.col("peak_mem_gib").max(),
             peak_mem_steady_gib=pl.col("peak_mem_steady_gib").max(),
             runs=pl.len(),
+            # distinct sets of GPUs among the point's runs: hosts (null where a run does not name its GPUs)
+            hosts=pl.when(pl.col("gpu_uuids").is_not_null().all()).then(pl.col("gpu_uuids").n_unique()),
             run_ids=pl.col("run_id"),
             full_length=pl.col("full_length").any(),
             run_id=pl.col("run_id").last(),
@@ -220,7 +223,7 @@ def _empty_sweep() -> pl.DataFrame:
                 "end_to_end_figures": pl.List(pl.Float64), "tokens_per_s_per_device": pl.Float64,
                 "mfu_datasheet": pl.Float64, "compute_precision": pl.String, "mfu_datasheet_reference": pl.Float64,
                 "reference_precision": pl.String, "peak_mem_gib": pl.Float64, "peak_mem_steady_gib": pl.Float64,
-                "runs": pl.UInt32,
+                "runs": pl.UInt32, "hosts": pl.UInt32,
                 "run_ids": pl.List(pl.String), "full_length": pl.Boolean, "run_id": pl.String,
                 "accelerator": pl.String, "shared_host": pl.Boolean, "label": pl.String,
                 "steps_per_s_lo": pl.Float64, "steps_per_s_hi": pl.Float64, "end_to_end_lo": pl.Float64,

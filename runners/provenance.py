@@ -186,10 +186,12 @@ GPU_QUERY: tuple[tuple[str, str, type], ...] = (
     ("power.default_limit", "default_power_limit_w", float),
     ("ecc.mode.current", "ecc_mode", str),
     ("persistence_mode", "persistence_mode", str),
+    ("uuid", "uuid", str),
     ("name", "name", str),
 )
 """What `gpu_state` asks nvidia-smi for (`--query-gpu`, with `--format=csv,noheader,nounits`: MHz and W), the key each
-answer has in a record's `hardware.gpus`, and its type. `name` is last: a name with a comma in it stays whole."""
+answer has in a record's `hardware.gpus`, and its type. `uuid` names the physical GPU, so runs can be counted by host
+(a new lease of a GPU machine is a new host). `name` is last: a name with a comma in it stays whole."""
 RUN_GPU_QUERY: tuple[tuple[str, str, type], ...] = (
     ("index", "index", int),
     ("clocks.current.sm", "sm_clock_mhz", int),

@@ -164,6 +164,7 @@ GPU_FIELDS: dict[str, Field] = {
     "power_draw_w": _WATTS,
     "temperature_c": Field("int", low=-100, high=1000),
     "clocks_event_reasons": Field("str", low=1, high=40),
+    "uuid": Field("str", low=1, high=80),
 }
 """The keys of each entry of `hardware.gpus` (runners/provenance.py `GPU_QUERY`, as nvidia-smi reports them when the
 record is made) and of `hardware.gpus_in_run.gpus` (`RUN_GPU_QUERY`, during the run), each absent where nvidia-smi

@@ -68,8 +68,10 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     table = pq.read_table(ROOT / "data" / "h100" / f"{run_id}.parquet")
     fields = [field for field, _, _ in provenance.GPU_QUERY]
     sample = (  # as nvidia-smi printed it on an H200 host (tests/runners/test_provenance.py), a second GPU edited
-        "0, 345, 1980, 3201, 3201, 1980, 3201, 700.00, 700.00, 700.00, Enabled, Enabled, NVIDIA H200\n"
-        "1, 1980, 1980, 3201, 3201, [N/A], [N/A], 650.50, 650.50, 700.00, [Not Supported], Disabled, NVIDIA H200\n"
+        "0, 345, 1980, 3201, 3201, 1980, 3201, 700.00, 700.00, 700.00, Enabled, Enabled, "
+        "GPU-214b3d79-d2b7-03c3-b74d-d4403ef9dd6f, NVIDIA H200\n"
+        "1, 1980, 1980, 3201, 3201, [N/A], [N/A], 650.50, 650.50, 700.00, [Not Supported], Disabled, [N/A], "
+        "NVIDIA H200\n"
     )
     hardware = json.loads(table["hardware"][0].as_py()) | {"gpus": provenance.parse_gpu_csv(fields, sample)}
     in_run = [
@@ -104,6 +106,7 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     assert rows["Power limit enforced (W)"] == ["700", "650.5"] and rows["Default power limit (W)"] == ["700", "700"]
     assert rows["Application graphics clock (MHz)"] == ["1980", "–"]  # [N/A]: a dash, not a number
     assert rows["ECC"] == ["Enabled", "–"] and rows["Persistence mode"] == ["Enabled", "Disabled"]
+    assert rows["UUID (which physical GPU)"] == ["GPU-214b3d79-d2b7-03c3-b74d-d4403ef9dd6f", "–"]
     assert rows["SM clock during the run (MHz)"] == ["1980", "–"] and rows["Power draw during the run (W)"] == [
         "612.34",
         "–",

@@ -22,12 +22,16 @@ from tests.conftest import TRAIN
 #   nvidia-smi --query-gpu=<GPU_QUERY's fields, comma-separated> --format=csv,noheader,nounits
 # Lines 2 and 3 are that line edited, for a host of three: the markers nvidia-smi prints for a value it does not report
 # (`[N/A]`, as that host printed for fan.speed; `[Not Supported]`), a name holding a comma, and a value that is not a
-# number.
-H200_SAMPLE = """\
-0, 345, 1980, 3201, 3201, 1980, 3201, 700.00, 700.00, 700.00, Enabled, Enabled, NVIDIA H200
-1, 1980, 1980, 3201, 3201, [N/A], [N/A], 650.50, 650.50, 700.00, [Not Supported], Disabled, NVIDIA H200
-2, [Unknown Error], 1980, N/A, 3201, 1980, 3201, 700.00, seven hundred, 700.00, Enabled, Enabled, NVIDIA H200, NVL
-"""
+# number. Line 1's UUID is what `nvidia-smi --query-gpu=name,uuid` printed on another lease's host (2026-12-01); lines
+# 2 and 3 have UUIDs made up for the sample.
+H200_SAMPLE = (
+    "0, 345, 1980, 3201, 3201, 1980, 3201, 700.00, 700.00, 700.00, Enabled, Enabled, "
+    "GPU-214b3d79-d2b7-03c3-b74d-d4403ef9dd6f, NVIDIA H200\n"
+    "1, 1980, 1980, 3201, 3201, [N/A], [N/A], 650.50, 650.50, 700.00, [Not Supported], Disabled, "
+    "GPU-00000000-0000-0000-0000-000000000001, NVIDIA H200\n"
+    "2, [Unknown Error], 1980, N/A, 3201, 1980, 3201, 700.00, seven hundred, 700.00, Enabled, Enabled, [N/A], "
+    "NVIDIA H200, NVL\n"
+)
 FIELDS = [field for field, _, _ in provenance.GPU_QUERY]
 
 
@@ -46,6 +50,7 @@ def test_the_query_names_the_fields_nvidia_smi_documents() -> None:
         "power.default_limit",
         "ecc.mode.current",
         "persistence_mode",
+        "uuid",
         "name",
     ]
     in_run = [field for field, _, _ in provenance.RUN_GPU_QUERY]
@@ -71,6 +76,7 @@ def test_nvidia_smi_output_of_an_h200_becomes_one_entry_per_gpu_without_invented
         "default_power_limit_w": 700.0,
         "ecc_mode": "Enabled",
         "persistence_mode": "Enabled",
+        "uuid": "GPU-214b3d79-d2b7-03c3-b74d-d4403ef9dd6f",
     }
     # [N/A] and [Not Supported] are absent, not zero, not the text
     assert "applications_graphics_clock_mhz" not in gpus[1] and "applications_memory_clock_mhz" not in gpus[1]
