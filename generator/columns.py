@@ -123,8 +123,8 @@ def gpu_hosts(runs: pl.DataFrame) -> pl.DataFrame:
     for run_id, text in runs.select("run_id", "hardware").iter_rows():
         gpus = array_at(parsed(text) if text else {}, "gpus") if text else []
         uuids = [g.get("uuid") for g in gpus if isinstance(g, dict)]
-        known = bool(uuids) and all(isinstance(u, str) and u for u in uuids)
-        out.append((run_id, ",".join(sorted(uuids)) if known else None))
+        named = [u for u in uuids if isinstance(u, str) and u]
+        out.append((run_id, ",".join(sorted(named)) if named and len(named) == len(uuids) else None))
     return pl.DataFrame(out, schema={"run_id": pl.String, "gpu_uuids": pl.String}, orient="row")
 
 
