@@ -11,7 +11,6 @@ import collections
 import contextlib
 import json
 import os
-import platform
 import secrets
 import signal
 import stat
@@ -36,7 +35,6 @@ from runners import (
     provenance,
     record,
     schema,
-    shapes,
     spec,
     store,
     streams,
@@ -151,38 +149,6 @@ def sweep_env(items: list[str] | None) -> dict[str, str]:
             raise spec.SpecError(f"--env {item!r}: expected KEY=VALUE with KEY in {provenance.ENV_PREFIXES}")
         env[key] = value
     return env
-
-
-def check_devices(suite: spec.Suite, args: argparse.Namespace) -> None:
-    """A CUDA workload needs as many GPUs as it names (or --world-size) and a served variant as many as its
-    tensor-parallel size; a Metal one needs an Apple Silicon Mac: say so before starting anything."""
-    metal = [w.name for w in suite.workloads if w.device == "metal" and _selected(w, args)]
-    metal += sorted({e.name for e, _, _ in _inference_todo(suite, args) if e.device == "metal"})
-    if metal and not (sys.platform == "darwin" and platform.machine() == "arm64"):
-        raise SystemExit(
-            f"suite {suite.name}: {', '.join(metal)} run(s) on an Apple GPU (Metal) and this is {sys.platform} "
-            f"{platform.machine()}: run `nox -s bench-apple` on an Apple Silicon Mac (or `nox -s bench-cpu` here)"
-        )
-    wanted = max(
-        (args.world_size or w.world_size for w in suite.workloads if w.device == "cuda" and _selected(w, args)),
-        default=0,
-    )
-    served = [  # a served variant takes as many GPUs as its tensor-parallel size
-        int(v.settings.get("tensor_parallel_size", 1)) for e, v, _ in _serving_todo(suite, args) if e.device == "cuda"
-    ]
-    wanted = max([wanted, *served])
-    if not wanted:
-        return
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        raise SystemExit(f"suite {suite.name} needs {wanted} NVIDIA GPU(s) and nvidia-smi found none") from None
-    found = sum(1 for line in out.splitlines() if line.startswith("GPU "))
-    if found < wanted:
-        raise SystemExit(
-            f"suite {suite.name} needs {wanted} GPU(s), found {found}: pass --world-size {found} for a {found}-GPU run"
-            " of a training workload, or --variant to pick served variants that fit"
-        )
 
 
 def _selected(work: spec.Workload, args: argparse.Namespace) -> bool:
@@ -394,29 +360,14 @@ def run_suite(args: argparse.Namespace) -> int:
     ]
     inference = _inference_todo(suite, args)
     serving = _serving_todo(suite, args)
-    preflight.check(suite, args, todo, inference, serving)  # every mistake at once, before anything runs
+    swept = sweep_env(args.env)
+    overrides = spec.parse_overrides(args.set)
+    # every mistake at once, before anything runs: names, settings, steps, the names records would carry, packages
+    preflight.check(suite, args, todo, inference, serving, swept)
     if args.dry_run:
         print(preflight.plan(suite, args, todo, inference, serving))
         return 0
-    if args.steps is not None:
-        # Checked before anything starts: a runner would die on it and leave a failure record that measured nothing.
-        short = sorted({w.name: w.warmup_steps for w, _ in todo if args.steps <= w.warmup_steps}.items())
-        if short:
-            name, warmup = short[0]
-            raise SystemExit(
-                f"--steps {args.steps} leaves no steady steps after the {warmup} warm-up steps of"
-                f" {suite.name}/{name}: ask for more than {warmup}"
-            )
-    swept = sweep_env(args.env)
-    overrides = spec.parse_overrides(args.set)
-    # the name a record will carry is checked before any GPU time is spent on it (the store would refuse it after)
-    for _, variant in todo:
-        label = record.variant_label(variant.name, overrides, swept)
-        problem = shapes.name_problem("variant", label)
-        if problem:
-            raise SystemExit(f"--set/--env make the variant name {problem}: a result file could not be written")
     env = os.environ | swept | FORCED_ENV | {"FAIRFIGHT_SWEEP_ENV": ",".join(sorted(swept))}
-    check_devices(suite, args)
     _handle_signals()
     lifetime.become_subreaper()  # what a runner leaves behind, setsid or not, is re-parented here and ended
     if any(v.engine == "external" for _, v in todo):
@@ -569,7 +520,10 @@ def run_serving(
     started, t0 = datetime.now(UTC), time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "tests.jsonl"
-        code, err = _run_teeing_stderr([*cmd, "--out", str(out)], env, entry.time_budget_s + GRACE_S)
+        # vLLM's CPU backend takes the AMX guard too (its oneDNN kernels pick what the CPU advertises)
+        code, err = _run_teeing_stderr(
+            [*cmd, "--out", str(out)], env | runner_env(entry.device, variant), entry.time_budget_s + GRACE_S
+        )
         # the runner's records and its tool's
         expected = {record.test_run_id(stamp, t.workload, variant.name): run_identity(suite.name, t.workload, variant)
                     for t in tests}  # fmt: skip

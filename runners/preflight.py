@@ -80,6 +80,63 @@ def _settings_problems(todo: Todo, args: argparse.Namespace) -> list[str]:
     return problems
 
 
+def _steps_and_names(suite: spec.Suite, args: argparse.Namespace, todo: Todo, swept: dict[str, str]) -> list[str]:
+    """`--steps` within a workload's warm-up (a runner would die on it, leaving a record that measured nothing), and a
+    variant name `--set`/`--env` make that no result file may carry (the store would refuse it after the run)."""
+    from runners import record, shapes
+
+    problems = []
+    if args.steps is not None:
+        short = sorted({w.name: w.warmup_steps for w, _ in todo if args.steps <= w.warmup_steps}.items())
+        for name, warmup in short[:1]:
+            problems.append(
+                f"--steps {args.steps} leaves no steady steps after the {warmup} warm-up steps of"
+                f" {suite.name}/{name}: ask for more than {warmup}"
+            )
+    try:
+        overrides = spec.parse_overrides(args.set)
+    except spec.SpecError:
+        return problems  # said by the settings check
+    for _, variant in todo:
+        problem = shapes.name_problem("variant", record.variant_label(variant.name, overrides, swept))
+        if problem:
+            problems.append(f"--set/--env make the variant name {problem}: a result file could not be written")
+    return problems
+
+
+def _device_problems(
+    suite: spec.Suite, args: argparse.Namespace, todo: Todo, inference: Entries, serving: Entries
+) -> list[str]:
+    """A CUDA workload needs as many GPUs as it names (or --world-size) and a served variant as many as its
+    tensor-parallel size; a Metal one needs an Apple Silicon Mac."""
+    import platform
+
+    problems = []
+    metal = sorted({w.name for w, _ in todo if w.device == "metal"} | {e.name for e, _, _ in inference
+                                                                        if e.device == "metal"})  # fmt: skip
+    if metal and not (sys.platform == "darwin" and platform.machine() == "arm64"):
+        problems.append(
+            f"suite {suite.name}: {', '.join(metal)} run(s) on an Apple GPU (Metal) and this is {sys.platform} "
+            f"{platform.machine()}: run `nox -s bench-apple` on an Apple Silicon Mac (or `nox -s bench-cpu` here)"
+        )
+    wanted = max((args.world_size or w.world_size for w, _ in todo if w.device == "cuda"), default=0)
+    served = [int(v.settings.get("tensor_parallel_size", 1)) for e, v, _ in serving if e.device == "cuda"]
+    wanted = max([wanted, *served, *(1 for e, _, _ in inference if e.device == "cuda")])
+    if not wanted:
+        return problems
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return [*problems, f"suite {suite.name} needs {wanted} NVIDIA GPU(s) and nvidia-smi found none"]
+    found = sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    if found < wanted:
+        problems.append(
+            f"suite {suite.name} needs {wanted} GPU(s), found {found}: pass --world-size {found} for a {found}-GPU run"
+            " of a training workload, or --variant to pick served variants that fit"
+        )
+    return problems
+
+
 def _module_problems(plan: Sequence[tuple[str, spec.Variant]]) -> list[str]:
     """The modules each engine's runner imports, looked for (not imported) in the Python that will run it."""
     problems = []
@@ -142,9 +199,18 @@ Entries = Sequence[tuple[Any, spec.Variant, list[Any]]]
 """Its inference or serving runs: (entry, variant, tests)."""
 
 
-def check(suite: spec.Suite, args: argparse.Namespace, todo: Todo, inference: Entries, serving: Entries) -> None:
-    """Raise `spec.SpecError` listing every problem the session would only meet once started."""
+def check(
+    suite: spec.Suite,
+    args: argparse.Namespace,
+    todo: Todo,
+    inference: Entries,
+    serving: Entries,
+    swept: dict[str, str] | None = None,
+) -> None:
+    """Raise `spec.SpecError` listing every problem the session would only meet once started; `swept` are its
+    `--env` variables, which go into a record's variant name."""
     problems = _unknown_names(suite, args)
+    problems += _steps_and_names(suite, args, todo, swept or {})
     if not problems and not todo and not inference and not serving:
         entries = [e.name for e in suite.inference] + [e.name for e in suite.serving]
         problems.append(
@@ -158,6 +224,7 @@ def check(suite: spec.Suite, args: argparse.Namespace, todo: Todo, inference: En
     plan = [("train", v) for _, v in todo] + [("inference", v) for _, v, _ in inference]
     plan += [("serving", v) for _, v, _ in serving]
     problems += _module_problems(plan)
+    problems += _device_problems(suite, args, todo, inference, serving)
     problems += _command_problems(plan, getattr(args, "variants", None))
     if problems:
         lines = "\n".join(f"  - {p}" for p in dict.fromkeys(problems))

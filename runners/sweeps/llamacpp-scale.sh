@@ -45,13 +45,13 @@ build)
   write_files "$LOG" "$@" &
   WRITER=$!
   python3 -m runners.engines.llamacpp.build --sdist $SDIST --cuda --out "$LLB" >"$LOG/build.log" 2>&1
-  echo "$(stamp) build exit $?"
+  rc=$?; echo "$(stamp) build exit $rc"
   tail -n 3 "$LOG/build.log"
   eval "$(python3 -c 'from runners.engines.llamacpp import build as b; import sys, pathlib
 for k, v in b.env_for(pathlib.Path(sys.argv[1]), True).items(): print(f"export {k}={v}")' "$LLB")"
   python3 -X faulthandler -m runners bench --suite cpu-smoke --workload llama-tiny --variant llamacpp-q4_k_m \
     --data-dir /tmp/smoke >"$LOG/smoke.log" 2>&1
-  echo "$(stamp) smoke exit $?"
+  rc=$?; echo "$(stamp) smoke exit $rc"
   tail -n 12 "$LOG/smoke.log"
   wait $WRITER
   echo "$(stamp) files written"
@@ -71,14 +71,16 @@ for k, v in b.env_for(pathlib.Path(sys.argv[1]), True).items(): print(f"export {
     echo "$(stamp) $M $V"
     python3 -m runners bench --suite h100 --workload "$M" --variant "$V" --data-dir "$DATA" \
       >"$LOG/bench-$M-$V.log" 2>&1
-    echo "$(stamp) exit $?"
+    rc=$?; echo "$(stamp) exit $rc"
     tail -n 24 "$LOG/bench-$M-$V.log"
   done
   ;;
 drop)
   M=${2:?model}
-  rm -rf "$MODELS/$(python3 -c 'import sys; from runners import llama_files, spec
-print(llama_files.key(spec.load_suite("h100").models[sys.argv[1]], 0))' "$M")"
+  KEY=$(python3 -c 'import sys; from runners import llama_files, spec
+print(llama_files.key(spec.load_suite("h100").models[sys.argv[1]], 0))' "$M") && [ -n "$KEY" ] || {
+    echo "drop: no model $M in the h100 suite" >&2; exit 2; }
+  rm -rf "${MODELS:?}/$KEY"
   df -h "$MODELS" | tail -n 1
   ;;
 *)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runners import bench, engines, preflight, spec
+from runners import engines, preflight, spec
 from tests.conftest import run_module
 
 SMOKE = spec.load_suite("cpu-smoke")
@@ -58,7 +58,7 @@ def test_each_engines_modules_are_looked_for_not_imported(monkeypatch: pytest.Mo
     """A torch-less install (simulated by a module name no environment has: the engine itself is not touched)."""
     torch = engines.ENGINES["torch"]
     monkeypatch.setitem(engines.ENGINES, "torch", dataclasses.replace(torch, modules=("no_such_module_ff",)))
-    args = argparse.Namespace(workload=["train-gpt-tiny-mb4"], variant=["ddp-amp-stock"], set=None)
+    args = argparse.Namespace(workload=[WORKLOAD], variant=["ddp-amp-stock"], set=None, steps=None, world_size=None)
     todo = [(SMOKE.workloads[0], SMOKE.variants["ddp-amp-stock"])]
     with pytest.raises(spec.SpecError, match=r"no_such_module_ff not importable .* pip install '\.\[torch\]'"):
         preflight.check(SMOKE, args, todo, [], [])
@@ -80,6 +80,12 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 0 and not data.exists(), proc.stderr
     assert "train-gpt-tiny-mb4 · ddp-tuned (tuned, torch)" in proc.stdout and "settings {" in proc.stdout
     assert "1 run(s)" in proc.stdout and "nothing runs, nothing is written" in proc.stdout
+    # a plan is printed only for a session that would start: every check runs first, with exit status 2
+    proc, data = _bench(tmp_path, "--workload", WORKLOAD, "--steps", "2", "--dry-run")
+    assert proc.returncode == 2 and "leaves no steady steps" in proc.stderr and "the plan" not in proc.stdout
+    proc = run_module("runners", "bench", "--suite", "h100", "--workload", "train-gpt-1.27b-mb4", "--dry-run",
+                      "--data-dir", str(data), check=False)  # fmt: skip
+    assert proc.returncode == 2 and "needs 2 NVIDIA GPU(s)" in proc.stderr and not data.exists()
 
 
 @pytest.mark.bench
@@ -96,9 +102,3 @@ def test_a_run_that_started_and_failed_says_why_on_the_console(tmp_path: Path) -
     assert proc.returncode == 1
     assert len(list((data / "cpu-smoke").glob("*.parquet"))) == 1
     assert "failed" in proc.stdout and "exited with 3" in proc.stdout and "| " in proc.stdout
-
-
-def test_the_bench_parser_has_dry_run() -> None:
-    p = argparse.ArgumentParser()
-    bench.add_cli_args(p)
-    assert p.parse_args(["--suite", "cpu-smoke", "--dry-run"]).dry_run is True
