@@ -176,7 +176,7 @@ def _side_by_side(env: Any, docs: Path, derived: _Derived, chart_sink: pages.Cha
         slug = pages.slug("side-by-side", *key, f"{b['family_bits']}bit")
         b["chart"] = chart_sink.html(f"chart-{slug}", charts.side_by_side(pl.DataFrame(b["rows"])))
         model["boards"].append(b)
-    depth_rows = side_by_side.kv_depth_rows(derived.tests, derived.summary)
+    depth_rows = side_by_side.kv_depth_rows(derived.tests, derived.summary, derived.test_spreads)
     depths = []
     by_model = depth_rows.partition_by("suite", "model_name", "accelerator", as_dict=True)
     for suite, model_name, accelerator in side_by_side.depth_order(depth_rows):
@@ -192,8 +192,6 @@ def _side_by_side(env: Any, docs: Path, derived: _Derived, chart_sink: pages.Cha
                 "chart": chart_sink.html(f"chart-{slug}", charts.kv_depth(group)),
             }
         )
-    inference_tests = derived.tests.filter(pl.col("kind").is_in(["pp", "tg"]))
-    lengths = {k: inference_tests.filter(pl.col("kind") == k)["n_tokens"].max() for k in ("pp", "tg")}
     pages.render(
         env,
         "side_by_side.md.j2",
@@ -205,8 +203,6 @@ def _side_by_side(env: Any, docs: Path, derived: _Derived, chart_sink: pages.Cha
             for acc, bw in side_by_side.copy_bandwidths(derived.summary).items()
             if acc in set(rows["accelerator"].to_list())
         },
-        n_prompt=lengths["pp"] or 512,
-        n_gen=lengths["tg"] or 128,
     )
 
 

@@ -484,7 +484,7 @@ def kv_depth(points: pl.DataFrame) -> alt.LayerChart:
         pl.col("rate_hi").alias("hi"),
     )
     x = alt.X("depth:Q", title="KV-cache depth (tokens already in context)")
-    y_title = "tg128 tokens/s (median, interval)"
+    y_title = "generation tokens/s (median, interval)"
     base = alt.Chart(data).encode(x=x, color=alt.Color("weights:N", title="weights"),
                                   strokeDash=alt.StrokeDash("kv cache:N", title="KV cache"))  # fmt: skip
     line = base.mark_line(point=True).encode(

@@ -17,6 +17,7 @@ weight read (`precision_family`): rows of one family read weights within ~10% of
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 
@@ -138,7 +139,7 @@ def engine_rows(
             pp = prefill.get(key)
             ttft = None
             if pp is not None and pp["value"] and row["value"]:  # the prompt's time plus one token's
-                ttft = 1000 * (pp["n_tokens"] / pp["value"] + 1 / row["value"])
+                ttft = metrics.computed_ttft_ms(pp["n_tokens"], pp["value"], row["value"])
             out.append(_row(row, pp, ttft, False, bandwidth.get(accelerator)))
         for row in vllm.values():
             rate = row["decode_rate"]
@@ -159,7 +160,7 @@ def engine_rows(
 def _row(decode: dict, prefill: dict | None, ttft_ms: float | None, measured: bool, copy: float | None) -> dict:
     weight_bytes = decode.get("weight_bytes_per_token")
     params = decode.get("non_embedding_params")
-    bits = 8 * weight_bytes / params if weight_bytes and params else None
+    bits = metrics.bits_per_weight(weight_bytes, params) if weight_bytes and params else None
     per_token = decode.get("decode_bytes_per_token")
     return {
         "suite": decode["suite"],
@@ -198,9 +199,12 @@ def _row(decode: dict, prefill: dict | None, ttft_ms: float | None, measured: bo
 
 def boards(rows: pl.DataFrame) -> list[dict]:
     """The side-by-side boards: one per suite, model, hardware and precision family, each with its rows, the engines
-    it has and the range of its rows' weight bytes (their spread, which names the family honestly)."""
+    it has, the range of its rows' weight bytes and how far apart they are (`spread`: highest over lowest, less one,
+    which the page prints beside the family's name). A row whose weights' bytes are not known has no family and no
+    board (it is listed apart: `uncounted`)."""
     out = []
-    for key, group in rows.partition_by("suite", "model_name", "accelerator", "family_bits", as_dict=True).items():
+    counted = rows.filter(pl.col("family_bits").is_not_null() & pl.col("weight_gib").is_not_null())
+    for key, group in counted.partition_by("suite", "model_name", "accelerator", "family_bits", as_dict=True).items():
         suite, model, accelerator, bits = key
         gib = [g for g in group["weight_gib"].to_list() if g is not None]
         out.append(
@@ -213,69 +217,87 @@ def boards(rows: pl.DataFrame) -> list[dict]:
                 "rows": group.to_dicts(),
                 "engines": sorted({ENGINE_NAMES[e] for e in group["engine"].to_list()}),
                 "missing": [name for e, name in ENGINE_NAMES.items() if e not in set(group["engine"].to_list())],
-                "weight_gib_lo": min(gib) if gib else None,
-                "weight_gib_hi": max(gib) if gib else None,
+                "weight_gib_lo": min(gib),
+                "weight_gib_hi": max(gib),
+                "spread": max(gib) / min(gib) - 1,
             }
         )
     return sorted(out, key=lambda b: (b["suite"], b["total_params"] or 0, b["model_name"], b["accelerator"],
                                       -(b["family_bits"] or 0)))  # fmt: skip
 
 
-def kv_depth_rows(tests: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
-    """llama.cpp's generation tests at every KV-cache depth, one row per variant and depth on one GPU: the latest
-    finished run's tokens/s, the weight bytes and KV-cache bytes a decoded token reads (the cache at the depth plus half
-    the test), the cache's share of them, and MBU against the calibrated copy bandwidth."""
+KV_DEPTH_SCHEMA = {
+    "suite": pl.String, "model_name": pl.String, "accelerator": pl.String, "variant": pl.String, "weights": pl.String,
+    "kv_type": pl.String, "cache_pair": pl.String, "depth": pl.Int64, "n_tokens": pl.Int64, "run_id": pl.String,
+    "checked": pl.Boolean, "reason": pl.String, "rate": pl.Float64, "rate_lo": pl.Float64, "rate_hi": pl.Float64,
+    "weight_gib": pl.Float64, "kv_gib": pl.Float64, "kv_share": pl.Float64, "mbu_copy": pl.Float64,
+}  # fmt: skip
+"""One llama.cpp generation test's row of the KV-cache table."""
+
+
+def kv_depth_rows(
+    tests: pl.DataFrame,
+    summary: pl.DataFrame,
+    spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None,
+) -> pl.DataFrame:
+    """llama.cpp's generation tests at every KV-cache depth on one GPU, one row per variant and depth, each the
+    variant's row of that test's board as the decode rows above are (`_newest_per_variant`: the same figure and
+    interval as the board, and whether it was cross-checked): tokens/s, the weight bytes and KV-cache bytes a decoded
+    token reads (`metrics.kv_bytes_read_per_token`), the cache's share of them, and MBU against the calibrated copy
+    bandwidth. `cache_pair` names the variant's settings but for its KV cache's types, so a variant and the same one
+    with another cache pair up (`cache_ratios`)."""
     bandwidth = copy_bandwidths(summary)
-    runs = (
-        _one_gpu(tests)
-        .filter(
-            (pl.col("engine") == "llamacpp")
-            & (pl.col("kind") == "tg")
-            & (pl.col("origin") == "measured")
-            & (pl.col("status") == "ok")
-            & pl.col("retracted_by").is_null()
-            & pl.col("rate_med").is_not_null()
-        )
-        .sort("started_at")
-        .group_by("suite", "model_name", "accelerator", "variant", "depth", maintain_order=True)
-        .last()
-    )
-    kv = pl.col("kv_bytes_per_token_of_depth") * (pl.col("depth") + pl.col("n_tokens") / 2)
-    copy = pl.col("accelerator").replace_strict(bandwidth, default=None, return_dtype=pl.Float64)
-    return runs.select(
-        "suite",
-        "model_name",
-        "accelerator",
-        "variant",
-        "weights",
-        "depth",
-        "run_id",
-        rate=pl.col("rate_med"),
-        rate_lo=pl.col("rate_lo"),
-        rate_hi=pl.col("rate_hi"),
-        weight_gib=pl.col("weight_bytes_per_token") / 2**30,
-        kv_gib=kv / 2**30,
-        kv_share=kv / pl.col("decode_bytes_per_token"),
-        kv_type=pl.col("type_k"),
-        mbu_copy=metrics.mbu(pl.col("decode_bytes_per_token"), pl.col("rate_med"), copy),
-    ).sort("suite", "model_name", "accelerator", "variant", "depth")
+    tg = _one_gpu(tests).filter((pl.col("engine") == "llamacpp") & (pl.col("kind") == "tg"))
+    out: list[dict] = []
+    for (suite, model, accelerator, _depth), group in tg.partition_by(
+        "suite", "model_name", "accelerator", "depth", as_dict=True
+    ).items():
+        for row in _newest_per_variant(*inference.board(group, spreads)).values():
+            kv = metrics.kv_bytes_read_per_token(row["kv_bytes_per_token_of_depth"], row["depth"], row["n_tokens"])
+            per_token, copy = row["decode_bytes_per_token"], bandwidth.get(accelerator)
+            out.append(
+                {
+                    "suite": suite, "model_name": model, "accelerator": accelerator, "variant": row["variant"],
+                    "weights": row["weights"], "kv_type": row["type_k"], "cache_pair": _cache_pair(row["settings"]),
+                    "depth": row["depth"], "n_tokens": row["n_tokens"], "run_id": row["run_id"],
+                    "checked": row["checked"], "reason": row["reason"], "rate": row["value"], "rate_lo": row["lo"],
+                    "rate_hi": row["hi"], "weight_gib": row["weight_bytes_per_token"] / 2**30,
+                    "kv_gib": kv / 2**30, "kv_share": kv / per_token if per_token else None,
+                    "mbu_copy": metrics.mbu(per_token, row["value"], copy) if per_token and copy else None,
+                }
+            )  # fmt: skip
+    return pl.DataFrame(out, schema=KV_DEPTH_SCHEMA).sort("suite", "model_name", "accelerator", "variant", "depth")
+
+
+def _cache_pair(settings: str | None) -> str | None:
+    """A configuration's settings (canonical JSON, `columns._settings`) without its name and its KV cache's types."""
+    if not settings:
+        return None
+    config = json.loads(settings)
+    inner = config.get("settings") if isinstance(config.get("settings"), dict) else {}
+    rest = {k: v for k, v in inner.items() if k not in ("type_k", "type_v")}
+    # what varies from test to test (how a depth was filled) is not the variant's
+    others = {k: v for k, v in config.items() if k not in ("variant", "settings", "engine_version", "depth_fills")}
+    return json.dumps(others | {"settings": rest}, sort_keys=True)
 
 
 def cache_ratios(rows: pl.DataFrame) -> list[dict]:
-    """Per weights type with both KV-cache types measured, at the deepest depth both reached: the Q8_0 cache's tokens/s
-    over the F16 cache's, and the share of bytes each read (what the page says of the two caches, from the data)."""
+    """Per pair of variants that differ only in their KV cache (F16 and Q8_0), at the deepest depth both reached: the
+    Q8_0 cache's tokens/s over the F16 cache's, and the bytes of cache each read (what the page says of the two caches,
+    from the data)."""
     out = []
-    for (weights,), group in rows.partition_by("weights", as_dict=True).items():
+    paired = rows.filter(pl.col("cache_pair").is_not_null())
+    for (_pair,), group in paired.partition_by("cache_pair", as_dict=True).items():
         f16, q8 = group.filter(pl.col("kv_type") == "f16"), group.filter(pl.col("kv_type") == "q8_0")
         both = set(f16["depth"].to_list()) & set(q8["depth"].to_list())
-        if not both:
+        if not both or f16["variant"].n_unique() != 1 or q8["variant"].n_unique() != 1:
             continue
         deepest = max(both)
         a = f16.filter(pl.col("depth") == deepest).row(0, named=True)
         b = q8.filter(pl.col("depth") == deepest).row(0, named=True)
-        out.append({"weights": weights, "depth": deepest, "ratio": b["rate"] / a["rate"],
-                    "f16_kv_gib": a["kv_gib"], "q8_kv_gib": b["kv_gib"]})  # fmt: skip
-    return sorted(out, key=lambda r: r["weights"])
+        out.append({"weights": a["weights"], "f16": a["variant"], "q8": b["variant"], "depth": deepest,
+                    "ratio": b["rate"] / a["rate"], "f16_kv_gib": a["kv_gib"], "q8_kv_gib": b["kv_gib"]})  # fmt: skip
+    return sorted(out, key=lambda r: (r["weights"], r["f16"]))
 
 
 def depth_order(rows: pl.DataFrame) -> list[tuple[str, str, str]]:

@@ -438,16 +438,7 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         {
             "item": "llama.cpp at 14B+, where memory pressure and the KV cache matter",
             "status": "one side measured" if big.height else "not yet",
-            "detail": f"{pages.counted(big.height, 'run')} of "
-            + ", ".join(
-                f"{name} ({p / 1e9:.1f}B)"
-                for p, name in sorted(set(big.select("total_params", "model_name").drop_nulls().iter_rows()))
-            )
-            + f" on one GPU, at KV-cache depths up to {max(big['depth'].drop_nulls().to_list(), default=0):,}"
-            " (F16 and Q8_0 caches),"
-            " beside vLLM and MLX where they ran; the seed's own engine did not run here"
-            if big.height
-            else "",
+            "detail": _big_llama_detail(big) if big.height else "",
             "href": "side-by-side.md" if big.height else None,
         },
         {
@@ -459,6 +450,23 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
             "href": board(challenger) or "add-an-engine.md",
         },
     ]
+
+
+def _big_llama_detail(big: pl.DataFrame) -> str:
+    """What the llama.cpp runs of 13B+ models cover, from the runs: models, devices, depths and KV-cache types."""
+    models = ", ".join(
+        f"{name} ({p / 1e9:.1f}B)"
+        for p, name in sorted(set(big.select("total_params", "model_name").drop_nulls().iter_rows()))
+    )
+    devices = sorted(set(big["accelerator_count"].drop_nulls().to_list()))
+    on = "one GPU" if devices == [1] else f"{' or '.join(str(d) for d in devices)} GPUs"
+    caches = sorted({str(t).upper() for t in big["type_k"].drop_nulls().to_list()}) if "type_k" in big.columns else []
+    cached = f" ({' and '.join(caches)} KV caches)" if caches else ""
+    deepest = max(big["depth"].drop_nulls().to_list(), default=0)
+    return (
+        f"{pages.counted(big.height, 'run')} of {models} on {on}, at KV-cache depths up to {deepest:,}{cached}, "
+        "beside vLLM and MLX where they ran; the seed's own engine did not run here"
+    )
 
 
 def _why_not(stock: list[tuple[float, float]], target: float) -> str:

@@ -749,6 +749,43 @@ def mbu(bytes_per_token: Any, tokens_per_s: Any, bandwidth_bytes_per_s: Any) -> 
     return bytes_per_token * tokens_per_s / bandwidth_bytes_per_s
 
 
+def decode_bytes_per_token(weight_bytes: Any, kv_bytes_per_token_of_depth: Any, depth: Any, n_tokens: Any) -> Any:
+    """Bytes one decoded token of a generation test reads: every weight once (the file's, less the embedding table,
+    of which one row is looked up) and the KV cache so far, which holds the depth plus, on average over the test, half
+    of the tokens it generates (the Databricks MBU definition, `mbu`, counts "total model parameter bytes + KV cache
+    size")."""
+    return weight_bytes + kv_bytes_per_token_of_depth * (depth + n_tokens / 2)
+
+
+def kv_bytes_read_per_token(kv_bytes_per_token_of_depth: Any, depth: Any, n_tokens: Any) -> Any:
+    """Of `decode_bytes_per_token`, the KV cache's part."""
+    return kv_bytes_per_token_of_depth * (depth + n_tokens / 2)
+
+
+def bits_per_weight(weight_bytes: Any, weights: Any) -> Any:
+    """Bits a weight takes on average in a file or format: 8 × bytes ÷ weights (what names a precision family)."""
+    _positive("weights", weights)
+    return 8 * weight_bytes / weights
+
+
+def grouped_quant_bytes_per_weight(bits: int, group_size: int, scale_bytes: float = 2.0) -> float:
+    """Bytes per weight of a group-quantized format with a scale and a zero point per group of `group_size` weights
+    along the input: `bits`/8 for the weight, plus, per group, a `scale_bytes` scale and a `bits`-wide zero point.
+    AWQ's layout (Lin et al., "AWQ: Activation-aware Weight Quantization for LLM Compression and Acceleration",
+    MLSys 2024; its `qweight`, `scales` and `qzeros` tensors as vLLM's AWQ loader reads them): 4 bits, groups of 128,
+    fp16 scales, so 0.5 + 2.5/128 bytes."""
+    _positive("bits and group size", bits, group_size)
+    return bits / 8 + (scale_bytes + bits / 8) / group_size
+
+
+def computed_ttft_ms(n_prompt: Any, prefill_tokens_per_s: Any, decode_tokens_per_s: Any) -> Any:
+    """Time to first token of one request from an engine's prompt-processing and generation tests, for an engine
+    measured without a server: the prompt's time at the pp rate plus one generated token's (ms). Not a served TTFT:
+    no queueing, tokenisation or HTTP is in it."""
+    _positive("rates", prefill_tokens_per_s, decode_tokens_per_s)
+    return 1000 * (n_prompt / prefill_tokens_per_s + 1 / decode_tokens_per_s)
+
+
 def bandwidth_bound_tokens_per_s(bytes_per_token: Any, bandwidth_bytes_per_s: Any) -> Any:
     """The fastest a batch-1 decode can run when each token must read `bytes_per_token` at `bandwidth_bytes_per_s`:
     bandwidth ÷ bytes per token (the memory roof of the roofline model: Williams, Waterman and Patterson,

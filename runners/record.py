@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import provenance, spec
+from runners import metrics, provenance, spec
 
 
 def variant_label(name: str, overrides: dict[str, Any] | None, sweep_env: dict[str, str] | None = None) -> str:
@@ -264,7 +264,9 @@ def inference_config(
             "kv_bytes_per_token_of_depth": kv_bytes_per_token,
             # a tg token reads every weight (but the embedding table, of which one row) and the cache so far: the
             # depth plus half the test, on average
-            "decode_bytes_per_token": weight_bytes + kv_bytes_per_token * (test.depth + test.n_tokens / 2)
+            "decode_bytes_per_token": metrics.decode_bytes_per_token(
+                weight_bytes, kv_bytes_per_token, test.depth, test.n_tokens
+            )
             if test.kind == "tg" and weight_bytes is not None
             else None,
         },

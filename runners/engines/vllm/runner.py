@@ -93,9 +93,19 @@ bench host's 64 GiB): `dummy-fp8` is Hopper's native 8-bit format (FP8 E4M3 weig
 activation scales: W8A8), `dummy-awq` the 4-bit one vLLM serves with its Marlin kernels (AWQ: 4-bit weights in groups of
 128 with an fp16 scale and a 4-bit zero point each, fp16 activations: W4A16). vLLM keeps the LM head and embedding in
 the activation dtype in both."""
-QUANTIZED_LINEAR_BYTES = {"dummy-fp8": 1.0, "dummy-awq": 0.5 + (2 + 0.5) / 128}
-"""Bytes per weight of a quantized linear layer: FP8, one (its per-tensor scale is negligible); AWQ, half a byte plus,
-per group of 128, a 2-byte scale and a half-byte zero point."""
+
+
+def quantized_linear_bytes(weights: str) -> float | None:
+    """Bytes per weight of a quantized linear layer of the format `weights` declares: FP8, one (its per-tensor scale
+    is negligible); AWQ, `metrics.grouped_quant_bytes_per_weight` of its bits and group size. None: not quantized."""
+    from runners import metrics
+
+    quant = WEIGHTS.get(weights)
+    if not quant:
+        return None
+    if quant["quant_method"] == "fp8":
+        return 1.0
+    return metrics.grouped_quant_bytes_per_weight(quant["bits"], quant["group_size"])
 
 
 def weight_bytes_per_token(model: Any, settings: dict[str, Any]) -> float | None:
@@ -104,7 +114,7 @@ def weight_bytes_per_token(model: Any, settings: dict[str, Any]) -> float | None
     bytes for the norms and the LM head, which vLLM does not quantize. None for another dtype."""
     if settings["dtype"] not in ("float16", "bfloat16"):
         return None
-    per_weight = QUANTIZED_LINEAR_BYTES.get(settings["weights"])
+    per_weight = quantized_linear_bytes(settings["weights"])
     if per_weight is None:
         return 2.0 * model.non_embedding_params
     head = 0 if model.tied_embeddings else model.vocab * model.dim

@@ -248,7 +248,12 @@ def test_quantized_weights_are_declared_not_written_and_counted_in_their_format(
     fp8 = vllm_engine.resolve_settings(h100.variants["vllm-tp1-fp8"].settings)
     awq = vllm_engine.resolve_settings(h100.variants["vllm-tp1-awq"].settings)
     assert vllm_engine.weight_bytes_per_token(seventy, fp8) == linear + 2 * (head + norms)
-    assert vllm_engine.weight_bytes_per_token(seventy, awq) == (0.5 + 2.5 / 128) * linear + 2 * (head + norms)
+    # AWQ's tensors as vLLM's loader reads them, for one in × out layer in groups of 128: qweight int32 (in, out/8),
+    # scales fp16 (in/128, out), qzeros int32 (in/128, out/8)
+    n_in, n_out = seventy.dim, seventy.ffn_dim
+    layer = 4 * n_in * n_out // 8 + 2 * (n_in // 128) * n_out + 4 * (n_in // 128) * n_out // 8
+    per_weight = layer / (n_in * n_out)
+    assert vllm_engine.weight_bytes_per_token(seventy, awq) == pytest.approx(per_weight * linear + 2 * (head + norms))
     with pytest.raises(ValueError, match="expected one of"):
         vllm_engine.resolve_settings(dict(fp8, weights="gguf"))
 
