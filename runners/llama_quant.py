@@ -77,14 +77,37 @@ def tensor_type(spec: ModelSpec, hf_name: str, weights: str) -> int:
     return chosen
 
 
-def _ggml() -> Any:
-    """llama.cpp's ggml library, for its quantizer: from the build `LLAMA_CPP_LIB_PATH` names (ours, runners/engines/
-    llamacpp/build.py), else the one inside the llama_cpp package."""
+def _lib_folder() -> Path:
+    """Where llama.cpp's libraries are: the build `LLAMA_CPP_LIB_PATH` names (ours, runners/engines/llamacpp/
+    build.py), else the llama_cpp package's own."""
     folder = os.environ.get("LLAMA_CPP_LIB_PATH")
-    if not folder:
+    if folder:
+        return Path(folder)
+    try:
         import llama_cpp
+    except ImportError:
+        raise RuntimeError(
+            'no llama.cpp library to quantize with: build it (eval "$(python -m runners.engines.llamacpp.build)") '
+            "or point LLAMA_CPP_LIB_PATH at one"
+        ) from None
+    return Path(llama_cpp.__file__).parent / "lib"
 
-        folder = str(Path(llama_cpp.__file__).parent / "lib")
+
+def quantizer_provenance() -> dict[str, str]:
+    """Which ggml quantized the pool: its build's folder name (the build's key; no path of the machine) and, where
+    the build recorded it, the llama.cpp commit (reference quantizers can change between commits; the file's sha256
+    says which bytes came out)."""
+    folder = _lib_folder().resolve()
+    for up in (folder.parent.parent, folder.parent.parent.parent):
+        commit_file = up / "llama_cpp_commit.txt"
+        if commit_file.is_file():
+            return {"quantizer_build": up.name, "quantizer_llama_cpp": commit_file.read_text().strip()[:40]}
+    return {"quantizer_build": folder.parent.parent.name}
+
+
+def _ggml() -> Any:
+    """llama.cpp's ggml library, for its quantizer (`_lib_folder`)."""
+    folder = _lib_folder()
     for name in ("libggml-base.so", "libggml-base.dylib", "libggml.so", "libggml.dylib"):
         if (Path(folder) / name).exists():
             lib = ctypes.CDLL(str(Path(folder) / name))
@@ -124,11 +147,29 @@ def quantized_tensor(spec: ModelSpec, hf_name: str, seed: int, ggml_type: int) -
 
 def write_gguf_quantized(spec: ModelSpec, seed: int, weights: str, target: Path) -> dict[str, Any]:
     """Write the Q8_0 or Q4_K_M GGUF file of the model to `target` (atomically, tensor by tensor); returns how it
-    was made, with the count of tensors of each type."""
-    import gguf
-
+    was made, with the count of tensors of each type and which ggml quantized it."""
     plan = {name: tensor_type(spec, name, weights) for name in llama_files.hf_shapes(spec)}
     tmp = target.with_name(f".tmp-{target.name}-{os.getpid()}")
+    try:
+        _write(spec, seed, weights, plan, tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)  # an interrupted or failed write (a full disk: a 70B file is ~40 GB) leaves none
+    counts: dict[str, int] = {}
+    for kind in plan.values():
+        counts[TYPE_NAMES[kind]] = counts.get(TYPE_NAMES[kind], 0) + 1
+    return {
+        "tool": "runners.llama_quant.write_gguf_quantized",
+        "quantizer": "ggml_quantize_chunk (llama.cpp's, on the seeded pool)",
+        "ftype": FILE_TYPES[weights],
+        "tensor_types": dict(sorted(counts.items())),
+        **quantizer_provenance(),
+    }
+
+
+def _write(spec: ModelSpec, seed: int, weights: str, plan: dict[str, int], tmp: Path) -> None:
+    import gguf
+
     w = llama_files.gguf_writer(spec, tmp, FILE_TYPES[weights])
     w.add_quantization_version(QUANTIZATION_VERSION)
     shapes = llama_files.hf_shapes(spec)
@@ -150,16 +191,6 @@ def write_gguf_quantized(spec: ModelSpec, seed: int, weights: str, target: Path)
         else:
             w.write_tensor_data(quantized_tensor(spec, name, seed, kind))
     w.close()
-    os.replace(tmp, target)
-    counts: dict[str, int] = {}
-    for kind in plan.values():
-        counts[TYPE_NAMES[kind]] = counts.get(TYPE_NAMES[kind], 0) + 1
-    return {
-        "tool": "runners.llama_quant.write_gguf_quantized",
-        "quantizer": "ggml_quantize_chunk (llama.cpp's, on the seeded pool)",
-        "ftype": FILE_TYPES[weights],
-        "tensor_types": dict(sorted(counts.items())),
-    }
 
 
 def gguf_file(spec: ModelSpec, seed: int, weights: str, cache_dir: Path) -> tuple[Path, dict[str, Any]]:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from runners import llama_files
+from runners import cache, llama_files
 from runners.spec import ModelSpec
 
 GROUP_SIZE = 64
@@ -84,6 +85,15 @@ def write_folder(spec: ModelSpec, seed: int, weights: str, target: Path) -> Path
     bits = WEIGHTS[weights]
     tmp = target.with_name(f".tmp-{target.name}-{os.getpid()}")
     tmp.mkdir(parents=True, exist_ok=False)
+    try:
+        _write(spec, seed, bits, tmp)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # a failed write (a full disk: a 70B folder is ~40 GB) leaves none
+    return target
+
+
+def _write(spec: ModelSpec, seed: int, bits: int, tmp: Path) -> None:
     entries = _entries(spec, bits)
     header: dict[str, Any] = {"__metadata__": {"format": "mlx", "writer": "fairfight", "recipe": llama_files.RECIPE}}
     offset = 0
@@ -104,8 +114,6 @@ def write_folder(spec: ModelSpec, seed: int, weights: str, target: Path) -> Path
     config = llama_files.hf_config(spec) | {"quantization": {"group_size": GROUP_SIZE, "bits": bits}}
     (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     llama_files.write_tokenizer(spec, tmp)
-    os.replace(tmp, target)
-    return target
 
 
 def folder(spec: ModelSpec, seed: int, weights: str, cache_dir: Path) -> Path:
@@ -115,9 +123,10 @@ def folder(spec: ModelSpec, seed: int, weights: str, cache_dir: Path) -> Path:
     if weights not in WEIGHTS:
         raise ValueError(f"MLX weights {weights!r}: expected 'hf' or one of {list(WEIGHTS)}")
     target = Path(cache_dir) / llama_files.key(spec, seed) / weights
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_folder(spec, seed, weights, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with cache.locked(target.parent / f".{weights}.lock"):  # a second maker waits, then finds it made
+        if not target.exists():
+            write_folder(spec, seed, weights, target)
     return target
 
 

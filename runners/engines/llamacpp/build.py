@@ -104,8 +104,9 @@ def _cpu_features() -> str:
 
 def build_provenance(lib_dir: str | Path | None) -> dict[str, str | None]:
     """What a record's software says of the build under `lib_dir` (its `build/bin`), as plain text values: the
-    build's folder (its key), the instruction sets it was compiled for, and those the CPU advertised but the probe
-    found faulty. Empty where no finished build is there."""
+    build's folder (its key), the instruction sets it was compiled for, and those the CPU running the record advertises
+    but its probe found faulty (probed here and now, once per boot: another host may share the build's folder and make
+    the same decision for another reason). Empty where no finished build is there."""
     if not lib_dir:
         return {}
     where = Path(lib_dir).resolve().parent.parent
@@ -114,17 +115,13 @@ def build_provenance(lib_dir: str | Path | None) -> dict[str, str | None]:
     except (OSError, ValueError):
         return {}
     on = [f.removeprefix("-DGGML_").removesuffix("=ON") for f in stamp if f.startswith("-DGGML_") and f.endswith("=ON")]
-    try:
-        isa = json.loads((where / ISA_FILE).read_text())
-        faulty = " ".join(str(o) for o in isa.get("advertised_but_faulty", [])) or "none"
-    except (OSError, ValueError, AttributeError):
-        faulty = None  # a build from before the probe
     native = "-DGGML_NATIVE=ON" in stamp
+    faulty = None if native or not cpu_isa.is_x86() else " ".join(cpu_isa.advertised_but_faulty(cpu_isa.probe()))
     return {
         "llama.cpp build": where.name[:200],
         "llama.cpp isa": ("native: what the CPU advertises" if native else " ".join(o for o in on if o != "CUDA"))[:200]
         or "baseline x86-64",
-        "llama.cpp isa faulty": faulty,
+        "llama.cpp isa faulty": None if faulty is None else faulty or "none",
     }
 
 
@@ -289,6 +286,7 @@ def quantizer(out: Path, sdist: Path | None = None, jobs: int | None = None) -> 
     jobs_flag = ["-j", str(jobs or os.cpu_count() or 2)]
     subprocess.run(["cmake", "--build", str(tree), "--target", "ggml-base", *jobs_flag], check=True, env=env,
                    stdout=sys.stderr)  # fmt: skip
+    (tree.parent / COMMIT_FILE).write_text(vendored_commit(src) + "\n")  # what a quantized file's record names
     return (tree / "bin").resolve()
 
 

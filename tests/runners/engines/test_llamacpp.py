@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import load
-from runners import cache, llama_files, llama_quant, metrics, spec
+from runners import cache, cpu_isa, llama_files, llama_quant, metrics, spec
 from runners.engines.llamacpp import runner as llamacpp_runner
 from tests.conftest import run_module
 
@@ -218,10 +218,13 @@ def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_da
                 built = json.loads(head["software"])  # which kernels produced it: the build's instruction sets
                 assert built["llama.cpp build"] == Path(llama_build["LLAMA_BENCH"]).parents[2].name
                 flags = json.loads((Path(llama_build["LLAMA_BENCH"]).parents[2] / "flags.json").read_text())
-                assert built["llama.cpp isa"] == " ".join(
-                    f.removeprefix("-DGGML_").removesuffix("=ON") for f in flags if f.endswith("=ON") and "GGML_" in f
+                on = [f[len("-DGGML_") : -len("=ON")] for f in flags if f.startswith("-DGGML_") and f.endswith("=ON")]
+                native = "-DGGML_NATIVE=ON" in flags  # off x86-64: no probe, a native build
+                expected = "native: what the CPU advertises" if native else " ".join(on) or "baseline x86-64"
+                assert built["llama.cpp isa"] == expected
+                assert built["llama.cpp isa faulty"] == (
+                    None if native else " ".join(cpu_isa.advertised_but_faulty(cpu_isa.probe())) or "none"
                 )
-                assert built["llama.cpp isa faulty"] is not None
                 if engine == "llama-bench":  # the same settings went to llama-bench, explicitly
                     cmd = config["imported"]["command"]
                     assert f"-t {config['variant']['settings']['n_threads']}" in cmd and "-fa on" in cmd
