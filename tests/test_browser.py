@@ -189,5 +189,5 @@ def test_a_run_page_opened_from_disk_shows_its_static_chart_and_says_why(built_s
         assert page.evaluate("img => img.complete && img.naturalWidth > 0", image.element_handle())
         board = built_site / "leaderboards" / "cpu-smoke-train-gpt-tiny-mb4.html"
         page.goto(board.as_uri(), wait_until="load")
-        page.locator("#chart-cpu-smoke-train-gpt-tiny-mb4-throughput svg path").first.wait_for(timeout=15_000)
+        page.locator("#chart-cpu-smoke-train-gpt-tiny-mb4_throughput svg path").first.wait_for(timeout=15_000)
         browser.close()

@@ -317,7 +317,9 @@ def test_llama_bench_output_from_elsewhere_imports_once_and_checked(llama_bench_
     assert set(loaded.runs["engine"]) == {"llama-bench"}
     assert set(loaded.runs["source"]) == {"a contributor's laptop (test)"}
     rates = loaded.rows.filter(metric="tokens_per_s")["value"].to_list()
-    assert len(rates) == len(results) * ENTRY.repetitions and all(r > 0 for r in rates)
+    # every repetition llama-bench reported (our cross-check runs one more, the cold one, and drops it on its own
+    # records; an imported result keeps what the tool printed)
+    assert len(rates) == sum(len(r["samples_ns"]) for r in results) and all(r > 0 for r in rates)
     again = run_module(*cmd)
     assert again.stdout.count("already imported") == len(results)
     assert len(load.result_files(target)) == len(results)
