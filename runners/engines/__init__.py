@@ -145,7 +145,9 @@ ENGINES: dict[str, Engine] = {
             failure_config="runners.engines.vllm.runner:failure_config",
             devices_setting="tensor_parallel_size",
             importer="runners.engines.vllm.importer:import_file",
-            modules=("vllm",),
+            # vLLM imports compressed_tensors, which imports loguru, for every quantized model (fp8, AWQ): on a host
+            # without loguru every quantized run failed after its server started (2026-12-01), so it is looked for first
+            modules=("vllm", "loguru"),
             install_hint="on a CPU machine make its environment (nox -s bench-cpu does) and set FAIRFIGHT_VLLM_PYTHON",
         ),
         Engine(

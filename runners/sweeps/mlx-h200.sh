@@ -8,8 +8,9 @@
 #                                                        train-gpt-1.27b-1gpu-mb8 (PyTorch and MLX on one GPU), or
 #                                                        train-gpt-1.27b-mb4 with mlx-bf16-compile (mx.distributed
 #                                                        over NCCL, two GPUs)
-#   runners/sweeps/mlx-h200.sh generate DATA LOG ENTRY   MLX's pp/tg tests of one [[inference]] entry, and
-#                                                        mlx_lm.benchmark beside them
+#   runners/sweeps/mlx-h200.sh generate DATA LOG ENTRY [VARIANT...]   MLX's pp/tg tests of one [[inference]]
+#                                                        entry (mlx-f16 unless named: mlx-q8, mlx-q4 at 32B/70B),
+#                                                        and mlx_lm.benchmark beside them
 #
 # The wheelhouse is the `host-mlx` dependency group (pyproject.toml): mlx-cuda-13 0.32.4 (its CUDA 13 libraries come
 # from the image's nvidia-* packages), mlx 0.32.4, mlx-lm 0.32.2 and sentencepiece (left to the image where it has
@@ -52,13 +53,16 @@ generate)
   DATA=${2:?data dir}
   LOG=${3:?log dir}
   ENTRY=${4:?inference entry}
-  python3 -m runners bench --suite h100 --data-dir "$DATA" --workload "$ENTRY" --variant mlx-f16 \
+  shift 4
+  V=()
+  for v in "${@:-mlx-f16}"; do V+=(--variant "$v"); done
+  python3 -m runners bench --suite h100 --data-dir "$DATA" --workload "$ENTRY" "${V[@]}" \
     >"$LOG/generate-$ENTRY.log" 2>&1
   echo "bench exit $?"
   tail -n 16 "$LOG/generate-$ENTRY.log"
   ;;
 *)
-  echo "usage: $0 receive PART | install | train DATA LOG WORKLOAD VARIANT... | generate DATA LOG ENTRY" >&2
+  echo "usage: $0 receive PART | install | train DATA LOG WORKLOAD VARIANT... | generate DATA LOG ENTRY [VARIANT...]" >&2
   exit 2
   ;;
 esac

@@ -10,10 +10,14 @@
 #
 # The wheelhouse is the `host-vllm` dependency group (pyproject.toml): vLLM 0.25.0, the release built for the image's
 # torch 2.11 + CUDA 13, and the small wheels the image lacks, at the versions pylock.hosts.toml pins. Made here
-# beforehand, in parts of 50 MiB (a call carries the working tree too, 64 MiB in all):
-#   nox -s wheelhouse -- host-vllm --python 3.12 --platform manylinux_2_35_x86_64 --part-size 50M
+# beforehand, in parts of 40 MiB (a call carries the working tree too, ~19 MiB, and 64 MiB in all):
+#   nox -s wheelhouse -- host-vllm --python 3.12 --platform manylinux_2_35_x86_64 --part-size 40M
 #   mkdir -p .vwh && cp build/wheelhouse/host-vllm-*.tar.part* .vwh/     (.vwh/ listed in .git/info/exclude)
-# then one `receive host-vllm-py3.12-manylinux_2_35_x86_64.tar.part000-of-006` call per part, and `install`.
+# then one `receive host-vllm-py3.12-manylinux_2_35_x86_64.tar.part000-of-007` call per part, and `install`.
+# A variant's records are written when its runner exits, so a call cut short by its limit keeps none of them: at 70B one
+# variant's offline test and served points take ~10 min (a server start is ~100 s, torch.compile ~90 s the first time),
+# so run ENTRY's tests in two calls, `llama-70b-throughput-i512-o128` then
+# `llama-70b-serve-c1-i512-o128,llama-70b-serve-c8-i512-o128` (3.5 and 5.3 min for vllm-tp1-fp8 on 2026-12-01).
 # A call returns at most 8 files from $OUT (one variant's served points and their cross-checks are 6 or more):
 # write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 # Name the commit sent, written out here: FAIRFIGHT_HARNESS_COMMIT=<sha of HEAD here>. The host's copy of .git can be
@@ -35,7 +39,7 @@ receive)
   ;;
 install)
   python3 -m fairfight wheelhouse install /root/vparts --target $SITE && rm -rf /root/vparts
-  python3 -c "import vllm, aiohttp, pyarrow; print('vllm', vllm.__version__, 'aiohttp', aiohttp.__version__)"
+  python3 -c "import vllm, aiohttp, pyarrow, compressed_tensors; print('vllm', vllm.__version__, 'aiohttp', aiohttp.__version__)"
   nvidia-smi -L
   df -h /root | tail -1
   ;;

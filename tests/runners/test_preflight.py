@@ -49,7 +49,7 @@ def test_an_engine_missing_from_its_python_is_named_before_anything_runs(tmp_pat
     this one is the mistake of a user who never made that environment."""
     proc, data = _bench(tmp_path, "--variant", "vllm-cpu", FAIRFIGHT_VLLM_PYTHON=sys.executable)
     assert proc.returncode == 2 and not data.exists()
-    assert "vllm not importable in" in proc.stderr and "FAIRFIGHT_VLLM_PYTHON" in proc.stderr
+    assert "vllm, loguru not importable in" in proc.stderr and "FAIRFIGHT_VLLM_PYTHON" in proc.stderr
     proc, _ = _bench(tmp_path, "--variant", "vllm-cpu", FAIRFIGHT_VLLM_PYTHON="/no/such/python")
     assert proc.returncode == 2 and "does not run" in proc.stderr
 
