@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -59,16 +60,40 @@ def to_folder(site: Path, target: Path) -> Path:
     return target
 
 
-def to_branch(site: Path, *, remote: str, branch: str, push: bool, message: str) -> None:
-    """Commit `site` as the whole of `branch` in the repository of the current folder (ghp-import), then push it."""
+def to_branch(site: Path, *, remote: str, branch: str, push: bool, message: str) -> bool:
+    """Commit `site` as the whole of `branch` in the repository of the current folder (ghp-import), then push it.
+    A site identical to the branch's last commit adds no commit and pushes nothing (False): each republish of the same
+    data would otherwise add a full commit of the site to the branch's history."""
     import ghp_import
 
     if not (site / "index.html").is_file():
         raise PublishError(f"{site}: not a built site (no index.html); build it with `fairfight site` first")
     try:
-        ghp_import.ghp_import(str(site), mesg=message, remote=remote, branch=branch, push=push, nojekyll=True)
+        ghp_import.ghp_import(str(site), mesg=message, remote=remote, branch=branch, push=False, nojekyll=True)
+        ref = f"refs/heads/{branch}"
+        made, parent = _rev(ref), _rev(f"{ref}^1")
+        if parent is not None and _rev(f"{made}^{{tree}}") == _rev(f"{parent}^{{tree}}"):
+            _git("update-ref", ref, parent, made)  # ghp-import always commits: take back the empty one
+            return False
+        if push:
+            _git("push", remote, branch)
     except ghp_import.GhpError as e:
         raise PublishError(f"ghp-import: {e.message} (run this in the git checkout that should hold {branch})") from e
+    except subprocess.CalledProcessError as e:
+        raise PublishError(f"git {' '.join(e.cmd[1:])}: {(e.stderr or '').strip() or f'exit status {e.returncode}'}") from e
+    return True
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _rev(name: str) -> str | None:
+    """The object `name` names in the current repository, or None where there is none."""
+    done = subprocess.run(["git", "rev-parse", "--verify", "-q", name], capture_output=True, text=True)
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() or None
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
@@ -103,7 +128,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.gh_pages:
             message = f"Publish the Fair Fight site built from {args.data if args.site is None else site}"
-            to_branch(site, remote=args.remote, branch=args.branch, push=not args.no_push, message=message)
+            if not to_branch(site, remote=args.remote, branch=args.branch, push=not args.no_push, message=message):
+                print(f"nothing to publish: the site is the one branch {args.branch} already holds (no commit made)")
+                return 0
             where = f"branch {args.branch}" + ("" if args.no_push else f", pushed to {args.remote}")
         else:
             where = str(to_folder(site, args.target))

@@ -56,3 +56,14 @@ def test_publish_to_a_gh_pages_branch_and_push(tmp_path, built_site) -> None:
     files = _git(remote, "ls-tree", "-r", "--name-only", "gh-pages").split()
     assert "index.html" in files and ".nojekyll" in files and any(f.startswith("runs/") for f in files)
     assert _git(repo, "branch", "--show-current").strip() == "main"  # the checkout itself is untouched
+    # the same site again adds nothing: no commit here, none pushed
+    again = run_module("fairfight", "publish", "--gh-pages", "--site", str(built_site), cwd=repo, **env)
+    assert "nothing to publish" in again.stdout
+    assert _git(remote, "rev-list", "--count", "gh-pages").strip() == "1"
+    assert _git(repo, "rev-list", "--count", "gh-pages").strip() == "1"
+    # a changed site is one more commit, pushed
+    changed = tmp_path / "changed"
+    subprocess.run(["cp", "-r", str(built_site), str(changed)], check=True)
+    (changed / "errata.html").write_text("<p>one page changed</p>")
+    run_module("fairfight", "publish", "--gh-pages", "--site", str(changed), cwd=repo, **env)
+    assert _git(remote, "rev-list", "--count", "gh-pages").strip() == "2"
