@@ -243,6 +243,15 @@ def site_scale(session: nox.Session) -> None:
     session.run("python", "-m", "tests.scale_check", *session.posargs, env=QUIET_ENV)
 
 
+@nox.session(name="bench-site", default=False)
+def bench_site(session: nox.Session) -> None:
+    """The many-run benchmark (issue 37): copies of the committed records at 5,000, 20,000 and 50,000 runs (cached
+    under build/bench-site, never committed), each command a user waits on timed with its peak memory, printed as a
+    table. `-- --runs 5000` for one size; needs ~2 GB of disk per 50,000 runs."""
+    _install(session, "tests")
+    session.run("python", "-m", "tests.bench_site", *session.posargs, env=QUIET_ENV)
+
+
 @nox.session(default=False)
 def release(session: nox.Session) -> None:
     """Freeze data/ into an immutable edition: `nox -s release -- NAME` writes data/editions/NAME.json."""
