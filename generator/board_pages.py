@@ -120,6 +120,10 @@ def write_pages(
     grouped: dict[Section, list[tuple[tuple, dict[str, str]]]] = {}
     ran_on = _hardware_of_boards(summary)
     env.globals["ran_on"] = ran_on  # the board templates title a board by the hardware its runs used
+    # the fight's board says where its claims meet our figures: the verdict's matched shape (None: not answered)
+    env.globals["verdict_at"] = (
+        {(the_verdict["fight"].suite, the_verdict["fight"].workload): the_verdict["said"]} if the_verdict else {}
+    )
     for suite, workload in derived.boards:
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"

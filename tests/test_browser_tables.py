@@ -94,3 +94,19 @@ def test_the_columns_a_reader_came_for_are_in_view(committed_site: Path, width: 
                 problems[rel] = found[:5]
         browser.close()
     assert problems == {}, f"columns out of view at {width} px: {problems}"
+
+
+def test_every_page_pairing_a_claim_with_our_figure_names_the_shape_and_links_the_verdict(committed_site: Path) -> None:
+    """The home page's claims table, the fight's board and the claims page: each says at which micro-batch our
+    figure was measured (not the claims' shape, which states no batch) and links the verdict."""
+    from generator import checks, load, sweep_draws
+
+    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    fight = sweep_draws.compute(summary, loaded.rows)["fight"]
+    board = (committed_site / "leaderboards" / f"{fight.suite}-{fight.workload}.html").read_text()
+    home = (committed_site / "index.html").read_text()
+    claims = (committed_site / "claims.html").read_text()
+    assert board.count('href="../index.html#the-verdict"') >= 2  # under its title and in its Claims section
+    assert "not at the claims&#39; shape" in board or "not at the claims' shape" in board
+    assert "not the claims&#39; shape" in home or "not the claims' shape" in home
+    assert 'href="#the-verdict"' in home and 'href="index.html#the-verdict"' in claims
