@@ -14,6 +14,7 @@ import polars as pl
 
 from generator import (
     catalog_pages,
+    chart_rows,
     charts,
     commits,
     configurations,
@@ -494,7 +495,8 @@ def _verdict(
             "steps_per_s": [c["steps_per_s"] for c in (the_fight.challenger, the_fight.stock)],
         }
     )
-    chart = charts.sweep(points, claims, said.get("matched_tokens_per_step"))
+    matched, crossed = said.get("matched_tokens_per_step"), chart_rows.crossings(said)
+    chart = charts.sweep(points, claims, matched, crossed)
     pooled = the_verdict["pooled"]
     return dict(
         fight=the_fight,
@@ -502,8 +504,11 @@ def _verdict(
         points=points.drop("figures", "end_to_end_figures", "run_ids").to_dicts(),
         owed=verdict.owed(summary, the_fight, said),
         # a static image: the home page stays light (the board links the interactive charts)
-        chart=chart_sink.image(
-            "chart-verdict-sweep", chart, "steps/s against tokens per step, with the claims as lines"
+        chart=chart_sink.picture(
+            "chart-verdict-sweep",
+            chart,
+            charts.sweep(points, claims, matched, crossed, narrow=True),
+            "steps/s against tokens per step, with the claims as lines and the crossings of the matched shape marked",
         )
         if points.height
         else "",
@@ -547,7 +552,7 @@ def _inference_board(
     measured = current.filter(pl.col("origin") == "measured")
     config = pages.board_config((measured if measured.height else current)["config"][0])
     kind = config["workload"]["kind"]
-    drawn = current.filter(pl.col("status") == "ok")
+    drawn = chart_rows.test_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
     pages.render(
         env,
         "inference.md.j2",

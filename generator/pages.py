@@ -148,6 +148,16 @@ class Charts:
         src = "../" * depth + f"assets/charts/{svg_name}"
         return Markup(f'<p class="ff-chart-static"><img src="{src}" alt="{html.escape(alt_text)}"></p>')
 
+    def picture(
+        self, chart_id: str, chart: alt.TopLevelMixin, narrow: alt.TopLevelMixin, alt_text: str, depth: int = 0
+    ) -> str:
+        """As `image`, with a second drawing for a phone's width (`narrow`), which a browser takes below 600 px."""
+        wide = self.image(chart_id, chart, alt_text, depth)
+        small = f"{chart_id}-narrow.svg"
+        self.svg_to(narrow.to_dict(validate=False), self.out / small)
+        source = f'<source media="(max-width: 600px)" srcset="{"../" * depth}assets/charts/{small}">'
+        return Markup(str(wide).replace("<img ", f"<picture>{source}<img ").replace("></p>", "></picture></p>"))
+
     def html(self, chart_id: str, chart: alt.TopLevelMixin, depth: int = 0) -> str:
         # charts come from the tested functions in `charts`; the browser test renders every one, so skipping
         # altair's JSON-schema validation here (seconds on a busy site) loses no check
