@@ -21,7 +21,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import SITE_SRC, columns
+from generator import SITE_SRC, columns, readable
 from runners import shapes
 
 TEMPLATES = SITE_SRC / "templates"
@@ -270,6 +270,7 @@ def environment() -> jinja2.Environment:
         claim_unknowns=claim_unknowns,
         slug=slug,
         run_href=run_href,
+        readable=readable.settings,  # `key=json` settings as words (`compile_loss on`)
     )
     return env
 
