@@ -110,3 +110,22 @@ def test_every_page_pairing_a_claim_with_our_figure_names_the_shape_and_links_th
     assert "not at the claims&#39; shape" in board or "not at the claims' shape" in board
     assert "not the claims&#39; shape" in home or "not the claims' shape" in home
     assert 'href="#the-verdict"' in home and 'href="index.html#the-verdict"' in claims
+
+
+def test_every_reproduce_block_names_the_repository_or_says_why_not(committed_site: Path) -> None:
+    """Built without --repo-url: each run page's Reproduce block clones the project's own address (pyproject's
+    [project.urls]) or, where the project names none, says so in words; it never invents an address."""
+    from generator import repository
+
+    url = repository.project_url()
+    checked = 0
+    for run_page in sorted((committed_site / "runs").glob("*.html"))[:40]:
+        text = run_page.read_text()
+        if "git clone" not in text:
+            continue  # a claim or an imported record: nothing to reproduce
+        checked += 1
+        if url:
+            assert f"git clone {url} fairfight" in text and f'Repository: <a href="{url}">' in text, run_page.name
+        else:
+            assert "This site names no repository" in text and "[project.urls]" in text, run_page.name
+    assert checked > 10
