@@ -29,7 +29,7 @@ from generator import (
     test_boards,
     verdict,
 )
-from runners import metrics, schema
+from runners import llama_files, metrics, schema
 
 
 def _best(frame: pl.DataFrame, tier: str | None = None) -> dict | None:
@@ -121,6 +121,7 @@ def write_pages(
     grouped: dict[Section, list[tuple[tuple, dict[str, str]]]] = {}
     ran_on = _hardware_of_boards(summary)
     env.globals["ran_on"] = ran_on  # the board templates title a board by the hardware its runs used
+    env.globals["quantized_weights"] = frozenset(llama_files.QUANT_TYPES)  # such boards say quality is not measured
     # the fight's board says where its claims meet our figures: the verdict's matched shape (None: not answered)
     env.globals["verdict_at"] = (
         {(the_verdict["fight"].suite, the_verdict["fight"].workload): the_verdict["said"]} if the_verdict else {}

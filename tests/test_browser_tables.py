@@ -129,3 +129,18 @@ def test_every_reproduce_block_names_the_repository_or_says_why_not(committed_si
         else:
             assert "This site names no repository" in text and "[project.urls]" in text, run_page.name
     assert checked > 10
+
+
+def test_every_quantized_board_says_quality_was_not_measured(committed_site: Path) -> None:
+    """A board with a quantized file's row (Q8_0, Q4_K_M) says that only speed was measured (random weights); a
+    board of full-precision files alone does not."""
+    from runners import llama_files
+
+    quantized = plain = 0
+    for board in sorted((committed_site / "leaderboards").glob("*.html")):
+        text = board.read_text().replace("&#95;", "_")  # the page writes a name's underscores as entities
+        has_quantized = any(f"llamacpp-{q}" in text for q in llama_files.QUANT_TYPES)
+        said = "quality not measured (random weights)" in text
+        assert said == has_quantized, board.name
+        quantized, plain = quantized + has_quantized, plain + (not has_quantized)
+    assert quantized > 5 and plain > 5
