@@ -27,6 +27,7 @@ from generator import (
     side_by_side,
     sweep_draws,
     test_boards,
+    tuning_page,
     verdict,
 )
 from runners import llama_files, metrics, schema
@@ -155,6 +156,7 @@ def write_pages(
     )
     pages.render(env, "errata.md.j2", docs / "errata.md", errata=errata.to_dicts())
     _side_by_side(env, docs, derived, chart_sink)
+    tuning_page.write(env, docs, the_verdict, summary)
     nav = [  # the boards by kind, then by model, smallest first: sections a reader can scan (a flat list ran to 60)
         {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
         for (_, _, name), entries in sorted(grouped.items())

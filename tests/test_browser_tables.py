@@ -5,6 +5,7 @@ errors. Tables past those columns keep the rest behind a closed <details>, and o
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,20 @@ def test_every_quantized_board_says_quality_was_not_measured(committed_site: Pat
         assert said == has_quantized, board.name
         quantized, plain = quantized + has_quantized, plain + (not has_quantized)
     assert quantized > 5 and plain > 5
+
+
+def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(committed_site: Path) -> None:
+    """tuning.html: one row per sweep point of the seed's fight, every row linking run pages that exist."""
+    import html as html_lib
+
+    from generator import checks, load, sweep_draws
+
+    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    points = sweep_draws.compute(summary, loaded.rows)["points"]
+    page = (committed_site / "tuning.html").read_text()
+    body = [row for table in re.findall(r"<tbody>(.*?)</tbody>", page, re.S) for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+    assert len(body) == points.height
+    for row in body:
+        links = re.findall(r'href="(runs/[^"]+\.html)"', row)
+        assert links and all((committed_site / html_lib.unescape(link)).exists() for link in links), row[:200]
+    assert "What tuning bought" in (committed_site / "index.html").read_text()  # in the navigation
