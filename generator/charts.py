@@ -415,19 +415,25 @@ def sweep(
         layers.append(mark.mark_text(align="left", dx=4, y=8, color="#444").encode(text="label:N"))
         if crossings is not None and crossings.height:
             at = crossings.select("label", "steps_per_s").with_columns(
-                tokens_per_step=pl.lit(matched_tokens), text=pl.col("steps_per_s").map_elements(
-                    lambda v: f"{v:.3g}", return_dtype=pl.String)
-            )  # fmt: skip
+                tokens_per_step=pl.lit(matched_tokens),
+                text=pl.col("steps_per_s").map_elements(lambda v: f"{v:.3g}", return_dtype=pl.String),
+            )
             cross = alt.Chart(at).encode(
                 x=x,
                 y=alt.Y("steps_per_s:Q", title="steps/s (median, 95% interval)"),
-                tooltip=[alt.Tooltip("label:N", title="crosses the matched shape"),
-                         alt.Tooltip("steps_per_s:Q", format=".4g")],  # fmt: skip
+                tooltip=[
+                    alt.Tooltip("label:N", title="crosses the matched shape"),
+                    alt.Tooltip("steps_per_s:Q", format=".4g"),
+                ],
             )
             layers.append(cross.mark_point(shape="diamond", size=140, filled=True, color="#111"))
             # the figure beside each diamond, right of the rule on a phone (the y-axis labels sit close on the left)
-            text = dict(align="left", dx=9) if narrow else dict(align="right", dx=-9)
-            layers.append(cross.mark_text(fontWeight="bold", color="#111", **text).encode(text="text:N"))
+            side = (
+                cross.mark_text(align="left", dx=9, fontWeight="bold", color="#111")
+                if narrow
+                else cross.mark_text(align="right", dx=-9, fontWeight="bold", color="#111")
+            )
+            layers.append(side.encode(text="text:N"))
     # LayerChart itself: alt.layer may return a FacetChart, which it does only for layers with facet encodings
     size = dict(width=250, height=300) if narrow else dict(width="container", height=320)
     chart = alt.LayerChart(layer=layers).properties(**size)

@@ -1,5 +1,6 @@
 """Settings as a reader reads them: `settings.compile_loss=true, depth_fills=null` (what `configurations.differing`
-writes: names and canonical JSON) becomes `compile_loss on · depth fills on every repetition`. Pure text in, text out."""
+writes: names and canonical JSON) becomes `compile_loss on · depth_fills every repetition`. Pure: text in, text
+out."""
 
 from __future__ import annotations
 

@@ -433,8 +433,12 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
             "status": owed_evidence.one_side(bool(challenger.height), bool(tp.height)),
             "detail": f"{pages.counted(tp.height, 'run')} at tensor-parallel size 2 or more; each board says which "
             "ran beside vllm bench"
-            + ("" if challenger.height else "; the seed's own engine did not run here: the best cross-engine "
-               "evidence is batch-1 decode on one GPU, every engine side by side"),
+            + (
+                ""
+                if challenger.height
+                else "; the seed's own engine did not run here: the best cross-engine "
+                "evidence is batch-1 decode on one GPU, every engine side by side"
+            ),
             "href": (board(tp) if challenger.height else owed_evidence.SIDE_BY_SIDE) if tp.height else None,
         },
         {

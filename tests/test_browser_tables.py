@@ -16,16 +16,20 @@ from tests.test_browser import CHROMIUM, FLAGS, serve
 
 FIGURES = {"Steps/s", "Tokens/s", "Output tokens/s"}
 INTERVALS = {"95% interval", "Interval"}
-KEY = FIGURES | INTERVALS | {
-    "Why not ranked",
-    "Own tool",
-    "Ratio",
-    "vllm bench",
-    "Ratio: tokens/s · TTFT · TPOT",
-    "TTFT median / p99 (ms)",
-    "TPOT median / p99 (ms)",
-    "ITL median / p99 (ms)",
-}
+KEY = (
+    FIGURES
+    | INTERVALS
+    | {
+        "Why not ranked",
+        "Own tool",
+        "Ratio",
+        "vllm bench",
+        "Ratio: tokens/s · TTFT · TPOT",
+        "TTFT median / p99 (ms)",
+        "TPOT median / p99 (ms)",
+        "ITL median / p99 (ms)",
+    }
+)
 """Columns that must be in view wherever a board's table has them."""
 ELSEWHERE = {"index.html": {"Hardware"}, "failures.html": {"Error"}}
 """Pages other than boards, and the column each must show in view."""
@@ -50,7 +54,8 @@ MEASURE = """() => {
 def committed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site as `fairfight site` builds it from the repository's own data/ (every kind of board, real runs)."""
     work = tmp_path_factory.mktemp("committed-site")
-    run_module("fairfight", "site", "--data", str(ROOT / "data"), "--out", str(work / "site"), "--work", str(work / "b"))
+    out = ("--out", str(work / "site"), "--work", str(work / "b"))
+    run_module("fairfight", "site", "--data", str(ROOT / "data"), *out)
     return work / "site"
 
 
@@ -156,7 +161,8 @@ def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(comm
     loaded, summary = checks.checked(load.load(ROOT / "data"))
     points = sweep_draws.compute(summary, loaded.rows)["points"]
     page = (committed_site / "tuning.html").read_text()
-    body = [row for table in re.findall(r"<tbody>(.*?)</tbody>", page, re.S) for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+    tables = re.findall(r"<tbody>(.*?)</tbody>", page, re.S)
+    body = [row for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
     assert len(body) == points.height
     for row in body:
         links = re.findall(r'href="(runs/[^"]+\.html)"', row)

@@ -10,7 +10,9 @@ from generator import repository
 
 def test_the_builders_address_wins_then_the_projects_then_none(tmp_path: Path, monkeypatch) -> None:
     project = tmp_path / "pyproject.toml"
-    project.write_text('[project]\nname = "x"\n[project.urls]\nHomepage = "https://h.example"\nRepository = "https://r.example/ff"\n')
+    project.write_text(
+        '[project]\nname = "x"\n[project.urls]\nHomepage = "https://h.example"\nRepository = "https://r.example/ff"\n'
+    )
     assert repository.project_url(project) == "https://r.example/ff"  # Repository before Homepage
     project.write_text('[project]\nname = "x"\n')
     assert repository.project_url(project) is None
@@ -28,4 +30,3 @@ def test_this_projects_metadata_is_read_as_it_stands() -> None:
     urls = tomllib.loads(repository.PYPROJECT.read_text()).get("project", {}).get("urls", {})
     expected = next((urls[k] for k in repository.KEYS if k in urls), None)
     assert repository.project_url() == expected
-

@@ -5,6 +5,7 @@ synthetic tests build sweep points by hand; the last test reads the page built f
 from __future__ import annotations
 
 import re
+
 import polars as pl
 import pytest
 
@@ -23,10 +24,9 @@ def _points() -> pl.DataFrame:
         ("ddp-tuned", "tuned", 2, 14.05, 13.0, 15.0, 28.0),
         ("a-variant-outside-the-suite", "tuned", 2, 9.0, 8.0, 10.0, 20.0),
     ]
+    keys = ("variant", "tier", "micro_batch", "steps_per_s", "steps_per_s_lo", "steps_per_s_hi", "peak_mem_gib")
     return pl.DataFrame(
-        [{"label": v, "variant": v, "tier": t, "micro_batch": mb, "steps_per_s": s, "steps_per_s_lo": lo,
-          "steps_per_s_hi": hi, "peak_mem_gib": m, "runs": 1, "run_ids": [f"{v}-{mb}"]}
-         for v, t, mb, s, lo, hi, m in rows]  # fmt: skip
+        [dict(zip(keys, r, strict=True)) | {"label": r[0], "runs": 1, "run_ids": [f"{r[0]}-{r[2]}"]} for r in rows]
     )
 
 
@@ -36,7 +36,7 @@ def test_the_ladder_climbs_in_the_suites_order_at_each_micro_batch() -> None:
         (2, "ddp-amp-stock"), (2, "ddp-tuned"), (2, "a-variant-outside-the-suite"),
         (4, "ddp-amp-stock"), (4, "ddp-tuned"), (4, "fsdp2-compile"),
     ]  # fmt: skip
-    stock, tuned, fsdp = rungs[3:]
+    stock, _, fsdp = rungs[3:]
     assert stock["over_stock"] is None and stock["over_previous"] is None and stock["memory_ratio"] == 1.0
     expected = metrics.ratio_interval(14.0, 13.8, 14.1, 15.0, 14.8, 15.2)
     assert (fsdp["over_previous"]["ratio"], fsdp["over_previous"]["lo"], fsdp["over_previous"]["hi"]) == expected
