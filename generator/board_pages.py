@@ -14,6 +14,7 @@ import polars as pl
 
 from generator import (
     catalog_pages,
+    chart_rows,
     charts,
     commits,
     configurations,
@@ -26,9 +27,10 @@ from generator import (
     side_by_side,
     sweep_draws,
     test_boards,
+    tuning_page,
     verdict,
 )
-from runners import metrics, schema
+from runners import llama_files, metrics, schema
 
 
 def _best(frame: pl.DataFrame, tier: str | None = None) -> dict | None:
@@ -120,6 +122,11 @@ def write_pages(
     grouped: dict[Section, list[tuple[tuple, dict[str, str]]]] = {}
     ran_on = _hardware_of_boards(summary)
     env.globals["ran_on"] = ran_on  # the board templates title a board by the hardware its runs used
+    env.globals["quantized_weights"] = frozenset(llama_files.QUANT_TYPES)  # such boards say quality is not measured
+    # the fight's board says where its claims meet our figures: the verdict's matched shape (None: not answered)
+    env.globals["verdict_at"] = (
+        {(the_verdict["fight"].suite, the_verdict["fight"].workload): the_verdict["said"]} if the_verdict else {}
+    )
     for suite, workload in derived.boards:
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
@@ -149,6 +156,7 @@ def write_pages(
     )
     pages.render(env, "errata.md.j2", docs / "errata.md", errata=errata.to_dicts())
     _side_by_side(env, docs, derived, chart_sink)
+    tuning_page.write(env, docs, the_verdict, summary)
     nav = [  # the boards by kind, then by model, smallest first: sections a reader can scan (a flat list ran to 60)
         {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
         for (_, _, name), entries in sorted(grouped.items())
@@ -490,7 +498,8 @@ def _verdict(
             "steps_per_s": [c["steps_per_s"] for c in (the_fight.challenger, the_fight.stock)],
         }
     )
-    chart = charts.sweep(points, claims, said.get("matched_tokens_per_step"))
+    matched, crossed = said.get("matched_tokens_per_step"), chart_rows.crossings(said)
+    chart = charts.sweep(points, claims, matched, crossed)
     pooled = the_verdict["pooled"]
     return dict(
         fight=the_fight,
@@ -498,8 +507,11 @@ def _verdict(
         points=points.drop("figures", "end_to_end_figures", "run_ids").to_dicts(),
         owed=verdict.owed(summary, the_fight, said),
         # a static image: the home page stays light (the board links the interactive charts)
-        chart=chart_sink.image(
-            "chart-verdict-sweep", chart, "steps/s against tokens per step, with the claims as lines"
+        chart=chart_sink.picture(
+            "chart-verdict-sweep",
+            chart,
+            charts.sweep(points, claims, matched, crossed, narrow=True),
+            "steps/s against tokens per step, with the claims as lines and the crossings of the matched shape marked",
         )
         if points.height
         else "",
@@ -543,7 +555,7 @@ def _inference_board(
     measured = current.filter(pl.col("origin") == "measured")
     config = pages.board_config((measured if measured.height else current)["config"][0])
     kind = config["workload"]["kind"]
-    drawn = current.filter(pl.col("status") == "ok")
+    drawn = chart_rows.test_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
     pages.render(
         env,
         "inference.md.j2",

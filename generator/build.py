@@ -33,6 +33,7 @@ from generator import (
     inference,
     load,
     pages,
+    repository,
     run_pages,
     serving,
     versions,
@@ -71,6 +72,7 @@ def build(
     `supplied` holds the Markdown of the pages the caller makes (`pages.SITE` entries marked supplied: the
     `fairfight` command supplies its reference)."""
     supplied = dict(supplied or {})
+    repo_url = repository.resolve(repo_url)  # no --repo-url: the project's metadata, else none (the pages say so)
     declared = {p.file for p in pages.SITE if p.supplied}
     if set(supplied) - declared:
         raise ValueError(f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/pages.py")

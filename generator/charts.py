@@ -63,16 +63,26 @@ ROW_AXIS = alt.Axis(labelLimit=190)
 
 
 def _interval_bars(
-    data: pl.DataFrame, x_title: str, color: alt.Color, described: list[alt.Tooltip], number: str
+    data: pl.DataFrame,
+    x_title: str,
+    color: alt.Color,
+    described: list[alt.Tooltip],
+    number: str,
+    stroke: alt.Stroke | None = None,
 ) -> alt.LayerChart:
     """One bar per row of `data` (columns run, median, lo, hi and those `described` names) at its median, with
-    whiskers over its interval."""
+    whiskers over its interval; with `stroke` (the colour's field and scale) and a `ranked` column, the rows that do
+    not rank are outlines."""
     # every layer sorts the rows by the median and titles the value axis alike: Vega-Lite merges differing sorts
     # and titles into none (rows alphabetical, the axis untitled)
     base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("median"), title=None, axis=ROW_AXIS))
-    bars = base.mark_bar(opacity=0.85).encode(
+    marked = {}
+    if stroke is not None:  # a run that does not rank (`ranked` false) is drawn hollow: its outline, no fill
+        marked = dict(fillOpacity=alt.condition("datum.ranked", alt.value(0.85), alt.value(0.0)), stroke=stroke)
+    bars = base.mark_bar(strokeWidth=1.5).encode(
         x=alt.X("median:Q", title=x_title),
         color=color,
+        **marked,
         tooltip=[
             *described,
             alt.Tooltip("median:Q", format=number),
@@ -312,9 +322,16 @@ def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
     """An inference test's tokens/s per run (median of repetitions, 95% interval): the runner's measurements and
     the engine's own tool's (llama-bench, mlx_lm.benchmark) on the same weights side by side, coloured by which
     measured them."""
+    ranked = pl.col("ranked") if "ranked" in tests.columns else pl.lit(True)
     data = tests.filter(pl.col("rate_med").is_not_null()).select(
-        # variant, who measured it (the runner's engine or its own tool) and the run's random suffix: unique and short
-        pl.format("{} · {} · {}", pl.col("variant"), pl.col("engine"), pl.col("run_id").str.slice(-6)).alias("run"),
+        # variant, who measured it (the runner's engine or its own tool) and the run's random suffix: unique and short;
+        # a run that does not rank says so first in its label (its bar is hollow)
+        pl.when(ranked)
+        .then(pl.lit(""))
+        .otherwise(pl.lit("unranked: "))
+        .add(pl.format("{} · {} · {}", pl.col("variant"), pl.col("engine"), pl.col("run_id").str.slice(-6)))
+        .alias("run"),
+        ranked.alias("ranked"),
         "variant",
         "engine",
         "accelerator",
@@ -322,19 +339,28 @@ def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
         pl.col("rate_lo").alias("lo"),
         pl.col("rate_hi").alias("hi"),
     )
-    engine = alt.Color(
-        "engine:N",
-        scale=alt.Scale(domain=list(ENGINE_COLORS), range=list(ENGINE_COLORS.values())),
-        title="measured by",
-    )
-    described = [alt.Tooltip("variant:N"), alt.Tooltip("engine:N", title="measured by"), alt.Tooltip("accelerator:N")]
-    return _interval_bars(data, f"{unit} (median of repetitions, 95% interval)", engine, described, ",.1f")
+    scale = alt.Scale(domain=list(ENGINE_COLORS), range=list(ENGINE_COLORS.values()))
+    engine = alt.Color("engine:N", scale=scale, title="measured by")
+    described = [alt.Tooltip("variant:N"), alt.Tooltip("engine:N", title="measured by"), alt.Tooltip("accelerator:N"),
+                 alt.Tooltip("ranked:N")]  # fmt: skip
+    title = f"{unit} (median of repetitions, 95% interval)"
+    if not data["ranked"].all():
+        title += "; hollow bars: runs that do not rank"
+    return _interval_bars(data, title, engine, described, ",.1f", alt.Stroke("engine:N", scale=scale, legend=None))
 
 
-def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | None) -> alt.LayerChart:
+def sweep(
+    points: pl.DataFrame,
+    claims: pl.DataFrame,
+    matched_tokens: float | None,
+    crossings: pl.DataFrame | None = None,
+    *,
+    narrow: bool = False,
+) -> alt.LayerChart:
     """steps/s against tokens per step for each curve of the sweep (`label`: one configuration at every micro-batch;
-    median and 95% interval per point), the
-    claims as horizontal rules, and the matched shape (where stock meets the claim's stock figure) as a vertical one."""
+    median and 95% interval per point), the claims as horizontal rules, the matched shape (where stock meets the
+    claim's stock figure) as a vertical one, and where each curve crosses it (`crossings`: label, steps_per_s) as a
+    marked, numbered point. `narrow`: drawn for a phone's width (fixed 250 px, larger type, shorter titles)."""
     if "label" not in points.columns:
         points = points.with_columns(label=pl.col("variant"))
     data = points.select(
@@ -355,10 +381,10 @@ def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | No
         "tokens_per_step:Q",
         scale=alt.Scale(type="log", base=2, domain=domain, nice=False) if domain else alt.Scale(type="log", base=2),
         axis=alt.Axis(values=ticks, format=",d", labelOverlap=True),
-        title="tokens per step (both GPUs; one tick per micro-batch measured)",
+        title="tokens per step" if narrow else "tokens per step (both GPUs; one tick per micro-batch measured)",
     )
     # one curve, one configuration: a variant with several settings draws one line for each, named by what differs
-    legend = alt.Legend(columns=1, labelLimit=480)  # a curve's name says what differs: let it be read whole
+    legend = alt.Legend(columns=1, labelLimit=200 if narrow else 480, labelFontSize=13 if narrow else 12)
     base = alt.Chart(data).encode(x=x, color=alt.Color("label:N", title="configuration", legend=legend))
     tips = [alt.Tooltip("label:N", title="configuration"), alt.Tooltip("micro_batch:Q", title="micro-batch per GPU"),
             alt.Tooltip("median:Q", title="steps/s", format=".4g"), alt.Tooltip("lo:Q", format=".4g"),
@@ -382,14 +408,36 @@ def sweep(points: pl.DataFrame, claims: pl.DataFrame, matched_tokens: float | No
     )
     layers = [bars, lines, rules, labels]
     if matched_tokens is not None:
-        marked = pl.DataFrame(
-            {"tokens_per_step": [matched_tokens], "label": [f"matched shape: {matched_tokens:,.0f} tokens/step"]}
-        )
+        words = f"matched: {matched_tokens:,.0f}" if narrow else f"matched shape: {matched_tokens:,.0f} tokens/step"
+        marked = pl.DataFrame({"tokens_per_step": [matched_tokens], "label": [words]})
         mark = alt.Chart(marked).encode(x=x, tooltip=[alt.Tooltip("tokens_per_step:Q", format=",.0f")])
         layers.append(mark.mark_rule(color="#444"))
         layers.append(mark.mark_text(align="left", dx=4, y=8, color="#444").encode(text="label:N"))
+        if crossings is not None and crossings.height:
+            at = crossings.select("label", "steps_per_s").with_columns(
+                tokens_per_step=pl.lit(matched_tokens),
+                text=pl.col("steps_per_s").map_elements(lambda v: f"{v:.3g}", return_dtype=pl.String),
+            )
+            cross = alt.Chart(at).encode(
+                x=x,
+                y=alt.Y("steps_per_s:Q", title="steps/s (median, 95% interval)"),
+                tooltip=[
+                    alt.Tooltip("label:N", title="crosses the matched shape"),
+                    alt.Tooltip("steps_per_s:Q", format=".4g"),
+                ],
+            )
+            layers.append(cross.mark_point(shape="diamond", size=140, filled=True, color="#111"))
+            # the figure beside each diamond, right of the rule on a phone (the y-axis labels sit close on the left)
+            side = (
+                cross.mark_text(align="left", dx=9, fontWeight="bold", color="#111")
+                if narrow
+                else cross.mark_text(align="right", dx=-9, fontWeight="bold", color="#111")
+            )
+            layers.append(side.encode(text="text:N"))
     # LayerChart itself: alt.layer may return a FacetChart, which it does only for layers with facet encodings
-    return alt.LayerChart(layer=layers).properties(width="container", height=320)
+    size = dict(width=250, height=300) if narrow else dict(width="container", height=320)
+    chart = alt.LayerChart(layer=layers).properties(**size)
+    return chart.configure_axis(labelFontSize=13, titleFontSize=13) if narrow else chart
 
 
 def latency_throughput(points: pl.DataFrame) -> alt.LayerChart:

@@ -21,7 +21,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import SITE_SRC, columns
+from generator import SITE_SRC, columns, readable
 from runners import shapes
 
 TEMPLATES = SITE_SRC / "templates"
@@ -148,6 +148,16 @@ class Charts:
         src = "../" * depth + f"assets/charts/{svg_name}"
         return Markup(f'<p class="ff-chart-static"><img src="{src}" alt="{html.escape(alt_text)}"></p>')
 
+    def picture(
+        self, chart_id: str, chart: alt.TopLevelMixin, narrow: alt.TopLevelMixin, alt_text: str, depth: int = 0
+    ) -> str:
+        """As `image`, with a second drawing for a phone's width (`narrow`), which a browser takes below 600 px."""
+        wide = self.image(chart_id, chart, alt_text, depth)
+        small = f"{chart_id}-narrow.svg"
+        self.svg_to(narrow.to_dict(validate=False), self.out / small)
+        source = f'<source media="(max-width: 600px)" srcset="{"../" * depth}assets/charts/{small}">'
+        return Markup(str(wide).replace("<img ", f"<picture>{source}<img ").replace("></p>", "></picture></p>"))
+
     def html(self, chart_id: str, chart: alt.TopLevelMixin, depth: int = 0) -> str:
         # charts come from the tested functions in `charts`; the browser test renders every one, so skipping
         # altair's JSON-schema validation here (seconds on a busy site) loses no check
@@ -260,6 +270,7 @@ def environment() -> jinja2.Environment:
         claim_unknowns=claim_unknowns,
         slug=slug,
         run_href=run_href,
+        readable=readable.settings,  # `key=json` settings as words (`compile_loss on`)
     )
     return env
 
@@ -307,6 +318,7 @@ SITE: tuple[Page, ...] = (
     Page("Leaderboards", "leaderboards/", "leaderboard.md.j2"),  # a page per board (inference.md.j2, serving.md.j2)
     Page("Serving by model", "serving/", "serving_model.md.j2"),  # a page per served model
     Page("One GPU, every engine", "side-by-side.md", "side_by_side.md.j2"),
+    Page("What tuning bought", "tuning.md", "tuning.md.j2"),
     Page("Claims", "claims.md", "claims.md.j2"),
     Page("Failures", "failures.md", "failures.md.j2"),
     Page("Errata", "errata.md", "errata.md.j2"),

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from generator import configurations, pages
+from generator import configurations, owed_evidence, pages
 from runners import metrics, schema
 
 STOCK = "ddp-amp-stock"
@@ -411,11 +411,12 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
     big = ok.filter((pl.col("engine") == "llamacpp") & (pl.col("total_params") >= 13e9))
     challenger = ok.filter(pl.col("engine") == the_fight.challenger["engine"])
     answered = verdict.get("best") is not None
+    mlx_words, mlx_href = owed_evidence.mlx_evidence(summary, the_fight.suite, the_fight.workload)
     return [
         {
             "item": "A tuned PyTorch, same hardware, model and data, every advantage",
             "status": "answered" if answered else "measuring",
-            "detail": "at the matched shape, above" if answered else verdict.get("why_not", ""),
+            "detail": owed_evidence.answer_words(verdict, the_fight.challenger["steps_per_s"], GAP_ASKED),
             "href": fight_board,
         },
         {
@@ -424,20 +425,25 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
             "detail": f"{pages.counted(metal.height, 'run')} on Apple Silicon"
             if metal.height
             else "needs an Apple Silicon Mac (nox -s bench-apple); meanwhile MLX trained the same model on the same "
-            f"data on the fight's GPUs through its CUDA backend ({pages.counted(mlx_here.height, 'run')} of "
-            f"{the_fight.workload})",
-            "href": board(metal) or board(mlx_here),
+            f"data on the fight's GPUs through its CUDA backend: {mlx_words or 'no run yet'}",
+            "href": board(metal) or mlx_href or board(mlx_here),
         },
         {
             "item": "vLLM tensor-parallel serving",
-            "status": "measured" if tp.height else "not yet",
+            "status": owed_evidence.one_side(bool(challenger.height), bool(tp.height)),
             "detail": f"{pages.counted(tp.height, 'run')} at tensor-parallel size 2 or more; each board says which "
-            "ran beside vllm bench",
-            "href": board(tp),
+            "ran beside vllm bench"
+            + (
+                ""
+                if challenger.height
+                else "; the seed's own engine did not run here: the best cross-engine "
+                "evidence is batch-1 decode on one GPU, every engine side by side"
+            ),
+            "href": (board(tp) if challenger.height else owed_evidence.SIDE_BY_SIDE) if tp.height else None,
         },
         {
             "item": "llama.cpp at 14B+, where memory pressure and the KV cache matter",
-            "status": "one side measured" if big.height else "not yet",
+            "status": owed_evidence.one_side(bool(challenger.height), bool(big.height)),
             "detail": _big_llama_detail(big) if big.height else "",
             "href": "side-by-side.md" if big.height else None,
         },

@@ -61,6 +61,16 @@ CHARTS = {
     "sweep": lambda: charts.sweep(
         POINTS, pl.DataFrame({"label": ["claim"], "steps_per_s": [14.1]}), matched_tokens=6000.0
     ),
+    "sweep_narrow": lambda: charts.sweep(
+        POINTS,
+        pl.DataFrame({"label": ["claim"], "steps_per_s": [14.1]}),
+        6000.0,
+        pl.DataFrame({"label": ["v"], "steps_per_s": [15.0]}),
+        narrow=True,
+    ),
+    "test_throughput_unranked": lambda: charts.test_throughput(
+        RUNS.with_columns(ranked=pl.Series([True, False, True])), "tokens/s"
+    ),
     "latency_throughput": lambda: charts.latency_throughput(
         pl.DataFrame(
             {
@@ -104,3 +114,36 @@ def test_value_axes_are_titled_alike_and_rows_sorted_by_value(name: str) -> None
                 sorts.add(repr(sort))
     assert all(len(t) <= 1 for t in titles.values()), f"{name}: layers title an axis differently: {titles}"
     assert len(sorts) <= 1, f"{name}: layers sort the runs differently"
+
+
+def test_an_unranked_run_is_a_hollow_bar_named_so() -> None:
+    """A run that does not rank is drawn as an outline (no fill) and its row's label starts with "unranked"."""
+    spec = CHARTS["test_throughput_unranked"]().to_dict(validate=False)
+    bars = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "bar")
+    assert bars["encoding"]["fillOpacity"]["condition"]["test"] == "datum.ranked"
+    assert bars["encoding"]["fillOpacity"]["value"] == 0.0 and bars["encoding"]["stroke"]["field"] == "engine"
+    rows = {r["run"]: r["ranked"] for r in next(iter(spec["datasets"].values()))}
+    assert [r for r, ranked in rows.items() if not ranked] == ["unranked: fsdp2-compile · mlx · r2"]
+    assert "hollow" in bars["encoding"]["x"]["title"]
+    plain = charts.test_throughput(RUNS, "tokens/s").to_dict(validate=False)  # all ranked: nothing hollow
+    plain_bars = next(layer for layer in plain["layer"] if layer["mark"]["type"] == "bar")
+    assert "hollow" not in plain_bars["encoding"]["x"]["title"]
+
+
+def test_the_verdict_chart_marks_each_crossing_of_the_matched_shape() -> None:
+    """One diamond per curve where it crosses the matched shape, with its figure; the phone drawing has a fixed
+    narrow width and the same marks."""
+    from generator import chart_rows
+
+    said = {"target": 14.1, "tuned": [{"label": "a", "steps_per_s": 24.6}, {"label": "b", "steps_per_s": 19.9}]}
+    crossed = chart_rows.crossings(said)
+    assert crossed["steps_per_s"].to_list() == [14.1, 24.6, 19.9]
+    claims = pl.DataFrame({"label": ["claim"], "steps_per_s": [21.7]})
+    for narrow in (False, True):
+        spec = charts.sweep(POINTS, claims, 6000.0, crossed, narrow=narrow).to_dict(validate=False)
+        marks = [layer for layer in spec["layer"] if layer["mark"].get("shape") == "diamond"]
+        assert len(marks) == 1
+        data = spec["datasets"][marks[0]["data"]["name"]]
+        assert [d["text"] for d in data] == ["14.1", "24.6", "19.9"]
+        assert {d["tokens_per_step"] for d in data} == {6000.0}
+        assert spec["width"] == (250 if narrow else "container")

@@ -48,7 +48,23 @@
       });
     });
   }
-  function run() { document.querySelectorAll(".ff-table table").forEach(enhance); }
+  // every table of several columns carries each column's name on its cells, so that on a phone (the CSS's
+  // table[data-cards]) a row reads as a card of "name value" lines instead of running past the screen's edge
+  function label(table) {
+    if (!table.tHead || !table.tHead.rows.length || table.dataset.cards !== undefined) return;
+    var names = Array.prototype.map.call(table.tHead.rows[0].cells, function (th) { return th.textContent.trim(); });
+    if (names.length < 3) return;
+    Array.prototype.forEach.call(table.tBodies, function (body) {
+      Array.prototype.forEach.call(body.rows, function (row) {
+        Array.prototype.forEach.call(row.cells, function (td, col) { if (names[col]) td.dataset.label = names[col]; });
+      });
+    });
+    table.dataset.cards = "";
+  }
+  function run() {
+    document.querySelectorAll(".md-typeset table").forEach(label);
+    document.querySelectorAll(".ff-table table").forEach(enhance);
+  }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", run);
   else run();
 })();

@@ -1,0 +1,34 @@
+"""Which runs a board's chart draws, and whether each ranks: the charts mark unranked runs as such (hollow bars) and
+never draw a figure for a run that has none. Pure polars: frames in, a frame out (no chart, no template)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def test_runs(current: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
+    """An inference test's runs for its chart, each with `ranked`. `current`: the test's unretracted records (the
+    runner's and its engine's own tool's); `ranked`: the board's ranked rows (`run_ids` lists their runs). Finished
+    runner runs are drawn, ranked when among `ranked`'s runs; a tool record is drawn unless its runner run
+    (`paired_run`) failed, and ranks with it, so a failed run's tool figure never stands for it on the chart."""
+    none: pl.Series = pl.Series([[]])
+    ranked_ids = ranked["run_ids"].explode().drop_nulls().unique().implode() if ranked.height else none
+    failed = current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok"))["run_id"].implode()
+    tool = pl.col("origin") == "imported"
+    return current.filter(
+        (pl.col("status") == "ok") & ~(tool & pl.col("paired_run").is_in(failed).fill_null(False))
+    ).with_columns(
+        ranked=pl.when(tool).then(pl.col("paired_run").is_in(ranked_ids)).otherwise(pl.col("run_id").is_in(ranked_ids))
+    )
+
+
+def crossings(said: dict) -> pl.DataFrame:
+    """Where the verdict's curves cross the matched shape (`verdict.answer`): the stock curve at the claimed stock
+    figure (its crossing defines the shape) and each tuned curve at its interpolated steps/s there."""
+    tuned = said.get("tuned") or []
+    labels = [f"stock ({said['target']:.3g}, the claim's stock)"] if said.get("target") is not None else []
+    values = [float(said["target"])] if labels else []
+    labels += [t["label"] for t in tuned]
+    values += [float(t["steps_per_s"]) for t in tuned]
+    schema = {"label": pl.String, "steps_per_s": pl.Float64}
+    return pl.DataFrame({"label": labels, "steps_per_s": values}, schema=schema)

@@ -1,0 +1,52 @@
+"""Settings as a reader reads them: `settings.compile_loss=true, depth_fills=null` (what `configurations.differing`
+writes: names and canonical JSON) becomes `compile_loss on · depth_fills every repetition`. Pure: text in, text
+out."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+NULL_WORDS = {"depth_fills": "every repetition"}
+"""What an unset value means where a setting says more than "not set": a record without `depth_fills` predates the
+field and filled its KV-cache depth on every repetition (the inference board's Depth fills column says the same)."""
+_KEY = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.]*)=")
+_DECODER = json.JSONDecoder()
+
+
+def settings(text: str | None) -> str | None:
+    """`key=json, key=json` as `key value · key value`; text that is not in that form comes back unchanged (never
+    half-rewritten)."""
+    if not text:
+        return text
+    pairs: list[tuple[str, Any]] = []
+    at = 0
+    while at < len(text):
+        found = _KEY.match(text, at)
+        if found is None:
+            return text
+        try:
+            value, at = _DECODER.raw_decode(text, found.end())
+        except json.JSONDecodeError:
+            return text
+        pairs.append((found[1], value))
+        if text.startswith(", ", at):
+            at += 2
+        elif at != len(text):
+            return text
+    return " · ".join(f"{_name(key)} {_value(key, value)}" for key, value in pairs)
+
+
+def _name(key: str) -> str:
+    return key.removeprefix("settings.").removeprefix("env.")
+
+
+def _value(key: str, value: Any) -> str:
+    if value is None:
+        return NULL_WORDS.get(_name(key), "not set")
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"))

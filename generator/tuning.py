@@ -1,0 +1,67 @@
+"""What tuning bought: the ladder from stock to the best tuned configuration of the seed's fight, one rung per
+configuration in the suite file's order, at each micro-batch measured, each with its figure, what it bought over the
+rung below and over stock (ratios with 95% intervals, `metrics.ratio_interval`) and its memory. Pure: the sweep's
+points (`verdict.sweep`, as `sweep_draws.compute` returns them) in, plain rows out; no template, no chart, so that it
+can move into generator/derive/ whole."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from runners import metrics
+
+COLUMNS = ("label", "variant", "tier", "micro_batch", "steps_per_s", "steps_per_s_lo", "steps_per_s_hi",
+           "peak_mem_gib", "runs", "run_ids")  # fmt: skip
+"""What a rung reads from a sweep point."""
+
+
+def _effect(base: dict[str, Any] | None, row: dict[str, Any]) -> dict[str, Any] | None:
+    """row ÷ base in steps/s with its 95% interval and what the interval settles ("faster", "slower", or "not
+    settled" where it holds 1); None without a base or where either figure lacks a usable interval."""
+    if base is None or base is row:
+        return None
+    a, a_lo, a_hi = base["steps_per_s"], base["steps_per_s_lo"], base["steps_per_s_hi"]
+    b, b_lo, b_hi = row["steps_per_s"], row["steps_per_s_lo"], row["steps_per_s_hi"]
+    if None in (a, a_lo, a_hi, b, b_lo, b_hi) or not (0 < a_lo <= a <= a_hi and 0 < b_lo <= b <= b_hi):
+        return None
+    ratio, lo, hi = metrics.ratio_interval(a, a_lo, a_hi, b, b_lo, b_hi)
+    settled = "faster" if lo > 1 else "slower" if hi < 1 else "not settled"
+    return {"ratio": ratio, "lo": lo, "hi": hi, "settled": settled, "over": base["label"]}
+
+
+def ladder(points: pl.DataFrame, order: Sequence[str]) -> list[dict[str, Any]]:
+    """Per micro-batch measured (ascending), the rungs: every configuration (`label`) of the variants in `order` (the
+    suite file's order: stock first, each next variant adding what its description says), in that order, with
+    `over_previous` (this rung ÷ the rung below) and `over_stock` (÷ the stock rung at the same micro-batch, the first
+    rung of tier "stock"), each `_effect` or None, and `memory_ratio` (peak memory ÷ stock's). A variant outside
+    `order` goes last, by name."""
+    if not points.height:
+        return []
+    rank = {name: i for i, name in enumerate(order)}
+    rows = points.select(*COLUMNS).with_columns(
+        order=pl.col("variant").replace_strict(rank, default=len(rank), return_dtype=pl.Int64)
+    )
+    out = []
+    for (micro_batch,), group in rows.sort("micro_batch").group_by("micro_batch", maintain_order=True):
+        rungs = group.sort("order", "variant", "label").drop("order").to_dicts()
+        stock = next((r for r in rungs if r["tier"] == "stock"), None)
+        previous = None
+        for rung in rungs:
+            memory = rung["peak_mem_gib"] / stock["peak_mem_gib"] if stock and stock["peak_mem_gib"] else None
+            out.append(rung | {"micro_batch": micro_batch, "over_previous": _effect(previous, rung),
+                               "over_stock": _effect(stock, rung), "memory_ratio": memory})  # fmt: skip
+            previous = rung
+    return out
+
+
+def best_per_micro_batch(rungs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The fastest rung at each micro-batch (by its figure), the end of that micro-batch's ladder."""
+    best: dict[int, dict[str, Any]] = {}
+    for rung in rungs:
+        mb = rung["micro_batch"]
+        if rung["steps_per_s"] is not None and (mb not in best or rung["steps_per_s"] > best[mb]["steps_per_s"]):
+            best[mb] = rung
+    return best

@@ -1,0 +1,170 @@
+"""The site built from the committed data/ in a real headless Chromium at 1400 and 390 px: on every board the columns
+a reader came for (the figure, its interval, the own tool's figure and ratio, why a run does not rank; the serving
+latencies) are in view without scrolling sideways, as are the home page's claims' hardware and failures.html's
+errors. Tables past those columns keep the rest behind a closed <details>, and on a phone every row reads as a card."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.conftest import ROOT, run_module
+from tests.test_browser import CHROMIUM, FLAGS, serve
+
+FIGURES = {"Steps/s", "Tokens/s", "Output tokens/s"}
+INTERVALS = {"95% interval", "Interval"}
+KEY = (
+    FIGURES
+    | INTERVALS
+    | {
+        "Why not ranked",
+        "Own tool",
+        "Ratio",
+        "vllm bench",
+        "Ratio: tokens/s · TTFT · TPOT",
+        "TTFT median / p99 (ms)",
+        "TPOT median / p99 (ms)",
+        "ITL median / p99 (ms)",
+    }
+)
+"""Columns that must be in view wherever a board's table has them."""
+ELSEWHERE = {"index.html": {"Hardware"}, "failures.html": {"Error"}}
+"""Pages other than boards, and the column each must show in view."""
+
+MEASURE = """() => {
+  const vw = document.documentElement.clientWidth;
+  return Array.from(document.querySelectorAll('article table')).map((t) => {
+    const heads = Array.from(t.querySelectorAll('thead th')).map(h => h.textContent.trim());
+    const wrap = (t.closest('.md-typeset__scrollwrap') || t).getBoundingClientRect();
+    const left = Math.max(0, wrap.left) - 1, right = Math.min(vw, wrap.right) + 1;
+    const rows = Array.from(t.tBodies[0] ? t.tBodies[0].rows : []).map(row => Array.from(row.cells).map(c => {
+      const r = c.getBoundingClientRect();
+      return r.width > 0 && r.left >= left && r.right <= right;
+    }));
+    return {heads: heads, rows: rows, disclosed: !!t.closest('details:not([open])'),
+            cards: t.dataset.cards !== undefined, scrolls: document.documentElement.scrollWidth > vw + 1};
+  });
+}"""
+
+
+@pytest.fixture(scope="module")
+def committed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site as `fairfight site` builds it from the repository's own data/ (every kind of board, real runs)."""
+    work = tmp_path_factory.mktemp("committed-site")
+    out = ("--out", str(work / "site"), "--work", str(work / "b"))
+    run_module("fairfight", "site", "--data", str(ROOT / "data"), *out)
+    return work / "site"
+
+
+def _out_of_view(tables: list[dict], wanted: set[str]) -> list[str]:
+    """'column (table n, row m)' for every cell of a wanted column, in a table a reader sees, that is out of view."""
+    missing = []
+    for n, table in enumerate(tables):
+        if table["disclosed"]:
+            continue
+        for col, head in enumerate(table["heads"]):
+            if head in wanted:
+                missing += [f"{head} (table {n}, row {m})" for m, row in enumerate(table["rows"]) if not row[col]]
+    return missing
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize(("width", "height"), [(1400, 1000), (390, 844)])
+def test_the_columns_a_reader_came_for_are_in_view(committed_site: Path, width: int, height: int) -> None:
+    boards = sorted(p.relative_to(committed_site).as_posix() for p in (committed_site / "leaderboards").glob("*.html"))
+    assert len(boards) > 20  # training, inference and serving boards of the committed runs
+    with serve(committed_site) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": width, "height": height})
+        problems: dict[str, list[str]] = {}
+        for rel in [*boards, *ELSEWHERE]:
+            page.goto(url + rel, wait_until="load")
+            tables = page.evaluate(MEASURE)
+            shown = [t for t in tables if not t["disclosed"]]
+            heads = {h for t in shown for h in t["heads"]}
+            wanted = ELSEWHERE.get(rel, KEY)
+            if rel in ELSEWHERE:
+                assert wanted <= heads, (rel, heads)
+            else:  # a board leads with its figure and interval, and its Unranked table says why
+                assert heads & FIGURES and heads & INTERVALS, (rel, heads)
+                assert not page.locator("h2#unranked").count() or "Why not ranked" in heads, rel
+                # a wide table keeps its full set of columns behind a disclosure, not past the right edge
+                assert all(len(t["heads"]) <= 12 for t in shown if t["heads"] and t["heads"][0] == "Rank"), rel
+            if width < 600:
+                assert all(t["cards"] for t in shown if len(t["heads"]) >= 3), rel
+                assert not any(t["scrolls"] for t in tables), f"{rel} scrolls sideways at {width} px"
+            if found := _out_of_view(tables, wanted):
+                problems[rel] = found[:5]
+        browser.close()
+    assert problems == {}, f"columns out of view at {width} px: {problems}"
+
+
+def test_every_page_pairing_a_claim_with_our_figure_names_the_shape_and_links_the_verdict(committed_site: Path) -> None:
+    """The home page's claims table, the fight's board and the claims page: each says at which micro-batch our
+    figure was measured (not the claims' shape, which states no batch) and links the verdict."""
+    from generator import checks, load, sweep_draws
+
+    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    fight = sweep_draws.compute(summary, loaded.rows)["fight"]
+    board = (committed_site / "leaderboards" / f"{fight.suite}-{fight.workload}.html").read_text()
+    home = (committed_site / "index.html").read_text()
+    claims = (committed_site / "claims.html").read_text()
+    assert board.count('href="../index.html#the-verdict"') >= 2  # under its title and in its Claims section
+    assert "not at the claims&#39; shape" in board or "not at the claims' shape" in board
+    assert "not the claims&#39; shape" in home or "not the claims' shape" in home
+    assert 'href="#the-verdict"' in home and 'href="index.html#the-verdict"' in claims
+
+
+def test_every_reproduce_block_names_the_repository_or_says_why_not(committed_site: Path) -> None:
+    """Built without --repo-url: each run page's Reproduce block clones the project's own address (pyproject's
+    [project.urls]) or, where the project names none, says so in words; it never invents an address."""
+    from generator import repository
+
+    url = repository.project_url()
+    checked = 0
+    for run_page in sorted((committed_site / "runs").glob("*.html"))[:40]:
+        text = run_page.read_text()
+        if "git clone" not in text:
+            continue  # a claim or an imported record: nothing to reproduce
+        checked += 1
+        if url:
+            assert f"git clone {url} fairfight" in text and f'Repository: <a href="{url}">' in text, run_page.name
+        else:
+            assert "This site names no repository" in text and "[project.urls]" in text, run_page.name
+    assert checked > 10
+
+
+def test_every_quantized_board_says_quality_was_not_measured(committed_site: Path) -> None:
+    """A board with a quantized file's row (Q8_0, Q4_K_M) says that only speed was measured (random weights); a
+    board of full-precision files alone does not."""
+    from runners import llama_files
+
+    quantized = plain = 0
+    for board in sorted((committed_site / "leaderboards").glob("*.html")):
+        text = board.read_text().replace("&#95;", "_")  # the page writes a name's underscores as entities
+        has_quantized = any(f"llamacpp-{q}" in text for q in llama_files.QUANT_TYPES)
+        said = "quality not measured (random weights)" in text
+        assert said == has_quantized, board.name
+        quantized, plain = quantized + has_quantized, plain + (not has_quantized)
+    assert quantized > 5 and plain > 5
+
+
+def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(committed_site: Path) -> None:
+    """tuning.html: one row per sweep point of the seed's fight, every row linking run pages that exist."""
+    import html as html_lib
+
+    from generator import checks, load, sweep_draws
+
+    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    points = sweep_draws.compute(summary, loaded.rows)["points"]
+    page = (committed_site / "tuning.html").read_text()
+    tables = re.findall(r"<tbody>(.*?)</tbody>", page, re.S)
+    body = [row for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+    assert len(body) == points.height
+    for row in body:
+        links = re.findall(r'href="(runs/[^"]+\.html)"', row)
+        assert links and all((committed_site / html_lib.unescape(link)).exists() for link in links), row[:200]
+    assert "What tuning bought" in (committed_site / "index.html").read_text()  # in the navigation
