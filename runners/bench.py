@@ -26,9 +26,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from runners import (
+    bench_report,
     cpu_isa,
     engines,
     footprint,
+    formats,
     lifetime,
     metrics,
     preflight,
@@ -74,6 +76,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dry-run", action="store_true", help="check everything and print the plan (runs, settings, budgets); run none"
     )
+    formats.add_format_arg(p, "the summary at the end (progress goes to standard error unless text)")
     p.add_argument(
         "--variants",
         type=Path,
@@ -346,6 +349,20 @@ def _serving_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[spe
 
 
 def run_suite(args: argparse.Namespace) -> int:
+    """Check, then run every selected run; print the summary at the end in `--format`."""
+    fmt = getattr(args, "format", "text")
+    with bench_report.progress_to_stderr(fmt):
+        done = _session(args)
+    if done is None:
+        return 0
+    suite, summary = done
+    status = 0 if all(s["status"] == "ok" for s in summary) else 1
+    sys.stdout.write(bench_report.render(fmt, suite, summary, status))
+    return status
+
+
+def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | None:
+    """The session itself: (suite, one summary line per run), or None for a dry run (its plan printed)."""
     try:  # a harness commit every record would carry, checked before anything runs
         provenance.harness()
     except ValueError as e:
@@ -366,7 +383,7 @@ def run_suite(args: argparse.Namespace) -> int:
     preflight.check(suite, args, todo, inference, serving, swept)
     if args.dry_run:
         print(preflight.plan(suite, args, todo, inference, serving))
-        return 0
+        return None
     env = os.environ | swept | FORCED_ENV | {"FAIRFIGHT_SWEEP_ENV": ",".join(sorted(swept))}
     _handle_signals()
     lifetime.become_subreaper()  # what a runner leaves behind, setsid or not, is re-parented here and ended
@@ -416,8 +433,7 @@ def run_suite(args: argparse.Namespace) -> int:
         summary += run_inference(args, suite, model, variant, model_tests, env)
     for server, variant, server_tests in serving:
         summary += run_serving(args, suite, server, variant, server_tests, env)
-    _print_table(summary)
-    return 0 if all(s["status"] == "ok" for s in summary) else 1
+    return suite.name, summary
 
 
 def run_inference(
@@ -746,18 +762,3 @@ def _mean_sd(values: list[float]) -> str:
     mean = sum(values) / len(values)
     sd = (sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1)) ** 0.5
     return f"{mean:,.1f} ± {sd:,.1f}"
-
-
-def _print_table(rows: list[dict[str, object]]) -> None:
-    cols = ["workload", "variant", "status", "steps", "steps_per_s", "wall_s", "file"]
-    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
-    print("\nsummary (steps/s: median [95% interval] over windows)")
-    if any("tokens/s" in str(r["steps_per_s"]) for r in rows):
-        print("inference tests: tokens/s mean ± sd over repetitions (the steps column counts repetitions)")
-    if any("output tokens/s" in str(r["steps_per_s"]) for r in rows):
-        print(
-            "serving tests: offline mean ± sd over repetitions; served points: medians over requests (steps: requests)"
-        )
-    print("  ".join(c.ljust(widths[c]) for c in cols))
-    for r in rows:
-        print("  ".join(str(r[c]).ljust(widths[c]) for c in cols))
