@@ -353,7 +353,8 @@ def run_suite(args: argparse.Namespace) -> int:
     fmt = getattr(args, "format", "text")
     with bench_report.progress_to_stderr(fmt):
         done = _session(args)
-    if done is None:
+    if isinstance(done, str):  # --dry-run: the plan
+        sys.stdout.write(done)
         return 0
     suite, summary = done
     status = 0 if all(s["status"] == "ok" for s in summary) else 1
@@ -361,8 +362,8 @@ def run_suite(args: argparse.Namespace) -> int:
     return status
 
 
-def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | None:
-    """The session itself: (suite, one summary line per run), or None for a dry run (its plan printed)."""
+def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | str:
+    """The session itself: (suite, one summary line per run), or for a dry run its plan, as printed."""
     try:  # a harness commit every record would carry, checked before anything runs
         provenance.harness()
     except ValueError as e:
@@ -378,30 +379,34 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
     inference = _inference_todo(suite, args)
     serving = _serving_todo(suite, args)
     swept = sweep_env(args.env)
-    overrides = spec.parse_overrides(args.set)
-    # every mistake at once, before anything runs: names, settings, steps, the names records would carry, packages
+    # every mistake at once, before anything runs: names, settings (each value of a sweep), steps, the names records
+    # would carry, packages
     preflight.check(suite, args, todo, inference, serving, swept)
-    if args.dry_run:
-        print(preflight.plan(suite, args, todo, inference, serving))
-        return None
+    if args.dry_run:  # the plan is the output, in any format
+        rows = preflight.plan_rows(args, todo, inference, serving)
+        return preflight.render_plan(getattr(args, "format", "text"), suite.name, rows)
+    # `--set key=a,b,c`: one run per value (per combination of values) of every selected training workload and variant
+    sweep = [(w, v, point) for w, v in todo for point in spec.sweep_points(args.set)]
     env = os.environ | swept | FORCED_ENV | {"FAIRFIGHT_SWEEP_ENV": ",".join(sorted(swept))}
     _handle_signals()
     lifetime.become_subreaper()  # what a runner leaves behind, setsid or not, is re-parented here and ended
     if any(v.engine == "external" for _, v in todo):
         lifetime.not_inspectable()  # an outside engine runs as our user: /proc must not show it our files
     summary = []
-    runs = len(todo) + sum(len(tests) for *_, tests in inference + serving)
+    runs = len(sweep) + sum(len(tests) for *_, tests in inference + serving)
     print(f"suite {suite.name}: {runs} run(s) → {args.data_dir}/{suite.name}/", flush=True)
-    for i, (work, variant) in enumerate(todo, 1):
+    for i, (work, variant, point) in enumerate(sweep, 1):
+        run_args = argparse.Namespace(**(vars(args) | {"set": point}))  # one value of each swept setting
+        label = record.variant_label(variant.name, spec.parse_overrides(point), swept)
         run_id = new_run_id(work.name, variant.name)
-        print(f"[{i}/{len(todo)}] {work.name} · {variant.name} ({variant.tier}) run {run_id}", flush=True)
+        print(f"[{i}/{len(sweep)}] {work.name} · {label} ({variant.tier}) run {run_id}", flush=True)
         started, t0 = datetime.now(UTC), time.perf_counter()
-        limit = work.trials * ((args.time_budget or work.time_budget_s) + spec.SETUP_ALLOWANCE_S) + GRACE_S
-        identity = run_identity(suite.name, work.name, variant, record.variant_label(variant.name, overrides, swept))
-        watch = footprint.Watch(args.data_dir, provenance.REPO_ROOT) if variant.engine == "external" else None
+        limit = work.trials * ((run_args.time_budget or work.time_budget_s) + spec.SETUP_ALLOWANCE_S) + GRACE_S
+        identity = run_identity(suite.name, work.name, variant, label)
+        watch = footprint.Watch(run_args.data_dir, provenance.REPO_ROOT) if variant.engine == "external" else None
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "records.jsonl"
-            cmd = runner_command(work, variant, args, run_id, out)
+            cmd = runner_command(work, variant, run_args, run_id, out)
             if watch is not None:
                 watch.start()
             code, err = _run_teeing_stderr(cmd, env | runner_env(work.device, variant), limit)
@@ -410,17 +415,17 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
                 refused = {run_id: _intrusion_text(intruded)}
                 print("    " + refused[run_id], flush=True)
             else:
-                refused = write_records(out, args.data_dir, {run_id: identity})
-        path = store.run_path(args.data_dir, suite.name, run_id)
+                refused = write_records(out, run_args.data_dir, {run_id: identity})
+        path = store.run_path(run_args.data_dir, suite.name, run_id)
         if not path.exists():
             status = "failed" if run_id in refused else _classify(code, err or "")
             error = _failure_text(refused.get(run_id), code, err)
-            path = write_failure(args, suite, work, variant, run_id, started, status, error)
+            path = write_failure(run_args, suite, work, variant, run_id, started, status, error)
         line = summarize(path, work.window_steps)
         summary.append(
             {
                 "workload": work.name,
-                "variant": variant.name,
+                "variant": label,
                 **line,
                 "wall_s": f"{time.perf_counter() - t0:.0f}",
                 "file": str(path),
