@@ -90,7 +90,7 @@ def _ensure_openblas(session: nox.Session) -> None:
 @nox.session
 def site(session: nox.Session) -> None:
     """Build the static site from the result files in data/ into site/ (the default session)."""
-    _install(session)
+    _install(session, extras="site")
     session.run("fairfight", "site", *session.posargs, env=QUIET_ENV)
 
 
@@ -102,7 +102,7 @@ def _tests_install(session: nox.Session) -> None:
     if session.venv_backend == "uv" and (links := _pip_find_links()):
         session.env["UV_FIND_LINKS"] = links
     session.install("pip")
-    _install(session, "tests", extras="torch,llama,mlx")
+    _install(session, "tests", extras="site,torch,llama,mlx")
     _ensure_chromium(session)
     _ensure_openblas(session)
 
@@ -239,7 +239,7 @@ def site_scale(session: nox.Session) -> None:
     """Scale benchmark of the site: 5,000 synthetic runs × 1,000 steps, about 10 million rows (random values under
     build/scale, never committed), built cold and warm, and the heaviest leaderboard page weighed.
     `-- --steps 2000` for 20 million rows, `-- --runs 500` for a smaller one."""
-    _install(session, "tests")
+    _install(session, "tests", extras="site")
     session.run("python", "-m", "tests.scale_check", *session.posargs, env=QUIET_ENV)
 
 
@@ -248,14 +248,14 @@ def release(session: nox.Session) -> None:
     """Freeze data/ into an immutable edition: `nox -s release -- NAME` writes data/editions/NAME.json."""
     if len(session.posargs) != 1:
         session.error("name the edition: nox -s release -- 2026-12")
-    _install(session)
+    _install(session, extras="validate")
     session.run("fairfight", "release", *session.posargs)
 
 
 @nox.session(default=False)
 def validate(session: nox.Session) -> None:
     """Check result files as the site build does (all of data/ by default, or the files given after --)."""
-    _install(session)
+    _install(session, extras="validate")
     session.run("fairfight", "validate", *session.posargs)
 
 
@@ -263,7 +263,7 @@ def validate(session: nox.Session) -> None:
 def compare(session: nox.Session) -> None:
     """Compare two runs, configurations or editions (`nox -s compare -- A B [--threshold 5%]`): the ratio with its
     interval, the A/A floor and a faster/slower/same verdict; exits 1 when a change passes the threshold."""
-    _install(session)
+    _install(session, extras="validate")
     session.run("fairfight", "compare", *session.posargs)
 
 
@@ -271,7 +271,7 @@ def compare(session: nox.Session) -> None:
 def publish(session: nox.Session) -> None:
     """Rebuild the site from data/ and publish it: `nox -s publish -- DIR` copies it into DIR; `-- --gh-pages`
     commits it to this repository's gh-pages branch and pushes it; add `--site-url URL` for the sitemap."""
-    _install(session)
+    _install(session, extras="site")
     session.run("fairfight", "publish", *session.posargs, env=QUIET_ENV)
 
 
