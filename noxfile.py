@@ -116,7 +116,8 @@ def _ensure_openblas(session: nox.Session) -> None:
 @nox.session
 def site(session: nox.Session) -> None:
     """Build the static site from the result files in data/ into site/ (the default session)."""
-    _install_locked(session, "site") or _install(session, extras="site")
+    if not _install_locked(session, "site"):
+        _install(session, extras="site")
     session.run("fairfight", "site", *session.posargs, env=QUIET_ENV)
 
 
@@ -274,14 +275,16 @@ def release(session: nox.Session) -> None:
     """Freeze data/ into an immutable edition: `nox -s release -- NAME` writes data/editions/NAME.json."""
     if len(session.posargs) != 1:
         session.error("name the edition: nox -s release -- 2026-12")
-    _install_locked(session, "site") or _install(session, extras="validate")
+    if not _install_locked(session, "site"):
+        _install(session, extras="validate")
     session.run("fairfight", "release", *session.posargs)
 
 
 @nox.session(default=False)
 def validate(session: nox.Session) -> None:
     """Check result files as the site build does (all of data/ by default, or the files given after --)."""
-    _install_locked(session, "site") or _install(session, extras="validate")
+    if not _install_locked(session, "site"):
+        _install(session, extras="validate")
     session.run("fairfight", "validate", *session.posargs)
 
 
@@ -289,7 +292,8 @@ def validate(session: nox.Session) -> None:
 def compare(session: nox.Session) -> None:
     """Compare two runs, configurations or editions (`nox -s compare -- A B [--threshold 5%]`): the ratio with its
     interval, the A/A floor and a faster/slower/same verdict; exits 1 when a change passes the threshold."""
-    _install_locked(session, "site") or _install(session, extras="validate")
+    if not _install_locked(session, "site"):
+        _install(session, extras="validate")
     session.run("fairfight", "compare", *session.posargs)
 
 
@@ -297,7 +301,8 @@ def compare(session: nox.Session) -> None:
 def publish(session: nox.Session) -> None:
     """Rebuild the site from data/ and publish it: `nox -s publish -- DIR` copies it into DIR; `-- --gh-pages`
     commits it to this repository's gh-pages branch and pushes it; add `--site-url URL` for the sitemap."""
-    _install_locked(session, "site") or _install(session, extras="site")
+    if not _install_locked(session, "site"):
+        _install(session, extras="site")
     session.run("fairfight", "publish", *session.posargs, env=QUIET_ENV)
 
 

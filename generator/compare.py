@@ -464,11 +464,11 @@ def compare(
     if not common:
         raise UsageError(_nothing_in_common(a, b, ds))
     rows = [_row(key, cells_a[key], cells_b[key], ds, threshold) for key in common]
-    only = [
+    only_in_a, only_in_b = (
         sorted(" · ".join(map(str, k)) for k in x.keys() - y.keys())
         for x, y in ((cells_a, cells_b), (cells_b, cells_a))
-    ]
-    return Report(a, b, threshold, rows, *only, fail_on=fail_on, only_changed=only_changed)
+    )
+    return Report(a, b, threshold, rows, only_in_a, only_in_b, fail_on=fail_on, only_changed=only_changed)
 
 
 def _nothing_in_common(a: Side, b: Side, ds: Dataset) -> str:
