@@ -33,6 +33,7 @@ from runners import (
     formats,
     lifetime,
     metrics,
+    nodes,
     preflight,
     provenance,
     record,
@@ -76,6 +77,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dry-run", action="store_true", help="check everything and print the plan (runs, settings, budgets); run none"
     )
+    nodes.add_cli_args(p)
     formats.add_format_arg(p, "the summary at the end (progress goes to standard error unless text)")
     p.add_argument(
         "--variants",
@@ -97,9 +99,9 @@ def runner_command(
     """The command that runs one training variant, from the engine registry (which rejects unknown names)."""
     engine = _engine(variant, "train")
     cmd = [sys.executable, "-m"]
-    if engine.torchrun:
+    if engine.torchrun:  # on one host, or over --nnodes through torchrun's rendezvous (runners/nodes.py)
         world = args.world_size or work.world_size
-        cmd += ["torch.distributed.run", "--standalone", f"--nproc-per-node={world}", "-m"]
+        cmd += ["torch.distributed.run", *nodes.torchrun_args(args, world, getattr(args, "rdzv_id", run_id)), "-m"]
     cmd.append(engine.train_runner or "")
     if variant.engine == "external":  # the contract's variants come from the file the bench was given
         cmd += ["--variants", str(args.variants), "--data-dir", str(args.data_dir)]
@@ -396,7 +398,8 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
     runs = len(sweep) + sum(len(tests) for *_, tests in inference + serving)
     print(f"suite {suite.name}: {runs} run(s) → {args.data_dir}/{suite.name}/", flush=True)
     for i, (work, variant, point) in enumerate(sweep, 1):
-        run_args = argparse.Namespace(**(vars(args) | {"set": point}))  # one value of each swept setting
+        # one value of each swept setting; a rendezvous id every node of a multi-node run derives alike
+        run_args = argparse.Namespace(**(vars(args) | {"set": point, "rdzv_id": f"fairfight-{suite.name}-{i}"}))
         label = record.variant_label(variant.name, spec.parse_overrides(point), swept)
         run_id = new_run_id(work.name, variant.name)
         print(f"[{i}/{len(sweep)}] {work.name} · {label} ({variant.tier}) run {run_id}", flush=True)
@@ -416,7 +419,11 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
                 print("    " + refused[run_id], flush=True)
             else:
                 refused = write_records(out, run_args.data_dir, {run_id: identity})
+            elsewhere = nodes.elsewhere(out) if nodes.multi(run_args) else None
         path = store.run_path(run_args.data_dir, suite.name, run_id)
+        if not path.exists() and (elsewhere or not nodes.writes_failures(run_args)):
+            summary.append(_not_written_here(work.name, label, code, err, elsewhere, time.perf_counter() - t0))
+            continue
         if not path.exists():
             status = "failed" if run_id in refused else _classify(code, err or "")
             error = _failure_text(refused.get(run_id), code, err)
@@ -439,6 +446,24 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
     for server, variant, server_tests in serving:
         summary += run_serving(args, suite, server, variant, server_tests, env)
     return suite.name, summary
+
+
+def _not_written_here(
+    workload: str, label: str, code: int | None, err: str | None, elsewhere: dict | None, wall_s: float
+) -> dict[str, object]:
+    """The summary line of a multi-node run whose record this node does not write: another node's bench writes it
+    (where global rank 0 ran), or, when no record was made, node 0's bench writes its failure record."""
+    status = "ok" if code == 0 else _classify(code, err or "")
+    if elsewhere:
+        where = f"written by {elsewhere.get('written_by')}: run {elsewhere.get('run_id')}"
+        print(f"    {status} here; the run's record is {where}", flush=True)
+    else:
+        where = "none here: node 0 writes a run's failure record"
+        print(f"    {status}: no record from this node ({where})", flush=True)
+        tail = [line for line in (err or "").splitlines() if line.strip()][-6:]
+        print("\n".join(f"      | {line[:300]}" for line in tail), flush=True)
+    return {"workload": workload, "variant": label, "status": status, "steps": "-", "steps_per_s": None,
+            "wall_s": f"{wall_s:.0f}", "file": where}  # fmt: skip
 
 
 def run_inference(

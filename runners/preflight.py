@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runners import engines, spec
+from runners import engines, nodes, spec
 
 
 def _did_you_mean(word: str, known: Sequence[str]) -> str:
@@ -128,7 +128,8 @@ def _device_problems(
             f"suite {suite.name}: {', '.join(metal)} run(s) on an Apple GPU (Metal) and this is {sys.platform} "
             f"{platform.machine()}: run `nox -s bench-apple` on an Apple Silicon Mac (or `nox -s bench-cpu` here)"
         )
-    wanted = max((args.world_size or w.world_size for w, _ in todo if w.device == "cuda"), default=0)
+    per_node = max(1, getattr(args, "nnodes", 1) or 1)  # over nodes, each holds its share of the devices
+    wanted = max(((args.world_size or w.world_size) // per_node for w, _ in todo if w.device == "cuda"), default=0)
     served = [int(v.settings.get("tensor_parallel_size", 1)) for e, v, _ in serving if e.device == "cuda"]
     wanted = max([wanted, *served, *(1 for e, _, _ in inference if e.device == "cuda")])
     if not wanted:
@@ -232,6 +233,13 @@ def check(
     problems += _settings_problems(todo, args)
     plan = [("train", v) for _, v in todo] + [("inference", v) for _, v, _ in inference]
     plan += [("serving", v) for _, v, _ in serving]
+    worlds = [
+        (f"{w.name} · {v.name}", args.world_size or w.world_size, engines.get(v.engine).torchrun) for w, v in todo
+    ]
+    problems += nodes.problems(args, worlds) if hasattr(args, "nnodes") else []
+    if nodes.multi(args) and (inference or serving):
+        entries = sorted({e.name for e, _, _ in (*inference, *serving)})
+        problems.append(f"--nnodes: {', '.join(entries)} run(s) on one host; pick the torch workloads with --workload")
     problems += _module_problems(plan)
     problems += _device_problems(suite, args, todo, inference, serving)
     problems += _command_problems(plan, getattr(args, "variants", None))
@@ -252,6 +260,7 @@ def plan_rows(args: argparse.Namespace, todo: Todo, inference: Entries, serving:
                 "kind": "train", "workload": work.name, "variant": record.variant_label(variant.name, overrides, {}),
                 "engine": variant.engine, "tier": variant.tier, "steps": args.steps or work.steps,
                 "trials": work.trials, "devices": args.world_size or work.world_size, "device": work.device,
+                "nodes": getattr(args, "nnodes", 1) or 1,
                 "budget_s": (args.time_budget or work.time_budget_s) * work.trials, "tests": None,
                 "settings": dict(variant.settings) | overrides,
             })  # fmt: skip
@@ -260,6 +269,7 @@ def plan_rows(args: argparse.Namespace, todo: Todo, inference: Entries, serving:
             rows.append({
                 "kind": kind, "workload": entry.name, "variant": variant.name, "engine": variant.engine,
                 "tier": variant.tier, "steps": None, "trials": None, "devices": None, "device": entry.device,
+                "nodes": 1,
                 "budget_s": entry.time_budget_s, "tests": [t.workload for t in tests],
                 "settings": dict(variant.settings),
             })  # fmt: skip
@@ -273,8 +283,8 @@ def render_plan(fmt: str, suite: str, rows: list[dict[str, Any]]) -> str:
     runs = sum(len(r["tests"]) if r["tests"] else 1 for r in rows)
     budget_s = sum(r["budget_s"] for r in rows)
     total = f"{runs} run(s); at most {budget_s / 60:.0f} min of time budgets, set-up and tools beside"
-    columns = ("kind", "workload", "variant", "engine", "steps", "trials", "devices", "device", "budget_s", "tests",
-               "settings")  # fmt: skip
+    columns = ("kind", "workload", "variant", "engine", "steps", "trials", "devices", "device", "nodes", "budget_s",
+               "tests", "settings")  # fmt: skip
     table = formats.Table(columns=columns, rows=[tuple(r[c] for c in columns) for r in rows], notes=(total,))
     data = {"suite": suite, "dry_run": True, "runs": rows, "total_runs": runs, "budget_s": budget_s}
     return formats.render(fmt, text=lambda: _plan_text(suite, rows, total), data=data, table=table)
@@ -286,7 +296,9 @@ def _plan_text(suite: str, rows: list[dict[str, Any]], total: str) -> str:
         if r["kind"] == "train":
             lines.append(
                 f"  train  {r['workload']} · {r['variant']} ({r['tier']}, {r['engine']}): {r['steps']} steps × "
-                f"{r['trials']} trial(s) on {r['devices']} {r['device']} device(s), "
+                f"{r['trials']} trial(s) on {r['devices']} {r['device']} device(s)"
+                + (f" over {r['nodes']} nodes" if r["nodes"] > 1 else "")
+                + ", "
                 f"budget {r['budget_s'] / r['trials']:g} s a trial"
             )
             lines.append(f"         settings {r['settings']}")
