@@ -29,7 +29,18 @@ from typing import Any
 
 import polars as pl
 
-from generator import checks, compare_select, configurations, derive, editions, inference, load, serving, test_boards
+from generator import (
+    checks,
+    compare_format,
+    compare_select,
+    configurations,
+    derive,
+    editions,
+    inference,
+    load,
+    serving,
+    test_boards,
+)
 from runners import formats, metrics
 
 SELECTORS = """\
@@ -580,22 +591,6 @@ def _floor(counted: pl.DataFrame, ds: Dataset, side: str) -> tuple[float, str]:
 # --- printing -----------------------------------------------------------------------------------------------------
 
 
-def _num(v: float | None) -> str:
-    """Four significant digits, thousands grouped."""
-    if v is None:
-        return "—"
-    digits = max(0, 3 - math.floor(math.log10(abs(v)))) if v else 3
-    return f"{v:,.{digits}f}"
-
-
-def _cell(side: dict[str, Any]) -> str:
-    if side["value"] is None:
-        return "no figure"
-    if side["lo"] is None or side["lo"] == side["hi"]:
-        return _num(side["value"])
-    return f"{_num(side['value'])} [{_num(side['lo'])}, {_num(side['hi'])}]"
-
-
 def render(report: Report) -> str:
     """The comparison as a table, its notes and a one-line summary."""
     lines = [f"A  {report.a.label}", f"B  {report.b.label}"]
@@ -614,7 +609,18 @@ def render(report: Report) -> str:
             ratio = f"{row['ratio']:.3f} [{row['ratio_lo']:.3f}, {row['ratio_hi']:.3f}]"
             change, floor = f"{row['change']:+.1%}", f"{row['floor']:.2%}"
             verdict = row["verdict"] + (f", beyond {report.threshold * 100:g}%" if row["beyond_threshold"] else "")
-        table.append((test, row["figure"], _cell(row["a"]), _cell(row["b"]), ratio, change, floor, verdict))
+        table.append(
+            (
+                test,
+                row["figure"],
+                compare_format.cell(row["a"]),
+                compare_format.cell(row["b"]),
+                ratio,
+                change,
+                floor,
+                verdict,
+            )
+        )
         for side in ("a", "b"):
             for out in row[side]["left_out"]:
                 notes.append(f"{test}: {side.upper()} {out['run_id']} does not count: {out['reason']}")
@@ -645,11 +651,10 @@ def main(args: argparse.Namespace) -> int:
         if fmt == "json":
             print(json.dumps({"error": str(e), "exit_status": 2}))
         return 2
-    from generator import compare_format
-
-    sys.stdout.write(formats.render(fmt, text=lambda: render(report), data=report.to_json,
-                                    table=lambda: compare_format.table(report),
-                                    md=lambda: compare_format.md_table(report)))  # fmt: skip
+    data = report.to_json()
+    sys.stdout.write(formats.render(fmt, text=lambda: render(report), data=data,
+                                    table=lambda: compare_format.table(data),
+                                    md=lambda: compare_format.md_table(data)))  # fmt: skip
     return report.exit_status
 
 
