@@ -49,6 +49,32 @@ def _constraints(session: nox.Session) -> Path:
     return path
 
 
+AUDIENCES = {
+    "site": (("site",), ()),
+    "torch": (("torch",), ()),
+    "llama": (("llama",), ()),
+    "mlx": (("mlx",), ()),
+    "tests": (("site", "torch", "llama", "mlx"), ("tests",)),
+}
+"""The locks per audience (locks/pylock.NAME.toml, `nox -s lock`): (extras, dependency groups) of each, the project's
+own dependencies included, at pylock.toml's versions. `uv pip install -r locks/pylock.site.toml` checks every file's
+hash; then `uv pip install --no-deps .` adds Fair Fight itself."""
+
+
+def _audience_lock(name: str) -> Path:
+    return ROOT / "locks" / f"pylock.{name}.toml"
+
+
+def _install_locked(session: nox.Session, audience: str) -> bool:
+    """Install an audience's lock with its hashes checked, then the project (editable, no dependencies): with uv,
+    which installs PEP 751 locks. False where it cannot (pip): the caller holds the install to the lock instead."""
+    if session.venv_backend != "uv" or not _audience_lock(audience).exists():
+        return False
+    session.install("-r", str(_audience_lock(audience)))
+    session.install("--no-deps", "-e", ".")
+    return True
+
+
 def _install(session: nox.Session, *groups: str, extras: str | None = "") -> None:
     """The project itself, editable (so sessions run the `fairfight` command on this checkout), with `extras`
     (engines), plus dependency `groups`, all held to the lock. `extras=None` skips the project."""
@@ -90,7 +116,8 @@ def _ensure_openblas(session: nox.Session) -> None:
 @nox.session
 def site(session: nox.Session) -> None:
     """Build the static site from the result files in data/ into site/ (the default session)."""
-    _install(session)
+    if not _install_locked(session, "site"):
+        _install(session, extras="site")
     session.run("fairfight", "site", *session.posargs, env=QUIET_ENV)
 
 
@@ -102,7 +129,7 @@ def _tests_install(session: nox.Session) -> None:
     if session.venv_backend == "uv" and (links := _pip_find_links()):
         session.env["UV_FIND_LINKS"] = links
     session.install("pip")
-    _install(session, "tests", extras="torch,llama,mlx")
+    _install(session, "tests", extras="site,torch,llama,mlx")
     _ensure_chromium(session)
     _ensure_openblas(session)
 
@@ -239,7 +266,7 @@ def site_scale(session: nox.Session) -> None:
     """Scale benchmark of the site: 5,000 synthetic runs × 1,000 steps, about 10 million rows (random values under
     build/scale, never committed), built cold and warm, and the heaviest leaderboard page weighed.
     `-- --steps 2000` for 20 million rows, `-- --runs 500` for a smaller one."""
-    _install(session, "tests")
+    _install(session, "tests", extras="site")
     session.run("python", "-m", "tests.scale_check", *session.posargs, env=QUIET_ENV)
 
 
@@ -257,14 +284,16 @@ def release(session: nox.Session) -> None:
     """Freeze data/ into an immutable edition: `nox -s release -- NAME` writes data/editions/NAME.json."""
     if len(session.posargs) != 1:
         session.error("name the edition: nox -s release -- 2026-12")
-    _install(session)
+    if not _install_locked(session, "site"):
+        _install(session, extras="validate")
     session.run("fairfight", "release", *session.posargs)
 
 
 @nox.session(default=False)
 def validate(session: nox.Session) -> None:
     """Check result files as the site build does (all of data/ by default, or the files given after --)."""
-    _install(session)
+    if not _install_locked(session, "site"):
+        _install(session, extras="validate")
     session.run("fairfight", "validate", *session.posargs)
 
 
@@ -272,7 +301,8 @@ def validate(session: nox.Session) -> None:
 def compare(session: nox.Session) -> None:
     """Compare two runs, configurations or editions (`nox -s compare -- A B [--threshold 5%]`): the ratio with its
     interval, the A/A floor and a faster/slower/same verdict; exits 1 when a change passes the threshold."""
-    _install(session)
+    if not _install_locked(session, "site"):
+        _install(session, extras="validate")
     session.run("fairfight", "compare", *session.posargs)
 
 
@@ -280,7 +310,8 @@ def compare(session: nox.Session) -> None:
 def publish(session: nox.Session) -> None:
     """Rebuild the site from data/ and publish it: `nox -s publish -- DIR` copies it into DIR; `-- --gh-pages`
     commits it to this repository's gh-pages branch and pushes it; add `--site-url URL` for the sitemap."""
-    _install(session)
+    if not _install_locked(session, "site"):
+        _install(session, extras="site")
     session.run("fairfight", "publish", *session.posargs, env=QUIET_ENV)
 
 
@@ -307,3 +338,26 @@ def lock(session: nox.Session) -> None:
     hosts = [a for g in groups for a in ("--group", f"pyproject.toml:{g}")]
     session.run(*common, *hosts, "--no-deps", "--python-version", "3.12", "--python-platform",
                 "x86_64-manylinux_2_35", "-o", "pylock.hosts.toml")  # fmt: skip
+    _lock_audiences(session, common)
+
+
+@nox.session(name="lock-audiences", default=False)
+def lock_audiences(session: nox.Session) -> None:
+    """Remake only the locks per audience (locks/pylock.NAME.toml: site, tests, each engine) at pylock.toml's versions
+    (needs a network to read the files' hashes; moves no version)."""
+    session.install("uv")
+    _lock_audiences(
+        session, ("uv", "pip", "compile", "--format", "pylock.toml", "--custom-compile-command", "nox -s lock")
+    )
+
+
+def _lock_audiences(session: nox.Session, common: tuple[str, ...]) -> None:
+    """Each audience's lock (AUDIENCES), resolved within pylock.toml's pins so that every lock agrees with it."""
+    pins = _constraints(session)
+    for name, (extras, groups) in AUDIENCES.items():
+        _audience_lock(name).parent.mkdir(exist_ok=True)
+        asked = [a for e in extras for a in ("--extra", e)] + [
+            a for g in groups for a in ("--group", f"pyproject.toml:{g}")
+        ]
+        session.run(*common, "pyproject.toml", *asked, "-c", str(pins), "--universal", "--python-version", "3.11",
+                    "-o", str(_audience_lock(name).relative_to(ROOT)))  # fmt: skip

@@ -37,7 +37,10 @@ class Command:
     """It builds the site: it is handed the pages this command supplies (`args.supplied`, the command reference)."""
 
 
-_SITE_NEEDS = "the site's libraries (polars, altair, MkDocs Material): `pip install .` in a checkout, or `nox -s site`"
+_SITE_NEEDS = (
+    "the site's libraries (polars, altair, MkDocs Material): `pip install '.[site]'` in a checkout, or `nox -s site`"
+)
+_VALIDATE_NEEDS = "polars: `pip install '.[validate]'` in a checkout (or '.[site]', which has it)"
 COMMANDS: tuple[Command, ...] = (
     Command(name="list", module="runners.__main__", help="list suites, workloads and variants",
             add_args="add_list_args", run="list_suites"),
@@ -50,13 +53,13 @@ COMMANDS: tuple[Command, ...] = (
             help="import an engine's own benchmark output (llama-bench, mlx_lm.benchmark, vllm bench) into data/"),
     Command(name="retract", module="runners.retract",
             help="retract a run: a new record pointing at it, with the reason (nothing is deleted)"),
-    Command(name="validate", module="generator.validate", run="run", needs=_SITE_NEEDS,
+    Command(name="validate", module="generator.validate", run="run", needs=_VALIDATE_NEEDS,
             help="check result files with every check the site build makes (exit 1 when any is rejected)"),
     Command(name="site", module="generator.build", run="run", needs=_SITE_NEEDS, builds_site=True,
             help="build the static site from data/ into site/"),
-    Command(name="release", module="generator.editions", run="run", needs=_SITE_NEEDS,
+    Command(name="release", module="generator.editions", run="run", needs=_VALIDATE_NEEDS,
             help="freeze data/ into an immutable edition (data/editions/NAME.json)"),
-    Command(name="compare", module="generator.compare", needs=_SITE_NEEDS,
+    Command(name="compare", module="generator.compare", needs=_VALIDATE_NEEDS,
             help="compare two runs, configurations or editions: ratio, interval, A/A floor, faster/slower/same"),
     Command(name="publish", module="generator.publish", run="run", needs=_SITE_NEEDS, builds_site=True,
             help="rebuild the site and copy it into a folder (empty, or published there before), or commit it to a "
@@ -123,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
     parser, missing = build_parser([chosen] if chosen in BY_NAME else [])
+    if chosen in missing and not {"-h", "--help"} & set(argv):  # its arguments are unknown here: say why, not "usage"
+        print(f"error: {missing[chosen]}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if args.command in missing:
         print(f"error: {missing[args.command]}", file=sys.stderr)

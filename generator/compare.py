@@ -1,8 +1,10 @@
 """B against A, as `asv compare` and `pytest-benchmark compare` do for their results:
 
-    fairfight compare A B [--data data] [--threshold 5%] [--json]      (or python -m generator.compare)
+    fairfight compare A B [--data-dir data] [--threshold 5%] [--fail-on slower|faster|both] [--only-changed]
+                          [--format text|json|csv|md]                 (or python -m generator.compare)
 
-A and B are each a run, a configuration (pooling its runs) or an edition (every configuration in both editions). Each
+A and B are each a run, a configuration (pooling its runs), an edition or a harness commit (every configuration in
+both: `compare @A @B`, selected by generator/compare_select.py). Each
 row holds the figure its kind of test is ranked by on the boards, A's and B's with their intervals (a run's 95%
 interval; a configuration's, as on the boards, from its runs' lowest low to highest high), B/A with the interval
 those give (`metrics.ratio_interval`), the A/A floor (the spread between identical runs: `derive.repeats`,
@@ -27,8 +29,19 @@ from typing import Any
 
 import polars as pl
 
-from generator import checks, configurations, derive, editions, inference, load, serving, test_boards
-from runners import metrics
+from generator import (
+    checks,
+    compare_format,
+    compare_select,
+    configurations,
+    derive,
+    editions,
+    inference,
+    load,
+    serving,
+    test_boards,
+)
+from runners import formats, metrics
 
 SELECTORS = """\
 A and B are each one of:
@@ -38,14 +51,18 @@ A and B are each one of:
                     configuration). Narrow it with one or more of:
     HASH@COMMIT           only its runs made at a harness commit (a prefix: HASH@c0ffee1; also @commit=c0ffee1)
     HASH@workload=NAME    only one of the tests it ran (an inference configuration runs several)
-  edition:NAME      every configuration of edition NAME (data/editions/NAME.json) that the other edition also has
+  edition:NAME      every configuration of edition NAME (data/editions/NAME.json) that the other side also has
+  @COMMIT           every configuration measured at harness commit COMMIT (a hex prefix; a prefix alone works
+                    when it names no run or hash): `compare @A @B` compares every configuration measured at both
+                    commits, one row each, as `asv compare A B` does
 
-Rows pair A and B on their suite and workload (editions: and configuration). Only finished, verified, unretracted
-runs count; a row whose side has none says why. "same": the interval of B/A holds 1, or A and B are no further
-apart than identical runs of the configurations compared (the A/A floor).
+Rows pair A and B on their suite and workload (editions and commits: and configuration). Only finished, verified,
+unretracted runs count; a row whose side has none says why. "same": the interval of B/A holds 1, or A and B are no
+further apart than identical runs of the configurations compared (the A/A floor).
 
-exit status: 0 when every row is "same" or within --threshold; 1 when a row is faster or slower beyond it (or B has
-no figure where A has one, as asv counts a benchmark that started failing); 2 for a usage error."""
+exit status: 0 when no row fails; 1 when a row is slower beyond --threshold (--fail-on faster: faster beyond it;
+--fail-on both: either) or B has no figure where A has one (as asv counts a benchmark that started failing); 2 for
+a usage error."""
 
 
 class UsageError(Exception):
@@ -72,7 +89,9 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     if parser.epilog is None:
         parser.epilog = SELECTORS
         parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("a", metavar="A", help="the baseline: RUN_ID, HASH[@COMMIT][@workload=NAME] or edition:NAME")
+    parser.add_argument(
+        "a", metavar="A", help="the baseline: RUN_ID, HASH[@COMMIT][@workload=NAME], @COMMIT or edition:NAME"
+    )
     parser.add_argument("b", metavar="B", help="compared with A: the same forms")
     parser.add_argument(
         "--data-dir",
@@ -88,9 +107,19 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
         type=threshold,
         default="5%",
         metavar="CHANGE",
-        help="a faster or slower row fails (exit 1) when B/A is further than this from 1 (default: 5%%; or 0.05)",
+        help="a slower row fails (exit 1) when B/A is further than this from 1 (default: 5%%; or 0.05)",
     )
-    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    parser.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default="slower",
+        help="which rows beyond the threshold fail (exit 1): slower (the default), faster, or both",
+    )
+    parser.add_argument(
+        "--only-changed", action="store_true", help="print only the rows beyond the threshold or with one side's figure"
+    )
+    formats.add_format_arg(parser, "the comparison")
+    parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
 
 
 # --- the data: one row per run with the figure its kind is ranked by -------------------------------------------
@@ -231,6 +260,8 @@ def select(text: str, ds: Dataset) -> Side:
     """The runs `text` names (see `SELECTORS`), or a UsageError that says what to do."""
     if text.startswith("edition:"):
         return _edition(text, text.removeprefix("edition:"), ds)
+    if text.startswith("@"):
+        return _commit(text, text[1:].removeprefix("commit="), ds)
     base, *narrowing = text.split("@")
     if base.endswith(".parquet"):
         base = Path(base).stem
@@ -246,12 +277,15 @@ def select(text: str, ds: Dataset) -> Side:
         if _HEX.fullmatch(base.lower()):
             hashes = ds.runs["settings_hash"].unique().sort()
             matches += [("configuration", h) for h in hashes.filter(hashes.str.starts_with(base.lower()))]
+        if not narrowing:  # a commit prefix alone selects every configuration measured there
+            matches += [("commit", group[0][:12]) for group in compare_select.matching(base, ds.runs)]
     if not matches:
-        raise UsageError(f"{base!r}: no run id or configuration hash {_close(base, ds)}")
+        raise UsageError(f"{base!r}: no run id, configuration hash or harness commit {_close(base, ds)}")
     if len(matches) > 1:
-        listed = _some((f"{what} {key}" for what, key in matches), 8)
-        raise UsageError(f"{base!r} is ambiguous: {listed}; give more of it")
+        raise UsageError(compare_select.listing(base, matches))
     what, key = matches[0]
+    if what == "commit":
+        return _commit(text, base, ds)
     if what == "configuration":
         return _configuration(text, key, narrowing, ds)
     if narrowing:
@@ -308,6 +342,19 @@ def _configuration(text: str, settings_hash: str, narrowing: list[str], ds: Data
     return Side(text, "configuration", label, runs)
 
 
+def _commit(text: str, prefix: str, ds: Dataset) -> Side:
+    """Every run made at one harness commit (`compare_select`)."""
+    groups = compare_select.matching(prefix, ds.runs)
+    if not groups:
+        known = [g[0][:12] for g in compare_select.commits(ds.runs)]
+        hint = f"the latest: {', '.join(reversed(known[-5:]))}" if known else "no run names one"
+        how = "" if compare_select.HEX.fullmatch(prefix.lower()) else " (a commit is 4 to 40 hex digits)"
+        raise UsageError(f"{text!r}: no run in {ds.data_dir}/ was made at harness commit {prefix!r}{how}; {hint}")
+    if len(groups) > 1:
+        raise UsageError(compare_select.listing(prefix, (("commit", g[0][:12]) for g in groups)))
+    return Side(text, "commit", compare_select.label(groups[0], ds.runs), compare_select.runs_at(groups[0], ds.runs))
+
+
 def _edition(text: str, name: str, ds: Dataset) -> Side:
     edition = next((e for e in ds.editions if e.name == name), None)
     if edition is None:
@@ -342,6 +389,25 @@ def _edition(text: str, name: str, ds: Dataset) -> Side:
 # --- rows: one per pair -------------------------------------------------------------------------------------------
 
 
+FAIL_ON = ("slower", "faster", "both")
+MANY = ("edition", "commit")
+"""Sides that hold every configuration of an edition or a commit: they pair configuration by configuration."""
+
+
+def fails(row: dict[str, Any], fail_on: str = "slower") -> bool:
+    """A row that fails the comparison (exit 1): B lost A's figure (as asv counts a benchmark that started failing),
+    or its verdict is `fail_on` (or either, for "both") and B/A is further from 1 than the threshold."""
+    if row["lost"]:
+        return fail_on != "faster"
+    return bool(row["beyond_threshold"]) and fail_on in ("both", row["verdict"])
+
+
+def changed(row: dict[str, Any]) -> bool:
+    """What `--only-changed` keeps (asv's `--only-changed`: the rows it marks): faster or slower beyond the
+    threshold, or a figure on one side only."""
+    return bool(row["beyond_threshold"]) or (row["a"]["value"] is None) != (row["b"]["value"] is None)
+
+
 @dataclass(slots=True)
 class Report:
     a: Side
@@ -350,10 +416,17 @@ class Report:
     rows: list[dict[str, Any]]
     only_in_a: list[str] = field(default_factory=list)
     only_in_b: list[str] = field(default_factory=list)
+    fail_on: str = "slower"
+    only_changed: bool = False
 
     @property
     def exit_status(self) -> int:
-        return 1 if any(r["beyond_threshold"] or r["lost"] for r in self.rows) else 0
+        return 1 if any(fails(r, self.fail_on) for r in self.rows) else 0
+
+    @property
+    def shown(self) -> list[dict[str, Any]]:
+        """The rows printed: all of them, or with `only_changed` those that changed (the summary counts all)."""
+        return [r for r in self.rows if changed(r)] if self.only_changed else self.rows
 
     @property
     def summary(self) -> str:
@@ -364,7 +437,10 @@ class Report:
         beyond = sum(r["beyond_threshold"] for r in self.rows)
         lost = sum(r["lost"] for r in self.rows)
         text += f"; {beyond} beyond ±{self.threshold * 100:g}%" + (f", {lost} where B lost A's figure" if lost else "")
-        return f"{text} (exit {self.exit_status})"
+        hidden = len(self.rows) - len(self.shown)
+        text += f"; {hidden} unchanged not shown" if hidden else ""
+        failing = {"slower": "slowdowns fail", "faster": "speed-ups fail", "both": "speed-ups and slowdowns fail"}
+        return f"{text} (exit {self.exit_status}: {failing[self.fail_on]})"
 
     def to_json(self) -> dict[str, Any]:
         sides = {
@@ -372,28 +448,38 @@ class Report:
                 "problems": list(s.problems)}
             for k, s in (("a", self.a), ("b", self.b))
         }  # fmt: skip
-        return {**sides, "threshold": self.threshold, "rows": self.rows, "only_in_a": self.only_in_a,
-                "only_in_b": self.only_in_b, "summary": self.summary, "exit_status": self.exit_status}  # fmt: skip
+        rows = [r | {"fails": fails(r, self.fail_on)} for r in self.shown]
+        return {**sides, "threshold": self.threshold, "fail_on": self.fail_on, "rows": rows,
+                "only_in_a": self.only_in_a, "only_in_b": self.only_in_b, "rows_not_shown": len(self.rows) - len(rows),
+                "summary": self.summary, "exit_status": self.exit_status}  # fmt: skip
 
 
-def compare(a_text: str, b_text: str, ds: Dataset, threshold: float = 0.05) -> Report:
+def compare(
+    a_text: str, b_text: str, ds: Dataset, threshold: float = 0.05, fail_on: str = "slower", only_changed: bool = False
+) -> Report:
     """One row per pair of A's and B's runs of one test: a run or a configuration pairs on suite and workload, an
-    edition with an edition on suite, workload and configuration."""
-    if a_text.startswith("edition:") != b_text.startswith("edition:"):
-        raise UsageError("an edition compares with another edition: give both as edition:NAME")
-    a, b = select(a_text, ds), select(b_text, ds)
-    keys = [*TEST_KEYS] if a.what == "edition" else ["suite", "workload"]
+    edition or a commit with an edition or a commit on suite, workload and configuration."""
+    a = select(a_text, ds)
+    if a.what not in MANY and b_text.startswith("edition:"):
+        raise UsageError("an edition compares with another edition (or a commit): give both as edition:NAME")
+    b = select(b_text, ds)
+    if (a.what in MANY) != (b.what in MANY):
+        raise UsageError(
+            f"A is a {a.what}, B a {b.what}: an edition or a commit (every configuration in it) compares with "
+            "another edition or commit (@COMMIT, edition:NAME), a run or a configuration with a run or a configuration"
+        )
+    keys = [*TEST_KEYS] if a.what in MANY else ["suite", "workload"]
     cells_a = {k: g for k, g in a.runs.group_by(keys, maintain_order=True)}
     cells_b = {k: g for k, g in b.runs.group_by(keys, maintain_order=True)}
     common = sorted(cells_a.keys() & cells_b.keys(), key=str)
     if not common:
         raise UsageError(_nothing_in_common(a, b, ds))
     rows = [_row(key, cells_a[key], cells_b[key], ds, threshold) for key in common]
-    only = [
+    only_in_a, only_in_b = (
         sorted(" · ".join(map(str, k)) for k in x.keys() - y.keys())
         for x, y in ((cells_a, cells_b), (cells_b, cells_a))
-    ]
-    return Report(a, b, threshold, rows, *only)
+    )
+    return Report(a, b, threshold, rows, only_in_a, only_in_b, fail_on=fail_on, only_changed=only_changed)
 
 
 def _nothing_in_common(a: Side, b: Side, ds: Dataset) -> str:
@@ -401,8 +487,8 @@ def _nothing_in_common(a: Side, b: Side, ds: Dataset) -> str:
         listed = side.runs.select("suite", "workload", "kind").unique().sort("suite", "workload")
         return _some(f"{s} · {w} ({k})" for s, w, k in listed.iter_rows()) or "no runs"
 
-    if a.what == "edition":
-        return f"editions {a.text} and {b.text} have no configuration in common"
+    if a.what in MANY:
+        return f"{a.what} {a.text} and {b.what} {b.text} have no configuration in common"
     suite, workload = a.runs.row(0, named=True)["suite"], a.runs.row(0, named=True)["workload"]
     there = ds.runs.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))
     others = there.group_by("settings_hash", maintain_order=True).agg(pl.col("variant").last())
@@ -505,22 +591,6 @@ def _floor(counted: pl.DataFrame, ds: Dataset, side: str) -> tuple[float, str]:
 # --- printing -----------------------------------------------------------------------------------------------------
 
 
-def _num(v: float | None) -> str:
-    """Four significant digits, thousands grouped."""
-    if v is None:
-        return "—"
-    digits = max(0, 3 - math.floor(math.log10(abs(v)))) if v else 3
-    return f"{v:,.{digits}f}"
-
-
-def _cell(side: dict[str, Any]) -> str:
-    if side["value"] is None:
-        return "no figure"
-    if side["lo"] is None or side["lo"] == side["hi"]:
-        return _num(side["value"])
-    return f"{_num(side['value'])} [{_num(side['lo'])}, {_num(side['hi'])}]"
-
-
 def render(report: Report) -> str:
     """The comparison as a table, its notes and a one-line summary."""
     lines = [f"A  {report.a.label}", f"B  {report.b.label}"]
@@ -528,7 +598,7 @@ def render(report: Report) -> str:
     header = ("test", "figure", "A", "B", "B/A [interval]", "change", "A/A floor", "verdict")
     table = [header]
     notes = []
-    for row in report.rows:
+    for row in report.shown:
         test = f"{row['suite']} · {row['workload']}"
         if row["settings_hash"]:
             test += f" · {row['variant']} ({row['settings_hash']})"
@@ -539,7 +609,18 @@ def render(report: Report) -> str:
             ratio = f"{row['ratio']:.3f} [{row['ratio_lo']:.3f}, {row['ratio_hi']:.3f}]"
             change, floor = f"{row['change']:+.1%}", f"{row['floor']:.2%}"
             verdict = row["verdict"] + (f", beyond {report.threshold * 100:g}%" if row["beyond_threshold"] else "")
-        table.append((test, row["figure"], _cell(row["a"]), _cell(row["b"]), ratio, change, floor, verdict))
+        table.append(
+            (
+                test,
+                row["figure"],
+                compare_format.cell(row["a"]),
+                compare_format.cell(row["b"]),
+                ratio,
+                change,
+                floor,
+                verdict,
+            )
+        )
         for side in ("a", "b"):
             for out in row[side]["left_out"]:
                 notes.append(f"{test}: {side.upper()} {out['run_id']} does not count: {out['reason']}")
@@ -558,16 +639,22 @@ def render(report: Report) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    fmt = getattr(args, "format", "text")
     try:
         if not Path(args.data).is_dir():
-            raise UsageError(f"--data {args.data}: no such folder (run from the repository root, or pass --data)")
-        report = compare(args.a, args.b, load_dataset(args.data), args.threshold)
+            raise UsageError(f"--data-dir {args.data}: no such folder (run from the repository root, or pass it)")
+        ds = load_dataset(args.data)
+        report = compare(args.a, args.b, ds, args.threshold, getattr(args, "fail_on", "slower"),
+                         getattr(args, "only_changed", False))  # fmt: skip
     except UsageError as e:
         print(f"compare: {e}", file=sys.stderr)
-        if args.json:
+        if fmt == "json":
             print(json.dumps({"error": str(e), "exit_status": 2}))
         return 2
-    print(json.dumps(report.to_json(), indent=1) if args.json else render(report))
+    data = report.to_json()
+    sys.stdout.write(formats.render(fmt, text=lambda: render(report), data=data,
+                                    table=lambda: compare_format.table(data),
+                                    md=lambda: compare_format.md_table(data)))  # fmt: skip
     return report.exit_status
 
 

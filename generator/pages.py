@@ -329,6 +329,7 @@ SITE: tuple[Page, ...] = (
     Page("Command reference", "cli.md", None, supplied=True, section="Guides"),
     Page("Submitting results", "submitting.md", None, section="Guides"),
     Page("Hosts without a network", "offline-hosts.md", None, section="Guides"),
+    Page("Configuration", "configuration.md", None, section="Guides"),
     Page("Add an engine", "add-an-engine.md", None, section="Guides"),
     Page("Downloads", "downloads.md", "downloads.md.j2"),
     Page("Editions", "editions/", "edition.md.j2"),  # editions.md, then a page per edition

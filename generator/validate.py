@@ -4,7 +4,8 @@ Every check the build makes: each file's schema and values (runners/schema.py), 
 become one page, retractions that name no loaded run, derived figures that cannot be (generator/checks.py), and
 history (generator/editions.py `audited`): every file against every edition that froze it, the editions' hash chain,
 and in a git checkout any committed file changed since. Exit status 0 when every file
-is good, 1 otherwise; each problem names the file, the row and the field.
+is good, 1 otherwise; each problem names the file, the row and the field. `--format json|csv|md` prints the problems
+as data (one row each: file, status, problem) for a program or a pull-request comment.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from pathlib import Path
 import polars as pl
 
 from generator import checks, editions, load
+from runners import formats
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="*", type=Path, help="result files or folders (default: data/)")
     p.add_argument("--data-dir", "--data", dest="data", type=Path, default=None,
                    help="a folder of result files (the same as naming it)")  # fmt: skip
+    formats.add_format_arg(p, "the problems and the counts")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,35 +39,54 @@ def run(args: argparse.Namespace) -> int:
         # absolute, never resolved: a link is refused by name (load.not_regular), not followed to what it names
         is_dir = target.is_dir() and not target.is_symlink()
         files.extend(Path(os.path.abspath(p)) for p in (load.result_files(target) if is_dir else [target]))
-    if not files:
-        print("0 file(s) checked")
-        return 0
-    # each file with its data folder (data/<suite>/<run>.parquet): editions and git history are the folder's
-    groups: dict[Path, list[Path]] = {}
-    for f in sorted(set(files)):
-        groups.setdefault(f.parent.parent, []).append(f)
-    rejected, unverified_count, broken = 0, 0, 0
-    for data_dir, group in sorted(groups.items()):
+    fmt = getattr(args, "format", "text")
+    problems: list[dict[str, str]] = []  # {file, status, problem}: what the text prints, one line each
+    rejected = 0
+    for data_dir, group in sorted(_groups(files).items()):
         loaded, integrity = editions.audited(load.load(data_dir, files=group), data_dir)
         loaded, summary = checks.checked(loaded)
         loaded.rejected.extend(editions.scan(data_dir)[1])
         base = data_dir.parent
+        rejected += len(loaded.rejected)
         for bad in loaded.rejected:
-            for problem in bad.problems:
-                print(f"{base / bad.path}: {problem}")
+            problems += [{"file": str(base / bad.path), "status": "rejected", "problem": p} for p in bad.problems]
         # a missing file is named only when the whole folder was given (there are editions only in a data folder)
         whole = bool(integrity) and set(load.result_files(data_dir)) <= set(group)
         for manifest, problem in integrity if whole else []:
-            print(f"{base / manifest}: {problem}")
-            broken += 1
+            problems.append({"file": str(base / manifest), "status": "missing", "problem": problem})
         unverified = summary.filter((pl.col("origin") == "measured") & pl.col("unverified").is_not_null())
         for path, reason in unverified.select("path", "unverified").iter_rows():
-            print(f"{base / path}: accepted but unverified, so not ranked: {reason}")
-        rejected += len(loaded.rejected)
-        unverified_count += unverified.height
-    problems = f"{rejected} with problems" + (f", {broken} missing file(s) an edition froze" if broken else "")
-    print(f"{len(set(files))} file(s) checked, {problems}, {unverified_count} unverified")
-    return 1 if rejected or broken else 0
+            problems.append({"file": str(base / path), "status": "unverified", "problem": reason})
+    counts = {
+        "checked": len(set(files)),
+        "rejected": rejected,
+        "missing": sum(p["status"] == "missing" for p in problems),
+        "unverified": sum(p["status"] == "unverified" for p in problems),
+    }
+    status = 1 if counts["rejected"] or counts["missing"] else 0
+    line = (
+        f"{counts['checked']} file(s) checked, {counts['rejected']} with problems"
+        + (f", {counts['missing']} missing file(s) an edition froze" if counts["missing"] else "")
+        + f", {counts['unverified']} unverified"
+    )
+    table = formats.Table(columns=("file", "status", "problem"), rows=[tuple(p.values()) for p in problems],
+                          notes=(line,))  # fmt: skip
+    data = {**counts, "problems": problems, "exit_status": status}
+    sys.stdout.write(formats.render(fmt, text=lambda: _text(problems, line), data=data, table=table))
+    return status
+
+
+def _groups(files: list[Path]) -> dict[Path, list[Path]]:
+    """Each file with its data folder (data/<suite>/<run>.parquet): editions and git history are the folder's."""
+    groups: dict[Path, list[Path]] = {}
+    for f in sorted(set(files)):
+        groups.setdefault(f.parent.parent, []).append(f)
+    return groups
+
+
+def _text(problems: list[dict[str, str]], line: str) -> str:
+    said = {"rejected": "", "missing": "", "unverified": "accepted but unverified, so not ranked: "}
+    return "\n".join([*(f"{p['file']}: {said[p['status']]}{p['problem']}" for p in problems), line])
 
 
 def main(argv: list[str] | None = None) -> int:

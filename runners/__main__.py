@@ -7,26 +7,47 @@ from __future__ import annotations
 import argparse
 import sys
 
-from runners import bench, claims, imports, retract, spec
+from runners import bench, claims, formats, imports, retract, spec
 
 
-def add_list_args(_: argparse.ArgumentParser) -> None:
-    """`list` takes no arguments."""
+def add_list_args(p: argparse.ArgumentParser) -> None:
+    formats.add_format_arg(p, "the suites")
 
 
-def list_suites(_: argparse.Namespace) -> int:
+def list_suites(args: argparse.Namespace) -> int:
+    suites = []
     for path in sorted(spec.SUITES_DIR.glob("*.toml")):
         if path.stem == "variants":
             continue
         suite = spec.load_suite(path)
-        print(f"{suite.name}: {suite.description}")
-        for w in suite.workloads:
-            print(f"  {w.name}: {', '.join(w.variants)}")
-        entries: tuple[spec.Inference | spec.Serving, ...] = (*suite.inference, *suite.serving)
-        for entry in entries:  # a pp/tg or serving entry: its tests share the variants
-            kind = "inference" if entry in suite.inference else "serving"
-            print(f"  {entry.name} ({kind}, {len(entry.tests())} tests): {', '.join(entry.variants)}")
+        entries: list[dict[str, object]] = [
+            {"name": w.name, "kind": "train", "tests": None, "variants": list(w.variants)} for w in suite.workloads
+        ]
+        for kind, group in (("inference", suite.inference), ("serving", suite.serving)):
+            entries += [  # a pp/tg or serving entry: its tests share the variants
+                {"name": e.name, "kind": kind, "tests": len(e.tests()), "variants": list(e.variants)} for e in group
+            ]
+        suites.append({"suite": suite.name, "description": suite.description, "workloads": entries})
+    sys.stdout.write(formats.render(getattr(args, "format", "text"), text=lambda: _list_text(suites),
+                                    data={"suites": suites}, table=lambda: _list_table(suites)))  # fmt: skip
     return 0
+
+
+def _list_text(suites: list[dict]) -> str:
+    lines = []
+    for suite in suites:
+        lines.append(f"{suite['suite']}: {suite['description']}")
+        for w in suite["workloads"]:
+            kind = "" if w["kind"] == "train" else f" ({w['kind']}, {w['tests']} tests)"
+            lines.append(f"  {w['name']}{kind}: {', '.join(w['variants'])}")
+    return "\n".join(lines)
+
+
+def _list_table(suites: list[dict]) -> formats.Table:
+    rows = [
+        (s["suite"], w["name"], w["kind"], w["tests"], " ".join(w["variants"])) for s in suites for w in s["workloads"]
+    ]
+    return formats.Table(columns=("suite", "workload", "kind", "tests", "variants"), rows=rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("retract", help="retract a run: a new record pointing at it, with the reason (nothing deleted)")
     retract.add_cli_args(p)
     p.set_defaults(func=retract.main)
-    sub.add_parser("list", help="list suites, workloads and variants").set_defaults(func=list_suites)
+    p = sub.add_parser("list", help="list suites, workloads and variants")
+    add_list_args(p)
+    p.set_defaults(func=list_suites)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

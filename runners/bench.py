@@ -26,11 +26,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from runners import (
+    bench_report,
     cpu_isa,
     engines,
     footprint,
+    formats,
     lifetime,
     metrics,
+    nodes,
     preflight,
     provenance,
     record,
@@ -74,6 +77,8 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dry-run", action="store_true", help="check everything and print the plan (runs, settings, budgets); run none"
     )
+    nodes.add_cli_args(p)
+    formats.add_format_arg(p, "the summary at the end (progress goes to standard error unless text)")
     p.add_argument(
         "--variants",
         type=Path,
@@ -94,9 +99,9 @@ def runner_command(
     """The command that runs one training variant, from the engine registry (which rejects unknown names)."""
     engine = _engine(variant, "train")
     cmd = [sys.executable, "-m"]
-    if engine.torchrun:
+    if engine.torchrun:  # on one host, or over --nnodes through torchrun's rendezvous (runners/nodes.py)
         world = args.world_size or work.world_size
-        cmd += ["torch.distributed.run", "--standalone", f"--nproc-per-node={world}", "-m"]
+        cmd += ["torch.distributed.run", *nodes.torchrun_args(args, world, getattr(args, "rdzv_id", run_id)), "-m"]
     cmd.append(engine.train_runner or "")
     if variant.engine == "external":  # the contract's variants come from the file the bench was given
         cmd += ["--variants", str(args.variants), "--data-dir", str(args.data_dir)]
@@ -346,6 +351,21 @@ def _serving_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[spe
 
 
 def run_suite(args: argparse.Namespace) -> int:
+    """Check, then run every selected run; print the summary at the end in `--format`."""
+    fmt = getattr(args, "format", "text")
+    with bench_report.progress_to_stderr(fmt):
+        done = _session(args)
+    if isinstance(done, str):  # --dry-run: the plan
+        sys.stdout.write(done)
+        return 0
+    suite, summary = done
+    status = 0 if all(s["status"] == "ok" for s in summary) else 1
+    sys.stdout.write(bench_report.render(fmt, suite, summary, status))
+    return status
+
+
+def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | str:
+    """The session itself: (suite, one summary line per run), or for a dry run its plan, as printed."""
     try:  # a harness commit every record would carry, checked before anything runs
         provenance.harness()
     except ValueError as e:
@@ -361,30 +381,35 @@ def run_suite(args: argparse.Namespace) -> int:
     inference = _inference_todo(suite, args)
     serving = _serving_todo(suite, args)
     swept = sweep_env(args.env)
-    overrides = spec.parse_overrides(args.set)
-    # every mistake at once, before anything runs: names, settings, steps, the names records would carry, packages
+    # every mistake at once, before anything runs: names, settings (each value of a sweep), steps, the names records
+    # would carry, packages
     preflight.check(suite, args, todo, inference, serving, swept)
-    if args.dry_run:
-        print(preflight.plan(suite, args, todo, inference, serving))
-        return 0
+    if args.dry_run:  # the plan is the output, in any format
+        rows = preflight.plan_rows(args, todo, inference, serving)
+        return preflight.render_plan(getattr(args, "format", "text"), suite.name, rows)
+    # `--set key=a,b,c`: one run per value (per combination of values) of every selected training workload and variant
+    sweep = [(w, v, point) for w, v in todo for point in spec.sweep_points(args.set)]
     env = os.environ | swept | FORCED_ENV | {"FAIRFIGHT_SWEEP_ENV": ",".join(sorted(swept))}
     _handle_signals()
     lifetime.become_subreaper()  # what a runner leaves behind, setsid or not, is re-parented here and ended
     if any(v.engine == "external" for _, v in todo):
         lifetime.not_inspectable()  # an outside engine runs as our user: /proc must not show it our files
     summary = []
-    runs = len(todo) + sum(len(tests) for *_, tests in inference + serving)
+    runs = len(sweep) + sum(len(tests) for *_, tests in inference + serving)
     print(f"suite {suite.name}: {runs} run(s) → {args.data_dir}/{suite.name}/", flush=True)
-    for i, (work, variant) in enumerate(todo, 1):
+    for i, (work, variant, point) in enumerate(sweep, 1):
+        # one value of each swept setting; a rendezvous id every node of a multi-node run derives alike
+        run_args = argparse.Namespace(**(vars(args) | {"set": point, "rdzv_id": f"fairfight-{suite.name}-{i}"}))
+        label = record.variant_label(variant.name, spec.parse_overrides(point), swept)
         run_id = new_run_id(work.name, variant.name)
-        print(f"[{i}/{len(todo)}] {work.name} · {variant.name} ({variant.tier}) run {run_id}", flush=True)
+        print(f"[{i}/{len(sweep)}] {work.name} · {label} ({variant.tier}) run {run_id}", flush=True)
         started, t0 = datetime.now(UTC), time.perf_counter()
-        limit = work.trials * ((args.time_budget or work.time_budget_s) + spec.SETUP_ALLOWANCE_S) + GRACE_S
-        identity = run_identity(suite.name, work.name, variant, record.variant_label(variant.name, overrides, swept))
-        watch = footprint.Watch(args.data_dir, provenance.REPO_ROOT) if variant.engine == "external" else None
+        limit = work.trials * ((run_args.time_budget or work.time_budget_s) + spec.SETUP_ALLOWANCE_S) + GRACE_S
+        identity = run_identity(suite.name, work.name, variant, label)
+        watch = footprint.Watch(run_args.data_dir, provenance.REPO_ROOT) if variant.engine == "external" else None
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "records.jsonl"
-            cmd = runner_command(work, variant, args, run_id, out)
+            cmd = runner_command(work, variant, run_args, run_id, out)
             if watch is not None:
                 watch.start()
             code, err = _run_teeing_stderr(cmd, env | runner_env(work.device, variant), limit)
@@ -393,17 +418,21 @@ def run_suite(args: argparse.Namespace) -> int:
                 refused = {run_id: _intrusion_text(intruded)}
                 print("    " + refused[run_id], flush=True)
             else:
-                refused = write_records(out, args.data_dir, {run_id: identity})
-        path = store.run_path(args.data_dir, suite.name, run_id)
+                refused = write_records(out, run_args.data_dir, {run_id: identity})
+            elsewhere = nodes.elsewhere(out) if nodes.multi(run_args) else None
+        path = store.run_path(run_args.data_dir, suite.name, run_id)
+        if not path.exists() and (elsewhere or not nodes.writes_failures(run_args)):
+            summary.append(_not_written_here(work.name, label, code, err, elsewhere, time.perf_counter() - t0))
+            continue
         if not path.exists():
             status = "failed" if run_id in refused else _classify(code, err or "")
             error = _failure_text(refused.get(run_id), code, err)
-            path = write_failure(args, suite, work, variant, run_id, started, status, error)
+            path = write_failure(run_args, suite, work, variant, run_id, started, status, error)
         line = summarize(path, work.window_steps)
         summary.append(
             {
                 "workload": work.name,
-                "variant": variant.name,
+                "variant": label,
                 **line,
                 "wall_s": f"{time.perf_counter() - t0:.0f}",
                 "file": str(path),
@@ -416,8 +445,25 @@ def run_suite(args: argparse.Namespace) -> int:
         summary += run_inference(args, suite, model, variant, model_tests, env)
     for server, variant, server_tests in serving:
         summary += run_serving(args, suite, server, variant, server_tests, env)
-    _print_table(summary)
-    return 0 if all(s["status"] == "ok" for s in summary) else 1
+    return suite.name, summary
+
+
+def _not_written_here(
+    workload: str, label: str, code: int | None, err: str | None, elsewhere: dict | None, wall_s: float
+) -> dict[str, object]:
+    """The summary line of a multi-node run whose record this node does not write: another node's bench writes it
+    (where global rank 0 ran), or, when no record was made, node 0's bench writes its failure record."""
+    status = "ok" if code == 0 else _classify(code, err or "")
+    if elsewhere:
+        where = f"written by {elsewhere.get('written_by')}: run {elsewhere.get('run_id')}"
+        print(f"    {status} here; the run's record is {where}", flush=True)
+    else:
+        where = "none here: node 0 writes a run's failure record"
+        print(f"    {status}: no record from this node ({where})", flush=True)
+        tail = [line for line in (err or "").splitlines() if line.strip()][-6:]
+        print("\n".join(f"      | {line[:300]}" for line in tail), flush=True)
+    return {"workload": workload, "variant": label, "status": status, "steps": "-", "steps_per_s": None,
+            "wall_s": f"{wall_s:.0f}", "file": where}  # fmt: skip
 
 
 def run_inference(
@@ -746,18 +792,3 @@ def _mean_sd(values: list[float]) -> str:
     mean = sum(values) / len(values)
     sd = (sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1)) ** 0.5
     return f"{mean:,.1f} ± {sd:,.1f}"
-
-
-def _print_table(rows: list[dict[str, object]]) -> None:
-    cols = ["workload", "variant", "status", "steps", "steps_per_s", "wall_s", "file"]
-    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
-    print("\nsummary (steps/s: median [95% interval] over windows)")
-    if any("tokens/s" in str(r["steps_per_s"]) for r in rows):
-        print("inference tests: tokens/s mean ± sd over repetitions (the steps column counts repetitions)")
-    if any("output tokens/s" in str(r["steps_per_s"]) for r in rows):
-        print(
-            "serving tests: offline mean ± sd over repetitions; served points: medians over requests (steps: requests)"
-        )
-    print("  ".join(c.ljust(widths[c]) for c in cols))
-    for r in rows:
-        print("  ".join(str(r[c]).ljust(widths[c]) for c in cols))

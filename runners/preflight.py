@@ -7,8 +7,8 @@ a runner would die on it and leave an append-only failure record that measured n
 - Packages: the modules the engine's runner imports are importable in the Python that will run it (`Engine.modules`;
   vLLM's own environment where `FAIRFIGHT_VLLM_PYTHON` names one), checked without importing them.
 - Commands: an outside engine's command is found (`python` is the interpreter running the bench).
-Every problem is listed at once, then the session stops with exit status 2 (`spec.SpecError`). `plan` is what
-`--dry-run` prints: each run, its settings and its time budget.
+Every problem is listed at once, then the session stops with exit status 2 (`spec.SpecError`). `plan_rows` is what
+`--dry-run` prints (`render_plan`): each run, one per value of a `--set` sweep, its settings and its time budget.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runners import engines, spec
+from runners import engines, nodes, spec
 
 
 def _did_you_mean(word: str, known: Sequence[str]) -> str:
@@ -55,11 +55,19 @@ def _unknown_names(suite: spec.Suite, args: argparse.Namespace) -> list[str]:
 
 
 def _settings_problems(todo: Todo, args: argparse.Namespace) -> list[str]:
-    """Each training variant's settings with the `--set` overrides, through its engine's own check."""
+    """Each training variant's settings with the `--set` overrides, through its engine's own check: every value of a
+    sweep (`--set key=a,b,c`), since each is a run."""
     try:
-        overrides = spec.parse_overrides(args.set)
+        points = [spec.parse_overrides(point) for point in spec.sweep_points(args.set)]
     except spec.SpecError as e:
         return [str(e)]
+    problems = []
+    for overrides in points:
+        problems += _point_problems(todo, overrides)
+    return problems
+
+
+def _point_problems(todo: Todo, overrides: dict[str, Any]) -> list[str]:
     problems = []
     for variant in {v.name: v for _, v in todo}.values():
         engine = engines.get(variant.engine)
@@ -94,13 +102,14 @@ def _steps_and_names(suite: spec.Suite, args: argparse.Namespace, todo: Todo, sw
                 f" {suite.name}/{name}: ask for more than {warmup}"
             )
     try:
-        overrides = spec.parse_overrides(args.set)
+        points = [spec.parse_overrides(point) for point in spec.sweep_points(args.set)]
     except spec.SpecError:
         return problems  # said by the settings check
-    for _, variant in todo:
-        problem = shapes.name_problem("variant", record.variant_label(variant.name, overrides, swept))
-        if problem:
-            problems.append(f"--set/--env make the variant name {problem}: a result file could not be written")
+    for overrides in points:
+        for _, variant in todo:
+            problem = shapes.name_problem("variant", record.variant_label(variant.name, overrides, swept))
+            if problem:
+                problems.append(f"--set/--env make the variant name {problem}: a result file could not be written")
     return problems
 
 
@@ -119,7 +128,8 @@ def _device_problems(
             f"suite {suite.name}: {', '.join(metal)} run(s) on an Apple GPU (Metal) and this is {sys.platform} "
             f"{platform.machine()}: run `nox -s bench-apple` on an Apple Silicon Mac (or `nox -s bench-cpu` here)"
         )
-    wanted = max((args.world_size or w.world_size for w, _ in todo if w.device == "cuda"), default=0)
+    per_node = max(1, getattr(args, "nnodes", 1) or 1)  # over nodes, each holds its share of the devices
+    wanted = max(((args.world_size or w.world_size) // per_node for w, _ in todo if w.device == "cuda"), default=0)
     served = [int(v.settings.get("tensor_parallel_size", 1)) for e, v, _ in serving if e.device == "cuda"]
     wanted = max([wanted, *served, *(1 for e, _, _ in inference if e.device == "cuda")])
     if not wanted:
@@ -223,6 +233,13 @@ def check(
     problems += _settings_problems(todo, args)
     plan = [("train", v) for _, v in todo] + [("inference", v) for _, v, _ in inference]
     plan += [("serving", v) for _, v, _ in serving]
+    worlds = [
+        (f"{w.name} · {v.name}", args.world_size or w.world_size, engines.get(v.engine).torchrun) for w, v in todo
+    ]
+    problems += nodes.problems(args, worlds) if hasattr(args, "nnodes") else []
+    if nodes.multi(args) and (inference or serving):
+        entries = sorted({e.name for e, _, _ in (*inference, *serving)})
+        problems.append(f"--nnodes: {', '.join(entries)} run(s) on one host; pick the torch workloads with --workload")
     problems += _module_problems(plan)
     problems += _device_problems(suite, args, todo, inference, serving)
     problems += _command_problems(plan, getattr(args, "variants", None))
@@ -231,29 +248,64 @@ def check(
         raise spec.SpecError(f"bench --suite {suite.name}: nothing was run, nothing written:\n{lines}")
 
 
-def plan(suite: spec.Suite, args: argparse.Namespace, todo: Todo, inference: Entries, serving: Entries) -> str:
-    """What `--dry-run` prints: every run the session would make, with its settings and time budget."""
-    overrides = spec.parse_overrides(args.set)
-    lines = [f"suite {suite.name}: the plan (--dry-run: nothing runs, nothing is written)"]
-    budget_s = 0.0
+def plan_rows(args: argparse.Namespace, todo: Todo, inference: Entries, serving: Entries) -> list[dict[str, Any]]:
+    """Every run a session would make (one per value of a `--set` sweep), with its settings and time budget."""
+    from runners import record
+
+    rows: list[dict[str, Any]] = []
+    points = [spec.parse_overrides(point) for point in spec.sweep_points(args.set)]
     for work, variant in todo:
-        steps = args.steps or work.steps
-        world = args.world_size or work.world_size
-        limit = args.time_budget or work.time_budget_s
-        budget_s += work.trials * limit
-        settings = dict(variant.settings) | overrides
-        lines.append(
-            f"  train  {work.name} · {variant.name} ({variant.tier}, {variant.engine}): {steps} steps × "
-            f"{work.trials} trial(s) on {world} {work.device} device(s), budget {limit:g} s a trial"
-        )
-        lines.append(f"         settings {settings}")
-    for kind, entries in (("tests", inference), ("serve", serving)):
+        for overrides in points:
+            rows.append({
+                "kind": "train", "workload": work.name, "variant": record.variant_label(variant.name, overrides, {}),
+                "engine": variant.engine, "tier": variant.tier, "steps": args.steps or work.steps,
+                "trials": work.trials, "devices": args.world_size or work.world_size, "device": work.device,
+                "nodes": getattr(args, "nnodes", 1) or 1,
+                "budget_s": (args.time_budget or work.time_budget_s) * work.trials, "tests": None,
+                "settings": dict(variant.settings) | overrides,
+            })  # fmt: skip
+    for kind, entries in (("inference", inference), ("serving", serving)):
         for entry, variant, tests in entries:
-            budget_s += entry.time_budget_s
+            rows.append({
+                "kind": kind, "workload": entry.name, "variant": variant.name, "engine": variant.engine,
+                "tier": variant.tier, "steps": None, "trials": None, "devices": None, "device": entry.device,
+                "nodes": 1,
+                "budget_s": entry.time_budget_s, "tests": [t.workload for t in tests],
+                "settings": dict(variant.settings),
+            })  # fmt: skip
+    return rows
+
+
+def render_plan(fmt: str, suite: str, rows: list[dict[str, Any]]) -> str:
+    """What `--dry-run` prints, in `--format`: the plan (text for people; json, csv or md for a program)."""
+    from runners import formats
+
+    runs = sum(len(r["tests"]) if r["tests"] else 1 for r in rows)
+    budget_s = sum(r["budget_s"] for r in rows)
+    total = f"{runs} run(s); at most {budget_s / 60:.0f} min of time budgets, set-up and tools beside"
+    columns = ("kind", "workload", "variant", "engine", "steps", "trials", "devices", "device", "nodes", "budget_s",
+               "tests", "settings")  # fmt: skip
+    table = formats.Table(columns=columns, rows=[tuple(r[c] for c in columns) for r in rows], notes=(total,))
+    data = {"suite": suite, "dry_run": True, "runs": rows, "total_runs": runs, "budget_s": budget_s}
+    return formats.render(fmt, text=lambda: _plan_text(suite, rows, total), data=data, table=table)
+
+
+def _plan_text(suite: str, rows: list[dict[str, Any]], total: str) -> str:
+    lines = [f"suite {suite}: the plan (--dry-run: nothing runs, nothing is written)"]
+    for r in rows:
+        if r["kind"] == "train":
             lines.append(
-                f"  {kind:6} {entry.name} · {variant.name} ({variant.engine}): {len(tests)} test(s) "
-                f"({', '.join(t.workload for t in tests)}), budget {entry.time_budget_s:g} s"
+                f"  train  {r['workload']} · {r['variant']} ({r['tier']}, {r['engine']}): {r['steps']} steps × "
+                f"{r['trials']} trial(s) on {r['devices']} {r['device']} device(s)"
+                + (f" over {r['nodes']} nodes" if r["nodes"] > 1 else "")
+                + ", "
+                f"budget {r['budget_s'] / r['trials']:g} s a trial"
             )
-    runs = len(todo) + sum(len(t) for *_, t in (*inference, *serving))
-    lines.append(f"{runs} run(s); at most {budget_s / 60:.0f} min of time budgets, set-up and tools beside")
-    return "\n".join(lines)
+            lines.append(f"         settings {r['settings']}")
+        else:
+            kind = "tests" if r["kind"] == "inference" else "serve"
+            lines.append(
+                f"  {kind:6} {r['workload']} · {r['variant']} ({r['engine']}): {len(r['tests'])} test(s) "
+                f"({', '.join(r['tests'])}), budget {r['budget_s']:g} s"
+            )
+    return "\n".join([*lines, total])

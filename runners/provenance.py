@@ -60,15 +60,19 @@ def environment(env: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def project_version() -> str:
-    """Fair Fight's version: from pyproject.toml when this runs from a checkout (an older install in the same
-    environment must not answer for it), else from the installed package's metadata ("unknown" if neither). The
-    one reading of it: `fairfight --version` and the site's footer both ask here."""
+    """Fair Fight's version: from git when this runs from a checkout (`runners/version.py`, as the build names it;
+    an older install in the same environment must not answer for it), else from the installed package's metadata
+    ("unknown" if neither). The one reading of it: `fairfight --version` and the site's footer both ask here."""
+    from runners import version
+
     pyproject = REPO_ROOT / "pyproject.toml"
     if pyproject.exists():
         try:
             project = tomllib.loads(pyproject.read_text())["project"]
-            if project["name"] == "fairfight":  # not some other project's file beside an installed package
-                return str(project["version"])
+            # not some other project's file beside an installed package
+            found = version.from_git(REPO_ROOT) if project["name"] == "fairfight" else None
+            if found:
+                return found
         except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
             pass
     try:

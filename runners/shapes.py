@@ -131,6 +131,7 @@ PATHS: dict[tuple[str, str], Field] = {
     ("hardware", "driver"): Field("str", high=200, nullable=True),
     ("hardware", "cuda"): Field("str", high=200, nullable=True),
     ("hardware", "gpus"): Field("list", high=1024),  # each entry's keys: GPU_FIELDS
+    ("hardware", "nodes"): Field("list", low=2, high=1024),  # a run over nodes: each node's (NODE_FIELDS)
     ("hardware", "gpus_in_run"): Field("object"),  # nvidia-smi asked during the steady steps (provenance.GpuSampler)
     ("hardware", "gpus_in_run.at_step"): _COUNT,
     ("hardware", "gpus_in_run.gpus"): Field("list", high=1024),  # each entry's keys: GPU_FIELDS
@@ -310,6 +311,37 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:60] + "…"
 
 
+NODE_FIELDS = {
+    "node": Field("int", low=0, high=1 << 16),
+    "hostname": Field("str", low=1, high=253),
+    "processes": Field("int", low=1, high=1 << 12),
+    "hardware": Field("object"),
+    "software": Field("object"),
+}
+"""The keys of each entry of `hardware.nodes` (runners/nodes.py `gather`): its node rank, host name, processes, and
+that node's hardware and software as a one-host record has them."""
+
+
+def _node_problems(entries: list[Any]) -> list[tuple[str, str]]:
+    problems = []
+    seen: set[Any] = set()
+    for i, entry in enumerate(entries):
+        where = f"hardware.nodes[{i}]"
+        if not isinstance(entry, dict) or set(entry) != set(NODE_FIELDS):
+            problems.append((where, f"an object with the keys {sorted(NODE_FIELDS)}"))
+            continue
+        for key, rule in NODE_FIELDS.items():
+            message = _shape_problem(entry[key], rule)
+            if message:
+                problems.append((f"{where}.{key}", message))
+        if isinstance(entry["hostname"], str) and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", entry["hostname"]):
+            problems.append((f"{where}.hostname", f"{_show(entry['hostname'])} is not a host name"))
+        if entry["node"] in seen:
+            problems.append((f"{where}.node", f"node {entry['node']} is listed twice"))
+        seen.add(entry["node"])
+    return problems
+
+
 def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, message) for each JSON column of a run (its row 0) that is not of its declared shape."""
     problems: list[tuple[str, str]] = []
@@ -343,6 +375,8 @@ def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
             problems += _software_problems(document)
         if column == "hardware" and isinstance(document.get("gpus"), list):
             problems += _gpu_problems(document["gpus"])
+        if column == "hardware" and isinstance(document.get("nodes"), list):
+            problems += _node_problems(document["nodes"])
         in_run = document.get("gpus_in_run") if column == "hardware" else None
         if isinstance(in_run, dict) and isinstance(in_run.get("gpus"), list):
             problems += _gpu_problems(in_run["gpus"], "hardware.gpus_in_run.gpus")

@@ -577,6 +577,46 @@ def inference_cli(prog: str, description: str, *, tool: bool = False) -> Any:
     return p
 
 
+def sweep_points(items: list[str] | None) -> list[list[str]]:
+    """`--set key=a,b,c`: the `--set` items of each run of the sweep they ask for, one value of each key a run (every
+    combination when several keys have several values, in the order given). Commas inside brackets, braces or quotes
+    are a value's own (`--set sizes=[1,2]` is one run); no `--set` is one run with none."""
+    import itertools
+
+    choices = []
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise SpecError(f"--set {item!r}: expected KEY=VALUE (KEY=A,B,C for a sweep)")
+        values = _split_top_level(raw, item)
+        if any(not v for v in values) and len(values) > 1:
+            raise SpecError(f"--set {item!r}: an empty value in the list; write KEY=A,B,C")
+        choices.append([f"{key}={v}" for v in values])
+    keys = [c[0].partition("=")[0] for c in choices]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise SpecError(f"--set {repeated[0]} given more than once: give one --set {repeated[0]}=A,B,C for a sweep")
+    return [list(point) for point in itertools.product(*choices)]
+
+
+def _split_top_level(raw: str, item: str) -> list[str]:
+    """`raw` split at the commas outside brackets, braces and double quotes."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for i, ch in enumerate(raw):
+        if ch == '"' and (i == 0 or raw[i - 1] != "\\"):
+            quoted = not quoted
+        elif not quoted and ch in "[{":
+            depth += 1
+        elif not quoted and ch in "]}":
+            depth -= 1
+        elif not quoted and depth == 0 and ch == ",":
+            parts.append(raw[start:i])
+            start = i + 1
+    if quoted or depth:
+        raise SpecError(f"--set {item!r}: an unclosed quote or bracket")
+    return [*parts, raw[start:]]
+
+
 def parse_overrides(items: list[str] | None) -> dict[str, Any]:
     """`--set key=value` pairs for sweeps; values parse as JSON where they can (25 → 25, true → True)."""
     import json

@@ -6,6 +6,7 @@ and any dependency not in its cache from the package index, as it would for the 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -32,7 +33,7 @@ def test_pip_install_gives_a_working_fairfight_command(tmp_path) -> None:
     packages = tomllib.loads((ROOT / "pylock.toml").read_text())["packages"]
     lock.write_text("".join(f"{p['name']}=={p['version']}" + (f" ; {p['marker']}" if "marker" in p else "") + "\n"
                             for p in packages))  # fmt: skip
-    _run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", "-c", str(lock), str(ROOT)], cwd=tmp_path)
+    _run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", "-c", str(lock), f"{ROOT}[site]"], cwd=tmp_path)
     fairfight = str(bin_dir / "fairfight")
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -55,7 +56,8 @@ def test_pip_install_gives_a_working_fairfight_command(tmp_path) -> None:
 
 def test_the_sdist_carries_the_tool_not_the_results(tmp_path) -> None:
     """data/ grows with every run: the source distribution leaves it (and the sweeps' local folders) out, and keeps
-    what a wheel is built from."""
+    what a wheel is built from. Its version comes from git, and `pip install` of it without extras is the light
+    install: no polars, no site stack; `validate` then says what to install."""
     import tarfile
 
     env = tmp_path / "venv"
@@ -68,3 +70,29 @@ def test_the_sdist_carries_the_tool_not_the_results(tmp_path) -> None:
         names = [n.split("/", 1)[1] for n in tar.getnames() if "/" in n]
     assert names and not any(n.startswith(("data/", ".llsrc/", ".whl/", "build/", "site/")) for n in names)
     assert {"pyproject.toml", "runners/bench.py", "generator/build.py", "site_src/mkdocs.yml"} <= set(names)
+
+    # its version is the checkout's, from git (runners/version.py): 0.1.1.devN+g<sha> between tags
+    from runners import version
+
+    expected = version.from_git(ROOT)
+    assert expected and sdist.name == f"fairfight-{expected}.tar.gz"
+    assert re.fullmatch(r"\d+\.\d+\.\d+(\.dev\d+\+g[0-9a-f]{7}(\.dirty)?)?", expected)
+
+    # installed from the sdist without extras: the light install (bench, list), no polars nor the site's stack
+    light = tmp_path / "light"
+    venv.create(light, with_pip=True)
+    bin_dir = light / ("Scripts" if sys.platform == "win32" else "bin")
+    _run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(sdist)], cwd=tmp_path)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    missing = _run([str(bin_dir / "python"), "-c", "import importlib.util as u; print([m for m in ('polars', 'altair', "
+                    "'mkdocs', 'jinja2', 'yaml') if u.find_spec(m)])"], cwd=outside).stdout  # fmt: skip
+    assert missing.strip() == "[]"
+    fairfight = str(bin_dir / "fairfight")
+    assert _run([fairfight, "--version"], cwd=outside).stdout.startswith(f"fairfight {expected} ")  # from PKG-INFO
+    assert "cpu-smoke:" in _run([fairfight, "list"], cwd=outside).stdout
+    assert "usage: fairfight bench" in _run([fairfight, "bench", "--help"], cwd=outside).stdout
+    refused = _run([fairfight, "validate", str(ROOT / "data")], cwd=outside, check=False)
+    assert (
+        refused.returncode == 2 and "pip install '.[validate]'" in refused.stderr and "Traceback" not in refused.stderr
+    )

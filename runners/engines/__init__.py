@@ -157,6 +157,7 @@ ENGINES: dict[str, Engine] = {
             kinds=("train",),
             packages=("numpy", "pyarrow"),
             train_runner="runners.engines.external.runner",
+            check_settings="runners.engines.external.runner:check_settings",
         ),
     )
 }

@@ -4,7 +4,6 @@ footer and the downloads page name the generator's versions. Record values are h
 from __future__ import annotations
 
 import json
-import tomllib
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -13,7 +12,7 @@ import numpy as np
 import yaml
 
 from generator import board_pages, build, catalog_pages, checks, commits, load, pages, versions
-from runners import store
+from runners import provenance, store
 from tests.generator.test_claims_and_parity import _training_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +104,7 @@ def test_a_board_mixing_commits_says_so_and_every_row_names_its_commits(tmp_path
 
 
 def _installed() -> dict[str, str]:
-    own = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    own = provenance.project_version()  # from git in a checkout (runners/version.py)
     return {"fairfight": own} | {p: metadata.version(p) for p in versions.PACKAGES if p != "fairfight"}
 
 

@@ -79,9 +79,13 @@ def test_a_faster_variant_is_called_and_fails_beyond_the_threshold(
     assert row["ratio_lo"] > 1 and row["beyond_threshold"]
     assert compare.compare(TUNED, AMP, ds).rows[0]["verdict"] == "slower"
     status, out, _ = _cli(capsys, AMP, TUNED, "--data", str(small), "--threshold", "5%")
-    assert status == 1
+    assert status == 0  # faster: only slowdowns fail unless asked
     assert "faster, beyond 5%" in out and "+20.0%" in out and out.strip().splitlines()[-1].startswith("B against A:")
-    assert _cli(capsys, AMP, TUNED, "--data", str(small), "--threshold", "0.25")[0] == 0
+    assert _cli(capsys, AMP, TUNED, "--data", str(small), "--fail-on", "both")[0] == 1
+    assert _cli(capsys, AMP, TUNED, "--data", str(small), "--fail-on", "faster")[0] == 1
+    assert _cli(capsys, TUNED, AMP, "--data", str(small))[0] == 1  # slower beyond 5%
+    assert _cli(capsys, TUNED, AMP, "--data", str(small), "--fail-on", "faster")[0] == 0
+    assert _cli(capsys, TUNED, AMP, "--data", str(small), "--threshold", "0.25")[0] == 0
     assert _cli(capsys, *AA, "--data", str(small))[0] == 0
 
 
@@ -144,10 +148,10 @@ def test_bad_selectors_exit_2_and_say_what_to_do(
     ds: compare.Dataset, small: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status, out, err = _cli(capsys, "no-such-run", AMP, "--data", str(small))
-    assert status == 2 and "'no-such-run': no run id or configuration hash" in err and not out
+    assert status == 2 and "'no-such-run': no run id, configuration hash or harness commit" in err and not out
     status, out, err = _cli(capsys, AMP[-6:], TUNED, "--data", str(small), "--json")  # a suffix: named as close
     assert status == 2 and f"close: {AMP}" in err and json.loads(out)["exit_status"] == 2
-    with pytest.raises(compare.UsageError, match=f"ambiguous: run {AA[0][:17]}"):
+    with pytest.raises(compare.UsageError, match=f"ambiguous: it begins 6 runs \\({AA[0][:17]}.*… \\(3 more\\)"):
         compare.select("20261129T200", ds)
     with pytest.raises(compare.UsageError, match="runs of different workloads"):
         compare.compare(AMP, SERVE_OK, ds)
@@ -159,9 +163,9 @@ def test_bad_selectors_exit_2_and_say_what_to_do(
 
 
 def test_json_output_parses(small: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, _ = _cli(capsys, AMP, TUNED, "--data", str(small), "--json")
+    status, out, _ = _cli(capsys, AMP, TUNED, "--data", str(small), "--json", "--fail-on", "both")
     report = json.loads(out)
-    assert status == report["exit_status"] == 1
+    assert status == report["exit_status"] == 1 and report["fail_on"] == "both" and report["rows"][0]["fails"]
     (row,) = report["rows"]
     assert row["verdict"] == "faster" and row["a"]["runs"] == [AMP] and row["b"]["runs"] == [TUNED]
     assert row["ratio_lo"] < row["ratio"] < row["ratio_hi"] and report["threshold"] == 0.05

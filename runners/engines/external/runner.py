@@ -210,6 +210,19 @@ def checked_rows(rows: list[tuple[int, dict]], run: dict) -> tuple[list[tuple[in
     return rows, refused
 
 
+def check_settings(variant: spec.Variant, overrides: dict[str, Any]) -> dict[str, Any]:
+    """`--set` changes one of the variant's own settings (its engine reads them in its spec), never its command (the
+    program that runs comes from the variants file alone). Raises `spec.SpecError`; the bench's pre-flight calls it
+    too (`Engine.check_settings`)."""
+    if "command" in overrides:
+        raise spec.SpecError(f"variant {variant.name!r}: --set cannot change its command (edit its variants file)")
+    unknown = sorted(set(overrides) - set(variant.settings))
+    if unknown:
+        raise spec.SpecError(f"variant {variant.name!r}: no setting {unknown[0]!r} (its own: "
+                             f"{', '.join(sorted(set(variant.settings) - {'command'}))})")  # fmt: skip
+    return overrides
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m runners.engines.external.runner", description=(__doc__ or "").partition("\n")[0]
@@ -225,12 +238,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-budget", type=float, default=None)
     p.add_argument("--note", default=None)
     p.add_argument("--data-dir", type=Path, default=None, help="the bench's data folder (the engine sees it read-only)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="one of the variant's own settings, changed")
     args = p.parse_args(argv)
     lifetime.not_inspectable()  # the engine runs as our user: /proc must not show it our paths and files
     suite = spec.load_suite(args.suite, external=args.variants)
     work, variant = suite.workload(args.workload), suite.variants[args.variant]
+    overrides = check_settings(variant, spec.parse_overrides(args.set))
+    variant = dataclasses.replace(variant, settings=variant.settings | overrides)  # the engine reads them in its spec
     config = record.config(
-        suite, work, variant, steps=args.steps, micro_batch=args.micro_batch, time_budget_s=args.time_budget
+        suite,
+        work,
+        variant,
+        steps=args.steps,
+        micro_batch=args.micro_batch,
+        time_budget_s=args.time_budget,
+        overrides=overrides,
     )
     config["command"] += f" --variants {args.variants}"
     config["external_variants"] = str(args.variants)  # what a run page's reproduce command names (and quotes)

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, provenance, record, spec, training
+from runners import artifacts, calibrate, nodes, provenance, record, spec, training
 from runners.engines.torch import setup as torch_setup
 
 PROCESS_START = time.perf_counter()
@@ -197,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     dist.init_process_group(work.dist_backend, device_id=device if device.type == "cuda" else None)
+    packages = ("torch", "numpy", "pyarrow", *(("torchao",) if torch_setup.uses_float8(settings) else ()))
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    # over several nodes (torchrun's rendezvous): every node's hardware and software, for the one record
+    node_list = nodes.gather(dist, device.type, packages, args.run_id, args.out)[0] if local_world < world else []
 
     def log(msg: str) -> None:
         if rank == 0:
@@ -217,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         started=started,
         device=device,
         fed={},  # the proof of the same work, filled by trial 0 on rank 0 (`train_trial`)
+        packages=packages,
+        nodes=node_list,
     )
     log(
         f"{variant.name} on {work.name}: {world} × {device.type}, micro-batch {micro_batch}, {steps} steps "
@@ -262,6 +268,11 @@ def _write(
     in_run = ctx["sampler"].result()
     if in_run is not None:
         hardware["gpus_in_run"] = in_run
+    launcher = f"torchrun --standalone --nproc-per-node {ctx['world']}"
+    if ctx["nodes"]:
+        hardware["nodes"] = ctx["nodes"]
+        per_node = ctx["nodes"][0]["processes"]
+        launcher = f"torchrun --nnodes {len(ctx['nodes'])} --nproc-per-node {per_node} --rdzv-backend c10d"
     run = record.run_columns(
         run_id=ctx["args"].run_id,
         suite=ctx["suite"],
@@ -285,9 +296,9 @@ def _write(
             compute_precision=torch_setup.compute_precision(settings),
             **_reference_precision(settings),
             **record.initial_state(ctx, work, CACHE_DIR / "init"),
-            launcher=f"torchrun --standalone --nproc-per-node {ctx['world']}",
+            launcher=launcher,
         ),
-        packages=("torch", "numpy", "pyarrow", *(("torchao",) if torch_setup.uses_float8(settings) else ())),
+        packages=ctx["packages"],
         calibration=calibration,
     )
     return record.emit(ctx["args"].out, run, rows)

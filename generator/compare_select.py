@@ -1,0 +1,76 @@
+"""Which harness commit a `compare` selector names, and how to say that a prefix names several things.
+
+`compare @A @B` (or a bare commit prefix, when it names nothing else) compares every configuration measured at both
+commits, one row each, as `asv compare REV1 REV2` compares every benchmark measured at both revisions
+(airspeed-velocity/asv, asv/commands/compare.py: results for each revision, the benchmarks they share, one line
+each). Records name their harness commit in full or, from older harnesses, by a 7-digit prefix: a commit given here
+matches both forms, and forms that are prefixes of one another are one commit. Pure functions of the runs' frame
+(`compare.Dataset.runs`): this module selects, it does not load or derive.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import polars as pl
+
+HEX = re.compile(r"[0-9a-f]{4,40}")
+"""What a commit (or a settings hash) prefix looks like: at least 4 hex digits, as git's shortest abbreviation."""
+
+
+def commits(runs: pl.DataFrame) -> list[list[str]]:
+    """The harness commits the runs were made at, each as the forms it is recorded in (a full id and the 7-digit
+    prefixes of it older records carry are one commit), longest form first, newest commit last."""
+    order = (
+        runs.filter(pl.col("harness_commit").is_not_null())
+        .group_by("harness_commit")
+        .agg(pl.col("started_at").max())
+        .sort("started_at", "harness_commit")
+    )
+    groups: list[list[str]] = []
+    for commit in sorted(order["harness_commit"], key=len, reverse=True):
+        for group in groups:
+            if group[0].startswith(commit):
+                group.append(commit)
+                break
+        else:
+            groups.append([commit])
+    last = dict(order.iter_rows())
+    return sorted(groups, key=lambda g: max(str(last[c]) for c in g))
+
+
+def matching(prefix: str, runs: pl.DataFrame) -> list[list[str]]:
+    """The commits (as `commits` groups them) that `prefix` names: a commit it begins, or a short recorded form it
+    extends (a record that names `fa4a5bb` was made at `fa4a5bb1…`)."""
+    p = prefix.lower()
+    if not HEX.fullmatch(p):
+        return []
+    return [g for g in commits(runs) if any(c.startswith(p) or (len(c) >= 7 and p.startswith(c)) for c in g)]
+
+
+def runs_at(group: list[str], runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs made at one commit (every recorded form of it), less retractions (not measurements)."""
+    return runs.filter(pl.col("harness_commit").is_in(group) & (pl.col("origin") != "retraction"))
+
+
+def label(group: list[str], runs: pl.DataFrame) -> str:
+    at = runs_at(group, runs)
+    configurations = at.select("settings_hash").n_unique()
+    days = sorted({str(s)[:10] for s in at["started_at"].drop_nulls()})
+    when = f"{days[0]} to {days[-1]}" if len(days) > 1 else (days[0] if days else "no date")
+    return f"commit {group[0][:12]}  ({at.height} runs of {configurations} configurations, {when})"
+
+
+def listing(prefix: str, matches: Iterable[tuple[str, str]], limit: int = 3) -> str:
+    """`prefix` is ambiguous: how many of each kind it matches, with the first few of each, on one line."""
+    kinds: dict[str, list[str]] = {}
+    for what, key in matches:
+        kinds.setdefault(what, []).append(key)
+    parts = []
+    for what, keys in kinds.items():
+        shown = ", ".join(keys[:limit]) + (f", … ({len(keys) - limit} more)" if len(keys) > limit else "")
+        parts.append(f"{len(keys)} {what}{'s' * (len(keys) > 1)} ({shown})")
+    if not prefix:
+        return "an empty selector names everything: give a run id, a configuration hash, @COMMIT or edition:NAME"
+    return f"{prefix!r} is ambiguous: it begins {'; '.join(parts)}; give more of it"

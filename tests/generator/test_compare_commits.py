@@ -1,0 +1,95 @@
+"""`compare @A @B`: every configuration measured at both harness commits, one row each (as `asv compare REV1 REV2`),
+exit 1 only for slowdowns (and figures B lost); `--only-changed`; a commit prefix alone is a selector; an ambiguous
+prefix lists a few candidates of each kind. On the committed runs of two commits, copied into a temporary folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from generator import compare, compare_select
+
+ROOT = Path(__file__).resolve().parents[2]
+A, B = "87a441d", "ddb5cf6"
+"""Two harness commits of the committed H200 data that measured some MLX configurations each (pp/tg tests)."""
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every committed result file made at A or B."""
+    everything = compare.load_dataset(ROOT / "data")
+    commit = pl.col("harness_commit")
+    runs = everything.runs.filter(commit.str.starts_with(A) | commit.str.starts_with(B))
+    data = tmp_path_factory.mktemp("commits") / "data"
+    for suite, run_id in runs.select("suite", "run_id").iter_rows():
+        (data / suite).mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "data" / suite / f"{run_id}.parquet", data / suite)
+    return data
+
+
+@pytest.fixture(scope="module")
+def ds(data: Path) -> compare.Dataset:
+    return compare.load_dataset(data)
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="compare")
+    compare.add_cli_args(parser)
+    status = compare.main(parser.parse_args(list(argv)))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _configurations(ds: compare.Dataset, commit: str) -> set[tuple[str, str, str]]:
+    at = ds.runs.filter(pl.col("harness_commit").str.starts_with(commit) & (pl.col("origin") != "retraction"))
+    return set(at.select(compare.TEST_KEYS).unique().iter_rows())
+
+
+def test_every_configuration_measured_at_both_commits_is_one_row(ds: compare.Dataset) -> None:
+    report = compare.compare(f"@{A}", f"@{B}", ds)
+    assert report.a.what == report.b.what == "commit"
+    both = _configurations(ds, A) & _configurations(ds, B)
+    keys = [(r["suite"], r["workload"], r["settings_hash"]) for r in report.rows]
+    assert len(both) >= 5 and sorted(keys) == sorted(both)  # each once, and nothing else
+    assert len(report.only_in_a) == len(_configurations(ds, A) - both)
+    lost = [r for r in report.rows if r["lost"]]
+    assert lost and report.exit_status == 1  # B lost figures A had: that fails, as a slowdown does
+    assert all(compare.fails(r) == (r["lost"] or (r["verdict"] == "slower" and r["beyond_threshold"]))
+               for r in report.rows)  # fmt: skip
+    back = compare.compare(f"@{B}", f"@{A}", ds)  # the other way round: B gained them, and nothing is slower
+    assert len(back.rows) == len(report.rows) and not any(r["lost"] for r in back.rows)
+    assert not any(r["verdict"] == "slower" and r["beyond_threshold"] for r in back.rows) and back.exit_status == 0
+
+
+def test_a_commit_prefix_alone_is_a_selector_and_only_changed_hides_the_rest(
+    data: Path, ds: compare.Dataset, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert compare.select(A, ds).what == "commit"  # no run id or hash begins with it
+    full = compare_select.matching(A, ds.runs)[0][0]
+    assert compare.select(f"@commit={full}", ds).runs.height == compare.select(f"@{A}", ds).runs.height
+    status, out, _ = _cli(capsys, A, B, "--data-dir", str(data), "--only-changed", "--format", "json")
+    report = json.loads(out)
+    assert status == report["exit_status"] == 1
+    assert report["rows"] and all(r["lost"] or r["beyond_threshold"] for r in report["rows"])
+    assert report["rows_not_shown"] == len(compare.compare(f"@{A}", f"@{B}", ds).rows) - len(report["rows"]) > 0
+    assert "unchanged not shown" in report["summary"]
+
+
+def test_bad_and_ambiguous_commits_exit_2_and_list_candidates_briefly(
+    data: Path, ds: compare.Dataset, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = _cli(capsys, "@1234567", f"@{B}", "--data-dir", str(data))
+    assert status == 2 and not out and "no run in" in err and "harness commit '1234567'" in err and B in err
+    status, _, err = _cli(capsys, "@", "@", "--data-dir", str(data))
+    assert status == 2 and "a commit is 4 to 40 hex digits" in err
+    with pytest.raises(compare.UsageError) as e:
+        compare.select("2026", ds)  # every run id begins with the year
+    message = str(e.value)
+    assert "is ambiguous: it begins" in message and "more)" in message and len(message) < 400
+    with pytest.raises(compare.UsageError, match="A is a commit, B a run"):
+        compare.compare(f"@{A}", ds.runs["run_id"][0], ds)

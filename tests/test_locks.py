@@ -1,0 +1,85 @@
+"""The locks per audience (locks/pylock.NAME.toml, noxfile.py AUDIENCES): each pins what its audience asks for at
+pylock.toml's versions and nothing another audience needs (the site's has no torch, no CUDA, no test tools), and
+`uv pip install -r` installs the site's with every file's hash checked (a changed hash is refused). The install is
+real: uv fetches from the index what its cache lacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from tests.conftest import ROOT
+
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+AUDIENCES = {"site": (["site"], []), "torch": (["torch"], []), "llama": (["llama"], []), "mlx": (["mlx"], []),
+             "tests": (["site", "torch", "llama", "mlx"], ["tests"])}  # fmt: skip
+"""As noxfile.py AUDIENCES (the noxfile imports nothing from the tests, nor they from it)."""
+
+
+def _packages(path: Path) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for p in tomllib.loads(path.read_text())["packages"]:
+        out.setdefault(canonicalize_name(p["name"]), []).append(p)
+    return out
+
+
+def test_each_audience_lock_pins_what_it_asks_for_at_the_dev_locks_versions() -> None:
+    dev = _packages(ROOT / "pylock.toml")
+    for name, (extras, groups) in AUDIENCES.items():
+        lock = ROOT / "locks" / f"pylock.{name}.toml"
+        pinned = _packages(lock)
+        asked = [Requirement(r) for r in PROJECT["project"]["dependencies"]]
+        asked += [Requirement(r) for e in extras for r in PROJECT["project"]["optional-dependencies"][e]]
+        asked += [Requirement(r) for g in groups for r in PROJECT["dependency-groups"][g] if isinstance(r, str)]
+        for req in asked:
+            assert canonicalize_name(req.name) in pinned, f"{lock.name} lacks {req}: run `nox -s lock`"
+        for package, entries in pinned.items():
+            versions = {e["version"] for e in entries}
+            assert versions <= {e["version"] for e in dev.get(package, [])}, f"{lock.name}: {package} {versions}"
+            assert all(w["hashes"]["sha256"] for e in entries for w in e.get("wheels", [])), (lock.name, package)
+    site = set(_packages(ROOT / "locks" / "pylock.site.toml"))
+    assert "polars" in site and not {p for p in site if re.match(r"torch|nvidia-|pytest|ruff|mypy|mlx", p)}
+    assert "torch" in _packages(ROOT / "locks" / "pylock.torch.toml")
+
+
+def _uv(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    uv = shutil.which("uv")
+    assert uv, "these tests install with uv (nox's default backend): install it (`pip install uv`)"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "UV_FIND_LINKS")}
+    done = subprocess.run([uv, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=900)
+    if check and done.returncode != 0:
+        raise AssertionError(f"uv {args} exited {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+def test_the_site_lock_installs_with_its_hashes_checked(tmp_path: Path) -> None:
+    _uv("venv", "-q", "--python", "3.11", str(tmp_path / "v"), cwd=tmp_path)
+    python = ["--python", str(tmp_path / "v" / "bin" / "python")]
+    _uv("pip", "install", "-q", *python, "-r", str(ROOT / "locks" / "pylock.site.toml"), cwd=tmp_path)
+    _uv("pip", "install", "-q", *python, "--no-deps", str(ROOT), cwd=tmp_path)
+    listed = json.loads(_uv("pip", "list", *python, "--format", "json", cwd=tmp_path).stdout)
+    installed = {canonicalize_name(p["name"]) for p in listed}
+    assert {"polars", "altair", "mkdocs-material", "fairfight"} <= installed and "torch" not in installed
+    shown = subprocess.run([str(tmp_path / "v" / "bin" / "fairfight"), "validate", str(ROOT / "data" / "h100")],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert shown.returncode == 0 and "0 with problems" in shown.stdout, shown.stderr[-2000:]
+
+    # one package of that lock with one of its hashes changed: refused, nothing installed
+    text = (ROOT / "locks" / "pylock.site.toml").read_text()
+    head = text[: text.index("[[packages]]")]
+    entry = next(p for p in text.split("[[packages]]")[1:] if p.lstrip().startswith('name = "mergedeep"'))
+    tampered = re.sub(r'sha256 = "([0-9a-f])', lambda m: f'sha256 = "{"0" if m[1] != "0" else "1"}', entry)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "pylock.toml").write_text(head + "[[packages]]" + tampered)
+    _uv("venv", "-q", "--python", "3.11", str(tmp_path / "w"), cwd=tmp_path)
+    refused = _uv("pip", "install", "--no-cache", "--python", str(tmp_path / "w" / "bin" / "python"), "-r",
+                  str(tmp_path / "bad" / "pylock.toml"), cwd=tmp_path, check=False)  # fmt: skip
+    assert refused.returncode != 0 and "Hash mismatch" in refused.stderr, refused.stderr[-2000:]
