@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -402,7 +403,7 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
         run_args = argparse.Namespace(**(vars(args) | {"set": point, "rdzv_id": f"fairfight-{suite.name}-{i}"}))
         label = record.variant_label(variant.name, spec.parse_overrides(point), swept)
         run_id = new_run_id(work.name, variant.name)
-        print(f"[{i}/{len(sweep)}] {work.name} · {label} ({variant.tier}) run {run_id}", flush=True)
+        print(f"[{i}/{runs}] {work.name} · {label} ({variant.tier}) run {run_id}", flush=True)
         started, t0 = datetime.now(UTC), time.perf_counter()
         limit = work.trials * ((run_args.time_budget or work.time_budget_s) + spec.SETUP_ALLOWANCE_S) + GRACE_S
         identity = run_identity(suite.name, work.name, variant, label)
@@ -441,11 +442,20 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
         print(f"    {line['status']}: {line['steps']} steps, steps/s {line['steps_per_s']}", flush=True)
         if line["status"] != "ok":
             print(_why(path), flush=True)
+    first = len(sweep) + 1  # a variant's tests run in one process: they are numbered together, after training's
     for model, variant, model_tests in inference:
-        summary += run_inference(args, suite, model, variant, model_tests, env)
+        summary += run_inference(args, suite, model, variant, model_tests, env, _numbered(first, model_tests, runs))
+        first += len(model_tests)
     for server, variant, server_tests in serving:
-        summary += run_serving(args, suite, server, variant, server_tests, env)
+        summary += run_serving(args, suite, server, variant, server_tests, env, _numbered(first, server_tests, runs))
+        first += len(server_tests)
     return suite.name, summary
+
+
+def _numbered(first: int, tests: Sequence[object], runs: int) -> str:
+    """`[5-8/12]`: where a variant's tests stand among every run of the session (`[5/12]` for one)."""
+    last = first + len(tests) - 1
+    return f"[{first}/{runs}]" if last == first else f"[{first}-{last}/{runs}]"
 
 
 def _not_written_here(
@@ -473,6 +483,7 @@ def run_inference(
     variant: spec.Variant,
     tests: list[spec.InferenceTest],
     env: dict[str, str],
+    at: str = "",
 ) -> list[dict[str, object]]:
     """One variant's tests in one runner process (the model loads once), then the engine's own benchmark tool on
     the same weights and settings; a test the runner did not record gets a failure record."""
@@ -480,7 +491,7 @@ def run_inference(
     runner, checker, tool = engine.test_runner or "", engine.tool_runner, engine.tool
     env = env | runner_env(entry.device, variant)
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
-    print(f"[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
+    print(f"{at + ' ' if at else ''}[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
     common = ["--suite", args.suite, "--inference", entry.name, "--variant", variant.name, "--run-stamp", stamp]
     common += [a for t in tests for a in ("--workload", t.workload)]
     started, t0 = datetime.now(UTC), time.perf_counter()
@@ -552,12 +563,13 @@ def run_serving(
     variant: spec.Variant,
     tests: list[spec.ServingTest],
     env: dict[str, str],
+    at: str = "",
 ) -> list[dict[str, object]]:
     """One variant's offline and served tests in one runner process (vLLM's, runners/engines/vllm/runner.py, also
     runs vLLM's own bench tools beside each test); a test the runner did not record gets a failure record."""
     engine = _engine(variant, "serving")
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
-    print(f"[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
+    print(f"{at + ' ' if at else ''}[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
     # vLLM lives in an environment of its own on CPU machines (runners/engines/vllm/env.py); elsewhere, in this one
     python = (os.environ.get(engine.python_env) if engine.python_env else None) or sys.executable
     cmd = [python, "-m", engine.test_runner or "", "--suite", args.suite, "--serving", entry.name]

@@ -201,14 +201,19 @@ def initial_state(ctx: dict[str, Any], work: spec.Workload, cache_dir: Path) -> 
     return out
 
 
+def _flops(per_s: float) -> str:
+    """A matmul rate readable at a CPU's size as at a GPU's (a CPU's 50 GFLOP/s is not "0.0 TFLOP/s")."""
+    return f"{per_s / 1e12:.1f} TFLOP/s" if per_s >= 1e12 else f"{per_s / 1e9:.1f} GFLOP/s"
+
+
 def calibration_line(calibration: dict[str, Any]) -> str:
     """The calibration as a progress line."""
     busbw = calibration["allreduce_busbw_bytes_per_s"]  # None on one device: nothing to reduce across
-    matmul = f"matmul {calibration['matmul_flops'] / 1e12:.1f} TFLOP/s"
+    matmul = f"matmul {_flops(calibration['matmul_flops'])}"
     reference = calibration.get("reference_matmul_flops")  # float8 runs: the bf16 matmul beside the fp8 one
     if reference is not None:
         ref_precision = calibration["reference_matmul_precision"]
-        matmul = f"{calibration['matmul_precision']} {matmul}, {ref_precision} matmul {reference / 1e12:.1f} TFLOP/s"
+        matmul = f"{calibration['matmul_precision']} {matmul}, {ref_precision} matmul {_flops(reference)}"
     allreduce = f"{busbw / 1e9:.1f} GB/s" if busbw is not None else "n/a (one device)"
     return f"  calibration: {matmul}, copy {calibration['copy_bytes_per_s'] / 1e9:.0f} GB/s, all-reduce bus {allreduce}"
 

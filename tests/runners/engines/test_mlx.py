@@ -255,6 +255,7 @@ def test_mlx_generation_beside_mlx_lm_benchmark(variant: str, tmp_path: Path, ml
         FAIRFIGHT_CACHE=str(tmp_path / "cache"),
     )  # fmt: skip
     assert f"{variant} (mlx-lm-benchmark)" in proc.stdout
+    assert f"[1-2/2] [llama-tiny] {variant} (stock): 2 test(s)" in proc.stdout  # counted with every run of the session
     tables = [pq.read_table(p) for p in data.rglob("*.parquet")]
     assert len(tables) == 4 and all(schema.check_table(t) == [] for t in tables)
     loaded = load.load(data)
