@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     import jinja2
     import polars as pl
 
+    from generator.derive.results import Results
+
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_MANIFEST_BYTES = 64 << 20
 """Largest manifest read (a million runs' entries, about 150 MB, would be refused: split the edition first)."""
@@ -323,9 +325,7 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def write_pages(
-    env: jinja2.Environment, docs: Path, loaded: load.Loaded, summary: pl.DataFrame, data_dir: Path
-) -> list[dict[str, str]]:
+def write_pages(env: jinja2.Environment, docs: Path, results: Results, data_dir: Path) -> list[dict[str, str]]:
     """The editions index (with changelogs) and one frozen page per edition; returns nav entries. An edition's
     boards are made from the bytes it froze: its runs' files where they still hash to them, and otherwise the
     version git holds at the edition's commit, if that hashes to them; a run neither gives is named, not shown."""
@@ -333,8 +333,9 @@ def write_pages(
 
     from generator import derive, pages
 
+    loaded = results.records
     found = read_editions(data_dir)
-    current = dict(summary.select("run_id", "sha256").iter_rows())
+    current = dict(results.runs.select("run_id", "sha256").iter_rows())
     repo = history.repo(data_dir)
     entries, previous, nav = [], None, []
     for edition in found:

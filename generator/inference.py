@@ -108,18 +108,23 @@ def board(
     return test_boards.board(_with_tool_path(tests), *FIGURE, CHECKS, spreads)
 
 
+def ranked_runs(tests: pl.DataFrame) -> pl.DataFrame:
+    """The inference runs that rank (`test_boards.verified` with no `unranked` reason), each with its figure in
+    `value`, `lo`, `hi`: what the A/A repeats and the pooled spreads are made of."""
+    runs = test_boards.verified(_with_tool_path(tests), *FIGURE, CHECKS)
+    return runs.filter(pl.col("unranked").is_null())
+
+
 def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     """The A/A spreads of every inference test (`test_boards.aa_spreads` over the runs that rank), by kind (pp, tg),
     hardware, device count and host condition."""
-    runs = test_boards.verified(_with_tool_path(tests), *FIGURE, CHECKS)
-    return test_boards.aa_spreads(runs.filter(pl.col("unranked").is_null()))
+    return test_boards.aa_spreads(ranked_runs(tests))
 
 
 def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
     """The between-run spreads of inference tests (`test_boards.pooled_spreads` over the runs that rank), by kind
     (pp, tg), hardware and device count."""
-    runs = test_boards.verified(_with_tool_path(tests), *FIGURE, CHECKS)
-    return test_boards.pooled_spreads(runs.filter(pl.col("unranked").is_null()))
+    return test_boards.pooled_spreads(ranked_runs(tests))
 
 
 def _with_tool_path(tests: pl.DataFrame) -> pl.DataFrame:

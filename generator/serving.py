@@ -127,26 +127,28 @@ def board(
     return test_boards.board(tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"], spreads)
 
 
-def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
-    """The A/A spreads of every serving test (`test_boards.aa_spreads` over the runs that rank), by kind (offline,
-    served), hardware, device count and host condition: a served point's row, one measurement, gets its interval
-    from them."""
+def ranked_runs(tests: pl.DataFrame) -> pl.DataFrame:
+    """The serving runs that rank (`test_boards.verified` with no `unranked` reason), of every kind (offline, served),
+    each with its figure in `value`, `lo`, `hi`: what the A/A repeats and the pooled spreads are made of."""
     ranked = [
         test_boards.verified(tests.filter(pl.col("kind") == kind), *FIGURE, checks).filter(pl.col("unranked").is_null())
         for kind, checks in CHECKS.items()
     ]
-    return test_boards.aa_spreads(pl.concat(ranked, how="diagonal_relaxed"))
+    return pl.concat(ranked, how="diagonal_relaxed")
+
+
+def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
+    """The A/A spreads of every serving test (`test_boards.aa_spreads` over the runs that rank), by kind (offline,
+    served), hardware, device count and host condition: a served point's row, one measurement, gets its interval
+    from them."""
+    return test_boards.aa_spreads(ranked_runs(tests))
 
 
 def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
     """The between-run spreads of serving tests (`test_boards.pooled_spreads` over the runs that rank), by kind
     (offline, served), hardware and device count: a served point's row, one measurement, gets its interval from
     them."""
-    ranked = [
-        test_boards.verified(tests.filter(pl.col("kind") == kind), *FIGURE, checks).filter(pl.col("unranked").is_null())
-        for kind, checks in CHECKS.items()
-    ]
-    return test_boards.pooled_spreads(pl.concat(ranked, how="diagonal_relaxed"))
+    return test_boards.pooled_spreads(ranked_runs(tests))
 
 
 FIGURE = (pl.coalesce("out_med", "output_tokens_per_s"), pl.col("out_lo"), pl.col("out_hi"))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -305,3 +306,38 @@ def depth_order(rows: pl.DataFrame) -> list[tuple[str, str, str]]:
     sizes = rows.group_by("suite", "model_name", "accelerator").agg(pl.col("weight_gib").max())
     sizes = sizes.sort("suite", "weight_gib")
     return [tuple(r) for r in sizes.select("suite", "model_name", "accelerator").iter_rows()]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SideBySide:
+    """The side-by-side page's figures, derived once (`derive`)."""
+
+    rows: pl.DataFrame
+    """Every engine's row on every model it ran on one GPU (`engine_rows`)."""
+    boards: list[dict]
+    """Per suite, model, hardware and precision family, its rows (`boards`)."""
+    depths: list[tuple[tuple[str, str, str], pl.DataFrame, list[dict]]]
+    """Per (suite, model, hardware) with generation at two or more KV-cache depths: its rows (`kv_depth_rows`) and
+    the ratios between variants that differ only in their cache (`cache_ratios`), in `depth_order`."""
+    bandwidths: dict[str, float]
+    """The calibrated copy bandwidth of each hardware model the rows ran on."""
+
+
+def derive(
+    tests: pl.DataFrame,
+    served: pl.DataFrame,
+    summary: pl.DataFrame,
+    spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None,
+) -> SideBySide:
+    """The side-by-side page's figures from the inference and serving tests and the boards' spreads."""
+    rows = engine_rows(tests, served, summary, spreads)
+    depth_rows = kv_depth_rows(tests, summary, spreads)
+    by_model = depth_rows.partition_by("suite", "model_name", "accelerator", as_dict=True)
+    depths = []
+    for key in depth_order(depth_rows):
+        group = by_model[key]
+        if group["depth"].n_unique() >= 2:
+            depths.append((key, group, cache_ratios(group)))
+    used = set(rows["accelerator"].to_list())
+    bandwidths = {acc: bw for acc, bw in copy_bandwidths(summary).items() if acc in used}
+    return SideBySide(rows=rows, boards=boards(rows), depths=depths, bandwidths=bandwidths)

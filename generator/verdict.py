@@ -67,6 +67,29 @@ class Fight:
         return self.challenger["steps_per_s"] / self.stock["steps_per_s"]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """The answer to the seed's question as the home page states it (`sweep_draws.compute`)."""
+
+    fight: Fight
+    points: pl.DataFrame
+    """The sweep's points (`sweep`): every measured point of the stock and tuned curves, with its intervals."""
+    said: dict[str, Any]
+    """The answer (`answer`), with every figure at the matched shape resampled."""
+    spreads: dict[str, configurations.Spreads]
+    """Per reading of steps/s, the pooled between-run spreads the points' intervals and resamples use."""
+    pooled: metrics.PooledSpread | None
+    """The headline reading's pooled spread on the fight's hardware and device count."""
+    owed: list[dict[str, Any]]
+    """What the seed's post owes and has not been measured yet (`owed`)."""
+
+    @property
+    def matched(self) -> dict[tuple[str, str], float]:
+        """The matched shape in tokens a step, by the fight's (suite, workload); empty where none was found."""
+        tokens = self.said.get("matched_tokens_per_step")
+        return {} if tokens is None else {(self.fight.suite, self.fight.workload): tokens}
+
+
 SEED_CLAIMS = Path(__file__).resolve().parent.parent / "runners" / "claims" / "seed.toml"
 """The seed's claims as the project states them: only claim records that match one of these (id and figure) can
 define the fight, so a submitted claim file cannot move the question."""

@@ -499,7 +499,7 @@ def test_hostile_gpu_state_and_package_lists_are_rejected_by_field_and_text_is_e
 
     loaded = load.load(data, files=[data / "h100" / "gpu-markup-escaped.parquet"])
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    figures = run_pages.with_test_figures(
+    figures = derive.with_test_figures(
         summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
     )
     run_pages.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")

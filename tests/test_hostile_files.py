@@ -254,7 +254,7 @@ def _run_page(data: Path, tmp_path: Path, name: str) -> str:
     loaded = load.load(data, files=[data / "cpu-smoke" / f"{name}.parquet"])
     assert loaded.rejected == [], loaded.rejected
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    figures = run_pages.with_test_figures(
+    figures = derive.with_test_figures(
         summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
     )
     run_pages.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")

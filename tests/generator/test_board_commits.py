@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from generator import board_pages, build, catalog_pages, checks, commits, load, pages, versions
+from generator import board_pages, build, catalog_pages, checks, commits, derive, load, pages, versions
 from runners import store
 from tests.generator.test_claims_and_parity import _training_run
 
@@ -73,7 +73,8 @@ def _site_pages(tmp_path: Path) -> Path:
     loaded, summary = checks.checked(load.load(data))
     docs = tmp_path / "docs"
     sink = pages.Charts(docs, tmp_path / "svg")
-    board_pages.write_pages(loaded, summary, docs, sink, data, repo_url=REPO, built_with=versions.generator())
+    results = derive.results(loaded, summary)
+    board_pages.write_pages(results, docs, sink, data, repo_url=REPO, built_with=versions.generator())
     sink.finish()
     return docs
 

@@ -33,7 +33,7 @@ RUNS = {
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     loaded = load.load(ROOT / "data", files=[ROOT / "data" / "h100" / f"{r}.parquet" for r in RUNS])
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    figures = run_pages.with_test_figures(
+    figures = derive.with_test_figures(
         summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
     )
     site = tmp_path_factory.mktemp("site")
@@ -90,7 +90,7 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     loaded = load.load(tmp_path / "data")
     assert loaded.rejected == []
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    figures = run_pages.with_test_figures(
+    figures = derive.with_test_figures(
         summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
     )
     run_pages.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
