@@ -481,16 +481,16 @@ def _speed_baselines(summary: pl.DataFrame, ranked: pl.DataFrame, keys: list[str
 
 
 def leaderboards(
-    summary: pl.DataFrame, spreads: configurations.Spreads | None = None
+    summary: pl.DataFrame, spreads: configurations.Spreads | None = None, found: pl.DataFrame | None = None
 ) -> dict[tuple[str, str], pl.DataFrame]:
     """Per (suite, workload) with any record: one row per configuration of its ranked runs (`configurations`), ranked
     with ties, with the speedup over the median of the baseline variant's ranked runs on the same hardware, device
     count and micro-batch (`speed_baseline`, `_speed_baselines`). Other device
     counts are in `scaling`; runs that do not rank are in `candidates` with their reason. A workload with nothing
     ranked gets an empty board of the same columns. `spreads`: the pooled spreads of steps/s
-    (`configurations.pooled_spreads`), computed here when not given."""
+    (`configurations.pooled_spreads`) and `found` (`candidates`), computed here when not given."""
     keys = ["suite", "workload", "accelerator", "accelerator_count", "micro_batch"]
-    found = candidates(summary)
+    found = candidates(summary) if found is None else found
     ranked = found.filter(pl.col("unranked").is_null())
     ranked = ranked.join(_speed_baselines(summary, ranked, keys), on=keys, how="left", nulls_equal=True)
     ranked = ranked.with_columns(speedup=pl.col("steps_per_s") / pl.col("baseline_steps_per_s"))

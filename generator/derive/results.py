@@ -155,7 +155,10 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         latency=dict(sorted(points.partition_by("suite", "model_name", as_dict=True).items())),  # type: ignore[arg-type]
         verdict=the_verdict,
         claim_checks=claims.checks(summary, the_verdict.matched if the_verdict else {}),
-        side_by_side=side_by_side.derive(tests, served, summary, test_spreads),
+        side_by_side=side_by_side.derive(
+            *side_by_side.test_rows([(b.ranked, b.unranked) for b in boards.values() if b.kind != "training"]),
+            summary,
+        ),
         catalog=catalog.tables(summary),
         errata=summary.filter(pl.col("retracted_by").is_not_null()).sort(
             "retracted_at", "run_id", descending=[True, False]
@@ -196,8 +199,8 @@ def _boards(
     training_spreads: dict[str, configurations.Spreads],
 ) -> dict[tuple[str, str], Board]:
     """Every (suite, workload) with a record, each as the board of its kind."""
-    training = runs_derive.leaderboards(summary, training_spreads["steady"])
     candidates = runs_derive.candidates(summary)
+    training = runs_derive.leaderboards(summary, training_spreads["steady"], candidates)
     ran_on = hardware_of_boards(summary)
     by_board = {k: g for k, g in summary.partition_by("suite", "workload", as_dict=True).items()}
     test_keys = {k for k in tests.select("suite", "workload").unique().iter_rows()}
