@@ -13,7 +13,7 @@ import polars as pl
 
 from generator import configurations, inference, load, serving, side_by_side, sweep_draws, test_boards, verdict
 from generator import derive as runs_derive
-from generator.derive import catalog, claims
+from generator.derive import catalog, claims, runs
 from runners import metrics
 
 KINDS = ("training", "inference", "serving")
@@ -88,6 +88,9 @@ class Results:
     """Serving tests, one row per run (`serving.test_summary`)."""
     page_runs: pl.DataFrame
     """The runs with their tests' own figures: what the run pages show."""
+    every_run: runs.EveryRun
+    """One row per run of every kind with the figure its kind ranks by, and its repeats' spread: what `compare`
+    selects from."""
     boards: dict[tuple[str, str], Board]
     """Every board, by (suite, workload), in that order."""
     repeats: pl.DataFrame
@@ -143,6 +146,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         tests=tests,
         served=served,
         page_runs=with_test_figures(summary, tests, served),
+        every_run=runs.every_run(summary, tests, served, repeats),
         boards=boards,
         repeats=repeats,
         test_repeats=test_repeats,
