@@ -41,8 +41,10 @@ def write_pages(
     data_dir: Path,
     repo_url: str | None = None,
     built_with: list[dict[str, str]] | None = None,
+    frozen: list[tuple[editions.Frozen, Results]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]]]:
-    """Render every generated page into `docs` from `results` (`derive.results`); returns the leaderboard, edition
+    """Render every generated page into `docs` from `results` (`derive.results`), and each edition's page from its
+    own (`frozen`: each edition's records and their `derive.results`, oldest first); returns the leaderboard, edition
     and served-model nav entries. Each board is written by the writer of its kind (`_WRITERS`: training, inference
     or serving), which returns its home-page row and, for a board with claims, the claims' row. `repo_url` (the
     repository's address) links each row's harness commits; `built_with` (`versions.generator`) goes on the
@@ -84,7 +86,7 @@ def write_pages(
         {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
         for (_, _, name), entries in sorted(grouped.items())
     ]
-    nav_editions = editions.write_pages(env, docs, results, data_dir)
+    nav_editions = editions.write_pages(env, docs, results, frozen or [], data_dir)
     nav_served = _served_models(env, docs, results, chart_sink)
     catalog_pages.write_catalog_pages(env, docs, results, chart_sink, built_with or [])
     return nav, nav_editions, nav_served

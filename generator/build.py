@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import multiprocessing
 import os
 import shutil
@@ -92,11 +93,12 @@ def build(
         except OSError:  # another file system: render them all again
             shutil.rmtree(out_dir / "runs")
     results = derive.results(loaded, summary)
+    frozen = edition_results(loaded, data_dir)
     with _render_pool(summary.height) as pool:
         manifest = work_dir / "cache" / "run-pages.json"
         footer = versions.footer_text(versions.generator())
         pending = run_pages.start_run_pages(kept, results.page_runs, results.samples, manifest, pool, repo_url, footer)
-        _build_rest(results, docs, data_dir, out_dir, work_dir, site_url, repo_url, sorted(supplied))
+        _build_rest(results, frozen, docs, data_dir, out_dir, work_dir, site_url, repo_url, sorted(supplied))
         pending.finish(out_dir)
     return loaded
 
@@ -114,8 +116,20 @@ RENDER_POOL_FROM = 200
 """Runs from which run pages are rendered by worker processes."""
 
 
+def edition_results(loaded: load.Loaded, data_dir: Path) -> list[tuple[editions.Frozen, derive.Results]]:
+    """Each edition's records (`editions.frozen`), checked and derived as the site's are: an edition's pages show
+    `derive.results` of its own records. A frozen file the checks reject is named among the edition's problems."""
+    out = []
+    for made in editions.frozen(loaded, data_dir):
+        records, summary = checks.checked(made.records)
+        rejected = [f"{r.path}: rejected ({'; '.join(r.problems)})" for r in records.rejected]
+        out.append((dataclasses.replace(made, problems=[*made.problems, *rejected]), derive.results(records, summary)))
+    return out
+
+
 def _build_rest(
     results: derive.Results,
+    frozen: list[tuple[editions.Frozen, derive.Results]],
     docs: Path,
     data_dir: Path,
     out_dir: Path,
@@ -131,7 +145,7 @@ def _build_rest(
     chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
     built_with = versions.generator()
     nav, nav_editions, nav_served = board_pages.write_pages(
-        results, docs, chart_sink, data_dir, repo_url, built_with
+        results, docs, chart_sink, data_dir, repo_url, built_with, frozen
     )
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = mkdocs_config(pages.nav(nav, nav_editions, nav_served, supplied or []), built_with, site_url)

@@ -325,31 +325,63 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def write_pages(env: jinja2.Environment, docs: Path, results: Results, data_dir: Path) -> list[dict[str, str]]:
-    """The editions index (with changelogs) and one frozen page per edition; returns nav entries. An edition's
-    boards are made from the bytes it froze: its runs' files where they still hash to them, and otherwise the
-    version git holds at the edition's commit, if that hashes to them; a run neither gives is named, not shown."""
+@dataclass(frozen=True, slots=True)
+class Frozen:
+    """An edition's records as it froze them (`frozen`)."""
+
+    edition: Edition
+    records: load.Loaded
+    """Its runs' files where they still hash to what it froze, else the version git holds at its commit."""
+    problems: list[str]
+    """A line for each run whose file no longer holds its frozen bytes: where its figures came from, or that they
+    cannot be shown."""
+
+
+def frozen(loaded: load.Loaded, data_dir: Path) -> list[Frozen]:
+    """Every edition's records, oldest first, from the bytes it froze: its runs' files where they still hash to them
+    (`loaded`: the checked records the site shows), and otherwise the version git holds at the edition's commit, if
+    that hashes to them; a run neither gives is named, not shown."""
     import polars as pl
 
-    from generator import derive, pages
-
-    loaded = results.records
-    found = read_editions(data_dir)
-    current = dict(results.runs.select("run_id", "sha256").iter_rows())
+    current = dict(loaded.runs.select("run_id", "sha256").iter_rows())
     repo = history.repo(data_dir)
-    entries, previous, nav = [], None, []
-    for edition in found:
+    out = []
+    for edition in read_editions(data_dir):
         ids = list(edition.runs)
         same = [r for r in ids if current.get(r) == edition.runs[r]]
         recovered, problems = _frozen_elsewhere(edition, [r for r in ids if r not in same], data_dir, repo)
         runs = pl.concat([loaded.runs.filter(pl.col("run_id").is_in(same)), recovered.runs], how="vertical_relaxed")
         rows = pl.concat([loaded.rows.filter(pl.col("run_id").is_in(same)), recovered.rows], how="vertical_relaxed")
-        frozen = derive.run_summary(runs, rows)
+        out.append(Frozen(edition, load.Loaded(runs=runs, rows=rows, rejected=[]), problems))
+    return out
+
+
+BOARD_UNITS = {"training": "steps/s", "inference": "tokens/s", "serving": "output tokens/s"}
+"""The figure each kind of board ranks by, as an edition's page heads its column."""
+
+
+def write_pages(
+    env: jinja2.Environment,
+    docs: Path,
+    results: Results,
+    editions: list[tuple[Frozen, Results]],
+    data_dir: Path,
+) -> list[dict[str, str]]:
+    """The editions index (with changelogs) and one frozen page per edition, each with every board (of every kind)
+    of its own `derive.results`; returns nav entries."""
+    from generator import pages
+
+    current = dict(results.runs.select("run_id", "sha256").iter_rows())
+    git = history.repo(data_dir) is not None
+    entries, previous, nav = [], None, []
+    for made, edition_results in editions:
+        edition = made.edition
         boards = [
-            {"suite": s, "workload": w, "rows": b.to_dicts()}
-            for (s, w), b in sorted(derive.leaderboards(frozen).items())
-            if b.height
-        ]
+            {"suite": b.suite, "workload": b.workload, "kind": b.kind, "unit": BOARD_UNITS[b.kind],
+             "rows": b.ranked.to_dicts()}
+            for b in edition_results.boards.values()
+            if b.ranked.height
+        ]  # fmt: skip
         href = f"editions/{pages.slug(edition.name)}.md"
         log = changelog(previous, edition.runs)
         pages.render(
@@ -358,12 +390,14 @@ def write_pages(env: jinja2.Environment, docs: Path, results: Results, data_dir:
             docs / href,
             edition=edition,
             boards=boards,
-            problems=problems,
+            problems=made.problems,
             log=log,
             previous=previous,
-            git=repo is not None,
+            git=git,
         )
-        entries.append({"edition": edition, "href": href, "log": log, "runs": len(ids), "problems": len(problems)})
+        entries.append(
+            {"edition": edition, "href": href, "log": log, "runs": len(edition.runs), "problems": len(made.problems)}
+        )
         nav.append({pages.nav_title(edition.name): href})
         previous = edition
     pending = changelog(previous, current)
@@ -374,7 +408,7 @@ def write_pages(env: jinja2.Environment, docs: Path, results: Results, data_dir:
         entries=list(reversed(entries)),
         pending=pending,
         latest=previous,
-        git=repo is not None,
+        git=git,
     )
     return nav
 
