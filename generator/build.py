@@ -23,7 +23,7 @@ from pathlib import Path
 import altair as alt
 import yaml
 
-from generator import SITE_SRC, board_pages, catalog_pages, charts, checks, derive, editions, load, pages, run_pages, versions
+from generator import SITE_SRC, charts, checks, derive, editions, load, pages, render, versions
 from runners import cache
 
 
@@ -97,7 +97,7 @@ def build(
     with _render_pool(summary.height) as pool:
         manifest = work_dir / "cache" / "run-pages.json"
         footer = versions.footer_text(versions.generator())
-        pending = run_pages.start_run_pages(kept, results.page_runs, results.samples, manifest, pool, repo_url, footer)
+        pending = render.runs.start_run_pages(kept, results.page_runs, results.samples, manifest, pool, repo_url, footer)
         _build_rest(results, frozen, docs, data_dir, out_dir, work_dir, site_url, repo_url, sorted(supplied))
         pending.finish(out_dir)
     return loaded
@@ -144,7 +144,7 @@ def _build_rest(
 
     chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
     built_with = versions.generator()
-    nav, nav_editions, nav_served = board_pages.write_pages(
+    nav, nav_editions, nav_served = render.boards.write_pages(
         results, docs, chart_sink, data_dir, repo_url, built_with, frozen
     )
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
@@ -159,7 +159,7 @@ def _build_rest(
     mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
     for source_map in out_dir.rglob("*.map"):  # the theme's source maps: 1.5 MB no reader needs
         source_map.unlink()
-    for staged in sorted((work_dir / catalog_pages.STAGED_DOWNLOADS).glob("*")):
+    for staged in sorted((work_dir / render.catalog.STAGED_DOWNLOADS).glob("*")):
         os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
     (out_dir / BUILT_MARKER).write_text("built by Fair Fight (`fairfight site`); the next build replaces this folder\n")
 

@@ -3,7 +3,7 @@
     python -m generator.editions release NAME [--data data]
 
 writes `data/editions/NAME.json` once (an existing edition is never rewritten), from a committed `data/` only. The
-site shows every edition with its own leaderboards, and the changelog between consecutive editions.
+site shows every edition with its own leaderboards (generator/render/editions.py), and the changelog between consecutive editions.
 
 Editions are evidence, checked wherever files are loaded (the site, `validate`, `compare`; `audited`):
 - every result file an edition lists must still have the bytes it froze: a changed file is rejected, named with
@@ -31,10 +31,7 @@ from generator import history, load
 from runners import shapes
 
 if TYPE_CHECKING:
-    import jinja2
     import polars as pl
-
-    from generator.derive.results import Results
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_MANIFEST_BYTES = 64 << 20
@@ -354,63 +351,6 @@ def frozen(loaded: load.Loaded, data_dir: Path) -> list[Frozen]:
         rows = pl.concat([loaded.rows.filter(pl.col("run_id").is_in(same)), recovered.rows], how="vertical_relaxed")
         out.append(Frozen(edition, load.Loaded(runs=runs, rows=rows, rejected=[]), problems))
     return out
-
-
-BOARD_UNITS = {"training": "steps/s", "inference": "tokens/s", "serving": "output tokens/s"}
-"""The figure each kind of board ranks by, as an edition's page heads its column."""
-
-
-def write_pages(
-    env: jinja2.Environment,
-    docs: Path,
-    results: Results,
-    editions: list[tuple[Frozen, Results]],
-    data_dir: Path,
-) -> list[dict[str, str]]:
-    """The editions index (with changelogs) and one frozen page per edition, each with every board (of every kind)
-    of its own `derive.results`; returns nav entries."""
-    from generator import pages
-
-    current = dict(results.runs.select("run_id", "sha256").iter_rows())
-    git = history.repo(data_dir) is not None
-    entries, previous, nav = [], None, []
-    for made, edition_results in editions:
-        edition = made.edition
-        boards = [
-            {"suite": b.suite, "workload": b.workload, "kind": b.kind, "unit": BOARD_UNITS[b.kind],
-             "rows": b.ranked.to_dicts()}
-            for b in edition_results.boards.values()
-            if b.ranked.height
-        ]  # fmt: skip
-        href = f"editions/{pages.slug(edition.name)}.md"
-        log = changelog(previous, edition.runs)
-        pages.render(
-            env,
-            "edition.md.j2",
-            docs / href,
-            edition=edition,
-            boards=boards,
-            problems=made.problems,
-            log=log,
-            previous=previous,
-            git=git,
-        )
-        entries.append(
-            {"edition": edition, "href": href, "log": log, "runs": len(edition.runs), "problems": len(made.problems)}
-        )
-        nav.append({pages.nav_title(edition.name): href})
-        previous = edition
-    pending = changelog(previous, current)
-    pages.render(
-        env,
-        "editions.md.j2",
-        docs / "editions.md",
-        entries=list(reversed(entries)),
-        pending=pending,
-        latest=previous,
-        git=git,
-    )
-    return nav
 
 
 def _frozen_elsewhere(

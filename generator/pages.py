@@ -22,6 +22,7 @@ import polars as pl
 from markupsafe import Markup
 
 from generator import SITE_SRC, columns
+from generator.slugs import slug
 from runners import shapes
 
 TEMPLATES = SITE_SRC / "templates"
@@ -183,13 +184,6 @@ def pre(value: Any) -> Markup:
     return Markup("".join(_MD_SPECIAL.get(ch, ch) for ch in shapes.neutral(str(value))).replace("\n", "&#10;"))
 
 
-def slug(*parts: str) -> str:
-    """A file-name-safe slug of record values (ASCII letters and digits, '-' and '.'). Different names can give
-    one slug (`a_b`, `a+b` and `a-b`; names differing in case, on a file system that ignores it): the loader rejects
-    every file of such names (generator/load.py `collisions`), so no page or asset is ever made twice."""
-    return "-".join("".join(c if (c.isascii() and c.isalnum()) or c in "-." else "-" for c in p) for p in parts)
-
-
 def chart_id(slug_text: str, kind: str) -> str:
     """A chart's id and its static SVG's name (`assets/charts/<id>.svg`): the page's slug, then `_` and the chart's
     kind. A slug never holds `_`, so the kind is what follows the last one: two charts share a name only if their
@@ -205,7 +199,7 @@ def nav_title(*parts: str) -> str:
 
 def run_href(run_id: str) -> str:
     """Where a run's page lives, relative to the docs root."""
-    return f"runs/{slug(run_id)}.html"  # rendered straight to HTML, not by MkDocs (generator/run_pages.py)
+    return f"runs/{slug(run_id)}.html"  # rendered straight to HTML, not by MkDocs (generator/render/runs.py)
 
 
 _HEADER = {

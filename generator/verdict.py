@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from generator import configurations, pages
+from generator import configurations, slugs
 from runners import metrics, schema
 
 STOCK = "ddp-amp-stock"
@@ -425,9 +425,9 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         if not frame.height:
             return None
         row = frame.sort("started_at").row(-1, named=True)
-        return f"leaderboards/{pages.slug(row['suite'], row['workload'])}.md"
+        return f"leaderboards/{slugs.slug(row['suite'], row['workload'])}.md"
 
-    fight_board = f"leaderboards/{pages.slug(the_fight.suite, the_fight.workload)}.md"
+    fight_board = f"leaderboards/{slugs.slug(the_fight.suite, the_fight.workload)}.md"
     metal = ok.filter(pl.col("device") == "metal")
     mlx_here = ok.filter((pl.col("engine") == "mlx") & (pl.col("workload") == the_fight.workload))
     tp = ok.filter((pl.col("engine") == "vllm") & (pl.col("tensor_parallel_size") > 1))
@@ -444,17 +444,17 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         {
             "item": "MLX on Metal",
             "status": "measured" if metal.height else "not yet",
-            "detail": f"{pages.counted(metal.height, 'run')} on Apple Silicon"
+            "detail": f"{_counted(metal.height, 'run')} on Apple Silicon"
             if metal.height
             else "needs an Apple Silicon Mac (nox -s bench-apple); meanwhile MLX trained the same model on the same "
-            f"data on the fight's GPUs through its CUDA backend ({pages.counted(mlx_here.height, 'run')} of "
+            f"data on the fight's GPUs through its CUDA backend ({_counted(mlx_here.height, 'run')} of "
             f"{the_fight.workload})",
             "href": board(metal) or board(mlx_here),
         },
         {
             "item": "vLLM tensor-parallel serving",
             "status": "measured" if tp.height else "not yet",
-            "detail": f"{pages.counted(tp.height, 'run')} at tensor-parallel size 2 or more; each board says which "
+            "detail": f"{_counted(tp.height, 'run')} at tensor-parallel size 2 or more; each board says which "
             "ran beside vllm bench",
             "href": board(tp),
         },
@@ -467,7 +467,7 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         {
             "item": "The sparse-first trainer itself",
             "status": "measured" if challenger.height else "claim only",
-            "detail": f"{pages.counted(challenger.height, 'run')}"
+            "detail": f"{_counted(challenger.height, 'run')}"
             if challenger.height
             else "not reproduced: its author can run it here through the external-runner contract",
             "href": board(challenger) or "add-an-engine.md",
@@ -487,7 +487,7 @@ def _big_llama_detail(big: pl.DataFrame) -> str:
     cached = f" ({' and '.join(caches)} KV caches)" if caches else ""
     deepest = max(big["depth"].drop_nulls().to_list(), default=0)
     return (
-        f"{pages.counted(big.height, 'run')} of {models} on {on}, at KV-cache depths up to {deepest:,}{cached}, "
+        f"{_counted(big.height, 'run')} of {models} on {on}, at KV-cache depths up to {deepest:,}{cached}, "
         "beside vLLM and MLX where they ran; the seed's own engine did not run here"
     )
 
@@ -505,3 +505,8 @@ def _why_not(stock: list[tuple[float, float]], target: float) -> str:
         f"{STOCK} runs {highest[1]:.3g} steps/s at the largest micro-batch measured ({highest[0]:g}), above the "
         f"claim's {target:g}: the matched shape lies at a larger micro-batch, not measured yet"
     )
+
+
+def _counted(n: int, noun: str) -> str:
+    """ "1 run", "249 runs" (as the pages' `counted` filter writes a count)."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

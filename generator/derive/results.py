@@ -57,6 +57,8 @@ class Board:
     repeats: pl.DataFrame = field(default_factory=_empty)
     scaling: pl.DataFrame = field(default_factory=_empty)
     """Training: device-count scaling (`derive.scaling`); serving: tensor-parallel scaling (`serving.tp_scaling`)."""
+    scaling_efficiencies: bool = False
+    """Training: whether any scaling point has an efficiency against one device (what its chart draws)."""
     best: dict[str, Any] | None = None
     """Training: the fastest headline configuration; tests: the first ranked row."""
     tier_best: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = field(default_factory=dict)
@@ -296,6 +298,7 @@ def _training_board(
         losses=losses,
         repeats=repeats,
         scaling=scaling,
+        scaling_efficiencies=scaling.filter(pl.col("efficiency").is_not_null()).height > 0,
         best=_headline_best(board),
         tier_best=tier_best,
     )

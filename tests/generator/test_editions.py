@@ -55,7 +55,7 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
     """An edition's page is `derive.results` of its own records (generator/build.py `edition_results`), so it shows
     every kind of board the site does: an edition of the committed H200 records ranks training, inference and
     serving boards, each row as the site's own board of the same records has it."""
-    from generator import board_pages, build, checks, derive, load, pages
+    from generator import build, checks, derive, load, pages, render
 
     data = tmp_path / "data"
     shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "h100", data / "h100")
@@ -73,7 +73,7 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
         assert board.ranked.equals(results.boards[key].ranked)
     docs = tmp_path / "docs"
     sink = pages.Charts(docs, tmp_path / "svg")
-    board_pages.write_pages(results, docs, sink, data, frozen=frozen)
+    render.boards.write_pages(results, docs, sink, data, frozen=frozen)
     sink.finish()
     page = (docs / "editions" / "e1.md").read_text()
     for unit in ("| Steps/s |", "| Tokens/s |", "| Output tokens/s |"):

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import board_pages, checks, derive, inference, load, serving, test_boards
+from generator import checks, derive, inference, load, render, serving, test_boards
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -174,7 +174,7 @@ def test_board_data_is_one_row_per_configuration() -> None:
             _run(4, bench_ratio=1.29, settings={"a": 1}, harness_commit=None),
         ]
     )
-    rows = board_pages.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
+    rows = render.boards.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
     assert len(rows) == 2 and len({r["settings_hash"] for r in rows}) == 2
     first, second = rows
     assert first["rank"] == 1 and first["verified"] and first["runs"] == ["r1"]
@@ -193,21 +193,21 @@ def _committed() -> tuple[load.Loaded, pl.DataFrame]:
 
 
 def _published_boards() -> dict[str, list[dict]]:
-    """Every board of the committed data, as the site publishes it (board_pages.board_rows)."""
+    """Every board of the committed data, as the site publishes it (render.boards.board_rows)."""
     loaded, summary = _committed()
     out = {}
     for (suite, workload), board in derive.leaderboards(summary).items():
         unranked = derive.candidates(summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload)))
         unranked = unranked.filter(pl.col("unranked").is_not_null())
         figure = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
-        out[f"{suite}/{workload}"] = board_pages.board_rows(board, unranked, "steps/s", figure)
+        out[f"{suite}/{workload}"] = render.boards.board_rows(board, unranked, "steps/s", figure)
     tests = inference.test_summary(summary, loaded.rows)
     served = serving.test_summary(summary, loaded.rows)
     spreads = inference.pooled_spreads(tests) | serving.pooled_spreads(served)  # as board_pages does
     for frame, board_of in ((tests, inference.board), (served, serving.board)):
         for (suite, workload), group in frame.partition_by("suite", "workload", as_dict=True).items():
             ranked, unranked = board_of(group, spreads)
-            out[f"{suite}/{workload}"] = board_pages.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
+            out[f"{suite}/{workload}"] = render.boards.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
     return out
 
 

@@ -11,7 +11,9 @@ from typing import Any
 
 import polars as pl
 
-from generator import catalog_pages, charts, commits, configurations, editions, pages, sweep_draws, test_boards, verdict
+from generator import charts, commits, configurations, editions, pages, sweep_draws, test_boards, verdict
+from generator.render import catalog
+from generator.render import editions as edition_pages
 from generator.derive.results import Board, Results
 from runners import metrics, schema
 
@@ -86,9 +88,9 @@ def write_pages(
         {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
         for (_, _, name), entries in sorted(grouped.items())
     ]
-    nav_editions = editions.write_pages(env, docs, results, frozen or [], data_dir)
+    nav_editions = edition_pages.write_pages(env, docs, results, frozen or [], data_dir)
     nav_served = _served_models(env, docs, results, chart_sink)
-    catalog_pages.write_catalog_pages(env, docs, results, chart_sink, built_with or [])
+    catalog.write_catalog_pages(env, docs, results, chart_sink, built_with or [])
     return nav, nav_editions, nav_served
 
 
@@ -227,7 +229,7 @@ def _training_board(
         repeats=board.repeats.to_dicts(),
         scaling=board.scaling.to_dicts(),
         scaling_chart=chart_sink.html(pages.chart_id(slug, "scaling"), charts.scaling(board.scaling), depth=1)
-        if board.scaling.filter(pl.col("efficiency").is_not_null()).height
+        if board.scaling_efficiencies
         else "",
     )
     row = dict(

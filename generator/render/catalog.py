@@ -119,7 +119,7 @@ def write_downloads(
     built_with: list[dict[str, str]] | None = None,
 ) -> None:
     """Everything as files: per-run summary as Parquet and CSV, every measurement row as Parquet (and as one CSV
-    per run, written beside each run's page by `run_pages`); the page also lists the generator's versions that built
+    per run, written beside each run's page by `render.runs`); the page also lists the generator's versions that built
     the site (`built_with`, `versions.generator`).
 
     The samples file is large (millions of rows on a busy site), so it is staged next to `docs` (in
