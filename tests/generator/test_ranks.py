@@ -193,22 +193,15 @@ def _committed() -> tuple[load.Loaded, pl.DataFrame]:
 
 
 def _published_boards() -> dict[str, list[dict]]:
-    """Every board of the committed data, as the site publishes it (render.boards.board_rows)."""
-    loaded, summary = _committed()
-    out = {}
-    for (suite, workload), board in derive.leaderboards(summary).items():
-        unranked = derive.candidates(summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload)))
-        unranked = unranked.filter(pl.col("unranked").is_not_null())
-        figure = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
-        out[f"{suite}/{workload}"] = render.boards.board_rows(board, unranked, "steps/s", figure)
-    tests = inference.test_summary(summary, loaded.rows)
-    served = serving.test_summary(summary, loaded.rows)
-    spreads = inference.pooled_spreads(tests) | serving.pooled_spreads(served)  # as board_pages does
-    for frame, board_of in ((tests, inference.board), (served, serving.board)):
-        for (suite, workload), group in frame.partition_by("suite", "workload", as_dict=True).items():
-            ranked, unranked = board_of(group, spreads)
-            out[f"{suite}/{workload}"] = render.boards.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
-    return out
+    """Every board of the committed data as the site publishes it: the site's own `derive.results` (every kind),
+    as its board JSON has it (render.boards.board_rows)."""
+    results = derive.results(*_committed())
+    figures = {"training": ("steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
+               "inference": ("tokens/s", ("value", "lo", "hi")), "serving": ("output tokens/s", ("value", "lo", "hi"))}  # fmt: skip
+    return {
+        f"{suite}/{workload}": render.boards.board_rows(board.ranked, board.unranked, *figures[board.kind])
+        for (suite, workload), board in results.boards.items()
+    }
 
 
 @pytest.mark.slow
