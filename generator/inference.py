@@ -11,13 +11,20 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from generator import derive, test_boards
-from runners import metrics, schema
+import generator.derive.summary as derive
+from generator import test_boards
+from runners import engines, metrics, schema
 
 KINDS = ("pp", "tg")
-BENCH_TAGS = {"llama-bench": "-llama-bench-", "mlx-lm-benchmark": "-mlx-lm-benchmark-"}
-"""How a tool's record made before `config.pairs_with` names the runner's record it checks: its run id is the
-runner's with this inserted before the random suffix (llama-bench for llama.cpp, mlx_lm.benchmark for MLX)."""
+
+
+def bench_tags() -> dict[str, str]:
+    """Per own tool of an inference engine (the registry's, `engines.tools_of`), how its record made before
+    `config.pairs_with` names the runner's record it checks: its run id is the runner's with this inserted before the
+    random suffix (llama-bench for llama.cpp, mlx_lm.benchmark for MLX)."""
+    return {tool: f"-{tool}-" for tool in engines.tools_of("inference")}
+
+
 TOOL_PATH_ENGINES = schema.TOOL_TIMES_MORE
 """Engines whose own tool times more than the test (the registry's `tool_times_more`; mlx_lm.benchmark: see
 `runners.engines.mlx.generate._Bench.tool_path`): their runner also times the tool's path, and only that figure is
@@ -38,6 +45,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     how many repetitions decoded their depth (null in records older than the runner's depth-state reuse, which
     decoded it on every repetition, and in llama-bench's)."""
     runs = summary.filter(is_inference(summary))
+    tags = bench_tags()
     reps = (
         rows.filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("phase") == "steady")
         .pivot(on="metric", index=["run_id", "trial"], values="value", aggregate_function="first")
@@ -75,12 +83,12 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
                     pl.when((pl.col("origin") == "imported") & (pl.col("engine") == tool)).then(
                         pl.col("run_id").str.replace(tag, "-", literal=True)
                     )
-                    for tool, tag in BENCH_TAGS.items()
+                    for tool, tag in tags.items()
                 ),
             ),
         )
     )
-    bench = out.filter(pl.col("engine").is_in(list(BENCH_TAGS))).select(
+    bench = out.filter(pl.col("engine").is_in(list(tags))).select(
         run_id="paired_run",
         bench_run=pl.col("run_id"),
         bench_rate=pl.col("rate_mean"),

@@ -13,11 +13,18 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from generator import derive, test_boards
-from runners import metrics
+import generator.derive.summary as derive
+from generator import test_boards
+from runners import engines, metrics
 
 KINDS = ("offline", "serve")
-BENCH_TAG = "-vllm-bench-"
+
+
+def bench_tools() -> tuple[str, ...]:
+    """The own tools of the serving engines (the registry's, `engines.tools_of`): a runner's served figures are
+    cross-checked against its engine's tool's record of the same test."""
+    return engines.tools_of("serving")
+
 """vLLM's bench tool's record of a test has the runner's run id with this inserted before the random suffix."""
 
 
@@ -53,6 +60,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     same test is paired with the runner's (`bench_*` columns; ratios are runner / tool), and each served figure's
     agreement tolerance on the run's hardware is beside it (`tool_tolerances`: `tol_out`, `tol_ttft`, `tol_tpot`)."""
     runs = summary.filter(is_serving(summary))
+    tools = bench_tools()
     offline = (
         rows.filter(
             pl.col("run_id").is_in(runs.filter(pl.col("kind") == "offline")["run_id"].implode()),
@@ -89,7 +97,13 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             decode_rate=pl.when(pl.col("concurrency") == 1).then(metrics.decode_tokens_per_s(pl.col("median_tpot_ms"))),
             # the tool's record names the runner's it checks; before the field, its run id had the tool's tag inserted
             paired_run=pl.when(pl.col("origin") == "imported").then(
-                pl.coalesce("pairs_with", pl.col("run_id").str.replace(BENCH_TAG, "-", literal=True))
+                pl.coalesce(
+                    "pairs_with",
+                    *(
+                        pl.when(pl.col("engine") == tool).then(pl.col("run_id").str.replace(f"-{tool}-", "-", literal=True))
+                        for tool in tools
+                    ),
+                )
             ),
         )
         .with_columns(
@@ -101,7 +115,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             )
         )
     )
-    bench = out.filter(pl.col("engine") == "vllm-bench").select(
+    bench = out.filter(pl.col("engine").is_in(list(tools))).select(
         run_id="paired_run",
         bench_run=pl.col("run_id"),
         bench_rate=pl.col("out_rate"),
@@ -174,7 +188,9 @@ def tool_tolerances(tests: pl.DataFrame) -> pl.DataFrame:
     from `vllm bench serve`'s own repeats: its finished records of one served point (one configuration) on that
     hardware, two or more of them."""
     keys = ["accelerator", "accelerator_count"]
-    tool = tests.filter((pl.col("engine") == "vllm-bench") & (pl.col("kind") == "serve") & (pl.col("status") == "ok"))
+    tool = tests.filter(
+        pl.col("engine").is_in(list(bench_tools())) & (pl.col("kind") == "serve") & (pl.col("status") == "ok")
+    )
     groups = tool.group_by(*keys, "suite", "workload", "settings_hash").agg(
         *(pl.col(c).drop_nulls() for c in TOLERANCES.values())
     )

@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from generator import configurations, derive, verdict
+import generator.derive.summary as derive
+from generator import configurations, verdict
 from runners import metrics
 
 DRAWS = 4000

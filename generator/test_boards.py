@@ -2,7 +2,7 @@
 rank, one row per configuration, and ranks.
 
 A measured run ranks only when it finished, its hardware is one the datasheet table knows, and, where its engine has
-its own benchmark tool (`schema.OWN_TOOLS`), that tool's record of the same test on the same host agrees with it
+its own benchmark tool (the engine registry, runners/engines: `own_tools`), that tool's record of the same test on the same host agrees with it
 within `metrics.OWN_TOOL_REL_TOL` on every figure both report (throughput; for served points also median TTFT and
 TPOT). A test the tool cannot run (mlx_lm.benchmark has no KV-cache depth) has nothing to agree with, so it does not
 rank. Ranked runs of one configuration (`settings_hash`) share one row; every other run is listed with its reason.
@@ -15,12 +15,8 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from generator import configurations
-from runners import metrics, schema
+from runners import engines, metrics
 
-TOOL_NAMES = {"llama-bench": "llama-bench", "mlx-lm-benchmark": "mlx_lm.benchmark", "vllm-bench": "vllm bench"}
-"""How the pages name each own tool."""
-NO_DEPTH = {"mlx-lm-benchmark": "mlx_lm.benchmark has no KV-cache depth"}
-"""Own tools that cannot run a test at a KV-cache depth, and the reason shown for such tests."""
 KEYS = configurations.KEYS
 LATEST = (
     *configurations.LATEST, *configurations.AGGREGATIONS, "unranked", "kind", "datasheet_bandwidth", "rate_mean",
@@ -41,7 +37,7 @@ every run's (for the interval); a column declared nowhere stops the build."""
 
 
 def _tool() -> pl.Expr:
-    return pl.col("engine").replace_strict(schema.OWN_TOOLS, default=None, return_dtype=pl.String)
+    return pl.col("engine").replace_strict(engines.own_tools(), default=None, return_dtype=pl.String)
 
 
 def unranked_reason(checks: Sequence[tuple[str, ...]], depth: bool, columns: Sequence[str] = ()) -> pl.Expr:
@@ -51,10 +47,11 @@ def unranked_reason(checks: Sequence[tuple[str, ...]], depth: bool, columns: Seq
     the frame's columns (a tolerance column it lacks is the default's)."""
     default = metrics.OWN_TOOL_REL_TOL
     tool = _tool()
-    name = tool.replace_strict(TOOL_NAMES, default=tool, return_dtype=pl.String)
+    name = tool.replace_strict(engines.tool_labels(), default=tool, return_dtype=pl.String)
+    no_depth = engines.tools_without_depth()
     cannot = (
-        pl.when((pl.col("depth") > 0) & tool.is_in(list(NO_DEPTH)))
-        .then(pl.format(" ({})", tool.replace_strict(NO_DEPTH, default="", return_dtype=pl.String)))
+        pl.when((pl.col("depth") > 0) & tool.is_in(list(no_depth)))
+        .then(pl.format(" ({})", tool.replace_strict(no_depth, default="", return_dtype=pl.String)))
         .otherwise(pl.lit(""))
         if depth
         else pl.lit("")
@@ -226,7 +223,8 @@ def rank(rows: pl.DataFrame) -> pl.DataFrame:
 
 RANK_RULE = (
     "One row per configuration (variant settings, test, devices, hardware, engine version); only finished runs on "
-    "known hardware rank, and where the engine has its own benchmark tool (llama-bench, mlx_lm.benchmark, vllm bench) "
+    "known hardware rank, and where the engine has its own benchmark tool "
+    f"({', '.join(sorted(engines.tool_labels().values()))}) "
     f"only beside that tool's record of the same test agreeing within ±{metrics.OWN_TOOL_REL_TOL * 100:g}% on every "
     "figure both report; a row's figure is the median of its runs'; its 95% interval is exp(mean ln ± t·s/√n) with "
     "the between-run spread s of its kind of test pooled over every configuration repeated on its hardware, never "

@@ -12,8 +12,10 @@ from typing import Any
 import polars as pl
 
 from generator import configurations, inference, load, serving, side_by_side, sweep_draws, test_boards, verdict
-from generator import derive as runs_derive
-from generator.derive import catalog, claims, runs
+import generator.derive.catalog as catalog
+import generator.derive.claims as claims
+import generator.derive.runs as runs
+import generator.derive.summary as runs_derive
 from runners import metrics
 
 KINDS = ("training", "inference", "serving")

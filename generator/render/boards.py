@@ -12,8 +12,8 @@ from typing import Any
 import polars as pl
 
 from generator import charts, commits, configurations, editions, pages, sweep_draws, test_boards, verdict
-from generator.render import catalog
-from generator.render import editions as edition_pages
+import generator.render.catalog as catalog
+import generator.render.editions as edition_pages
 from generator.derive.results import Board, Results
 from runners import metrics, schema
 

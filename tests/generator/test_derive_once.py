@@ -18,9 +18,10 @@ from generator import build, derive, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 
-ONCE = """derive.results derive.run_summary derive.leaderboards derive.candidates derive.repeats derive.scaling
-derive.loss_windows derive.loss_parity inference.test_summary serving.test_summary inference.ranked_runs
-serving.ranked_runs test_boards.repeats serving.tp_scaling serving.latency_points verdict.fight verdict.sweep
+ONCE = """derive.results derive.summary.run_summary derive.summary.leaderboards derive.summary.candidates
+derive.summary.repeats derive.summary.scaling
+derive.summary.loss_windows derive.summary.loss_parity inference.test_summary serving.test_summary inference.ranked_runs
+serving.ranked_runs serving.tp_scaling serving.latency_points verdict.fight verdict.sweep
 verdict.answer verdict.owed sweep_draws.compute sweep_draws.draws side_by_side.derive derive.claims.checks
 derive.catalog.tables derive.results.hardware_of_boards configurations.rows""".split()
 """Derivations a build calls exactly once."""
@@ -32,6 +33,8 @@ def _boards_of(kind: str) -> Callable[[Any], int]:
 
 PER = {
     "configurations.pooled_spreads": lambda results: len(verdict.READINGS),  # each reading of steps/s
+    # the repeats of the test runs that rank (the boards' floors) and of those compare counts (a run's own floor)
+    "test_boards.repeats": lambda results: 2,
     "inference.board": _boards_of("inference"),
     "serving.board": _boards_of("serving"),
 }
