@@ -26,7 +26,8 @@ from typing import Any
 
 import polars as pl
 
-from generator import checks, configurations, derive, editions, load, test_boards
+from generator import checks, configurations, derive, editions, load
+from generator.derive import ladder
 from generator.derive.runs import COLUMNS
 from runners import metrics
 
@@ -390,7 +391,7 @@ def _row(key: tuple, a_runs: pl.DataFrame, b_runs: pl.DataFrame, ds: Dataset, th
 
 def _side_figure(runs: pl.DataFrame, counted: pl.DataFrame, columns: tuple[str, str, str]) -> dict[str, Any]:
     """A side's figure: one run's, or the median of a configuration's runs' figures with an interval from the lowest
-    low to the highest high (`test_boards.rows`, as the boards pool a configuration's runs)."""
+    low to the highest high (`ladder.rows`, as the boards pool a configuration's runs)."""
     left_out = [{"run_id": r, "reason": why} for r, why in runs.filter(pl.col("excluded").is_not_null())
                 .select("run_id", "excluded").iter_rows()]  # fmt: skip
     out = {"value": None, "lo": None, "hi": None, "runs": counted["run_id"].to_list(), "left_out": left_out}
@@ -401,7 +402,7 @@ def _side_figure(runs: pl.DataFrame, counted: pl.DataFrame, columns: tuple[str, 
     frame = counted.select(
         *TEST_KEYS, "run_id", "started_at", "variant", "settings", "harness_commit", value=value, lo=lo, hi=hi
     )
-    pooled = test_boards.rows(frame)
+    pooled = ladder.rows(frame)
     if pooled.height != 1:  # an edition's cell is one configuration, a run's or a configuration's one too
         raise AssertionError(f"one side of a row pools {pooled.height} configurations")
     pooled_row = pooled.row(0, named=True)

@@ -110,7 +110,7 @@ def aggregation(name: str, declared: dict[str, str], latest: tuple[str, ...]) ->
         return "latest"
     raise ValueError(
         f"board column {name!r} has no declared aggregation: declare it in generator/configurations.py AGGREGATIONS "
-        "or LATEST (training), or generator/test_boards.py LATEST (inference and serving tests)"
+        "or LATEST (training), or generator/derive/ladder.py LATEST (inference and serving tests)"
     )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import polars as pl
 
 import generator.derive.summary as derive
-from generator import test_boards
+import generator.derive.ladder as ladder
 from runners import engines, metrics, schema
 
 KINDS = ("pp", "tg")
@@ -110,29 +110,29 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 def board(
     tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One inference test's ranked configurations and unranked runs (`test_boards.board`): the median tokens/s over
+    """One inference test's ranked configurations and unranked runs (`ladder.board`): the median tokens/s over
     repetitions with its 95% interval, checked against the engine's own tool's tokens/s (a tg test's figure is also
     its latency: time per token is its inverse). `spreads` (`pooled_spreads`) gives rows the between-run spread."""
-    return test_boards.board(_with_tool_path(tests), *FIGURE, CHECKS, spreads)
+    return ladder.board(_with_tool_path(tests), *FIGURE, CHECKS, spreads)
 
 
 def ranked_runs(tests: pl.DataFrame) -> pl.DataFrame:
-    """The inference runs that rank (`test_boards.verified` with no `unranked` reason), each with its figure in
+    """The inference runs that rank (`ladder.verified` with no `unranked` reason), each with its figure in
     `value`, `lo`, `hi`: what the A/A repeats and the pooled spreads are made of."""
-    runs = test_boards.verified(_with_tool_path(tests), *FIGURE, CHECKS)
+    runs = ladder.verified(_with_tool_path(tests), *FIGURE, CHECKS)
     return runs.filter(pl.col("unranked").is_null())
 
 
 def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
-    """The A/A spreads of every inference test (`test_boards.aa_spreads` over the runs that rank), by kind (pp, tg),
+    """The A/A spreads of every inference test (`ladder.aa_spreads` over the runs that rank), by kind (pp, tg),
     hardware, device count and host condition."""
-    return test_boards.aa_spreads(ranked_runs(tests))
+    return ladder.aa_spreads(ranked_runs(tests))
 
 
 def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
-    """The between-run spreads of inference tests (`test_boards.pooled_spreads` over the runs that rank), by kind
+    """The between-run spreads of inference tests (`ladder.pooled_spreads` over the runs that rank), by kind
     (pp, tg), hardware and device count."""
-    return test_boards.pooled_spreads(ranked_runs(tests))
+    return ladder.pooled_spreads(ranked_runs(tests))
 
 
 def _with_tool_path(tests: pl.DataFrame) -> pl.DataFrame:

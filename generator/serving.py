@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import polars as pl
 
 import generator.derive.summary as derive
-from generator import test_boards
+import generator.derive.ladder as ladder
 from runners import engines, metrics
 
 KINDS = ("offline", "serve")
@@ -135,34 +135,34 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 def board(
     tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One serving test's ranked configurations and unranked runs (`test_boards.board`) by output tokens/s: offline,
+    """One serving test's ranked configurations and unranked runs (`ladder.board`) by output tokens/s: offline,
     the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
     figure over all its requests, checked against `vllm bench serve` on throughput, median TTFT and median TPOT."""
-    return test_boards.board(tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"], spreads)
+    return ladder.board(tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"], spreads)
 
 
 def ranked_runs(tests: pl.DataFrame) -> pl.DataFrame:
-    """The serving runs that rank (`test_boards.verified` with no `unranked` reason), of every kind (offline, served),
+    """The serving runs that rank (`ladder.verified` with no `unranked` reason), of every kind (offline, served),
     each with its figure in `value`, `lo`, `hi`: what the A/A repeats and the pooled spreads are made of."""
     ranked = [
-        test_boards.verified(tests.filter(pl.col("kind") == kind), *FIGURE, checks).filter(pl.col("unranked").is_null())
+        ladder.verified(tests.filter(pl.col("kind") == kind), *FIGURE, checks).filter(pl.col("unranked").is_null())
         for kind, checks in CHECKS.items()
     ]
     return pl.concat(ranked, how="diagonal_relaxed")
 
 
 def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
-    """The A/A spreads of every serving test (`test_boards.aa_spreads` over the runs that rank), by kind (offline,
+    """The A/A spreads of every serving test (`ladder.aa_spreads` over the runs that rank), by kind (offline,
     served), hardware, device count and host condition: a served point's row, one measurement, gets its interval
     from them."""
-    return test_boards.aa_spreads(ranked_runs(tests))
+    return ladder.aa_spreads(ranked_runs(tests))
 
 
 def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
-    """The between-run spreads of serving tests (`test_boards.pooled_spreads` over the runs that rank), by kind
+    """The between-run spreads of serving tests (`ladder.pooled_spreads` over the runs that rank), by kind
     (offline, served), hardware and device count: a served point's row, one measurement, gets its interval from
     them."""
-    return test_boards.pooled_spreads(ranked_runs(tests))
+    return ladder.pooled_spreads(ranked_runs(tests))
 
 
 FIGURE = (pl.coalesce("out_med", "output_tokens_per_s"), pl.col("out_lo"), pl.col("out_hi"))

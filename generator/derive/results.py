@@ -11,7 +11,8 @@ from typing import Any
 
 import polars as pl
 
-from generator import configurations, inference, load, serving, side_by_side, sweep_draws, test_boards, verdict
+import generator.derive.ladder as ladder
+from generator import configurations, inference, load, serving, side_by_side, sweep_draws, verdict
 import generator.derive.catalog as catalog
 import generator.derive.claims as claims
 import generator.derive.runs as runs
@@ -37,7 +38,7 @@ class Board:
     """One of `KINDS`."""
     ranked: pl.DataFrame
     """One row per configuration of its ranked runs, ranked with ties (training: `derive.leaderboards`; tests:
-    `test_boards.board`)."""
+    `ladder.board`)."""
     unranked: pl.DataFrame
     """Every measured, unretracted run that does not rank, with its `unranked` reason."""
     shown_unranked: pl.DataFrame
@@ -100,7 +101,7 @@ class Results:
     repeats: pl.DataFrame
     """Training A/A repeats (`derive.repeats`)."""
     test_repeats: pl.DataFrame
-    """A/A repeats of inference and serving tests, of the runs that rank (`test_boards.repeats`)."""
+    """A/A repeats of inference and serving tests, of the runs that rank (`ladder.repeats`)."""
     training_spreads: dict[str, configurations.Spreads]
     """Per reading of steps/s (`verdict.READINGS`), the pooled between-run spreads (`configurations.pooled_spreads`)."""
     test_spreads: dict[tuple[str, str, int], metrics.PooledSpread]
@@ -130,7 +131,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     tests = inference.test_summary(summary, rows)
     served = serving.test_summary(summary, rows)
     inference_ranked, serving_ranked = inference.ranked_runs(tests), serving.ranked_runs(served)
-    test_spreads = test_boards.pooled_spreads(inference_ranked) | test_boards.pooled_spreads(serving_ranked)
+    test_spreads = ladder.pooled_spreads(inference_ranked) | ladder.pooled_spreads(serving_ranked)
     training_spreads = {
         reading: configurations.pooled_spreads(summary, column) for reading, column in verdict.READINGS.items()
     }
@@ -139,7 +140,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     window_losses = runs_derive.loss_windows(summary, rows)
     tp = serving.tp_scaling(served)
     the_verdict = sweep_draws.compute(summary, rows, training_spreads)
-    test_repeats = test_boards.repeats(pl.concat([inference_ranked, serving_ranked], how="diagonal_relaxed"))
+    test_repeats = ladder.repeats(pl.concat([inference_ranked, serving_ranked], how="diagonal_relaxed"))
     boards = _boards(summary, tests, served, test_spreads, repeats, scaling, window_losses, tp, training_spreads)
     points = serving.latency_points(served)
     return Results(

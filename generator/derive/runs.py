@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from generator import configurations, inference, serving, test_boards
+import generator.derive.ladder as ladder
+from generator import configurations, inference, serving
 
 COLUMNS = ["run_id", "suite", "workload", "kind", "settings_hash", "settings", "variant", "engine", "engine_version",
            "accelerator", "accelerator_count", "shared_host", "harness_commit", "started_at", "status", "origin",
@@ -48,7 +49,7 @@ def every_run(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.DataFrame, 
         reasons = _test_reasons(cross_checks, tuple(served.columns))
         frames.append(_counted(served.filter(pl.col("kind") == kind), "output tokens/s", reasons))
     runs = pl.concat(frames, how="diagonal_relaxed").select(COLUMNS).sort("started_at", "run_id")
-    test_repeats = test_boards.repeats(runs.filter(pl.col("excluded").is_null() & (pl.col("kind") != "train")))
+    test_repeats = ladder.repeats(runs.filter(pl.col("excluded").is_null() & (pl.col("kind") != "train")))
     run_floors: dict[str, float] = {}
     for frame in (repeats, test_repeats):
         for ids, spread in frame.select("run_id", "spread").iter_rows():
@@ -105,10 +106,10 @@ def _training_reasons() -> tuple[pl.Expr, dict[str, pl.Expr], pl.Expr]:
 def _test_reasons(
     cross_checks: tuple[tuple[str, ...], ...], columns: tuple[str, ...] = ()
 ) -> tuple[pl.Expr, dict[str, pl.Expr], pl.Expr]:
-    """The boards' reason a test run does not rank (`test_boards.unranked_reason`, with the tolerance columns of
+    """The boards' reason a test run does not rank (`ladder.unranked_reason`, with the tolerance columns of
     `columns` the frame has); a run with no cross-check counts anyway, so a run left out is stopped, unverified, has
     no figure, or disagrees with its engine's own tool."""
-    board = test_boards.unranked_reason(cross_checks, depth=True, columns=columns)
+    board = ladder.unranked_reason(cross_checks, depth=True, columns=columns)
     anyway = {"bench_run": pl.col("bench_run").fill_null("-"), "bench_status": pl.lit("ok")}
     anyway |= {check[1]: pl.col(check[1]).fill_null(1.0) for check in cross_checks}
     return board, anyway, board

@@ -11,7 +11,8 @@ from typing import Any
 
 import polars as pl
 
-from generator import charts, commits, configurations, editions, pages, sweep_draws, test_boards, verdict
+from generator import charts, commits, configurations, editions, pages, sweep_draws, verdict
+from generator.derive import ladder
 import generator.render.catalog as catalog
 import generator.render.editions as edition_pages
 from generator.derive.results import Board, Results
@@ -395,7 +396,7 @@ def _inference_board(
         unranked=board.shown_unranked.to_dicts(),
         imported=board.imported.to_dicts(),
         failures=board.failures.to_dicts(),
-        rank_rule=test_boards.RANK_RULE,
+        rank_rule=ladder.RANK_RULE,
         json_name=_board_json(path, board.ranked, board.unranked, "tokens/s", ("value", "lo", "hi")),
         chart=chart_sink.html(pages.chart_id(slug, "tokens"), charts.test_throughput(board.drawn, "tokens/s"), depth=1)
         if board.drawn.height
@@ -435,7 +436,7 @@ def _serving_board(
         work=config["workload"],
         rows=board.ranked.to_dicts(),
         unranked=board.shown_unranked.to_dicts(),
-        rank_rule=test_boards.RANK_RULE,
+        rank_rule=ladder.RANK_RULE,
         json_name=_board_json(path, board.ranked, board.unranked, "output tokens/s", ("value", "lo", "hi")),
         imported=board.imported.to_dicts(),
         failures=board.failures.to_dicts(),

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
-from generator import configurations, test_boards
+from generator import configurations
+from generator.derive import ladder
 
 
 def _runs(**extra: list) -> pl.DataFrame:
@@ -34,5 +35,5 @@ def test_an_undeclared_board_column_stops_the_build() -> None:
     with pytest.raises(ValueError, match="board column 'tuning_gain' has no declared aggregation"):
         configurations.rows(runs, {})
     tests = runs.with_columns(value=pl.col("steps_per_s"), lo=pl.lit(None), hi=pl.lit(None))
-    with pytest.raises(ValueError, match="board column 'tuning_gain'.*test_boards.py LATEST"):
-        test_boards.rows(tests)
+    with pytest.raises(ValueError, match="board column 'tuning_gain'.*ladder.py LATEST"):
+        ladder.rows(tests)

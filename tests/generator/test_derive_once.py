@@ -34,7 +34,7 @@ def _boards_of(kind: str) -> Callable[[Any], int]:
 PER = {
     "configurations.pooled_spreads": lambda results: len(verdict.READINGS),  # each reading of steps/s
     # the repeats of the test runs that rank (the boards' floors) and of those compare counts (a run's own floor)
-    "test_boards.repeats": lambda results: 2,
+    "derive.ladder.repeats": lambda results: 2,
     "inference.board": _boards_of("inference"),
     "serving.board": _boards_of("serving"),
 }

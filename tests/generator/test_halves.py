@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "generator"
 
-DERIVE = ["derive", "configurations", "test_boards", "inference", "serving", "verdict", "sweep_draws", "side_by_side"]
+DERIVE = ["derive", "configurations", "inference", "serving", "verdict", "sweep_draws", "side_by_side"]
 """The derivation half: the generator/derive/ package and the modules outside it that its results are made of."""
 RENDERING = ("jinja2", "altair", "markupsafe", "mkdocs", "vl_convert", "generator.render", "generator.pages",
              "generator.charts", "generator.build")  # fmt: skip

@@ -14,7 +14,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, derive, inference, load, render, serving, test_boards
+from generator import checks, derive, inference, load, render, serving
+from generator.derive import ladder
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -302,7 +303,7 @@ def _run_figures() -> dict[str, float | None]:
 
 
 def test_the_rank_rule_names_the_tolerance() -> None:
-    assert f"±{metrics.OWN_TOOL_REL_TOL * 100:g}%" in test_boards.RANK_RULE
+    assert f"±{metrics.OWN_TOOL_REL_TOL * 100:g}%" in ladder.RANK_RULE
 
 
 def test_a_one_run_row_gets_the_spread_pooled_over_its_kind_on_its_hardware() -> None:
