@@ -97,7 +97,9 @@ def build(
     with _render_pool(summary.height) as pool:
         manifest = work_dir / "cache" / "run-pages.json"
         footer = versions.footer_text(versions.generator())
-        pending = render.runs.start_run_pages(kept, results.page_runs, results.samples, manifest, pool, repo_url, footer)
+        pending = render.runs.start_run_pages(
+            kept, results.page_runs, results.samples, manifest, pool, repo_url, footer
+        )
         _build_rest(results, frozen, docs, data_dir, out_dir, work_dir, site_url, repo_url, sorted(supplied))
         pending.finish(out_dir)
     return loaded

@@ -28,7 +28,6 @@ import polars as pl
 
 from generator import checks, configurations, derive, editions, load
 from generator.derive import ladder
-from generator.derive.runs import COLUMNS
 from runners import metrics
 
 SELECTORS = """\
@@ -129,7 +128,9 @@ def dataset(
 ) -> Dataset:
     """What compare selects from, out of a site's `Results`: nothing is derived here."""
     every = results.every_run
-    return Dataset(data_dir, every.runs, results.rejected, every.run_floors, results.kind_floors, found or [], bad or [])
+    return Dataset(
+        data_dir, every.runs, results.rejected, every.run_floors, results.kind_floors, found or [], bad or []
+    )
 
 
 # --- what A and B select ------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
     python -m generator.editions release NAME [--data data]
 
 writes `data/editions/NAME.json` once (an existing edition is never rewritten), from a committed `data/` only. The
-site shows every edition with its own leaderboards (generator/render/editions.py), and the changelog between consecutive editions.
+site shows every edition with its own leaderboards (generator/render/editions.py), and the changelog between
+consecutive editions.
 
 Editions are evidence, checked wherever files are loaded (the site, `validate`, `compare`; `audited`):
 - every result file an edition lists must still have the bytes it froze: a changed file is rejected, named with
@@ -31,7 +32,7 @@ from generator import history, load
 from runners import shapes
 
 if TYPE_CHECKING:
-    import polars as pl
+    pass
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_MANIFEST_BYTES = 64 << 20

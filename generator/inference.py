@@ -11,8 +11,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
-import generator.derive.summary as derive
 import generator.derive.ladder as ladder
+import generator.derive.summary as derive
 from runners import engines, metrics, schema
 
 KINDS = ("pp", "tg")

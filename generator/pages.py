@@ -22,7 +22,7 @@ import polars as pl
 from markupsafe import Markup
 
 from generator import SITE_SRC, columns
-from generator.slugs import slug
+from generator.slugs import slug as slug  # the pages, charts and run files are named by it
 from runners import shapes
 
 TEMPLATES = SITE_SRC / "templates"

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
-import generator.derive.summary as derive
 import generator.derive.ladder as ladder
+import generator.derive.summary as derive
 from runners import engines, metrics
 
 KINDS = ("offline", "serve")
@@ -24,6 +24,7 @@ def bench_tools() -> tuple[str, ...]:
     """The own tools of the serving engines (the registry's, `engines.tools_of`): a runner's served figures are
     cross-checked against its engine's tool's record of the same test."""
     return engines.tools_of("serving")
+
 
 """vLLM's bench tool's record of a test has the runner's run id with this inserted before the random suffix."""
 
@@ -100,7 +101,9 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
                 pl.coalesce(
                     "pairs_with",
                     *(
-                        pl.when(pl.col("engine") == tool).then(pl.col("run_id").str.replace(f"-{tool}-", "-", literal=True))
+                        pl.when(pl.col("engine") == tool).then(
+                            pl.col("run_id").str.replace(f"-{tool}-", "-", literal=True)
+                        )
                         for tool in tools
                     ),
                 )

@@ -111,9 +111,12 @@ def _newest_per_variant(ranked: pl.DataFrame, unranked: pl.DataFrame) -> dict[tu
 
 
 _GROUP = ("suite", "model_name", "accelerator")
-_CHOSEN_BY = {"suite": pl.String, "model_name": pl.String, "accelerator": pl.String, "accelerator_count": pl.Int64,
-              "engine": pl.String, "kind": pl.String, "depth": pl.Int64, "concurrency": pl.Int64, "status": pl.String,
-              "started_at": pl.Datetime("us", "UTC"), "value": pl.Float64}  # fmt: skip
+_CHOSEN_BY: dict[str, pl.DataType | type[pl.DataType]] = {
+    **dict.fromkeys(("suite", "model_name", "accelerator", "engine", "kind", "status"), pl.String),
+    **dict.fromkeys(("accelerator_count", "depth", "concurrency"), pl.Int64),
+    "started_at": pl.Datetime("us", "UTC"),
+    "value": pl.Float64,
+}
 
 
 def test_rows(boards: list[tuple[pl.DataFrame, pl.DataFrame]]) -> tuple[pl.DataFrame, pl.DataFrame]:

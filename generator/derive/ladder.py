@@ -2,7 +2,8 @@
 rank, one row per configuration, and ranks.
 
 A measured run ranks only when it finished, its hardware is one the datasheet table knows, and, where its engine has
-its own benchmark tool (the engine registry, runners/engines: `own_tools`), that tool's record of the same test on the same host agrees with it
+its own benchmark tool (the engine registry, runners/engines: `own_tools`), that tool's record of the same test on
+the same host agrees with it
 within `metrics.OWN_TOOL_REL_TOL` on every figure both report (throughput; for served points also median TTFT and
 TPOT). A test the tool cannot run (mlx_lm.benchmark has no KV-cache depth) has nothing to agree with, so it does not
 rank. Ranked runs of one configuration (`settings_hash`) share one row; every other run is listed with its reason.

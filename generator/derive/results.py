@@ -11,12 +11,12 @@ from typing import Any
 
 import polars as pl
 
-import generator.derive.ladder as ladder
-from generator import configurations, inference, load, serving, side_by_side, sweep_draws, verdict
 import generator.derive.catalog as catalog
 import generator.derive.claims as claims
-import generator.derive.runs as runs
+import generator.derive.ladder as ladder
+import generator.derive.runs as every_runs
 import generator.derive.summary as runs_derive
+from generator import configurations, inference, load, serving, side_by_side, sweep_draws, verdict
 from runners import metrics
 
 KINDS = ("training", "inference", "serving")
@@ -93,7 +93,7 @@ class Results:
     """Serving tests, one row per run (`serving.test_summary`)."""
     page_runs: pl.DataFrame
     """The runs with their tests' own figures: what the run pages show."""
-    every_run: runs.EveryRun
+    every_run: every_runs.EveryRun
     """One row per run of every kind with the figure its kind ranks by, and its repeats' spread: what `compare`
     selects from."""
     boards: dict[tuple[str, str], Board]
@@ -151,7 +151,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         tests=tests,
         served=served,
         page_runs=with_test_figures(summary, tests, served),
-        every_run=runs.every_run(summary, tests, served, repeats),
+        every_run=every_runs.every_run(summary, tests, served, repeats),
         boards=boards,
         repeats=repeats,
         test_repeats=test_repeats,
@@ -161,7 +161,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         scaling=scaling,
         window_losses=window_losses,
         tp_scaling=tp,
-        latency=dict(sorted(points.partition_by("suite", "model_name", as_dict=True).items())),  # type: ignore[arg-type]
+        latency=dict(sorted(points.partition_by("suite", "model_name", as_dict=True).items())),
         verdict=the_verdict,
         claim_checks=claims.checks(summary, the_verdict.matched if the_verdict else {}),
         side_by_side=side_by_side.derive(
@@ -177,9 +177,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     )
 
 
-def _kind_floors(
-    repeats: pl.DataFrame, test_repeats: pl.DataFrame
-) -> dict[tuple[str, str, int, bool], float]:
+def _kind_floors(repeats: pl.DataFrame, test_repeats: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     """The largest A/A spread of each kind on each hardware and host condition: training's from its repeats
     (`configurations.aa_spreads`), each kind of test's from the repeats of its runs that rank."""
     out = {("train", *k): v for k, v in configurations.aa_spreads(repeats).items()}

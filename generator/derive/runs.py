@@ -113,5 +113,3 @@ def _test_reasons(
     anyway = {"bench_run": pl.col("bench_run").fill_null("-"), "bench_status": pl.lit("ok")}
     anyway |= {check[1]: pl.col(check[1]).fill_null(1.0) for check in cross_checks}
     return board, anyway, board
-
-

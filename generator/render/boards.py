@@ -11,10 +11,10 @@ from typing import Any
 
 import polars as pl
 
-from generator import charts, commits, configurations, editions, pages, sweep_draws, verdict
-from generator.derive import ladder
 import generator.render.catalog as catalog
 import generator.render.editions as edition_pages
+from generator import charts, commits, configurations, editions, pages, sweep_draws, verdict
+from generator.derive import ladder
 from generator.derive.results import Board, Results
 from runners import metrics, schema
 
@@ -101,7 +101,9 @@ def _side_by_side(env: Any, docs: Path, results: Results, chart_sink: pages.Char
     models: dict[tuple[str, str, str], dict[str, Any]] = {}
     for board in derived.boards:
         key = (board["suite"], board["model_name"], board["accelerator"])
-        title = f"{board['model_name']} ({(board['total_params'] or 0) / 1e9:.1f}B parameters) · 1 × {board['accelerator']}"
+        title = (
+            f"{board['model_name']} ({(board['total_params'] or 0) / 1e9:.1f}B parameters) · 1 × {board['accelerator']}"
+        )
         model = models.setdefault(key, {"title": title, "boards": []})
         slug = pages.slug("side-by-side", *key, f"{board['family_bits']}bit")
         chart = chart_sink.html(f"chart-{slug}", charts.side_by_side(pl.DataFrame(board["rows"])))

@@ -18,6 +18,7 @@ from generator.derive import claims
 from generator.derive.results import Results
 from runners import metrics, schema
 
+
 def plausibility_chart(curves: pl.DataFrame, our_best: dict[str, float]) -> alt.LayerChart:
     """Implied MFU against tokens per step (log-log), with the physical limit and our best measured MFU at each
     precision (same colour as that precision's curve)."""
@@ -103,7 +104,9 @@ def write_catalog_pages(
         dict(name=name, **about, versions=[r for r in engines.to_dicts() if r["engine"] == name])
         for name, about in schema.ENGINE_ABOUT.items()
     ]
-    others = [r for r in engines.to_dicts() if r["engine"] is not None and r["engine"] not in schema.ENGINE_ABOUT]  # tools, claims, retractions
+    others = [
+        r for r in engines.to_dicts() if r["engine"] is not None and r["engine"] not in schema.ENGINE_ABOUT
+    ]  # tools, claims, retractions
     pages.render(env, "engines.md.j2", docs / "engines.md", sections=sections, others=others)
     write_downloads(env, docs, results.runs, results.samples, built_with or [])
 

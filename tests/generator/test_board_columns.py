@@ -35,5 +35,5 @@ def test_an_undeclared_board_column_stops_the_build() -> None:
     with pytest.raises(ValueError, match="board column 'tuning_gain' has no declared aggregation"):
         configurations.rows(runs, {})
     tests = runs.with_columns(value=pl.col("steps_per_s"), lo=pl.lit(None), hi=pl.lit(None))
-    with pytest.raises(ValueError, match="board column 'tuning_gain'.*ladder.py LATEST"):
+    with pytest.raises(ValueError, match=r"board column 'tuning_gain'.*ladder\.py LATEST"):
         ladder.rows(tests)

@@ -18,12 +18,33 @@ from generator import build, derive, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 
-ONCE = """derive.results derive.summary.run_summary derive.summary.leaderboards derive.summary.candidates
-derive.summary.repeats derive.summary.scaling
-derive.summary.loss_windows derive.summary.loss_parity inference.test_summary serving.test_summary inference.ranked_runs
-serving.ranked_runs serving.tp_scaling serving.latency_points verdict.fight verdict.sweep
-verdict.answer verdict.owed sweep_draws.compute sweep_draws.draws side_by_side.derive derive.claims.checks
-derive.catalog.tables derive.results.hardware_of_boards configurations.rows""".split()
+ONCE = [
+    "derive.results",
+    "derive.summary.run_summary",
+    "derive.summary.leaderboards",
+    "derive.summary.candidates",
+    "derive.summary.repeats",
+    "derive.summary.scaling",
+    "derive.summary.loss_windows",
+    "derive.summary.loss_parity",
+    "inference.test_summary",
+    "serving.test_summary",
+    "inference.ranked_runs",
+    "serving.ranked_runs",
+    "serving.tp_scaling",
+    "serving.latency_points",
+    "verdict.fight",
+    "verdict.sweep",
+    "verdict.answer",
+    "verdict.owed",
+    "sweep_draws.compute",
+    "sweep_draws.draws",
+    "side_by_side.derive",
+    "derive.claims.checks",
+    "derive.catalog.tables",
+    "derive.results.hardware_of_boards",
+    "configurations.rows",
+]
 """Derivations a build calls exactly once."""
 
 

@@ -28,7 +28,10 @@ GROUPING = {"group_by", "filter", "partition_by", "agg", "unique"}
 PRESENTATION = {
     ("runs.py", "sample_texts"): "thins each run's samples to the points its static chart draws",
     ("runs.py", "csv_texts"): "one CSV text per run of its own rows, as they were recorded",
-    ("runs.py", "start_run_pages"): "the rows of the run pages still to render (the others are kept from the last build)",
+    (
+        "runs.py",
+        "start_run_pages",
+    ): "the rows of the run pages still to render (the others are kept from the last build)",
 }
 """Render functions allowed such a method, each with why it decides nothing about what counts."""
 
@@ -104,7 +107,11 @@ def _render_violations(path: Path) -> list[str]:
                 target = getattr(local[func.value.id], func.attr, None)
                 if inspect.isfunction(target):
                     out.append(f"{function.name} calls the derivation {func.value.id}.{func.attr}")
-            if isinstance(func, ast.Attribute) and func.attr in GROUPING and (path.name, function.name) not in PRESENTATION:
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in GROUPING
+                and (path.name, function.name) not in PRESENTATION
+            ):
                 out.append(f"{function.name} calls .{func.attr}(): deciding which records count is the derivation's")
     return out
 

@@ -197,8 +197,11 @@ def _published_boards() -> dict[str, list[dict]]:
     """Every board of the committed data as the site publishes it: the site's own `derive.results` (every kind),
     as its board JSON has it (render.boards.board_rows)."""
     results = derive.results(*_committed())
-    figures = {"training": ("steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
-               "inference": ("tokens/s", ("value", "lo", "hi")), "serving": ("output tokens/s", ("value", "lo", "hi"))}  # fmt: skip
+    figures = {
+        "training": ("steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
+        "inference": ("tokens/s", ("value", "lo", "hi")),
+        "serving": ("output tokens/s", ("value", "lo", "hi")),
+    }
     return {
         f"{suite}/{workload}": render.boards.board_rows(board.ranked, board.unranked, *figures[board.kind])
         for (suite, workload), board in results.boards.items()

@@ -38,8 +38,14 @@ def test_a_registered_serving_engine_is_paired_with_its_own_tool_and_ranked(monk
     monkeypatch.setitem(
         engines.ENGINES,
         NAME,
-        engines.Engine(name=NAME, about="a second serving engine (test)", kinds=("serving",), packages=(),
-                       tool=TOOL, tool_label="fakeserve bench"),  # fmt: skip
+        engines.Engine(
+            name=NAME,
+            about="a second serving engine (test)",
+            kinds=("serving",),
+            packages=(),
+            tool=TOOL,
+            tool_label="fakeserve bench",
+        ),
     )
     records = load.Loaded(runs=_renamed(loaded.runs), rows=_renamed(loaded.rows), rejected=[])
     results = derive.results(records, _renamed(summary))
