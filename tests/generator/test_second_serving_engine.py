@@ -34,19 +34,16 @@ def test_a_registered_serving_engine_is_paired_with_its_own_tool_and_ranked(monk
     loaded, summary = checks.checked(load.load(ROOT / "data"))
     as_vllm = _serving_rows(derive.results(loaded, summary))
     vllm = engines.ENGINES["vllm"]
-    monkeypatch.delitem(engines.ENGINES, "vllm")
-    monkeypatch.setitem(
-        engines.ENGINES,
-        NAME,
-        engines.Engine(
-            name=NAME,
-            about="a second serving engine (test)",
-            kinds=("serving",),
-            packages=(),
-            tool=TOOL,
-            tool_label="fakeserve bench",
-        ),
+    others = {name: e for name, e in engines.ENGINES.items() if name != "vllm"}
+    fake = engines.Engine(
+        name=NAME,
+        about="a second serving engine (test)",
+        kinds=("serving",),
+        packages=(),
+        tool=TOOL,
+        tool_label="fakeserve bench",
     )
+    monkeypatch.setattr(engines, "ENGINES", others | {NAME: fake})  # the registry as it is, restored after
     records = load.Loaded(runs=_renamed(loaded.runs), rows=_renamed(loaded.rows), rejected=[])
     results = derive.results(records, _renamed(summary))
     ranked = _serving_rows(results)
@@ -57,7 +54,7 @@ def test_a_registered_serving_engine_is_paired_with_its_own_tool_and_ranked(monk
     # registered with another tool, the same records have no record of that tool to agree with: none ranks, and the
     # reason names the tool the registry gives
     other = engines.Engine(name=NAME, about="x", kinds=("serving",), packages=(), tool="other-bench")
-    monkeypatch.setitem(engines.ENGINES, NAME, other)
+    monkeypatch.setattr(engines, "ENGINES", others | {NAME: other})
     unchecked = derive.results(records, _renamed(summary))
     assert not any(b.ranked.height for b in unchecked.boards.values() if b.kind == "serving")
     reasons = pl.concat([b.unranked for b in unchecked.boards.values() if b.kind == "serving"], how="diagonal_relaxed")
