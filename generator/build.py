@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import multiprocessing
 import os
 import shutil
@@ -20,24 +21,9 @@ from datetime import datetime
 from pathlib import Path
 
 import altair as alt
-import polars as pl
 import yaml
 
-from generator import (
-    SITE_SRC,
-    board_pages,
-    catalog_pages,
-    charts,
-    checks,
-    editions,
-    inference,
-    load,
-    pages,
-    repository,
-    run_pages,
-    serving,
-    versions,
-)
+from generator import SITE_SRC, charts, checks, derive, editions, load, pages, render, repository, versions
 from runners import cache
 
 
@@ -107,16 +93,15 @@ def build(
             os.replace(out_dir / "runs", kept)
         except OSError:  # another file system: render them all again
             shutil.rmtree(out_dir / "runs")
-    tests = inference.test_summary(summary, loaded.rows)
-    served = serving.test_summary(summary, loaded.rows)
+    results = derive.results(loaded, summary)
+    frozen = edition_results(loaded, data_dir)
     with _render_pool(summary.height) as pool:
-        page_runs = run_pages.with_test_figures(summary, tests, served)
         manifest = work_dir / "cache" / "run-pages.json"
         footer = versions.footer_text(versions.generator())
-        pending = run_pages.start_run_pages(kept, page_runs, loaded.rows, manifest, pool, repo_url, footer)
-        _build_rest(
-            loaded, summary, docs, data_dir, out_dir, work_dir, tests, served, site_url, repo_url, sorted(supplied)
+        pending = render.runs.start_run_pages(
+            kept, results.page_runs, results.samples, manifest, pool, repo_url, footer
         )
+        _build_rest(results, frozen, docs, data_dir, out_dir, work_dir, site_url, repo_url, sorted(supplied))
         pending.finish(out_dir)
     return loaded
 
@@ -134,15 +119,24 @@ RENDER_POOL_FROM = 200
 """Runs from which run pages are rendered by worker processes."""
 
 
+def edition_results(loaded: load.Loaded, data_dir: Path) -> list[tuple[editions.Frozen, derive.Results]]:
+    """Each edition's records (`editions.frozen`), checked and derived as the site's are: an edition's pages show
+    `derive.results` of its own records. A frozen file the checks reject is named among the edition's problems."""
+    out = []
+    for made in editions.frozen(loaded, data_dir):
+        records, summary = checks.checked(made.records)
+        rejected = [f"{r.path}: rejected ({'; '.join(r.problems)})" for r in records.rejected]
+        out.append((dataclasses.replace(made, problems=[*made.problems, *rejected]), derive.results(records, summary)))
+    return out
+
+
 def _build_rest(
-    loaded: load.Loaded,
-    summary: pl.DataFrame,
+    results: derive.Results,
+    frozen: list[tuple[editions.Frozen, derive.Results]],
     docs: Path,
     data_dir: Path,
     out_dir: Path,
     work_dir: Path,
-    tests: pl.DataFrame,
-    served: pl.DataFrame,
     site_url: str | None = None,
     repo_url: str | None = None,
     supplied: list[str] | None = None,
@@ -153,8 +147,8 @@ def _build_rest(
 
     chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
     built_with = versions.generator()
-    nav, nav_editions, nav_served = board_pages.write_pages(
-        loaded, summary, docs, chart_sink, data_dir, tests, served, repo_url, built_with
+    nav, nav_editions, nav_served = render.boards.write_pages(
+        results, docs, chart_sink, data_dir, repo_url, built_with, frozen
     )
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = mkdocs_config(pages.nav(nav, nav_editions, nav_served, supplied or []), built_with, site_url)
@@ -162,12 +156,13 @@ def _build_rest(
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     # Deterministic output: MkDocs stamps pages and the sitemap with the build date unless SOURCE_DATE_EPOCH is
     # set, so the date is that of the newest record (the same data always gives the same bytes).
-    newest = loaded.runs["ended_at"].max() if loaded.runs.height else None
+    runs = results.records.runs
+    newest = runs["ended_at"].max() if runs.height else None
     os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if isinstance(newest, datetime) else 0)
     mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
     for source_map in out_dir.rglob("*.map"):  # the theme's source maps: 1.5 MB no reader needs
         source_map.unlink()
-    for staged in sorted((work_dir / catalog_pages.STAGED_DOWNLOADS).glob("*")):
+    for staged in sorted((work_dir / render.catalog.STAGED_DOWNLOADS).glob("*")):
         os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
     (out_dir / BUILT_MARKER).write_text("built by Fair Fight (`fairfight site`); the next build replaces this folder\n")
 

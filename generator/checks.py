@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from generator import derive, load
+import generator.derive.summary as derive
+from generator import load
 
 
 def impossible(summary: pl.DataFrame) -> list[tuple[str, str]]:

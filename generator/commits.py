@@ -44,10 +44,6 @@ def repo_base(repo_url: str | None) -> str | None:
     return repo_url.rstrip("/").removesuffix(".git")
 
 
-def _key(value: str | None) -> str | None:
-    return valid(value) or value
-
-
 def distinct(values: Iterable[str | None]) -> list[str | None]:
     """The commits of some runs, each once, in the order first seen: an abbreviated commit and a longer one that
     begins with it are one commit (shown as the longer); a run without a commit is one `None` entry; a malformed

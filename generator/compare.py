@@ -6,13 +6,12 @@
 A and B are each a run, a configuration (pooling its runs), an edition or a harness commit (every configuration in
 both: `compare @A @B`, selected by generator/compare_select.py). Each
 row holds the figure its kind of test is ranked by on the boards, A's and B's with their intervals (a run's 95%
-interval; a configuration's, as on the boards, from its runs' lowest low to highest high), B/A with the interval
-those give (`metrics.ratio_interval`), the A/A floor (the spread between identical runs: `derive.repeats`,
-`test_boards.repeats`, or the largest of its kind on that hardware, as the boards widen one-run rows:
-`configurations.aa_spreads`, `inference.aa_spreads`, `serving.aa_spreads`) and the verdict
-(`metrics.compare_verdict`). Figures come from the generator's own loading and derivation, and only finished,
-verified, unretracted runs count (the boards' own reasons, less those about a board's shape). This module selects,
-pairs and prints.
+interval; a configuration's median of its runs' figures, from its runs' lowest low to highest high), B/A with the
+interval those give (`metrics.ratio_interval`), the A/A floor (the spread between identical runs, or the largest of
+its kind on that hardware, as the boards widen one-run rows: `Results.kind_floors`) and the verdict
+(`metrics.compare_verdict`). The runs, their figures and the floors are the site's own `derive.results`
+(`derive.runs.every_run`), and only finished, verified, unretracted runs count (the boards' own reasons, less those
+about a board's shape). This module selects, pairs and prints.
 """
 
 from __future__ import annotations
@@ -29,18 +28,8 @@ from typing import Any
 
 import polars as pl
 
-from generator import (
-    checks,
-    compare_format,
-    compare_select,
-    configurations,
-    derive,
-    editions,
-    inference,
-    load,
-    serving,
-    test_boards,
-)
+from generator import checks, compare_format, compare_select, configurations, derive, editions, load
+from generator.derive import ladder
 from runners import formats, metrics
 
 SELECTORS = """\
@@ -122,12 +111,8 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
 
 
-# --- the data: one row per run with the figure its kind is ranked by -------------------------------------------
+# --- the data: one row per run with the figure its kind is ranked by (`derive.runs.every_run`) -------------------
 
-COLUMNS = ["run_id", "suite", "workload", "kind", "settings_hash", "settings", "variant", "engine", "engine_version",
-           "accelerator", "accelerator_count", "shared_host", "harness_commit", "started_at", "status", "origin",
-           "sha256", "figure", "value", "lo", "hi", "tokens_per_step", "tokens_per_s", "tokens_per_s_lo",
-           "tokens_per_s_hi", "excluded", "note"]  # fmt: skip
 TEST_KEYS = configurations.KEYS
 
 
@@ -135,7 +120,8 @@ TEST_KEYS = configurations.KEYS
 class Dataset:
     data_dir: Path
     runs: pl.DataFrame
-    """One row per loaded run (`COLUMNS`): `value`, `lo`, `hi` its figure; `excluded` why it does not count."""
+    """One row per loaded run (`derive.runs.COLUMNS`): `value`, `lo`, `hi` its figure; `excluded` why it does not
+    count."""
     rejected: list[load.Rejected]
     run_floors: dict[str, float]
     """run_id -> the A/A spread of the repeats it belongs to."""
@@ -146,95 +132,23 @@ class Dataset:
 
 
 def load_dataset(data_dir: Path) -> Dataset:
-    """Load, check and derive as the site build does, then one figure per run."""
-    loaded, summary = checks.checked(editions.audited(load.load(data_dir), data_dir)[0])
-    tests = inference.test_summary(summary, loaded.rows)
-    served = serving.test_summary(summary, loaded.rows)
-    training = summary.filter(~inference.is_inference(summary) & ~serving.is_serving(summary)).with_columns(
-        kind=pl.col("kind").fill_null("train"),  # claims and retractions name no kind
-        value=pl.col("steps_per_s"),
-        lo=pl.col("steps_per_s_lo"),
-        hi=pl.col("steps_per_s_hi"),
-    )
-    frames = [
-        _counted(training, "steps/s", _training_reasons()),
-        _counted(tests.with_columns(*_named(inference.FIGURE)), "tokens/s", _test_reasons(inference.CHECKS)),
-    ]
-    served = served.with_columns(*_named(serving.FIGURE))
-    for kind, cross_checks in serving.CHECKS.items():
-        reasons = _test_reasons(cross_checks, tuple(served.columns))
-        frames.append(_counted(served.filter(pl.col("kind") == kind), "output tokens/s", reasons))
-    runs = pl.concat(frames, how="diagonal_relaxed").select(COLUMNS).sort("started_at", "run_id")
-    train_repeats = derive.repeats(summary)
-    test_repeats = test_boards.repeats(runs.filter(pl.col("excluded").is_null() & (pl.col("kind") != "train")))
-    run_floors: dict[str, float] = {}  # as Dataset.run_floors
-    for frame in (train_repeats, test_repeats):
-        for ids, spread in frame.select("run_id", "spread").iter_rows():
-            run_floors |= dict.fromkeys(ids, spread)
-    kind_floors = {("train", *k): v for k, v in configurations.aa_spreads(train_repeats).items()}
-    # the fallback floor of a kind of test is the spread its boards widen one-run rows by: repeats of runs that rank
-    # (not of unranked runs across harness changes, nor of the engines' own tools' imported records)
-    kind_floors |= inference.aa_spreads(tests) | serving.aa_spreads(served)
+    """Load and check as the site build does, and take the runs and floors from the same `derive.results`."""
+    results = derive.results(*checks.checked(editions.audited(load.load(data_dir), data_dir)[0]))
     found, bad = editions.scan(data_dir)
-    return Dataset(Path(data_dir), runs, loaded.rejected, run_floors, kind_floors, found, bad)
+    return dataset(Path(data_dir), results, found, bad)
 
 
-def _named(figure: tuple[pl.Expr, pl.Expr, pl.Expr]) -> list[pl.Expr]:
-    value, lo, hi = figure
-    return [value.alias("value"), lo.alias("lo"), hi.alias("hi")]
-
-
-def _counted(frame: pl.DataFrame, figure: str, reasons: tuple[pl.Expr, dict[str, pl.Expr], pl.Expr]) -> pl.DataFrame:
-    """`frame` with its figure's name, `excluded` (why a run does not count, or null) and `note` (why a run that
-    counts is not on its board, or null). `reasons`: the boards' reason a run does not rank, the columns that make it
-    count anyway (a board's shape), and the note."""
-    board, anyway, note = reasons
-    first = (
-        pl.when(pl.col("origin") == "claim")
-        .then(pl.lit("a claim, reported elsewhere and not reproduced here"))
-        .when(pl.col("origin") == "retraction")
-        .then(pl.format("a retraction (of {}), not a measurement", pl.col("retracts")))
-        .when(pl.col("retracted_by").is_not_null())
-        .then(pl.format("retracted by {}: {}", pl.col("retracted_by"), pl.col("retraction_reason").fill_null("")))
+def dataset(
+    data_dir: Path,
+    results: derive.Results,
+    found: list[editions.Edition] | None = None,
+    bad: list[load.Rejected] | None = None,
+) -> Dataset:
+    """What compare selects from, out of a site's `Results`: nothing is derived here."""
+    every = results.every_run
+    return Dataset(
+        data_dir, every.runs, results.rejected, every.run_floors, results.kind_floors, found or [], bad or []
     )
-    verified = frame.with_columns(**anyway).select(board).to_series()
-    return (
-        frame.with_columns(figure=pl.lit(figure), verified=verified)
-        .with_columns(
-            excluded=first.when(pl.col("verified").is_not_null())
-            .then(pl.col("verified"))
-            .when(pl.col("value").is_null())
-            .then(pl.lit("no figure"))
-        )
-        .with_columns(note=pl.when(pl.col("excluded").is_null()).then(note))
-    )
-
-
-def _training_reasons() -> tuple[pl.Expr, dict[str, pl.Expr], pl.Expr]:
-    """The boards' reason a training run does not rank (`configurations.unranked_reason`); a short run, a sweep point
-    and a run with no loss-parity baseline at its micro-batch count anyway (they are about the board's shape), so a
-    run left out is stopped, unverified, or its loss departs from its baseline's."""
-    board = configurations.unranked_reason()
-    anyway = {"full_length": pl.lit(True), "sweep_point": pl.lit(False)}
-    anyway["loss_parity_ok"] = pl.col("loss_parity_ok").fill_null(True)
-    note = (
-        pl.when(~pl.col("suite_scale"))
-        .then(pl.format("on {} device(s), not the workload's (the board's scaling table)", pl.col("accelerator_count")))
-        .otherwise(board)
-    )
-    return board, anyway, note
-
-
-def _test_reasons(
-    cross_checks: tuple[tuple[str, ...], ...], columns: tuple[str, ...] = ()
-) -> tuple[pl.Expr, dict[str, pl.Expr], pl.Expr]:
-    """The boards' reason a test run does not rank (`test_boards.unranked_reason`, with the tolerance columns of
-    `columns` the frame has); a run with no cross-check counts anyway, so a run left out is stopped, unverified, has
-    no figure, or disagrees with its engine's own tool."""
-    board = test_boards.unranked_reason(cross_checks, depth=True, columns=columns)
-    anyway = {"bench_run": pl.col("bench_run").fill_null("-"), "bench_status": pl.lit("ok")}
-    anyway |= {check[1]: pl.col(check[1]).fill_null(1.0) for check in cross_checks}
-    return board, anyway, board
 
 
 # --- what A and B select ------------------------------------------------------------------------------------------
@@ -535,6 +449,9 @@ def _row(key: tuple, a_runs: pl.DataFrame, b_runs: pl.DataFrame, ds: Dataset, th
     if row["a"]["value"] is None or row["b"]["value"] is None:
         return row
     (a, a_lo, a_hi), (b, b_lo, b_hi) = ((s["value"], s["lo"], s["hi"]) for s in (row["a"], row["b"]))
+    if a_lo is None or b_lo is None:  # a served point's one measurement, with no repeats of its kind to widen it
+        row["notes"].append("a side has one measurement and no interval: no ratio interval")
+        return row
     if min(a_lo, b_lo) <= 0:
         row["notes"].append("a figure or interval at or below zero: no ratio")
         return row
@@ -550,7 +467,7 @@ def _row(key: tuple, a_runs: pl.DataFrame, b_runs: pl.DataFrame, ds: Dataset, th
 
 def _side_figure(runs: pl.DataFrame, counted: pl.DataFrame, columns: tuple[str, str, str]) -> dict[str, Any]:
     """A side's figure: one run's, or the median of a configuration's runs' figures with an interval from the lowest
-    low to the highest high (`test_boards.rows`, as the boards pool a configuration's runs)."""
+    low to the highest high (`ladder.rows`, as the boards pool a configuration's runs)."""
     left_out = [{"run_id": r, "reason": why} for r, why in runs.filter(pl.col("excluded").is_not_null())
                 .select("run_id", "excluded").iter_rows()]  # fmt: skip
     out = {"value": None, "lo": None, "hi": None, "runs": counted["run_id"].to_list(), "left_out": left_out}
@@ -561,7 +478,7 @@ def _side_figure(runs: pl.DataFrame, counted: pl.DataFrame, columns: tuple[str, 
     frame = counted.select(
         *TEST_KEYS, "run_id", "started_at", "variant", "settings", "harness_commit", value=value, lo=lo, hi=hi
     )
-    pooled = test_boards.rows(frame)
+    pooled = ladder.rows(frame)
     if pooled.height != 1:  # an edition's cell is one configuration, a run's or a configuration's one too
         raise AssertionError(f"one side of a row pools {pooled.height} configurations")
     pooled_row = pooled.row(0, named=True)

@@ -3,7 +3,8 @@
     python -m generator.editions release NAME [--data data]
 
 writes `data/editions/NAME.json` once (an existing edition is never rewritten), from a committed `data/` only. The
-site shows every edition with its own leaderboards, and the changelog between consecutive editions.
+site shows every edition with its own leaderboards (generator/render/editions.py), and the changelog between
+consecutive editions.
 
 Editions are evidence, checked wherever files are loaded (the site, `validate`, `compare`; `audited`):
 - every result file an edition lists must still have the bytes it froze: a changed file is rejected, named with
@@ -31,8 +32,7 @@ from generator import history, load
 from runners import shapes
 
 if TYPE_CHECKING:
-    import jinja2
-    import polars as pl
+    pass
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_MANIFEST_BYTES = 64 << 20
@@ -323,59 +323,35 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def write_pages(
-    env: jinja2.Environment, docs: Path, loaded: load.Loaded, summary: pl.DataFrame, data_dir: Path
-) -> list[dict[str, str]]:
-    """The editions index (with changelogs) and one frozen page per edition; returns nav entries. An edition's
-    boards are made from the bytes it froze: its runs' files where they still hash to them, and otherwise the
-    version git holds at the edition's commit, if that hashes to them; a run neither gives is named, not shown."""
+@dataclass(frozen=True, slots=True)
+class Frozen:
+    """An edition's records as it froze them (`frozen`)."""
+
+    edition: Edition
+    records: load.Loaded
+    """Its runs' files where they still hash to what it froze, else the version git holds at its commit."""
+    problems: list[str]
+    """A line for each run whose file no longer holds its frozen bytes: where its figures came from, or that they
+    cannot be shown."""
+
+
+def frozen(loaded: load.Loaded, data_dir: Path) -> list[Frozen]:
+    """Every edition's records, oldest first, from the bytes it froze: its runs' files where they still hash to them
+    (`loaded`: the checked records the site shows), and otherwise the version git holds at the edition's commit, if
+    that hashes to them; a run neither gives is named, not shown."""
     import polars as pl
 
-    from generator import derive, pages
-
-    found = read_editions(data_dir)
-    current = dict(summary.select("run_id", "sha256").iter_rows())
+    current = dict(loaded.runs.select("run_id", "sha256").iter_rows())
     repo = history.repo(data_dir)
-    entries, previous, nav = [], None, []
-    for edition in found:
+    out = []
+    for edition in read_editions(data_dir):
         ids = list(edition.runs)
         same = [r for r in ids if current.get(r) == edition.runs[r]]
         recovered, problems = _frozen_elsewhere(edition, [r for r in ids if r not in same], data_dir, repo)
         runs = pl.concat([loaded.runs.filter(pl.col("run_id").is_in(same)), recovered.runs], how="vertical_relaxed")
         rows = pl.concat([loaded.rows.filter(pl.col("run_id").is_in(same)), recovered.rows], how="vertical_relaxed")
-        frozen = derive.run_summary(runs, rows)
-        boards = [
-            {"suite": s, "workload": w, "rows": b.to_dicts()}
-            for (s, w), b in sorted(derive.leaderboards(frozen).items())
-            if b.height
-        ]
-        href = f"editions/{pages.slug(edition.name)}.md"
-        log = changelog(previous, edition.runs)
-        pages.render(
-            env,
-            "edition.md.j2",
-            docs / href,
-            edition=edition,
-            boards=boards,
-            problems=problems,
-            log=log,
-            previous=previous,
-            git=repo is not None,
-        )
-        entries.append({"edition": edition, "href": href, "log": log, "runs": len(ids), "problems": len(problems)})
-        nav.append({pages.nav_title(edition.name): href})
-        previous = edition
-    pending = changelog(previous, current)
-    pages.render(
-        env,
-        "editions.md.j2",
-        docs / "editions.md",
-        entries=list(reversed(entries)),
-        pending=pending,
-        latest=previous,
-        git=repo is not None,
-    )
-    return nav
+        out.append(Frozen(edition, load.Loaded(runs=runs, rows=rows, rejected=[]), problems))
+    return out
 
 
 def _frozen_elsewhere(

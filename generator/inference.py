@@ -11,13 +11,20 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from generator import derive, test_boards
-from runners import metrics, schema
+import generator.derive.ladder as ladder
+import generator.derive.summary as derive
+from runners import engines, metrics, schema
 
 KINDS = ("pp", "tg")
-BENCH_TAGS = {"llama-bench": "-llama-bench-", "mlx-lm-benchmark": "-mlx-lm-benchmark-"}
-"""How a tool's record made before `config.pairs_with` names the runner's record it checks: its run id is the
-runner's with this inserted before the random suffix (llama-bench for llama.cpp, mlx_lm.benchmark for MLX)."""
+
+
+def bench_tags() -> dict[str, str]:
+    """Per own tool of an inference engine (the registry's, `engines.tools_of`), how its record made before
+    `config.pairs_with` names the runner's record it checks: its run id is the runner's with this inserted before the
+    random suffix (llama-bench for llama.cpp, mlx_lm.benchmark for MLX)."""
+    return {tool: f"-{tool}-" for tool in engines.tools_of("inference")}
+
+
 TOOL_PATH_ENGINES = schema.TOOL_TIMES_MORE
 """Engines whose own tool times more than the test (the registry's `tool_times_more`; mlx_lm.benchmark: see
 `runners.engines.mlx.generate._Bench.tool_path`): their runner also times the tool's path, and only that figure is
@@ -38,6 +45,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     how many repetitions decoded their depth (null in records older than the runner's depth-state reuse, which
     decoded it on every repetition, and in llama-bench's)."""
     runs = summary.filter(is_inference(summary))
+    tags = bench_tags()
     reps = (
         rows.filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("phase") == "steady")
         .pivot(on="metric", index=["run_id", "trial"], values="value", aggregate_function="first")
@@ -75,12 +83,12 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
                     pl.when((pl.col("origin") == "imported") & (pl.col("engine") == tool)).then(
                         pl.col("run_id").str.replace(tag, "-", literal=True)
                     )
-                    for tool, tag in BENCH_TAGS.items()
+                    for tool, tag in tags.items()
                 ),
             ),
         )
     )
-    bench = out.filter(pl.col("engine").is_in(list(BENCH_TAGS))).select(
+    bench = out.filter(pl.col("engine").is_in(list(tags))).select(
         run_id="paired_run",
         bench_run=pl.col("run_id"),
         bench_rate=pl.col("rate_mean"),
@@ -102,24 +110,29 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 def board(
     tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One inference test's ranked configurations and unranked runs (`test_boards.board`): the median tokens/s over
+    """One inference test's ranked configurations and unranked runs (`ladder.board`): the median tokens/s over
     repetitions with its 95% interval, checked against the engine's own tool's tokens/s (a tg test's figure is also
     its latency: time per token is its inverse). `spreads` (`pooled_spreads`) gives rows the between-run spread."""
-    return test_boards.board(_with_tool_path(tests), *FIGURE, CHECKS, spreads)
+    return ladder.board(_with_tool_path(tests), *FIGURE, CHECKS, spreads)
+
+
+def ranked_runs(tests: pl.DataFrame) -> pl.DataFrame:
+    """The inference runs that rank (`ladder.verified` with no `unranked` reason), each with its figure in
+    `value`, `lo`, `hi`: what the A/A repeats and the pooled spreads are made of."""
+    runs = ladder.verified(_with_tool_path(tests), *FIGURE, CHECKS)
+    return runs.filter(pl.col("unranked").is_null())
 
 
 def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
-    """The A/A spreads of every inference test (`test_boards.aa_spreads` over the runs that rank), by kind (pp, tg),
+    """The A/A spreads of every inference test (`ladder.aa_spreads` over the runs that rank), by kind (pp, tg),
     hardware, device count and host condition."""
-    runs = test_boards.verified(_with_tool_path(tests), *FIGURE, CHECKS)
-    return test_boards.aa_spreads(runs.filter(pl.col("unranked").is_null()))
+    return ladder.aa_spreads(ranked_runs(tests))
 
 
 def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
-    """The between-run spreads of inference tests (`test_boards.pooled_spreads` over the runs that rank), by kind
+    """The between-run spreads of inference tests (`ladder.pooled_spreads` over the runs that rank), by kind
     (pp, tg), hardware and device count."""
-    runs = test_boards.verified(_with_tool_path(tests), *FIGURE, CHECKS)
-    return test_boards.pooled_spreads(runs.filter(pl.col("unranked").is_null()))
+    return ladder.pooled_spreads(ranked_runs(tests))
 
 
 def _with_tool_path(tests: pl.DataFrame) -> pl.DataFrame:

@@ -5,11 +5,13 @@ intervals say otherwise."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
 
-from generator import derive, pages
+from generator import slugs
+from generator import words as say
 
 SIDE_BY_SIDE = "side-by-side.md"
 """The page that sets every engine side by side on one model and GPU (batch-1 decode among its tables)."""
@@ -38,12 +40,12 @@ def answer_words(said: dict[str, Any], claimed: float, gap_asked: float) -> str:
     best, ddp = said.get("best"), said.get("ddp")
     if best is None:
         return said.get("why_not") or ""
-    shape = f"at the matched shape (micro-batch {pages.fmt(said.get('matched_micro_batch'))}"
+    shape = f"at the matched shape (micro-batch {say.fmt(said.get('matched_micro_batch'))}"
     if said.get("matched_tokens_per_step") is not None:
-        shape += f", {pages.fmt(said['matched_tokens_per_step'])} tokens a step"
+        shape += f", {say.fmt(said['matched_tokens_per_step'])} tokens a step"
     words = (
-        f"{shape}), the best tuned PyTorch ({best['label']}) runs {pages.fmt(best['steps_per_s'])} steps/s, "
-        f"{against_claim(best, claimed)} the claimed {pages.fmt(claimed)}"
+        f"{shape}), the best tuned PyTorch ({best['label']}) runs {say.fmt(best['steps_per_s'])} steps/s, "
+        f"{against_claim(best, claimed)} the claimed {say.fmt(claimed)}"
     )
     if ddp is not None and ddp.get("decision"):
         decided = {"closes": "closes", "does not": "does not close"}.get(ddp["decision"])
@@ -55,10 +57,13 @@ def answer_words(said: dict[str, Any], claimed: float, gap_asked: float) -> str:
     return words
 
 
-def mlx_evidence(summary: pl.DataFrame, fight_suite: str, fight_workload: str) -> tuple[str, str | None]:
+def mlx_evidence(
+    summary: pl.DataFrame, fight_suite: str, fight_workload: str, leaderboards: Mapping[tuple[str, str], pl.DataFrame]
+) -> tuple[str, str | None]:
     """What MLX's training runs on the fight's model show, from the runs: how its runs of the fight's own workload
     ended (e.g. stopped by their time budget), and its best ranked row on one GPU with its speedup over that board's
-    stock baseline. Returns (words, the one-GPU board's page, or the fight's board where MLX has no ranked row)."""
+    stock baseline (`leaderboards`: the training boards' ranked rows, as the site ranks them). Returns (words, the
+    one-GPU board's page, or the fight's board where MLX has no ranked row)."""
     measured = summary.filter((pl.col("origin") == "measured") & pl.col("retracted_by").is_null())
     fight_runs = measured.filter((pl.col("suite") == fight_suite) & (pl.col("workload") == fight_workload))
     model = fight_runs["model_name"].drop_nulls()
@@ -67,7 +72,7 @@ def mlx_evidence(summary: pl.DataFrame, fight_suite: str, fight_workload: str) -
     here = mlx.filter(pl.col("workload") == fight_workload)
     if here.height:
         ended = ", ".join(
-            f"{pages.counted(n, 'run')} {_ended(status)}"
+            f"{say.counted(n, 'run')} {_ended(status)}"
             for status, n in sorted(here.group_by("status").len().rows(), key=lambda sn: -sn[1])
         )
         gpus = " or ".join(str(g) for g in sorted(set(here["accelerator_count"].to_list())))
@@ -76,22 +81,21 @@ def mlx_evidence(summary: pl.DataFrame, fight_suite: str, fight_workload: str) -
     one = mlx.filter((pl.col("accelerator_count") == 1) & (pl.col("status") == "ok"))
     best: dict[str, Any] | None = None
     for (suite, workload), _ in one.group_by("suite", "workload", maintain_order=True):
-        board = derive.leaderboards(summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload)))
-        rows = board.get((str(suite), str(workload)))
+        rows = leaderboards.get((str(suite), str(workload)))
         if rows is None or not rows.height:
             continue
         ranked = rows.filter(pl.col("engine") == "mlx").sort("steps_per_s", descending=True)
         if ranked.height and (best is None or ranked["steps_per_s"][0] > best["steps_per_s"]):
             best = ranked.row(0, named=True)
     if best is not None:
-        href = f"leaderboards/{pages.slug(best['suite'], best['workload'])}.md"
-        ratio = f", {pages.fmt(best['speedup'])}× {best['speed_baseline']}" if best.get("speedup") is not None else ""
+        href = f"leaderboards/{slugs.slug(best['suite'], best['workload'])}.md"
+        ratio = f", {say.fmt(best['speedup'])}× {best['speed_baseline']}" if best.get("speedup") is not None else ""
         parts.append(
             f"on one GPU ({best['workload']}) its best ranked row, {best['variant']}, runs "
-            f"{pages.fmt(best['steps_per_s'])} steps/s{ratio}"
+            f"{say.fmt(best['steps_per_s'])} steps/s{ratio}"
         )
     elif here.height:
-        href = f"leaderboards/{pages.slug(fight_suite, fight_workload)}.md"
+        href = f"leaderboards/{slugs.slug(fight_suite, fight_workload)}.md"
     return "; ".join(parts), href
 
 

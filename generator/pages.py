@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import math
 import os
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,31 +21,12 @@ import polars as pl
 from markupsafe import Markup
 
 from generator import SITE_SRC, columns, readable
+from generator.slugs import slug as slug  # the pages, charts and run files are named by it
+from generator.words import counted as counted  # the templates' filters; derive-side code imports words
+from generator.words import fmt as fmt
 from runners import shapes
 
 TEMPLATES = SITE_SRC / "templates"
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    """A number for a table: significant digits, a dash for missing."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "–"
-    if isinstance(value, float):
-        if value == 0:
-            return "0"
-        if abs(value) >= 1e15:  # a figure no table needs every digit of (and 1e308 would print 309)
-            return f"{value:.{digits}g}"
-        return f"{value:,.{digits}g}" if abs(value) < 10**digits else f"{value:,.0f}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return str(value)
-
-
-def counted(n: Any, noun: str) -> str:
-    """ "1 run", "249 runs": a count with its noun, singular or plural as English has it (nouns taking an -s)."""
-    if not isinstance(n, int) or isinstance(n, bool):
-        return f"{fmt(n)} {noun}s"
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def scaled(value: Any, factor: float) -> Any:
@@ -193,13 +173,6 @@ def pre(value: Any) -> Markup:
     return Markup("".join(_MD_SPECIAL.get(ch, ch) for ch in shapes.neutral(str(value))).replace("\n", "&#10;"))
 
 
-def slug(*parts: str) -> str:
-    """A file-name-safe slug of record values (ASCII letters and digits, '-' and '.'). Different names can give
-    one slug (`a_b`, `a+b` and `a-b`; names differing in case, on a file system that ignores it): the loader rejects
-    every file of such names (generator/load.py `collisions`), so no page or asset is ever made twice."""
-    return "-".join("".join(c if (c.isascii() and c.isalnum()) or c in "-." else "-" for c in p) for p in parts)
-
-
 def chart_id(slug_text: str, kind: str) -> str:
     """A chart's id and its static SVG's name (`assets/charts/<id>.svg`): the page's slug, then `_` and the chart's
     kind. A slug never holds `_`, so the kind is what follows the last one: two charts share a name only if their
@@ -215,7 +188,7 @@ def nav_title(*parts: str) -> str:
 
 def run_href(run_id: str) -> str:
     """Where a run's page lives, relative to the docs root."""
-    return f"runs/{slug(run_id)}.html"  # rendered straight to HTML, not by MkDocs (generator/run_pages.py)
+    return f"runs/{slug(run_id)}.html"  # rendered straight to HTML, not by MkDocs (generator/render/runs.py)
 
 
 _HEADER = {

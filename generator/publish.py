@@ -72,7 +72,7 @@ def to_branch(site: Path, *, remote: str, branch: str, push: bool, message: str)
         ghp_import.ghp_import(str(site), mesg=message, remote=remote, branch=branch, push=False, nojekyll=True)
         ref = f"refs/heads/{branch}"
         made, parent = _rev(ref), _rev(f"{ref}^1")
-        if parent is not None and _rev(f"{made}^{{tree}}") == _rev(f"{parent}^{{tree}}"):
+        if made is not None and parent is not None and _rev(f"{made}^{{tree}}") == _rev(f"{parent}^{{tree}}"):
             _git("update-ref", ref, parent, made)  # ghp-import always commits: take back the empty one
             return False
         if push:
@@ -80,7 +80,9 @@ def to_branch(site: Path, *, remote: str, branch: str, push: bool, message: str)
     except ghp_import.GhpError as e:
         raise PublishError(f"ghp-import: {e.message} (run this in the git checkout that should hold {branch})") from e
     except subprocess.CalledProcessError as e:
-        raise PublishError(f"git {' '.join(e.cmd[1:])}: {(e.stderr or '').strip() or f'exit status {e.returncode}'}") from e
+        raise PublishError(
+            f"git {' '.join(e.cmd[1:])}: {(e.stderr or '').strip() or f'exit status {e.returncode}'}"
+        ) from e
     return True
 
 

@@ -13,11 +13,19 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from generator import derive, test_boards
-from runners import metrics
+import generator.derive.ladder as ladder
+import generator.derive.summary as derive
+from runners import engines, metrics
 
 KINDS = ("offline", "serve")
-BENCH_TAG = "-vllm-bench-"
+
+
+def bench_tools() -> tuple[str, ...]:
+    """The own tools of the serving engines (the registry's, `engines.tools_of`): a runner's served figures are
+    cross-checked against its engine's tool's record of the same test."""
+    return engines.tools_of("serving")
+
+
 """vLLM's bench tool's record of a test has the runner's run id with this inserted before the random suffix."""
 
 
@@ -53,6 +61,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     same test is paired with the runner's (`bench_*` columns; ratios are runner / tool), and each served figure's
     agreement tolerance on the run's hardware is beside it (`tool_tolerances`: `tol_out`, `tol_ttft`, `tol_tpot`)."""
     runs = summary.filter(is_serving(summary))
+    tools = bench_tools()
     offline = (
         rows.filter(
             pl.col("run_id").is_in(runs.filter(pl.col("kind") == "offline")["run_id"].implode()),
@@ -89,7 +98,15 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             decode_rate=pl.when(pl.col("concurrency") == 1).then(metrics.decode_tokens_per_s(pl.col("median_tpot_ms"))),
             # the tool's record names the runner's it checks; before the field, its run id had the tool's tag inserted
             paired_run=pl.when(pl.col("origin") == "imported").then(
-                pl.coalesce("pairs_with", pl.col("run_id").str.replace(BENCH_TAG, "-", literal=True))
+                pl.coalesce(
+                    "pairs_with",
+                    *(
+                        pl.when(pl.col("engine") == tool).then(
+                            pl.col("run_id").str.replace(f"-{tool}-", "-", literal=True)
+                        )
+                        for tool in tools
+                    ),
+                )
             ),
         )
         .with_columns(
@@ -101,7 +118,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             )
         )
     )
-    bench = out.filter(pl.col("engine") == "vllm-bench").select(
+    bench = out.filter(pl.col("engine").is_in(list(tools))).select(
         run_id="paired_run",
         bench_run=pl.col("run_id"),
         bench_rate=pl.col("out_rate"),
@@ -121,32 +138,34 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 def board(
     tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One serving test's ranked configurations and unranked runs (`test_boards.board`) by output tokens/s: offline,
+    """One serving test's ranked configurations and unranked runs (`ladder.board`) by output tokens/s: offline,
     the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
     figure over all its requests, checked against `vllm bench serve` on throughput, median TTFT and median TPOT."""
-    return test_boards.board(tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"], spreads)
+    return ladder.board(tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"], spreads)
+
+
+def ranked_runs(tests: pl.DataFrame) -> pl.DataFrame:
+    """The serving runs that rank (`ladder.verified` with no `unranked` reason), of every kind (offline, served),
+    each with its figure in `value`, `lo`, `hi`: what the A/A repeats and the pooled spreads are made of."""
+    ranked = [
+        ladder.verified(tests.filter(pl.col("kind") == kind), *FIGURE, checks).filter(pl.col("unranked").is_null())
+        for kind, checks in CHECKS.items()
+    ]
+    return pl.concat(ranked, how="diagonal_relaxed")
 
 
 def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
-    """The A/A spreads of every serving test (`test_boards.aa_spreads` over the runs that rank), by kind (offline,
+    """The A/A spreads of every serving test (`ladder.aa_spreads` over the runs that rank), by kind (offline,
     served), hardware, device count and host condition: a served point's row, one measurement, gets its interval
     from them."""
-    ranked = [
-        test_boards.verified(tests.filter(pl.col("kind") == kind), *FIGURE, checks).filter(pl.col("unranked").is_null())
-        for kind, checks in CHECKS.items()
-    ]
-    return test_boards.aa_spreads(pl.concat(ranked, how="diagonal_relaxed"))
+    return ladder.aa_spreads(ranked_runs(tests))
 
 
 def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
-    """The between-run spreads of serving tests (`test_boards.pooled_spreads` over the runs that rank), by kind
+    """The between-run spreads of serving tests (`ladder.pooled_spreads` over the runs that rank), by kind
     (offline, served), hardware and device count: a served point's row, one measurement, gets its interval from
     them."""
-    ranked = [
-        test_boards.verified(tests.filter(pl.col("kind") == kind), *FIGURE, checks).filter(pl.col("unranked").is_null())
-        for kind, checks in CHECKS.items()
-    ]
-    return test_boards.pooled_spreads(pl.concat(ranked, how="diagonal_relaxed"))
+    return ladder.pooled_spreads(ranked_runs(tests))
 
 
 FIGURE = (pl.coalesce("out_med", "output_tokens_per_s"), pl.col("out_lo"), pl.col("out_hi"))
@@ -172,7 +191,9 @@ def tool_tolerances(tests: pl.DataFrame) -> pl.DataFrame:
     from `vllm bench serve`'s own repeats: its finished records of one served point (one configuration) on that
     hardware, two or more of them."""
     keys = ["accelerator", "accelerator_count"]
-    tool = tests.filter((pl.col("engine") == "vllm-bench") & (pl.col("kind") == "serve") & (pl.col("status") == "ok"))
+    tool = tests.filter(
+        pl.col("engine").is_in(list(bench_tools())) & (pl.col("kind") == "serve") & (pl.col("status") == "ok")
+    )
     groups = tool.group_by(*keys, "suite", "workload", "settings_hash").agg(
         *(pl.col(c).drop_nulls() for c in TOLERANCES.values())
     )

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from dataclasses import dataclass
 
 import polars as pl
 
-from generator import inference, serving
+from generator import serving
 from runners import metrics
 
 FAMILIES = (4, 8, 16)
@@ -110,31 +110,54 @@ def _newest_per_variant(ranked: pl.DataFrame, unranked: pl.DataFrame) -> dict[tu
     return out
 
 
+_GROUP = ("suite", "model_name", "accelerator")
+_CHOSEN_BY: dict[str, pl.DataType | type[pl.DataType]] = {
+    **dict.fromkeys(("suite", "model_name", "accelerator", "engine", "kind", "status"), pl.String),
+    **dict.fromkeys(("accelerator_count", "depth", "concurrency"), pl.Int64),
+    "started_at": pl.Datetime("us", "UTC"),
+    "value": pl.Float64,
+}
+
+
+def test_rows(boards: list[tuple[pl.DataFrame, pl.DataFrame]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The ranked rows and the unranked runs of test boards (each `(ranked, unranked)` as `inference.board` and
+    `serving.board` give them), each kind in one frame: what this page's rows are taken from."""
+    frames = []
+    for part in ([r for r, _ in boards], [u for _, u in boards]):
+        frame = pl.concat([f for f in part if f.height] or [pl.DataFrame()], how="diagonal_relaxed")
+        # every column the rows are chosen by, null where no board of a kind has it
+        missing = [c for c, t in _CHOSEN_BY.items() if c not in frame.columns]
+        frames.append(frame.with_columns(pl.lit(None, dtype=_CHOSEN_BY[c]).alias(c) for c in missing))
+    return frames[0], frames[1]
+
+
+def _where(ranked: pl.DataFrame, unranked: pl.DataFrame, which: pl.Expr) -> tuple[pl.DataFrame, pl.DataFrame]:
+    return ranked.filter(which), unranked.filter(which)
+
+
 def _one_gpu(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.filter((pl.col("accelerator_count") == 1) & pl.col("engine").is_in(list(ENGINE_NAMES)))
 
 
-def engine_rows(
-    tests: pl.DataFrame,
-    served: pl.DataFrame,
-    summary: pl.DataFrame,
-    spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None,
-) -> pl.DataFrame:
+def engine_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
     """Every engine's row on every model it ran on one GPU (`ROW_SCHEMA`), sorted by suite, model, hardware, family
-    and decode rate. `tests`/`served`: `inference.test_summary`/`serving.test_summary`; `spreads`: the boards'
-    between-run spreads (`inference.pooled_spreads` | `serving.pooled_spreads`)."""
+    and decode rate. `ranked`, `unranked`: every inference and serving board's ranked rows and unranked runs
+    (`test_rows`)."""
     bandwidth = copy_bandwidths(summary)
     out: list[dict] = []
-    tests, served = _one_gpu(tests), _one_gpu(served)
-    groups = tests.filter(pl.col("depth") == 0).select("suite", "model_name", "accelerator").unique()
-    groups = pl.concat([groups, served.select("suite", "model_name", "accelerator").unique()]).unique().sort(pl.all())
+    ranked, unranked = _one_gpu(ranked), _one_gpu(unranked)
+    both = pl.concat(
+        [ranked.select(*_GROUP, "kind", "depth"), unranked.select(*_GROUP, "kind", "depth")], how="vertical_relaxed"
+    )
+    groups = both.filter((pl.col("depth") == 0) | pl.col("kind").is_in(list(serving.KINDS)))
+    groups = groups.select(*_GROUP).unique().sort(pl.all())
     for suite, model, accelerator in groups.iter_rows():
         here = (pl.col("suite") == suite) & (pl.col("model_name") == model) & (pl.col("accelerator") == accelerator)
-        at = tests.filter(here & (pl.col("depth") == 0))
-        decode = _newest_per_variant(*inference.board(at.filter(pl.col("kind") == "tg"), spreads))
-        prefill = _newest_per_variant(*inference.board(at.filter(pl.col("kind") == "pp"), spreads))
-        c1 = served.filter(here & (pl.col("kind") == "serve") & (pl.col("concurrency") == 1))
-        vllm = _newest_per_variant(*serving.board(c1, spreads)) if c1.height else {}
+        at = here & (pl.col("depth") == 0)
+        decode = _newest_per_variant(*_where(ranked, unranked, at & (pl.col("kind") == "tg")))
+        prefill = _newest_per_variant(*_where(ranked, unranked, at & (pl.col("kind") == "pp")))
+        c1 = here & (pl.col("kind") == "serve") & (pl.col("concurrency") == 1)
+        vllm = _newest_per_variant(*_where(ranked, unranked, c1))
         for key, row in decode.items():
             pp = prefill.get(key)
             ttft = None
@@ -235,11 +258,7 @@ KV_DEPTH_SCHEMA = {
 """One llama.cpp generation test's row of the KV-cache table."""
 
 
-def kv_depth_rows(
-    tests: pl.DataFrame,
-    summary: pl.DataFrame,
-    spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None,
-) -> pl.DataFrame:
+def kv_depth_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
     """llama.cpp's generation tests at every KV-cache depth on one GPU, one row per variant and depth, each the
     variant's row of that test's board as the decode rows above are (`_newest_per_variant`: the same figure and
     interval as the board, and whether it was cross-checked): tokens/s, the weight bytes and KV-cache bytes a decoded
@@ -247,12 +266,19 @@ def kv_depth_rows(
     bandwidth. `cache_pair` names the variant's settings but for its KV cache's types, so a variant and the same one
     with another cache pair up (`cache_ratios`)."""
     bandwidth = copy_bandwidths(summary)
-    tg = _one_gpu(tests).filter((pl.col("engine") == "llamacpp") & (pl.col("kind") == "tg"))
+    tg = (pl.col("engine") == "llamacpp") & (pl.col("kind") == "tg")
+    ranked, unranked = _one_gpu(ranked).filter(tg), _one_gpu(unranked).filter(tg)
+    keys = ("suite", "model_name", "accelerator", "depth")
+    groups = pl.concat([ranked.select(keys), unranked.select(keys)], how="vertical_relaxed").unique(maintain_order=True)
     out: list[dict] = []
-    for (suite, model, accelerator, _depth), group in tg.partition_by(
-        "suite", "model_name", "accelerator", "depth", as_dict=True
-    ).items():
-        for row in _newest_per_variant(*inference.board(group, spreads)).values():
+    for suite, model, accelerator, depth in groups.iter_rows():
+        at = (
+            (pl.col("suite") == suite)
+            & (pl.col("model_name") == model)
+            & (pl.col("accelerator") == accelerator)
+            & (pl.col("depth") == depth)
+        )
+        for row in _newest_per_variant(*_where(ranked, unranked, at)).values():
             kv = metrics.kv_bytes_read_per_token(row["kv_bytes_per_token_of_depth"], row["depth"], row["n_tokens"])
             per_token, copy = row["decode_bytes_per_token"], bandwidth.get(accelerator)
             out.append(
@@ -305,3 +331,33 @@ def depth_order(rows: pl.DataFrame) -> list[tuple[str, str, str]]:
     sizes = rows.group_by("suite", "model_name", "accelerator").agg(pl.col("weight_gib").max())
     sizes = sizes.sort("suite", "weight_gib")
     return [tuple(r) for r in sizes.select("suite", "model_name", "accelerator").iter_rows()]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SideBySide:
+    """The side-by-side page's figures, derived once (`derive`)."""
+
+    rows: pl.DataFrame
+    """Every engine's row on every model it ran on one GPU (`engine_rows`)."""
+    boards: list[dict]
+    """Per suite, model, hardware and precision family, its rows (`boards`)."""
+    depths: list[tuple[tuple[str, str, str], pl.DataFrame, list[dict]]]
+    """Per (suite, model, hardware) with generation at two or more KV-cache depths: its rows (`kv_depth_rows`) and
+    the ratios between variants that differ only in their cache (`cache_ratios`), in `depth_order`."""
+    bandwidths: dict[str, float]
+    """The calibrated copy bandwidth of each hardware model the rows ran on."""
+
+
+def derive(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) -> SideBySide:
+    """The side-by-side page's figures from the test boards' rows (`test_rows`)."""
+    rows = engine_rows(ranked, unranked, summary)
+    depth_rows = kv_depth_rows(ranked, unranked, summary)
+    by_model = depth_rows.partition_by("suite", "model_name", "accelerator", as_dict=True)
+    depths = []
+    for key in depth_order(depth_rows):
+        group = by_model[key]
+        if group["depth"].n_unique() >= 2:
+            depths.append((key, group, cache_ratios(group)))
+    used = set(rows["accelerator"].to_list())
+    bandwidths = {acc: bw for acc, bw in copy_bandwidths(summary).items() if acc in used}
+    return SideBySide(rows=rows, boards=boards(rows), depths=depths, bandwidths=bandwidths)

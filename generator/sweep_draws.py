@@ -19,12 +19,13 @@ The generator is seeded (`SEED`), so the same data always give the same draws an
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 import polars as pl
 
-from generator import configurations, derive, verdict
+import generator.derive.summary as derive
+from generator import configurations, verdict
 from runners import metrics
 
 DRAWS = 4000
@@ -71,19 +72,33 @@ def draws(
     return out
 
 
-def compute(summary: pl.DataFrame, rows: pl.DataFrame) -> dict[str, Any] | None:
+def compute(
+    summary: pl.DataFrame,
+    rows: pl.DataFrame,
+    spreads: dict[str, configurations.Spreads] | None = None,
+    leaderboards: Mapping[tuple[str, str], pl.DataFrame] | None = None,
+) -> verdict.Verdict | None:
     """The verdict as the home page states it, derived once: the fight, its sweep points and the answer with every
-    interval from the resamples; None without the seed's claims."""
+    interval from the resamples; None without the seed's claims. `spreads`: the pooled spreads per reading
+    (`configurations.pooled_spreads` of each `verdict.READINGS` column), computed here when not given."""
     the_fight = verdict.fight(summary)
     if the_fight is None:
         return None
-    spreads = {reading: configurations.pooled_spreads(summary, column) for reading, column in verdict.READINGS.items()}
+    if spreads is None:
+        spreads = {r: configurations.pooled_spreads(summary, column) for r, column in verdict.READINGS.items()}
     points = verdict.sweep(summary, the_fight, spreads)
     resampled = draws(points, summary, rows, spreads, the_fight.devices) if points.height else None
     said = verdict.answer(points, the_fight, resampled)
     accelerator = _accelerator(points)
     pooled = spreads["steady"].get((accelerator, the_fight.devices)) if accelerator else None
-    return {"fight": the_fight, "points": points, "said": said, "spreads": spreads, "pooled": pooled}
+    return verdict.Verdict(
+        fight=the_fight,
+        points=points,
+        said=said,
+        spreads=spreads,
+        pooled=pooled,
+        owed=verdict.owed(summary, the_fight, said, leaderboards),
+    )
 
 
 def _accelerator(points: pl.DataFrame) -> str | None:

@@ -7,11 +7,12 @@ can move into generator/derive/ whole."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from runners import metrics
+from runners import metrics, schema
 
 COLUMNS = ("label", "variant", "tier", "micro_batch", "steps_per_s", "steps_per_s_lo", "steps_per_s_hi",
            "peak_mem_gib", "runs", "run_ids")  # fmt: skip
@@ -65,3 +66,30 @@ def best_per_micro_batch(rungs: list[dict[str, Any]]) -> dict[int, dict[str, Any
         if rung["steps_per_s"] is not None and (mb not in best or rung["steps_per_s"] > best[mb]["steps_per_s"]):
             best[mb] = rung
     return best
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The "What tuning bought" page's figures: the seed's fight (None without it), its rungs by micro-batch, the best
+    rung at each, and each variant's description in the suite's words."""
+
+    fight: Any
+    ladders: dict[int, list[dict[str, Any]]]
+    best: dict[int, dict[str, Any]]
+    described: dict[str, str]
+
+
+def tuning(the_verdict: Any, summary: pl.DataFrame) -> Tuning:
+    """The ladder from stock to the best tuned configuration at each micro-batch of the verdict's sweep
+    (`verdict.Verdict`: its fight and sweep points), from the committed runs (`summary`: one row per run)."""
+    if the_verdict is None:
+        return Tuning(None, {}, {}, {})
+    fight = the_verdict.fight
+    order = list((schema.suite_workloads(fight.suite).get(fight.workload) or {}).get("variants") or [])
+    rungs = ladder(the_verdict.points, order)
+    named = summary.filter((pl.col("suite") == fight.suite) & pl.col("variant_description").is_not_null())
+    described = dict(named.sort("started_at").select("variant", "variant_description").iter_rows())
+    by_mb: dict[int, list[dict[str, Any]]] = {}
+    for rung in rungs:
+        by_mb.setdefault(rung["micro_batch"], []).append(rung)
+    return Tuning(fight, by_mb, best_per_micro_batch(rungs), described)

@@ -19,6 +19,7 @@ further full-length runs at each deciding point the current spread says would se
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from generator import configurations, owed_evidence, pages
+from generator import configurations, owed_evidence, slugs
 from runners import metrics, schema
 
 STOCK = "ddp-amp-stock"
@@ -65,6 +66,29 @@ class Fight:
     @property
     def claimed_ratio(self) -> float:
         return self.challenger["steps_per_s"] / self.stock["steps_per_s"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """The answer to the seed's question as the home page states it (`sweep_draws.compute`)."""
+
+    fight: Fight
+    points: pl.DataFrame
+    """The sweep's points (`sweep`): every measured point of the stock and tuned curves, with its intervals."""
+    said: dict[str, Any]
+    """The answer (`answer`), with every figure at the matched shape resampled."""
+    spreads: dict[str, configurations.Spreads]
+    """Per reading of steps/s, the pooled between-run spreads the points' intervals and resamples use."""
+    pooled: metrics.PooledSpread | None
+    """The headline reading's pooled spread on the fight's hardware and device count."""
+    owed: list[dict[str, Any]]
+    """What the seed's post owes and has not been measured yet (`owed`)."""
+
+    @property
+    def matched(self) -> dict[tuple[str, str], float]:
+        """The matched shape in tokens a step, by the fight's (suite, workload); empty where none was found."""
+        tokens = self.said.get("matched_tokens_per_step")
+        return {} if tokens is None else {(self.fight.suite, self.fight.workload): tokens}
 
 
 SEED_CLAIMS = Path(__file__).resolve().parent.parent / "runners" / "claims" / "seed.toml"
@@ -389,9 +413,15 @@ def _more_runs(draws: Draws, point: dict[str, Any], column: str, k: int) -> Any:
     return draws[(point["curve_hash"], point["micro_batch"])].projected(point[column], after)
 
 
-def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> list[dict[str, Any]]:
+def owed(
+    summary: pl.DataFrame,
+    the_fight: Fight,
+    verdict: dict[str, Any],
+    leaderboards: Mapping[tuple[str, str], pl.DataFrame] | None = None,
+) -> list[dict[str, Any]]:
     """The seed's list of what it still owes, each with a status and where its evidence is (`href` relative to
-    the docs root; None where there is none yet)."""
+    the docs root; None where there is none yet). `leaderboards`: the training boards' ranked rows, by (suite,
+    workload), as the site ranks them (MLX's one-GPU evidence is its best row there)."""
     ok = summary.filter(  # finished, or stopped by its time budget with a steady-state figure
         (pl.col("origin") == "measured")
         & ((pl.col("status") == "ok") | pl.col("steps_per_s_lo").is_not_null())
@@ -402,16 +432,16 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         if not frame.height:
             return None
         row = frame.sort("started_at").row(-1, named=True)
-        return f"leaderboards/{pages.slug(row['suite'], row['workload'])}.md"
+        return f"leaderboards/{slugs.slug(row['suite'], row['workload'])}.md"
 
-    fight_board = f"leaderboards/{pages.slug(the_fight.suite, the_fight.workload)}.md"
+    fight_board = f"leaderboards/{slugs.slug(the_fight.suite, the_fight.workload)}.md"
     metal = ok.filter(pl.col("device") == "metal")
     mlx_here = ok.filter((pl.col("engine") == "mlx") & (pl.col("workload") == the_fight.workload))
     tp = ok.filter((pl.col("engine") == "vllm") & (pl.col("tensor_parallel_size") > 1))
     big = ok.filter((pl.col("engine") == "llamacpp") & (pl.col("total_params") >= 13e9))
     challenger = ok.filter(pl.col("engine") == the_fight.challenger["engine"])
     answered = verdict.get("best") is not None
-    mlx_words, mlx_href = owed_evidence.mlx_evidence(summary, the_fight.suite, the_fight.workload)
+    mlx_words, mlx_href = owed_evidence.mlx_evidence(summary, the_fight.suite, the_fight.workload, leaderboards or {})
     return [
         {
             "item": "A tuned PyTorch, same hardware, model and data, every advantage",
@@ -422,7 +452,7 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         {
             "item": "MLX on Metal",
             "status": "measured" if metal.height else "not yet",
-            "detail": f"{pages.counted(metal.height, 'run')} on Apple Silicon"
+            "detail": f"{_counted(metal.height, 'run')} on Apple Silicon"
             if metal.height
             else "needs an Apple Silicon Mac (nox -s bench-apple); meanwhile MLX trained the same model on the same "
             f"data on the fight's GPUs through its CUDA backend: {mlx_words or 'no run yet'}",
@@ -431,7 +461,7 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         {
             "item": "vLLM tensor-parallel serving",
             "status": owed_evidence.one_side(bool(challenger.height), bool(tp.height)),
-            "detail": f"{pages.counted(tp.height, 'run')} at tensor-parallel size 2 or more; each board says which "
+            "detail": f"{_counted(tp.height, 'run')} at tensor-parallel size 2 or more; each board says which "
             "ran beside vllm bench"
             + (
                 ""
@@ -450,7 +480,7 @@ def owed(summary: pl.DataFrame, the_fight: Fight, verdict: dict[str, Any]) -> li
         {
             "item": "The sparse-first trainer itself",
             "status": "measured" if challenger.height else "claim only",
-            "detail": f"{pages.counted(challenger.height, 'run')}"
+            "detail": f"{_counted(challenger.height, 'run')}"
             if challenger.height
             else "not reproduced: its author can run it here through the external-runner contract",
             "href": board(challenger) or "add-an-engine.md",
@@ -470,7 +500,7 @@ def _big_llama_detail(big: pl.DataFrame) -> str:
     cached = f" ({' and '.join(caches)} KV caches)" if caches else ""
     deepest = max(big["depth"].drop_nulls().to_list(), default=0)
     return (
-        f"{pages.counted(big.height, 'run')} of {models} on {on}, at KV-cache depths up to {deepest:,}{cached}, "
+        f"{_counted(big.height, 'run')} of {models} on {on}, at KV-cache depths up to {deepest:,}{cached}, "
         "beside vLLM and MLX where they ran; the seed's own engine did not run here"
     )
 
@@ -488,3 +518,8 @@ def _why_not(stock: list[tuple[float, float]], target: float) -> str:
         f"{STOCK} runs {highest[1]:.3g} steps/s at the largest micro-batch measured ({highest[0]:g}), above the "
         f"claim's {target:g}: the matched shape lies at a larger micro-batch, not measured yet"
     )
+
+
+def _counted(n: int, noun: str) -> str:
+    """ "1 run", "249 runs" (as the pages' `counted` filter writes a count)."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

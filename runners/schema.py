@@ -81,7 +81,6 @@ _COLUMNS: list[tuple[str, pa.DataType, bool, str]] = [
 SCHEMA = pa.schema([pa.field(name, dtype, nullable=nullable) for name, dtype, nullable, _ in _COLUMNS])
 COLUMN_DOCS = {name: doc for name, _, _, doc in _COLUMNS}
 RUN_COLUMNS = [name for name, *_ in _COLUMNS if name not in ("trial", "step", "phase", "metric", "value", "unit")]
-JSON_COLUMNS = ("config", "hardware", "software", "environment", "calibration")
 
 
 @dataclass(frozen=True, slots=True)

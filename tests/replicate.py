@@ -66,7 +66,12 @@ def replicate(data: Path, dest: Path, runs: int, *, progress: bool = True) -> in
             pq.write_table(copy_table(table, k), folder / f"{copy_id(f.stem, k)}.parquet", compression="zstd")
             written += 1
         if tty:
-            print(f"\r  {i}/{len(files)} records × {copies} copies: {written:,} files", end="", file=sys.stderr, flush=True)
+            print(
+                f"\r  {i}/{len(files)} records × {copies} copies: {written:,} files",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
     if tty:
         print(file=sys.stderr)
     return written

@@ -108,7 +108,7 @@ def test_every_page_pairing_a_claim_with_our_figure_names_the_shape_and_links_th
     from generator import checks, load, sweep_draws
 
     loaded, summary = checks.checked(load.load(ROOT / "data"))
-    fight = sweep_draws.compute(summary, loaded.rows)["fight"]
+    fight = sweep_draws.compute(summary, loaded.rows).fight
     board = (committed_site / "leaderboards" / f"{fight.suite}-{fight.workload}.html").read_text()
     home = (committed_site / "index.html").read_text()
     claims = (committed_site / "claims.html").read_text()
@@ -159,7 +159,7 @@ def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(comm
     from generator import checks, load, sweep_draws
 
     loaded, summary = checks.checked(load.load(ROOT / "data"))
-    points = sweep_draws.compute(summary, loaded.rows)["points"]
+    points = sweep_draws.compute(summary, loaded.rows).points
     page = (committed_site / "tuning.html").read_text()
     tables = re.findall(r"<tbody>(.*?)</tbody>", page, re.S)
     body = [row for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]

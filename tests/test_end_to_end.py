@@ -261,8 +261,8 @@ def test_vectorised_loss_windows_match_the_formula(bench_data) -> None:
     """derive computes every run's loss windows in one polars pass; they must be metrics.window_means exactly."""
     data, _ = bench_data
     loaded = load.load(data)
-    runs = derive._config_fields(loaded.runs)
-    curves = derive._loss_curves(runs, loaded.rows)
+    runs = derive.summary._config_fields(loaded.runs)
+    curves = derive.summary._loss_curves(runs, loaded.rows)
     work = SMOKE.workloads[0]
     for run_id in runs["run_id"]:
         losses = loaded.rows.filter((pl.col("run_id") == run_id) & (pl.col("metric") == "loss")).sort("step")

@@ -19,7 +19,7 @@ import pyarrow.compute
 import pyarrow.parquet as pq
 import pytest
 
-from generator import checks, derive, inference, load, pages, run_pages, serving
+from generator import checks, derive, inference, load, pages, render, serving
 from runners import metrics, schema, store
 from tests.conftest import ROOT, TRAIN, run_module
 
@@ -499,10 +499,10 @@ def test_hostile_gpu_state_and_package_lists_are_rejected_by_field_and_text_is_e
 
     loaded = load.load(data, files=[data / "h100" / "gpu-markup-escaped.parquet"])
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    figures = run_pages.with_test_figures(
+    figures = derive.with_test_figures(
         summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
     )
-    run_pages.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
+    render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     page = (tmp_path / "site" / "runs" / "gpu-markup-escaped.html").read_text()
     assert "<script>alert" not in page and "<b>on" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;b&gt;on&lt;/b&gt;" in page

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import checks, derive, editions, inference, load, pages, run_pages, serving
+from generator import checks, derive, editions, inference, load, pages, render, serving
 from runners import claims
 from tests.conftest import ROOT, TRAIN, committed, run_module
 
@@ -254,10 +254,10 @@ def _run_page(data: Path, tmp_path: Path, name: str) -> str:
     loaded = load.load(data, files=[data / "cpu-smoke" / f"{name}.parquet"])
     assert loaded.rejected == [], loaded.rejected
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    figures = run_pages.with_test_figures(
+    figures = derive.with_test_figures(
         summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
     )
-    run_pages.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
+    render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     return (tmp_path / "site" / "runs" / f"{name}.html").read_text()
 
 
@@ -352,9 +352,9 @@ def test_values_beyond_any_measurement_are_refused_and_never_print_inf(data: Pat
     found = problems_of(data)
     assert "field 'value': 1e+308 is beyond ±1e+18" in found["claim-absurd.parquet"]
     assert "field 'value'" in found["slow-huge.parquet"] and "beyond ±1e+18" in found["slow-huge.parquet"]
-    svg = run_pages.samples_svg({"time_points": "40,10 710,130", "time_lo": -1.0, "time_hi": 400.0, "time_warm_x": 40.0,
-                                 "loss_points": "40,10", "loss_lo": float("-inf"), "loss_hi": float("inf"),
-                                 "loss_warm_x": 40.0})  # fmt: skip
+    svg = render.runs.samples_svg({"time_points": "40,10 710,130", "time_lo": -1.0, "time_hi": 400.0,
+                                 "time_warm_x": 40.0, "loss_points": "40,10", "loss_lo": float("-inf"),
+                                 "loss_hi": float("inf"), "loss_warm_x": 40.0})  # fmt: skip
     assert "inf" not in svg and "–" in svg
     assert pages.fmt(1e308) == "1e+308"
 

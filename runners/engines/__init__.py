@@ -41,6 +41,10 @@ class Engine:
     tool: str | None = None
     """The engine's own benchmark tool, as its imported records name their engine: a runner's figure ranks only
     beside that tool's record of the same test (runners/metrics.py `OWN_TOOL_REL_TOL`)."""
+    tool_label: str | None = None
+    """How the pages name the tool (`vllm bench`, `mlx_lm.benchmark`); its record name where None."""
+    tool_no_depth: str | None = None
+    """Why the tool cannot run a test at a KV-cache depth, where it cannot (the reason such a test does not rank)."""
     tool_runner: str | None = None
     """The module that runs the tool beside the runner on the same weights and settings (inference tests; vLLM's
     runner runs its tools itself)."""
@@ -106,6 +110,8 @@ ENGINES: dict[str, Engine] = {
             train_runner="runners.engines.mlx.train",
             test_runner="runners.engines.mlx.generate",
             tool="mlx-lm-benchmark",
+            tool_label="mlx_lm.benchmark",
+            tool_no_depth="mlx_lm.benchmark has no KV-cache depth",
             tool_runner="runners.engines.mlx.tool",
             tool_times_more=True,
             launch_env="runners.engines.mlx.train:launch_env",
@@ -141,6 +147,7 @@ ENGINES: dict[str, Engine] = {
             version_from="vllm",
             test_runner="runners.engines.vllm.runner",
             tool="vllm-bench",
+            tool_label="vllm bench",
             python_env="FAIRFIGHT_VLLM_PYTHON",
             failure_config="runners.engines.vllm.runner:failure_config",
             devices_setting="tensor_parallel_size",
@@ -186,3 +193,24 @@ def call(target: str, *args: Any) -> Any:
     """Import `module:function` and call it: engines are imported only where they run."""
     module, _, function = target.partition(":")
     return getattr(importlib.import_module(module), function)(*args)
+
+
+def own_tools() -> dict[str, str]:
+    """Each engine's own benchmark tool, by the engine's name, read from `ENGINES` when called (the generator asks
+    here, so an engine registered later, or by a test, is cross-checked by its own tool)."""
+    return {e.name: e.tool for e in ENGINES.values() if e.tool}
+
+
+def tools_of(kind: str) -> tuple[str, ...]:
+    """The own tools of the engines that run tests of `kind` (`inference`, `serving`), as their records name them."""
+    return tuple(e.tool for e in ENGINES.values() if e.tool and kind in e.kinds)
+
+
+def tool_labels() -> dict[str, str]:
+    """How the pages name each own tool, by its record name."""
+    return {e.tool: e.tool_label or e.tool for e in ENGINES.values() if e.tool}
+
+
+def tools_without_depth() -> dict[str, str]:
+    """The own tools that cannot run a test at a KV-cache depth, with the reason."""
+    return {e.tool: e.tool_no_depth for e in ENGINES.values() if e.tool and e.tool_no_depth}

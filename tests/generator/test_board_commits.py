@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from generator import board_pages, build, catalog_pages, checks, commits, load, pages, versions
+from generator import build, checks, commits, derive, load, pages, render, versions
 from runners import provenance, store
 from tests.generator.test_claims_and_parity import _training_run
 
@@ -72,7 +72,8 @@ def _site_pages(tmp_path: Path) -> Path:
     loaded, summary = checks.checked(load.load(data))
     docs = tmp_path / "docs"
     sink = pages.Charts(docs, tmp_path / "svg")
-    board_pages.write_pages(loaded, summary, docs, sink, data, repo_url=REPO, built_with=versions.generator())
+    results = derive.results(loaded, summary)
+    render.boards.write_pages(results, docs, sink, data, repo_url=REPO, built_with=versions.generator())
     sink.finish()
     return docs
 
@@ -115,7 +116,7 @@ def test_the_versions_are_the_installed_ones_on_the_downloads_page(tmp_path: Pat
     assert list(installed) == list(versions.PACKAGES)
     env = pages.environment()
     empty = load.load(tmp_path / "nothing")
-    catalog_pages.write_downloads(env, tmp_path / "docs", empty.runs, empty.rows, built_with)
+    render.catalog.write_downloads(env, tmp_path / "docs", empty.runs, empty.rows, built_with)
     text = (tmp_path / "docs" / "downloads.md").read_text()
     for package, version in installed.items():
         assert f"| <code>{package}</code> | {version} |" in text

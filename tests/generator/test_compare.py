@@ -171,15 +171,36 @@ def test_json_output_parses(small: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert row["ratio_lo"] < row["ratio"] < row["ratio_hi"] and report["threshold"] == 0.05
 
 
-def test_a_kind_of_tests_fallback_floor_is_the_spread_its_boards_widen_one_run_rows_by(ds: compare.Dataset) -> None:
-    """compare's floor for a test without repeats of its own and the boards' widening of a one-run row are one number:
-    the largest spread between repeated ranked runs of that kind on that hardware (1.63% for tg on one H200, where
-    unranked MLX runs across harness changes once made it 16%)."""
-    from generator import checks, inference, load, serving
+def test_compare_and_the_site_read_one_results(ds: compare.Dataset) -> None:
+    """compare's runs, figures and floors are the site's own `derive.results` (one code path): on every committed
+    board of every kind, a ranked configuration compared with itself has the board's figure, its interval inside the
+    board's (the board also widens by the pooled spread), and any run it counts that the board does not rank carries
+    the note saying why; the fallback floor of a kind is the spread the boards widen one-run rows by (1.63% for tg on
+    one H200, where unranked MLX runs across harness changes once made it 16%)."""
+    from generator import checks, derive, load
 
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
-    boards = inference.aa_spreads(inference.test_summary(summary, loaded.rows)) | serving.aa_spreads(
-        serving.test_summary(summary, loaded.rows)
-    )
-    assert {k: v for k, v in ds.kind_floors.items() if k[0] != "train"} == boards
-    assert boards[("tg", "NVIDIA H200", 1, False)] < 0.05
+    results = derive.results(*checks.checked(load.load(ROOT / "data")))
+    mine = compare.dataset(ROOT / "data", results)
+    assert mine.kind_floors == ds.kind_floors == results.kind_floors
+    assert mine.run_floors == ds.run_floors and mine.runs.equals(ds.runs)
+    assert results.kind_floors[("tg", "NVIDIA H200", 1, False)] < 0.05
+    figure = {"training": ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi"), "inference": ("value", "lo", "hi"),
+              "serving": ("value", "lo", "hi")}  # fmt: skip
+    same = {kind: 0 for kind in figure}
+    for (suite, workload), board in results.boards.items():
+        for row in board.ranked.iter_rows(named=True):
+            selector = f"{row['settings_hash']}@workload={workload}"
+            (pair,) = compare.compare(selector, selector, mine).rows
+            counted = set(pair["a"]["runs"])
+            assert set(row["run_ids"]) <= counted, (suite, workload, row["settings_hash"])
+            extra = counted - set(row["run_ids"])
+            noted = {n.split(":")[0].removeprefix("A ") for n in pair["notes"] if n.startswith("A ")}
+            assert extra <= noted, (suite, workload, extra)
+            if extra or pair["figure"] != {"training": "steps/s"}.get(board.kind, pair["figure"]):
+                continue
+            value, lo, hi = (row[c] for c in figure[board.kind])
+            assert pair["a"]["value"] == pytest.approx(value, rel=1e-12)
+            if lo is not None and pair["a"]["lo"] is not None:
+                assert lo <= pair["a"]["lo"] * (1 + 1e-12) and pair["a"]["hi"] <= hi * (1 + 1e-12)
+            same[board.kind] += 1
+    assert all(n > 0 for n in same.values()), same

@@ -49,3 +49,34 @@ def test_release_freezes_runs_and_changelog_and_integrity_show_on_the_site(bench
 def test_edition_names_are_checked(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="edition name"):
         editions.release("../escape", tmp_path)
+
+
+def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
+    """An edition's page is `derive.results` of its own records (generator/build.py `edition_results`), so it shows
+    every kind of board the site does: an edition of the committed H200 records ranks training, inference and
+    serving boards, each row as the site's own board of the same records has it."""
+    from generator import build, checks, derive, load, pages, render
+
+    data = tmp_path / "data"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "h100", data / "h100")
+    committed(tmp_path)
+    editions.release("e1", data, now=datetime(2026, 12, 1, 10, tzinfo=UTC))
+    committed(tmp_path, "edition e1")
+    loaded, summary = checks.checked(load.load(data))
+    results = derive.results(loaded, summary)
+    frozen = build.edition_results(loaded, data)
+    ((made, of_edition),) = frozen
+    assert made.problems == [] and set(made.edition.runs) == set(results.runs["run_id"])
+    kinds = {b.kind for b in of_edition.boards.values() if b.ranked.height}
+    assert kinds == {"training", "inference", "serving"}
+    for key, board in of_edition.boards.items():  # the same records: the same boards, row for row
+        assert board.ranked.equals(results.boards[key].ranked)
+    docs = tmp_path / "docs"
+    sink = pages.Charts(docs, tmp_path / "svg")
+    render.boards.write_pages(results, docs, sink, data, frozen=frozen)
+    sink.finish()
+    page = (docs / "editions" / "e1.md").read_text()
+    for unit in ("| Steps/s |", "| Tokens/s |", "| Output tokens/s |"):
+        assert unit in page
+    serving_board = next(b for b in of_edition.boards.values() if b.kind == "serving" and b.ranked.height)
+    assert f"## h100 · {serving_board.workload}" in page

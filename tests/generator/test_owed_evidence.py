@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from generator import checks, load, owed_evidence, sweep_draws, verdict
+from generator import checks, derive, load, owed_evidence
 from tests.conftest import ROOT
 
 
@@ -43,10 +43,10 @@ def test_an_owed_comparison_is_one_side_measured_until_the_seeds_engine_runs() -
 
 def test_the_committed_owed_list_agrees_with_the_verdict() -> None:
     loaded, summary = checks.checked(load.load(ROOT / "data"))
-    the_verdict = sweep_draws.compute(summary, loaded.rows)
+    the_verdict = derive.results(loaded, summary).verdict  # as the site derives it, with the boards' ranked rows
     assert the_verdict is not None
-    fight, said = the_verdict["fight"], the_verdict["said"]
-    owed = {o["item"]: o for o in verdict.owed(summary, fight, said)}
+    fight, said = the_verdict.fight, the_verdict.said
+    owed = {o["item"]: o for o in the_verdict.owed}
     answer = owed["A tuned PyTorch, same hardware, model and data, every advantage"]["detail"]
     best = said["best"]
     direction = "above" if best["gap_hi"] < 1 else "below" if best["gap_lo"] > 1 else "level with"

@@ -14,7 +14,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import board_pages, checks, derive, inference, load, serving, test_boards
+from generator import checks, derive, inference, load, render, serving
+from generator.derive import ladder
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -174,7 +175,7 @@ def test_board_data_is_one_row_per_configuration() -> None:
             _run(4, bench_ratio=1.29, settings={"a": 1}, harness_commit=None),
         ]
     )
-    rows = board_pages.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
+    rows = render.boards.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
     assert len(rows) == 2 and len({r["settings_hash"] for r in rows}) == 2
     first, second = rows
     assert first["rank"] == 1 and first["verified"] and first["runs"] == ["r1"]
@@ -193,22 +194,18 @@ def _committed() -> tuple[load.Loaded, pl.DataFrame]:
 
 
 def _published_boards() -> dict[str, list[dict]]:
-    """Every board of the committed data, as the site publishes it (board_pages.board_rows)."""
-    loaded, summary = _committed()
-    out = {}
-    for (suite, workload), board in derive.leaderboards(summary).items():
-        unranked = derive.candidates(summary.filter((pl.col("suite") == suite) & (pl.col("workload") == workload)))
-        unranked = unranked.filter(pl.col("unranked").is_not_null())
-        figure = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
-        out[f"{suite}/{workload}"] = board_pages.board_rows(board, unranked, "steps/s", figure)
-    tests = inference.test_summary(summary, loaded.rows)
-    served = serving.test_summary(summary, loaded.rows)
-    spreads = inference.pooled_spreads(tests) | serving.pooled_spreads(served)  # as board_pages does
-    for frame, board_of in ((tests, inference.board), (served, serving.board)):
-        for (suite, workload), group in frame.partition_by("suite", "workload", as_dict=True).items():
-            ranked, unranked = board_of(group, spreads)
-            out[f"{suite}/{workload}"] = board_pages.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
-    return out
+    """Every board of the committed data as the site publishes it: the site's own `derive.results` (every kind),
+    as its board JSON has it (render.boards.board_rows)."""
+    results = derive.results(*_committed())
+    figures = {
+        "training": ("steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
+        "inference": ("tokens/s", ("value", "lo", "hi")),
+        "serving": ("output tokens/s", ("value", "lo", "hi")),
+    }
+    return {
+        f"{suite}/{workload}": render.boards.board_rows(board.ranked, board.unranked, *figures[board.kind])
+        for (suite, workload), board in results.boards.items()
+    }
 
 
 @pytest.mark.slow
@@ -309,7 +306,7 @@ def _run_figures() -> dict[str, float | None]:
 
 
 def test_the_rank_rule_names_the_tolerance() -> None:
-    assert f"±{metrics.OWN_TOOL_REL_TOL * 100:g}%" in test_boards.RANK_RULE
+    assert f"±{metrics.OWN_TOOL_REL_TOL * 100:g}%" in ladder.RANK_RULE
 
 
 def test_a_one_run_row_gets_the_spread_pooled_over_its_kind_on_its_hardware() -> None:

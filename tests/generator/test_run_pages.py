@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import derive, inference, load, pages, run_pages, serving
+from generator import derive, inference, load, pages, render, serving
 from runners import provenance
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,12 +33,12 @@ RUNS = {
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     loaded = load.load(ROOT / "data", files=[ROOT / "data" / "h100" / f"{r}.parquet" for r in RUNS])
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    figures = run_pages.with_test_figures(
+    figures = derive.with_test_figures(
         summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
     )
     site = tmp_path_factory.mktemp("site")
     stage = site / "runs"
-    run_pages.start_run_pages(stage, figures, loaded.rows, repo_url=REPO).finish(site)
+    render.runs.start_run_pages(stage, figures, loaded.rows, repo_url=REPO).finish(site)
     return stage
 
 
@@ -90,10 +90,10 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     loaded = load.load(tmp_path / "data")
     assert loaded.rejected == []
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    figures = run_pages.with_test_figures(
+    figures = derive.with_test_figures(
         summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
     )
-    run_pages.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
+    render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     page = (tmp_path / "site" / "runs" / f"{pages.slug(run_id)}.html").read_text()
     gpus = re.search(r'<table class="ff-gpus">(.*?)</table>', page, re.S)
     assert gpus, "no GPU table"
@@ -130,7 +130,7 @@ def test_a_record_read_through_a_migration_says_so(rendered: Path) -> None:
 
 def test_calibration_figures_read_in_units_that_fit_their_size() -> None:
     """An H200's and a CPU's calibration, as their records hold them: neither reads as zero."""
-    assert run_pages._readable(
+    assert render.runs._readable(
         [
             ("matmul_flops", "780136749025600.5"),
             ("reference_matmul_flops", "1232000000.0"),

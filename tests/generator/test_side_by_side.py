@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, inference, load, serving, side_by_side, verdict
+from generator import checks, derive, inference, load, serving, side_by_side, verdict
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,12 +18,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def derived() -> dict:
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
-    tests = inference.test_summary(summary, loaded.rows)
-    served = serving.test_summary(summary, loaded.rows)
+    results = derive.results(*checks.checked(load.load(ROOT / "data")))
+    tests, served = results.tests, results.served
     spreads = inference.pooled_spreads(tests) | serving.pooled_spreads(served)
-    rows = side_by_side.engine_rows(tests, served, summary, spreads)
-    return dict(summary=summary, tests=tests, served=served, spreads=spreads, rows=rows)
+    assert spreads == results.test_spreads
+    board_rows = [(b.ranked, b.unranked) for b in results.boards.values() if b.kind != "training"]
+    return dict(summary=results.runs, tests=tests, served=served, spreads=spreads, rows=results.side_by_side.rows,
+                board_rows=side_by_side.test_rows(board_rows))  # fmt: skip
 
 
 def test_precision_families_are_named_by_bits_per_weight() -> None:
@@ -83,7 +84,7 @@ def test_a_table_holds_one_precision_family(derived: dict) -> None:
 
 
 def test_the_kv_cache_table_counts_the_records_own_bytes(derived: dict) -> None:
-    depth = side_by_side.kv_depth_rows(derived["tests"], derived["summary"], derived["spreads"])
+    depth = side_by_side.kv_depth_rows(*derived["board_rows"], derived["summary"])
     seventy = depth.filter(pl.col("model_name") == "llama-70b")
     assert sorted(set(seventy["depth"].to_list())) == [0, 4096, 16384, 32768]
     tests = derived["tests"].filter(pl.col("run_id").is_in(seventy["run_id"].implode()))

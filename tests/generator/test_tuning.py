@@ -50,13 +50,16 @@ def test_the_ladder_climbs_in_the_suites_order_at_each_micro_batch() -> None:
 def test_the_committed_sweep_gives_a_rung_per_point_each_with_its_runs() -> None:
     """The committed data/: a rung per sweep point, each with its runs; at micro-batch 4, FSDP2 with compile is
     settled faster than stock (the page built from it: tests/test_browser_tables.py)."""
-    from generator import checks, load, sweep_draws
+    from generator import checks, derive, load
     from tests.conftest import ROOT
 
     loaded, summary = checks.checked(load.load(ROOT / "data"))
-    points = sweep_draws.compute(summary, loaded.rows)["points"]
+    results = derive.results(loaded, summary)  # as the site derives it
+    assert results.verdict is not None
+    points = results.verdict.points
     rungs = tuning.ladder(points, ORDER)
     assert len(rungs) == points.height and all(r["run_ids"] for r in rungs)
+    assert sum(len(r) for r in results.tuning.ladders.values()) == len(rungs)  # the page's figures are these
     at4 = {r["variant"]: r for r in rungs if r["micro_batch"] == 4}
     assert at4["ddp-amp-stock"]["over_stock"] is None and at4["fsdp2-compile"]["over_stock"]["settled"] == "faster"
     assert re.fullmatch(r"[\w.-]+", at4["fsdp2-compile"]["run_ids"][0])

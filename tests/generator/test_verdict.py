@@ -156,13 +156,13 @@ def test_the_matched_shape_and_tuned_over_stock_there() -> None:
     assert ddp["variant"] == "ddp-tuned" and ddp["gap"] == pytest.approx(21.7 / (tuned_there - 3.0))
     # with the resamples, every figure there has an interval holding it, and the answers are three-way
     result = sweep_draws.compute(summary, _windows(summary))
-    best, ddp = result["said"]["best"], result["said"]["ddp"]
+    best, ddp = result.said["best"], result.said["ddp"]
     assert best["steps_per_s_lo"] < best["steps_per_s"] < best["steps_per_s_hi"]
     assert best["ratio_lo"] < best["ratio"] < best["ratio_hi"] and best["gap_lo"] < best["gap"] < best["gap_hi"]
     assert best["decision"] == "closes" and best["beats_claim"] is False  # 21.14 steps/s: within 1.1x, below 21.7
     assert ddp["decision"] == "does not" and ddp["further_runs"] is None
     # the end-to-end reading has its own matched shape: stock runs 0.9x as fast end to end, so a smaller batch
-    e2e = result["said"]["readings"]["end_to_end"]
+    e2e = result.said["readings"]["end_to_end"]
     assert e2e["matched_micro_batch"] == pytest.approx(metrics.crossing([(m, 0.9 * r) for m, r in STOCK], 14.1))
 
 
@@ -211,17 +211,17 @@ def test_repeats_that_narrow_the_interval_move_an_undecided_answer(at_2: float, 
     """One run a point, with the spread of one repeated pair (1 degree of freedom): the gap's interval holds 1.1 and
     the answer is undecided, with the further runs that would settle it; eight runs at each deciding point within
     ±0.2% (29 degrees of freedom, a spread a tenth as wide) settle it, the way the point figures lean."""
-    once = sweep_draws.compute(s := _sweep(at_2, at_3, 1), _windows(s))["said"]["ddp"]
+    once = sweep_draws.compute(s := _sweep(at_2, at_3, 1), _windows(s)).said["ddp"]
     assert once["decision"] == "undecided" and once["gap_lo"] < verdict.GAP_ASKED < once["gap_hi"]
     assert once["settles_to"] == settled and 1 <= once["further_runs"] <= verdict.MAX_FURTHER_RUNS
     assert {(d["label"], d["micro_batch"]) for d in once["deciding"]} == {
         (v, m) for v in ("ddp-amp-stock", "ddp-tuned") for m in (2, 3)
     }
     repeated = sweep_draws.compute(s := _sweep(at_2, at_3, 8), _windows(s))
-    ddp = repeated["said"]["ddp"]
+    ddp = repeated.said["ddp"]
     assert ddp["decision"] == settled and ddp["further_runs"] is None
     assert ddp["gap_hi"] - ddp["gap_lo"] < (once["gap_hi"] - once["gap_lo"]) / 4
-    assert repeated["pooled"].df == 1 + 4 * 7
+    assert repeated.pooled.df == 1 + 4 * 7
 
 
 def test_one_curve_is_one_configuration_labelled_by_what_differs() -> None:
@@ -247,11 +247,11 @@ def test_one_curve_is_one_configuration_labelled_by_what_differs() -> None:
 
 def test_the_home_page_answers_in_both_readings_in_the_seeds_words(tmp_path: Path) -> None:
     result = sweep_draws.compute(s := _sweep(20.6, 18.5, 1, pairs=6), _windows(s))
-    fight, said = result["fight"], result["said"]
-    context = dict(fight=fight, said=said, points=result["points"].drop("figures", "end_to_end_figures", "run_ids")
+    fight, said = result.fight, result.said
+    context = dict(fight=fight, said=said, points=result.points.drop("figures", "end_to_end_figures", "run_ids")
                    .to_dicts(), owed=verdict.owed(s, fight, said), chart="", href="x.md", stock=verdict.STOCK,
-                   min_steps=300, gap_asked=1.1, full_steps=2000, pooled=result["pooled"],
-                   t975=metrics.student_t_quantile(0.975, result["pooled"].df), draws=sweep_draws.DRAWS,
+                   min_steps=300, gap_asked=1.1, full_steps=2000, pooled=result.pooled,
+                   t975=metrics.student_t_quantile(0.975, result.pooled.df), draws=sweep_draws.DRAWS,
                    seed=sweep_draws.SEED, headline="steady", max_runs=verdict.MAX_FURTHER_RUNS)  # fmt: skip
     text = pages.render(pages.environment(), "index.md.j2", tmp_path / "index.md", verdict=context, boards=[],
                         claims=[], rejected=[], total_runs=0, failed_runs=0).read_text()  # fmt: skip
@@ -272,7 +272,9 @@ def committed() -> dict:
     from generator import checks
 
     loaded, summary = checks.checked(load.load(ROOT / "data"))
-    return sweep_draws.compute(summary, loaded.rows) | {"summary": summary}
+    result = sweep_draws.compute(summary, loaded.rows)
+    assert result is not None
+    return {"said": result.said, "pooled": result.pooled, "points": result.points, "summary": summary}
 
 
 def test_the_verdict_on_the_committed_data_says_what_its_evidence_allows(committed: dict) -> None:
@@ -301,7 +303,7 @@ def test_the_verdict_on_the_committed_data_says_what_its_evidence_allows(committ
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
     assert f"{words.get(ddp['further_runs'], ddp['further_runs'])}\n   further full-length runs" in page
     # the same data give the same draws: the site is byte-reproducible
-    again = sweep_draws.compute(committed["summary"].clone(), load.load(ROOT / "data").rows)["said"]["ddp"]
+    again = sweep_draws.compute(committed["summary"].clone(), load.load(ROOT / "data").rows).said["ddp"]
     assert (again["gap_lo"], again["gap_hi"]) == (ddp["gap_lo"], ddp["gap_hi"])
 
 

@@ -528,8 +528,7 @@ def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, e
 
 
 def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[str, str], cross_check: bool) -> None:
-    from runners import metrics, record
-    from runners.engines.vllm import loadgen as loadgen
+    from runners import loadgen, metrics, record
 
     entry, settings = w.entry, w.settings
     started = datetime.now(UTC)

@@ -72,7 +72,9 @@ def test_calibration_line_names_both_matmul_peaks() -> None:
     line = record.calibration_line(cal)
     assert "fp8 matmul 1485.0 TFLOP/s, bf16 matmul 754.0 TFLOP/s, copy 4200 GB/s" in line
     cpu = {"matmul_flops": 48.3e9, "copy_bytes_per_s": 9e9, "allreduce_busbw_bytes_per_s": 1.5e9}
-    assert "matmul 48.3 GFLOP/s, copy 9 GB/s, all-reduce bus 1.5 GB/s" in record.calibration_line(cpu)  # not 0.0 TFLOP/s
+    assert "matmul 48.3 GFLOP/s, copy 9 GB/s, all-reduce bus 1.5 GB/s" in record.calibration_line(
+        cpu
+    )  # not 0.0 TFLOP/s
 
 
 def test_apply_float8_converts_the_blocks_but_not_the_head() -> None:

@@ -2,7 +2,8 @@
 rank, one row per configuration, and ranks.
 
 A measured run ranks only when it finished, its hardware is one the datasheet table knows, and, where its engine has
-its own benchmark tool (`schema.OWN_TOOLS`), that tool's record of the same test on the same host agrees with it
+its own benchmark tool (the engine registry, runners/engines: `own_tools`), that tool's record of the same test on
+the same host agrees with it
 within `metrics.OWN_TOOL_REL_TOL` on every figure both report (throughput; for served points also median TTFT and
 TPOT). A test the tool cannot run (mlx_lm.benchmark has no KV-cache depth) has nothing to agree with, so it does not
 rank. Ranked runs of one configuration (`settings_hash`) share one row; every other run is listed with its reason.
@@ -15,17 +16,29 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from generator import configurations
-from runners import metrics, schema
+from runners import engines, metrics
 
-TOOL_NAMES = {"llama-bench": "llama-bench", "mlx-lm-benchmark": "mlx_lm.benchmark", "vllm-bench": "vllm bench"}
-"""How the pages name each own tool."""
-NO_DEPTH = {"mlx-lm-benchmark": "mlx_lm.benchmark has no KV-cache depth"}
-"""Own tools that cannot run a test at a KV-cache depth, and the reason shown for such tests."""
 KEYS = configurations.KEYS
+LATEST = (
+    *configurations.LATEST, *configurations.AGGREGATIONS, "unranked", "kind", "datasheet_bandwidth", "rate_mean",
+    "rate_sd", "llama_rate", "tool_path_rate", "rate_med", "rate_lo", "rate_hi", "rate_coverage", "repetitions",
+    "tool_path_med", "tool_path_lo", "tool_path_hi", "tool_path_coverage", "mbu_datasheet", "paired_run", "bench_run",
+    "bench_rate", "bench_sd", "bench_tool", "bench_status", "bench_ratio", "test_ratio", "out_mean", "out_sd",
+    "total_mean", "requests_mean", "out_med", "out_lo", "out_hi", "out_coverage", "completed_requests",
+    "failed_requests", "duration_s_right", "request_throughput", "output_tokens_per_s", "total_tokens_per_s",
+    "goodput_requests_per_s", "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms",
+    "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "p99_itl_ms", "mean_e2e_ms", "median_e2e_ms", "p99_e2e_ms",
+    "out_rate", "decode_rate", "bench_ttft", "bench_tpot", "bench_ttft_ratio", "bench_tpot_ratio", "tol_out",
+    "tol_ttft", "tol_tpot",
+)  # fmt: skip
+"""The columns a test board's row takes from its latest run, declared one by one beside the record's and the
+config's (`configurations.aggregation`): the run summary's, and the inference and serving tests' own
+(`inference.test_summary`, `serving.test_summary`). Its figure (`value`) is the median of its runs', `lo` and `hi`
+every run's (for the interval); a column declared nowhere stops the build."""
 
 
 def _tool() -> pl.Expr:
-    return pl.col("engine").replace_strict(schema.OWN_TOOLS, default=None, return_dtype=pl.String)
+    return pl.col("engine").replace_strict(engines.own_tools(), default=None, return_dtype=pl.String)
 
 
 def unranked_reason(checks: Sequence[tuple[str, ...]], depth: bool, columns: Sequence[str] = ()) -> pl.Expr:
@@ -35,10 +48,11 @@ def unranked_reason(checks: Sequence[tuple[str, ...]], depth: bool, columns: Seq
     the frame's columns (a tolerance column it lacks is the default's)."""
     default = metrics.OWN_TOOL_REL_TOL
     tool = _tool()
-    name = tool.replace_strict(TOOL_NAMES, default=tool, return_dtype=pl.String)
+    name = tool.replace_strict(engines.tool_labels(), default=tool, return_dtype=pl.String)
+    no_depth = engines.tools_without_depth()
     cannot = (
-        pl.when((pl.col("depth") > 0) & tool.is_in(list(NO_DEPTH)))
-        .then(pl.format(" ({})", tool.replace_strict(NO_DEPTH, default="", return_dtype=pl.String)))
+        pl.when((pl.col("depth") > 0) & tool.is_in(list(no_depth)))
+        .then(pl.format(" ({})", tool.replace_strict(no_depth, default="", return_dtype=pl.String)))
         .otherwise(pl.lit(""))
         if depth
         else pl.lit("")
@@ -142,6 +156,8 @@ def rows(
     measurement (a served point) with no pooled spread has no interval: `lo` and `hi` are null, never equal to its
     figure; `interval_basis` says which."""
     others = [c for c in ranked.columns if c not in {*KEYS, "value", "lo", "hi"}]
+    for name in others:
+        configurations.aggregation(name, {}, LATEST)  # each one declared: a new column is never silently the latest
     grouped = (
         ranked.sort("started_at", "run_id")
         .group_by(KEYS, maintain_order=True)
@@ -208,7 +224,8 @@ def rank(rows: pl.DataFrame) -> pl.DataFrame:
 
 RANK_RULE = (
     "One row per configuration (variant settings, test, devices, hardware, engine version); only finished runs on "
-    "known hardware rank, and where the engine has its own benchmark tool (llama-bench, mlx_lm.benchmark, vllm bench) "
+    "known hardware rank, and where the engine has its own benchmark tool "
+    f"({', '.join(sorted(engines.tool_labels().values()))}) "
     f"only beside that tool's record of the same test agreeing within ±{metrics.OWN_TOOL_REL_TOL * 100:g}% on every "
     "figure both report; a row's figure is the median of its runs'; its 95% interval is exp(mean ln ± t·s/√n) with "
     "the between-run spread s of its kind of test pooled over every configuration repeated on its hardware, never "

@@ -424,15 +424,6 @@ def start_run_pages(
     return Pending(stage, jobs, keys, manifest, len(todo))
 
 
-def with_test_figures(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.DataFrame) -> pl.DataFrame:
-    """The summary with each inference and serving run's own figures (inference.test_summary,
-    serving.test_summary: tokens/s over repetitions, served latencies, the own tool's pair and ratio, MBU), so that
-    its page leads with its result, as a training run's does with its steps/s."""
-    frames = [f.select("run_id", *[c for c in f.columns if c not in summary.columns]) for f in (tests, served)]
-    figures = pl.concat(frames, how="diagonal_relaxed")  # a run is an inference test or a serving test, not both
-    return summary.join(figures, on="run_id", how="left")
-
-
 def _write_csvs(stage: Path, runs: list[dict[str, Any]], rows: pl.DataFrame) -> None:
     """Each run's rows as `<run>.csv`; a run without rows has none."""
     csvs = csv_texts(rows)

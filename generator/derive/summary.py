@@ -1,4 +1,4 @@
-"""From loaded records to the numbers the site shows: per-run summaries and per-workload leaderboards.
+"""Per-run summaries and the training leaderboards, repeats, scaling and loss parity made from them.
 
 Every formula comes from `runners.metrics`; this module only groups, joins and orders.
 """
@@ -480,21 +480,26 @@ def _speed_baselines(summary: pl.DataFrame, ranked: pl.DataFrame, keys: list[str
     return pl.DataFrame(out, schema=columns, orient="row")
 
 
-def leaderboards(summary: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
+def leaderboards(
+    summary: pl.DataFrame, spreads: configurations.Spreads | None = None, found: pl.DataFrame | None = None
+) -> dict[tuple[str, str], pl.DataFrame]:
     """Per (suite, workload) with any record: one row per configuration of its ranked runs (`configurations`), ranked
     with ties, with the speedup over the median of the baseline variant's ranked runs on the same hardware, device
     count and micro-batch (`speed_baseline`, `_speed_baselines`). Other device
     counts are in `scaling`; runs that do not rank are in `candidates` with their reason. A workload with nothing
-    ranked gets an empty board of the same columns."""
+    ranked gets an empty board of the same columns. `spreads`: the pooled spreads of steps/s
+    (`configurations.pooled_spreads`) and `found` (`candidates`), computed here when not given."""
     keys = ["suite", "workload", "accelerator", "accelerator_count", "micro_batch"]
-    ranked = candidates(summary).filter(pl.col("unranked").is_null())
+    found = candidates(summary) if found is None else found
+    ranked = found.filter(pl.col("unranked").is_null())
     ranked = ranked.join(_speed_baselines(summary, ranked, keys), on=keys, how="left", nulls_equal=True)
     ranked = ranked.with_columns(speedup=pl.col("steps_per_s") / pl.col("baseline_steps_per_s"))
     ranked_ids = ranked["run_id"].implode()
-    stopped = configurations.measured_runs(candidates(summary)).filter(
+    stopped = configurations.measured_runs(found).filter(
         (pl.col("status") == "timeout") & ~pl.col("run_id").is_in(ranked_ids)
     )
-    rows = configurations.rows(ranked, configurations.pooled_spreads(summary), stopped)
+    spreads = configurations.pooled_spreads(summary) if spreads is None else spreads
+    rows = configurations.rows(ranked, spreads, stopped)
     boards: dict[tuple[str, str], pl.DataFrame] = {}
     for suite, workload in summary.select("suite", "workload").unique().sort("suite", "workload").iter_rows():
         board = rows.filter((pl.col("suite") == suite) & (pl.col("workload") == workload))

@@ -1,0 +1,54 @@
+"""The catalogue pages' tables: failed runs, the hardware and its calibration, and the engines that ran."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Catalog:
+    failures: pl.DataFrame
+    """Every run that did not finish, newest first."""
+    hardware: pl.DataFrame
+    """Per hardware, device count, precision, interconnect and driver: the calibrated matmul and copy figures."""
+    calibrated_peaks: pl.DataFrame
+    """The calibrated peak each run's calibrated MFU divides by (one per hardware model and precision)."""
+    engines: pl.DataFrame
+    """Per engine, version, origin and device: its runs, variants and hardware."""
+
+
+def tables(summary: pl.DataFrame) -> Catalog:
+    measured = summary.filter(pl.col("origin") == "measured")
+    hardware = (
+        measured.filter(pl.col("calibrated_matmul_flops").is_not_null())
+        .with_columns(copy=pl.col("copy_bytes_per_s"), busbw=pl.col("busbw_bytes_per_s"))
+        .group_by("accelerator", "accelerator_count", "compute_precision", "interconnect", "driver", "cuda")
+        .agg(
+            runs=pl.len(),
+            matmul_median=pl.col("calibrated_matmul_flops").median(),
+            matmul_min=pl.col("calibrated_matmul_flops").min(),
+            matmul_max=pl.col("calibrated_matmul_flops").max(),
+            copy_median=pl.col("copy").median(),
+            busbw_median=pl.col("busbw").median(),
+        )
+        .sort("accelerator", "accelerator_count", "compute_precision")
+    )
+    used = (  # the calibrated peak each run's calibrated MFU divides by (derive: one per hardware model and precision)
+        measured.filter(pl.col("model_matmul_flops").is_not_null())
+        .group_by("accelerator", "matmul_precision")
+        .agg(peak=pl.col("model_matmul_flops").first(), runs=pl.col("calibrated_matmul_flops").is_not_null().sum())
+        .sort("accelerator", "matmul_precision")
+    )
+    engines = (
+        summary.group_by("engine", "engine_version", "origin", "device")
+        .agg(runs=pl.len(), variants=pl.col("variant").unique().sort(), hardware=pl.col("accelerator").unique().sort())
+        .sort("engine", "engine_version", "origin", "device", nulls_last=True)
+    )
+    return Catalog(
+        failures=summary.filter(pl.col("status") != "ok").sort("started_at", descending=True),
+        hardware=hardware,
+        calibrated_peaks=used,
+        engines=engines,
+    )

@@ -1,0 +1,406 @@
+"""Results: every figure the site shows, derived once from the checked records. `results(loaded, summary)` is the
+only entry; the page writers, `compare` and the editions read what it returns and derive nothing of their own.
+
+Pure polars and frozen dataclasses: no Jinja, no altair, no paths (a test holds this package to that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+import generator.derive.catalog as catalog
+import generator.derive.claims as claims
+import generator.derive.ladder as ladder
+import generator.derive.runs as every_runs
+import generator.derive.summary as runs_derive
+from generator import chart_rows, configurations, inference, load, serving, side_by_side, sweep_draws, tuning, verdict
+from runners import metrics
+
+KINDS = ("training", "inference", "serving")
+"""The kinds of board: a training workload, an inference test (pp/tg), a serving test (offline or served point)."""
+
+
+def _empty() -> pl.DataFrame:
+    return pl.DataFrame()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Board:
+    """One board (a suite's workload or test) as its page shows it: what ranks, what does not and why, and the
+    records around them. Frames a kind does not have are empty."""
+
+    suite: str
+    workload: str
+    kind: str
+    """One of `KINDS`."""
+    ranked: pl.DataFrame
+    """One row per configuration of its ranked runs, ranked with ties (training: `derive.leaderboards`; tests:
+    `ladder.board`)."""
+    unranked: pl.DataFrame
+    """Every measured, unretracted run that does not rank, with its `unranked` reason."""
+    shown_unranked: pl.DataFrame
+    """The unranked runs the page lists (tests: those that finished; training: all of them)."""
+    measured_runs: int
+    """Measured runs on the board, retracted or not (the home page's count)."""
+    newest: dict[str, Any]
+    """The board's newest measured run (its newest record without one): what names it in the navigation."""
+    ran_on: str
+    """What its runs ran on, as a reader names it ("2 × H200", "CPU")."""
+    config: str | None
+    """The config (JSON) of the run whose test the page's header describes; None without a measured run."""
+    failures: pl.DataFrame = field(default_factory=_empty)
+    claims: pl.DataFrame = field(default_factory=_empty)
+    """Training: the unretracted claims about the workload."""
+    retracted: pl.DataFrame = field(default_factory=_empty)
+    losses: pl.DataFrame = field(default_factory=_empty)
+    """Training: the loss curve of each variant's latest run at the workload's shape, as window means."""
+    repeats: pl.DataFrame = field(default_factory=_empty)
+    scaling: pl.DataFrame = field(default_factory=_empty)
+    """Training: device-count scaling (`derive.scaling`); serving: tensor-parallel scaling (`serving.tp_scaling`)."""
+    scaling_efficiencies: bool = False
+    """Training: whether any scaling point has an efficiency against one device (what its chart draws)."""
+    best: dict[str, Any] | None = None
+    """Training: the fastest headline configuration; tests: the first ranked row."""
+    tier_best: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = field(default_factory=dict)
+    """Training with claims: per tier (stock, tuned), its fastest headline configuration and that one's repeats."""
+    imported: pl.DataFrame = field(default_factory=_empty)
+    """Tests: the engines' own tools' records of the test."""
+    drawn: pl.DataFrame = field(default_factory=_empty)
+    """Inference: the finished runs the throughput chart draws."""
+    decoding: pl.DataFrame = field(default_factory=_empty)
+    """Serving: the finished measured runs, oldest first (their decoding figures)."""
+    beside: pl.DataFrame = field(default_factory=_empty)
+    """Serving at one request in flight: llama.cpp's generation on the same model."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Results:
+    """Everything the site shows, derived once (`results`)."""
+
+    records: load.Loaded
+    """The checked records (`checks.checked`) the figures are derived from."""
+    runs: pl.DataFrame
+    """One row per run (`derive.run_summary`), of every kind."""
+    samples: pl.DataFrame
+    """The loaded record rows (step times, losses, repetitions)."""
+    rejected: list[load.Rejected]
+    tests: pl.DataFrame
+    """Inference tests, one row per run (`inference.test_summary`)."""
+    served: pl.DataFrame
+    """Serving tests, one row per run (`serving.test_summary`)."""
+    page_runs: pl.DataFrame
+    """The runs with their tests' own figures: what the run pages show."""
+    every_run: every_runs.EveryRun
+    """One row per run of every kind with the figure its kind ranks by, and its repeats' spread: what `compare`
+    selects from."""
+    boards: dict[tuple[str, str], Board]
+    """Every board, by (suite, workload), in that order."""
+    repeats: pl.DataFrame
+    """Training A/A repeats (`derive.repeats`)."""
+    test_repeats: pl.DataFrame
+    """A/A repeats of inference and serving tests, of the runs that rank (`ladder.repeats`)."""
+    training_spreads: dict[str, configurations.Spreads]
+    """Per reading of steps/s (`verdict.READINGS`), the pooled between-run spreads (`configurations.pooled_spreads`)."""
+    test_spreads: dict[tuple[str, str, int], metrics.PooledSpread]
+    """The pooled between-run spreads of inference and serving tests."""
+    kind_floors: dict[tuple[str, str, int, bool], float]
+    """(kind, accelerator, count, shared host) -> the largest A/A spread of that kind on that hardware: the floor a
+    comparison without repeats of its own is held to (`compare`)."""
+    scaling: pl.DataFrame
+    window_losses: pl.DataFrame
+    tp_scaling: pl.DataFrame
+    latency: dict[tuple[str, str], pl.DataFrame]
+    """Per (suite, served model), its served points' latency against throughput (`serving.latency_points`)."""
+    verdict: verdict.Verdict | None
+    """The answer to the seed's question, with its resamples; None without the seed's claims."""
+    claim_checks: list[claims.ClaimCheck]
+    tuning: tuning.Tuning
+    """What tuning bought: the ladder from stock to the best at each micro-batch of the verdict's sweep."""
+    side_by_side: side_by_side.SideBySide
+    catalog: catalog.Catalog
+    errata: pl.DataFrame
+    """Retracted records, newest retraction first."""
+    measured_count: int
+    failed_count: int
+
+
+def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
+    """Every figure, once, from checked records (`checks.checked`: the loaded records and their run summary)."""
+    rows = loaded.rows
+    tests = inference.test_summary(summary, rows)
+    served = serving.test_summary(summary, rows)
+    inference_ranked, serving_ranked = inference.ranked_runs(tests), serving.ranked_runs(served)
+    test_spreads = ladder.pooled_spreads(inference_ranked) | ladder.pooled_spreads(serving_ranked)
+    training_spreads = {
+        reading: configurations.pooled_spreads(summary, column) for reading, column in verdict.READINGS.items()
+    }
+    repeats = runs_derive.repeats(summary)
+    scaling = runs_derive.scaling(summary)
+    window_losses = runs_derive.loss_windows(summary, rows)
+    tp = serving.tp_scaling(served)
+    test_repeats = ladder.repeats(pl.concat([inference_ranked, serving_ranked], how="diagonal_relaxed"))
+    boards = _boards(summary, tests, served, test_spreads, repeats, scaling, window_losses, tp, training_spreads)
+    trained = {key: board.ranked for key, board in boards.items() if board.kind == "training"}
+    the_verdict = sweep_draws.compute(summary, rows, training_spreads, trained)
+    points = serving.latency_points(served)
+    return Results(
+        records=loaded,
+        runs=summary,
+        samples=rows,
+        rejected=loaded.rejected,
+        tests=tests,
+        served=served,
+        page_runs=with_test_figures(summary, tests, served),
+        every_run=every_runs.every_run(summary, tests, served, repeats),
+        boards=boards,
+        repeats=repeats,
+        test_repeats=test_repeats,
+        training_spreads=training_spreads,
+        test_spreads=test_spreads,
+        kind_floors=_kind_floors(repeats, test_repeats),
+        scaling=scaling,
+        window_losses=window_losses,
+        tp_scaling=tp,
+        latency=dict(sorted(points.partition_by("suite", "model_name", as_dict=True).items())),
+        verdict=the_verdict,
+        claim_checks=claims.checks(summary, the_verdict.matched if the_verdict else {}),
+        tuning=tuning.tuning(the_verdict, summary),
+        side_by_side=side_by_side.derive(
+            *side_by_side.test_rows([(b.ranked, b.unranked) for b in boards.values() if b.kind != "training"]),
+            summary,
+        ),
+        catalog=catalog.tables(summary),
+        errata=summary.filter(pl.col("retracted_by").is_not_null()).sort(
+            "retracted_at", "run_id", descending=[True, False]
+        ),
+        measured_count=summary.filter(pl.col("origin") == "measured").height,
+        failed_count=summary.filter(pl.col("status") != "ok").height,
+    )
+
+
+def _kind_floors(repeats: pl.DataFrame, test_repeats: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
+    """The largest A/A spread of each kind on each hardware and host condition: training's from its repeats
+    (`configurations.aa_spreads`), each kind of test's from the repeats of its runs that rank."""
+    out = {("train", *k): v for k, v in configurations.aa_spreads(repeats).items()}
+    for (kind,), group in test_repeats.partition_by("kind", as_dict=True).items():
+        out |= {(str(kind), *key): spread for key, spread in configurations.aa_spreads(group).items()}
+    return out
+
+
+def with_test_figures(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.DataFrame) -> pl.DataFrame:
+    """The summary with each inference and serving run's own figures (tokens/s over repetitions, served latencies,
+    the own tool's pair and ratio, MBU), so that its page leads with its result, as a training run's does."""
+    frames = [f.select("run_id", *[c for c in f.columns if c not in summary.columns]) for f in (tests, served)]
+    figures = pl.concat(frames, how="diagonal_relaxed")  # a run is an inference test or a serving test, not both
+    return summary.join(figures, on="run_id", how="left")
+
+
+def _boards(
+    summary: pl.DataFrame,
+    tests: pl.DataFrame,
+    served: pl.DataFrame,
+    test_spreads: dict[tuple[str, str, int], metrics.PooledSpread],
+    repeats: pl.DataFrame,
+    scaling: pl.DataFrame,
+    window_losses: pl.DataFrame,
+    tp: pl.DataFrame,
+    training_spreads: dict[str, configurations.Spreads],
+) -> dict[tuple[str, str], Board]:
+    """Every (suite, workload) with a record, each as the board of its kind."""
+    candidates = runs_derive.candidates(summary)
+    training = runs_derive.leaderboards(summary, training_spreads["steady"], candidates)
+    ran_on = hardware_of_boards(summary)
+    by_board = {k: g for k, g in summary.partition_by("suite", "workload", as_dict=True).items()}
+    test_keys = {k for k in tests.select("suite", "workload").unique().iter_rows()}
+    served_keys = {k for k in served.select("suite", "workload").unique().iter_rows()}
+    out: dict[tuple[str, str], Board] = {}
+    for suite, workload in training:
+        key = (suite, workload)
+        runs = by_board[key]
+        measured = runs.filter(pl.col("origin") == "measured")
+        common = dict(
+            suite=suite,
+            workload=workload,
+            measured_runs=measured.height,
+            newest=(measured if measured.height else runs).sort("started_at").row(-1, named=True),
+            ran_on=ran_on.get(key, suite),
+        )
+        here = (pl.col("suite") == suite) & (pl.col("workload") == workload)
+        if key in test_keys:
+            out[key] = _inference_board(tests.filter(here), test_spreads, common)
+        elif key in served_keys:
+            out[key] = _serving_board(served.filter(here), tests, tp.filter(here), test_spreads, common)
+        else:
+            out[key] = _training_board(
+                runs, training[key], candidates.filter(here), repeats.filter(here), scaling.filter(here),
+                window_losses, common,
+            )  # fmt: skip
+    return out
+
+
+def _headline_best(frame: pl.DataFrame, tier: str | None = None) -> dict[str, Any] | None:
+    """The fastest ranked configuration (of a tier) among headline runs: a configuration as the suite pins it, run to
+    the end (`derive`'s `headline`). Sweep points and short exploratory runs are shown as what they are, never as
+    the best."""
+    rows = frame.filter(pl.col("headline") & (pl.col("tier") == tier if tier else pl.lit(True)))
+    rows = rows.sort("steps_per_s", "run_id", descending=[True, False])
+    return rows.row(0, named=True) if rows.height else None
+
+
+def _repeats_of(repeats: pl.DataFrame, run: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The A/A figures of a run's configuration, if it was repeated."""
+    if run is None:
+        return None
+    hit = repeats.filter(pl.col("run_id").list.contains(run["run_id"]))
+    return hit.row(0, named=True) if hit.height else None
+
+
+def _training_board(
+    runs: pl.DataFrame,
+    board: pl.DataFrame,
+    candidates: pl.DataFrame,
+    repeats: pl.DataFrame,
+    scaling: pl.DataFrame,
+    window_losses: pl.DataFrame,
+    common: dict[str, Any],
+) -> Board:
+    measured = runs.filter(pl.col("origin") == "measured")
+    claims_here = runs.filter((pl.col("origin") == "claim") & pl.col("retracted_by").is_null()).sort("run_id")
+    counted = measured.filter(pl.col("retracted_by").is_null())
+    unranked = candidates.filter(pl.col("unranked").is_not_null()).sort(
+        "steps_per_s", "run_id", descending=[True, False], nulls_last=True
+    )
+    # One curve per variant (its latest run at the workload's shape, full-length where there is one), as means over
+    # timing windows: the page stays light however many runs a workload has; every run's own curve is on its run
+    # page. Sweep points (another micro-batch) train on other batches, so their curves are not this workload's.
+    latest = (
+        counted.filter(pl.col("suite_scale") & ~pl.col("sweep_point"))
+        .sort("full_length", "started_at")
+        .group_by("variant", maintain_order=True)
+        .last()
+    )
+    losses = window_losses.join(latest.select("run_id", "variant"), on="run_id", maintain_order="left").select(
+        "run_id", "variant", "step", "value"
+    )
+    tier_best = {}
+    if claims_here.height:
+        for tier in ("stock", "tuned"):
+            best = _headline_best(board, tier)
+            tier_best[tier] = (best, _repeats_of(repeats, best))
+    return Board(
+        **common,
+        kind="training",
+        ranked=board,
+        unranked=unranked,
+        shown_unranked=unranked,
+        config=measured.sort("started_at", "run_id")["config"][0] if measured.height else None,
+        failures=counted.filter(pl.col("steps_per_s_lo").is_null()).sort("started_at", "run_id"),
+        claims=claims_here,
+        retracted=runs.filter(pl.col("retracted_by").is_not_null()).sort("retracted_at", "run_id"),
+        losses=losses,
+        repeats=repeats,
+        scaling=scaling,
+        scaling_efficiencies=scaling.filter(pl.col("efficiency").is_not_null()).height > 0,
+        best=_headline_best(board),
+        tier_best=tier_best,
+    )
+
+
+def _inference_board(
+    tests: pl.DataFrame, spreads: dict[tuple[str, str, int], metrics.PooledSpread], common: dict[str, Any]
+) -> Board:
+    ranked, unranked = inference.board(tests, spreads)
+    current = tests.filter(pl.col("retracted_by").is_null())
+    status = dict(current.select("run_id", "status").iter_rows())
+    imported = (
+        current.filter(pl.col("origin") == "imported")
+        .with_columns(paired_status=pl.col("paired_run").replace_strict(status, default=None, return_dtype=pl.String))
+        .sort("workload", "variant", "started_at")
+    )
+    measured = current.filter(pl.col("origin") == "measured")
+    return Board(
+        **common,
+        kind="inference",
+        ranked=ranked,
+        unranked=unranked,
+        shown_unranked=unranked.filter(pl.col("status") == "ok"),
+        config=(measured if measured.height else current)["config"][0],
+        failures=current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok")).sort("started_at"),
+        imported=imported,
+        drawn=chart_rows.test_runs(current, ranked),  # unranked runs hollow; no failed run's tool figure
+        best=ranked.row(0, named=True) if ranked.height else None,
+    )
+
+
+def _serving_board(
+    tests: pl.DataFrame,
+    inference_tests: pl.DataFrame,
+    tp: pl.DataFrame,
+    spreads: dict[tuple[str, str, int], metrics.PooledSpread],
+    common: dict[str, Any],
+) -> Board:
+    from generator import columns
+
+    current = tests.filter(pl.col("retracted_by").is_null())
+    measured = current.filter(pl.col("origin") == "measured")
+    ranked, unranked = serving.board(tests, spreads)
+    # the test as its newest run ran it (a served point's request count has changed; each run's row says its own)
+    config = (measured if measured.height else current).sort("started_at")["config"][-1]
+    parsed = columns.parsed(config)
+    parsed = parsed if isinstance(parsed, dict) else {}
+    model = columns.object_at(parsed, "model").get("name")
+    one_in_flight = columns.object_at(parsed, "workload").get("concurrency") == 1
+    beside = inference_tests.filter(
+        (pl.col("suite") == common["suite"])
+        & (pl.col("model_name") == model)
+        & (pl.col("kind") == "tg")
+        & (pl.col("depth") == 0)
+        & (pl.col("origin") == "measured")
+        & (pl.col("status") == "ok")
+        & pl.col("retracted_by").is_null()
+    ).sort("weights", "started_at")
+    return Board(
+        **common,
+        kind="serving",
+        ranked=ranked,
+        unranked=unranked,
+        shown_unranked=unranked.filter(pl.col("status") == "ok"),
+        config=config,
+        failures=measured.filter(pl.col("status") != "ok").sort("started_at"),
+        imported=current.filter(pl.col("origin") == "imported").sort("variant", "started_at"),
+        scaling=tp,
+        decoding=measured.filter(pl.col("status") == "ok").sort("started_at", "run_id"),
+        beside=beside if one_in_flight else beside.clear(),
+        best=ranked.row(0, named=True) if ranked.height else None,
+    )
+
+
+def hardware_of_boards(summary: pl.DataFrame) -> dict[tuple[str, str], str]:
+    """What each board's runs ran on, as a reader names it ("2 × H200", "1–2 × H200", "CPU"): its measured
+    runs' hardware, or its claims' where nothing was measured. A suite's name (`h100`) says what it was written for,
+    not what ran."""
+    out: dict[tuple[str, str], str] = {}
+    for (suite, workload), group in summary.partition_by("suite", "workload", as_dict=True).items():
+        measured = group.filter(pl.col("origin") == "measured")
+        rows = measured if measured.height else group
+        labels = []
+        for accelerator, counts in (
+            rows.group_by("accelerator")
+            .agg(pl.col("accelerator_count").unique().sort())
+            .sort("accelerator")
+            .iter_rows()
+        ):
+            if rows.filter(pl.col("accelerator") == accelerator)["device"].eq("cpu").any():
+                labels.append("CPU")
+                continue
+            # a name the datasheet table knows, and nothing else: a record's accelerator is free text
+            known = metrics.datasheet_memory(str(accelerator)) is not None
+            name = str(accelerator).removeprefix("NVIDIA ") if known else "other hardware"
+            counts = [c for c in counts if c is not None]
+            many = f"{counts[0]}–{counts[-1]}" if len(counts) > 1 else f"{counts[0]}" if counts else "?"
+            labels.append(f"{many} × {name}")
+        out[(str(suite), str(workload))] = " + ".join(labels) or str(suite)
+    return out

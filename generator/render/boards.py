@@ -1,0 +1,468 @@
+"""The leaderboard pages (one per suite and workload) and the home page, and the order every other generated
+page is written in. Charts come from `charts`, numbers from `derive`; this module only arranges them."""
+
+from __future__ import annotations
+
+import functools
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+import generator.render.catalog as catalog
+import generator.render.editions as edition_pages
+from generator import chart_rows, charts, commits, configurations, editions, pages, sweep_draws, tuning_page, verdict
+from generator.derive import ladder
+from generator.derive.results import Board, Results
+from runners import llama_files, metrics, schema
+
+
+def _hardware_note(claim: dict, ours: dict | None) -> str | None:
+    """One plain sentence on how the claim's GPUs and ours differ, from the datasheets in `metrics`."""
+    if ours is None:
+        return None
+    theirs_mem, ours_mem = metrics.datasheet_memory(claim["accelerator"]), metrics.datasheet_memory(ours["accelerator"])
+    theirs_bf16 = metrics.datasheet_peak_flops(claim["accelerator"], "bf16")
+    ours_bf16 = metrics.datasheet_peak_flops(ours["accelerator"], "bf16")
+    if not (theirs_mem and ours_mem and theirs_bf16 and ours_bf16):
+        return None
+    same = "the same" if theirs_bf16 == ours_bf16 else "a different"
+    return (
+        f"{claim['accelerator']} and {ours['accelerator']} have {same} dense bf16 peak by their datasheets "
+        f"({theirs_bf16 / 1e12:.0f} and {ours_bf16 / 1e12:.0f} TFLOP/s), but {theirs_mem[0]:.0f} GB at "
+        f"{theirs_mem[1] / 1e12:.2f} TB/s against {ours_mem[0]:.0f} GB at {ours_mem[1] / 1e12:.2f} TB/s of memory: "
+        "compute-bound steps should run alike, memory-bound parts faster on the latter."
+    )
+
+
+def write_pages(
+    results: Results,
+    docs: Path,
+    chart_sink: pages.Charts,
+    data_dir: Path,
+    repo_url: str | None = None,
+    built_with: list[dict[str, str]] | None = None,
+    frozen: list[tuple[editions.Frozen, Results]] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]]]:
+    """Render every generated page into `docs` from `results` (`derive.results`), and each edition's page from its
+    own (`frozen`: each edition's records and their `derive.results`, oldest first); returns the leaderboard, edition
+    and served-model nav entries. Each board is written by the writer of its kind (`_WRITERS`: training, inference
+    or serving), which returns its home-page row and, for a board with claims, the claims' row. `repo_url` (the
+    repository's address) links each row's harness commits; `built_with` (`versions.generator`) goes on the
+    downloads page."""
+    env = pages.environment()
+    repo = commits.repo_base(repo_url)
+    # a row's harness commits (`commits.cell`) and a board's note when its ranked rows mix them (`_mixed_commits.md.j2`)
+    env.filters.update(commits=functools.partial(commits.cell, repo=repo))
+    env.globals["mixed_commits"] = functools.partial(_mixed_commits, repo=repo)
+    index_rows, claim_rows = [], []
+    grouped: dict[Section, list[tuple[tuple, dict[str, str]]]] = {}
+    # the board templates title a board by the hardware its runs used
+    env.globals["ran_on"] = {key: board.ran_on for key, board in results.boards.items()}
+    env.globals["quantized_weights"] = frozenset(llama_files.QUANT_TYPES)  # such boards say quality is not measured
+    # the fight's board says where its claims meet our figures: the verdict's matched shape (None: not answered)
+    the_verdict = results.verdict
+    env.globals["verdict_at"] = (
+        {(the_verdict.fight.suite, the_verdict.fight.workload): the_verdict.said} if the_verdict else {}
+    )
+    for (suite, workload), board in results.boards.items():
+        slug = pages.slug(suite, workload)
+        href = f"leaderboards/{slug}.md"
+        section, title, order = _nav_words(board)
+        entry = {pages.nav_title(title, board.ran_on): href}
+        grouped.setdefault(section, []).append((order, entry))
+        row, claims_row = _WRITERS[board.kind](env, docs / href, board, chart_sink, slug)
+        index_rows.append(row)
+        if claims_row is not None:
+            claim_rows.append(claims_row)
+    pages.render(
+        env,
+        "index.md.j2",
+        docs / "index.md",
+        verdict=_verdict(results.verdict, chart_sink),
+        boards=index_rows,
+        claims=claim_rows,
+        rejected=results.rejected,
+        total_runs=results.measured_count,
+        failed_runs=results.failed_count,
+    )
+    pages.render(env, "rejected.md.j2", docs / "rejected.md", rejected=results.rejected)
+    pages.render(env, "errata.md.j2", docs / "errata.md", errata=results.errata.to_dicts())
+    _side_by_side(env, docs, results, chart_sink)
+    tuning_page.write(env, docs, results.tuning)
+    nav = [  # the boards by kind, then by model, smallest first: sections a reader can scan (a flat list ran to 60)
+        {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
+        for (_, _, name), entries in sorted(grouped.items())
+    ]
+    nav_editions = edition_pages.write_pages(env, docs, results, frozen or [], data_dir)
+    nav_served = _served_models(env, docs, results, chart_sink)
+    catalog.write_catalog_pages(env, docs, results, chart_sink, built_with or [])
+    return nav, nav_editions, nav_served
+
+
+def _side_by_side(env: Any, docs: Path, results: Results, chart_sink: pages.Charts) -> None:
+    """The page that sets every engine side by side on one model and GPU (`side_by_side`), with its charts."""
+    derived = results.side_by_side
+    models: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for board in derived.boards:
+        key = (board["suite"], board["model_name"], board["accelerator"])
+        title = (
+            f"{board['model_name']} ({(board['total_params'] or 0) / 1e9:.1f}B parameters) · 1 × {board['accelerator']}"
+        )
+        model = models.setdefault(key, {"title": title, "boards": []})
+        slug = pages.slug("side-by-side", *key, f"{board['family_bits']}bit")
+        chart = chart_sink.html(f"chart-{slug}", charts.side_by_side(pl.DataFrame(board["rows"])))
+        model["boards"].append(board | {"chart": chart})
+    depths = []
+    for (suite, model_name, accelerator), group, caches in derived.depths:
+        slug = pages.slug("kv-depth", suite, model_name, accelerator)
+        depths.append(
+            {
+                "title": f"{model_name} · 1 × {accelerator}",
+                "rows": group.to_dicts(),
+                "caches": caches,
+                "chart": chart_sink.html(f"chart-{slug}", charts.kv_depth(group)),
+            }
+        )
+    pages.render(
+        env,
+        "side_by_side.md.j2",
+        docs / "side-by-side.md",
+        models=list(models.values()),
+        depths=depths,
+        bandwidths=derived.bandwidths,
+    )
+
+
+Section = tuple[int, float, str]
+"""A navigation section: its kind's place, its model's size and its name (what sections sort by)."""
+
+
+def _nav_words(board: Board) -> tuple[Section, str, tuple]:
+    """A board's navigation section (its kind, then its model for tests of a model, as (kind's place, the model's
+    size, its name) to sort by), its title in words and its place in the section, from its newest measured run:
+    "Inference · llama-14b", "generate 128 · 16,384 in cache"."""
+    row, kind = board.newest, board.kind
+    model, size = row.get("model_name") or board.suite, float(row.get("total_params") or 0)
+    if kind == "inference" and row.get("n_tokens") is not None:
+        verb = "prefill" if row.get("kind") == "pp" else "generate"
+        depth = row.get("depth") or 0
+        words = f"{verb} {row['n_tokens']} · {depth:,} in cache"
+        return (1, size, f"Inference · {model}"), words, (depth, verb != "prefill")
+    if kind == "serving":
+        if row.get("kind") == "offline":
+            words, order = f"offline, {row.get('requests') or '?'} requests at once", (0, 0.0)
+        elif row.get("concurrency") is not None:
+            words, order = f"served, {row['concurrency']} in flight", (1, float(row["concurrency"]))
+        else:
+            rate = float(row.get("request_rate") or 0)
+            words, order = f"served, {rate:g} requests/s", (2, rate)
+        return (2, size, f"Serving · {model}"), words, order
+    return (0, 0.0, "Training"), board.workload, (board.suite, board.workload)
+
+
+def _served_models(env: Any, docs: Path, results: Results, chart_sink: pages.Charts) -> list[dict[str, str]]:
+    """A page per served model (`serving/<suite>-<model>.md`): latency against throughput per GPU, a line per
+    tensor-parallel size; returns its navigation entries."""
+    nav = []
+    for (suite, model), group in results.latency.items():
+        slug = pages.slug(suite, model)
+        href = f"serving/{slug}.md"
+        nav.append({pages.nav_title(model, suite): href})
+        pages.render(
+            env,
+            "serving_model.md.j2",
+            docs / href,
+            suite=suite,
+            model=model,
+            points=group.to_dicts(),
+            chart=chart_sink.html(pages.chart_id(slug, "latency"), charts.latency_throughput(group), depth=1),
+        )
+    return nav
+
+
+def _mixed_commits(rows: list[dict[str, Any]], repo: str | None = None) -> dict[str, Any] | None:
+    """The note of a board whose ranked rows come from more than one harness commit (`commits.mixed`), or None."""
+    return commits.mixed((r["harness_commits"] for r in rows), repo)
+
+
+def _training_board(
+    env: Any, path: Path, board: Board, chart_sink: pages.Charts, slug: str
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A training workload's page (ranked configurations, unranked runs, claims, loss curves, repeats, scaling) and
+    its board JSON; returns its home-page row and its claims' row (None without claims)."""
+    suite, workload, ranked = board.suite, board.workload, board.ranked
+    href = f"leaderboards/{slug}.md"
+    config = pages.board_config(board.config) if board.config is not None else None
+    defined = schema.suite_workloads(suite).get(workload)
+    if config is not None and defined is not None:
+        config["workload"]["variants"] = defined["variants"]  # the baseline as the suite file names it now
+    if config is not None:
+        steps = (defined or {}).get("steps")  # a run's own record says how many steps it made, not the full length
+        config["workload"]["full_steps"] = steps if isinstance(steps, int) and not isinstance(steps, bool) else None
+    has_mfu = ranked.height > 0 and ranked.select(pl.col("mfu_calibrated").is_not_null().any()).item()
+    pages.render(
+        env,
+        "leaderboard.md.j2",
+        path,
+        suite=suite,
+        workload=workload,
+        config=config,
+        rows=ranked.to_dicts(),
+        claims=board.claims.to_dicts(),
+        retracted=board.retracted.to_dicts(),
+        unranked=board.shown_unranked.to_dicts(),
+        failures=board.failures.to_dicts(),
+        rank_rule=configurations.RANK_RULE,
+        json_name=_board_json(
+            path, ranked, board.unranked, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
+        ),
+        tolerance={
+            "first": metrics.LOSS_PARITY_FIRST_STEP_NATS,
+            "rel": metrics.LOSS_PARITY_REL_TOL,
+            "fp32": metrics.LOSS_PARITY_REL_TOL_FP32,
+            "mean": metrics.LOSS_PARITY_MEAN_REL_TOL,
+        },
+        throughput_chart=chart_sink.html(pages.chart_id(slug, "throughput"), charts.throughput(ranked), depth=1)
+        + "\n\n"
+        + chart_sink.html(pages.chart_id(slug, "speedup"), charts.speedup(ranked), depth=1)
+        + ("\n\n" + chart_sink.html(pages.chart_id(slug, "mfu"), charts.mfu(ranked), depth=1) if has_mfu else "")
+        + "\n\n"
+        + chart_sink.html(pages.chart_id(slug, "step-times"), charts.step_time_distribution(ranked), depth=1)
+        if ranked.height
+        else "",
+        loss_chart=chart_sink.html(pages.chart_id(slug, "loss"), charts.loss_curves(board.losses), depth=1)
+        if board.losses.height
+        else "",
+        repeats=board.repeats.to_dicts(),
+        scaling=board.scaling.to_dicts(),
+        scaling_chart=chart_sink.html(pages.chart_id(slug, "scaling"), charts.scaling(board.scaling), depth=1)
+        if board.scaling_efficiencies
+        else "",
+    )
+    row = dict(
+        suite=suite,
+        workload=workload,
+        href=href,
+        runs=board.measured_runs,
+        claims=board.claims.height,
+        best=board.best,
+        top=_top(board.best, "steps_per_s", "steps_per_s_lo", "steps_per_s_hi", "steps/s"),
+    )
+    claims_row = None
+    if board.claims.height:
+        (stock, stock_spread), (tuned, tuned_spread) = board.tier_best["stock"], board.tier_best["tuned"]
+        claims_row = dict(
+            workload=workload,
+            claims=board.claims.to_dicts(),
+            href=href,
+            stock=stock,
+            tuned=tuned,
+            stock_spread=stock_spread,
+            tuned_spread=tuned_spread,
+            hardware_note=_hardware_note(board.claims.row(0, named=True), tuned or stock),
+        )
+    return row, claims_row
+
+
+def _board_json(
+    page: Path, board: pl.DataFrame, unranked: pl.DataFrame, unit: str, figure: tuple[str, str, str]
+) -> str:
+    """Write the board as data beside its page (`leaderboards/<board>.json`, format on the downloads page:
+    `board_rows`) and return the file's name."""
+    target = page.with_suffix(".json")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    rows = board_rows(board, unranked, unit, figure)
+    target.write_text(json.dumps({"rows": rows}, indent=1, ensure_ascii=False) + "\n")
+    return target.name
+
+
+def board_rows(
+    board: pl.DataFrame, unranked: pl.DataFrame, unit: str, figure: tuple[str, str, str]
+) -> list[dict[str, Any]]:
+    """A board as data: one row per configuration, ranked ones first. Runs that do not rank join their
+    configuration's row under `unranked_runs` (with their status, reason and harness commit); a configuration with no
+    ranked run is one unranked row (its latest run's status and reason, the median of its runs' figures, the span of
+    their intervals). Each row names the harness commits of its `runs` (`commits.distinct`). `figure` names the value,
+    interval-low and interval-high columns."""
+    value, lo, hi = figure
+    rows: dict[str, dict[str, Any]] = {}
+    for r in board.to_dicts():
+        rows[r["settings_hash"]] = {
+            "rank": r["rank"],
+            "variant": r["variant"],
+            "settings_hash": r["settings_hash"],
+            "status": r["status"],
+            "verified": True,
+            "reason": None,
+            "value": r[value],
+            "interval_low": r[lo],
+            "interval_high": r[hi],
+            "unit": unit,
+            "runs": r["run_ids"],
+            "harness_commits": commits.distinct(r["harness_commits"]),
+            "hardware": f"{r['accelerator_count']} × {r['accelerator']}",
+            "unranked_runs": [],
+        }
+    others: dict[str, list[dict[str, Any]]] = {}
+    for r in unranked.sort("started_at", "run_id").to_dicts():
+        others.setdefault(r["settings_hash"], []).append(r)
+    for settings_hash, runs in others.items():
+        entries = [
+            {"run": r["run_id"], "status": r["status"], "reason": r["unranked"], "harness_commit": r["harness_commit"]}
+            for r in runs
+        ]
+        if settings_hash in rows:
+            rows[settings_hash]["unranked_runs"] = entries
+            continue
+        latest = runs[-1]
+        values = sorted(r[value] for r in runs if r[value] is not None)
+        lows = [x for r in runs for x in (r[lo], r[value]) if x is not None]
+        highs = [x for r in runs for x in (r[hi], r[value]) if x is not None]
+        rows[settings_hash] = {
+            "rank": None,
+            "variant": latest["variant"],
+            "settings_hash": settings_hash,
+            "status": latest["status"],
+            "verified": False,
+            "reason": latest["unranked"],
+            "value": statistics.median(values) if values else None,
+            "interval_low": min(lows) if lows else None,
+            "interval_high": max(highs) if highs else None,
+            "unit": unit,
+            "runs": [r["run_id"] for r in runs],
+            "harness_commits": commits.distinct(r["harness_commit"] for r in runs),
+            "hardware": f"{latest['accelerator_count']} × {latest['accelerator']}",
+            "unranked_runs": entries,
+        }
+    return list(rows.values())
+
+
+def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> dict[str, Any] | None:
+    """The home page's answer to the seed's question (generator/verdict.py, with its resamples from
+    generator/sweep_draws.py), or None without the seed's claims."""
+    if the_verdict is None:
+        return None
+    the_fight, points, said = the_verdict.fight, the_verdict.points, the_verdict.said
+    claims = pl.DataFrame(
+        {
+            "label": [f"{c['variant']} (claim)" for c in (the_fight.challenger, the_fight.stock)],
+            "steps_per_s": [c["steps_per_s"] for c in (the_fight.challenger, the_fight.stock)],
+        }
+    )
+    matched, crossed = said.get("matched_tokens_per_step"), chart_rows.crossings(said)
+    chart = charts.sweep(points, claims, matched, crossed)
+    pooled = the_verdict.pooled
+    return dict(
+        fight=the_fight,
+        said=said,
+        points=points.drop("figures", "end_to_end_figures", "run_ids").to_dicts(),
+        owed=the_verdict.owed,
+        # a static image: the home page stays light (the board links the interactive charts)
+        chart=chart_sink.picture(
+            "chart-verdict-sweep",
+            chart,
+            charts.sweep(points, claims, matched, crossed, narrow=True),
+            "steps/s against tokens per step, with the claims as lines and the crossings of the matched shape marked",
+        )
+        if points.height
+        else "",
+        href=f"leaderboards/{pages.slug(the_fight.suite, the_fight.workload)}.md",
+        stock=verdict.STOCK,
+        min_steps=verdict.SWEEP_MIN_STEPS,
+        full_steps=(schema.suite_workloads(the_fight.suite).get(the_fight.workload) or {}).get("steps"),
+        gap_asked=verdict.GAP_ASKED,
+        pooled=pooled,
+        t975=metrics.student_t_quantile(0.975, pooled.df) if pooled else None,
+        draws=sweep_draws.DRAWS,
+        seed=sweep_draws.SEED,
+        headline=verdict.HEADLINE,
+        max_runs=verdict.MAX_FURTHER_RUNS,
+    )
+
+
+def _top(row: dict | None, value: str, lo: str, hi: str, unit: str) -> dict[str, Any] | None:
+    """The home page's line for a board: its first ranked row, as variant, figure, interval, unit and hardware."""
+    if row is None:
+        return None
+    return dict(variant=row["variant"], value=row[value], lo=row[lo], hi=row[hi], unit=unit,
+                hardware=f"{row['accelerator_count']} × {row['accelerator']}")  # fmt: skip
+
+
+def _inference_board(
+    env: Any, path: Path, board: Board, chart_sink: pages.Charts, slug: str
+) -> tuple[dict[str, Any], None]:
+    """An inference test's page (ranked configurations, unranked runs with their reasons, the own tools' figures,
+    failures) and its board JSON; returns its home-page row."""
+    config = pages.board_config(board.config or "")
+    pages.render(
+        env,
+        "inference.md.j2",
+        path,
+        suite=board.suite,
+        workload=board.workload,
+        kind=config["workload"]["kind"],
+        config=config,
+        rows=board.ranked.to_dicts(),
+        unranked=board.shown_unranked.to_dicts(),
+        imported=board.imported.to_dicts(),
+        failures=board.failures.to_dicts(),
+        rank_rule=ladder.RANK_RULE,
+        json_name=_board_json(path, board.ranked, board.unranked, "tokens/s", ("value", "lo", "hi")),
+        chart=chart_sink.html(pages.chart_id(slug, "tokens"), charts.test_throughput(board.drawn, "tokens/s"), depth=1)
+        if board.drawn.height
+        else "",
+    )
+    return _test_row(board, path, "tokens/s"), None
+
+
+def _test_row(board: Board, path: Path, unit: str) -> dict[str, Any]:
+    """A test board's home-page row."""
+    return dict(
+        suite=board.suite,
+        workload=board.workload,
+        href=str(path.relative_to(path.parent.parent)),
+        runs=board.measured_runs,
+        claims=0,
+        best=None,
+        top=_top(board.best, "value", "lo", "hi", unit),
+    )
+
+
+def _serving_board(
+    env: Any, path: Path, board: Board, chart_sink: pages.Charts, slug: str
+) -> tuple[dict[str, Any], None]:
+    """A serving test's page (the runner's runs by throughput, the engine's own bench tool beside each,
+    tensor-parallel scaling, and at one request in flight llama.cpp's generation on the same model); returns its
+    home-page row."""
+    config = pages.board_config(board.config or "")
+    scaling = board.scaling
+    pages.render(
+        env,
+        "serving.md.j2",
+        path,
+        suite=board.suite,
+        workload=board.workload,
+        config=config,
+        work=config["workload"],
+        rows=board.ranked.to_dicts(),
+        unranked=board.shown_unranked.to_dicts(),
+        rank_rule=ladder.RANK_RULE,
+        json_name=_board_json(path, board.ranked, board.unranked, "output tokens/s", ("value", "lo", "hi")),
+        imported=board.imported.to_dicts(),
+        failures=board.failures.to_dicts(),
+        scaling=scaling.to_dicts(),
+        scaling_chart=chart_sink.html(pages.chart_id(slug, "tp-scaling"), charts.tp_scaling(scaling), depth=1)
+        if scaling.height > 1
+        else "",
+        llama=board.beside.to_dicts(),
+        decoding=board.decoding.to_dicts(),
+    )
+    return _test_row(board, path, "output tokens/s"), None
+
+
+_WRITERS = {"training": _training_board, "inference": _inference_board, "serving": _serving_board}
+"""One board writer per kind, each `(env, path, board, chart_sink, slug)` returning its home-page
+row and its claims' row (None without claims)."""

@@ -1,0 +1,164 @@
+"""The catalogue pages around the leaderboards: claims (with a plausibility check), failures, hardware and
+calibration, engines, and downloads of everything (Parquet and CSV)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import altair as alt
+import jinja2
+import polars as pl
+
+from generator import columns as columns_table
+from generator import pages
+from generator.derive import claims
+from generator.derive.results import Results
+from runners import metrics, schema
+
+
+def plausibility_chart(curves: pl.DataFrame, our_best: dict[str, float]) -> alt.LayerChart:
+    """Implied MFU against tokens per step (log-log), with the physical limit and our best measured MFU at each
+    precision (same colour as that precision's curve)."""
+    base = alt.Chart(curves).encode(
+        x=alt.X("tokens_per_step:Q", scale=alt.Scale(type="log", base=2), title="tokens per step (not stated)"),
+        y=alt.Y("implied_mfu:Q", scale=alt.Scale(type="log"), title="implied MFU (fraction of datasheet peak)"),
+        color=alt.Color("precision:N", title="if it ran in"),
+        strokeDash=alt.StrokeDash("claim:N", title="claim"),
+        tooltip=[
+            alt.Tooltip("claim:N"),
+            alt.Tooltip("precision:N"),
+            alt.Tooltip("tokens_per_step:Q"),
+            alt.Tooltip("implied_mfu:Q", format=".1%"),
+        ],
+    )
+    lines = base.mark_line(point=True)
+    limit = (
+        alt.Chart(alt.Data(values=[{"label": "physical limit (100% of peak)", "mfu": 1.0}]))
+        .mark_rule(color="black", strokeWidth=2)
+        .encode(y="mfu:Q", tooltip=[alt.Tooltip("label:N"), alt.Tooltip("mfu:Q", format=".0%")])
+    )
+    best = pl.DataFrame(
+        {"precision": list(our_best), "mfu": list(our_best.values())},
+        schema={"precision": pl.String, "mfu": pl.Float64},
+    )
+    rules = (
+        alt.Chart(best)
+        .mark_rule(strokeDash=[4, 3])
+        .encode(
+            y="mfu:Q",
+            color=alt.Color("precision:N"),
+            tooltip=[alt.Tooltip("precision:N", title="our best measured, in"), alt.Tooltip("mfu:Q", format=".1%")],
+        )
+    )
+    return (lines + limit + rules).properties(width="container", height=320)
+
+
+def write_catalog_pages(
+    env: jinja2.Environment,
+    docs: Path,
+    results: Results,
+    chart_sink: pages.Charts,
+    built_with: list[dict[str, str]] | None = None,
+) -> None:
+    claim_sections = []
+    for check in results.claim_checks:
+        at_our_shape = [
+            r | {"our_best_href": pages.run_href(r["our_best_run"]) if r["our_best_run"] is not None else None}
+            for r in check.at_our_shape.to_dicts()
+        ]
+        claim_sections.append(
+            dict(
+                claim=check.claim,
+                flops_per_token=check.flops_per_token,
+                our_tokens_per_step=check.our_tokens_per_step,
+                matched_tokens_per_step=check.matched_tokens_per_step,
+                at_our_shape=at_our_shape,
+                accelerator=check.accelerator,
+                chart=chart_sink.html(
+                    pages.chart_id(pages.slug(check.claim["run_id"]), "plausibility"),
+                    plausibility_chart(check.curves, check.our_best),
+                ),
+            )
+        )
+    pages.render(env, "claims.md.j2", docs / "claims.md", sections=claim_sections)
+    catalog = results.catalog
+    failures = [r | {"href": pages.run_href(r["run_id"])} for r in catalog.failures.to_dicts()]
+    pages.render(env, "failures.md.j2", docs / "failures.md", failures=failures)
+    peaks = [
+        {"device": device, **{p: peaks.get(p) for p in claims.PRECISIONS}}
+        for device, peaks in metrics.DATASHEET_PEAK_FLOPS.items()
+    ]
+    pages.render(
+        env,
+        "hardware.md.j2",
+        docs / "hardware.md",
+        rows=catalog.hardware.to_dicts(),
+        peaks=peaks,
+        used=catalog.calibrated_peaks.to_dicts(),
+    )
+    engines = catalog.engines
+    sections = [
+        dict(name=name, **about, versions=[r for r in engines.to_dicts() if r["engine"] == name])
+        for name, about in schema.ENGINE_ABOUT.items()
+    ]
+    others = [
+        r for r in engines.to_dicts() if r["engine"] is not None and r["engine"] not in schema.ENGINE_ABOUT
+    ]  # tools, claims, retractions
+    pages.render(env, "engines.md.j2", docs / "engines.md", sections=sections, others=others)
+    write_downloads(env, docs, results.runs, results.samples, built_with or [])
+
+
+STAGED_DOWNLOADS = "downloads-staged"
+
+
+def write_downloads(
+    env: jinja2.Environment,
+    docs: Path,
+    summary: pl.DataFrame,
+    rows: pl.DataFrame,
+    built_with: list[dict[str, str]] | None = None,
+) -> None:
+    """Everything as files: per-run summary as Parquet and CSV, every measurement row as Parquet (and as one CSV
+    per run, written beside each run's page by `render.runs`); the page also lists the generator's versions that built
+    the site (`built_with`, `versions.generator`).
+
+    The samples file is large (millions of rows on a busy site), so it is staged next to `docs` (in
+    `STAGED_DOWNLOADS`) and moved into the built site after MkDocs, instead of being copied by it."""
+    out = docs / "downloads"
+    out.mkdir(parents=True, exist_ok=True)
+    staged = docs.parent / STAGED_DOWNLOADS
+    if staged.exists():
+        shutil.rmtree(staged)
+    staged.mkdir(parents=True)
+    flat = summary.select(
+        [c for c, t in summary.schema.items() if not isinstance(t, pl.List | pl.Struct | pl.Object)]
+    ).sort("run_id")
+    files = []
+    # samples in load order: files sorted by path, each file's rows as its runner wrote them (deterministic)
+    for name, frame, fmt, where in (
+        ("runs", flat, "parquet", out),
+        ("runs", flat, "csv", out),
+        ("samples", rows, "parquet", staged),
+    ):
+        path = where / f"{name}.{fmt}"
+        if fmt == "parquet":
+            frame.write_parquet(path, compression="zstd", statistics=False)
+        else:
+            text = [c for c, t in frame.schema.items() if t == pl.String]
+            frame.with_columns(
+                pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"), *(pages.csv_inert(pl.col(c)) for c in text)
+            ).write_csv(path)
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 22):
+                digest.update(chunk)
+        files.append(dict(name=path.name, rows=frame.height, size=path.stat().st_size, sha256=digest.hexdigest()))
+    # what each column holds: the record's own columns (runners/schema.py), the config flattened (generator/columns.py)
+    said = schema.COLUMN_DOCS | {c.name: f"{c.what} ({c.source} {c.path})" for c in columns_table.COLUMNS}
+    columns = {name: (json.dumps(str(dtype)), said.get(name, "")) for name, dtype in flat.schema.items()}
+    pages.render(
+        env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns, built_with=built_with or []
+    )

@@ -1,0 +1,106 @@
+"""One site build derives every figure once (issue 36): `derive.results` is called once, and each derivation it
+is made of once per build (per reading of steps/s, or per board of its kind, where that is its job). A page writer
+that derived a figure for itself would call one of these again and fail here. Counted on the committed records,
+through the real build (MkDocs included), in this process."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generator import build, derive, verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ONCE = [
+    "derive.results",
+    "derive.summary.run_summary",
+    "derive.summary.leaderboards",
+    "derive.summary.candidates",
+    "derive.summary.repeats",
+    "derive.summary.scaling",
+    "derive.summary.loss_windows",
+    "derive.summary.loss_parity",
+    "inference.test_summary",
+    "serving.test_summary",
+    "inference.ranked_runs",
+    "serving.ranked_runs",
+    "serving.tp_scaling",
+    "serving.latency_points",
+    "verdict.fight",
+    "verdict.sweep",
+    "verdict.answer",
+    "verdict.owed",
+    "sweep_draws.compute",
+    "sweep_draws.draws",
+    "side_by_side.derive",
+    "derive.claims.checks",
+    "derive.catalog.tables",
+    "derive.results.hardware_of_boards",
+    "configurations.rows",
+]
+"""Derivations a build calls exactly once."""
+
+
+def _boards_of(kind: str) -> Callable[[Any], int]:
+    return lambda results: sum(b.kind == kind for b in results.boards.values())
+
+
+PER = {
+    "configurations.pooled_spreads": lambda results: len(verdict.READINGS),  # each reading of steps/s
+    # the repeats of the test runs that rank (the boards' floors) and of those compare counts (a run's own floor)
+    "derive.ladder.repeats": lambda results: 2,
+    "inference.board": _boards_of("inference"),
+    "serving.board": _boards_of("serving"),
+}
+"""Derivations a build calls once per reading or per board, as a function of its Results."""
+
+
+@pytest.fixture(scope="module")
+def counted(tmp_path_factory: pytest.TempPathFactory) -> tuple[collections.Counter[str], Any]:
+    counts: collections.Counter[str] = collections.Counter()
+    made: list[Any] = []
+    with pytest.MonkeyPatch.context() as patch:
+        for name in [*ONCE, *PER]:
+            module_name, _, function = name.rpartition(".")
+            module = importlib.import_module(f"generator.{module_name}")
+            original = getattr(module, function)
+
+            @functools.wraps(original)
+            def wrapped(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+                counts[_name] += 1
+                out = _original(*args, **kwargs)
+                if _name == "derive.results":
+                    made.append(out)
+                return out
+
+            patch.setattr(module, function, wrapped)
+        tmp = tmp_path_factory.mktemp("once")
+        build.build(ROOT / "data", tmp / "site", tmp / "work")
+    assert len(made) == 1, f"derive.results was called {len(made)} times"
+    return counts, made[0]
+
+
+@pytest.mark.parametrize("name", ONCE)
+def test_each_derivation_runs_once_per_build(counted: tuple[collections.Counter[str], Any], name: str) -> None:
+    counts, _ = counted
+    assert counts[name] == 1, f"{name} ran {counts[name]} times in one build"
+
+
+@pytest.mark.parametrize("name", list(PER))
+def test_each_board_is_ranked_once(counted: tuple[collections.Counter[str], Any], name: str) -> None:
+    counts, results = counted
+    assert counts[name] == PER[name](results) > 0, f"{name} ran {counts[name]} times"
+
+
+def test_the_results_are_frozen(counted: tuple[collections.Counter[str], Any]) -> None:
+    _, results = counted
+    assert isinstance(results, derive.Results)
+    with pytest.raises(AttributeError):
+        results.boards = {}  # type: ignore[misc]

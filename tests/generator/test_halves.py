@@ -1,0 +1,135 @@
+"""The generator's two halves hold to their jobs (issue 36): `generator/derive/` (and the derivation modules it is
+made of) is pure polars and dataclasses, importing no Jinja, altair or rendering module; `generator/render/` writes
+pages from a `derive.Results` and neither calls a derivation nor groups or filters records to decide what counts.
+Read from the source (AST) and, for what the derive half pulls in through its imports, from a fresh interpreter."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATOR = ROOT / "generator"
+
+DERIVE = ["derive", "configurations", "inference", "serving", "verdict", "sweep_draws", "side_by_side"]
+"""The derivation half: the generator/derive/ package and the modules outside it that its results are made of."""
+RENDERING = ("jinja2", "altair", "markupsafe", "mkdocs", "vl_convert", "generator.render", "generator.pages",
+             "generator.charts", "generator.build")  # fmt: skip
+"""What the derivation half must never import."""
+GROUPING = {"group_by", "filter", "partition_by", "agg", "unique"}
+"""Polars methods that decide which records count: the derivation half's job."""
+PRESENTATION = {
+    ("runs.py", "sample_texts"): "thins each run's samples to the points its static chart draws",
+    ("runs.py", "csv_texts"): "one CSV text per run of its own rows, as they were recorded",
+    (
+        "runs.py",
+        "start_run_pages",
+    ): "the rows of the run pages still to render (the others are kept from the last build)",
+}
+"""Render functions allowed such a method, each with why it decides nothing about what counts."""
+
+
+def _derive_files() -> list[Path]:
+    return sorted((GENERATOR / "derive").glob("*.py")) + [GENERATOR / f"{m}.py" for m in DERIVE if m != "derive"]
+
+
+def _imported(tree: ast.AST) -> set[str]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+@pytest.mark.parametrize("path", _derive_files(), ids=lambda p: p.relative_to(GENERATOR).as_posix())
+def test_the_derive_half_imports_no_rendering(path: Path) -> None:
+    imported = _imported(ast.parse(path.read_text()))
+    bad = sorted(name for name in imported for banned in RENDERING if name == banned or name.startswith(banned + "."))
+    assert not bad, f"{path.relative_to(ROOT)} imports {bad}: the derivation half renders nothing"
+
+
+def test_importing_the_derive_half_loads_no_rendering_module() -> None:
+    """What the derive half's imports pull in (transitively), in a fresh interpreter."""
+    code = (
+        "import json, sys; import generator.derive, generator.derive.results; "
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({RENDERING!r}))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def _derivation_modules() -> dict[str, object]:
+    """Every derivation module by the names a render module can import it as."""
+    out: dict[str, object] = {}
+    for name in DERIVE:
+        out[f"generator.{name}"] = importlib.import_module(f"generator.{name}")
+    for path in sorted((GENERATOR / "derive").glob("*.py")):
+        if path.stem != "__init__":
+            out[f"generator.derive.{path.stem}"] = importlib.import_module(f"generator.derive.{path.stem}")
+    return out
+
+
+def _render_violations(path: Path) -> list[str]:
+    modules = _derivation_modules()
+    tree = ast.parse(path.read_text())
+    local: dict[str, object] = {}  # a name bound in this file -> the derivation module it is
+    functions: set[str] = set()  # derivation functions imported by name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                if full in modules:
+                    local[a.asname or a.name] = modules[full]
+                elif node.module in modules and inspect.isfunction(getattr(modules[node.module], a.name, None)):
+                    functions.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in modules and a.asname:
+                    local[a.asname] = modules[a.name]
+    out = []
+    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in functions:
+                out.append(f"{function.name} calls the derivation {func.id}")
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in local:
+                target = getattr(local[func.value.id], func.attr, None)
+                if inspect.isfunction(target):
+                    out.append(f"{function.name} calls the derivation {func.value.id}.{func.attr}")
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in GROUPING
+                and (path.name, function.name) not in PRESENTATION
+            ):
+                out.append(f"{function.name} calls .{func.attr}(): deciding which records count is the derivation's")
+    return out
+
+
+@pytest.mark.parametrize("path", sorted((GENERATOR / "render").glob("*.py")), ids=lambda p: p.name)
+def test_the_render_half_derives_nothing(path: Path) -> None:
+    assert _render_violations(path) == [], path.relative_to(ROOT)
+
+
+def test_the_render_rule_can_fail(tmp_path: Path) -> None:
+    """The check above finds a derivation called from a page writer and a filter deciding what counts."""
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import polars as pl\nfrom generator import derive, inference\n"
+        "def page(summary, tests):\n"
+        "    ranked, unranked = inference.board(tests)\n"
+        "    return derive.repeats(summary.filter(pl.col('origin') == 'measured'))\n"
+    )
+    found = _render_violations(bad)
+    assert any("inference.board" in f for f in found) and any("derive.repeats" in f for f in found)
+    assert any(".filter()" in f for f in found)
