@@ -29,6 +29,7 @@ from generator import (
     catalog_pages,
     charts,
     checks,
+    commit_history_page,
     editions,
     inference,
     load,
@@ -111,6 +112,7 @@ def build(
     served = serving.test_summary(summary, loaded.rows)
     with _render_pool(summary.height) as pool:
         page_runs = run_pages.with_test_figures(summary, tests, served)
+        page_runs = commit_history_page.with_history(page_runs, summary, tests, served)
         manifest = work_dir / "cache" / "run-pages.json"
         footer = versions.footer_text(versions.generator())
         pending = run_pages.start_run_pages(kept, page_runs, loaded.rows, manifest, pool, repo_url, footer)

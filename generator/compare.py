@@ -121,6 +121,17 @@ def load_dataset(data_dir: Path) -> Dataset:
     loaded, summary = checks.checked(editions.audited(load.load(data_dir), data_dir)[0])
     tests = inference.test_summary(summary, loaded.rows)
     served = serving.test_summary(summary, loaded.rows)
+    runs, run_floors, kind_floors = figures(summary, tests, served)
+    found, bad = editions.scan(data_dir)
+    return Dataset(Path(data_dir), runs, loaded.rejected, run_floors, kind_floors, found, bad)
+
+
+def figures(
+    summary: pl.DataFrame, tests: pl.DataFrame, served: pl.DataFrame
+) -> tuple[pl.DataFrame, dict[str, float], dict[tuple[str, str, int, bool], float]]:
+    """One row per run with the figure its kind is ranked by (`COLUMNS`), and the A/A floors (`Dataset.run_floors`,
+    `Dataset.kind_floors`), from what the site build derives: the summary and the inference and serving test
+    summaries."""
     training = summary.filter(~inference.is_inference(summary) & ~serving.is_serving(summary)).with_columns(
         kind=pl.col("kind").fill_null("train"),  # claims and retractions name no kind
         value=pl.col("steps_per_s"),
@@ -146,8 +157,7 @@ def load_dataset(data_dir: Path) -> Dataset:
     # the fallback floor of a kind of test is the spread its boards widen one-run rows by: repeats of runs that rank
     # (not of unranked runs across harness changes, nor of the engines' own tools' imported records)
     kind_floors |= inference.aa_spreads(tests) | serving.aa_spreads(served)
-    found, bad = editions.scan(data_dir)
-    return Dataset(Path(data_dir), runs, loaded.rejected, run_floors, kind_floors, found, bad)
+    return runs, run_floors, kind_floors
 
 
 def _named(figure: tuple[pl.Expr, pl.Expr, pl.Expr]) -> list[pl.Expr]:

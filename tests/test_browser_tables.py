@@ -168,3 +168,32 @@ def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(comm
         links = re.findall(r'href="(runs/[^"]+\.html)"', row)
         assert links and all((committed_site / html_lib.unescape(link)).exists() for link in links), row[:200]
     assert "What tuning bought" in (committed_site / "index.html").read_text()  # in the navigation
+
+
+def test_a_configurations_history_across_harness_commits_renders_served_and_from_disk(committed_site: Path) -> None:
+    """A run page whose configuration ran at several harness commits draws its figure at each commit with the A/A band
+    around the latest, served and opened from disk (its data is inside its spec, so it needs no fetch); every commit in
+    its table links run pages that exist."""
+    import html as html_lib
+
+    pages = [p for p in sorted((committed_site / "runs").glob("*.html")) if "-history-spec" in p.read_text()]
+    assert len(pages) > 10  # configurations of the committed runs that ran at two or more harness commits
+    banded = next(p for p in pages if "The shaded band around the latest" in p.read_text())
+    text = banded.read_text()
+    table = text[text.index('<details class="ff-history">') :]
+    table = table[: table.index("</details>")]
+    links = re.findall(r'href="([^"]+\.html)"', table)
+    assert len(re.findall(r"<tr><td><code>", table)) >= 2 and links
+    assert all((banded.parent / html_lib.unescape(link)).exists() for link in links)
+    with serve(committed_site) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        for target in (url + "runs/" + banded.name, banded.as_uri()):
+            page.goto(target, wait_until="load")
+            chart = page.locator("div.ff-chart[id$='-history']")
+            chart.locator("svg").first.wait_for(timeout=15_000)
+            labels = chart.locator("svg text").all_text_contents()
+            assert "A/A band" in labels, (target, labels)
+            assert not chart.locator("p.ff-chart-note").count()  # rendered, not fallen back
+            assert page.evaluate("() => document.documentElement.scrollWidth") <= 391
+        browser.close()
