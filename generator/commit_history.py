@@ -26,10 +26,12 @@ POINT_SCHEMA = {
 BAND_SCHEMA = {
     "suite": pl.String, "workload": pl.String, "settings_hash": pl.String, "commits": pl.Int64, "center": pl.Float64,
     "spread": pl.Float64, "band_lo": pl.Float64, "band_hi": pl.Float64, "outside": pl.List(pl.String),
-    "floor_basis": pl.String,
+    "differs": pl.List(pl.String), "floor_basis": pl.String,
 }  # fmt: skip
 """One configuration: how many commits it ran at, the band around its latest figure (`center`) and the commits whose
-figure lies outside it (moved more than identical repeats do)."""
+figure lies outside it (further from the latest than identical repeats moved), and of those the commits `compare`'s
+verdict against the latest calls faster or slower (`metrics.compare_verdict`: outside the band and with a ratio
+interval that excludes 1)."""
 
 
 def points(runs: pl.DataFrame, dirty: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -88,11 +90,23 @@ def bands(points_: pl.DataFrame, runs: pl.DataFrame, kind_floors: dict[tuple[str
         where_text = f"{latest['kind']} tests on {count} × {acc}" + (", sharing the host" if shared else "")
         row = {"suite": suite, "workload": workload, "settings_hash": settings_hash, "commits": group.height,
                "center": latest["value"], "spread": spread, "band_lo": None, "band_hi": None, "outside": [],
-               "floor_basis": f"no repeats of {where_text} measured: no band"}  # fmt: skip
+               "differs": [], "floor_basis": f"no repeats of {where_text} measured: no band"}  # fmt: skip
         if spread is not None and latest["value"] > 0 and spread < 2:
             lo, hi = metrics.spread_band(latest["value"], spread)
             outside = group.filter((pl.col("value") < lo) | (pl.col("value") > hi))["harness_commit"].to_list()
-            row |= {"band_lo": lo, "band_hi": hi, "outside": outside,
+            differs = [p["harness_commit"] for p in group.filter(pl.col("harness_commit").is_in(outside)).to_dicts()
+                       if _verdict(latest, p, spread) in ("faster", "slower")]  # fmt: skip
+            row |= {"band_lo": lo, "band_hi": hi, "outside": outside, "differs": differs,
                     "floor_basis": f"the largest spread of identical repeats of {where_text}"}  # fmt: skip
         out.append(row)
     return pl.DataFrame(out, schema=BAND_SCHEMA)
+
+
+def _verdict(latest: dict, point: dict, spread: float) -> str | None:
+    """`metrics.compare_verdict` of a commit's point (B) against the latest (A); None where either lacks an interval."""
+    a, a_lo, a_hi, b, b_lo, b_hi = (latest["value"], latest["lo"], latest["hi"], point["value"], point["lo"],
+                                    point["hi"])  # fmt: skip
+    if None in (a_lo, a_hi, b_lo, b_hi) or not (0 < a_lo <= a <= a_hi and 0 < b_lo <= b <= b_hi):
+        return None
+    ratio_lo, ratio_hi = metrics.ratio_interval(a, a_lo, a_hi, b, b_lo, b_hi)[1:]
+    return metrics.compare_verdict(a, b, ratio_lo, ratio_hi, spread)

@@ -76,3 +76,13 @@ def test_a_band_needs_a_positive_centre_and_a_spread_below_two() -> None:
         metrics.spread_band(0.0, 0.1)
     with pytest.raises(ValueError):
         metrics.spread_band(1.0, 2.0)
+
+
+def test_a_commit_differs_only_outside_the_band_and_beyond_its_interval() -> None:
+    runs = _runs()
+    points = commit_history.points(runs)
+    (band,) = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.05}).to_dicts()
+    assert band["outside"] == ["aaaaaaa1", "bbbbbbb2"] and band["differs"] == ["aaaaaaa1", "bbbbbbb2"]
+    wide = runs.with_columns(hi=pl.when(pl.col("run_id") == "r3").then(13.0).otherwise(pl.col("hi")))
+    (band,) = commit_history.bands(commit_history.points(wide), wide, {("train", "GPU", 2, False): 0.05}).to_dicts()
+    assert band["outside"] == ["aaaaaaa1", "bbbbbbb2"] and band["differs"] == ["aaaaaaa1"]  # 11 [10.9, 13] holds 12
