@@ -18,7 +18,7 @@ COLUMNS = ("label", "variant", "tier", "micro_batch", "steps_per_s", "steps_per_
 """What a rung reads from a sweep point."""
 
 
-def _effect(base: dict[str, Any] | None, row: dict[str, Any]) -> dict[str, Any] | None:
+def effect(base: dict[str, Any] | None, row: dict[str, Any]) -> dict[str, Any] | None:
     """row ÷ base in steps/s with its 95% interval and what the interval settles ("faster", "slower", or "not
     settled" where it holds 1); None without a base or where either figure lacks a usable interval."""
     if base is None or base is row:
@@ -36,7 +36,7 @@ def ladder(points: pl.DataFrame, order: Sequence[str]) -> list[dict[str, Any]]:
     """Per micro-batch measured (ascending), the rungs: every configuration (`label`) of the variants in `order` (the
     suite file's order: stock first, each next variant adding what its description says), in that order, with
     `over_previous` (this rung ÷ the rung below) and `over_stock` (÷ the stock rung at the same micro-batch, the first
-    rung of tier "stock"), each `_effect` or None, and `memory_ratio` (peak memory ÷ stock's). A variant outside
+    rung of tier "stock"), each `effect` or None, and `memory_ratio` (peak memory ÷ stock's). A variant outside
     `order` goes last, by name."""
     if not points.height:
         return []
@@ -51,8 +51,8 @@ def ladder(points: pl.DataFrame, order: Sequence[str]) -> list[dict[str, Any]]:
         previous = None
         for rung in rungs:
             memory = rung["peak_mem_gib"] / stock["peak_mem_gib"] if stock and stock["peak_mem_gib"] else None
-            out.append(rung | {"micro_batch": micro_batch, "over_previous": _effect(previous, rung),
-                               "over_stock": _effect(stock, rung), "memory_ratio": memory})  # fmt: skip
+            out.append(rung | {"micro_batch": micro_batch, "over_previous": effect(previous, rung),
+                               "over_stock": effect(stock, rung), "memory_ratio": memory})  # fmt: skip
             previous = rung
     return out
 

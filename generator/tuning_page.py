@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from generator import pages, tuning
+from generator import pages, single_settings, tuning
 from runners import schema
 
 
@@ -23,6 +23,7 @@ def write(env: Any, docs: Path, the_verdict: dict[str, Any] | None, summary: pl.
         rungs = tuning.ladder(the_verdict["points"], order)
         named = summary.filter((pl.col("suite") == fight.suite) & pl.col("variant_description").is_not_null())
         described = dict(named.sort("started_at").select("variant", "variant_description").iter_rows())
+    singles = [r for r in single_settings.rows(summary) if fight and r["suite"] == fight.suite]
     by_mb: dict[int, list[dict[str, Any]]] = {}
     for rung in rungs:
         by_mb.setdefault(rung["micro_batch"], []).append(rung)
@@ -34,5 +35,6 @@ def write(env: Any, docs: Path, the_verdict: dict[str, Any] | None, summary: pl.
         ladders=by_mb,
         best=tuning.best_per_micro_batch(rungs),
         described=described,
+        singles=singles,
         board=f"leaderboards/{pages.slug(fight.suite, fight.workload)}.md" if fight else None,
     )

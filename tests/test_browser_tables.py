@@ -161,10 +161,22 @@ def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(comm
     loaded, summary = checks.checked(load.load(ROOT / "data"))
     points = sweep_draws.compute(summary, loaded.rows)["points"]
     page = (committed_site / "tuning.html").read_text()
-    tables = re.findall(r"<tbody>(.*?)</tbody>", page, re.S)
+    ladder, singles = page.split('id="one-setting-at-a-time"')
+    tables = re.findall(r"<tbody>(.*?)</tbody>", ladder, re.S)
     body = [row for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
     assert len(body) == points.height
-    for row in body:
+    # one setting at a time: a row per changed run of the fight's suite, linking it and, where one ran, its base
+    from generator import single_settings
+
+    fight = sweep_draws.compute(summary, loaded.rows)["fight"]
+    changed = [r for r in single_settings.rows(summary) if r["suite"] == fight.suite]
+    tables = re.findall(r"<tbody>(.*?)</tbody>", singles, re.S)
+    single_rows = [row for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+    assert len(single_rows) == len(changed) > 10
+    words = [html_lib.unescape(row) for row in single_rows]
+    assert sum("bucket_cap_mb 400" in row for row in words) == 1  # the DDP bucket sweep, its setting readable
+    assert sum("no base:" in row for row in words) == sum(r["base"] is None for r in changed)
+    for row in body + single_rows:
         links = re.findall(r'href="(runs/[^"]+\.html)"', row)
         assert links and all((committed_site / html_lib.unescape(link)).exists() for link in links), row[:200]
     assert "What tuning bought" in (committed_site / "index.html").read_text()  # in the navigation
