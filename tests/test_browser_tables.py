@@ -96,8 +96,18 @@ def test_the_columns_a_reader_came_for_are_in_view(committed_site: Path, width: 
             if width < 600:
                 assert all(t["cards"] for t in shown if len(t["heads"]) >= 3), rel
                 assert not any(t["scrolls"] for t in tables), f"{rel} scrolls sideways at {width} px"
-            if found := _out_of_view(tables, wanted):
+            found = _out_of_view(tables, wanted)
+            if width >= 1400 and rel not in ELSEWHERE:  # a ranking is whole on a desktop: hardware and runs too
+                ranking = [t for t in shown if t["heads"] and t["heads"][0] == "Rank"]
+                found += _out_of_view(ranking, {h for t in ranking for h in t["heads"]})
+            if found:
                 problems[rel] = found[:5]
+        if width >= 1400:  # every column of What tuning bought, both its ladder and its single settings
+            page.goto(url + "tuning.html", wait_until="load")
+            tables = page.evaluate(MEASURE)
+            assert len(tables) > 4
+            if found := _out_of_view(tables, {h for t in tables for h in t["heads"]}):
+                problems["tuning.html"] = found[:5]
         browser.close()
     assert problems == {}, f"columns out of view at {width} px: {problems}"
 
