@@ -25,6 +25,7 @@ from generator import (
     pages,
     serving,
     side_by_side,
+    suite_names,
     sweep_draws,
     test_boards,
     tuning_page,
@@ -131,7 +132,7 @@ def write_pages(
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
         section, title, order = _nav_words(summary, suite, workload, _kind(derived, suite, workload))
-        entry = {pages.nav_title(title, ran_on.get((suite, workload), suite)): href}
+        entry = {pages.nav_title(title, ran_on.get((suite, workload), suite_names.title(suite))): href}
         grouped.setdefault(section, []).append((order, entry))
         row, claims_row = _WRITERS[_kind(derived, suite, workload)](
             env, docs / href, suite, workload, derived, chart_sink, slug
@@ -279,7 +280,7 @@ def _served_models(env: Any, docs: Path, served: pl.DataFrame, chart_sink: pages
     for (suite, model), group in sorted(points.partition_by("suite", "model_name", as_dict=True).items()):
         slug = pages.slug(suite, model)
         href = f"serving/{slug}.md"
-        nav.append({pages.nav_title(model, suite): href})
+        nav.append({pages.nav_title(model, suite_names.title(suite)): href})
         pages.render(
             env,
             "serving_model.md.j2",

@@ -37,6 +37,7 @@ from generator import (
     repository,
     run_pages,
     serving,
+    suite_names,
     versions,
 )
 from runners import cache
@@ -113,6 +114,7 @@ def build(
     with _render_pool(summary.height) as pool:
         page_runs = run_pages.with_test_figures(summary, tests, served)
         page_runs = commit_history_page.with_history(page_runs, summary, tests, served)
+        page_runs = suite_names.with_titles(page_runs)
         manifest = work_dir / "cache" / "run-pages.json"
         footer = versions.footer_text(versions.generator())
         pending = run_pages.start_run_pages(kept, page_runs, loaded.rows, manifest, pool, repo_url, footer)

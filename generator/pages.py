@@ -21,7 +21,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import SITE_SRC, columns, readable
+from generator import SITE_SRC, columns, readable, suite_names
 from runners import shapes
 
 TEMPLATES = SITE_SRC / "templates"
@@ -271,6 +271,7 @@ def environment() -> jinja2.Environment:
         slug=slug,
         run_href=run_href,
         readable=readable.settings,  # `key=json` settings as words (`compile_loss on`)
+        suite_title=suite_names.title,  # the suite file's title (`h100` holds H200 runs: "H200 bench")
     )
     return env
 

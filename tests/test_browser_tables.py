@@ -219,3 +219,22 @@ def test_a_configurations_history_across_harness_commits_renders_served_and_from
             assert not chart.locator("p.ff-chart-note").count()  # rendered, not fallen back
             assert page.evaluate("() => document.documentElement.scrollWidth") <= 391
         browser.close()
+
+
+def test_the_suite_of_h200_runs_is_shown_by_its_title_and_keeps_its_name(committed_site: Path) -> None:
+    """The suite named "h100" holds H200 runs: the navigation, the served models' page titles, its boards' headings
+    and its run pages' breadcrumbs say its title ("H200 bench", from its suite file); its name stays in paths and
+    names it once, as what records and commands use."""
+    from generator import suite_names
+
+    title = suite_names.title("h100")
+    assert title != "h100"
+    home = (committed_site / "index.html").read_text()
+    assert f"llama-8b · {title}" in home  # the navigation's served models
+    assert "llama-8b · h100<" not in home
+    served = (committed_site / "serving" / "h100-llama-8b.html").read_text()
+    assert f"<title>llama-8b served · {title}" in served
+    board = (committed_site / "leaderboards" / "h100-train-gpt-1.27b-mb4.html").read_text()
+    assert f"Suite <strong>{title}</strong> (<code>h100</code> in records and commands" in board
+    run_page = next((committed_site / "runs").glob("*-train-gpt-1.27b-mb4-*.html")).read_text()
+    assert f">{title} · train-gpt-1.27b-mb4</a>" in run_page
