@@ -571,10 +571,14 @@ def commit_history(points: pl.DataFrame, band: dict | None, figure: str) -> alt.
     layers: list[alt.Chart] = []
     if band is not None and band.get("band_lo") is not None:
         strip = alt.Chart(
-            pl.DataFrame({"lo": [band["band_lo"]], "hi": [band["band_hi"]], "center": [band["center"]],
-                          "label": ["A/A band"]})  # fmt: skip
+            pl.DataFrame(
+                {"lo": [band["band_lo"]], "hi": [band["band_hi"]], "center": [band["center"]], "label": ["A/A band"]}
+            )
         )
-        tips = [alt.Tooltip("lo:Q", format=".4g", title="band low"), alt.Tooltip("hi:Q", format=".4g", title="band high")]
+        tips = [
+            alt.Tooltip("lo:Q", format=".4g", title="band low"),
+            alt.Tooltip("hi:Q", format=".4g", title="band high"),
+        ]
         layers += [
             strip.mark_rect(color="#1f6feb", opacity=0.12).encode(
                 y=alt.Y("lo:Q", title=title, scale=scale), y2="hi:Q", tooltip=tips
@@ -585,8 +589,8 @@ def commit_history(points: pl.DataFrame, band: dict | None, figure: str) -> alt.
             ),
         ]
     base = alt.Chart(data).encode(x=x)
-    tips = [alt.Tooltip("commit:N"), alt.Tooltip("date:N", title="first run"), alt.Tooltip("runs:Q"),
-            alt.Tooltip("median:Q", format=".4g"), alt.Tooltip("lo:Q", format=".4g"), alt.Tooltip("hi:Q", format=".4g")]  # fmt: skip
+    tips = [alt.Tooltip("commit:N"), alt.Tooltip("date:N", title="first run"), alt.Tooltip("runs:Q")]
+    tips += [alt.Tooltip(f"{name}:Q", format=".4g") for name in ("median", "lo", "hi")]
     layers += [
         base.mark_rule(color="black").encode(y=alt.Y("lo:Q", title=title, scale=scale), y2="hi:Q"),
         base.mark_tick(color="black", size=14, thickness=1.5).encode(y=alt.Y("lo:Q", title=title, scale=scale)),

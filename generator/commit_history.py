@@ -15,15 +15,16 @@ from runners import metrics
 
 KEYS = ["suite", "workload", "settings_hash"]
 
-POINT_SCHEMA = {
+POINT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "suite": pl.String, "workload": pl.String, "settings_hash": pl.String, "kind": pl.String, "figure": pl.String,
-    "variant": pl.String, "harness_commit": pl.String, "dirty": pl.Boolean, "first_started_at": pl.Datetime("us", "UTC"),
+    "variant": pl.String, "harness_commit": pl.String, "dirty": pl.Boolean,
+    "first_started_at": pl.Datetime("us", "UTC"),
     "order": pl.Int64, "runs": pl.Int64, "run_ids": pl.List(pl.String), "value": pl.Float64, "lo": pl.Float64,
     "hi": pl.Float64, "latest": pl.Boolean,
 }  # fmt: skip
 """One point: a configuration's counted runs at one harness commit (`order` 0 for the earliest commit)."""
 
-BAND_SCHEMA = {
+BAND_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "suite": pl.String, "workload": pl.String, "settings_hash": pl.String, "commits": pl.Int64, "center": pl.Float64,
     "spread": pl.Float64, "band_lo": pl.Float64, "band_hi": pl.Float64, "outside": pl.List(pl.String),
     "differs": pl.List(pl.String), "floor_basis": pl.String,
@@ -76,7 +77,9 @@ def points(runs: pl.DataFrame, dirty: pl.DataFrame | None = None) -> pl.DataFram
     return pl.DataFrame(out, schema=POINT_SCHEMA)
 
 
-def bands(points_: pl.DataFrame, runs: pl.DataFrame, kind_floors: dict[tuple[str, str, int, bool], float]) -> pl.DataFrame:
+def bands(
+    points_: pl.DataFrame, runs: pl.DataFrame, kind_floors: dict[tuple[str, str, int, bool], float]
+) -> pl.DataFrame:
     """Per configuration of `points_`, the A/A band around its latest commit's figure: the largest spread of repeats
     of its kind of test on its hardware, device count and host condition (`kind_floors`, `compare.figures`' third);
     none (null band, `floor_basis` says why) where no repeats of that kind were measured there."""

@@ -27,7 +27,7 @@ def with_history(page_runs: pl.DataFrame, summary: pl.DataFrame, tests: pl.DataF
     bands = commit_history.bands(points, runs, kind_floors)
     figures = points.group_by(commit_history.KEYS).agg(pl.col("figure").last())
     bands = bands.join(figures, on=commit_history.KEYS, how="left")
-    specs = []
+    specs: list[tuple[str, str, str, str | None]] = []
     for band in bands.iter_rows(named=True):
         key = (band["suite"], band["workload"], band["settings_hash"])
         if band["commits"] < 2:
@@ -44,9 +44,16 @@ def with_history(page_runs: pl.DataFrame, summary: pl.DataFrame, tests: pl.DataF
         .group_by(commit_history.KEYS, maintain_order=True)
         .agg(
             history_points=pl.struct(
-                pl.col("harness_commit").alias("commit"), "dirty", pl.col("first_started_at").alias("started_at"),
-                "runs", "run_ids", "value", "lo", "hi", "latest",
-            )  # fmt: skip
+                pl.col("harness_commit").alias("commit"),
+                "dirty",
+                pl.col("first_started_at").alias("started_at"),
+                "runs",
+                "run_ids",
+                "value",
+                "lo",
+                "hi",
+                "latest",
+            )
         )
     )
     per_config = (

@@ -44,6 +44,11 @@ def _changes(variant: str, env: str | None) -> tuple[str, str]:
     return base, ", ".join(part for part in (settings, *envs) if part)
 
 
+def _figure(run: dict[str, Any]) -> dict[str, Any]:
+    """What `tuning.effect` reads of a run."""
+    return {"label": run["variant"], **{k: run[k] for k in ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")}}
+
+
 def rows(summary: pl.DataFrame) -> list[dict[str, Any]]:
     """One row per changed run (by suite file order of workloads as the summary has them, then micro-batch and
     change): its figure, `base` (the base run's row, or None where none ran at its shape), `base_same_commit`,
@@ -63,13 +68,9 @@ def rows(summary: pl.DataFrame) -> list[dict[str, Any]]:
             *(pl.col(k) == run[k] for k in SHAPE), pl.col("variant") == run["base_variant"]
         ).to_dicts()
         same_commit = [b for b in same_shape if b["harness_commit"] == run["harness_commit"]]
-        base = (same_commit or same_shape or [None])[-1]
-        figure = {"label": run["variant"], "steps_per_s": run["steps_per_s"], "steps_per_s_lo": run["steps_per_s_lo"],
-                  "steps_per_s_hi": run["steps_per_s_hi"]}  # fmt: skip
-        base_figure = None
-        if base is not None:
-            base_figure = {"label": base["variant"], "steps_per_s": base["steps_per_s"],
-                           "steps_per_s_lo": base["steps_per_s_lo"], "steps_per_s_hi": base["steps_per_s_hi"]}  # fmt: skip
+        base = (same_commit or same_shape)[-1] if same_shape else None
+        figure = _figure(run)
+        base_figure = None if base is None else _figure(base)
         elsewhere = bases.filter(
             *(pl.col(k) == run[k] for k in SHAPE if k not in ("micro_batch", "steps_requested")),
             pl.col("variant") == run["base_variant"],

@@ -10,7 +10,6 @@ import polars as pl
 
 from runners import spec
 
-
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 

@@ -188,7 +188,7 @@ def _labelled(points: pl.DataFrame) -> pl.DataFrame:
 
 
 def _readable(text: str) -> str:
-    words = readable.settings(text)
+    words = readable.settings(text) or text
     return words if words != text else text.replace("settings.", "")
 
 

@@ -22,10 +22,25 @@ def _runs() -> pl.DataFrame:
     ]
     return pl.DataFrame(
         [
-            {"run_id": r, "suite": "s", "workload": "w", "settings_hash": "h" * 12, "kind": "train",
-             "figure": "steps/s", "variant": "v", "origin": "measured", "harness_commit": c,
-             "started_at": datetime(2026, 11, d, tzinfo=UTC), "value": v, "lo": lo, "hi": hi, "excluded": x,
-             "accelerator": "GPU", "accelerator_count": 2, "shared_host": False}  # fmt: skip
+            {
+                "run_id": r,
+                "suite": "s",
+                "workload": "w",
+                "settings_hash": "h" * 12,
+                "kind": "train",
+                "figure": "steps/s",
+                "variant": "v",
+                "origin": "measured",
+                "harness_commit": c,
+                "started_at": datetime(2026, 11, d, tzinfo=UTC),
+                "value": v,
+                "lo": lo,
+                "hi": hi,
+                "excluded": x,
+                "accelerator": "GPU",
+                "accelerator_count": 2,
+                "shared_host": False,
+            }
             for r, c, d, v, lo, hi, x in rows
         ]
     )

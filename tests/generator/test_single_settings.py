@@ -30,9 +30,17 @@ def _summary() -> pl.DataFrame:
     return pl.DataFrame(
         [
             dict(zip(keys, r, strict=True))
-            | {"suite": "h100", "workload": "w", "kind": None, "origin": "measured", "retracted_by": None,
-               "unverified": None, "accelerator": "GPU", "accelerator_count": 2,
-               "started_at": datetime(2026, 11, 1 + i, tzinfo=UTC)}  # fmt: skip
+            | {
+                "suite": "h100",
+                "workload": "w",
+                "kind": None,
+                "origin": "measured",
+                "retracted_by": None,
+                "unverified": None,
+                "accelerator": "GPU",
+                "accelerator_count": 2,
+                "started_at": datetime(2026, 11, 1 + i, tzinfo=UTC),
+            }
             for i, r in enumerate(rows)
         ],
         schema_overrides={"kind": pl.String, "retracted_by": pl.String, "unverified": pl.String},

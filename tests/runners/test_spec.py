@@ -73,8 +73,8 @@ def test_a_suite_may_carry_a_title_for_the_site_and_keeps_its_name(tmp_path: Pat
     assert seed.name == "h100" and seed.title == "H200 bench"
     assert spec.load_suite("cpu-smoke").title == ""
     path = tmp_path / "mine.toml"
-    path.write_text(spec.SUITES_DIR.joinpath("cpu-smoke.toml").read_text().replace('name = "cpu-smoke"\n',
-                                                                                  'name = "cpu-smoke"\ntitle = 3\n'))  # fmt: skip
+    text = spec.SUITES_DIR.joinpath("cpu-smoke.toml").read_text()
+    path.write_text(text.replace('name = "cpu-smoke"\n', 'name = "cpu-smoke"\ntitle = 3\n'))
     with pytest.raises(spec.SpecError, match=r"mine\.toml: \[suite\] key 'title'"):
         spec.load_suite(path)
 
