@@ -23,7 +23,20 @@ from pathlib import Path
 import altair as alt
 import yaml
 
-from generator import SITE_SRC, charts, checks, derive, editions, load, pages, render, repository, versions
+from generator import (
+    SITE_SRC,
+    charts,
+    checks,
+    commit_history_page,
+    derive,
+    editions,
+    load,
+    pages,
+    render,
+    repository,
+    suite_names,
+    versions,
+)
 from runners import cache
 
 
@@ -96,11 +109,14 @@ def build(
     results = derive.results(loaded, summary)
     frozen = edition_results(loaded, data_dir)
     with _render_pool(summary.height) as pool:
+        # each run page's configuration across harness commits (`commit_history_page`) and its suite's title
+        page_runs = commit_history_page.with_history(
+            results.page_runs, results.runs, results.every_run.runs, results.kind_floors
+        )
+        page_runs = suite_names.with_titles(page_runs)
         manifest = work_dir / "cache" / "run-pages.json"
         footer = versions.footer_text(versions.generator())
-        pending = render.runs.start_run_pages(
-            kept, results.page_runs, results.samples, manifest, pool, repo_url, footer
-        )
+        pending = render.runs.start_run_pages(kept, page_runs, results.samples, manifest, pool, repo_url, footer)
         _build_rest(results, frozen, docs, data_dir, out_dir, work_dir, site_url, repo_url, sorted(supplied))
         pending.finish(out_dir)
     return loaded

@@ -546,3 +546,57 @@ def kv_depth(points: pl.DataFrame) -> alt.LayerChart:
     )
     bars = base.mark_errorbar().encode(y=alt.Y("lo:Q", title=y_title), y2="hi:Q", detail="variant:N")
     return (line + bars).properties(width="container", height=240)
+
+
+def commit_history(points: pl.DataFrame, band: dict | None, figure: str) -> alt.LayerChart:
+    """One configuration's figure at each harness commit (`commit_history.points`: median of its runs, 95% interval),
+    in commit order, joined by a line, with the band of identical repeats around the latest commit's figure
+    (`band`: band_lo, band_hi, center; none where no repeats of its kind were measured) as a shaded strip and a rule:
+    a commit outside the strip moved more than repeats of the same code do."""
+    dirty = pl.when(pl.col("dirty")).then(pl.lit("*")).otherwise(pl.lit(""))
+    data = points.select(
+        pl.format("{}{}", pl.col("harness_commit").str.slice(0, 7), dirty).alias("commit"),
+        "order",
+        pl.col("first_started_at").dt.strftime("%Y-%m-%d").alias("date"),
+        "runs",
+        pl.col("value").alias("median"),
+        pl.col("lo").fill_null(pl.col("value")).alias("lo"),
+        pl.col("hi").fill_null(pl.col("value")).alias("hi"),
+    )
+    title = f"{figure} (median, interval)"
+    axis = alt.Axis(labelAngle=0, labelLimit=90)
+    x = alt.X("commit:N", sort=alt.EncodingSortField(field="order", order="ascending"), axis=axis,
+              title="harness commit, oldest first (*: uncommitted)")  # fmt: skip
+    scale = alt.Scale(zero=False)
+    layers: list[alt.Chart] = []
+    if band is not None and band.get("band_lo") is not None:
+        strip = alt.Chart(
+            pl.DataFrame(
+                {"lo": [band["band_lo"]], "hi": [band["band_hi"]], "center": [band["center"]], "label": ["A/A band"]}
+            )
+        )
+        tips = [
+            alt.Tooltip("lo:Q", format=".4g", title="band low"),
+            alt.Tooltip("hi:Q", format=".4g", title="band high"),
+        ]
+        layers += [
+            strip.mark_rect(color="#1f6feb", opacity=0.12).encode(
+                y=alt.Y("lo:Q", title=title, scale=scale), y2="hi:Q", tooltip=tips
+            ),
+            strip.mark_rule(color="#1f6feb", strokeDash=[4, 3]).encode(y=alt.Y("center:Q", title=title, scale=scale)),
+            strip.mark_text(align="right", baseline="top", dx=-4, dy=4, color="#1f6feb").encode(
+                y=alt.Y("hi:Q", title=title, scale=scale), x=alt.value("width"), text="label:N"
+            ),
+        ]
+    base = alt.Chart(data).encode(x=x)
+    tips = [alt.Tooltip("commit:N"), alt.Tooltip("date:N", title="first run"), alt.Tooltip("runs:Q")]
+    tips += [alt.Tooltip(f"{name}:Q", format=".4g") for name in ("median", "lo", "hi")]
+    layers += [
+        base.mark_rule(color="black").encode(y=alt.Y("lo:Q", title=title, scale=scale), y2="hi:Q"),
+        base.mark_tick(color="black", size=14, thickness=1.5).encode(y=alt.Y("lo:Q", title=title, scale=scale)),
+        base.mark_tick(color="black", size=14, thickness=1.5).encode(y=alt.Y("hi:Q", title=title, scale=scale)),
+        base.mark_line(point=alt.OverlayMarkDef(size=60, filled=True, color="#111"), color="#111").encode(
+            y=alt.Y("median:Q", title=title, scale=scale), tooltip=tips
+        ),
+    ]
+    return alt.LayerChart(layer=layers).properties(width="container", height=220)

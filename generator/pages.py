@@ -20,7 +20,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import SITE_SRC, columns, readable
+from generator import SITE_SRC, columns, readable, suite_names
 from generator.slugs import slug as slug  # the pages, charts and run files are named by it
 from generator.words import counted as counted  # the templates' filters; derive-side code imports words
 from generator.words import fmt as fmt
@@ -244,6 +244,7 @@ def environment() -> jinja2.Environment:
         slug=slug,
         run_href=run_href,
         readable=readable.settings,  # `key=json` settings as words (`compile_loss on`)
+        suite_title=suite_names.title,  # the suite file's title (`h100` holds H200 runs: "H200 bench")
     )
     return env
 

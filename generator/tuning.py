@@ -19,7 +19,7 @@ COLUMNS = ("label", "variant", "tier", "micro_batch", "steps_per_s", "steps_per_
 """What a rung reads from a sweep point."""
 
 
-def _effect(base: dict[str, Any] | None, row: dict[str, Any]) -> dict[str, Any] | None:
+def effect(base: dict[str, Any] | None, row: dict[str, Any]) -> dict[str, Any] | None:
     """row ÷ base in steps/s with its 95% interval and what the interval settles ("faster", "slower", or "not
     settled" where it holds 1); None without a base or where either figure lacks a usable interval."""
     if base is None or base is row:
@@ -37,7 +37,7 @@ def ladder(points: pl.DataFrame, order: Sequence[str]) -> list[dict[str, Any]]:
     """Per micro-batch measured (ascending), the rungs: every configuration (`label`) of the variants in `order` (the
     suite file's order: stock first, each next variant adding what its description says), in that order, with
     `over_previous` (this rung ÷ the rung below) and `over_stock` (÷ the stock rung at the same micro-batch, the first
-    rung of tier "stock"), each `_effect` or None, and `memory_ratio` (peak memory ÷ stock's). A variant outside
+    rung of tier "stock"), each `effect` or None, and `memory_ratio` (peak memory ÷ stock's). A variant outside
     `order` goes last, by name."""
     if not points.height:
         return []
@@ -52,8 +52,8 @@ def ladder(points: pl.DataFrame, order: Sequence[str]) -> list[dict[str, Any]]:
         previous = None
         for rung in rungs:
             memory = rung["peak_mem_gib"] / stock["peak_mem_gib"] if stock and stock["peak_mem_gib"] else None
-            out.append(rung | {"micro_batch": micro_batch, "over_previous": _effect(previous, rung),
-                               "over_stock": _effect(stock, rung), "memory_ratio": memory})  # fmt: skip
+            out.append(rung | {"micro_batch": micro_batch, "over_previous": effect(previous, rung),
+                               "over_stock": effect(stock, rung), "memory_ratio": memory})  # fmt: skip
             previous = rung
     return out
 
@@ -77,13 +77,17 @@ class Tuning:
     ladders: dict[int, list[dict[str, Any]]]
     best: dict[int, dict[str, Any]]
     described: dict[str, str]
+    singles: list[dict[str, Any]]
+    """One setting at a time: each run of the fight's suite that changed one setting, over its base
+    (`single_settings.rows`)."""
 
 
-def tuning(the_verdict: Any, summary: pl.DataFrame) -> Tuning:
+def tuning(the_verdict: Any, summary: pl.DataFrame, singles: list[dict[str, Any]]) -> Tuning:
     """The ladder from stock to the best tuned configuration at each micro-batch of the verdict's sweep
-    (`verdict.Verdict`: its fight and sweep points), from the committed runs (`summary`: one row per run)."""
+    (`verdict.Verdict`: its fight and sweep points), from the committed runs (`summary`: one row per run), and the
+    single-setting rows of the fight's suite (`singles`: `single_settings.rows`)."""
     if the_verdict is None:
-        return Tuning(None, {}, {}, {})
+        return Tuning(None, {}, {}, {}, [])
     fight = the_verdict.fight
     order = list((schema.suite_workloads(fight.suite).get(fight.workload) or {}).get("variants") or [])
     rungs = ladder(the_verdict.points, order)
@@ -92,4 +96,5 @@ def tuning(the_verdict: Any, summary: pl.DataFrame) -> Tuning:
     by_mb: dict[int, list[dict[str, Any]]] = {}
     for rung in rungs:
         by_mb.setdefault(rung["micro_batch"], []).append(rung)
-    return Tuning(fight, by_mb, best_per_micro_batch(rungs), described)
+    mine = [r for r in singles if r["suite"] == fight.suite]
+    return Tuning(fight, by_mb, best_per_micro_batch(rungs), described, mine)

@@ -21,5 +21,6 @@ def write(env: Any, docs: Path, figures: tuning.Tuning) -> None:
         ladders=figures.ladders,
         best=figures.best,
         described=figures.described,
+        singles=figures.singles,
         board=f"leaderboards/{pages.slug(fight.suite, fight.workload)}.md" if fight else None,
     )

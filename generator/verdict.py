@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from generator import configurations, owed_evidence, slugs
+from generator import configurations, owed_evidence, readable, slugs
 from runners import metrics, schema
 
 STOCK = "ddp-amp-stock"
@@ -205,9 +205,15 @@ def _labelled(points: pl.DataFrame) -> pl.DataFrame:
     for (variant,), group in points.group_by("variant", maintain_order=True):
         curves = dict(group.select("curve_hash", "curve_settings").unique("curve_hash").iter_rows())
         texts = configurations.differing(curves) if len(curves) > 1 else dict.fromkeys(curves, "")
-        texts = {h: t.replace("settings.", "") for h, t in texts.items()}  # the variant's settings need no prefix
+        # as a reader reads them (`compile_loss off · reduce_dtype fp32`); text not of that form loses its prefix alone
+        texts = {h: _readable(t) for h, t in texts.items()}
         labels |= {h: f"{variant} ({t})" if t else str(variant) for h, t in texts.items()}
     return points.with_columns(label=pl.col("curve_hash").replace_strict(labels, default=None, return_dtype=pl.String))
+
+
+def _readable(text: str) -> str:
+    words = readable.settings(text) or text
+    return words if words != text else text.replace("settings.", "")
 
 
 def _intervals(points: pl.DataFrame, devices: int, spreads: dict[str, configurations.Spreads]) -> pl.DataFrame:

@@ -408,6 +408,15 @@ def relative_spread(values: Sequence[float]) -> float:
     return (ordered[-1] - ordered[0]) / median
 
 
+def spread_band(center: float, spread: float) -> tuple[float, float]:
+    """The figures no further from `center` than identical runs moved: every b with `relative_spread([center, b])`
+    at most `spread` (the A/A floor `compare_verdict` holds a difference to), so a figure inside the band has not been
+    shown to differ from `center`. From |b − c| / ((b + c) / 2) ≤ s: c·(2 − s)/(2 + s) ≤ b ≤ c·(2 + s)/(2 − s)."""
+    if center <= 0 or not 0 <= spread < 2:
+        raise ValueError("a band needs a positive centre and a spread in [0, 2)")
+    return center * (2 - spread) / (2 + spread), center * (2 + spread) / (2 - spread)
+
+
 # --- between-run spread, pooled -------------------------------------------------------------------------------
 # One run says nothing of how far a second run of the same settings would land; repeats of other settings on the same
 # hardware do. Their spreads are pooled as the within-groups mean square of a one-way analysis of variance, on the log

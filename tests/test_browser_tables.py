@@ -96,8 +96,18 @@ def test_the_columns_a_reader_came_for_are_in_view(committed_site: Path, width: 
             if width < 600:
                 assert all(t["cards"] for t in shown if len(t["heads"]) >= 3), rel
                 assert not any(t["scrolls"] for t in tables), f"{rel} scrolls sideways at {width} px"
-            if found := _out_of_view(tables, wanted):
+            found = _out_of_view(tables, wanted)
+            if width >= 1400 and rel not in ELSEWHERE:  # a ranking is whole on a desktop: hardware and runs too
+                ranking = [t for t in shown if t["heads"] and t["heads"][0] == "Rank"]
+                found += _out_of_view(ranking, {h for t in ranking for h in t["heads"]})
+            if found:
                 problems[rel] = found[:5]
+        if width >= 1400:  # every column of What tuning bought, both its ladder and its single settings
+            page.goto(url + "tuning.html", wait_until="load")
+            tables = page.evaluate(MEASURE)
+            assert len(tables) > 4
+            if found := _out_of_view(tables, {h for t in tables for h in t["heads"]}):
+                problems["tuning.html"] = found[:5]
         browser.close()
     assert problems == {}, f"columns out of view at {width} px: {problems}"
 
@@ -161,10 +171,70 @@ def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(comm
     loaded, summary = checks.checked(load.load(ROOT / "data"))
     points = sweep_draws.compute(summary, loaded.rows).points
     page = (committed_site / "tuning.html").read_text()
-    tables = re.findall(r"<tbody>(.*?)</tbody>", page, re.S)
+    ladder, singles = page.split('id="one-setting-at-a-time"')
+    tables = re.findall(r"<tbody>(.*?)</tbody>", ladder, re.S)
     body = [row for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
     assert len(body) == points.height
-    for row in body:
+    # one setting at a time: a row per changed run of the fight's suite, linking it and, where one ran, its base
+    from generator import single_settings
+
+    fight = sweep_draws.compute(summary, loaded.rows)["fight"]
+    changed = [r for r in single_settings.rows(summary) if r["suite"] == fight.suite]
+    tables = re.findall(r"<tbody>(.*?)</tbody>", singles, re.S)
+    single_rows = [row for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+    assert len(single_rows) == len(changed) > 10
+    words = [html_lib.unescape(row) for row in single_rows]
+    assert sum("bucket_cap_mb 400" in row for row in words) == 1  # the DDP bucket sweep, its setting readable
+    assert sum("no base:" in row for row in words) == sum(r["base"] is None for r in changed)
+    for row in body + single_rows:
         links = re.findall(r'href="(runs/[^"]+\.html)"', row)
         assert links and all((committed_site / html_lib.unescape(link)).exists() for link in links), row[:200]
     assert "What tuning bought" in (committed_site / "index.html").read_text()  # in the navigation
+
+
+def test_a_configurations_history_across_harness_commits_renders_served_and_from_disk(committed_site: Path) -> None:
+    """A run page whose configuration ran at several harness commits draws its figure at each commit with the A/A band
+    around the latest, served and opened from disk (its data is inside its spec, so it needs no fetch); every commit in
+    its table links run pages that exist."""
+    import html as html_lib
+
+    pages = [p for p in sorted((committed_site / "runs").glob("*.html")) if "-history-spec" in p.read_text()]
+    assert len(pages) > 10  # configurations of the committed runs that ran at two or more harness commits
+    banded = next(p for p in pages if "The shaded band around the latest" in p.read_text())
+    text = banded.read_text()
+    table = text[text.index('<details class="ff-history">') :]
+    table = table[: table.index("</details>")]
+    links = re.findall(r'href="([^"]+\.html)"', table)
+    assert len(re.findall(r"<tr><td><code>", table)) >= 2 and links
+    assert all((banded.parent / html_lib.unescape(link)).exists() for link in links)
+    with serve(committed_site) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        for target in (url + "runs/" + banded.name, banded.as_uri()):
+            page.goto(target, wait_until="load")
+            chart = page.locator("div.ff-chart[id$='-history']")
+            chart.locator("svg").first.wait_for(timeout=15_000)
+            labels = chart.locator("svg text").all_text_contents()
+            assert "A/A band" in labels, (target, labels)
+            assert not chart.locator("p.ff-chart-note").count()  # rendered, not fallen back
+            assert page.evaluate("() => document.documentElement.scrollWidth") <= 391
+        browser.close()
+
+
+def test_the_suite_of_h200_runs_is_shown_by_its_title_and_keeps_its_name(committed_site: Path) -> None:
+    """The suite named "h100" holds H200 runs: the navigation, the served models' page titles, its boards' headings
+    and its run pages' breadcrumbs say its title ("H200 bench", from its suite file); its name stays in paths and
+    names it once, as what records and commands use."""
+    from generator import suite_names
+
+    title = suite_names.title("h100")
+    assert title != "h100"
+    home = (committed_site / "index.html").read_text()
+    assert f"llama-8b · {title}" in home  # the navigation's served models
+    assert "llama-8b · h100<" not in home
+    served = (committed_site / "serving" / "h100-llama-8b.html").read_text()
+    assert f"<title>llama-8b served · {title}" in served
+    board = (committed_site / "leaderboards" / "h100-train-gpt-1.27b-mb4.html").read_text()
+    assert f"Suite <strong>{title}</strong> (<code>h100</code> in records and commands" in board
+    run_page = next((committed_site / "runs").glob("*-train-gpt-1.27b-mb4-*.html")).read_text()
+    assert f">{title} · train-gpt-1.27b-mb4</a>" in run_page

@@ -16,7 +16,18 @@ import generator.derive.claims as claims
 import generator.derive.ladder as ladder
 import generator.derive.runs as every_runs
 import generator.derive.summary as runs_derive
-from generator import chart_rows, configurations, inference, load, serving, side_by_side, sweep_draws, tuning, verdict
+from generator import (
+    chart_rows,
+    configurations,
+    inference,
+    load,
+    serving,
+    side_by_side,
+    single_settings,
+    sweep_draws,
+    tuning,
+    verdict,
+)
 from runners import metrics
 
 KINDS = ("training", "inference", "serving")
@@ -167,7 +178,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         latency=dict(sorted(points.partition_by("suite", "model_name", as_dict=True).items())),
         verdict=the_verdict,
         claim_checks=claims.checks(summary, the_verdict.matched if the_verdict else {}),
-        tuning=tuning.tuning(the_verdict, summary),
+        tuning=tuning.tuning(the_verdict, summary, single_settings.rows(summary)),
         side_by_side=side_by_side.derive(
             *side_by_side.test_rows([(b.ranked, b.unranked) for b in boards.values() if b.kind != "training"]),
             summary,

@@ -13,7 +13,18 @@ import polars as pl
 
 import generator.render.catalog as catalog
 import generator.render.editions as edition_pages
-from generator import chart_rows, charts, commits, configurations, editions, pages, sweep_draws, tuning_page, verdict
+from generator import (
+    chart_rows,
+    charts,
+    commits,
+    configurations,
+    editions,
+    pages,
+    suite_names,
+    sweep_draws,
+    tuning_page,
+    verdict,
+)
 from generator.derive import ladder
 from generator.derive.results import Board, Results
 from runners import llama_files, metrics, schema
@@ -71,7 +82,7 @@ def write_pages(
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
         section, title, order = _nav_words(board)
-        entry = {pages.nav_title(title, board.ran_on): href}
+        entry = {pages.nav_title(title, board.ran_on or suite_names.title(suite)): href}
         grouped.setdefault(section, []).append((order, entry))
         row, claims_row = _WRITERS[board.kind](env, docs / href, board, chart_sink, slug)
         index_rows.append(row)
@@ -170,7 +181,7 @@ def _served_models(env: Any, docs: Path, results: Results, chart_sink: pages.Cha
     for (suite, model), group in results.latency.items():
         slug = pages.slug(suite, model)
         href = f"serving/{slug}.md"
-        nav.append({pages.nav_title(model, suite): href})
+        nav.append({pages.nav_title(model, suite_names.title(suite)): href})
         pages.render(
             env,
             "serving_model.md.j2",

@@ -237,11 +237,11 @@ def test_one_curve_is_one_configuration_labelled_by_what_differs() -> None:
     points = verdict.sweep(summary, fight)
     curves = points.filter(pl.col("variant") == "fsdp2-compile").group_by("label").agg(pl.col("micro_batch").sort())
     assert dict(curves.iter_rows()) == {
-        'fsdp2-compile (reduce_dtype="bf16")': [2, 3],
-        'fsdp2-compile (reduce_dtype="fp32")': [4],
+        "fsdp2-compile (reduce_dtype bf16)": [2, 3],
+        "fsdp2-compile (reduce_dtype fp32)": [4],
     }
     (tuned,) = verdict.answer(points, fight)["tuned"]
-    assert tuned["label"] == 'fsdp2-compile (reduce_dtype="bf16")'
+    assert tuned["label"] == "fsdp2-compile (reduce_dtype bf16)"
     assert tuned["steps_per_s"] == pytest.approx(25.0 - 6.0 * 0.6 / 2.1)
 
 

@@ -66,6 +66,19 @@ def test_shipped_suites_load() -> None:
     assert seed.variants["ddp-fp32-stock"].tier == "stock"
 
 
+def test_a_suite_may_carry_a_title_for_the_site_and_keeps_its_name(tmp_path: Path) -> None:
+    """The suite named "h100" holds H200 runs: its file gives the site a title; its name (records, `nox -s
+    bench-h100`, result paths) is unchanged. A suite without one has an empty title; a title must be text."""
+    seed = spec.load_suite("h100")
+    assert seed.name == "h100" and seed.title == "H200 bench"
+    assert spec.load_suite("cpu-smoke").title == ""
+    path = tmp_path / "mine.toml"
+    text = spec.SUITES_DIR.joinpath("cpu-smoke.toml").read_text()
+    path.write_text(text.replace('name = "cpu-smoke"\n', 'name = "cpu-smoke"\ntitle = 3\n'))
+    with pytest.raises(spec.SpecError, match=r"mine\.toml: \[suite\] key 'title'"):
+        spec.load_suite(path)
+
+
 def test_unknown_key_names_file_and_key(tmp_path: Path) -> None:
     path = tmp_path / "mine.toml"
     path.write_text(

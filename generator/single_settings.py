@@ -1,0 +1,101 @@
+"""What a single setting bought: every measured training run that changed one or a few settings of a suite's variant
+(`--set key=value`, which names the run `variant[key=value]`, or an environment variable a sweep set, `env_changes`),
+set over its base (the variant as the suite file writes it, at the same workload, micro-batch, hardware, device count
+and steps, from the same harness commit where one ran there), with the ratio and its 95% interval
+(`tuning.effect`, `metrics.ratio_interval`) and its memory against the base's. Pure: the summary in, plain rows out.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import polars as pl
+
+from generator import tuning
+
+PLACEMENT = ("CUDA_VISIBLE_DEVICES=", "HIP_VISIBLE_DEVICES=", "ROCR_VISIBLE_DEVICES=")
+"""Environment changes that say which devices ran, not how: never a setting."""
+
+SHAPE = ["suite", "workload", "micro_batch", "accelerator", "accelerator_count", "steps_requested"]
+"""What a change and its base share."""
+
+_BETWEEN = re.compile(r",(?=[A-Za-z_][A-Za-z0-9_.]*=)")
+
+
+def _counted(summary: pl.DataFrame) -> pl.DataFrame:
+    """Measured, unretracted, finished, verified training runs with a figure and interval."""
+    training = pl.col("kind").is_null() | (pl.col("kind") == "train")
+    return summary.filter(
+        training
+        & (pl.col("origin") == "measured")
+        & pl.col("retracted_by").is_null()
+        & (pl.col("status") == "ok")
+        & pl.col("unverified").is_null()
+        & pl.col("steps_per_s_lo").is_not_null()
+    )
+
+
+def _changes(variant: str, env: str | None) -> tuple[str, str]:
+    """(base variant, what changed as `key=value, KEY=VALUE` text) from a run's variant name and env changes."""
+    base, _, rest = variant.partition("[")
+    settings = _BETWEEN.sub(", ", rest[:-1]) if rest.endswith("]") else ""
+    envs = [e for e in (env or "").split() if not e.startswith(PLACEMENT)]
+    return base, ", ".join(part for part in (settings, *envs) if part)
+
+
+def _figure(run: dict[str, Any]) -> dict[str, Any]:
+    """What `tuning.effect` reads of a run."""
+    return {"label": run["variant"], **{k: run[k] for k in ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")}}
+
+
+def rows(summary: pl.DataFrame) -> list[dict[str, Any]]:
+    """One row per changed run (by suite file order of workloads as the summary has them, then micro-batch and
+    change): its figure, `base` (the base run's row, or None where none ran at its shape), `base_same_commit`,
+    `effect` (`tuning.effect` of the change over its base) and `memory_ratio`. A change measured at one shape only
+    names in `not_measured_at` the micro-batches its base variant ran at on that workload and hardware without it."""
+    runs = _counted(summary)
+    parsed = [_changes(v, e) for v, e in runs.select("variant", pl.col("env_changes")).iter_rows()]
+    runs = runs.with_columns(
+        base_variant=pl.Series([b for b, _ in parsed], dtype=pl.String),
+        change=pl.Series([c for _, c in parsed], dtype=pl.String),
+    ).sort("started_at", "run_id")
+    changed = runs.filter(pl.col("change") != "")
+    bases = runs.filter(pl.col("change") == "")
+    out = []
+    for run in changed.iter_rows(named=True):
+        same_shape = bases.filter(
+            *(pl.col(k) == run[k] for k in SHAPE), pl.col("variant") == run["base_variant"]
+        ).to_dicts()
+        same_commit = [b for b in same_shape if b["harness_commit"] == run["harness_commit"]]
+        base = (same_commit or same_shape)[-1] if same_shape else None
+        figure = _figure(run)
+        base_figure = None if base is None else _figure(base)
+        elsewhere = bases.filter(
+            *(pl.col(k) == run[k] for k in SHAPE if k not in ("micro_batch", "steps_requested")),
+            pl.col("variant") == run["base_variant"],
+        )["micro_batch"]
+        measured_at = set(changed.filter(
+            (pl.col("change") == run["change"]) & (pl.col("base_variant") == run["base_variant"])
+            & (pl.col("workload") == run["workload"]) & (pl.col("accelerator_count") == run["accelerator_count"])
+        )["micro_batch"].to_list())  # fmt: skip
+        memory = (
+            run["peak_mem_gib"] / base["peak_mem_gib"]
+            if base is not None and run["peak_mem_gib"] and base["peak_mem_gib"]
+            else None
+        )
+        out.append({
+            "run_id": run["run_id"], "suite": run["suite"], "workload": run["workload"], "variant": run["variant"],
+            "base_variant": run["base_variant"], "change": run["change"], "micro_batch": run["micro_batch"],
+            "accelerator": run["accelerator"], "accelerator_count": run["accelerator_count"],
+            "steps_requested": run["steps_requested"], "harness_commit": run["harness_commit"],
+            "steps_per_s": run["steps_per_s"], "steps_per_s_lo": run["steps_per_s_lo"],
+            "steps_per_s_hi": run["steps_per_s_hi"], "peak_mem_gib": run["peak_mem_gib"],
+            "base": None if base is None else {k: base[k] for k in ("run_id", "steps_per_s", "steps_per_s_lo",
+                                                                   "steps_per_s_hi", "peak_mem_gib", "harness_commit")},
+            "base_same_commit": bool(same_commit),
+            "effect": tuning.effect(base_figure, figure), "memory_ratio": memory,
+            "not_measured_at": sorted(set(elsewhere.to_list()) - measured_at),
+        })  # fmt: skip
+    return sorted(out, key=lambda r: (r["suite"], r["workload"], r["accelerator_count"], r["micro_batch"],
+                                      r["base_variant"], r["change"]))  # fmt: skip

@@ -1,0 +1,104 @@
+"""A configuration's figure across harness commits (generator/commit_history.py) and the band of identical repeats
+around the latest (`metrics.spread_band`): synthetic runs frames, as `Results.every_run.runs` holds them, built by
+hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import polars as pl
+import pytest
+
+from generator import charts, commit_history
+from runners import metrics
+
+
+def _runs() -> pl.DataFrame:
+    rows = [  # run id, commit, day, figure, lo, hi, excluded
+        ("r1", "aaaaaaa1", 1, 10.0, 9.8, 10.2, None),
+        ("r2", "aaaaaaa1", 2, 10.4, 10.3, 10.5, None),
+        ("r3", "bbbbbbb2", 3, 11.0, 10.9, 11.1, None),
+        ("r4", "ccccccc3", 4, 12.0, 11.9, 12.1, None),
+        ("r5", "ccccccc3", 5, 1.0, 0.9, 1.1, "stopped: failed (boom)"),  # never a point
+    ]
+    return pl.DataFrame(
+        [
+            {
+                "run_id": r,
+                "suite": "s",
+                "workload": "w",
+                "settings_hash": "h" * 12,
+                "kind": "train",
+                "figure": "steps/s",
+                "variant": "v",
+                "origin": "measured",
+                "harness_commit": c,
+                "started_at": datetime(2026, 11, d, tzinfo=UTC),
+                "value": v,
+                "lo": lo,
+                "hi": hi,
+                "excluded": x,
+                "accelerator": "GPU",
+                "accelerator_count": 2,
+                "shared_host": False,
+            }
+            for r, c, d, v, lo, hi, x in rows
+        ]
+    )
+
+
+def test_one_point_per_commit_in_order_with_the_median_and_hull_of_its_counted_runs() -> None:
+    dirty = pl.DataFrame({"run_id": ["r3"], "harness_dirty": [True]})
+    points = commit_history.points(_runs(), dirty)
+    assert points["harness_commit"].to_list() == ["aaaaaaa1", "bbbbbbb2", "ccccccc3"]
+    assert points["order"].to_list() == [0, 1, 2] and points["latest"].to_list() == [False, False, True]
+    first = points.row(0, named=True)
+    assert first["value"] == pytest.approx(10.2) and (first["lo"], first["hi"]) == (9.8, 10.5)
+    assert first["runs"] == 2 and first["run_ids"] == ["r1", "r2"]
+    assert points["dirty"].to_list() == [False, True, False]
+    assert points.row(2, named=True)["run_ids"] == ["r4"]  # the failed run at that commit is not drawn
+
+
+def test_the_band_is_the_aa_floor_around_the_latest_and_names_the_commits_outside_it() -> None:
+    runs = _runs()
+    points = commit_history.points(runs)
+    (band,) = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.10}).to_dicts()
+    lo, hi = metrics.spread_band(12.0, 0.10)
+    assert (band["center"], band["band_lo"], band["band_hi"]) == (12.0, lo, hi)
+    assert band["outside"] == ["aaaaaaa1"]  # 10.2 is 16% from 12, 11.0 is 8.7%
+    assert metrics.relative_spread([12.0, lo]) == pytest.approx(0.10)
+    assert metrics.relative_spread([12.0, hi]) == pytest.approx(0.10)
+    (none,) = commit_history.bands(points, runs, {}).to_dicts()
+    assert none["band_lo"] is None and "no repeats of train tests on 2 × GPU" in none["floor_basis"]
+
+
+def test_the_chart_draws_the_band_and_every_commit() -> None:
+    runs = _runs()
+    points = commit_history.points(runs)
+    band = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.10}).row(0, named=True)
+    spec = charts.commit_history(points, band, "steps/s").to_dict()
+    marks = [layer["mark"]["type"] for layer in spec["layer"]]
+    assert marks[:3] == ["rect", "rule", "text"] and "line" in marks
+    data = list(spec["datasets"].values())
+    assert any(rows == [{"lo": band["band_lo"], "hi": band["band_hi"], "center": 12.0, "label": "A/A band"}]
+               for rows in data)  # fmt: skip
+    assert any([r.get("commit") for r in rows] == ["aaaaaaa", "bbbbbbb", "ccccccc"] for rows in data)
+    unbanded = charts.commit_history(points, None, "steps/s").to_dict()
+    assert "rect" not in [layer["mark"]["type"] for layer in unbanded["layer"]]
+
+
+def test_a_band_needs_a_positive_centre_and_a_spread_below_two() -> None:
+    with pytest.raises(ValueError):
+        metrics.spread_band(0.0, 0.1)
+    with pytest.raises(ValueError):
+        metrics.spread_band(1.0, 2.0)
+
+
+def test_a_commit_differs_only_outside_the_band_and_beyond_its_interval() -> None:
+    runs = _runs()
+    points = commit_history.points(runs)
+    (band,) = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.05}).to_dicts()
+    assert band["outside"] == ["aaaaaaa1", "bbbbbbb2"] and band["differs"] == ["aaaaaaa1", "bbbbbbb2"]
+    wide = runs.with_columns(hi=pl.when(pl.col("run_id") == "r3").then(13.0).otherwise(pl.col("hi")))
+    (band,) = commit_history.bands(commit_history.points(wide), wide, {("train", "GPU", 2, False): 0.05}).to_dicts()
+    assert band["outside"] == ["aaaaaaa1", "bbbbbbb2"] and band["differs"] == ["aaaaaaa1"]  # 11 [10.9, 13] holds 12
