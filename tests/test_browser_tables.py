@@ -178,7 +178,7 @@ def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(comm
     # one setting at a time: a row per changed run of the fight's suite, linking it and, where one ran, its base
     from generator import single_settings
 
-    fight = sweep_draws.compute(summary, loaded.rows)["fight"]
+    fight = sweep_draws.compute(summary, loaded.rows).fight
     changed = [r for r in single_settings.rows(summary) if r["suite"] == fight.suite]
     tables = re.findall(r"<tbody>(.*?)</tbody>", singles, re.S)
     single_rows = [row for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
