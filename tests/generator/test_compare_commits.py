@@ -4,7 +4,6 @@ prefix lists a few candidates of each kind. On the committed runs of two commits
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from pathlib import Path
@@ -13,6 +12,7 @@ import polars as pl
 import pytest
 
 from generator import compare, compare_select
+from tests.generator.test_compare import _cli
 
 ROOT = Path(__file__).resolve().parents[2]
 A, B = "87a441d", "ddb5cf6"
@@ -35,14 +35,6 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def ds(data: Path) -> compare.Dataset:
     return compare.load_dataset(data)
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="compare")
-    compare.add_cli_args(parser)
-    status = compare.main(parser.parse_args(list(argv)))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def _configurations(ds: compare.Dataset, commit: str) -> set[tuple[str, str, str]]:
