@@ -55,7 +55,7 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
     """An edition's page is `derive.results` of its own records (generator/build.py `edition_results`), so it shows
     every kind of board the site does: an edition of the committed H200 records ranks training, inference and
     serving boards, each row as the site's own board of the same records has it."""
-    from generator import build, checks, derive, load, pages, render
+    from generator import build, checks, derive, load, pages, render, suite_names
 
     data = tmp_path / "data"
     shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "h100", data / "h100")
@@ -79,4 +79,4 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
     for unit in ("| Steps/s |", "| Tokens/s |", "| Output tokens/s |"):
         assert unit in page
     serving_board = next(b for b in of_edition.boards.values() if b.kind == "serving" and b.ranked.height)
-    assert f"## h100 · {serving_board.workload}" in page
+    assert f"## {suite_names.title('h100')} · {serving_board.workload}" in page  # the suite by its title
