@@ -91,7 +91,7 @@ LATEST = (
     "step_ms_p5", "step_ms_p25", "step_ms_p50", "step_ms_p75", "step_ms_p95", "error_short", "datasheet_peak_flops",
     "reference_peak_flops", "flops_ceiling", "unverified", "model_matmul_flops", "model_reference_matmul_flops",
     "ceiling_fraction", "fastest_window_fraction", "tokens_per_s_lo", "tokens_per_s_hi", "path", "sha256",
-    "unranked", "speed_baseline", "baseline_steps_per_s",
+    "unranked", "speed_baseline", "baseline_steps_per_s", "retracted_runs",
 )  # fmt: skip
 """The run summary's derived columns (`derive.run_summary`, and the board's own) that a row takes from its latest
 run, declared one by one: the record's own columns (`schema.COLUMN_DOCS`) and the config's (`columns.COLUMNS`) are
