@@ -4,7 +4,7 @@ and llama.cpp's generation at every KV-cache depth, where the cache's bytes join
 Derived from the boards' own rows (`inference.board`, `serving.board`: the same eligibility, widening and
 cross-checks), never from a second reading of the runs:
 - decode: batch-1 generation, tokens/s. llama.cpp and MLX: the tg test at depth 0; vLLM: its served point at one
-  request in flight (1000 / median TPOT), the point's interval scaled to it.
+  request in flight (1000 / median TPOT), its interval scaled to it where the point has one (one served run has none).
 - prefill: the pp test at depth 0 (llama.cpp, MLX); vLLM measures no prefill apart from its TTFT.
 - TTFT at one request: vLLM's median, measured as served; llama.cpp and MLX serve nothing here, so theirs is computed
   (the pp test's time for the prompt plus one tg token) and says so.

@@ -67,10 +67,16 @@ def test_every_figure_is_its_boards(derived: dict) -> None:
         assert row["limit_tokens_per_s"] == metrics.bandwidth_bound_tokens_per_s(per_token, row["copy_bytes_per_s"])
         assert row["decode"] < row["limit_tokens_per_s"]  # no engine beats the physical bound
     seventy = h200.filter(pl.col("model_name") == "llama-70b")
-    assert set(seventy["variant"].to_list()) == {"llamacpp-q4_k_m", "llamacpp-q4_k_m-kvq8", "vllm-tp1-fp8"}
+    assert set(seventy["variant"].to_list()) == {
+        "llamacpp-q4_k_m", "llamacpp-q4_k_m-kvq8", "vllm-tp1-fp8", "vllm-tp1-awq"
+    }  # fmt: skip
     assert seventy["decode_checked"].all()  # each beside its engine's own tool
     bits = dict(seventy.select("variant", "family_bits").iter_rows())
-    assert bits == {"llamacpp-q4_k_m": 4, "llamacpp-q4_k_m-kvq8": 4, "vllm-tp1-fp8": 8}  # FP8 is no 4-bit row
+    # FP8 is no 4-bit row; AWQ int4 sits with Q4_K_M
+    assert bits == {"llamacpp-q4_k_m": 4, "llamacpp-q4_k_m-kvq8": 4, "vllm-tp1-fp8": 8, "vllm-tp1-awq": 4}
+    thirty_two = h200.filter(pl.col("model_name") == "llama-32b")
+    families = thirty_two.group_by("family_bits").agg(pl.col("engine").unique().sort()).sort("family_bits").rows()
+    assert families == [(4, ["llamacpp", "vllm"]), (8, ["llamacpp", "vllm"])]  # both engines in both families
 
 
 def test_a_table_holds_one_precision_family(derived: dict) -> None:
