@@ -494,7 +494,7 @@ def side_by_side(rows: pl.DataFrame) -> alt.LayerChart:
         pl.when(pl.col("decode_checked")).then(pl.lit("cross-checked")).otherwise(pl.lit("not cross-checked"))
         .alias("checked"),
     )  # fmt: skip
-    title = "decode tokens/s (bars); bandwidth bound (ticks)"
+    title = ["decode tokens/s (bars)", "bandwidth bound (ticks)"]  # two lines: one is cut at a phone's width
     base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("median"), title=None, axis=ROW_AXIS))
     colour = alt.Color("engine:N", title="engine")
     bars = base.mark_bar(strokeWidth=2).encode(
