@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from generator import columns, configurations
+from generator import columns, configurations, fields
 from runners import metrics, schema
 
 SUMMARY_SCHEMA = {
@@ -23,10 +23,6 @@ SUMMARY_SCHEMA = {
     "fastest_window_steps_per_s": pl.Float64,
     "steady_step_s": pl.Float64,
 }
-
-
-RUN_VALUES = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_gib", "peak_mem_steady_gib",
-              "peak_rss_gib", "steps_per_s")  # fmt: skip
 
 
 def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
@@ -321,14 +317,14 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     runs = _config_fields(runs)
     runs = runs.join(retractions(runs), on="run_id", how="left")
     run_values = (
-        # only metrics the schema names: a file's own run-level metric must never become (or shadow) a column
-        rows.filter(pl.col("phase") == "run", pl.col("metric").is_in(list(schema.METRIC_RULES)))
+        # only the declared ones (generator/fields.py): a file's own run-level metric never becomes or shadows a column
+        rows.filter(pl.col("phase") == "run", pl.col("metric").is_in(list(fields.RUN_METRICS)))
         .sort("run_id", "metric", "trial")
         .group_by("run_id", "metric", maintain_order=True)
         .agg(pl.col("value").first())  # run-level values of the first trial
         .pivot(on="metric", index="run_id", values="value")
     )
-    for name in RUN_VALUES:
+    for name in fields.RUN_METRICS:
         if name not in run_values.columns:
             run_values = run_values.with_columns(pl.lit(None, dtype=pl.Float64).alias(name))
     run_values = run_values.select("run_id", *sorted(set(run_values.columns) - {"run_id"}))  # a fixed order
