@@ -144,7 +144,7 @@ def parsed(text: str) -> Any:
 
 def object_at(document: dict[str, Any], key: str) -> dict[str, Any]:
     """`document[key]` when it is a JSON object, else {}: pages read a record's JSON leniently (a missing or odd
-    section shows as dashes; `runners.shapes` has already refused the records that matter)."""
+    section shows as dashes; `runners.bounds` has already refused the records that matter)."""
     value = document.get(key)
     return value if isinstance(value, dict) else {}
 

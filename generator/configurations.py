@@ -16,7 +16,8 @@ from typing import Any
 
 import polars as pl
 
-from runners import metrics, schema
+from generator import fields
+from runners import metrics
 
 
 def unranked_reason() -> pl.Expr:
@@ -70,56 +71,17 @@ def aa_spreads(repeats: pl.DataFrame) -> dict[tuple[str, int, bool], float]:
 
 KEYS = ["suite", "workload", "settings_hash"]
 
-AGGREGATIONS = {
-    **dict.fromkeys(("steps_per_s", "tokens_per_s_per_device", "speedup", "mfu_datasheet", "mfu_calibrated",
-                     "mfu_datasheet_reference", "mfu_calibrated_reference", "tokens_per_s", "end_to_end_steps_per_s"),
-                    "median"),
-    **dict.fromkeys(("steps_per_s_lo", "steps_per_s_hi"), "all"),  # every run's, for the row's interval
-    **dict.fromkeys(("peak_mem_gib", "peak_mem_steady_gib"), "max"),
-    **dict.fromkeys(("coverage", "steps_completed"), "min"),
-}  # fmt: skip
-"""How a training board's row takes a column from its configuration's runs, where that is not the latest run's
-value: the median of its runs', every run's (a list), the largest or the smallest."""
-LATEST = (
-    "description", "model_gib", "optimizer_settings", "shared_host", "full_length", "suite_scale", "sweep_point",
-    "baseline_variant", "variant_order", "listed_variants", "tokens_per_step", "flops_per_token", "settings",
-    "curve_settings", "curve_hash", "workload_steps", "work_recipe", "gpu_uuids", "headline", "retracted_by",
-    "retraction_reason", "retracted_at", "windows", "fastest_window_steps_per_s", "steady_step_s", "duration_s",
-    "peak_rss_gib", "setup_s", "startup_s", "reported_steps_per_s", "tests_completed", "warmup_s", "first_loss",
-    "final_loss", "parity_baseline", "loss_first_gap", "loss_max_rel_gap", "loss_parity_tol", "whole_run_baseline",
-    "loss_mean_rel_gap", "loss_mean_rel_tol", "loss_parity_ok", "parity_problem", "same_work", "env_changes",
-    "step_ms_p5", "step_ms_p25", "step_ms_p50", "step_ms_p75", "step_ms_p95", "error_short", "datasheet_peak_flops",
-    "reference_peak_flops", "flops_ceiling", "unverified", "model_matmul_flops", "model_reference_matmul_flops",
-    "ceiling_fraction", "fastest_window_fraction", "tokens_per_s_lo", "tokens_per_s_hi", "path", "sha256",
-    "unranked", "speed_baseline", "baseline_steps_per_s", "retracted_runs",
-)  # fmt: skip
-"""The run summary's derived columns (`derive.run_summary`, and the board's own) that a row takes from its latest
-run, declared one by one: the record's own columns (`schema.COLUMN_DOCS`) and the config's (`columns.COLUMNS`) are
-facts of a run, so a row shows its latest run's. A column in none of these stops the build (`_aggregated`)."""
-
-
-def aggregation(name: str, declared: dict[str, str], latest: tuple[str, ...]) -> str:
-    """How a board's row takes column `name` from its runs: as `declared`, else "latest" for a column of the record,
-    of the config, or of `latest`; a column declared nowhere is an error that names it (a new column is never
-    silently the latest run's)."""
-    from generator import columns
-
-    if name in declared:
-        return declared[name]
-    if name in latest or name in schema.COLUMN_DOCS or name in columns.COLUMN_NAMES:
-        return "latest"
-    raise ValueError(
-        f"board column {name!r} has no declared aggregation: declare it in generator/configurations.py AGGREGATIONS "
-        "or LATEST (training), or generator/derive/ladder.py LATEST (inference and serving tests)"
-    )
-
-
 _EXPRESSIONS = {"median": pl.Expr.median, "all": lambda e: e, "max": pl.Expr.max, "min": pl.Expr.min,
                 "latest": pl.Expr.last}  # fmt: skip
 
 
-def _aggregated(name: str) -> pl.Expr:
-    return _EXPRESSIONS[aggregation(name, AGGREGATIONS, LATEST)](pl.col(name))
+def aggregated(name: str, tests: bool = False) -> pl.Expr:
+    """Column `name` of a board's row (a test board's where `tests`) from its configuration's runs, as declared in
+    `generator/fields.py` (a column declared nowhere stops the build, naming itself)."""
+    how = fields.aggregation(name, tests)
+    if how not in _EXPRESSIONS:
+        raise fields.SchemaError(f"board column {name!r} is declared {how!r}: a board makes it, no run has it")
+    return _EXPRESSIONS[how](pl.col(name))
 
 
 Spreads = dict[tuple[str, int], metrics.PooledSpread]
@@ -182,7 +144,7 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
     a t quantile, never narrower than its runs' own intervals, and never excluding one of its runs nor one of
     `stopped` (runs of the same configuration stopped by their time budget, which measured its steady state too);
     `interval_basis` says how."""
-    aggregations = [_aggregated(name) for name in ranked_runs.columns if name not in KEYS]  # every one declared
+    aggregations = [aggregated(name) for name in ranked_runs.columns if name not in KEYS]  # every one declared
     if not ranked_runs.height:
         return ranked_runs.with_columns(
             runs=pl.lit(0, dtype=pl.UInt32),

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from generator import history, load
-from runners import shapes
+from runners import bounds
 
 if TYPE_CHECKING:
     pass
@@ -151,7 +151,7 @@ def _manifest_problem(raw: object) -> str | None:
     seen = set()
     for i, run in enumerate(runs):
         ok = isinstance(run, dict) and isinstance(run.get("run_id"), str) and isinstance(run.get("sha256"), str)
-        if not ok or not shapes.NAMES["run_id"].fullmatch(run["run_id"]) or not _SHA256.fullmatch(run["sha256"]):
+        if not ok or not bounds.NAMES["run_id"].fullmatch(run["run_id"]) or not _SHA256.fullmatch(run["sha256"]):
             return f"runs[{i}]: needs a plain run_id and a sha256 of 64 hex digits"
         where = run.get("path")
         if where is not None and not (isinstance(where, str) and _RUN_PATH.fullmatch(where)):
@@ -177,7 +177,7 @@ def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
         rel = path.relative_to(Path(data_dir).parent).as_posix()
         try:
             content = load.read_bounded(path, MAX_MANIFEST_BYTES)
-            raw = shapes.parse(content.decode())
+            raw = bounds.parse(content.decode())
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
             bad.append(load.Rejected(rel, (f"not a readable edition manifest: {e}",)))
             continue

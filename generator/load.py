@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generator import columns
-from runners import engines, retract, schema, shapes
+from runners import bounds, engines, retract, schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +162,8 @@ def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, d
         # ParquetFile.read: no dataset layer and no thread pool, about half read_table's cost on small files
         # no pre-buffering: the whole file is in memory already
         meta = pq.ParquetFile(source).metadata
-        if meta.num_rows > shapes.MAX_ROWS:
-            return None, None, [f"{meta.num_rows:,} rows, more than the {shapes.MAX_ROWS:,} one run may hold"]
+        if meta.num_rows > bounds.MAX_ROWS:
+            return None, None, [f"{meta.num_rows:,} rows, more than the {bounds.MAX_ROWS:,} one run may hold"]
         problem = metadata_problem(meta)
         if problem:
             return None, None, [problem]
@@ -324,7 +324,7 @@ def _fingerprint() -> str:
 
     digest = hashlib.sha256()
     suites = sorted(spec.SUITES_DIR.glob("*.toml"))  # which suites, workloads and variants exist, and whose
-    for path in (Path(__file__), Path(schema.__file__), Path(shapes.__file__), Path(engines.__file__), *suites):
+    for path in (Path(__file__), Path(schema.__file__), Path(bounds.__file__), Path(engines.__file__), *suites):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

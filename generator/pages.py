@@ -24,7 +24,7 @@ from generator import SITE_SRC, columns, readable, suite_names
 from generator.slugs import slug as slug  # the pages, charts and run files are named by it
 from generator.words import counted as counted  # the templates' filters; derive-side code imports words
 from generator.words import fmt as fmt
-from runners import shapes
+from runners import bounds
 
 TEMPLATES = SITE_SRC / "templates"
 
@@ -44,12 +44,12 @@ _MD_SPECIAL["\r"] = " "
 
 def md_text(value: Any) -> Markup:
     """Text from a record placed in Markdown or HTML: control and bidi characters made visible
-    (`shapes.neutral`), every HTML and Markdown special character an entity, on one line; a missing value a dash."""
+    (`bounds.neutral`), every HTML and Markdown special character an entity, on one line; a missing value a dash."""
     if isinstance(value, Markup):
         return value
     if value is None:
         return Markup("–")
-    text = shapes.neutral(str(value))
+    text = bounds.neutral(str(value))
     return Markup("".join(_MD_SPECIAL.get(ch, ch) for ch in text).replace("\n", " "))
 
 
@@ -170,7 +170,7 @@ def _fixed_width(spec: Any, width: int = 720) -> Any:
 
 def pre(value: Any) -> Markup:
     """Text for a <pre> block in a raw HTML line: escaped, with newlines as entities so Markdown leaves it whole."""
-    return Markup("".join(_MD_SPECIAL.get(ch, ch) for ch in shapes.neutral(str(value))).replace("\n", "&#10;"))
+    return Markup("".join(_MD_SPECIAL.get(ch, ch) for ch in bounds.neutral(str(value))).replace("\n", "&#10;"))
 
 
 def chart_id(slug_text: str, kind: str) -> str:
@@ -183,7 +183,7 @@ def chart_id(slug_text: str, kind: str) -> str:
 def nav_title(*parts: str) -> str:
     """A navigation entry's title from record names ("suite · workload"): MkDocs Material prints titles as HTML,
     so they are built here, escaped and neutralised, and nowhere else."""
-    return html.escape(" · ".join(shapes.neutral(p) for p in parts))
+    return html.escape(" · ".join(bounds.neutral(p) for p in parts))
 
 
 def run_href(run_id: str) -> str:
@@ -201,7 +201,7 @@ _HEADER = {
 
 def board_config(text: str) -> dict[str, Any]:
     """The part of a run's config that a board's header describes, every key present (None where the record has
-    none): the header is built here, from a config whose values `runners.shapes` already checked, and a record
+    none): the header is built here, from a config whose values `runners.bounds` already checked, and a record
     without a model or workload section gets dashes instead of taking the page down."""
     raw = columns.parsed(text)
     raw = raw if isinstance(raw, dict) else {}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from runners import schema, shapes, spec, store
+from runners import bounds, schema, spec, store
 
 MAX_STEPS_PER_S = 1e9
 """Most steps per second a claim may report: a step of any model that trains does not take a nanosecond."""
@@ -55,7 +55,7 @@ class Claim:
         for name, value, high in (
             ("steps_per_s", self.steps_per_s, MAX_STEPS_PER_S),
             ("steps", self.steps, MAX_STEPS),
-            ("accelerator_count", self.accelerator_count, shapes.MAX_DEVICES),
+            ("accelerator_count", self.accelerator_count, bounds.MAX_DEVICES),
         ):
             # TOML has inf and nan, and `nan <= 0` is False: each is refused here, by name, never by a traceback
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):

@@ -91,7 +91,7 @@ def _point_problems(todo: Todo, overrides: dict[str, Any]) -> list[str]:
 def _steps_and_names(suite: spec.Suite, args: argparse.Namespace, todo: Todo, swept: dict[str, str]) -> list[str]:
     """`--steps` within a workload's warm-up (a runner would die on it, leaving a record that measured nothing), and a
     variant name `--set`/`--env` make that no result file may carry (the store would refuse it after the run)."""
-    from runners import record, shapes
+    from runners import bounds, record
 
     problems = []
     if args.steps is not None:
@@ -107,7 +107,7 @@ def _steps_and_names(suite: spec.Suite, args: argparse.Namespace, todo: Todo, sw
         return problems  # said by the settings check
     for overrides in points:
         for _, variant in todo:
-            problem = shapes.name_problem("variant", record.variant_label(variant.name, overrides, swept))
+            problem = bounds.name_problem("variant", record.variant_label(variant.name, overrides, swept))
             if problem:
                 problems.append(f"--set/--env make the variant name {problem}: a result file could not be written")
     return problems

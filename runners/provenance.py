@@ -24,7 +24,7 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-from runners import shapes, spec
+from runners import bounds, spec
 
 ENV_PREFIXES = (
     "NCCL_",
@@ -234,7 +234,7 @@ def parse_gpu_csv(
     """`nvidia-smi --query-gpu=FIELDS --format=csv,noheader,nounits` output as one dict per GPU, keyed as
     `GPU_QUERY` names them, each value absent where nvidia-smi reported none. A line with too few fields is dropped
     (nothing is guessed from a line that does not parse), and so is a value out of its declared range
-    (`shapes.GPU_FIELDS`); the last field keeps any commas (a name may hold one)."""
+    (`bounds.GPU_FIELDS`); the last field keeps any commas (a name may hold one)."""
     keys = {field: (key, kind) for field, key, kind in query}
     out = []
     for line in text.splitlines():
@@ -245,7 +245,7 @@ def parse_gpu_csv(
         for field, value_text in zip(fields, row, strict=True):
             key, kind = keys[field]
             value = _smi_value(value_text, kind)
-            if value is not None and shapes.gpu_field_problem(key, value) is None:  # else the store would refuse it
+            if value is not None and bounds.gpu_field_problem(key, value) is None:  # else the store would refuse it
                 gpu[key] = value
         out.append(gpu)
     return out
@@ -397,7 +397,7 @@ def normalised(name: str) -> str:
 def installed_packages() -> tuple[list[str], int]:
     """Every installed distribution as `name==version` (names normalised), sorted, one per name, and how many were
     left out: a distribution without a name or version, one whose name or version is not plain
-    (`shapes.PACKAGE`), and any past `shapes.MAX_PACKAGES` entries or `shapes.PACKAGES_MAX_CHARS` characters. Where
+    (`bounds.PACKAGE`), and any past `bounds.MAX_PACKAGES` entries or `bounds.PACKAGES_MAX_CHARS` characters. Where
     a name is installed twice (a `--target` folder on PYTHONPATH over the image's own), the one first on sys.path is
     listed: the one `import` and `metadata.version` find."""
     found: dict[str, str] = {}
@@ -411,7 +411,7 @@ def installed_packages() -> tuple[list[str], int]:
         if key in found:
             continue
         entry = f"{key}=={version}"
-        if shapes.PACKAGE.fullmatch(entry):
+        if bounds.PACKAGE.fullmatch(entry):
             found[key] = entry
         else:
             omitted += 1
@@ -419,7 +419,7 @@ def installed_packages() -> tuple[list[str], int]:
     size = 0
     for key in sorted(found):
         entry = found[key]
-        if len(listed) == shapes.MAX_PACKAGES or size + len(entry) > shapes.PACKAGES_MAX_CHARS:
+        if len(listed) == bounds.MAX_PACKAGES or size + len(entry) > bounds.PACKAGES_MAX_CHARS:
             omitted += len(found) - len(listed)
             break
         listed.append(entry)

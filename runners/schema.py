@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from runners import engines, shapes
+from runners import bounds, engines
 
 SCHEMA_VERSION = 2
 
@@ -166,7 +166,7 @@ MLX_TF32_NOTE = (
     "schema 2: MLX ran float32 matmuls in TF32 here (MLX_ENABLE_TF32 unset: its default on an NVIDIA GPU), which "
     "harnesses before schema 2 did not record"
 )
-"""At most 200 characters, as every string of a list in a record (runners/shapes.py)."""
+"""At most 200 characters, as every string of a list in a record (runners/bounds.py)."""
 MLX_TF32_SETTING_NOTE = (
     "schema 2: the tf32 setting MLX applied by default (MLX_ENABLE_TF32 unset), which harnesses before schema 2 did "
     "not record; this run's matmuls were not float32, so its precision stands"
@@ -358,15 +358,15 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
     for key, allowed in (("status", STATUSES), ("origin", ORIGINS), ("tier", TIERS)):
         if first[key] not in allowed:
             problems.append(Problem(0, key, f"{first[key]!r} is not one of {list(allowed)}"))
-    for key in shapes.NAMES:
-        message = shapes.name_problem(key, first[key])
+    for key in bounds.NAMES:
+        message = bounds.name_problem(key, first[key])
         if message:
             problems.append(Problem(0, key, message))
-    for key in shapes.TEXT_LIMITS:
-        message = shapes.text_problem(key, first[key])
+    for key in bounds.TEXT_LIMITS:
+        message = bounds.text_problem(key, first[key])
         if message:
             problems.append(Problem(0, key, message))
-    problems += [Problem(0, key, message) for key, message in shapes.json_problems(first)]
+    problems += [Problem(0, key, message) for key, message in bounds.json_problems(first)]
     latest = datetime.now(UTC) + CLOCK_SKEW
     if first["started_at"] > latest:
         problems.append(Problem(0, "started_at", f"{first['started_at']:%Y-%m-%d %H:%M} UTC is in the future"))
@@ -398,9 +398,9 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
                 "add the suite's file there to publish its records",
             )
         )
-    if not 1 <= first["accelerator_count"] <= shapes.MAX_DEVICES:
+    if not 1 <= first["accelerator_count"] <= bounds.MAX_DEVICES:
         problems.append(
-            Problem(0, "accelerator_count", f"{first['accelerator_count']} devices: 1 to {shapes.MAX_DEVICES:,}")
+            Problem(0, "accelerator_count", f"{first['accelerator_count']} devices: 1 to {bounds.MAX_DEVICES:,}")
         )
     if first["status"] != "ok" and not first["error"]:
         problems.append(Problem(0, "error", f"status {first['status']!r} needs an error text"))
@@ -435,7 +435,7 @@ def _rows_may_be_bad(table: pa.Table) -> bool:
             return True
         if max(abs(low), abs(high)) > MAX_ABS_VALUE:
             return True
-        if not shapes.METRIC_NAME.fullmatch(metric) or not shapes.UNIT_NAME.fullmatch(unit):
+        if not bounds.METRIC_NAME.fullmatch(metric) or not bounds.UNIT_NAME.fullmatch(unit):
             return True
         if metric.endswith("_s") and low < 0:
             return True
@@ -477,12 +477,12 @@ def _row_problems(table: pa.Table) -> list[Problem]:
             lambda i: f"negative time {value[i].as_py()} (metric {metric[i].as_py()!r})",
         ),
         (
-            pc.invert(pc.match_substring_regex(metric, "^" + shapes.METRIC_NAME.pattern + "$")),
+            pc.invert(pc.match_substring_regex(metric, "^" + bounds.METRIC_NAME.pattern + "$")),
             "metric",
             lambda i: f"{metric[i].as_py()[:80]!r} is not a plain metric name (letters, digits, _ . : / ( ) % -)",
         ),
         (
-            pc.invert(pc.match_substring_regex(table.column("unit"), "^" + shapes.UNIT_NAME.pattern + "$")),
+            pc.invert(pc.match_substring_regex(table.column("unit"), "^" + bounds.UNIT_NAME.pattern + "$")),
             "unit",
             lambda i: f"{table.column('unit')[i].as_py()[:80]!r} is not a plain unit (at most 32 characters)",
         ),

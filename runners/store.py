@@ -14,14 +14,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runners import lifetime, schema, shapes
+from runners import bounds, lifetime, schema
 
 
 def run_path(data_dir: Path, suite: str, run_id: str) -> Path:
     """Where a run's file lives: `data/<suite>/<run_id>.parquet`. Both names are checked before they name a file
     (no separators, no `..`, no hidden or odd names)."""
     for column, value in (("suite", suite), ("run_id", run_id)):
-        problem = shapes.name_problem(column, value) if isinstance(value, str) else f"{value!r} is not a string"
+        problem = bounds.name_problem(column, value) if isinstance(value, str) else f"{value!r} is not a string"
         if problem:
             raise ValueError(f"refusing to name a result file after {column} {problem}")
     return Path(data_dir) / suite / f"{run_id}.parquet"

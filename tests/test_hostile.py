@@ -239,9 +239,9 @@ def test_implausible_values_are_rejected_and_control_characters_shown(bench_data
     assert "in the future" in found["from-2099.parquet"]
     assert "more than the" in found["huge-note.parquet"]
     assert pages.md_text("a\u202ebc\u200bd") == "a⟨U+202E⟩bc⟨U+200B⟩d"
-    from runners import shapes  # (new with these checks: imported here so the tests above run against older code)
+    from runners import bounds  # (new with these checks: imported here so the tests above run against older code)
 
-    assert "\u202e" not in pages.pre("x\u202ey") and "\x1b" not in shapes.neutral("\x1b[31m")
+    assert "\u202e" not in pages.pre("x\u202ey") and "\x1b" not in bounds.neutral("\x1b[31m")
 
 
 # 7: a missing column is named
@@ -422,9 +422,9 @@ def test_a_run_level_metric_named_like_a_summary_column_and_oversized_files(benc
     site = tmp_path / "site"
     run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "b"))
     assert "shadowing" in (site / "runs" / "shadowing.html").read_text()
-    from runners import shapes
+    from runners import bounds
 
-    monkeypatch.setattr(shapes, "MAX_ROWS", 10)
+    monkeypatch.setattr(bounds, "MAX_ROWS", 10)
     assert "one run may hold" in problems_of(data)["shadowing.parquet"]
 
 

@@ -19,22 +19,6 @@ from generator import configurations
 from runners import engines, metrics
 
 KEYS = configurations.KEYS
-LATEST = (
-    *configurations.LATEST, *configurations.AGGREGATIONS, "unranked", "kind", "datasheet_bandwidth", "rate_mean",
-    "rate_sd", "llama_rate", "tool_path_rate", "rate_med", "rate_lo", "rate_hi", "rate_coverage", "repetitions",
-    "tool_path_med", "tool_path_lo", "tool_path_hi", "tool_path_coverage", "mbu_datasheet", "paired_run", "bench_run",
-    "bench_rate", "bench_sd", "bench_tool", "bench_status", "bench_ratio", "test_ratio", "out_mean", "out_sd",
-    "total_mean", "requests_mean", "out_med", "out_lo", "out_hi", "out_coverage", "completed_requests",
-    "failed_requests", "duration_s_right", "request_throughput", "output_tokens_per_s", "total_tokens_per_s",
-    "goodput_requests_per_s", "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms",
-    "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "p99_itl_ms", "mean_e2e_ms", "median_e2e_ms", "p99_e2e_ms",
-    "out_rate", "decode_rate", "bench_ttft", "bench_tpot", "bench_ttft_ratio", "bench_tpot_ratio", "tol_out",
-    "tol_ttft", "tol_tpot",
-)  # fmt: skip
-"""The columns a test board's row takes from its latest run, declared one by one beside the record's and the
-config's (`configurations.aggregation`): the run summary's, and the inference and serving tests' own
-(`inference.test_summary`, `serving.test_summary`). Its figure (`value`) is the median of its runs', `lo` and `hi`
-every run's (for the interval); a column declared nowhere stops the build."""
 
 
 def _tool() -> pl.Expr:
@@ -156,14 +140,12 @@ def rows(
     measurement (a served point) with no pooled spread has no interval: `lo` and `hi` are null, never equal to its
     figure; `interval_basis` says which."""
     others = [c for c in ranked.columns if c not in {*KEYS, "value", "lo", "hi"}]
-    for name in others:
-        configurations.aggregation(name, {}, LATEST)  # each one declared: a new column is never silently the latest
     grouped = (
         ranked.sort("started_at", "run_id")
         .group_by(KEYS, maintain_order=True)
         .agg(
             pl.col("value").median(),
-            *(pl.col(c).last() for c in others),
+            *(configurations.aggregated(c, tests=True) for c in others),  # each as declared (generator/fields.py)
             figures=pl.col("value"),
             lows=pl.col("lo"),
             highs=pl.col("hi"),

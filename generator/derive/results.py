@@ -19,6 +19,7 @@ import generator.derive.summary as runs_derive
 from generator import (
     chart_rows,
     configurations,
+    fields,
     inference,
     load,
     serving,
@@ -157,7 +158,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     trained = {key: board.ranked for key, board in boards.items() if board.kind == "training"}
     the_verdict = sweep_draws.compute(summary, rows, training_spreads, trained)
     points = serving.latency_points(served)
-    return Results(
+    out = Results(
         records=loaded,
         runs=summary,
         samples=rows,
@@ -190,6 +191,22 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         measured_count=summary.filter(pl.col("origin") == "measured").height,
         failed_count=summary.filter(pl.col("status") != "ok").height,
     )
+    return _checked(out)
+
+
+def _checked(out: Results) -> Results:
+    """`out`, its run and board frames held to their declared columns (`fields.check`: one missing, extra or of
+    another type stops the build, naming it)."""
+    for frame, declared, what in (
+        (out.runs, fields.RUN, "the run summary"),
+        (out.tests, fields.TESTS, "the inference tests"),
+        (out.served, fields.SERVED, "the serving tests"),
+        (out.page_runs, fields.PAGE_RUNS, "the run pages' rows"),
+    ):
+        fields.check(frame, declared, what)
+    for (suite, workload), board in out.boards.items():
+        fields.check(board.ranked, fields.BOARDS[board.kind], f"the {board.kind} board {suite}/{workload}")
+    return out
 
 
 def _kind_floors(repeats: pl.DataFrame, test_repeats: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:

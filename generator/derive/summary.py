@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from generator import columns, configurations
+from generator import columns, configurations, fields
 from runners import metrics, schema
 
 SUMMARY_SCHEMA = {
@@ -23,10 +23,6 @@ SUMMARY_SCHEMA = {
     "fastest_window_steps_per_s": pl.Float64,
     "steady_step_s": pl.Float64,
 }
-
-
-RUN_VALUES = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_gib", "peak_mem_steady_gib",
-              "peak_rss_gib", "steps_per_s")  # fmt: skip
 
 
 def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
@@ -316,23 +312,30 @@ def retractions(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
-    """One row per run with its headline numbers (null where a run has none, e.g. a failure)."""
-    runs = _config_fields(runs)
-    runs = runs.join(retractions(runs), on="run_id", how="left")
+def _run_values(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per run, its declared run-level metrics (`fields.RUN_METRICS`, the first trial's), every one a column (null
+    where a record has none), in a fixed order; the record's own steps/s as `reported_steps_per_s`."""
     run_values = (
-        # only metrics the schema names: a file's own run-level metric must never become (or shadow) a column
-        rows.filter(pl.col("phase") == "run", pl.col("metric").is_in(list(schema.METRIC_RULES)))
+        # only the declared ones (generator/fields.py): a file's own run-level metric never becomes or shadows a column
+        rows.filter(pl.col("phase") == "run", pl.col("metric").is_in(list(fields.RUN_METRICS)))
         .sort("run_id", "metric", "trial")
         .group_by("run_id", "metric", maintain_order=True)
         .agg(pl.col("value").first())  # run-level values of the first trial
         .pivot(on="metric", index="run_id", values="value")
     )
-    for name in RUN_VALUES:
+    for name in fields.RUN_METRICS:
         if name not in run_values.columns:
             run_values = run_values.with_columns(pl.lit(None, dtype=pl.Float64).alias(name))
     run_values = run_values.select("run_id", *sorted(set(run_values.columns) - {"run_id"}))  # a fixed order
     run_values = run_values.rename({"steps_per_s": "reported_steps_per_s"})
+    return run_values
+
+
+def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """One row per run with its headline numbers (null where a run has none, e.g. a failure)."""
+    runs = _config_fields(runs)
+    runs = runs.join(retractions(runs), on="run_id", how="left")
+    run_values = _run_values(rows)
     losses = (
         rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0)
         .sort("step")
@@ -366,33 +369,7 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             ),
         )
     )
-    peaks, ceilings, unverified = [], [], []
-    for acc, prec, device, cores, count in summary.select(
-        "accelerator", "compute_precision", "device", "cpu_cores", "accelerator_count"
-    ).iter_rows():
-        peaks.append(metrics.datasheet_peak_flops(acc, prec or "fp32"))
-        ceiling = metrics.flops_ceiling(acc, prec or "fp32", device, cores)
-        # a CPU's ceiling covers all its cores, however many processes share them; a GPU's is per device
-        ceilings.append(None if ceiling is None else ceiling if device == "cpu" else ceiling * count)
-        unverified.append(None if ceiling is not None else _unverified_reason(acc, prec, device))
-    # a training figure whose FLOPs cannot be computed from its shapes cannot be checked either
-    no_shapes = summary.select(
-        pl.col("steps_per_s").is_not_null() & pl.col("flops_per_token").is_null() & (pl.col("origin") == "measured")
-    ).to_series()
-    # nor one that recorded no loss: the same-start, same-data check (loss parity) has nothing to compare
-    no_loss = summary.select(
-        pl.col("steps_per_s_lo").is_not_null() & pl.col("first_loss").is_null() & (pl.col("origin") == "measured")
-    ).to_series()
-    unverified = [
-        reason
-        or ("no model shapes (config.model and workload.seq_len) to compute its FLOPs from" if missing else None)
-        or (
-            "no loss recorded, so loss parity cannot check that it trained the same model on the same data"
-            if lossless
-            else None
-        )
-        for reason, missing, lossless in zip(unverified, no_shapes, no_loss, strict=True)
-    ]
+    peaks, ceilings, unverified = _hardware_checks(summary)
     flops, rate, count = pl.col("flops_per_token"), pl.col("tokens_per_s"), pl.col("accelerator_count")
     model_flops_per_s = flops * rate
     references = [
@@ -428,6 +405,39 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         mfu_datasheet_reference=metrics.mfu(flops, rate, pl.col("reference_peak_flops"), count),
         mfu_calibrated_reference=metrics.mfu(flops, rate, pl.col("model_reference_matmul_flops"), count),
     )
+
+
+def _hardware_checks(summary: pl.DataFrame) -> tuple[list[float | None], list[float | None], list[str | None]]:
+    """Per run (in order): its datasheet peak FLOP/s, the most its hardware can do (every device), and why its
+    speed cannot be checked against that (null: it can)."""
+    peaks, ceilings, unverified = [], [], []
+    for acc, prec, device, cores, count in summary.select(
+        "accelerator", "compute_precision", "device", "cpu_cores", "accelerator_count"
+    ).iter_rows():
+        peaks.append(metrics.datasheet_peak_flops(acc, prec or "fp32"))
+        ceiling = metrics.flops_ceiling(acc, prec or "fp32", device, cores)
+        # a CPU's ceiling covers all its cores, however many processes share them; a GPU's is per device
+        ceilings.append(None if ceiling is None else ceiling if device == "cpu" else ceiling * count)
+        unverified.append(None if ceiling is not None else _unverified_reason(acc, prec, device))
+    # a training figure whose FLOPs cannot be computed from its shapes cannot be checked either
+    no_shapes = summary.select(
+        pl.col("steps_per_s").is_not_null() & pl.col("flops_per_token").is_null() & (pl.col("origin") == "measured")
+    ).to_series()
+    # nor one that recorded no loss: the same-start, same-data check (loss parity) has nothing to compare
+    no_loss = summary.select(
+        pl.col("steps_per_s_lo").is_not_null() & pl.col("first_loss").is_null() & (pl.col("origin") == "measured")
+    ).to_series()
+    unverified = [
+        reason
+        or ("no model shapes (config.model and workload.seq_len) to compute its FLOPs from" if missing else None)
+        or (
+            "no loss recorded, so loss parity cannot check that it trained the same model on the same data"
+            if lossless
+            else None
+        )
+        for reason, missing, lossless in zip(unverified, no_shapes, no_loss, strict=True)
+    ]
+    return peaks, ceilings, unverified
 
 
 def _unverified_reason(accelerator: str, precision: str | None, device: str | None) -> str:

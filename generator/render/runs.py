@@ -25,7 +25,7 @@ import polars as pl
 from markupsafe import Markup
 
 from generator import charts, columns, commits, pages, reproduce
-from runners import shapes
+from runners import bounds
 
 
 def settings_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -100,7 +100,7 @@ GPU_ROWS = (
     ("persistence_mode", "Persistence mode"),
     ("uuid", "UUID (which physical GPU)"),
 )
-"""The provenance section's GPU table (`hardware.gpus`, runners/shapes.py `GPU_FIELDS`), one column per GPU headed by
+"""The provenance section's GPU table (`hardware.gpus`, runners/bounds.py `GPU_FIELDS`), one column per GPU headed by
 its index: each row's key and its label."""
 IN_RUN_ROWS = (
     ("sm_clock_mhz", "SM clock during the run (MHz)"),
@@ -293,10 +293,10 @@ def samples_svg(texts: dict[str, Any]) -> str:
 
 
 def _visible(value: Any) -> Any:
-    """A record's text with control and format characters made visible (`shapes.neutral`); markup the page builds
+    """A record's text with control and format characters made visible (`bounds.neutral`); markup the page builds
     itself (already `Markup`) and numbers pass as they are."""
     if isinstance(value, str) and not isinstance(value, Markup):
-        return shapes.neutral(value)
+        return bounds.neutral(value)
     return value
 
 

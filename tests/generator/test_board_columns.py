@@ -1,17 +1,22 @@
-"""Every column of a board's row has a declared aggregation (issue 36): the median of its configuration's runs,
-every run's, the largest, the smallest, or the latest run's, where the latest is declared column by column or is a
-fact of the run (its record's or its config's). A new derived column that is declared nowhere stops the build,
-naming itself, instead of silently showing the latest run's value."""
+"""Every column of the results model is declared in generator/fields.py (issue 36): its type, what it holds, and how a
+board's row takes it from its configuration's runs (the median of its runs', every run's, the largest, the smallest,
+or the latest run's). A column declared nowhere, a declared column that is missing, or one of another type stops
+`derive.results`, naming the column, instead of silently showing the latest run's value."""
 
 from __future__ import annotations
 
+import importlib
 from datetime import UTC, datetime
+from pathlib import Path
 
 import polars as pl
 import pytest
 
-from generator import configurations
+from generator import checks, configurations, derive, fields, inference, load
 from generator.derive import ladder
+
+ROOT = Path(__file__).resolve().parents[2]
+results_module = importlib.import_module("generator.derive.results")  # `derive.results` is its function
 
 
 def _runs(**extra: list) -> pl.DataFrame:
@@ -23,17 +28,70 @@ def _runs(**extra: list) -> pl.DataFrame:
 
 
 def test_each_declared_aggregation_is_what_a_row_takes() -> None:
-    exprs = {name: configurations._aggregated(name) for name in ("steps_per_s", "peak_mem_gib", "coverage", "run_id")}
-    row = _runs().group_by(configurations.KEYS).agg(**exprs).row(0, named=True)
+    names = ("steps_per_s", "peak_mem_gib", "coverage", "run_id")
+    row = _runs().group_by(configurations.KEYS).agg(configurations.aggregated(n) for n in names).row(0, named=True)
     assert (row["steps_per_s"], row["peak_mem_gib"], row["coverage"], row["run_id"]) == (2.0, 5.0, 0.8, "r2")
-    assert configurations.aggregation("run_id", configurations.AGGREGATIONS, configurations.LATEST) == "latest"
-    assert configurations.aggregation("model_name", {}, ()) == "latest"  # a config column: a fact of the run
+    on_tests = _runs().group_by(configurations.KEYS).agg(configurations.aggregated(n, tests=True) for n in names)
+    assert on_tests.row(0, named=True)["steps_per_s"] == 3.0  # a test board ranks by `value`: training's is latest
+    assert fields.aggregation("model_name") == "latest"  # a config column: a fact of the run, declared as such
+    assert fields.aggregation("settings_hash") == "key"
 
 
-def test_an_undeclared_board_column_stops_the_build() -> None:
+def test_every_declared_column_says_what_it_holds() -> None:
+    every = {f.name: f for group in (*fields.BOARDS.values(), fields.PAGE_RUNS) for f in group}
+    assert len(every) > 200  # 231 on 2026-12-02
+    assert not [name for name, f in every.items() if not f.what.strip()]
+    assert {f.board for f in every.values()} <= set(fields.AGGREGATIONS)
+
+
+def test_an_undeclared_board_column_stops_the_board() -> None:
     runs = _runs(tuning_gain=[1.1, 1.2])
-    with pytest.raises(ValueError, match="board column 'tuning_gain' has no declared aggregation"):
+    with pytest.raises(ValueError, match=r"board column 'tuning_gain' has no declared aggregation.*fields\.py"):
         configurations.rows(runs, {})
     tests = runs.with_columns(value=pl.col("steps_per_s"), lo=pl.lit(None), hi=pl.lit(None))
-    with pytest.raises(ValueError, match=r"board column 'tuning_gain'.*ladder\.py LATEST"):
+    with pytest.raises(ValueError, match=r"board column 'tuning_gain'.*fields\.py"):
         ladder.rows(tests)
+
+
+@pytest.fixture(scope="module")
+def committed() -> tuple[load.Loaded, pl.DataFrame]:
+    return checks.checked(load.load(ROOT / "data"))
+
+
+def test_results_checks_its_frames_against_the_declarations(
+    committed: tuple[load.Loaded, pl.DataFrame], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The committed records pass; a derivation that adds a column it did not declare (or drops or retypes one)
+    stops `results`, naming the column and the frame."""
+    loaded, summary = committed
+    derive.results(loaded, summary)  # the committed records: every frame as declared
+    page_rows = results_module.with_test_figures
+    monkeypatch.setattr(
+        results_module, "with_test_figures", lambda *a: page_rows(*a).with_columns(tuning_gain=pl.lit(1.0))
+    )
+    with pytest.raises(fields.SchemaError, match=r"the run pages' rows: column 'tuning_gain' is not declared"):
+        derive.results(loaded, summary)
+    monkeypatch.setattr(results_module, "with_test_figures", lambda *a: page_rows(*a).drop("rate_sd"))
+    with pytest.raises(fields.SchemaError, match=r"the run pages' rows: declared column 'rate_sd' is missing"):
+        derive.results(loaded, summary)
+    monkeypatch.undo()
+    # a test's column that a board would take: its board stops first, naming it
+    test_summary = inference.test_summary
+    monkeypatch.setattr(inference, "test_summary", lambda *a: test_summary(*a).with_columns(tuning_gain=pl.lit(1.0)))
+    with pytest.raises(fields.SchemaError, match=r"board column 'tuning_gain' has no declared aggregation"):
+        derive.results(loaded, summary)
+    monkeypatch.undo()
+    retyped = summary.with_columns(pl.col("windows").cast(pl.Float64))
+    with pytest.raises(fields.SchemaError, match=r"the run summary: column 'windows' is Float64, declared Int64"):
+        derive.results(loaded, retyped)
+
+
+def test_a_frame_is_held_to_exactly_its_declared_columns() -> None:
+    declared = (fields.Field("a", pl.Int64, "latest", "a"), fields.Field("b", pl.String, "latest", "b"))
+    fields.check(pl.DataFrame({"a": [1], "b": ["x"]}), declared, "t")
+    with pytest.raises(fields.SchemaError, match="t: column 'c' is not declared"):
+        fields.check(pl.DataFrame({"a": [1], "b": ["x"], "c": [0.5]}), declared, "t")
+    with pytest.raises(fields.SchemaError, match="t: declared column 'b' is missing"):
+        fields.check(pl.DataFrame({"a": [1]}), declared, "t")
+    with pytest.raises(fields.SchemaError, match="t: column 'a' is String, declared Int64"):
+        fields.check(pl.DataFrame({"a": ["1"], "b": ["x"]}), declared, "t")

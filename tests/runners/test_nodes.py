@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import load
-from runners import shapes
+from runners import bounds
 from tests.conftest import ROOT, TRAIN, run_module
 
 
@@ -45,8 +45,8 @@ def test_the_flags_are_checked_before_anything_runs(tmp_path: Path) -> None:
 
 def test_a_node_list_is_checked_like_the_rest_of_a_record() -> None:
     node = {"node": 0, "hostname": "gpu-a1", "processes": 8, "hardware": {}, "software": {}}
-    assert shapes._node_problems([node, node | {"node": 1}]) == []
-    found = dict(shapes._node_problems([node, node | {"hostname": "<b>x</b>"}, {"node": 2}, node]))
+    assert bounds._node_problems([node, node | {"node": 1}]) == []
+    found = dict(bounds._node_problems([node, node | {"hostname": "<b>x</b>"}, {"node": 2}, node]))
     assert "is not a host name" in found["hardware.nodes[1].hostname"]
     assert "an object with the keys" in found["hardware.nodes[2]"] and "listed twice" in found["hardware.nodes[3].node"]
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from generator import load
-from runners import provenance, record, schema, shapes, spec, store
+from runners import bounds, provenance, record, schema, spec, store
 from tests.conftest import TRAIN
 
 # These tests run on CPU machines without a GPU, so nvidia-smi's output is inlined. Line 1 was captured on a lent H200
@@ -57,7 +57,7 @@ def test_the_query_names_the_fields_nvidia_smi_documents() -> None:
     assert in_run == ["index", "clocks.current.sm", "clocks.current.memory", "power.draw", "temperature.gpu",
                       "clocks_event_reasons.active"]  # fmt: skip
     keys = {key for _, key, _ in provenance.GPU_QUERY} | {key for _, key, _ in provenance.RUN_GPU_QUERY}
-    assert keys == set(shapes.GPU_FIELDS)
+    assert keys == set(bounds.GPU_FIELDS)
 
 
 def test_nvidia_smi_output_of_an_h200_becomes_one_entry_per_gpu_without_invented_values() -> None:
@@ -90,7 +90,7 @@ def test_nvidia_smi_output_of_an_h200_becomes_one_entry_per_gpu_without_invented
     # nor is a value the record's checks would refuse (a clock of zero, a power limit that is not finite)
     odd = provenance.parse_gpu_csv(["index", "clocks.current.sm", "power.limit"], "0, 0, nan\n1, -5, inf\n")
     assert odd == [{"index": 0}, {"index": 1}]
-    problems = shapes.json_problems(_documents(hardware={"device": "cuda", "count": 1, "gpus": gpus}))
+    problems = bounds.json_problems(_documents(hardware={"device": "cuda", "count": 1, "gpus": gpus}))
     assert problems == []
 
 
@@ -193,7 +193,7 @@ def test_a_cpu_record_lists_every_installed_package(tmp_path: Path) -> None:
         assert f"{name}=={metadata.version(name)}" in packages
         assert software[name] == metadata.version(name)  # the engine's own packages, named as before
     names = [p.split("==")[0] for p in packages]
-    assert names == sorted(set(names)) and all(shapes.PACKAGE.fullmatch(p) for p in packages)
+    assert names == sorted(set(names)) and all(bounds.PACKAGE.fullmatch(p) for p in packages)
     assert "typing-extensions" in names and "typing_extensions" not in names  # normalised (PEP 503)
     assert software.get("packages_omitted", 0) == 0 and len(packages) > 20
     assert len(path.read_bytes()) < 64 << 10
@@ -209,14 +209,14 @@ def test_the_package_list_is_bounded_and_says_how_much_it_left_out(monkeypatch: 
     monkeypatch.setattr(provenance.metadata, "distributions", lambda: [*shadowed, *odd, *many])
     listed, omitted = provenance.installed_packages()
     assert listed[0] == "jinja2==3.1.6" and "jinja2==2.0" not in listed
-    assert len(listed) == shapes.MAX_PACKAGES and omitted == 4 + (3001 - shapes.MAX_PACKAGES)
+    assert len(listed) == bounds.MAX_PACKAGES and omitted == 4 + (3001 - bounds.MAX_PACKAGES)
     software = provenance.versions()
     assert software["packages_omitted"] == omitted
-    assert shapes.json_problems(_documents(software=software)) == []
+    assert bounds.json_problems(_documents(software=software)) == []
 
 
 def _documents(**columns: dict[str, object]) -> dict[str, object]:
-    """A run's row 0 as `shapes.json_problems` reads it, the named JSON columns given."""
+    """A run's row 0 as `bounds.json_problems` reads it, the named JSON columns given."""
     out: dict[str, object] = {
         "config": "{}",
         "hardware": "{}",
@@ -270,13 +270,13 @@ def test_the_gpus_are_asked_once_during_the_run_on_a_thread_of_their_own(tmp_pat
     }  # fmt: skip
     assert calls.read_text() == "x"
     hardware = {"device": "cuda", "count": 2, "gpus_in_run": got}
-    assert shapes.json_problems(_documents(hardware=hardware)) == []
+    assert bounds.json_problems(_documents(hardware=hardware)) == []
     bad = {
         "device": "cuda",
         "count": 2,
         "gpus_in_run": {"at_step": 160, "gpus": [{"index": 0, "temperature_c": "hot"}]},
     }
-    problems = shapes.json_problems(_documents(hardware=bad))
+    problems = bounds.json_problems(_documents(hardware=bad))
     assert [field for field, _ in problems] == ["hardware.gpus_in_run.gpus[0].temperature_c"]
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))  # no nvidia-smi: the sampler stays silent
     quiet = provenance.GpuSampler()

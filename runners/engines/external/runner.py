@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import lifetime, provenance, record, schema, shapes, spec, streams
+from runners import bounds, lifetime, provenance, record, schema, spec, streams
 from runners.engines.external import untrusted
 
 CONTRACT = 1
@@ -52,7 +52,7 @@ allows more)."""
 KEPT_LINES = 200
 """Rejected lines kept verbatim in a record (and their count beyond)."""
 KEPT_CHARS = 300
-"""Characters kept of each rejected line (the record's config has a size limit: runners/shapes.py)."""
+"""Characters kept of each rejected line (the record's config has a size limit: runners/bounds.py)."""
 STEP_METRICS = ("step_time_s", "loss")
 RUN_METRICS = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_gib", "peak_rss_gib")
 """The metrics of fixed meaning (runners/schema.py METRIC_RULES) a training run reports, per step and per run; an
@@ -87,7 +87,7 @@ def parse_line(n: int, line: streams.Line | str | bytes) -> dict[str, Any]:
     except UnicodeDecodeError as e:
         raise ValueError(f"line {n}: not UTF-8 text (byte {e.start})") from None
     try:
-        obj = shapes.parse(text)  # strict JSON: no repeated keys, no NaN or Infinity
+        obj = bounds.parse(text)  # strict JSON: no repeated keys, no NaN or Infinity
     except RecursionError:
         raise ValueError(f"line {n}: not JSON (nested too deeply)") from None
     except ValueError as e:  # JSONDecodeError, a repeated key, an integer of thousands of digits
@@ -96,7 +96,7 @@ def parse_line(n: int, line: streams.Line | str | bytes) -> dict[str, Any]:
         raise ValueError(f"line {n}: a JSON object was expected, not {type(obj).__name__}")
     if set(obj) == {"engine_version"}:
         version = obj["engine_version"]
-        limit = shapes.TEXT_LIMITS["engine_version"]
+        limit = bounds.TEXT_LIMITS["engine_version"]
         if not isinstance(version, str) or not version or len(version) > limit:
             raise ValueError(f"line {n}, field 'engine_version': a non-empty string of at most {limit} characters")
         return obj

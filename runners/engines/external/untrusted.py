@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from runners import lifetime, provenance, shapes, streams
+from runners import bounds, lifetime, provenance, streams
 from runners.engines.external import confine
 
 MAX_LINE_BYTES = 64 << 10
@@ -195,7 +195,7 @@ def _relay(stream: IO[bytes]) -> None:
     for line in streams.lines(stream, LOG_LINE_BYTES):
         if shown >= LOG_SHOWN_BYTES:
             continue  # read and dropped: the engine never blocks on a full pipe
-        text = shapes.neutral(line.text()).replace("\r", "⟨U+000D⟩")
+        text = bounds.neutral(line.text()).replace("\r", "⟨U+000D⟩")
         text += f" … ({line.length - len(line.data):,} more bytes)" if line.cut else ""
         shown += len(text) + 1
         sys.stderr.write(

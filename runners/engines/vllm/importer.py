@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from runners import imports, record, schema, spec, store
+from runners import imports, record, schema, serving, spec, store
 from runners.engines.vllm import tool as vllm_bench
 
 
@@ -71,7 +71,7 @@ def import_vllm_bench(
             tool = "serve"
             test, found_here = _serve_problems(result, entry)
             found += found_here
-            rows = vllm_engine.served_rows(*vllm_bench.serve_requests(result))
+            rows = serving.served_rows(*vllm_bench.serve_requests(result))
         elif "elapsed_time" in result:
             tool = "throughput"
             test = next(t for t in entry.tests() if t.kind == "offline")

@@ -19,19 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import lifetime
+from runners import serving
 
 SETTINGS = (
     "weights",
@@ -66,8 +62,7 @@ ENGINE_DEFAULTS = {
 """What vLLM 0.25 uses when a setting is left out (EngineArgs, `_set_default_max_num_seqs_and_batched_tokens_args`):
 the run page's diff from defaults."""
 SERVED_NAME = "fairfight"
-START_TIMEOUT_S = 900.0
-WARMUP_PROMPTS = 8
+WARMUP_PROMPTS = serving.WARMUP_PROMPTS
 
 
 def resolve_settings(settings: dict[str, Any]) -> dict[str, Any]:
@@ -173,12 +168,6 @@ def engine_env(settings: dict[str, Any], device: str) -> dict[str, str]:
     return env
 
 
-def prompts(vocab: int, n: int, length: int, seed: int) -> list[list[int]]:
-    """`n` prompts of `length` random token ids, none of them a special token (the tokenizer's last two ids)."""
-    rng = random.Random(seed)
-    return [[rng.randrange(vocab - 2) for _ in range(length)] for _ in range(n)]
-
-
 def sampling(settings: dict[str, Any]) -> dict[str, Any]:
     return {"temperature": settings["temperature"], "top_p": settings["top_p"]}
 
@@ -199,7 +188,7 @@ def offline(argv: list[str]) -> int:
     params = SamplingParams(max_tokens=job["output_len"], ignore_eos=True, **job["sampling"])
 
     def batch(n: int, seed: int) -> tuple[float, int, int]:
-        asks = [TokensPrompt(prompt_token_ids=p) for p in prompts(job["vocab"], n, job["input_len"], seed)]
+        asks = [TokensPrompt(prompt_token_ids=p) for p in serving.prompts(job["vocab"], n, job["input_len"], seed)]
         t = time.perf_counter()
         outs = llm.generate(asks, params, use_tqdm=False)
         took = time.perf_counter() - t
@@ -216,109 +205,17 @@ def offline(argv: list[str]) -> int:
     return 0
 
 
-def offline_rows(result: dict[str, Any], num_prompts: int) -> list[dict[str, Any]]:
-    rows = [
-        dict(trial=0, step=None, phase="run", metric="startup_s", value=result["startup_s"], unit="s"),
-        dict(trial=0, step=None, phase="warmup", metric="warmup_s", value=result["warmup_s"], unit="s"),
-    ]
-    for rep, r in enumerate(result["repetitions"]):
-        s = r["elapsed_s"]
-        for metric, value, unit in (
-            ("test_time_s", s, "s"),
-            ("output_tokens_per_s", r["output_tokens"] / s, "tokens/s"),
-            ("total_tokens_per_s", (r["output_tokens"] + r["prompt_tokens"]) / s, "tokens/s"),
-            ("request_throughput", num_prompts / s, "requests/s"),
-        ):
-            rows.append(dict(trial=rep, step=None, phase="steady", metric=metric, value=value, unit=unit))
-    return rows
-
-
 # --- the served tests --------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def vllm_server(settings: dict[str, Any], folder: Path, seed: int, env: dict[str, str], log: Path) -> serving.Server:
+    """vLLM's OpenAI-compatible server (`python -m vllm.entrypoints.openai.api_server`) with the variant's settings."""
 
+    def command(port: int) -> list[str]:
+        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1", "--port", str(port)]
+        return [*cmd, "--served-model-name", SERVED_NAME, *engine_flags(settings, folder, seed)]
 
-class Server:
-    """vLLM's OpenAI-compatible server on 127.0.0.1, its log in a file; stopped (the whole process group) on exit."""
-
-    def __init__(self, flags: list[str], env: dict[str, str], log: Path) -> None:
-        self.port = free_port()
-        self.log = log
-        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1"]
-        cmd += ["--port", str(self.port), "--served-model-name", SERVED_NAME, *flags]
-        self.command = cmd
-        self._log = open(log, "w")  # noqa: SIM115 - closed in stop()
-        t0 = time.perf_counter()
-        self.proc = subprocess.Popen(
-            cmd,
-            env=os.environ | env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=lifetime.die_with_parent(),  # the server ends with its runner
-        )
-        self.startup_s = self._wait(t0)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def tail(self, n: int = 3000) -> str:
-        self._log.flush()
-        return self.log.read_text(errors="replace")[-n:]
-
-    def _wait(self, t0: float) -> float:
-        while time.perf_counter() - t0 < START_TIMEOUT_S:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the vLLM server exited with {self.proc.returncode} while starting:\n{self.tail()}")
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=5) as r:
-                    if r.status == 200:
-                        return time.perf_counter() - t0
-            except OSError:
-                pass
-            time.sleep(1)
-        raise RuntimeError(f"the vLLM server did not answer /health within {START_TIMEOUT_S:g} s:\n{self.tail()}")
-
-    def alive(self) -> None:
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"the vLLM server died (exit {self.proc.returncode}):\n{self.tail()}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self._log.close()
-
-
-def served_rows(requests: list[Any], duration_s: float) -> list[dict[str, Any]]:
-    """A served point's raw samples: per request (trial) its TTFT, end-to-end time and token counts, and every
-    inter-token gap (step = its index); `runners.metrics.serving_metrics` makes the figures from these."""
-    rows = [dict(trial=0, step=None, phase="run", metric="duration_s", value=duration_s, unit="s")]
-    for i, r in enumerate(requests):
-        rows.append(dict(trial=i, step=None, phase="steady", metric="request_ok", value=float(r.ok), unit="bool"))
-        if not r.ok:
-            continue
-        rows += [
-            dict(trial=i, step=None, phase="steady", metric="ttft_s", value=r.ttft_s, unit="s"),
-            dict(trial=i, step=None, phase="steady", metric="e2e_s", value=r.e2e_s, unit="s"),
-            dict(trial=i, step=None, phase="steady", metric="prompt_tokens", value=float(r.prompt_tokens))
-            | {"unit": "tokens"},
-            dict(trial=i, step=None, phase="steady", metric="output_tokens", value=float(r.output_tokens))
-            | {"unit": "tokens"},
-        ]
-        rows += [
-            dict(trial=i, step=k, phase="steady", metric="itl_s", value=g, unit="s") for k, g in enumerate(r.itl_s)
-        ]
-    return rows
+    return serving.Server(command, env, log, name="the vLLM server")
 
 
 # --- records -----------------------------------------------------------------------------------------------
@@ -440,10 +337,6 @@ def failure_config(suite: Any, entry: Any, test: Any, variant: Any, note: str | 
     return test_config(suite, entry, test, variant, settings, files, note)
 
 
-def _tail(text: str, n: int = 3000) -> str:
-    return text.strip()[-n:]
-
-
 def run_offline(w: _Writer, test: Any, folder: Path, tmp: Path, env: dict[str, str], cross_check: bool) -> None:
     from runners import record
 
@@ -472,12 +365,12 @@ def run_offline(w: _Writer, test: Any, folder: Path, tmp: Path, env: dict[str, s
     proc = subprocess.run(cmd, env=os.environ | env, stderr=subprocess.PIPE, text=True, check=False)
     sys.stderr.write(proc.stderr[-2000:] if proc.returncode else "")
     if proc.returncode != 0 or not (tmp / "offline.json").exists():
-        err = f"offline engine exited with {proc.returncode}: {_tail(proc.stderr)}"
+        err = f"offline engine exited with {proc.returncode}: {serving.tail(proc.stderr)}"
         path = w.write(test, [], started, status=record.status_of_failure(proc.stderr), error=err)
         print(f"    {test.workload}: {record.status_of_failure(proc.stderr)} → {path}", file=sys.stderr, flush=True)
         return
     result = json.loads((tmp / "offline.json").read_text())
-    path = w.write(test, offline_rows(result, entry.num_prompts), started)
+    path = w.write(test, serving.offline_rows(result, entry.num_prompts), started)
     rates = [r["output_tokens"] / r["elapsed_s"] for r in result["repetitions"]]
     print(f"    {test.workload}: {sum(rates) / len(rates):,.1f} output tokens/s (mean) → {path}", file=sys.stderr)
     if not cross_check:
@@ -506,7 +399,7 @@ def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, e
     proc = subprocess.run(cmd, env=os.environ | env, capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not out.exists():
         print(f"    vllm bench {tool} failed (exit {proc.returncode}); the runner's record stands:", file=sys.stderr)
-        sys.stderr.write(_tail(proc.stderr + proc.stdout, 2000) + "\n")
+        sys.stderr.write(serving.tail(proc.stderr + proc.stdout, 2000) + "\n")
         return
     result = json.loads(out.read_text())
     entry = w.entry
@@ -514,7 +407,7 @@ def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, e
         if tool == "throughput":
             rows = vllm_bench.throughput_rows(result, entry.num_prompts * entry.output_len)
         else:
-            rows = served_rows(*vllm_bench.serve_requests(result))
+            rows = serving.served_rows(*vllm_bench.serve_requests(result))
             if "latencies" not in result:
                 result["e2e_from"] = "ttft + itls: this vLLM keeps no per-request latency"
     except ValueError as e:
@@ -528,39 +421,34 @@ def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, e
 
 
 def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[str, str], cross_check: bool) -> None:
-    from runners import loadgen, metrics, record
+    from runners import metrics, record
 
     entry, settings = w.entry, w.settings
     started = datetime.now(UTC)
     server = None
     try:
-        server = Server(engine_flags(settings, folder, entry.seed), env, tmp / "server.log")
+        server = vllm_server(settings, folder, entry.seed, env, tmp / "server.log")
         print(f"    server up in {server.startup_s:.0f} s on {server.url}", file=sys.stderr, flush=True)
     except RuntimeError as e:
         for test in tests:
-            w.write(test, [], started, status=record.status_of_failure(str(e)), error=_tail(str(e)))
-        print(f"    server failed: {_tail(str(e), 500)}", file=sys.stderr)
+            w.write(test, [], started, status=record.status_of_failure(str(e)), error=serving.tail(str(e)))
+        print(f"    server failed: {serving.tail(str(e), 500)}", file=sys.stderr)
         if server is None:
             return
     try:
-        url = server.url + "/v1/completions"
         for n, test in enumerate(tests):
             started = datetime.now(UTC)
+            seed = entry.seed + 1000 * (n + 1)
             try:
-                server.alive()
-                seed = entry.seed + 1000 * (n + 1)
-                asks = prompts(w.files["vocab"], test.requests + WARMUP_PROMPTS, entry.input_len, seed)
-                bodies = [loadgen.payload(SERVED_NAME, p, entry.output_len, sampling(settings)) for p in asks]
-                loadgen.drive(url, bodies[:WARMUP_PROMPTS], concurrency=WARMUP_PROMPTS)  # untimed
-                requests, duration = loadgen.drive(
-                    url, bodies[WARMUP_PROMPTS:], concurrency=test.concurrency, request_rate=test.request_rate,
-                    seed=seed,
+                asks = serving.prompts(w.files["vocab"], test.requests + WARMUP_PROMPTS, entry.input_len, seed)
+                requests, duration = serving.drive_point(
+                    server, "/v1/completions", SERVED_NAME, asks, entry.output_len, sampling(settings),
+                    concurrency=test.concurrency, request_rate=test.request_rate, seed=seed,
                 )  # fmt: skip
-                server.alive()
             except RuntimeError as e:
-                w.write(test, [], started, status=record.status_of_failure(str(e)), error=_tail(str(e)))
+                w.write(test, [], started, status=record.status_of_failure(str(e)), error=serving.tail(str(e)))
                 continue
-            rows = served_rows(requests, duration)
+            rows = serving.served_rows(requests, duration)
             rows.insert(0, dict(trial=0, step=None, phase="run", metric="startup_s", value=server.startup_s, unit="s"))
             path = w.write(test, rows, started)
             m = metrics.serving_metrics(requests, duration, entry.slo_ttft_ms, entry.slo_tpot_ms)

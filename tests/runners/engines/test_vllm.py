@@ -16,6 +16,7 @@ import pytest
 
 from generator import derive, load, serving
 from runners import metrics, schema, spec
+from runners import serving as serving_core
 from runners.engines.vllm import runner as vllm_engine
 from runners.engines.vllm import tool as vllm_bench
 from tests.conftest import run_module
@@ -62,7 +63,7 @@ def test_percentile_is_numpys_linear_percentile() -> None:
 
 def test_served_rows_round_trip_and_pass_the_record_checks() -> None:
     requests = [_req(0.1, [0.02, 0.03], 0.16, 3), _req(0.0, [], 0.0, 0, ok=False)]
-    rows = vllm_engine.served_rows(requests, 1.5)
+    rows = serving_core.served_rows(requests, 1.5)
     back, duration = metrics.requests_from_rows(rows)
     assert duration == 1.5
     assert back[0] == requests[0]

@@ -1,5 +1,5 @@
-"""Declared shapes of a record's JSON columns and bounds on its text: what `schema.check_run` holds a file to
-before any page code reads it.
+"""Bounds on a record's fields: the declared types and ranges of the paths in its JSON columns, and bounds on its
+text: what `schema.check_run` holds a file to before any page code reads it.
 
 A result file comes from anyone who sends one, so every value is hostile until checked here. The JSON columns
 (config, hardware, software, environment, calibration) must be objects; each path the site reads has a declared
