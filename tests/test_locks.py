@@ -20,7 +20,8 @@ from tests.conftest import ROOT
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 AUDIENCES = {"site": (["site"], []), "torch": (["torch"], []), "llama": (["llama"], []), "mlx": (["mlx"], []),
-             "engines": (["torch", "llama", "mlx"], []), "tests": (["site", "torch", "llama", "mlx"], ["tests"])}  # fmt: skip
+             "engines": (["torch", "llama", "mlx"], []),
+             "tests": (["site", "torch", "llama", "mlx"], ["tests"])}  # fmt: skip
 """As noxfile.py AUDIENCES (the noxfile imports nothing from the tests, nor they from it)."""
 
 
