@@ -1,7 +1,8 @@
 """The site built from the committed data/ in a real headless Chromium at 1400 and 390 px: on every board the columns
 a reader came for (the figure, its interval, the own tool's figure and ratio, why a run does not rank; the serving
 latencies) are in view without scrolling sideways, as are the home page's claims' hardware and failures.html's
-errors; on a desktop a board's ranking and its Unranked table are whole (run links and commits too). Tables past those columns keep the rest behind a closed <details>, and on a phone every row reads as a card."""
+errors; on a desktop a board's ranking and its Unranked table are whole (run links and commits too). Tables past
+those columns keep the rest behind a closed <details>, and on a phone every row reads as a card."""
 
 from __future__ import annotations
 
@@ -243,3 +244,19 @@ def test_the_suite_of_h200_runs_is_shown_by_its_title_and_keeps_its_name(committ
     assert f"Suite <strong>{title}</strong> (<code>h100</code> in records and commands" in board
     run_page = next((committed_site / "runs").glob("*-train-gpt-1.27b-mb4-*.html")).read_text()
     assert f">{title} · train-gpt-1.27b-mb4</a>" in run_page
+
+
+def test_every_board_says_where_a_rows_history_across_commits_is(committed_site: Path) -> None:
+    """History charts live on run pages: every board says so above its ranking, and the boards' rows link run pages
+    that draw a configuration's history (at least one board row's run page does, on the committed data)."""
+    import html as html_lib
+
+    drawn = 0
+    for board in sorted((committed_site / "leaderboards").glob("*.html")):
+        text = board.read_text()
+        assert "<em>Across harness commits</em> section shows its configuration" in text, board.name
+        ranking = text[text.index('id="ranking"') :]
+        for link in set(re.findall(r'href="\.\./(runs/[^"#]+\.html)"', ranking[: ranking.find("</table>")])):
+            page = (committed_site / html_lib.unescape(link)).read_text()
+            drawn += '<h2 id="history">' in page and "-history-spec" in page
+    assert drawn > 5
