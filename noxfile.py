@@ -22,10 +22,6 @@ nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["site"]
 nox.options.reuse_venv = "yes"
 
-# The bench sessions install torch with pip (virtualenv): pip finds the CPU wheel of torch==2.13.0 on our machines,
-# while uv, which reads no pip configuration, would download a 3 GB CUDA build. The tests sessions use uv and hand it
-# pip's find-links (_tests_install).
-TORCH_BACKEND = "virtualenv"
 QUIET_ENV = {"NO_MKDOCS_2_WARNING": "1"}
 CHROMIUM = "/usr/bin/chromium"
 OPENBLAS = (  # runners/engines/mlx/train.py OPENBLAS (the noxfile imports nothing from the harness)
@@ -39,8 +35,8 @@ LOCK = ROOT / "pylock.toml"
 
 def _constraints(session: nox.Session) -> Path:
     """pylock.toml (`nox -s lock`) as a pip constraints file: every package at its locked version, whatever the
-    installer. Constraints rather than installing the lock's files, so that pip still takes our machines' CPU build
-    of torch 2.13.0 (the lock, resolved from PyPI, names the CUDA build's files)."""
+    installer. For what no audience lock covers (lint, types, the scale benchmarks), for installs without uv (pip reads
+    no PEP 751 lock), and as the pins the audience locks are resolved within."""
     lock = nox.project.load_toml(LOCK)
     lines = [f"{p['name']}=={p['version']}" + (f" ; {p['marker']}" if "marker" in p else "") for p in lock["packages"]]
     path = Path(session.virtualenv.location or ROOT / "build") / "pylock-constraints.txt"
@@ -54,6 +50,7 @@ AUDIENCES = {
     "torch": (("torch",), ()),
     "llama": (("llama",), ()),
     "mlx": (("mlx",), ()),
+    "engines": (("torch", "llama", "mlx"), ()),
     "tests": (("site", "torch", "llama", "mlx"), ("tests",)),
 }
 """The locks per audience (locks/pylock.NAME.toml, `nox -s lock`): (extras, dependency groups) of each, the project's
@@ -65,14 +62,59 @@ def _audience_lock(name: str) -> Path:
     return ROOT / "locks" / f"pylock.{name}.toml"
 
 
+CUDA_ONLY = ("nvidia-", "cuda-", "triton")
+"""Name prefixes of what only torch's CUDA build needs (its CUDA libraries and Triton): the locks, resolved from PyPI,
+name that build, which a machine whose pip find-links hold torch's CPU build does without."""
+
+
 def _install_locked(session: nox.Session, audience: str) -> bool:
     """Install an audience's lock with its hashes checked, then the project (editable, no dependencies): with uv,
-    which installs PEP 751 locks. False where it cannot (pip): the caller holds the install to the lock instead."""
-    if session.venv_backend != "uv" or not _audience_lock(audience).exists():
+    which installs PEP 751 locks. False where it cannot (pip): the caller holds the install to the lock instead.
+
+    Where pip's find-links hold a CPU build of the locked torch (our CPU machines: /opt/wheels), that build replaces
+    the lock's CUDA one (3 GB): the lock goes in without torch and CUDA_ONLY, every other file's hash checked, and torch
+    comes from that folder alone at the locked version, without its hash checked (the lock holds PyPI's files only)."""
+    lock = _audience_lock(audience)
+    if session.venv_backend != "uv" or not lock.exists():
         return False
-    session.install("-r", str(_audience_lock(audience)))
+    local = _local_torch(lock)
+    if local is None:
+        session.install("-r", str(lock))
+    else:
+        version, folder = local
+        session.log(f"torch {version}: this machine's CPU build from {folder} (its hash is not in the lock)")
+        session.install("-r", str(_without_cuda_torch(session, lock)))
+        session.install("--no-deps", "--no-index", "--find-links", str(folder), f"torch=={version}")
     session.install("--no-deps", "-e", ".")
     return True
+
+
+def _local_torch(lock: Path) -> tuple[str, Path] | None:
+    """(version, folder) when the lock pins torch and a local find-links folder holds a CPU wheel of that version."""
+    pinned = {p["name"]: p["version"] for p in nox.project.load_toml(lock)["packages"]}
+    if "torch" not in pinned or not (links := _pip_find_links()):
+        return None
+    for link in links.split(","):
+        folder = Path(link.removeprefix("file://"))
+        if folder.is_dir() and any(folder.glob(f"torch-{pinned['torch']}+cpu-*.whl")):
+            return pinned["torch"], folder
+    return None
+
+
+def _without_cuda_torch(session: nox.Session, lock: Path) -> Path:
+    """A copy of `lock` without torch and CUDA_ONLY, in the session's environment (uv takes `pylock.*.toml` names)."""
+    head, *entries = lock.read_text().split("[[packages]]\n")
+    kept = [e for e in entries if not _named(e, "torch") and not any(_named(e, p, prefix=True) for p in CUDA_ONLY)]
+    path = Path(session.virtualenv.location or ROOT / "build") / f"pylock.{lock.stem.split('.', 1)[1]}-cpu.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(head + "".join("[[packages]]\n" + e for e in kept))
+    return path
+
+
+def _named(entry: str, name: str, prefix: bool = False) -> bool:
+    """Whether a lock's [[packages]] entry (its text) is the package `name` (or one whose name starts with it)."""
+    first = entry.split("\n", 1)[0]
+    return first.startswith(f'name = "{name}') and (prefix or first == f'name = "{name}"')
 
 
 def _install(session: nox.Session, *groups: str, extras: str | None = "") -> None:
@@ -122,14 +164,16 @@ def site(session: nox.Session) -> None:
 
 
 def _tests_install(session: nox.Session) -> None:
-    """What both test sessions install: the project with every engine extra and the tests group, held to the lock,
-    plus pip (the llama.cpp build installs llama-cpp-python's Python half with it; a uv environment has none). With
-    uv, pip's find-links go along as UV_FIND_LINKS, so that uv takes our machines' CPU build of torch as pip does (uv
-    reads no pip configuration; without find-links both fetch the same wheel from the index)."""
+    """What both test sessions install: locks/pylock.tests.toml (the project's every engine extra and the tests group)
+    with its hashes checked, and the project, plus pip (the llama.cpp build installs llama-cpp-python's Python half
+    with it; a uv environment has none). Without uv, the same held to pylock.toml as constraints. pip's find-links go
+    along as UV_FIND_LINKS, so that uv takes our machines' CPU build of torch as pip does (uv reads no pip
+    configuration; without find-links both fetch the same wheel from the index)."""
     if session.venv_backend == "uv" and (links := _pip_find_links()):
         session.env["UV_FIND_LINKS"] = links
     session.install("pip")
-    _install(session, "tests", extras="site,torch,llama,mlx")
+    if not _install_locked(session, "tests"):
+        _install(session, "tests", extras="site,torch,llama,mlx")
     _ensure_chromium(session)
     _ensure_openblas(session)
 
@@ -207,13 +251,15 @@ def types(session: nox.Session) -> None:
     session.run("mypy", *session.posargs)
 
 
-@nox.session(name="bench-cpu", venv_backend=TORCH_BACKEND)
+@nox.session(name="bench-cpu")
 def bench_cpu(session: nox.Session) -> None:
     """Run the cpu-smoke suite on this machine and append one result file per run under data/cpu-smoke/.
 
     Extra arguments go to `fairfight bench`, e.g. `nox -s bench-cpu -- --variant ddp-fp32-stock`.
     """
-    _install(session, extras="torch,llama,mlx")
+    session.install("pip")  # the llama.cpp build installs llama-cpp-python's Python half with it
+    if not _install_locked(session, "engines"):
+        _install(session, extras="torch,llama,mlx")
     engines = _engines_asked(session.posargs)  # build only what the variants asked for need (llama.cpp: ~5 min)
     if engines is None or "mlx" in engines:
         _ensure_openblas(session)
@@ -233,7 +279,7 @@ def _engines_asked(args: list[str]) -> set[str] | None:
     return {variants[n]["engine"] for n in names}
 
 
-@nox.session(name="bench-h100", venv_backend=TORCH_BACKEND, default=False)
+@nox.session(name="bench-h100", default=False)
 def bench_h100(session: nox.Session) -> None:
     """Run the seed's training suite (h100) on this host's GPUs (2 by default) and append result files.
 
@@ -241,7 +287,8 @@ def bench_h100(session: nox.Session) -> None:
     point, `-- --variant ddp-tuned`. On a host without a network, with torch already installed, run
     `python3 -m fairfight bench --suite h100` from the checkout (site_src/docs/offline-hosts.md).
     """
-    _install(session, extras="torch")
+    if not _install_locked(session, "torch"):
+        _install(session, extras="torch")
     session.run("fairfight", "bench", "--suite", "h100", *session.posargs)
 
 
@@ -257,7 +304,8 @@ def bench_apple(session: nox.Session) -> None:
     if platform.system() != "Darwin" or platform.machine() != "arm64":
         session.error(f"bench-apple needs an Apple Silicon Mac (this is {sys.platform} {platform.machine()}); "
                       "run `nox -s bench-cpu` here")  # fmt: skip
-    _install(session, extras="mlx")
+    if not _install_locked(session, "mlx"):
+        _install(session, extras="mlx")
     session.run("fairfight", "bench", "--suite", "apple", *session.posargs)
 
 

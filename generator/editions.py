@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator import history, load
+from generator import history, load, slugs
 from runners import bounds
 
 if TYPE_CHECKING:
@@ -167,8 +167,6 @@ def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
     or not a regular file, malformed, not named for its file, sharing a page with another (every manifest of such a
     name is rejected), or breaking the hash chain. In a git checkout, a manifest git shows changed after it was
     committed is rejected too."""
-    from generator import pages
-
     bad: list[load.Rejected] = []
     candidates: list[tuple[str, Edition]] = []
     rewritten = history.rewritten(data_dir) or {}
@@ -204,7 +202,7 @@ def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
         candidates.append((rel, edition))
     by_page: dict[str, list[tuple[str, Edition]]] = {}
     for rel, edition in candidates:
-        by_page.setdefault(pages.slug(edition.name).casefold(), []).append((rel, edition))
+        by_page.setdefault(slugs.slug(edition.name).casefold(), []).append((rel, edition))
     kept: list[tuple[str, Edition]] = []
     for same in by_page.values():
         if len(same) == 1:

@@ -21,7 +21,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from generator import columns
+from generator import columns, slugs
 from runners import bounds, engines, retract, schema
 
 
@@ -217,8 +217,6 @@ def collisions(good: list[_Read], heads: pl.DataFrame | None) -> dict[int, str]:
     a served model's page) is compared with every other of its kind after slugging and case-folding (a
     case-insensitive checkout or browser cannot tell `Run-A` from `run-a`). Two names that become one path reject
     every file of both, by name: neither may take the other's page. Returns each such file's problem by its index."""
-    from generator import pages
-
     if heads is None or not good:
         return {}
     names = {
@@ -230,10 +228,10 @@ def collisions(good: list[_Read], heads: pl.DataFrame | None) -> dict[int, str]:
     paths: dict[tuple[str, str], dict[str, list[_Read]]] = {}  # (field, path) -> name -> files
     for read in good:
         run_id, suite, workload, model = names[read.index]
-        made = [("run_id", run_id, pages.run_href(run_id)), ("workload", f"{suite}/{workload}",
-                f"leaderboards/{pages.slug(suite, workload)}.html")]  # fmt: skip
+        made = [("run_id", run_id, slugs.run_href(run_id)), ("workload", f"{suite}/{workload}",
+                f"leaderboards/{slugs.slug(suite, workload)}.html")]  # fmt: skip
         if model is not None:
-            made.append(("config.model.name", f"{suite}/{model}", f"serving/{pages.slug(suite, model)}.html"))
+            made.append(("config.model.name", f"{suite}/{model}", f"serving/{slugs.slug(suite, model)}.html"))
         for field_name, name, path in made:
             paths.setdefault((field_name, path.casefold()), {}).setdefault(name, []).append(read)
     out: dict[int, str] = {}

@@ -21,6 +21,7 @@ import polars as pl
 from markupsafe import Markup
 
 from generator import SITE_SRC, columns, readable, suite_names
+from generator.slugs import run_href as run_href  # the loader's collision check names pages by them too
 from generator.slugs import slug as slug  # the pages, charts and run files are named by it
 from generator.words import counted as counted  # the templates' filters; derive-side code imports words
 from generator.words import fmt as fmt
@@ -184,11 +185,6 @@ def nav_title(*parts: str) -> str:
     """A navigation entry's title from record names ("suite · workload"): MkDocs Material prints titles as HTML,
     so they are built here, escaped and neutralised, and nowhere else."""
     return html.escape(" · ".join(bounds.neutral(p) for p in parts))
-
-
-def run_href(run_id: str) -> str:
-    """Where a run's page lives, relative to the docs root."""
-    return f"runs/{slug(run_id)}.html"  # rendered straight to HTML, not by MkDocs (generator/render/runs.py)
 
 
 _HEADER = {

@@ -7,3 +7,8 @@ def slug(*parts: str) -> str:
     one slug (`a_b`, `a+b` and `a-b`; names differing in case, on a file system that ignores it): the loader rejects
     every file of such names (generator/load.py `collisions`), so no page or asset is ever made twice."""
     return "-".join("".join(c if (c.isascii() and c.isalnum()) or c in "-." else "-" for c in p) for p in parts)
+
+
+def run_href(run_id: str) -> str:
+    """Where a run's page lives, relative to the docs root."""
+    return f"runs/{slug(run_id)}.html"  # rendered straight to HTML, not by MkDocs (generator/render/runs.py)

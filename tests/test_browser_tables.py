@@ -1,7 +1,8 @@
 """The site built from the committed data/ in a real headless Chromium at 1400 and 390 px: on every board the columns
 a reader came for (the figure, its interval, the own tool's figure and ratio, why a run does not rank; the serving
 latencies) are in view without scrolling sideways, as are the home page's claims' hardware and failures.html's
-errors. Tables past those columns keep the rest behind a closed <details>, and on a phone every row reads as a card."""
+errors; on a desktop a board's ranking and its Unranked table are whole (run links and commits too). Tables past
+those columns keep the rest behind a closed <details>, and on a phone every row reads as a card."""
 
 from __future__ import annotations
 
@@ -44,7 +45,11 @@ MEASURE = """() => {
       const r = c.getBoundingClientRect();
       return r.width > 0 && r.left >= left && r.right <= right;
     }));
-    return {heads: heads, rows: rows, disclosed: !!t.closest('details:not([open])'),
+    let section = '';  // the id of the last h2 before the table: which part of the page it belongs to
+    for (const h of document.querySelectorAll('article h2')) {
+      if (h.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING) section = h.id;
+    }
+    return {heads: heads, rows: rows, disclosed: !!t.closest('details:not([open])'), section: section,
             cards: t.dataset.cards !== undefined, scrolls: document.documentElement.scrollWidth > vw + 1};
   });
 }"""
@@ -97,9 +102,10 @@ def test_the_columns_a_reader_came_for_are_in_view(committed_site: Path, width: 
                 assert all(t["cards"] for t in shown if len(t["heads"]) >= 3), rel
                 assert not any(t["scrolls"] for t in tables), f"{rel} scrolls sideways at {width} px"
             found = _out_of_view(tables, wanted)
-            if width >= 1400 and rel not in ELSEWHERE:  # a ranking is whole on a desktop: hardware and runs too
-                ranking = [t for t in shown if t["heads"] and t["heads"][0] == "Rank"]
-                found += _out_of_view(ranking, {h for t in ranking for h in t["heads"]})
+            if width >= 1400 and rel not in ELSEWHERE:  # a ranking and the unranked runs are whole on a desktop
+                whole = [t for t in shown if t["heads"] and (t["heads"][0] == "Rank" or t["section"] == "unranked")]
+                assert not page.locator("h2#unranked").count() or any(t["section"] == "unranked" for t in whole)
+                found += _out_of_view(whole, {h for t in whole for h in t["heads"]})
             if found:
                 problems[rel] = found[:5]
         if width >= 1400:  # every column of What tuning bought, both its ladder and its single settings
@@ -238,3 +244,19 @@ def test_the_suite_of_h200_runs_is_shown_by_its_title_and_keeps_its_name(committ
     assert f"Suite <strong>{title}</strong> (<code>h100</code> in records and commands" in board
     run_page = next((committed_site / "runs").glob("*-train-gpt-1.27b-mb4-*.html")).read_text()
     assert f">{title} · train-gpt-1.27b-mb4</a>" in run_page
+
+
+def test_every_board_says_where_a_rows_history_across_commits_is(committed_site: Path) -> None:
+    """History charts live on run pages: every board says so above its ranking, and the boards' rows link run pages
+    that draw a configuration's history (at least one board row's run page does, on the committed data)."""
+    import html as html_lib
+
+    drawn = 0
+    for board in sorted((committed_site / "leaderboards").glob("*.html")):
+        text = board.read_text()
+        assert "<em>Across harness commits</em> section shows its configuration" in text, board.name
+        ranking = text[text.index('id="ranking"') :]
+        for link in set(re.findall(r'href="\.\./(runs/[^"#]+\.html)"', ranking[: ranking.find("</table>")])):
+            page = (committed_site / html_lib.unescape(link)).read_text()
+            drawn += '<h2 id="history">' in page and "-history-spec" in page
+    assert drawn > 5

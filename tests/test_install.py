@@ -5,6 +5,7 @@ and any dependency not in its cache from the package index, as it would for the 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -57,7 +58,8 @@ def test_pip_install_gives_a_working_fairfight_command(tmp_path) -> None:
 def test_the_sdist_carries_the_tool_not_the_results(tmp_path) -> None:
     """data/ grows with every run: the source distribution leaves it (and the sweeps' local folders) out, and keeps
     what a wheel is built from. Its version comes from git, and `pip install` of it without extras is the light
-    install: no polars, no site stack; `validate` then says what to install."""
+    install: no polars, no site stack; `validate` then says what to install. With `[validate]` (polars added),
+    `validate` and `compare` run without the site's stack, and `site` says what to install."""
     import tarfile
 
     env = tmp_path / "venv"
@@ -96,3 +98,18 @@ def test_the_sdist_carries_the_tool_not_the_results(tmp_path) -> None:
     assert (
         refused.returncode == 2 and "pip install '.[validate]'" in refused.stderr and "Traceback" not in refused.stderr
     )
+
+    # with [validate] (polars alone added): validate and compare run, still without the site's stack
+    _run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", f"{sdist}[validate]"], cwd=tmp_path)
+    checked = _run([fairfight, "validate", str(ROOT / "data")], cwd=outside)
+    assert "0 with problems" in checked.stdout and "Traceback" not in checked.stderr
+    missing = _run([str(bin_dir / "python"), "-c", "import importlib.util as u; print([m for m in ('altair', "
+                    "'mkdocs', 'jinja2', 'yaml', 'vl_convert') if u.find_spec(m)])"], cwd=outside).stdout  # fmt: skip
+    assert missing.strip() == "[]"
+    runs = sorted(p.stem for p in (ROOT / "data" / "h100").glob("*-train-gpt-1.27b-mb4-ddp-tuned-*.parquet"))[:2]
+    shown = _run([fairfight, "compare", "--data-dir", str(ROOT / "data"), *runs, "--format", "json"], cwd=outside,
+                 check=False)  # fmt: skip
+    assert shown.returncode in (0, 1), shown.stderr[-2000:]  # 1: a slowdown past the threshold
+    assert json.loads(shown.stdout)["a"]["runs"] == runs[:1]
+    refused = _run([fairfight, "site"], cwd=outside, check=False)
+    assert refused.returncode == 2 and "pip install '.[site]'" in refused.stderr and "Traceback" not in refused.stderr

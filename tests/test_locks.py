@@ -20,6 +20,7 @@ from tests.conftest import ROOT
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 AUDIENCES = {"site": (["site"], []), "torch": (["torch"], []), "llama": (["llama"], []), "mlx": (["mlx"], []),
+             "engines": (["torch", "llama", "mlx"], []),
              "tests": (["site", "torch", "llama", "mlx"], ["tests"])}  # fmt: skip
 """As noxfile.py AUDIENCES (the noxfile imports nothing from the tests, nor they from it)."""
 
@@ -83,3 +84,36 @@ def test_the_site_lock_installs_with_its_hashes_checked(tmp_path: Path) -> None:
     refused = _uv("pip", "install", "--no-cache", "--python", str(tmp_path / "w" / "bin" / "python"), "-r",
                   str(tmp_path / "bad" / "pylock.toml"), cwd=tmp_path, check=False)  # fmt: skip
     assert refused.returncode != 0 and "Hash mismatch" in refused.stderr, refused.stderr[-2000:]
+
+
+def test_a_nox_session_installs_its_audiences_lock(tmp_path: Path) -> None:
+    """`nox -s bench-h100 --install-only`, a real nox into a temporary folder of environments: the torch audience's
+    lock goes in through `uv pip install -r` (hashes checked), and everything installed but the project is the lock's,
+    at its versions. Where this machine's pip find-links hold torch's CPU build (our CPU machines), the session's copy
+    of the lock leaves out only torch and what its CUDA build alone needs (every other entry, hashes and all, as the
+    lock has it) and torch comes from that folder at the locked version; the test and site sessions install alike."""
+    nox_command = shutil.which("nox")
+    assert nox_command, "this test runs nox as a user does: install it (`pip install nox`)"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH") and not k.startswith("NOX_")}
+    done = subprocess.run([nox_command, "-f", str(ROOT / "noxfile.py"), "-s", "bench-h100", "--install-only",
+                           "--envdir", str(tmp_path / "envs")], capture_output=True, text=True, env=env,
+                          timeout=900)  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    lock = ROOT / "locks" / "pylock.torch.toml"
+    venv = tmp_path / "envs" / "bench-h100"
+    copy = venv / "pylock.torch-cpu.toml"
+    assert f"uv pip install -r {copy if copy.exists() else lock}" in said, said[-3000:]
+    pinned = {name: {e["version"] for e in entries} for name, entries in _packages(lock).items()}
+    listed = json.loads(_uv("pip", "list", "--python", str(venv / "bin" / "python"), "--format", "json",
+                            cwd=tmp_path).stdout)  # fmt: skip
+    installed = {canonicalize_name(p["name"]): p["version"] for p in listed}
+    installed.pop("fairfight")
+    assert installed.pop("torch").split("+")[0] in pinned["torch"]
+    assert installed and all(v in pinned.get(n, set()) for n, v in installed.items()), installed
+    if copy.exists():  # the CPU build in place of the CUDA one
+        assert "torch==" in said and "--no-index" in said
+        assert not any(n.startswith(("nvidia-", "cuda-", "triton")) for n in installed)
+        kept = copy.read_text().split("[[packages]]\n")
+        assert set(kept[1:]) < set(lock.read_text().split("[[packages]]\n")[1:])  # entries verbatim, none added
+        assert "torch" not in _packages(copy) and set(installed) <= set(_packages(copy))
