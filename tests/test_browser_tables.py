@@ -260,3 +260,77 @@ def test_every_board_says_where_a_rows_history_across_commits_is(committed_site:
             page = (committed_site / html_lib.unescape(link)).read_text()
             drawn += '<h2 id="history">' in page and "-history-spec" in page
     assert drawn > 5
+
+
+BARS = """() => {
+  const ranked = new Set();  // what the page's ranking table names: its run links and its variants
+  for (const t of document.querySelectorAll('article table')) {
+    const first = t.querySelector('thead th');
+    if (!first || first.textContent.trim() !== 'Rank') continue;
+    for (const a of t.querySelectorAll('a[href*="runs/"]')) ranked.add(a.getAttribute('href').split('/').pop());
+    const col = Array.from(t.querySelectorAll('thead th')).findIndex(h => h.textContent.trim() === 'Variant');
+    if (col >= 0) for (const row of t.tBodies[0].rows) ranked.add(row.cells[col].textContent.trim());
+  }
+  const charts = Array.from(document.querySelectorAll('div.ff-chart')).map(el => ({
+    id: el.dataset.spec, svg: !!el.querySelector('svg'),
+    bars: Array.from(el.querySelectorAll('path[aria-roledescription="bar"]')).map(p => ({
+      label: p.getAttribute('aria-label') || '', opacity: p.getAttribute('fill-opacity')}))
+  }));
+  return {ranked: Array.from(ranked), charts: charts};
+}"""
+
+
+def _drawn_run(label: str) -> tuple[str, str] | None:
+    """(variant, run id's last part) of the run a bar's accessible label names ('run: VARIANT · … · abc123')."""
+    found = re.search(r"run: (?:unranked: )?([^;]+?)(?: · [^;]+)? · ([0-9a-f]{6})(?:;|$)", label)
+    return (found[1].split(" · ")[0], found[2]) if found else None
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize(("width", "height"), [(1400, 1000), (390, 844)])
+def test_every_chart_draws_unranked_runs_hollow_and_no_failed_run(
+    committed_site: Path, width: int, height: int
+) -> None:
+    """On every board and the side-by-side page, as drawn in the browser: a bar of a run that does not rank is hollow
+    (no fill) and named "unranked"; a bar on a chart that has no such marking is a run of the page's ranking; a
+    not-cross-checked row of the side-by-side is pale; no bar is a failed run's."""
+    from generator import load
+
+    loaded = load.load(ROOT / "data")
+    failed = {(v, r.rsplit("-", 1)[-1]) for r, v, s in loaded.runs.select("run_id", "variant", "status").rows()
+              if s != "ok"}  # fmt: skip
+    assert failed  # the committed data holds failure records, so the last check below can fail
+    boards = sorted(p.relative_to(committed_site).as_posix() for p in (committed_site / "leaderboards").glob("*.html"))
+    hollow = pale = 0
+    problems: list[str] = []
+    with serve(committed_site) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": width, "height": height})
+        for rel in [*boards, "side-by-side.html"]:
+            page.goto(url + rel, wait_until="load")
+            page.wait_for_function("() => Array.from(document.querySelectorAll('div.ff-chart'))"
+                                   ".every(el => el.querySelector('svg') || el.textContent.trim())")  # fmt: skip
+            seen = page.evaluate(BARS)
+            variants = {r for r in seen["ranked"] if not r.endswith(".html")}
+            ranked = {r.removesuffix(".html").rsplit("-", 1)[-1] for r in seen["ranked"]} | variants
+            for chart in seen["charts"]:
+                for bar in chart["bars"]:
+                    label, opacity = bar["label"], float(bar["opacity"] or 1.0)
+                    run = _drawn_run(label)
+                    if run in failed:
+                        problems.append(f"{rel} {chart['id']}: a failed run drawn: {label[:120]}")
+                    if "ranked: false" in label:
+                        hollow += 1
+                        if opacity != 0.0 or "run: unranked: " not in label:
+                            problems.append(f"{rel} {chart['id']}: an unranked bar not hollow: {label[:120]}")
+                    elif "checked: not cross-checked" in label:
+                        pale += 1
+                        if opacity > 0.2:
+                            problems.append(f"{rel} {chart['id']}: a not-cross-checked bar not pale: {label[:120]}")
+                    elif "ranked: true" not in label and "checked: cross-checked" not in label and run is not None:
+                        base = run[0].split("[")[0].rstrip("…")  # a training bar names its configuration
+                        if run[1] not in ranked and not any(v.startswith(base) for v in variants):
+                            problems.append(f"{rel} {chart['id']}: a bar of a run the ranking lacks: {label[:120]}")
+        browser.close()
+    assert problems == [], "\n".join(problems[:10])
+    assert hollow > 5 and pale > 2  # the committed data has unranked runs drawn on boards, and unchecked engine rows
