@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from generator.verdict_answer import Answer
+
 
 def test_runs(current: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
     """An inference test's runs for its chart, each with `ranked`. `current`: the test's unretracted records (the
@@ -22,13 +24,12 @@ def test_runs(current: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def crossings(said: dict) -> pl.DataFrame:
+def crossings(said: Answer) -> pl.DataFrame:
     """Where the verdict's curves cross the matched shape (`verdict.answer`): the stock curve at the claimed stock
     figure (its crossing defines the shape) and each tuned curve at its interpolated steps/s there."""
-    tuned = said.get("tuned") or []
-    labels = [f"stock ({said['target']:.3g}, the claim's stock)"] if said.get("target") is not None else []
-    values = [float(said["target"])] if labels else []
-    labels += [t["label"] for t in tuned]
-    values += [float(t["steps_per_s"]) for t in tuned]
+    labels = [f"stock ({said.target:.3g}, the claim's stock)"]
+    values = [float(said.target)]
+    labels += [t.label for t in said.tuned]
+    values += [float(t.steps_per_s) for t in said.tuned]
     schema = {"label": pl.String, "steps_per_s": pl.Float64}
     return pl.DataFrame({"label": labels, "steps_per_s": values}, schema=schema)

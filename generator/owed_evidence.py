@@ -12,21 +12,20 @@ import polars as pl
 
 from generator import slugs
 from generator import words as say
+from generator.verdict_answer import Answer, Tuned
 
 SIDE_BY_SIDE = "side-by-side.md"
 """The page that sets every engine side by side on one model and GPU (batch-1 decode among its tables)."""
 
 
-def against_claim(t: dict[str, Any] | None, claimed: float) -> str | None:
+def against_claim(t: Tuned | None, claimed: float) -> str | None:
     """'above', 'below' or 'level with': our figure at the matched shape against the claimed one, read from the
     interval of claimed ÷ ours (`gap_lo`, `gap_hi`); from the point figure alone when there are no resamples."""
     if t is None:
         return None
-    lo, hi = t.get("gap_lo"), t.get("gap_hi")
+    lo, hi = t.gap_lo, t.gap_hi
     if lo is None or hi is None:
-        lo = hi = t.get("gap")
-    if lo is None or hi is None:
-        return None
+        lo = hi = t.gap
     if hi < 1:
         return "above"
     if lo > 1:
@@ -34,21 +33,21 @@ def against_claim(t: dict[str, Any] | None, claimed: float) -> str | None:
     return "level with"
 
 
-def answer_words(said: dict[str, Any], claimed: float, gap_asked: float) -> str:
+def answer_words(said: Answer, claimed: float, gap_asked: float) -> str:
     """Where the verdict stands, in one line: at which shape, the best tuned PyTorch's figure against the claim, and
     the decision for tuned DDP alone (the seed's own words), every word from `said` (`verdict.answer`)."""
-    best, ddp = said.get("best"), said.get("ddp")
+    best, ddp = said.best, said.ddp
     if best is None:
-        return said.get("why_not") or ""
-    shape = f"at the matched shape (micro-batch {say.fmt(said.get('matched_micro_batch'))}"
-    if said.get("matched_tokens_per_step") is not None:
-        shape += f", {say.fmt(said['matched_tokens_per_step'])} tokens a step"
+        return said.why_not or ""
+    shape = f"at the matched shape (micro-batch {say.fmt(said.matched_micro_batch)}"
+    if said.matched_tokens_per_step is not None:
+        shape += f", {say.fmt(said.matched_tokens_per_step)} tokens a step"
     words = (
-        f"{shape}), the best tuned PyTorch ({best['label']}) runs {say.fmt(best['steps_per_s'])} steps/s, "
+        f"{shape}), the best tuned PyTorch ({best.label}) runs {say.fmt(best.steps_per_s)} steps/s, "
         f"{against_claim(best, claimed)} the claimed {say.fmt(claimed)}"
     )
-    if ddp is not None and ddp.get("decision"):
-        decided = {"closes": "closes", "does not": "does not close"}.get(ddp["decision"])
+    if ddp is not None and ddp.decision:
+        decided = {"closes": "closes", "does not": "does not close"}.get(ddp.decision)
         words += (
             f"; tuned DDP alone {decided} the gap to {gap_asked}×"
             if decided

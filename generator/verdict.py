@@ -18,8 +18,9 @@ further full-length runs at each deciding point the current spread says would se
 
 from __future__ import annotations
 
+import functools
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from generator import configurations, owed_evidence, readable, slugs
+from generator.verdict_answer import Answer, DecidingPoint, Reading, Tuned
 from runners import metrics, schema
 
 STOCK = "ddp-amp-stock"
@@ -75,7 +77,7 @@ class Verdict:
     fight: Fight
     points: pl.DataFrame
     """The sweep's points (`sweep`): every measured point of the stock and tuned curves, with its intervals."""
-    said: dict[str, Any]
+    said: Answer
     """The answer (`answer`), with every figure at the matched shape resampled."""
     spreads: dict[str, configurations.Spreads]
     """Per reading of steps/s, the pooled between-run spreads the points' intervals and resamples use."""
@@ -87,7 +89,7 @@ class Verdict:
     @property
     def matched(self) -> dict[tuple[str, str], float]:
         """The matched shape in tokens a step, by the fight's (suite, workload); empty where none was found."""
-        tokens = self.said.get("matched_tokens_per_step")
+        tokens = self.said.matched_tokens_per_step
         return {} if tokens is None else {(self.fight.suite, self.fight.workload): tokens}
 
 
@@ -303,50 +305,55 @@ def _stock_curve(points: pl.DataFrame, column: str) -> str | None:
     return str(ranked["curve_hash"][-1])
 
 
-def answer(points: pl.DataFrame, the_fight: Fight, draws: dict[str, Draws] | None = None) -> dict[str, Any]:
-    """The verdict in each reading of steps/s (`readings`, by `READINGS`), the headline's (`HEADLINE`) also at the
-    top level: the matched shape, and there each tuned curve's steps/s, tuned over stock, the gap to the sparse-first
-    figure and the three-way decision. With `draws` (per reading, `sweep_draws.draws`) every figure at the matched
-    shape has its resampled 95% interval; without, point figures only (and no decision)."""
-    out: dict[str, Any] = {"target": the_fight.stock["steps_per_s"], "claimed_ratio": the_fight.claimed_ratio,
-                           "headline": HEADLINE, "readings": {}}  # fmt: skip
-    for reading, column in READINGS.items():
-        out["readings"][reading] = _reading(points, the_fight, column, (draws or {}).get(reading))
-    return out | out["readings"][HEADLINE]
+def answer(points: pl.DataFrame, the_fight: Fight, draws: dict[str, Draws] | None = None) -> Answer:
+    """The verdict in each reading of steps/s (`Answer.readings`, by `READINGS`), the headline's (`HEADLINE`) also
+    read directly: the matched shape, and there each tuned curve's steps/s, tuned over stock, the gap to the
+    sparse-first figure and the three-way decision. With `draws` (per reading, `sweep_draws.draws`) every figure at
+    the matched shape has its resampled 95% interval; without, point figures only (and no decision)."""
+    readings = {
+        reading: _reading(points, the_fight, column, (draws or {}).get(reading)) for reading, column in READINGS.items()
+    }
+    return Answer(target=the_fight.stock["steps_per_s"], claimed_ratio=the_fight.claimed_ratio, headline=HEADLINE,
+                  readings=readings)  # fmt: skip
 
 
-def _reading(points: pl.DataFrame, the_fight: Fight, column: str, draws: Draws | None) -> dict[str, Any]:
+def _reading(points: pl.DataFrame, the_fight: Fight, column: str, draws: Draws | None) -> Reading:
     target, claimed = the_fight.stock["steps_per_s"], the_fight.challenger["steps_per_s"]
     stock_curve = _stock_curve(points, column)
-    stock = _curve(points, stock_curve, column) if stock_curve else []
-    out: dict[str, Any] = {"column": column, "stock_points": stock, "tuned": [], "best": None, "ddp": None,
-                           "why_not": None, "matched_tokens_per_step": None}  # fmt: skip
-    matched = metrics.crossing(stock, target) if stock else None
-    out["matched_micro_batch"] = matched
+    stock = tuple(_curve(points, stock_curve, column)) if stock_curve else ()
+    unanswered = functools.partial(Reading, column=column, stock_points=stock, tuned=(), best=None, ddp=None)
+    matched = metrics.crossing(list(stock), target) if stock else None
     if matched is None or stock_curve is None:
-        out["why_not"] = _why_not(stock, target)
-        return out
+        return unanswered(matched_micro_batch=matched, matched_tokens_per_step=None, why_not=_why_not(stock, target))
     seq = points.filter(pl.col("curve_hash") == stock_curve).select(pl.col("tokens_per_step") / pl.col("micro_batch"))
-    out["matched_tokens_per_step"] = matched * seq.to_series()[0] if seq.height else None
+    tokens = matched * seq.to_series()[0] if seq.height else None
+    tuned: list[Tuned] = []
     tuned_curves = points.filter((pl.col("tier") == "tuned") & pl.col(column).is_not_null())
     for curve, variant, label in tuned_curves.select("curve_hash", "variant", "label").unique().sort("label").rows():
         curve_points = _curve(points, curve, column)
         rate = metrics.interpolate(curve_points, matched)
         if rate is None:
             continue
-        t: dict[str, Any] = {"variant": variant, "label": label, "curve_hash": curve, "steps_per_s": rate,
-                             "ratio": rate / target, "gap": claimed / rate}  # fmt: skip
-        if draws is not None:
-            t |= _with_draws(points, stock_curve, curve, column, matched, draws, target, claimed)
-        out["tuned"].append(t)
-    out["tuned"].sort(key=lambda t: -t["steps_per_s"])
-    if not out["tuned"]:
-        out["why_not"] = "no tuned variant has been measured at both micro-batches around the matched shape yet"
-        return out
-    out["best"] = out["tuned"][0]
-    # the seed's words are "tuned DDP": the DDP variant alone, without FSDP or float8, answers them literally
-    out["ddp"] = next((t for t in out["tuned"] if t["variant"] == DDP_TUNED), None)
-    return out
+        intervals = (
+            {} if draws is None else _with_draws(points, stock_curve, curve, column, matched, draws, target, claimed)
+        )
+        tuned.append(Tuned(variant=variant, label=label, curve_hash=curve, steps_per_s=rate, ratio=rate / target,
+                           gap=claimed / rate, **intervals))  # fmt: skip
+    tuned.sort(key=lambda t: -t.steps_per_s)
+    if not tuned:
+        why_not = "no tuned variant has been measured at both micro-batches around the matched shape yet"
+        return unanswered(matched_micro_batch=matched, matched_tokens_per_step=tokens, why_not=why_not)
+    return Reading(
+        column=column,
+        stock_points=stock,
+        matched_micro_batch=matched,
+        matched_tokens_per_step=tokens,
+        tuned=tuple(tuned),
+        best=tuned[0],
+        # the seed's words are "tuned DDP": the DDP variant alone, without FSDP or float8, answers them literally
+        ddp=next((t for t in tuned if t.variant == DDP_TUNED), None),
+        why_not=None,
+    )
 
 
 def _gap_draws(
@@ -382,17 +389,17 @@ def _with_draws(
     claimed: float,
 ) -> dict[str, Any]:  # fmt: skip
     """A tuned curve's intervals at the matched shape from the resamples, its decision and, when undecided, the
-    further full-length runs at each deciding point that would settle it at the current spread."""
+    further full-length runs at each deciding point that would settle it at the current spread (`Tuned`'s fields)."""
     rates = _gap_draws(points, stock_curve, curve, column, draws, target, {})
     lo, hi, undefined, decision = _decided(rates, claimed)
     out = {"steps_per_s_lo": lo, "steps_per_s_hi": hi, "ratio_lo": lo / target, "ratio_hi": hi / target,
            "gap_lo": claimed / hi, "gap_hi": claimed / lo, "undefined_share": undefined, "decision": decision,
-           "beats_claim": lo >= claimed, "further_runs": None, "deciding": [], "settles_to": None}  # fmt: skip
+           "beats_claim": lo >= claimed, "further_runs": None, "deciding": (), "settles_to": None}  # fmt: skip
     if decision != "undecided":
         return out
     deciding = _deciding(points, stock_curve, matched, column) + _deciding(points, curve, matched, column)
-    out["deciding"] = [{"label": r["label"], "micro_batch": r["micro_batch"], "runs": r["runs"],
-                        "full_length": r["full_length"]} for r in deciding]  # fmt: skip
+    out["deciding"] = tuple(DecidingPoint(label=r["label"], micro_batch=r["micro_batch"], runs=r["runs"],
+                                          full_length=r["full_length"]) for r in deciding)  # fmt: skip
     for k in range(1, MAX_FURTHER_RUNS + 1):
         scaled = {(r["curve_hash"], r["micro_batch"]): _more_runs(draws, r, column, k) for r in deciding}
         settled = _decided(_gap_draws(points, stock_curve, curve, column, draws, target, scaled), claimed)[3]
@@ -422,7 +429,7 @@ def _more_runs(draws: Draws, point: dict[str, Any], column: str, k: int) -> Any:
 def owed(
     summary: pl.DataFrame,
     the_fight: Fight,
-    verdict: dict[str, Any],
+    said: Answer,
     leaderboards: Mapping[tuple[str, str], pl.DataFrame] | None = None,
 ) -> list[dict[str, Any]]:
     """The seed's list of what it still owes, each with a status and where its evidence is (`href` relative to
@@ -446,13 +453,13 @@ def owed(
     tp = ok.filter((pl.col("engine") == "vllm") & (pl.col("tensor_parallel_size") > 1))
     big = ok.filter((pl.col("engine") == "llamacpp") & (pl.col("total_params") >= 13e9))
     challenger = ok.filter(pl.col("engine") == the_fight.challenger["engine"])
-    answered = verdict.get("best") is not None
+    answered = said.best is not None
     mlx_words, mlx_href = owed_evidence.mlx_evidence(summary, the_fight.suite, the_fight.workload, leaderboards or {})
     return [
         {
             "item": "A tuned PyTorch, same hardware, model and data, every advantage",
             "status": "answered" if answered else "measuring",
-            "detail": owed_evidence.answer_words(verdict, the_fight.challenger["steps_per_s"], GAP_ASKED),
+            "detail": owed_evidence.answer_words(said, the_fight.challenger["steps_per_s"], GAP_ASKED),
             "href": fight_board,
         },
         {
@@ -511,7 +518,7 @@ def _big_llama_detail(big: pl.DataFrame) -> str:
     )
 
 
-def _why_not(stock: list[tuple[float, float]], target: float) -> str:
+def _why_not(stock: Sequence[tuple[float, float]], target: float) -> str:
     if not stock:
         return f"{STOCK} has no sweep point on this hardware yet"
     lowest, highest = min(stock), max(stock)

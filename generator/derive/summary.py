@@ -5,8 +5,10 @@ Every formula comes from `runners.metrics`; this module only groups, joins and o
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -153,7 +155,6 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     fails parity with that reason, whatever its loss says (`_same_work`). `same_work` says how it was
     established."""
     curves = _loss_curves(runs, rows)
-    keys = ["suite", "workload", "accelerator", "accelerator_count", "micro_batch"]
     windows = pl.DataFrame(
         [(r, len(c.windows)) for r, c in curves.items()],
         schema={"run_id": pl.String, "loss_windows": pl.Int64},
@@ -164,9 +165,46 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         hashed=pl.col("data_sha256").is_not_null() & pl.col("weights_sha256").is_not_null(),
         workload_seed_ok=pl.col("run_id").replace_strict(seeds, default=True, return_dtype=pl.Boolean),
     )
-    baselines = (
-        runs.join(windows, on="run_id")
-        .filter(
+    with_windows = runs.join(windows, on="run_id")
+    paired = runs.join(_parity_baselines(with_windows), on=_PARITY_KEYS, how="left", nulls_equal=True).join(
+        _whole_run_baselines(with_windows), on=_PARITY_KEYS, how="left", nulls_equal=True
+    )
+    held = functools.partial(
+        _parity_row,
+        curves=curves,
+        work={r[0]: r[1:] for r in runs.select(*_WORK_COLUMNS).iter_rows()},
+        precision=dict(runs.select("run_id", "compute_precision").iter_rows()),
+        optimizer=dict(runs.select("run_id", "optimizer_settings").iter_rows()),
+        seeds=seeds,
+    )
+    out = [held(*row) for row in paired.select("run_id", "baseline_run", "whole_baseline").iter_rows()]
+    return pl.DataFrame(out, schema=_PARITY_SCHEMA, orient="row")
+
+
+_PARITY_KEYS = ["suite", "workload", "accelerator", "accelerator_count", "micro_batch"]
+"""A run and its parity baselines share these."""
+
+_PARITY_SCHEMA = {
+    "run_id": pl.String,
+    "parity_baseline": pl.String,
+    "loss_first_gap": pl.Float64,
+    "loss_max_rel_gap": pl.Float64,
+    "loss_parity_tol": pl.Float64,
+    "whole_run_baseline": pl.String,
+    "loss_mean_rel_gap": pl.Float64,
+    "loss_mean_rel_tol": pl.Float64,
+    "loss_parity_ok": pl.Boolean,
+    "parity_problem": pl.String,
+    "same_work": pl.String,
+}
+"""`loss_parity`'s frame, one row per run."""
+
+
+def _parity_baselines(runs: pl.DataFrame) -> pl.DataFrame:
+    """`baseline_run` per key: the workload's first variant's run with the most steady loss windows (the latest of
+    those), one with hashes first (the proof needs both)."""
+    return (
+        runs.filter(
             (pl.col("variant") == pl.col("baseline_variant"))
             & pl.col("retracted_by").is_null()
             & pl.col("status").is_in(["ok", "timeout"])
@@ -175,13 +213,16 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             & pl.col("workload_seed_ok")
         )
         .sort("hashed", "loss_windows", "started_at")  # a baseline with hashes first: the proof needs both
-        .group_by(keys)
+        .group_by(_PARITY_KEYS)
         .agg(baseline_run=pl.col("run_id").last())
     )
-    # the whole run: the latest full-length run of the first stock variant the suite lists that has one on the key
-    whole = (
-        runs.join(windows, on="run_id")
-        .filter(
+
+
+def _whole_run_baselines(runs: pl.DataFrame) -> pl.DataFrame:
+    """`whole_baseline` per key: the latest full-length run of the first stock variant the suite lists that has one
+    on the key."""
+    return (
+        runs.filter(
             pl.col("full_length")
             & (pl.col("tier") == "stock")
             & pl.col("variant_order").is_not_null()
@@ -192,57 +233,47 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             & pl.col("workload_seed_ok")
         )
         .sort("variant_order", "started_at", descending=[True, False])
-        .group_by(keys)
+        .group_by(_PARITY_KEYS)
         .agg(whole_baseline=pl.col("run_id").last())
     )
-    out: list[tuple[object, ...]] = []  # rows of the frame below
-    work = {r[0]: r[1:] for r in runs.select(*_WORK_COLUMNS).iter_rows()}
-    precision = dict(runs.select("run_id", "compute_precision").iter_rows())
-    optimizer = dict(runs.select("run_id", "optimizer_settings").iter_rows())
-    paired = runs.join(baselines, on=keys, how="left", nulls_equal=True).join(
-        whole, on=keys, how="left", nulls_equal=True
-    )
-    for run_id, baseline, whole_run in paired.select("run_id", "baseline_run", "whole_baseline").iter_rows():
-        if baseline is None or run_id not in curves:
-            out.append((run_id, baseline, None, None, None, None, None, None, None, None, None))
-            continue
-        run, base = curves[run_id], curves[baseline]
-        tol = metrics.loss_parity_tolerance(precision[run_id], precision[baseline])
-        first_gap, rel, ok = metrics.loss_parity(run.first, base.first, run.windows, base.windows, tol)
-        problem, same_work = _same_work(work[run_id], work[baseline], run_id == baseline, seeds.get(run_id, True))
-        if problem is None and optimizer[run_id] and optimizer[baseline] and optimizer[run_id] != optimizer[baseline]:
+
+
+def _parity_row(
+    run_id: str,
+    baseline: str | None,
+    whole_run: str | None,
+    *,
+    curves: dict[str, _Curve],
+    work: dict[str, tuple[Any, ...]],
+    precision: dict[str, Any],
+    optimizer: dict[str, Any],
+    seeds: dict[str, bool],
+) -> tuple[object, ...]:
+    """One run's row of `_PARITY_SCHEMA`: its loss against its baseline's, the same work, and its whole run against
+    the full-length stock run's."""
+    if baseline is None or run_id not in curves:
+        return (run_id, baseline, None, None, None, None, None, None, None, None, None)
+    run, base = curves[run_id], curves[baseline]
+    tol = metrics.loss_parity_tolerance(precision[run_id], precision[baseline])
+    first_gap, rel, ok = metrics.loss_parity(run.first, base.first, run.windows, base.windows, tol)
+    problem, same_work = _same_work(work[run_id], work[baseline], run_id == baseline, seeds.get(run_id, True))
+    if problem is None and optimizer[run_id] and optimizer[baseline] and optimizer[run_id] != optimizer[baseline]:
+        problem = (
+            f"other optimizer settings than the baseline's ({' '.join(columns.OPTIMIZER_KEYS)}: "
+            f"{optimizer[run_id]} against {optimizer[baseline]})"
+        )
+    # over the whole run, against a full-length stock run (the fp32 baseline above stops on its time budget)
+    mean_gap = None
+    if whole_run is not None and whole_run != run_id and curves[whole_run].windows:
+        mean_gap, whole_ok = metrics.loss_parity_whole(run.windows, curves[whole_run].windows)
+        if problem is None and not whole_ok:
             problem = (
-                f"other optimizer settings than the baseline's ({' '.join(columns.OPTIMIZER_KEYS)}: "
-                f"{optimizer[run_id]} against {optimizer[baseline]})"
+                f"loss drifts from the full-length stock run's over the whole run (mean window gap "
+                f"{mean_gap:.2%}, tolerance {metrics.LOSS_PARITY_MEAN_REL_TOL:.0%})"
             )
-        # over the whole run, against a full-length stock run (the fp32 baseline above stops on its time budget)
-        mean_gap = None
-        if whole_run is not None and whole_run != run_id and curves[whole_run].windows:
-            mean_gap, whole_ok = metrics.loss_parity_whole(run.windows, curves[whole_run].windows)
-            if problem is None and not whole_ok:
-                problem = (
-                    f"loss drifts from the full-length stock run's over the whole run (mean window gap "
-                    f"{mean_gap:.2%}, tolerance {metrics.LOSS_PARITY_MEAN_REL_TOL:.0%})"
-                )
-        whole_tol = None if mean_gap is None else metrics.LOSS_PARITY_MEAN_REL_TOL
-        out.append(
-            (run_id, baseline, first_gap, rel, tol, whole_run, mean_gap, whole_tol, ok and problem is None, problem,
-             same_work)
-        )  # fmt: skip
-    schema = {
-        "run_id": pl.String,
-        "parity_baseline": pl.String,
-        "loss_first_gap": pl.Float64,
-        "loss_max_rel_gap": pl.Float64,
-        "loss_parity_tol": pl.Float64,
-        "whole_run_baseline": pl.String,
-        "loss_mean_rel_gap": pl.Float64,
-        "loss_mean_rel_tol": pl.Float64,
-        "loss_parity_ok": pl.Boolean,
-        "parity_problem": pl.String,
-        "same_work": pl.String,
-    }
-    return pl.DataFrame(out, schema=schema, orient="row")
+    whole_tol = None if mean_gap is None else metrics.LOSS_PARITY_MEAN_REL_TOL
+    return (run_id, baseline, first_gap, rel, tol, whole_run, mean_gap, whole_tol, ok and problem is None, problem,
+            same_work)  # fmt: skip
 
 
 _WORK_COLUMNS = ("run_id", "work_recipe", "state_sha256", "weights_sha256", "data_sha256", "hashes_from",

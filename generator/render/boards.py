@@ -363,7 +363,7 @@ def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> d
             "steps_per_s": [c["steps_per_s"] for c in (the_fight.challenger, the_fight.stock)],
         }
     )
-    matched, crossed = said.get("matched_tokens_per_step"), chart_rows.crossings(said)
+    matched, crossed = said.matched_tokens_per_step, chart_rows.crossings(said)
     chart = charts.sweep(points, claims, matched, crossed)
     pooled = the_verdict.pooled
     return dict(

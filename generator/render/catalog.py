@@ -12,8 +12,7 @@ import altair as alt
 import jinja2
 import polars as pl
 
-from generator import columns as columns_table
-from generator import pages
+from generator import fields, pages
 from generator.derive import claims
 from generator.derive.results import Results
 from runners import metrics, schema
@@ -156,9 +155,10 @@ def write_downloads(
             while chunk := f.read(1 << 22):
                 digest.update(chunk)
         files.append(dict(name=path.name, rows=frame.height, size=path.stat().st_size, sha256=digest.hexdigest()))
-    # what each column holds: the record's own columns (runners/schema.py), the config flattened (generator/columns.py)
-    said = schema.COLUMN_DOCS | {c.name: f"{c.what} ({c.source} {c.path})" for c in columns_table.COLUMNS}
-    columns = {name: (json.dumps(str(dtype)), said.get(name, "")) for name, dtype in flat.schema.items()}
+    # what each column holds, as generator/fields.py declares it: the record's own columns (runners/schema.py), the
+    # config flattened (generator/columns.py) and every derived figure
+    what = {f.name: f.what for f in fields.RUN}
+    columns = {name: (json.dumps(str(dtype)), what.get(name, "")) for name, dtype in flat.schema.items()}
     pages.render(
         env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns, built_with=built_with or []
     )

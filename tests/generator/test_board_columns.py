@@ -95,3 +95,22 @@ def test_a_frame_is_held_to_exactly_its_declared_columns() -> None:
         fields.check(pl.DataFrame({"a": [1]}), declared, "t")
     with pytest.raises(fields.SchemaError, match="t: column 'a' is String, declared Int64"):
         fields.check(pl.DataFrame({"a": ["1"], "b": ["x"]}), declared, "t")
+
+
+def test_the_downloads_page_describes_every_column_of_runs_as_declared(tmp_path: Path) -> None:
+    """The downloads page's column table reads generator/fields.py: a derived figure is described there as it is
+    declared, as the record's and the config's columns are (before, derived columns had no description)."""
+    from generator import pages, render
+
+    runs = pl.DataFrame(schema={f.name: f.dtype for f in fields.RUN})
+    empty = load.load(tmp_path / "nothing")
+    render.catalog.write_downloads(pages.environment(), tmp_path / "docs", runs, empty.rows, [])
+    text = (tmp_path / "docs" / "downloads.md").read_text()
+    table = text.split("## Columns of `runs`", 1)[1]
+    cells = [line.strip("| ").split(" | ") for line in table.splitlines() if line.startswith("| ")][1:]  # no header
+    described = {name: what for name, _, what in cells}
+    flat = [f for f in fields.RUN if not isinstance(f.dtype, pl.List | pl.Struct | pl.Object)]
+    assert len(described) == len(flat) > 100
+    for f in flat:  # as the page writes them: markdown escaped
+        assert described[pages.md_text(f.name)] == pages.md_text(f.what), f.name
+    assert described["loss&#95;mean&#95;rel&#95;gap"] == "mean relative window gap to that run&#39;s"

@@ -43,7 +43,12 @@ ONCE = [
     "derive.claims.checks",
     "derive.catalog.tables",
     "derive.results.hardware_of_boards",
+    "derive.results.with_test_figures",
+    "derive.runs.every_run",
     "configurations.rows",
+    "single_settings.rows",
+    "tuning.tuning",
+    "side_by_side.test_rows",
 ]
 """Derivations a build calls exactly once."""
 
@@ -52,14 +57,26 @@ def _boards_of(kind: str) -> Callable[[Any], int]:
     return lambda results: sum(b.kind == kind for b in results.boards.values())
 
 
+def _test_boards(results: Any) -> int:
+    return sum(b.kind != "training" for b in results.boards.values())
+
+
 PER = {
     "configurations.pooled_spreads": lambda results: len(verdict.READINGS),  # each reading of steps/s
+    "derive.ladder.pooled_spreads": lambda results: 2,  # each kind of test: inference, serving
+    # the A/A floors: training's, then each kind of test's (pp, tg, served, offline)
+    "configurations.aa_spreads": lambda results: 1 + results.test_repeats["kind"].n_unique(),
     # the repeats of the test runs that rank (the boards' floors) and of those compare counts (a run's own floor)
     "derive.ladder.repeats": lambda results: 2,
+    "derive.results._training_board": _boards_of("training"),
+    "derive.results._inference_board": _boards_of("inference"),
+    "derive.results._serving_board": _boards_of("serving"),
     "inference.board": _boards_of("inference"),
     "serving.board": _boards_of("serving"),
+    "derive.ladder.board": _test_boards,
 }
-"""Derivations a build calls once per reading or per board, as a function of its Results."""
+"""Derivations a build calls once per reading, per kind or per board, as a function of its Results (every board:
+the training boards are ranked together by `derive.summary.leaderboards`, once, and each is assembled once)."""
 
 
 @pytest.fixture(scope="module")

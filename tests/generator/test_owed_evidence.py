@@ -5,15 +5,26 @@ row against stock PyTorch). The unit tests use synthetic verdicts; the last test
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
 from generator import checks, derive, load, owed_evidence
+from generator.verdict_answer import Answer, Reading, Tuned
 from tests.conftest import ROOT
 
 
-def _tuned(gap: float, lo: float | None, hi: float | None, decision: str = "undecided") -> dict:
-    return {"label": "x", "steps_per_s": 21.7 / gap, "gap": gap, "gap_lo": lo, "gap_hi": hi, "decision": decision}
+def _tuned(gap: float, lo: float | None, hi: float | None, decision: str = "undecided") -> Tuned:
+    return Tuned(variant="x", label="x", curve_hash="c", steps_per_s=21.7 / gap, ratio=21.7 / gap / 14.1, gap=gap,
+                 gap_lo=lo, gap_hi=hi, decision=decision)  # fmt: skip
+
+
+def _answer(**headline: Any) -> Answer:
+    """An answer whose headline reading has `headline`'s fields (the rest empty)."""
+    empty = dict(column="steps_per_s", stock_points=(), matched_micro_batch=None, matched_tokens_per_step=None,
+                 tuned=(), best=None, ddp=None, why_not=None)  # fmt: skip
+    reading = Reading(**(empty | headline))
+    return Answer(target=14.1, claimed_ratio=21.7 / 14.1, headline="steady", readings={"steady": reading})
 
 
 @pytest.mark.parametrize(
@@ -27,12 +38,12 @@ def test_the_direction_is_read_from_the_interval_of_claimed_over_ours(
 
 
 def test_the_answer_names_the_shape_and_the_ddp_decision() -> None:
-    said = {"best": _tuned(1.2, 1.1, 1.3), "ddp": _tuned(1.3, 1.2, 1.4, "does not"), "matched_micro_batch": 2.5,
-            "matched_tokens_per_step": 5120.0}  # fmt: skip
+    said = _answer(best=_tuned(1.2, 1.1, 1.3), ddp=_tuned(1.3, 1.2, 1.4, "does not"), matched_micro_batch=2.5,
+                   matched_tokens_per_step=5120.0)  # fmt: skip
     words = owed_evidence.answer_words(said, 21.7, 1.1)
     assert "micro-batch 2.5, 5,120 tokens a step" in words
     assert "below the claimed 21.7" in words and "tuned DDP alone does not close the gap to 1.1×" in words
-    assert owed_evidence.answer_words({"best": None, "why_not": "no sweep yet"}, 21.7, 1.1) == "no sweep yet"
+    assert owed_evidence.answer_words(_answer(why_not="no sweep yet"), 21.7, 1.1) == "no sweep yet"
 
 
 def test_an_owed_comparison_is_one_side_measured_until_the_seeds_engine_runs() -> None:
@@ -48,9 +59,9 @@ def test_the_committed_owed_list_agrees_with_the_verdict() -> None:
     fight, said = the_verdict.fight, the_verdict.said
     owed = {o["item"]: o for o in the_verdict.owed}
     answer = owed["A tuned PyTorch, same hardware, model and data, every advantage"]["detail"]
-    best = said["best"]
-    direction = "above" if best["gap_hi"] < 1 else "below" if best["gap_lo"] > 1 else "level with"
-    assert f"{direction} the claimed" in answer and f"micro-batch {said['matched_micro_batch']:.3g}" in answer
+    best = said.best
+    direction = "above" if best.gap_hi < 1 else "below" if best.gap_lo > 1 else "level with"
+    assert f"{direction} the claimed" in answer and f"micro-batch {said.matched_micro_batch:.3g}" in answer
     tp = owed["vLLM tensor-parallel serving"]
     assert tp["status"] == "one side measured" and tp["href"] == "side-by-side.md"  # the sparse-first trainer never ran
     mlx = owed["MLX on Metal"]

@@ -146,24 +146,25 @@ def test_the_matched_shape_and_tuned_over_stock_there() -> None:
     assert "mlx-bf16-compile" not in points["variant"].to_list()
     said = verdict.answer(points, fight)
     matched = 2 + 0.6 / 2.1
-    assert said["matched_micro_batch"] == pytest.approx(matched)
-    best = said["best"]
+    assert said.matched_micro_batch == pytest.approx(matched)
+    best = said.best
     tuned_there = 22.0 - 3.0 * (matched - 2)
-    assert best["variant"] == "fsdp2-float8" and best["steps_per_s"] == pytest.approx(tuned_there)
-    assert best["ratio"] == pytest.approx(tuned_there / 14.1)
-    assert best["gap"] == pytest.approx(21.7 / tuned_there) and "decision" not in best  # no resamples: no answer
-    ddp = said["ddp"]  # DDP alone, 3 steps/s slower: the claim is 21.7 / 17.14 = 1.27x of it, beyond 1.1x
-    assert ddp["variant"] == "ddp-tuned" and ddp["gap"] == pytest.approx(21.7 / (tuned_there - 3.0))
+    assert best.variant == "fsdp2-float8" and best.steps_per_s == pytest.approx(tuned_there)
+    assert best.ratio == pytest.approx(tuned_there / 14.1)
+    assert best.gap == pytest.approx(21.7 / tuned_there) and best.decision is None  # no resamples: no answer
+    assert best.gap_lo is None and best.deciding == ()
+    ddp = said.ddp  # DDP alone, 3 steps/s slower: the claim is 21.7 / 17.14 = 1.27x of it, beyond 1.1x
+    assert ddp.variant == "ddp-tuned" and ddp.gap == pytest.approx(21.7 / (tuned_there - 3.0))
     # with the resamples, every figure there has an interval holding it, and the answers are three-way
     result = sweep_draws.compute(summary, _windows(summary))
-    best, ddp = result.said["best"], result.said["ddp"]
-    assert best["steps_per_s_lo"] < best["steps_per_s"] < best["steps_per_s_hi"]
-    assert best["ratio_lo"] < best["ratio"] < best["ratio_hi"] and best["gap_lo"] < best["gap"] < best["gap_hi"]
-    assert best["decision"] == "closes" and best["beats_claim"] is False  # 21.14 steps/s: within 1.1x, below 21.7
-    assert ddp["decision"] == "does not" and ddp["further_runs"] is None
+    best, ddp = result.said.best, result.said.ddp
+    assert best.steps_per_s_lo < best.steps_per_s < best.steps_per_s_hi
+    assert best.ratio_lo < best.ratio < best.ratio_hi and best.gap_lo < best.gap < best.gap_hi
+    assert best.decision == "closes" and best.beats_claim is False  # 21.14 steps/s: within 1.1x, below 21.7
+    assert ddp.decision == "does not" and ddp.further_runs is None
     # the end-to-end reading has its own matched shape: stock runs 0.9x as fast end to end, so a smaller batch
-    e2e = result.said["readings"]["end_to_end"]
-    assert e2e["matched_micro_batch"] == pytest.approx(metrics.crossing([(m, 0.9 * r) for m, r in STOCK], 14.1))
+    e2e = result.said.readings["end_to_end"]
+    assert e2e.matched_micro_batch == pytest.approx(metrics.crossing([(m, 0.9 * r) for m, r in STOCK], 14.1))
 
 
 def test_a_sweep_that_does_not_bracket_the_claim_says_so_on_the_home_page(tmp_path: Path) -> None:
@@ -171,7 +172,7 @@ def test_a_sweep_that_does_not_bracket_the_claim_says_so_on_the_home_page(tmp_pa
     fight = verdict.fight(summary)
     points = verdict.sweep(summary, fight)
     said = verdict.answer(points, fight)
-    assert said["best"] is None and "smallest micro-batch measured (3)" in said["why_not"]
+    assert said.best is None and "smallest micro-batch measured (3)" in said.why_not
     context = dict(fight=fight, said=said, points=points.to_dicts(), owed=verdict.owed(summary, fight, said),
                    chart="", href="x.md", stock=verdict.STOCK, min_steps=300, gap_asked=1.1, pooled=None,
                    t975=None, draws=sweep_draws.DRAWS, seed=sweep_draws.SEED, headline="steady",
@@ -211,16 +212,16 @@ def test_repeats_that_narrow_the_interval_move_an_undecided_answer(at_2: float, 
     """One run a point, with the spread of one repeated pair (1 degree of freedom): the gap's interval holds 1.1 and
     the answer is undecided, with the further runs that would settle it; eight runs at each deciding point within
     ±0.2% (29 degrees of freedom, a spread a tenth as wide) settle it, the way the point figures lean."""
-    once = sweep_draws.compute(s := _sweep(at_2, at_3, 1), _windows(s)).said["ddp"]
-    assert once["decision"] == "undecided" and once["gap_lo"] < verdict.GAP_ASKED < once["gap_hi"]
-    assert once["settles_to"] == settled and 1 <= once["further_runs"] <= verdict.MAX_FURTHER_RUNS
-    assert {(d["label"], d["micro_batch"]) for d in once["deciding"]} == {
+    once = sweep_draws.compute(s := _sweep(at_2, at_3, 1), _windows(s)).said.ddp
+    assert once.decision == "undecided" and once.gap_lo < verdict.GAP_ASKED < once.gap_hi
+    assert once.settles_to == settled and 1 <= once.further_runs <= verdict.MAX_FURTHER_RUNS
+    assert {(d.label, d.micro_batch) for d in once.deciding} == {
         (v, m) for v in ("ddp-amp-stock", "ddp-tuned") for m in (2, 3)
     }
     repeated = sweep_draws.compute(s := _sweep(at_2, at_3, 8), _windows(s))
-    ddp = repeated.said["ddp"]
-    assert ddp["decision"] == settled and ddp["further_runs"] is None
-    assert ddp["gap_hi"] - ddp["gap_lo"] < (once["gap_hi"] - once["gap_lo"]) / 4
+    ddp = repeated.said.ddp
+    assert ddp.decision == settled and ddp.further_runs is None
+    assert ddp.gap_hi - ddp.gap_lo < (once.gap_hi - once.gap_lo) / 4
     assert repeated.pooled.df == 1 + 4 * 7
 
 
@@ -240,9 +241,9 @@ def test_one_curve_is_one_configuration_labelled_by_what_differs() -> None:
         "fsdp2-compile (reduce_dtype bf16)": [2, 3],
         "fsdp2-compile (reduce_dtype fp32)": [4],
     }
-    (tuned,) = verdict.answer(points, fight)["tuned"]
-    assert tuned["label"] == "fsdp2-compile (reduce_dtype bf16)"
-    assert tuned["steps_per_s"] == pytest.approx(25.0 - 6.0 * 0.6 / 2.1)
+    (tuned,) = verdict.answer(points, fight).tuned
+    assert tuned.label == "fsdp2-compile (reduce_dtype bf16)"
+    assert tuned.steps_per_s == pytest.approx(25.0 - 6.0 * 0.6 / 2.1)
 
 
 def test_the_home_page_answers_in_both_readings_in_the_seeds_words(tmp_path: Path) -> None:
@@ -257,7 +258,7 @@ def test_the_home_page_answers_in_both_readings_in_the_seeds_words(tmp_path: Pat
                         claims=[], rejected=[], total_runs=0, failed_runs=0).read_text()  # fmt: skip
     assert "**undecided**: whether tuned DDP closes the gap to 1.1× is not settled by the evidence" in text
     assert "**Tuned PyTorch closes the gap to 1.1×**, and runs at or above the claimed 21.7 steps/s" in text
-    assert f"{said['ddp']['further_runs']} further full-length run" in text
+    assert f"{said.ddp.further_runs} further full-length run" in text
     steady, e2e = (
         line for line in text.splitlines() if line.startswith(("| Steady state (the headline)", "| End to end (warm"))
     )
@@ -281,30 +282,30 @@ def test_the_verdict_on_the_committed_data_says_what_its_evidence_allows(committ
     """On 2 × H200 (issue 35's audit): tuned DDP alone is undecided, its interval holding 1.1; FSDP2 (compiled, bf16
     reduction) and float8 close the gap and run at or above the claimed 21.7 steps/s, interval and all."""
     said = committed["said"]
-    assert said["matched_micro_batch"] == pytest.approx(2.2346, abs=1e-3)
-    ddp = said["ddp"]
-    assert ddp["decision"] == "undecided" and ddp["gap_lo"] < 1.1 < ddp["gap_hi"]
-    assert ddp["gap"] == pytest.approx(1.0883, abs=1e-3) and ddp["further_runs"] is not None
-    fsdp = {t["variant"]: t for t in said["tuned"] if t["variant"] in ("fsdp2-compile", "fsdp2-float8")}
+    assert said.matched_micro_batch == pytest.approx(2.2346, abs=1e-3)
+    ddp = said.ddp
+    assert ddp.decision == "undecided" and ddp.gap_lo < 1.1 < ddp.gap_hi
+    assert ddp.gap == pytest.approx(1.0883, abs=1e-3) and ddp.further_runs is not None
+    fsdp = {t.variant: t for t in said.tuned if t.variant in ("fsdp2-compile", "fsdp2-float8")}
     assert set(fsdp) == {"fsdp2-compile", "fsdp2-float8"}
     for t in fsdp.values():
-        assert t["decision"] == "closes" and t["steps_per_s_lo"] >= 21.7 and t["beats_claim"]
+        assert t.decision == "closes" and t.steps_per_s_lo >= 21.7 and t.beats_claim
     assert committed["pooled"].groups >= 4 and committed["pooled"].df >= 6
     # each reading has its answer; end to end, compilation costs tuned DDP the most
-    e2e = said["readings"]["end_to_end"]
-    assert e2e["ddp"]["gap"] > ddp["gap"] and e2e["ddp"]["decision"] in ("undecided", "does not")
+    e2e = said.readings["end_to_end"].ddp
+    assert e2e.gap > ddp.gap and e2e.decision in ("undecided", "does not")
     # the methodology page's worked example is these figures
     page = (ROOT / "site_src" / "docs" / "methodology.md").read_text()
     pooled = committed["pooled"]
     t = metrics.student_t_quantile(0.975, pooled.df)
     assert f"= {pooled.sd:.2%}, and\n   t(0.975, {pooled.df}) = {t:.3f}" in page
-    assert f"the gap [{ddp['gap_lo']:.3f}, {ddp['gap_hi']:.3f}]. It holds 1.1: **undecided**" in page
-    assert f"{ddp['steps_per_s']:.3f} [{ddp['steps_per_s_lo']:.3f}, {ddp['steps_per_s_hi']:.3f}] steps/s" in page
+    assert f"the gap [{ddp.gap_lo:.3f}, {ddp.gap_hi:.3f}]. It holds 1.1: **undecided**" in page
+    assert f"{ddp.steps_per_s:.3f} [{ddp.steps_per_s_lo:.3f}, {ddp.steps_per_s_hi:.3f}] steps/s" in page
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
-    assert f"{words.get(ddp['further_runs'], ddp['further_runs'])}\n   further full-length runs" in page
+    assert f"{words.get(ddp.further_runs, ddp.further_runs)}\n   further full-length runs" in page
     # the same data give the same draws: the site is byte-reproducible
-    again = sweep_draws.compute(committed["summary"].clone(), load.load(ROOT / "data").rows).said["ddp"]
-    assert (again["gap_lo"], again["gap_hi"]) == (ddp["gap_lo"], ddp["gap_hi"])
+    again = sweep_draws.compute(committed["summary"].clone(), load.load(ROOT / "data").rows).said.ddp
+    assert (again.gap_lo, again.gap_hi) == (ddp.gap_lo, ddp.gap_hi)
 
 
 def test_no_sweep_point_excludes_one_of_its_runs(committed: dict) -> None:
