@@ -34,6 +34,7 @@ from generator import (
     pages,
     render,
     repository,
+    runcache,
     suite_names,
     versions,
 )
@@ -78,7 +79,9 @@ def build(
     with ThreadPoolExecutor(1) as side:
         # the script bundle (seconds to make when not cached) is made while the data loads
         bundle = side.submit(vega_bundle)
-        loaded = load.load(data_dir, work_dir / "cache" / "loaded")
+        cache_dir = runcache.folder_for(work_dir)
+        runcache.use(cache_dir)  # per-run figures a file alone decides, kept by its sha256 for the next build
+        loaded = load.load(data_dir, cache_dir / "loaded")
         bundle_text = bundle.result()
     docs = work_dir / "docs"
     if docs.exists():

@@ -28,7 +28,7 @@ from typing import Any
 
 import polars as pl
 
-from generator import checks, compare_format, compare_select, configurations, derive, editions, load
+from generator import checks, compare_format, compare_select, configurations, derive, editions, load, runcache
 from generator.derive import ladder
 from runners import formats, metrics
 
@@ -133,7 +133,10 @@ class Dataset:
 
 def load_dataset(data_dir: Path) -> Dataset:
     """Load and check as the site build does, and take the runs and floors from the same `derive.results`."""
-    results = derive.results(*checks.checked(editions.audited(load.load(data_dir), data_dir)[0]))
+    folder = runcache.command_folder()
+    runcache.use(folder)
+    loaded = load.load(data_dir, None if folder is None else folder / "loaded")
+    results = derive.results(*checks.checked(editions.audited(loaded, data_dir)[0]))
     found, bad = editions.scan(data_dir)
     return dataset(Path(data_dir), results, found, bad)
 

@@ -29,7 +29,7 @@ RUN_VALUES = ("steps_completed", "startup_s", "setup_s", "warmup_s", "peak_mem_g
               "peak_rss_gib", "steps_per_s")  # fmt: skip
 
 
-def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
+def config_fields(runs: pl.DataFrame) -> pl.DataFrame:
     """The runs flattened (`columns.flatten`), with `headline`: a configuration as the suite pins it (no sweep
     setting, no other micro-batch, steps or device count), run to the end, the only kind of run a headline ("best")
     may name."""
@@ -316,9 +316,10 @@ def retractions(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
-    """One row per run with its headline numbers (null where a run has none, e.g. a failure)."""
-    runs = _config_fields(runs)
+def run_summary(runs: pl.DataFrame, rows: pl.DataFrame, flat: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per run with its headline numbers (null where a run has none, e.g. a failure). `flat`: the runs
+    already flattened (`config_fields` of these runs or of more, row for row the same), which is most of the cost."""
+    runs = config_fields(runs) if flat is None else flat.join(runs.select("run_id"), on="run_id", how="semi", maintain_order="left")
     runs = runs.join(retractions(runs), on="run_id", how="left")
     run_values = (
         # only metrics the schema names: a file's own run-level metric must never become (or shadow) a column
