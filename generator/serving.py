@@ -41,7 +41,7 @@ SERVED_FIGURES = runcache.Table("served", (__file__, metrics.__file__))
 
 def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> list[dict]:
     served = runs.filter(pl.col("kind") == "serve")
-    hashes = served["sha256"] if "sha256" in served.columns else pl.repeat(None, served.height, dtype=pl.String)
+    hashes = served["sha256"].to_list() if "sha256" in served.columns else [None] * served.height
     keys = [
         None if sha is None else json.dumps([sha, ttft, tpot])
         for sha, ttft, tpot in zip(hashes, served["slo_ttft_ms"], served["slo_tpot_ms"], strict=True)

@@ -319,7 +319,10 @@ def retractions(runs: pl.DataFrame) -> pl.DataFrame:
 def run_summary(runs: pl.DataFrame, rows: pl.DataFrame, flat: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per run with its headline numbers (null where a run has none, e.g. a failure). `flat`: the runs
     already flattened (`config_fields` of these runs or of more, row for row the same), which is most of the cost."""
-    runs = config_fields(runs) if flat is None else flat.join(runs.select("run_id"), on="run_id", how="semi", maintain_order="left")
+    if flat is None:
+        runs = config_fields(runs)
+    else:
+        runs = flat.join(runs.select("run_id"), on="run_id", how="semi", maintain_order="left")
     runs = runs.join(retractions(runs), on="run_id", how="left")
     run_values = (
         # only metrics the schema names: a file's own run-level metric must never become (or shadow) a column
