@@ -5,12 +5,13 @@ counts calls to the served-figure formula, to prove the cache answered instead."
 from __future__ import annotations
 
 import io
+import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from generator import checks, load, progress, runcache, serving
+from generator import checks, compare, compare_cache, derive, load, progress, runcache, serving
 from runners import metrics
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -103,3 +104,46 @@ def test_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAIRFIGHT_PROGRESS", "0")
     assert not progress.enabled(shown)
     assert [progress.left_text(s) for s in (42, 185, 3720)] == ["42 s", "3 min 05 s", "1 h 02 min"]
+
+
+def _same(a: compare.Dataset, b: compare.Dataset) -> bool:
+    return (
+        a.runs.equals(b.runs)
+        and a.rejected == b.rejected
+        and a.run_floors == b.run_floors
+        and a.kind_floors == b.kind_floors
+        and a.editions == b.editions
+    )
+
+
+def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    for path in load.result_files(DATA)[:40]:
+        (data / path.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, data / path.parent.name / path.name)
+    monkeypatch.delenv(runcache.ENV, raising=False)
+    monkeypatch.chdir(tmp_path)  # no build/cache here: nothing kept, nothing written
+    fresh = compare.load_dataset(data)
+    assert not (tmp_path / "build").exists()
+    monkeypatch.setenv(runcache.ENV, str(tmp_path / "cache"))
+    try:
+        first = compare.load_dataset(data)
+        assert (tmp_path / "cache" / "compare" / "key.txt").exists()
+        monkeypatch.setattr(derive, "results", lambda *a: pytest.fail("derived again, with the table kept"))
+        kept = compare.load_dataset(data)
+        assert _same(fresh, first) and _same(fresh, kept)
+        # one file removed: the key no longer holds, and the table is derived again without it
+        gone = load.result_files(data)[0]
+        gone.unlink()
+        monkeypatch.undo()
+        monkeypatch.setenv(runcache.ENV, str(tmp_path / "cache"))
+        after = compare.load_dataset(data)
+        assert gone.stem not in after.runs["run_id"].to_list() and after.runs.height == fresh.runs.height - 1
+        # a damaged table is not trusted
+        table = tmp_path / "cache" / "compare" / "runs.arrow"
+        table.write_bytes(table.read_bytes()[:-8] + b"\0" * 8)
+        assert compare_cache.read(tmp_path / "cache", compare_cache.key(data)) is None
+    finally:
+        runcache.use(None)
