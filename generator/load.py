@@ -216,8 +216,11 @@ def collisions(good: list[_Read], heads: pl.DataFrame | None) -> dict[int, str]:
     """One name, one path: each name that becomes a page or a file of the site (a run's page, CSV and SVG; a board;
     a served model's page) is compared with every other of its kind after slugging and case-folding (a
     case-insensitive checkout or browser cannot tell `Run-A` from `run-a`). Two names that become one path reject
-    every file of both, by name: neither may take the other's page. Returns each such file's problem by its index."""
-    from generator import pages
+    every file of both, by name: neither may take the other's page. Returns each such file's problem by its index.
+
+    Pages are named by `slugs.slug` of these names (`pages.run_href` and the boards' and served models' paths), so
+    the paths are made from it here: the loader, and so `validate`, never imports the page writers (altair, Jinja)."""
+    from generator.slugs import slug
 
     if heads is None or not good:
         return {}
@@ -230,10 +233,10 @@ def collisions(good: list[_Read], heads: pl.DataFrame | None) -> dict[int, str]:
     paths: dict[tuple[str, str], dict[str, list[_Read]]] = {}  # (field, path) -> name -> files
     for read in good:
         run_id, suite, workload, model = names[read.index]
-        made = [("run_id", run_id, pages.run_href(run_id)), ("workload", f"{suite}/{workload}",
-                f"leaderboards/{pages.slug(suite, workload)}.html")]  # fmt: skip
+        made = [("run_id", run_id, f"runs/{slug(run_id)}.html"), ("workload", f"{suite}/{workload}",
+                f"leaderboards/{slug(suite, workload)}.html")]  # fmt: skip
         if model is not None:
-            made.append(("config.model.name", f"{suite}/{model}", f"serving/{pages.slug(suite, model)}.html"))
+            made.append(("config.model.name", f"{suite}/{model}", f"serving/{slug(suite, model)}.html"))
         for field_name, name, path in made:
             paths.setdefault((field_name, path.casefold()), {}).setdefault(name, []).append(read)
     out: dict[int, str] = {}

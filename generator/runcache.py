@@ -1,8 +1,10 @@
 """Per-run figures that one result file alone decides, cached by that file's sha256: a warm build, `compare` or
 `validate` derives them again only for new or changed files.
 
-The cache lives in an ignored build folder, never in data/: `FAIRFIGHT_CACHE` when set, else the site build's
-`--work` folder's `cache/` (`build/cache` by default; `compare` and `validate` use the same default). Nothing is
+The cache lives in an ignored build folder, never in data/: `FAIRFIGHT_SITE_CACHE` when set, else the site build's
+`--work` folder's `cache/` (`build/cache` by default; `compare` and `validate` use the same default). It is not the
+machine's cache (`FAIRFIGHT_CACHE`, runners/cache.py: builds and weights shared by every checkout): this one holds
+one data folder's files, and two data folders sharing it would only evict each other's. Nothing is
 cached until a command calls `use(folder)`, so a library call or a test computes everything afresh.
 
 Each table is one Arrow file with a key beside it: the code its figures come from (the modules' bytes) and the
@@ -24,18 +26,18 @@ from typing import Any
 
 import polars as pl
 
-ENV = "FAIRFIGHT_CACHE"
+ENV = "FAIRFIGHT_SITE_CACHE"
 _folder: Path | None = None
 
 
 def folder_for(work_dir: Path) -> Path:
-    """Where a command that works in `work_dir` keeps its cache: `FAIRFIGHT_CACHE`, else `work_dir/cache`."""
+    """Where a command that works in `work_dir` keeps its cache: `FAIRFIGHT_SITE_CACHE`, else `work_dir/cache`."""
     named = os.environ.get(ENV)
     return Path(named) if named else Path(work_dir) / "cache"
 
 
 def command_folder() -> Path | None:
-    """The cache `compare` and `validate` use: `FAIRFIGHT_CACHE`, else `build/cache` where a site build made one in
+    """The cache `compare` and `validate` use: `FAIRFIGHT_SITE_CACHE`, else `build/cache` where a site build made one in
     the current folder; None elsewhere (a check run in any folder leaves nothing behind)."""
     named = os.environ.get(ENV)
     if named:

@@ -54,8 +54,9 @@ print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024)
 
 def timed(argv: Sequence[str], cache: Path | None = None) -> Timed:
     """Run `argv` to its end: wall time, exit status, and the peak RSS of it and its reaped children (wait4).
-    `cache`: the cache folder it may use (FAIRFIGHT_CACHE; the site build's, as a user's commands share build/cache)."""
-    env = {**os.environ, "FAIRFIGHT_PROGRESS": "0"} | ({"FAIRFIGHT_CACHE": str(cache)} if cache else {})
+    `cache`: the cache folder it may use (FAIRFIGHT_SITE_CACHE: the site build's, as a user's commands share
+    build/cache)."""
+    env = {**os.environ, "FAIRFIGHT_PROGRESS": "0"} | ({"FAIRFIGHT_SITE_CACHE": str(cache)} if cache else {})
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], cwd=ROOT, capture_output=True, text=True, check=True,
                           env=env)  # fmt: skip
