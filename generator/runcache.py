@@ -73,7 +73,7 @@ class Table:
         self.code = tuple(Path(c) for c in code)
 
     def _fingerprint(self) -> str:
-        digest = hashlib.sha256(self.name.encode())
+        digest = hashlib.sha256(f"{self.name} polars {pl.__version__}".encode())
         for path in self.code:
             digest.update(path.read_bytes())
         return digest.hexdigest()
