@@ -28,12 +28,15 @@ from generator import (
     charts,
     checks,
     commit_history_page,
+    compare,
+    compare_cache,
     derive,
     editions,
     load,
     pages,
     render,
     repository,
+    runcache,
     suite_names,
     versions,
 )
@@ -78,7 +81,10 @@ def build(
     with ThreadPoolExecutor(1) as side:
         # the script bundle (seconds to make when not cached) is made while the data loads
         bundle = side.submit(vega_bundle)
-        loaded = load.load(data_dir, work_dir / "cache" / "loaded")
+        cache_dir = runcache.folder_for(work_dir)
+        runcache.use(cache_dir)  # per-run figures a file alone decides, kept by its sha256 for the next build
+        data_key = compare_cache.key(data_dir)  # before loading: a file changed meanwhile makes the next key differ
+        loaded = load.load(data_dir, cache_dir / "loaded")
         bundle_text = bundle.result()
     docs = work_dir / "docs"
     if docs.exists():
@@ -107,6 +113,11 @@ def build(
         except OSError:  # another file system: render them all again
             shutil.rmtree(out_dir / "runs")
     results = derive.results(loaded, summary)
+    # what `compare` selects from, kept for it (its rejected files are the records', not the manifests')
+    manifests = set(editions.scan(data_dir)[1])
+    made = compare.dataset(data_dir, results)
+    records_only = [r for r in made.rejected if r not in manifests]
+    compare.keep(cache_dir, data_key, dataclasses.replace(made, rejected=records_only))
     frozen = edition_results(loaded, data_dir)
     with _render_pool(summary.height) as pool:
         # each run page's configuration across harness commits (`commit_history_page`) and its suite's title

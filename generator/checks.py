@@ -81,7 +81,9 @@ def misdeclared(summary: pl.DataFrame) -> list[tuple[str, str]]:
 def checked(loaded: load.Loaded) -> tuple[load.Loaded, pl.DataFrame]:
     """The loaded runs less those with impossible figures (now listed as rejected, with any retraction of
     them), and the run summary of the rest."""
-    summary = derive.run_summary(loaded.runs, loaded.rows)
+    # a run's flattened config is its own (row by row): flattened once, for the runs kept too
+    flat = derive.config_fields(loaded.runs)
+    summary = derive.run_summary(loaded.runs, loaded.rows, flat)
     bad: dict[str, list[str]] = {}
     for run_id, problem in [*misdeclared(summary), *impossible(summary)]:
         bad.setdefault(run_id, []).append(problem)
@@ -97,4 +99,4 @@ def checked(loaded: load.Loaded) -> tuple[load.Loaded, pl.DataFrame]:
     gone = pl.Series(list(bad), dtype=pl.String).implode()
     runs = loaded.runs.filter(~pl.col("run_id").is_in(gone))
     rows = loaded.rows.filter(~pl.col("run_id").is_in(gone))
-    return load.Loaded(runs=runs, rows=rows, rejected=rejected), derive.run_summary(runs, rows)
+    return load.Loaded(runs=runs, rows=rows, rejected=rejected), derive.run_summary(runs, rows, flat)

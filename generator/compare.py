@@ -28,7 +28,17 @@ from typing import Any
 
 import polars as pl
 
-from generator import checks, compare_format, compare_select, configurations, derive, editions, load
+from generator import (
+    checks,
+    compare_cache,
+    compare_format,
+    compare_select,
+    configurations,
+    derive,
+    editions,
+    load,
+    runcache,
+)
 from generator.derive import ladder
 from runners import formats, metrics
 
@@ -132,10 +142,36 @@ class Dataset:
 
 
 def load_dataset(data_dir: Path) -> Dataset:
-    """Load and check as the site build does, and take the runs and floors from the same `derive.results`."""
-    results = derive.results(*checks.checked(editions.audited(load.load(data_dir), data_dir)[0]))
+    """Load and check as the site build does, and take the runs and floors from the same `derive.results`; with a
+    cache folder (`runcache.command_folder`), the table the last build or compare of the same data kept
+    (`compare_cache`), when its key still holds."""
+    folder = runcache.command_folder()
     found, bad = editions.scan(data_dir)
-    return dataset(Path(data_dir), results, found, bad)
+    data_key = compare_cache.key(data_dir) if folder is not None else ""
+    kept = compare_cache.read(folder, data_key) if folder is not None else None
+    if kept is not None:
+        runs, rest = kept
+        return Dataset(
+            Path(data_dir), runs, [load.Rejected(p, tuple(problems)) for p, problems in rest["rejected"]],
+            rest["run_floors"], {tuple(k): v for k, v in rest["kind_floors"]}, found, bad,
+        )  # fmt: skip
+    runcache.use(folder)
+    loaded = load.load(data_dir, None if folder is None else folder / "loaded")
+    results = derive.results(*checks.checked(editions.audited(loaded, data_dir)[0]))
+    made = dataset(Path(data_dir), results, found, bad)
+    if folder is not None:
+        keep(folder, data_key, made)
+    return made
+
+
+def keep(folder: Path, data_key: str, made: Dataset) -> None:
+    """Keep `made` for the next `compare` of the same data (`compare_cache`; the site build keeps its own too)."""
+    rest = {
+        "rejected": [[r.path, list(r.problems)] for r in made.rejected],
+        "run_floors": made.run_floors,
+        "kind_floors": [[list(k), v] for k, v in made.kind_floors.items()],
+    }
+    compare_cache.save(folder, data_key, made.runs, rest)
 
 
 def dataset(

@@ -9,12 +9,14 @@ tool's records go through the very same code.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 import polars as pl
 
 import generator.derive.ladder as ladder
 import generator.derive.summary as derive
+from generator import runcache
 from runners import engines, metrics
 
 KINDS = ("offline", "serve")
@@ -33,23 +35,47 @@ def is_serving(summary: pl.DataFrame) -> pl.Series:
     return summary["kind"].is_in(KINDS).fill_null(False)
 
 
+SERVED_FIGURES = runcache.Table("served", (__file__, metrics.__file__))
+"""A served point's figures decided by its file alone (its requests and its SLOs): cached by the file's sha256."""
+
+
 def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> list[dict]:
     served = runs.filter(pl.col("kind") == "serve")
-    samples = rows.filter(
-        pl.col("run_id").is_in(served["run_id"].implode()), pl.col("metric").is_in(metrics.SERVED_SAMPLES)
-    )
+    hashes = served["sha256"].to_list() if "sha256" in served.columns else [None] * served.height
+    keys = [
+        None if sha is None else json.dumps([sha, ttft, tpot])
+        for sha, ttft, tpot in zip(hashes, served["slo_ttft_ms"], served["slo_tpot_ms"], strict=True)
+    ]
+    cached = SERVED_FIGURES.read()
+    todo = [r for r, k in zip(served["run_id"], keys, strict=True) if k is None or k not in cached]
+    samples = rows.filter(pl.col("run_id").is_in(pl.Series(todo, dtype=pl.String).implode()),
+                          pl.col("metric").is_in(metrics.SERVED_SAMPLES))  # fmt: skip
     by_run = {key[0]: g for key, g in samples.partition_by("run_id", as_dict=True).items()}
-    out = []
-    for run_id, slo_ttft_ms, slo_tpot_ms in served.select("run_id", "slo_ttft_ms", "slo_tpot_ms").iter_rows():
-        group = by_run.get(run_id)
-        if group is None:
-            continue
-        requests, duration = metrics.requests_from_rows(group.select("trial", "step", "metric", "value").to_dicts())
-        if duration <= 0:
-            continue
-        figures = metrics.serving_metrics(requests, duration, slo_ttft_ms, slo_tpot_ms)
-        out.append({"run_id": run_id, **figures})
+    out, entries = [], {}
+    for key, (run_id, slo_ttft_ms, slo_tpot_ms) in zip(
+        keys, served.select("run_id", "slo_ttft_ms", "slo_tpot_ms").iter_rows(), strict=True
+    ):
+        if key is not None and key in cached:
+            figures = cached[key]
+        else:
+            figures = _figures(by_run.get(run_id), slo_ttft_ms, slo_tpot_ms)
+        if key is not None:
+            entries[key] = figures
+        if figures is not None:
+            out.append({"run_id": run_id, **figures})
+    if not entries.keys() <= cached.keys():
+        SERVED_FIGURES.write(cached | entries)
     return out
+
+
+def _figures(group: pl.DataFrame | None, slo_ttft_ms: float, slo_tpot_ms: float) -> dict[str, float] | None:
+    """One served point's figures from its sample rows (None without samples or duration)."""
+    if group is None:
+        return None
+    requests, duration = metrics.requests_from_rows(group.select("trial", "step", "metric", "value").to_dicts())
+    if duration <= 0:
+        return None
+    return metrics.serving_metrics(requests, duration, slo_ttft_ms, slo_tpot_ms)
 
 
 def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:

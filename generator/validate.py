@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from generator import checks, editions, load
+from generator import checks, editions, load, runcache
 from runners import formats
 
 
@@ -42,8 +42,14 @@ def run(args: argparse.Namespace) -> int:
     fmt = getattr(args, "format", "text")
     problems: list[dict[str, str]] = []  # {file, status, problem}: what the text prints, one line each
     rejected = 0
+    folder = runcache.command_folder()
+    runcache.use(folder)
     for data_dir, group in sorted(_groups(files).items()):
-        loaded, integrity = editions.audited(load.load(data_dir, files=group), data_dir)
+        whole_dir = set(load.result_files(data_dir)) <= set(group)
+        # the load cache holds a whole folder's files: a few files named alone are read as they are (their figures
+        # still come from the cache of per-run figures)
+        cache = folder / "loaded" if folder is not None and whole_dir else None
+        loaded, integrity = editions.audited(load.load(data_dir, cache, files=group), data_dir)
         loaded, summary = checks.checked(loaded)
         loaded.rejected.extend(editions.scan(data_dir)[1])
         base = data_dir.parent
@@ -51,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         for bad in loaded.rejected:
             problems += [{"file": str(base / bad.path), "status": "rejected", "problem": p} for p in bad.problems]
         # a missing file is named only when the whole folder was given (there are editions only in a data folder)
-        whole = bool(integrity) and set(load.result_files(data_dir)) <= set(group)
+        whole = bool(integrity) and whole_dir
         for manifest, problem in integrity if whole else []:
             problems.append({"file": str(base / manifest), "status": "missing", "problem": problem})
         unverified = summary.filter((pl.col("origin") == "measured") & pl.col("unverified").is_not_null())

@@ -14,6 +14,7 @@ site ≤ 1 GB. Nothing here is a result of any engine, and nothing asserts: the 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -51,10 +52,14 @@ print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024)
 """
 
 
-def timed(argv: Sequence[str]) -> Timed:
-    """Run `argv` to its end: wall time, exit status, and the peak RSS of it and its reaped children (wait4)."""
+def timed(argv: Sequence[str], cache: Path | None = None) -> Timed:
+    """Run `argv` to its end: wall time, exit status, and the peak RSS of it and its reaped children (wait4).
+    `cache`: the cache folder it may use (FAIRFIGHT_SITE_CACHE: the site build's, as a user's commands share
+    build/cache)."""
+    env = {**os.environ, "FAIRFIGHT_PROGRESS": "0"} | ({"FAIRFIGHT_SITE_CACHE": str(cache)} if cache else {})
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], cwd=ROOT, capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], cwd=ROOT, capture_output=True, text=True, check=True,
+                          env=env)  # fmt: skip
     took = time.perf_counter() - t0
     status, peak = (int(v) for v in done.stdout.split())
     return Timed(took, peak, status)
@@ -125,7 +130,7 @@ def bench(root: Path, runs: int) -> dict[str, str]:
     try:
         pq.write_table(replicate.copy_table(pq.read_table(source), 10**9), new, compression="zstd")
         print(f"  [{runs:,}] one new run: validate it, site warm ...", flush=True)
-        row["validate one new file"] = timed(fairfight("validate", str(new))).cell()
+        row["validate one new file"] = timed(fairfight("validate", str(new)), work / "cache").cell()
         row["site, warm, one new run"] = timed(build).cell()
         size, files = folder_size(out)
         run_pages, _ = folder_size(out / "runs") if (out / "runs").exists() else (0, 0)
@@ -134,7 +139,7 @@ def bench(root: Path, runs: int) -> dict[str, str]:
                               f"{downloads / 1e6:.0f} MB)")  # fmt: skip
         a, b = two_runs(data)
         print(f"  [{runs:,}] compare ...", flush=True)
-        row["compare RUN RUN"] = timed(fairfight("compare", a, b, "--data-dir", str(data))).cell()
+        row["compare RUN RUN"] = timed(fairfight("compare", a, b, "--data-dir", str(data)), work / "cache").cell()
     finally:
         new.unlink(missing_ok=True)  # the cached dataset stays the copies alone
     return row

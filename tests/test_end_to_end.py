@@ -261,7 +261,7 @@ def test_vectorised_loss_windows_match_the_formula(bench_data) -> None:
     """derive computes every run's loss windows in one polars pass; they must be metrics.window_means exactly."""
     data, _ = bench_data
     loaded = load.load(data)
-    runs = derive.summary._config_fields(loaded.runs)
+    runs = derive.summary.config_fields(loaded.runs)
     curves = derive.summary._loss_curves(runs, loaded.rows)
     work = SMOKE.workloads[0]
     for run_id in runs["run_id"]:

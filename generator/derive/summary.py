@@ -27,7 +27,7 @@ SUMMARY_SCHEMA = {
 }
 
 
-def _config_fields(runs: pl.DataFrame) -> pl.DataFrame:
+def config_fields(runs: pl.DataFrame) -> pl.DataFrame:
     """The runs flattened (`columns.flatten`), with `headline`: a configuration as the suite pins it (no sweep
     setting, no other micro-batch, steps or device count), run to the end, the only kind of run a headline ("best")
     may name."""
@@ -362,9 +362,13 @@ def _run_values(rows: pl.DataFrame) -> pl.DataFrame:
     return run_values
 
 
-def run_summary(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
-    """One row per run with its headline numbers (null where a run has none, e.g. a failure)."""
-    runs = _config_fields(runs)
+def run_summary(runs: pl.DataFrame, rows: pl.DataFrame, flat: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per run with its headline numbers (null where a run has none, e.g. a failure). `flat`: the runs
+    already flattened (`config_fields` of these runs or of more, row for row the same), which is most of the cost."""
+    if flat is None:
+        runs = config_fields(runs)
+    else:
+        runs = flat.join(runs.select("run_id"), on="run_id", how="semi", maintain_order="left")
     runs = runs.join(retractions(runs), on="run_id", how="left")
     run_values = _run_values(rows)
     losses = (

@@ -1,0 +1,83 @@
+"""The table `compare` selects from (`compare.Dataset`: one row per run with its figure, the A/A floors, the rejected
+files), kept from the last site build or compare of the same data, so that `compare A B` on tens of thousands of
+runs reads one table instead of loading and deriving every file.
+
+Its key is everything the table is derived from: the generator's and the record checks' code (every module's
+bytes, the suite files), each result file's and manifest's path, size, inode and times (a changed, added or removed
+file changes it: `load.stat_key`), and the commit git has checked out (history's verdicts on rewritten files). The
+key also names the table's own sha256: a table that is not what was written is rebuilt, never trusted. The floors
+and rejected files are stored as JSON, never as pickles: a cache file is data, and data is hostile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from generator import history, load
+
+CODE_ROOTS = ("generator", "runners")
+"""The packages whose modules decide a figure (runners: the schema, the formulas, the suite files, the registry)."""
+
+
+def _code_digest() -> str:
+    top = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256(f"polars {pl.__version__}".encode())  # the engine the figures are computed with
+    for root in CODE_ROOTS:
+        for path in sorted((top / root).rglob("*")):
+            if path.suffix in (".py", ".toml") and path.is_file():
+                digest.update(str(path.relative_to(top)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def key(data_dir: Path) -> str:
+    """What the table of `data_dir` is derived from, as one digest (computed before loading, so a file that changes
+    meanwhile makes the next key differ, never the other way round)."""
+    data_dir = Path(data_dir)
+    digest = hashlib.sha256(_code_digest().encode())
+    found = history.repo(data_dir)
+    digest.update(b"head:" + (found.head.encode() if found else b"-"))
+    entries = load.result_files(data_dir)
+    manifests = sorted((data_dir / "editions").glob("*")) if (data_dir / "editions").is_dir() else []
+    for path in [*entries, *manifests]:
+        digest.update(f"{os.path.relpath(path, data_dir)}\0{load.stat_key(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def save(folder: Path, data_key: str, runs: pl.DataFrame, rest: dict[str, Any]) -> None:
+    """Keep the table (`runs`) and the rest (JSON-able) under `folder/compare`, for `data_key`."""
+    where = Path(folder) / "compare"
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "key.txt").unlink(missing_ok=True)  # no key while half-written
+        runs.write_ipc(where / "runs.arrow", compression="zstd")
+        (where / "rest.json").write_text(json.dumps(rest))
+        sums = [_sha256(where / name) for name in ("runs.arrow", "rest.json")]
+        (where / "key.txt").write_text("\n".join([data_key, *sums]))
+    except OSError:  # a read-only or full disk: compare derives it next time
+        return
+
+
+def read(folder: Path, data_key: str) -> tuple[pl.DataFrame, dict[str, Any]] | None:
+    """The table kept for `data_key`, or None (none kept, another key, or not the bytes its key names)."""
+    where = Path(folder) / "compare"
+    try:
+        written = (where / "key.txt").read_text().split("\n")
+        if written[0] != data_key or written[1:] != [_sha256(where / n) for n in ("runs.arrow", "rest.json")]:
+            return None
+        return pl.read_ipc(where / "runs.arrow"), json.loads((where / "rest.json").read_text())
+    except Exception:  # missing or damaged: derived again
+        return None

@@ -1,0 +1,118 @@
+"""Per-run figures that one result file alone decides, cached by that file's sha256: a warm build, `compare` or
+`validate` derives them again only for new or changed files.
+
+The cache lives in an ignored build folder, never in data/: `FAIRFIGHT_SITE_CACHE` when set, else the site build's
+`--work` folder's `cache/` (`build/cache` by default; `compare` and `validate` use the same default). It is not the
+machine's cache (`FAIRFIGHT_CACHE`, runners/cache.py: builds and weights shared by every checkout): this one holds
+one data folder's files, and two data folders sharing it would only evict each other's. Nothing is
+cached until a command calls `use(folder)`, so a library call or a test computes everything afresh.
+
+Each table is one Arrow file with a key beside it: the code its figures come from (the modules' bytes) and the
+file's own sha256. A table whose code changed, or whose bytes are not those its key names (damaged, half-written,
+or replaced by another build meanwhile), is ignored and rebuilt, never trusted. An entry is keyed by its file's
+sha256 (and whatever else of its record the figure takes), so a changed or removed file's entry is never used
+again; new entries are added to the table (an edition's or a single file's figures must not displace the site's),
+so entries of files long gone stay until the folder is removed (about a kilobyte a run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+ENV = "FAIRFIGHT_SITE_CACHE"
+_folder: Path | None = None
+
+
+def folder_for(work_dir: Path) -> Path:
+    """Where a command that works in `work_dir` keeps its cache: `FAIRFIGHT_SITE_CACHE`, else `work_dir/cache`."""
+    named = os.environ.get(ENV)
+    return Path(named) if named else Path(work_dir) / "cache"
+
+
+def command_folder() -> Path | None:
+    """The cache `compare` and `validate` use: `FAIRFIGHT_SITE_CACHE`, else `build/cache` where a site build made one in
+    the current folder; None elsewhere (a check run in any folder leaves nothing behind)."""
+    named = os.environ.get(ENV)
+    if named:
+        return Path(named)
+    here = Path("build") / "cache"
+    return here if here.is_dir() else None
+
+
+def use(folder: Path | None) -> None:
+    """Cache per-run figures under `folder` from now on in this process (None: cache nothing)."""
+    global _folder
+    _folder = None if folder is None else Path(folder)
+
+
+def active() -> Path | None:
+    return _folder
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class Table:
+    """One kind of per-run figure: entries (a key: a JSON value) under `name`, valid while the code files are
+    unchanged."""
+
+    def __init__(self, name: str, code: Iterable[str | Path]) -> None:
+        self.name = name
+        self.code = tuple(Path(c) for c in code)
+
+    def _fingerprint(self) -> str:
+        digest = hashlib.sha256(f"{self.name} polars {pl.__version__}".encode())
+        for path in self.code:
+            digest.update(path.read_bytes())
+        return digest.hexdigest()
+
+    def _paths(self, folder: Path) -> tuple[Path, Path]:
+        return folder / f"figures-{self.name}.arrow", folder / f"figures-{self.name}.key"
+
+    def read(self) -> dict[str, Any]:
+        """Every entry cached (empty without a cache folder, or with one whose table is stale or damaged)."""
+        if _folder is None:
+            return {}
+        table, key = self._paths(_folder)
+        try:
+            fingerprint, digest = key.read_text().split("\n")
+            if fingerprint != self._fingerprint() or digest != _sha256(table):
+                return {}
+            frame = pl.read_ipc(table)
+            return {k: json.loads(v) for k, v in frame.select("key", "value").iter_rows()}
+        except Exception:  # missing, stale or damaged: only a slower run
+            return {}
+
+    def write(self, entries: Mapping[str, Any]) -> None:
+        """Replace the table with `entries`."""
+        if _folder is None:
+            return
+        table, key = self._paths(_folder)
+        try:
+            _folder.mkdir(parents=True, exist_ok=True)
+            frame = pl.DataFrame(
+                {"key": list(entries), "value": [json.dumps(v) for v in entries.values()]},
+                schema={"key": pl.String, "value": pl.String},
+            )
+            tmp = table.with_name(f".{table.name}.{os.getpid()}.tmp")
+            frame.write_ipc(tmp, compression="zstd")
+            digest = _sha256(tmp)
+            key.unlink(missing_ok=True)  # no key while the table changes: a reader in between rebuilds
+            os.replace(tmp, table)
+            tmp_key = key.with_name(f".{key.name}.{os.getpid()}.tmp")
+            tmp_key.write_text(f"{self._fingerprint()}\n{digest}")
+            os.replace(tmp_key, key)
+        except OSError:  # a read-only or full disk: the figures were computed anyway
+            return

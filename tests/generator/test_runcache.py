@@ -1,0 +1,149 @@
+"""The data path's caches and progress (issue 37): per-run figures cached by file content, a damaged cache rebuilt
+and never trusted, and progress shown only on a terminal. Real committed records, no mocks: the one monkeypatch
+counts calls to the served-figure formula, to prove the cache answered instead."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from generator import checks, compare, compare_cache, derive, load, progress, runcache, serving
+from runners import metrics
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def _served_files() -> list[Path]:
+    """A few committed files of served points (their samples are what the served figures are made from)."""
+    files = [p for p in load.result_files(DATA) if "-serve-" in p.name]
+    if not files:
+        pytest.skip("no served points in data/")
+    return files[:6]
+
+
+def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded, summary = checks.checked(load.load(DATA, files=_served_files()))
+    assert summary.filter(pl.col("kind") == "serve").height > 0
+    runcache.use(None)
+    fresh = serving.test_summary(summary, loaded.rows)
+    try:
+        runcache.use(tmp_path)
+        first = serving.test_summary(summary, loaded.rows)
+        assert (tmp_path / "figures-served.arrow").exists() and (tmp_path / "figures-served.key").exists()
+        calls: list[int] = []
+        real = metrics.requests_from_rows
+        monkeypatch.setattr(metrics, "requests_from_rows", lambda rows: (calls.append(1), real(rows))[1])
+        again = serving.test_summary(summary, loaded.rows)
+        assert calls == []  # every figure came from the cache
+        assert fresh.equals(first) and fresh.equals(again)  # and is the figure computed afresh, to the bit
+        # a damaged table is rebuilt, never trusted: one byte changed, and the figures are computed again
+        table = tmp_path / "figures-served.arrow"
+        raw = bytearray(table.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF
+        table.write_bytes(bytes(raw))
+        assert serving.SERVED_FIGURES.read() == {}
+        rebuilt = serving.test_summary(summary, loaded.rows)
+        assert calls and fresh.equals(rebuilt)
+        # another file's content (another sha256) misses: its figures are computed from its own rows
+        calls.clear()
+        changed = summary.with_columns(sha256=pl.lit("0" * 64))
+        serving.test_summary(changed, loaded.rows)
+        assert calls
+    finally:
+        runcache.use(None)
+
+
+def test_a_table_of_other_code_is_not_used(tmp_path: Path) -> None:
+    code = tmp_path / "code.py"
+    code.write_text("x = 1\n")
+    table = runcache.Table("t", [code])
+    runcache.use(tmp_path / "cache")
+    try:
+        table.write({"a": {"v": 1.5}, "b": None})
+        assert table.read() == {"a": {"v": 1.5}, "b": None}
+        code.write_text("x = 2\n")  # the figures' code changed: every entry is stale
+        assert table.read() == {}
+    finally:
+        runcache.use(None)
+    assert table.read() == {}  # no cache folder in use: nothing is read
+
+
+def test_a_damaged_load_cache_is_rebuilt(tmp_path: Path) -> None:
+    files = _served_files()[:2]
+    cache = tmp_path / "loaded"
+    cold = load.load(DATA, cache, files=files)
+    (cache / "rows.arrow").write_bytes(b"not arrow")
+    again = load.load(DATA, cache, files=files)
+    assert again.runs.equals(cold.runs) and again.rows.equals(cold.rows)
+    assert load._cached(cache) is not None  # rewritten whole
+    # readable but not what the key names (a byte changed): not trusted either
+    rows = cache / "rows.arrow"
+    raw = bytearray(rows.read_bytes())
+    raw[-20] ^= 0x01
+    rows.write_bytes(bytes(raw))
+    assert load._cached(cache) is None
+
+
+def test_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FAIRFIGHT_PROGRESS", raising=False)
+    quiet = io.StringIO()
+    with progress.Progress("reading result files", 3, stream=quiet) as bar:
+        for _ in range(3):
+            bar.advance()
+    assert quiet.getvalue() == ""  # a pipe or a file sees nothing
+    monkeypatch.setenv("FAIRFIGHT_PROGRESS", "1")
+    shown = io.StringIO()
+    with progress.Progress("reading result files", 2, stream=shown) as bar:
+        bar.advance()
+        bar.advance()
+    assert "reading result files: 2 of 2 files in" in shown.getvalue()
+    monkeypatch.setenv("FAIRFIGHT_PROGRESS", "0")
+    assert not progress.enabled(shown)
+    assert [progress.left_text(s) for s in (42, 185, 3720)] == ["42 s", "3 min 05 s", "1 h 02 min"]
+
+
+def _same(a: compare.Dataset, b: compare.Dataset) -> bool:
+    return (
+        a.runs.equals(b.runs)
+        and a.rejected == b.rejected
+        and a.run_floors == b.run_floors
+        and a.kind_floors == b.kind_floors
+        and a.editions == b.editions
+    )
+
+
+def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    for path in load.result_files(DATA)[:40]:
+        (data / path.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, data / path.parent.name / path.name)
+    monkeypatch.delenv(runcache.ENV, raising=False)
+    monkeypatch.chdir(tmp_path)  # no build/cache here: nothing kept, nothing written
+    fresh = compare.load_dataset(data)
+    assert not (tmp_path / "build").exists()
+    monkeypatch.setenv(runcache.ENV, str(tmp_path / "cache"))
+    try:
+        first = compare.load_dataset(data)
+        assert (tmp_path / "cache" / "compare" / "key.txt").exists()
+        monkeypatch.setattr(derive, "results", lambda *a: pytest.fail("derived again, with the table kept"))
+        kept = compare.load_dataset(data)
+        assert _same(fresh, first) and _same(fresh, kept)
+        # one file removed: the key no longer holds, and the table is derived again without it
+        gone = load.result_files(data)[0]
+        gone.unlink()
+        monkeypatch.undo()
+        monkeypatch.setenv(runcache.ENV, str(tmp_path / "cache"))
+        after = compare.load_dataset(data)
+        assert gone.stem not in after.runs["run_id"].to_list() and after.runs.height == fresh.runs.height - 1
+        # a damaged table is not trusted
+        table = tmp_path / "cache" / "compare" / "runs.arrow"
+        table.write_bytes(table.read_bytes()[:-8] + b"\0" * 8)
+        assert compare_cache.read(tmp_path / "cache", compare_cache.key(data)) is None
+    finally:
+        runcache.use(None)
