@@ -16,6 +16,7 @@ from generator import columns as columns_table
 from generator import pages
 from generator.derive import claims
 from generator.derive.results import Results
+from generator.render.runs import gzipped, samples_file
 from runners import metrics, schema
 
 
@@ -121,44 +122,58 @@ def write_downloads(
     rows: pl.DataFrame,
     built_with: list[dict[str, str]] | None = None,
 ) -> None:
-    """Everything as files: per-run summary as Parquet and CSV, every measurement row as Parquet (and as one CSV
-    per run, written beside each run's page by `render.runs`); the page also lists the generator's versions that built
-    the site (`built_with`, `versions.generator`).
+    """Everything as files: per-run summary as Parquet and gzipped CSV, every measurement row as Parquet, one file
+    per suite (`samples/<suite>.parquet`; a charted run's rows also come gzipped beside its page, written by
+    `render.runs`); the page also lists the generator's versions that built the site (`built_with`,
+    `versions.generator`).
 
-    The samples file is large (millions of rows on a busy site), so it is staged next to `docs` (in
-    `STAGED_DOWNLOADS`) and moved into the built site after MkDocs, instead of being copied by it."""
+    Sized for tens of thousands of runs, as asv publishes compact data files for its one set of pages: the summary's
+    CSV repeats each record's JSON columns and runs to hundreds of MB uncompressed, and one samples file of every
+    suite would pass the 100 MB a file that GitHub accepts. The samples are large (millions of rows on a busy site),
+    so they are staged next to `docs` (in `STAGED_DOWNLOADS`) and moved into the built site after MkDocs, instead of
+    being copied by it."""
     out = docs / "downloads"
     out.mkdir(parents=True, exist_ok=True)
     staged = docs.parent / STAGED_DOWNLOADS
     if staged.exists():
         shutil.rmtree(staged)
-    staged.mkdir(parents=True)
+    (staged / "samples").mkdir(parents=True)
     flat = summary.select(
         [c for c, t in summary.schema.items() if not isinstance(t, pl.List | pl.Struct | pl.Object)]
     ).sort("run_id")
     files = []
-    # samples in load order: files sorted by path, each file's rows as its runner wrote them (deterministic)
-    for name, frame, fmt, where in (
-        ("runs", flat, "parquet", out),
-        ("runs", flat, "csv", out),
-        ("samples", rows, "parquet", staged),
-    ):
-        path = where / f"{name}.{fmt}"
-        if fmt == "parquet":
-            frame.write_parquet(path, compression="zstd", statistics=False)
-        else:
-            text = [c for c, t in frame.schema.items() if t == pl.String]
-            frame.with_columns(
-                pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"), *(pages.csv_inert(pl.col(c)) for c in text)
-            ).write_csv(path)
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 22):
-                digest.update(chunk)
-        files.append(dict(name=path.name, rows=frame.height, size=path.stat().st_size, sha256=digest.hexdigest()))
+    path = out / "runs.parquet"
+    flat.write_parquet(path, compression="zstd", statistics=False)
+    files.append(_listed(path, "runs.parquet", flat.height))
+    text = [c for c, t in flat.schema.items() if t == pl.String]
+    csv = flat.with_columns(
+        pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"), *(pages.csv_inert(pl.col(c)) for c in text)
+    ).write_csv()
+    path = out / "runs.csv.gz"
+    path.write_bytes(gzipped(csv))
+    files.append(_listed(path, "runs.csv.gz", flat.height))
+    # samples in load order, one file per suite: files sorted by path, each file's rows as its runner wrote them
+    suite_of = summary.select("run_id", "suite")
+    for (suite,), ids in sorted(suite_of.group_by("suite"), key=lambda g: str(g[0][0])):
+        part = rows.filter(pl.col("run_id").is_in(ids["run_id"].implode()))
+        if part.height == 0:
+            continue
+        name = samples_file(str(suite)).removeprefix("downloads/")
+        path = staged / name
+        part.write_parquet(path, compression="zstd", statistics=False)
+        files.append(_listed(path, name, part.height))
     # what each column holds: the record's own columns (runners/schema.py), the config flattened (generator/columns.py)
     said = schema.COLUMN_DOCS | {c.name: f"{c.what} ({c.source} {c.path})" for c in columns_table.COLUMNS}
     columns = {name: (json.dumps(str(dtype)), said.get(name, "")) for name, dtype in flat.schema.items()}
     pages.render(
         env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns, built_with=built_with or []
     )
+
+
+def _listed(path: Path, name: str, rows: int) -> dict[str, object]:
+    """A download's line on the downloads page: its name (under downloads/), rows, bytes and sha256."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return dict(name=name, rows=rows, size=path.stat().st_size, sha256=digest.hexdigest())

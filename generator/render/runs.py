@@ -1,15 +1,20 @@
 """One page per run: provenance, every setting and its difference from the engine's defaults, the command that
-reproduces it, the result file's sha256, and the raw samples (every row as CSV beside the page, and a chart of
-them that reads that CSV).
+reproduces it, the result file's sha256, and the raw samples (a chart of its steps, which reads the run's rows as
+gzipped CSV beside the page; every run's rows are in its suite's samples download, `samples_file`).
 
 Run pages are many (one per result file, thousands on a busy leaderboard), so they are rendered straight to
 HTML with the site's own stylesheets, by worker processes while MkDocs builds the rest: the samples chart is
 one shared spec with each run's CSV named in it, and its static SVG is drawn directly, so a page costs
 milliseconds.
+
+A site of tens of thousands of runs must fit where people publish it (GitHub Pages: 1 GB), so a run's rows are
+shipped once: in its suite's Parquet download, and beside its page only where its chart reads them, gzipped
+(a served run's rows, per request and per token, ran to megabytes of CSV a run).
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -25,6 +30,7 @@ import polars as pl
 from markupsafe import Markup
 
 from generator import charts, columns, commits, pages, reproduce
+from generator.render.progress import Progress
 from runners import shapes
 
 
@@ -219,6 +225,22 @@ CSV_COLUMNS = ["trial", "step", "phase", "metric", "value", "unit"]
 """A run's CSV: every row as its file holds it, less the run id (the CSV and its page are named after it)."""
 
 
+def samples_file(suite: str) -> str:
+    """Where a suite's every measurement row is published, relative to the site's root (`render.catalog`)."""
+    return f"downloads/samples/{pages.slug(suite)}.parquet"
+
+
+def csv_file(run_id: str) -> str:
+    """A charted run's rows as gzipped CSV, beside its page under `runs/`."""
+    return f"{pages.slug(run_id)}.csv.gz"
+
+
+def gzipped(text: str) -> bytes:
+    """`text` gzipped the same way every build (no time stamp or file name in the header), so a page's files change
+    only when their content does."""
+    return gzip.compress(text.encode(), compresslevel=9, mtime=0)
+
+
 def _csv_field(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote or a line break (only
     text can; a number is written as it is)."""
@@ -351,11 +373,17 @@ class Pending:
     """Per run id, the digest of what its page is made from (the manifest's content)."""
     manifest: Path | None
     rendered: int
+    progress: Progress | None = None
+    """Pages written so far, shown on a terminal while the workers render them."""
 
     def finish(self, site: Path) -> int:
         """Wait for every page; returns how many runs were rendered (the others kept their files)."""
-        for job in self.jobs:
-            job.result()  # a failed render raises here, before anything is moved or recorded
+        try:
+            for job in self.jobs:
+                job.result()  # a failed render raises here, before anything is moved or recorded
+        finally:
+            if self.progress is not None:
+                self.progress.close()
         target = site / "runs"
         if self.stage.resolve() != target.resolve():
             if target.exists():
@@ -402,36 +430,49 @@ def start_run_pages(
         or not (stage / f"{pages.slug(run['run_id'])}.html").exists()
     ]
     current = {pages.slug(run["run_id"]) for run in runs}
-    for path in stage.iterdir():  # runs no longer in data/ (a removed or now rejected file)
-        if path.stem not in current:
+    for path in stage.iterdir():  # runs no longer in data/ (a removed or now rejected file), and files of a
+        # layout this build no longer writes (a run's plain CSV)
+        if _run_of(path.name) not in current or path.name.endswith(".csv"):
             path.unlink()
     jobs: list[Future[int]] = []
+    progress = Progress("run pages", len(todo))
     if todo:
         if len(todo) < len(runs):
             rows = rows.filter(pl.col("run_id").is_in([run["run_id"] for run in todo]))
         texts = {row["run_id"]: row for row in sample_texts(rows).iter_rows(named=True)}
-        with_rows = set(rows["run_id"].unique().to_list())  # the runs that get a CSV
+        with_rows = set(rows["run_id"].unique().to_list())  # the runs whose suite's samples file holds rows of theirs
+        charted = {i for i in with_rows if texts.get(i) and (texts[i]["time_points"] or texts[i]["loss_points"])}
         for i in range(0, len(todo), RENDER_CHUNK):
             chunk = todo[i : i + RENDER_CHUNK]
             ids = [r["run_id"] for r in chunk]
-            args = (stage, chunk, {i: texts.get(i) for i in ids}, with_rows.intersection(ids), stylesheets, repo_url,
-                    footer)  # fmt: skip
+            args = (stage, chunk, {i: texts.get(i) for i in ids}, with_rows.intersection(ids),
+                    charted.intersection(ids), stylesheets, repo_url, footer)  # fmt: skip
             if pool is None:
-                _render(*args)
+                progress.advance(_render(*args))
             else:
-                jobs.append(pool.submit(_render, *args))
-        _write_csvs(stage, todo, rows)  # while the workers render the pages that link to them
-    return Pending(stage, jobs, keys, manifest, len(todo))
+                jobs.append(job := pool.submit(_render, *args))
+                job.add_done_callback(lambda done: done.exception() or progress.advance(done.result()))
+        _write_csvs(stage, todo, rows, charted)  # while the workers render the pages that link to them
+    return Pending(stage, jobs, keys, manifest, len(todo), progress)
 
 
-def _write_csvs(stage: Path, runs: list[dict[str, Any]], rows: pl.DataFrame) -> None:
-    """Each run's rows as `<run>.csv`; a run without rows has none."""
-    csvs = csv_texts(rows)
+def _run_of(name: str) -> str:
+    """The run slug a file under `runs/` belongs to (`<slug>.html`, `.svg`, `.csv.gz`)."""
+    for suffix in (".csv.gz", ".html", ".svg", ".csv"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _write_csvs(stage: Path, runs: list[dict[str, Any]], rows: pl.DataFrame, charted: set[str]) -> None:
+    """Each charted run's rows as `<run>.csv.gz` (its chart's data); another run has none beside its page."""
+    wanted = [run["run_id"] for run in runs if run["run_id"] in charted]
+    csvs = csv_texts(rows.filter(pl.col("run_id").is_in(wanted))) if wanted else {}
     for run in runs:
         run_id = run["run_id"]
-        path = stage / f"{pages.slug(run_id)}.csv"
+        path = stage / csv_file(run_id)
         if run_id in csvs:
-            path.write_text(csvs[run_id])
+            path.write_bytes(gzipped(csvs[run_id]))
         else:
             path.unlink(missing_ok=True)
 
@@ -440,13 +481,14 @@ def _render(
     stage: Path,
     runs: list[dict[str, Any]],
     texts: dict[str, Any],
+    with_rows: set[str],
     with_csv: set[str],
     stylesheets: list[str],
     repo_url: str | None = None,
     footer: str = "",
 ) -> int:
-    """Write each run's page and samples SVG into `stage` (a worker's job: no polars here); `with_csv` names the
-    runs whose CSV is (being) written beside them."""
+    """Write each run's page and samples SVG into `stage` (a worker's job: no polars here); `with_rows` names the
+    runs with rows in their suite's samples file, `with_csv` those whose gzipped CSV is (being) written beside them."""
     template = _environment().get_template("run.html.j2")
     spec_text = json.dumps(charts.step_samples_spec(_CSV_PLACEHOLDER), separators=(",", ":"))
     spec_text = spec_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -455,7 +497,7 @@ def _render(
         slug = pages.slug(run_id)
         config = columns.parsed(run["config"])
         chart_json, svg_name = None, None
-        csv_name = f"{slug}.csv" if run_id in with_csv else None
+        csv_name = csv_file(run_id) if run_id in with_csv else None
         run_texts = texts.get(run_id)
         if csv_name and run_texts is not None and (run_texts.get("time_points") or run_texts.get("loss_points")):
             chart_json = spec_text.replace(_CSV_PLACEHOLDER, csv_name)  # a slug: nothing to escape
@@ -469,6 +511,8 @@ def _render(
             reproduce=command,
             not_reproducible=not_reproducible,
             csv_name=csv_name,
+            samples_name=samples_file(run["suite"]).removeprefix("downloads/") if run_id in with_rows else None,
+            samples_href=f"../{samples_file(run['suite'])}",
             config=config,
             settings=settings_rows(config),
             **provenance_tables(columns.parsed(run["hardware"]), columns.parsed(run["software"])),

@@ -1,5 +1,5 @@
-"""Every kind of run gets a page that leads with its result: the figure with its unit, and a link to its rows as CSV
-(rendered from committed H200 records: a training run, a generation test and its own tool's record, a served point
+"""Every kind of run gets a page that leads with its result: the figure with its unit, and links to its rows (its
+suite's samples file; a charted run's also as gzipped CSV beside its page) (rendered from committed H200 records: a training run, a generation test and its own tool's record, a served point
 and an offline throughput test); its provenance shows each GPU's state and the installed packages where the record
 holds them."""
 
@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -49,8 +50,14 @@ def test_a_run_page_leads_with_its_result_and_links_its_rows(rendered: Path, run
     assert lead, run_id
     text = html.unescape(re.sub(r"<[^>]+>", "", lead.group(1)))
     assert re.search(r"\d[\d,.]* " + re.escape(RUNS[run_id]), text), text  # a number with its unit, first
-    csv = f"{pages.slug(run_id)}.csv"
-    assert f'href="{csv}"' in page and (rendered / csv).exists()
+    suite = f"../downloads/samples/{pages.slug('h100')}.parquet"  # every row, in its suite's samples
+    assert f'href="{suite}"' in page
+    csv = f"{pages.slug(run_id)}.csv.gz"  # and beside the page where its chart reads them
+    charted = 'id="samples"' in page
+    assert (f'href="{csv}"' in page) == charted == (rendered / csv).exists(), run_id
+    if charted:
+        rows = pl.read_csv(rendered / csv)
+        assert rows.columns == render.runs.CSV_COLUMNS and rows.height > 0
     assert "–</strong>" not in page  # no result shown as a dash
     # every one of these came from a bench session (the tool's record too): how to make it again, from the repository
     # and the full commit that ran it
