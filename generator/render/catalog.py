@@ -16,7 +16,7 @@ from generator import columns as columns_table
 from generator import pages
 from generator.derive import claims
 from generator.derive.results import Results
-from generator.render.runs import gzipped, samples_file
+from generator.render import parts
 from runners import metrics, schema
 
 
@@ -122,22 +122,24 @@ def write_downloads(
     rows: pl.DataFrame,
     built_with: list[dict[str, str]] | None = None,
 ) -> None:
-    """Everything as files: per-run summary as Parquet and gzipped CSV, every measurement row as Parquet, one file
-    per suite (`samples/<suite>.parquet`; a charted run's rows also come gzipped beside its page, written by
-    `render.runs`); the page also lists the generator's versions that built the site (`built_with`,
-    `versions.generator`).
+    """Everything as files: per-run summary as Parquet and gzipped CSV, and every measurement row as Parquet in parts
+    per suite (`samples/<suite>/<part>.parquet`, `parts.samples_paths`; a charted run's rows also come gzipped beside
+    its page, written by `render.runs`); the page also lists the generator's versions that built the site
+    (`built_with`, `versions.generator`).
 
     Sized for tens of thousands of runs, as asv publishes compact data files for its one set of pages: the summary's
     CSV repeats each record's JSON columns and runs to hundreds of MB uncompressed, and one samples file of every
-    suite would pass the 100 MB a file that GitHub accepts. The samples are large (millions of rows on a busy site),
-    so they are staged next to `docs` (in `STAGED_DOWNLOADS`) and moved into the built site after MkDocs, instead of
-    being copied by it."""
+    run would pass the 100 MB a file that GitHub accepts. Both are made in parts (`parts`), cached by content, so a
+    warm build compresses and writes only the parts a new run changed. The samples are staged next to `docs` (in
+    `STAGED_DOWNLOADS`) and moved into the built site after MkDocs, instead of being copied by it."""
     out = docs / "downloads"
     out.mkdir(parents=True, exist_ok=True)
     staged = docs.parent / STAGED_DOWNLOADS
     if staged.exists():
         shutil.rmtree(staged)
-    (staged / "samples").mkdir(parents=True)
+    staged.mkdir(parents=True)
+    cache = docs.parent / "cache" / "downloads"
+    used: set[str] = set()
     flat = summary.select(
         [c for c, t in summary.schema.items() if not isinstance(t, pl.List | pl.Struct | pl.Object)]
     ).sort("run_id")
@@ -145,23 +147,17 @@ def write_downloads(
     path = out / "runs.parquet"
     flat.write_parquet(path, compression="zstd", statistics=False)
     files.append(_listed(path, "runs.parquet", flat.height))
-    text = [c for c, t in flat.schema.items() if t == pl.String]
-    csv = flat.with_columns(
-        pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"), *(pages.csv_inert(pl.col(c)) for c in text)
-    ).write_csv()
     path = out / "runs.csv.gz"
-    path.write_bytes(gzipped(csv))
+    used |= _runs_csv(flat, path, cache)
     files.append(_listed(path, "runs.csv.gz", flat.height))
-    # samples in load order, one file per suite: files sorted by path, each file's rows as its runner wrote them
-    suite_of = summary.select("run_id", "suite")
-    for (suite,), ids in sorted(suite_of.group_by("suite"), key=lambda g: str(g[0][0])):
-        part = rows.filter(pl.col("run_id").is_in(ids["run_id"].implode()))
-        if part.height == 0:
-            continue
-        name = samples_file(str(suite)).removeprefix("downloads/")
-        path = staged / name
-        part.write_parquet(path, compression="zstd", statistics=False)
-        files.append(_listed(path, name, part.height))
+    for name, key, frame_rows, make in _sample_parts(summary, rows):
+        path = staged / name.removeprefix("downloads/")
+        parts.placed(path, cache, key, make)
+        used.add(key)
+        files.append(_listed(path, name.removeprefix("downloads/"), frame_rows))
+    for old in cache.iterdir() if cache.exists() else ():  # parts no run holds any more
+        if old.name not in used and not old.name.startswith("."):
+            old.unlink()
     # what each column holds: the record's own columns (runners/schema.py), the config flattened (generator/columns.py)
     said = schema.COLUMN_DOCS | {c.name: f"{c.what} ({c.source} {c.path})" for c in columns_table.COLUMNS}
     columns = {name: (json.dumps(str(dtype)), said.get(name, "")) for name, dtype in flat.schema.items()}
@@ -177,3 +173,69 @@ def _listed(path: Path, name: str, rows: int) -> dict[str, object]:
         while chunk := f.read(1 << 22):
             digest.update(chunk)
     return dict(name=name, rows=rows, size=path.stat().st_size, sha256=digest.hexdigest())
+
+
+def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
+    """`flat` as one gzipped CSV at `path`, made of a gzip member per part of its runs; each member is cached by
+    the rows it holds (polars' row hashes), so only the parts whose rows changed are written and compressed again.
+    Returns the cache keys it used."""
+    text = [c for c, t in flat.schema.items() if t == pl.String]
+    as_csv = flat.with_columns(
+        pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"), *(pages.csv_inert(pl.col(c)) for c in text)
+    )
+    hashes = as_csv.hash_rows(seed=0).to_list()
+    ids = as_csv["run_id"].to_list()
+    names = parts.part_names(ids)
+    if len(names) != len(ids):
+        raise ValueError("runs.csv: run ids repeat; each run's row must be one")
+    schema = repr(as_csv.schema)
+    keys, start = [], 0
+    for first, (_, members) in enumerate(parts.grouped(names).items()):
+        frame = as_csv.slice(start, len(members))
+        key = "runs-" + parts.key_of(pl.__version__, schema, first == 0, hashes[start : start + len(members)])
+
+        def make(tmp: Path, frame: pl.DataFrame = frame, header: bool = first == 0) -> None:
+            tmp.write_bytes(parts.gzipped(frame.write_csv(include_header=header), level=6))
+
+        cached = cache / key
+        if not cached.exists():
+            cache.mkdir(parents=True, exist_ok=True)
+            make(cached.with_name(f".{key}.tmp"))
+            cached.with_name(f".{key}.tmp").replace(cached)
+        keys.append(key)
+        start += len(members)
+    if not keys:  # no runs: the header alone
+        path.write_bytes(parts.gzipped(as_csv.write_csv()))
+    with open(path, "ab" if not keys else "wb") as out:
+        for key in keys:
+            with open(cache / key, "rb") as member:
+                shutil.copyfileobj(member, out)
+    return set(keys)
+
+
+def _sample_parts(summary: pl.DataFrame, rows: pl.DataFrame):  # type: ignore[no-untyped-def]
+    """Each samples part as (its path under the site, its cache key, rows, a function writing it): its rows in load
+    order, keyed by its runs' ids and their files' sha256 (a file's rows never change while its bytes do not)."""
+    where = parts.samples_paths(summary)
+    sha = dict(zip(summary["run_id"].to_list(), summary["sha256"].to_list(), strict=True))
+    # each file's rows are contiguous: a run's rows are a slice, found once from the run-length encoding
+    lengths = rows.select(pl.col("run_id").rle()).unnest("run_id")
+    slices: dict[str, list[tuple[int, int]]] = {}
+    offset = 0
+    for length, run_id in lengths.iter_rows():
+        slices.setdefault(where.get(run_id, ""), []).append((offset, length))
+        offset += length
+    members: dict[str, list[str]] = {}
+    for run_id, name in where.items():
+        members.setdefault(name, []).append(run_id)
+    for name in sorted(slices):
+        if not name:
+            continue  # rows of a run the summary does not hold (none: the checks keep them together)
+        key = "samples-" + parts.key_of(pl.__version__, name, sorted((r, sha[r]) for r in members[name]))
+        spans = slices[name]
+        height = sum(length for _, length in spans)
+
+        def make(tmp: Path, spans: list[tuple[int, int]] = spans) -> None:
+            pl.concat([rows.slice(o, n) for o, n in spans]).write_parquet(tmp, compression="zstd", statistics=False)
+
+        yield name, key, height, make

@@ -1,6 +1,6 @@
 """One page per run: provenance, every setting and its difference from the engine's defaults, the command that
 reproduces it, the result file's sha256, and the raw samples (a chart of its steps, which reads the run's rows as
-gzipped CSV beside the page; every run's rows are in its suite's samples download, `samples_file`).
+gzipped CSV beside the page; every run's rows are in a part of its suite's samples download, `parts.samples_paths`).
 
 Run pages are many (one per result file, thousands on a busy leaderboard), so they are rendered straight to
 HTML with the site's own stylesheets, by worker processes while MkDocs builds the rest: the samples chart is
@@ -14,7 +14,6 @@ shipped once: in its suite's Parquet download, and beside its page only where it
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import math
@@ -30,6 +29,7 @@ import polars as pl
 from markupsafe import Markup
 
 from generator import charts, columns, commits, pages, reproduce
+from generator.render import parts
 from generator.render.progress import Progress
 from runners import shapes
 
@@ -143,6 +143,43 @@ def provenance_tables(hardware: dict[str, Any], software: dict[str, Any]) -> dic
     }
 
 
+PACKAGES_PREFIX = "packages-"
+"""A shared list of installed packages beside the run pages (`packages-<sha256>.txt`): every run of one environment
+recorded the same list, hundreds of names long."""
+
+
+def packages_file(packages: list[Any]) -> tuple[str, str]:
+    """(file name, text) of a list of installed packages, one a line, named by its content."""
+    text = "".join(f"{shapes.neutral(str(p))}\n" for p in packages)
+    return f"{PACKAGES_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt", text
+
+
+TOOL_LIST_SHOWN = 8
+"""How many values of a list in a tool's own output the run page shows: vllm bench serve prints every request's
+input length, output length, TTFT and inter-token latencies (hundreds of KB a run)."""
+
+
+def shown_output(value: Any) -> tuple[Any, bool]:
+    """A tool's output as the run page shows it, and whether anything was cut: lists longer than `TOOL_LIST_SHOWN`
+    cut to their first values and a `…` naming how many more there are, long text cut by `pages.short`."""
+    if isinstance(value, dict):
+        out, cut = {}, False
+        for key, item in value.items():
+            out[key], more = shown_output(item)
+            cut |= more
+        return out, cut
+    if isinstance(value, list):
+        items = [shown_output(v) for v in value[:TOOL_LIST_SHOWN]]
+        shown = [v for v, _ in items]
+        if len(value) > TOOL_LIST_SHOWN:
+            shown.append(f"… {len(value) - TOOL_LIST_SHOWN:,} more")
+        return shown, len(value) > TOOL_LIST_SHOWN or any(c for _, c in items)
+    if isinstance(value, str):
+        text = pages.short(value)
+        return text, text != value
+    return value, False
+
+
 def _reported(value: Any) -> str:
     """A value nvidia-smi reported, as it reported it (700.0 W as 700), or a dash where it reported none."""
     if value is None:
@@ -225,20 +262,9 @@ CSV_COLUMNS = ["trial", "step", "phase", "metric", "value", "unit"]
 """A run's CSV: every row as its file holds it, less the run id (the CSV and its page are named after it)."""
 
 
-def samples_file(suite: str) -> str:
-    """Where a suite's every measurement row is published, relative to the site's root (`render.catalog`)."""
-    return f"downloads/samples/{pages.slug(suite)}.parquet"
-
-
 def csv_file(run_id: str) -> str:
     """A charted run's rows as gzipped CSV, beside its page under `runs/`."""
     return f"{pages.slug(run_id)}.csv.gz"
-
-
-def gzipped(text: str) -> bytes:
-    """`text` gzipped the same way every build (no time stamp or file name in the header), so a page's files change
-    only when their content does."""
-    return gzip.compress(text.encode(), compresslevel=9, mtime=0)
 
 
 def _csv_field(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
@@ -417,7 +443,8 @@ def start_run_pages(
     stylesheets = theme_stylesheets()
     stage.mkdir(parents=True, exist_ok=True)
     code = _code_key(stylesheets) + (repo_url or "") + footer
-    runs = summary.to_dicts()
+    where = parts.samples_paths(summary)  # in the page, so in its key: a part split in two moves its runs' rows
+    runs = [run | {"samples_file": where[run["run_id"]]} for run in summary.to_dicts()]
     keys = {
         run["run_id"]: hashlib.sha256((code + json.dumps(run, sort_keys=True, default=str)).encode()).hexdigest()
         for run in runs
@@ -432,6 +459,8 @@ def start_run_pages(
     current = {pages.slug(run["run_id"]) for run in runs}
     for path in stage.iterdir():  # runs no longer in data/ (a removed or now rejected file), and files of a
         # layout this build no longer writes (a run's plain CSV)
+        if path.name.startswith(PACKAGES_PREFIX):
+            continue  # shared by runs whose pages may be kept; a cold build (publish's) writes only those in use
         if _run_of(path.name) not in current or path.name.endswith(".csv"):
             path.unlink()
     jobs: list[Future[int]] = []
@@ -472,7 +501,7 @@ def _write_csvs(stage: Path, runs: list[dict[str, Any]], rows: pl.DataFrame, cha
         run_id = run["run_id"]
         path = stage / csv_file(run_id)
         if run_id in csvs:
-            path.write_bytes(gzipped(csvs[run_id]))
+            path.write_bytes(parts.gzipped(csvs[run_id]))
         else:
             path.unlink(missing_ok=True)
 
@@ -506,16 +535,30 @@ def _render(
         else:
             (stage / f"{slug}.svg").unlink(missing_ok=True)
         command, not_reproducible = reproduce.command(run, config if isinstance(config, dict) else {})
+        provenance = provenance_tables(columns.parsed(run["hardware"]), columns.parsed(run["software"]))
+        listed = None
+        if provenance["packages"]:
+            listed, text = packages_file(provenance["packages"])
+            if not (stage / listed).exists():
+                tmp = stage / f".{listed}.{os.getpid()}.tmp"  # two workers may write one list: each its own
+                tmp.write_text(text)
+                tmp.replace(stage / listed)
+        imported = config.get("imported") if isinstance(config, dict) else None
+        result = imported.get("result") if isinstance(imported, dict) else None
+        tool_output, cut = shown_output(result)
         html = template.render(
             run=run,
             reproduce=command,
             not_reproducible=not_reproducible,
             csv_name=csv_name,
-            samples_name=samples_file(run["suite"]).removeprefix("downloads/") if run_id in with_rows else None,
-            samples_href=f"../{samples_file(run['suite'])}",
+            samples_name=run["samples_file"].removeprefix("downloads/") if run_id in with_rows else None,
+            samples_href=f"../{run['samples_file']}",
             config=config,
             settings=settings_rows(config),
-            **provenance_tables(columns.parsed(run["hardware"]), columns.parsed(run["software"])),
+            **provenance,
+            packages_file=listed,
+            tool_output=tool_output,
+            tool_output_cut=TOOL_LIST_SHOWN if cut else 0,
             environment=_flat(columns.parsed(run["environment"])),
             calibration=_readable(_flat(columns.parsed(run["calibration"]))) if run["calibration"] else [],
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",

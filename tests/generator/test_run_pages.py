@@ -50,8 +50,9 @@ def test_a_run_page_leads_with_its_result_and_links_its_rows(rendered: Path, run
     assert lead, run_id
     text = html.unescape(re.sub(r"<[^>]+>", "", lead.group(1)))
     assert re.search(r"\d[\d,.]* " + re.escape(RUNS[run_id]), text), text  # a number with its unit, first
-    suite = f"../downloads/samples/{pages.slug('h100')}.parquet"  # every row, in its suite's samples
-    assert f'href="{suite}"' in page
+    part = re.search(r'<p id="rows">Every row of this run is in <a href="\.\./(downloads/samples/h100/[^"]+)"', page)
+    ours = pl.DataFrame({"run_id": sorted(RUNS), "suite": ["h100"] * len(RUNS)})
+    assert part and part.group(1) == render.parts.samples_paths(ours)[run_id]  # the part of its suite that holds them
     csv = f"{pages.slug(run_id)}.csv.gz"  # and beside the page where its chart reads them
     charted = 'id="samples"' in page
     assert (f'href="{csv}"' in page) == charted == (rendered / csv).exists(), run_id
@@ -120,10 +121,11 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     ]
     assert rows["Clock event reasons during the run"] == ["0x0000000000000004", "–"] and "at step 1010" in page
     assert "<td>gpus_in_run" not in page  # in the GPU table, not repeated in the hardware table
-    packages = re.search(r'<details id="packages"><summary>(.*?)</summary>(.*?)</details>', page, re.S)
+    packages = re.search(r'<p id="packages">(.*?):\s*<a href="(packages-[0-9a-f]{16}\.txt)">', page, re.S)
     assert packages and packages.group(1) == "Installed packages (3, and 2 not listed)"
-    assert "<code>triton==3.6.0</code>" in packages.group(2)
-    software_table = page[page.index("<h3>Software</h3>") : page.index('<details id="packages">')]
+    listed = tmp_path / "site" / "runs" / packages.group(2)  # one file, shared by every run that lists the same
+    assert listed.read_text() == "numpy==2.5.2\ntorch==2.11.0\ntriton==3.6.0\n"
+    software_table = page[page.index("<h3>Software</h3>") : page.index('<p id="packages">')]
     assert "<td>torch</td><td>2.11.0</td>" in software_table and "packages" not in software_table
     assert "<td>gpus</td>" not in page  # not repeated as JSON in the hardware table
 
@@ -158,3 +160,13 @@ def test_calibration_figures_read_in_units_that_fit_their_size() -> None:
         ("matmul_precision", "bf16"),
         ("matmul_s", "–"),
     ]
+
+
+def test_a_tool_output_shows_its_lists_cut_and_says_where_the_whole_is() -> None:
+    output = {"ttfts": list(range(100)), "itls": [[0.1] * 20] * 3, "mean_ttft_ms": 12.5, "label": "x" * 400}
+    shown, cut = render.runs.shown_output(output)
+    assert cut and shown["mean_ttft_ms"] == 12.5  # every single value whole
+    assert shown["ttfts"] == [*range(8), "… 92 more"]
+    assert shown["itls"] == [[0.1] * 8 + ["… 12 more"]] * 3
+    assert shown["label"].startswith("x" * 300) and "100 more characters" in shown["label"]
+    assert render.runs.shown_output({"a": [1, 2], "b": "short"}) == ({"a": [1, 2], "b": "short"}, False)
