@@ -15,8 +15,8 @@ def test_a_new_run_changes_only_the_part_it_lands_in() -> None:
     ids = [f"20261201T{i:06d}Z-run-{i}" for i in range(5_000)]
     before = parts.part_names(ids)
     assert 3 < len(set(before.values())) < 30  # about one part per RUNS_PER_PART runs
-    assert list(before.values())[0] == parts.FIRST or parts.FIRST not in before.values()
-    new = next(f"20261201T002500Z-new-{k}" for k in range(10_000) if not parts._starts_part(f"20261201T002500Z-new-{k}"))
+    assert before[ids[0]] in (parts.FIRST, ids[0])  # the runs before the first boundary, or the first starts one
+    new = next(n for k in range(10_000) if not parts._starts_part(n := f"20261201T002500Z-new-{k}"))
     after = parts.part_names([*ids, new])
     assert {r: p for r, p in after.items() if r != new} == before  # no other run moved
     assert after[new] in set(before.values())
@@ -25,7 +25,7 @@ def test_a_new_run_changes_only_the_part_it_lands_in() -> None:
 def test_a_new_run_that_starts_a_part_moves_only_the_runs_after_it_in_that_part() -> None:
     ids = [f"20261201T{i:06d}Z-run-{i}" for i in range(5_000)]
     before = parts.part_names(ids)
-    new = next(f"20261201T002500Z-new-{k}" for k in range(100_000) if parts._starts_part(f"20261201T002500Z-new-{k}"))
+    new = next(n for k in range(100_000) if parts._starts_part(n := f"20261201T002500Z-new-{k}"))
     after = parts.part_names([*ids, new])
     moved = {r for r in ids if after[r] != before[r]}
     assert moved and all(r > new and before[r] == before[max(i for i in ids if i < new)] for r in moved)

@@ -1,7 +1,7 @@
-"""Every kind of run gets a page that leads with its result: the figure with its unit, and links to its rows (its
-suite's samples file; a charted run's also as gzipped CSV beside its page) (rendered from committed H200 records: a training run, a generation test and its own tool's record, a served point
-and an offline throughput test); its provenance shows each GPU's state and the installed packages where the record
-holds them."""
+"""Every kind of run gets a page that leads with its result: the figure with its unit, and links to its rows (the
+part of its suite's samples that holds them; a charted run's also as gzipped CSV beside its page), rendered from
+committed H200 records: a training run, a generation test and its own tool's record, a served point and an offline
+throughput test; its provenance shows each GPU's state and the installed packages where the record holds them."""
 
 from __future__ import annotations
 
