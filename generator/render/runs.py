@@ -162,7 +162,7 @@ input length, output length, TTFT and inter-token latencies (hundreds of KB a ru
 
 def shown_output(value: Any) -> tuple[Any, bool]:
     """A tool's output as the run page shows it, and whether anything was cut: lists longer than `TOOL_LIST_SHOWN`
-    cut to their first values and a `…` naming how many more there are, long text cut by `pages.short`."""
+    cut to their first values and a `...` naming how many more there are, long text cut by `pages.short`."""
     if isinstance(value, dict):
         out, cut = {}, False
         for key, item in value.items():
@@ -173,7 +173,7 @@ def shown_output(value: Any) -> tuple[Any, bool]:
         items = [shown_output(v) for v in value[:TOOL_LIST_SHOWN]]
         shown = [v for v, _ in items]
         if len(value) > TOOL_LIST_SHOWN:
-            shown.append(f"… {len(value) - TOOL_LIST_SHOWN:,} more")
+            shown.append(f"... {len(value) - TOOL_LIST_SHOWN:,} more")  # ASCII: the page's JSON escapes the rest
         return shown, len(value) > TOOL_LIST_SHOWN or any(c for _, c in items)
     if isinstance(value, str):
         text = pages.short(value)

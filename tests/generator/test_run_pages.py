@@ -166,7 +166,7 @@ def test_a_tool_output_shows_its_lists_cut_and_says_where_the_whole_is() -> None
     output = {"ttfts": list(range(100)), "itls": [[0.1] * 20] * 3, "mean_ttft_ms": 12.5, "label": "x" * 400}
     shown, cut = render.runs.shown_output(output)
     assert cut and shown["mean_ttft_ms"] == 12.5  # every single value whole
-    assert shown["ttfts"] == [*range(8), "… 92 more"]
-    assert shown["itls"] == [[0.1] * 8 + ["… 12 more"]] * 3
+    assert shown["ttfts"] == [*range(8), "... 92 more"]
+    assert shown["itls"] == [[0.1] * 8 + ["... 12 more"]] * 3
     assert shown["label"].startswith("x" * 300) and "100 more characters" in shown["label"]
     assert render.runs.shown_output({"a": [1, 2], "b": "short"}) == ({"a": [1, 2], "b": "short"}, False)
