@@ -382,8 +382,15 @@ def _code_key(stylesheets: list[str]) -> str:
     return digest.hexdigest()
 
 
-_CSV_PLACEHOLDER = "@csv@"
-"""Stands for the run's CSV file name in the shared samples spec."""
+CSV_PLACEHOLDER = "@csv@"
+"""Stands for the run's CSV file name in the shared samples spec (charts.js puts the page's `data-csv` there)."""
+SAMPLES_SPEC = "assets/js/run-samples.vl.json"
+"""The samples chart's one spec, shared by every run page (3 KB a page when each page held its own copy)."""
+
+
+def samples_spec_text() -> str:
+    """The shared samples chart spec (`SAMPLES_SPEC`), its data's URL the placeholder."""
+    return json.dumps(charts.step_samples_spec(CSV_PLACEHOLDER), separators=(",", ":"), sort_keys=True) + "\n"
 
 RENDER_CHUNK = 250
 """Runs per rendering job: small enough to spread over workers, large enough that pickling stays cheap."""
@@ -526,8 +533,6 @@ def _render(
     """Write each run's page and samples SVG into `stage` (a worker's job: no polars here); `with_rows` names the
     runs with rows in their suite's samples file, `with_csv` those whose gzipped CSV is (being) written beside them."""
     template = _environment().get_template("run.html.j2")
-    spec_text = json.dumps(charts.step_samples_spec(_CSV_PLACEHOLDER), separators=(",", ":"))
-    spec_text = spec_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     for run in runs:
         run_id = run["run_id"]
         slug = pages.slug(run_id)
@@ -536,7 +541,7 @@ def _render(
         csv_name = csv_file(run_id) if run_id in with_csv else None
         run_texts = texts.get(run_id)
         if csv_name and run_texts is not None and (run_texts.get("time_points") or run_texts.get("loss_points")):
-            chart_json = spec_text.replace(_CSV_PLACEHOLDER, csv_name)  # a slug: nothing to escape
+            chart_json = SAMPLES_SPEC
             svg_name = f"{slug}.svg"
             (stage / svg_name).write_text(samples_svg(run_texts))
         else:

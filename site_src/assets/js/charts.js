@@ -47,18 +47,28 @@
         return out;
       });
   }
+  // A run page's samples chart names one spec that every run page shares (data-spec-src) and its own rows
+  // (data-csv), which take the place of the spec's "@csv@".
+  function shared(el) {
+    return fetch(el.dataset.specSrc)
+      .then(function (response) {
+        if (!response.ok) throw new Error(el.dataset.specSrc + ": HTTP " + response.status);
+        return response.text();
+      })
+      .then(function (text) { return JSON.parse(text.split("@csv@").join(el.dataset.csv)); });
+  }
   function render() {
-    document.querySelectorAll("div.ff-chart[data-spec]").forEach(function (el) {
-      if (el.dataset.rendered) return;
-      var holder = document.getElementById(el.dataset.spec);
-      if (!holder || typeof vegaEmbed !== "function") return;
+    document.querySelectorAll("div.ff-chart[data-spec], div.ff-chart[data-spec-src]").forEach(function (el) {
+      if (el.dataset.rendered || typeof vegaEmbed !== "function") return;
+      var holder = el.dataset.spec ? document.getElementById(el.dataset.spec) : null;
+      if (!holder && !el.dataset.specSrc) return;
       el.dataset.rendered = "1";
-      var spec = JSON.parse(holder.textContent);
-      if (window.location.protocol === "file:" && readsFiles(spec)) {
+      if (window.location.protocol === "file:" && (!holder || readsFiles(JSON.parse(holder.textContent)))) {
         fallBack(el);
         return;
       }
-      inlined(spec)
+      (holder ? Promise.resolve(JSON.parse(holder.textContent)) : shared(el))
+        .then(inlined)
         .then(function (ready) { return vegaEmbed(el, ready, { actions: false, renderer: "svg" }); })
         .catch(function (err) { el.textContent = "Chart failed to render: " + err; });
     });
