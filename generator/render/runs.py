@@ -392,6 +392,7 @@ def samples_spec_text() -> str:
     """The shared samples chart spec (`SAMPLES_SPEC`), its data's URL the placeholder."""
     return json.dumps(charts.step_samples_spec(CSV_PLACEHOLDER), separators=(",", ":"), sort_keys=True) + "\n"
 
+
 RENDER_CHUNK = 250
 """Runs per rendering job: small enough to spread over workers, large enough that pickling stays cheap."""
 
