@@ -170,3 +170,37 @@ def test_a_tool_output_shows_its_lists_cut_and_says_where_the_whole_is() -> None
     assert shown["itls"] == [[0.1] * 8 + ["... 12 more"]] * 3
     assert shown["label"].startswith("x" * 300) and "100 more characters" in shown["label"]
     assert render.runs.shown_output({"a": [1, 2], "b": "short"}) == ({"a": [1, 2], "b": "short"}, False)
+
+
+def _figures(run_ids: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    loaded = load.load(ROOT / "data", files=[ROOT / "data" / "h100" / f"{r}.parquet" for r in run_ids])
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    tests, served = inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+    return derive.with_test_figures(summary, tests, served), loaded.rows
+
+
+def test_a_new_run_renders_its_own_page_and_keeps_the_others_byte_for_byte(tmp_path: Path) -> None:
+    """The build's incremental path (generator/build.py): last build's pages in the stage, the manifest saying what
+    each was made from. One run more renders one page; the others, and the CSV of the charted run, are not written
+    again; the result is what a full render gives."""
+    new = "20261129T200656Z-train-gpt-1.27b-mb4-fsdp2-compile-19b4d3"  # charted; no other run's page names it
+    first = sorted(set(RUNS) - {new})
+    site, manifest = tmp_path / "site", tmp_path / "run-pages.json"
+    figures, rows = _figures(first)
+    assert render.runs.start_run_pages(site / "runs", figures, rows, manifest).finish(site) == len(first)
+    before = {p.name: p.stat().st_mtime_ns for p in (site / "runs").iterdir()}
+    figures, rows = _figures([*first, new])
+    assert render.runs.start_run_pages(site / "runs", figures, rows, manifest).finish(site) == 1
+    after = {p.name: p.stat().st_mtime_ns for p in (site / "runs").iterdir()}
+    assert {name for name in after if before.get(name) != after[name]} <= {
+        f"{pages.slug(new)}{suffix}" for suffix in (".html", ".svg", ".csv.gz")
+    }
+    fresh = tmp_path / "fresh"
+    render.runs.start_run_pages(fresh / "runs", figures, rows).finish(fresh)
+    assert {p.name: p.read_bytes() for p in (fresh / "runs").iterdir()} == {
+        p.name: p.read_bytes() for p in (site / "runs").iterdir()
+    }
+    # every page again (another repository address), but a charted run's rows come from the same file: kept
+    csvs = {p.name: p.stat().st_mtime_ns for p in (site / "runs").glob("*.csv.gz")}
+    assert csvs and render.runs.start_run_pages(site / "runs", figures, rows, manifest, repo_url=REPO).finish(site)
+    assert {p.name: p.stat().st_mtime_ns for p in (site / "runs").glob("*.csv.gz")} == csvs
