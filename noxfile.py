@@ -323,7 +323,7 @@ def bench_site(session: nox.Session) -> None:
     """The many-run benchmark (issue 37): copies of the committed records at 5,000, 20,000 and 50,000 runs (cached
     under build/bench-site, never committed), each command a user waits on timed with its peak memory, printed as a
     table. `-- --runs 5000` for one size; needs ~2 GB of disk per 50,000 runs."""
-    _install(session, "tests", extras="site")
+    _install(session, "tests", extras="site")  # the commands it times build the site
     session.run("python", "-m", "tests.bench_site", *session.posargs, env=QUIET_ENV)
 
 

@@ -94,6 +94,7 @@ def build(
     for name, text in sorted(supplied.items()):
         (docs / name).write_text(text)
     (docs / "assets" / "js" / "vega.js").write_text(bundle_text)
+    (docs / render.runs.SAMPLES_SPEC).write_text(render.runs.samples_spec_text())  # the run pages' shared chart
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
     loaded, _ = editions.audited(loaded, data_dir)  # a file an edition froze, or git committed, never changes

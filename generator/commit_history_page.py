@@ -41,7 +41,10 @@ def with_history(
         mine = points.filter(
             (pl.col("suite") == key[0]) & (pl.col("workload") == key[1]) & (pl.col("settings_hash") == key[2])
         )
-        spec = json.dumps(charts.commit_history(mine, band, band["figure"]).to_dict(), separators=(",", ":"))
+        # unvalidated, as `pages.Charts` draws every chart: altair's JSON-schema check took 3 of a warm build's
+        # seconds, and the browser tests render these charts (tests/test_browser_tables.py)
+        chart = charts.commit_history(mine, band, band["figure"])
+        spec = json.dumps(chart.to_dict(validate=False), separators=(",", ":"))
         specs.append((*key, spec.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")))
     spec_frame = pl.DataFrame(specs, schema=[*commit_history.KEYS, "history_spec"], orient="row")
     table = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 
 import polars as pl
@@ -105,14 +106,21 @@ def test_site_shows_the_runs_and_reports_the_corrupt_file(bench_data, built_site
         assert hashlib.sha256(path.read_bytes()).hexdigest() in run_page
         assert "python -m runners bench --suite cpu-smoke" in run_page and variant in run_page
         assert f'href="../runs/{path.stem}.html"' in board
-    for name in ("runs.parquet", "runs.csv", "samples.parquet"):
+    for name in ("runs.parquet", "runs.csv.gz"):
         assert (built_site / "downloads" / name).stat().st_size > 0
-    for path in _files(data).values():  # and every row of each run as CSV beside its page
-        run_csv = pl.read_csv(built_site / "runs" / f"{path.stem}.csv", schema_overrides={"step": pl.Int32})
+    samples = pl.read_parquet(built_site / "downloads" / "samples" / "cpu-smoke" / "*.parquet")  # in parts
+    for path in _files(data).values():  # every row of each run: in its suite's samples, and gzipped beside its page
+        run_csv = pl.read_csv(built_site / "runs" / f"{path.stem}.csv.gz", schema_overrides={"step": pl.Int32})
         assert run_csv.columns == ["trial", "step", "phase", "metric", "value", "unit"]  # the name says the run
         original = pl.from_arrow(pq.read_table(path).select(run_csv.columns)).cast(run_csv.schema)
         assert run_csv.equals(original)  # every row, in file order, values exact
-    samples = pl.read_parquet(built_site / "downloads" / "samples.parquet")
+        own = samples.filter(pl.col("run_id") == path.stem).select(run_csv.columns).cast(run_csv.schema)
+        assert own.equals(original)
+        page = (built_site / "runs" / f"{path.stem}.html").read_text()
+        part = re.search(r'href="\.\./(downloads/samples/cpu-smoke/[^"]+\.parquet)"', page)
+        assert part, path.stem  # the page names the part that holds its rows
+        own = pl.read_parquet(built_site / part.group(1)).filter(pl.col("run_id") == path.stem)
+        assert own.select(run_csv.columns).cast(run_csv.schema).equals(original)
     # bench_data's four runs and built_site's two extra stock runs
     assert samples.filter(pl.col("metric") == "step_time_s").height == (len(VARIANTS) + 2) * SMOKE.workloads[0].steps
     for page in ("claims", "failures", "hardware", "engines", "downloads", "methodology"):

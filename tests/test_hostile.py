@@ -4,6 +4,7 @@ The script classes are also built into a site and opened in a real browser by te
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -373,7 +374,7 @@ def test_row_names_are_plain_and_downloads_never_hold_a_formula(bench_data, data
     assert "field 'metric'" in found["formula-metric.parquet"] and "field 'unit'" in found["markup-unit.parquet"]
     site = tmp_path / "site"
     run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "b"))
-    runs_csv = (site / "downloads" / "runs.csv").read_text()
+    runs_csv = gzip.decompress((site / "downloads" / "runs.csv.gz").read_bytes()).decode()
     assert "'=cmd|" in runs_csv and ",=cmd|" not in runs_csv and '"=cmd|' not in runs_csv
     run_page = (site / "runs" / "formula-error.html").read_text()
     assert "\u202e" not in run_page and "⟨U+202E⟩gnp.exe" in run_page  # shown, not obeyed

@@ -15,6 +15,7 @@ import polars as pl
 from generator import fields, pages
 from generator.derive import claims
 from generator.derive.results import Results
+from generator.render import parts
 from runners import metrics, schema
 
 
@@ -120,11 +121,15 @@ def write_downloads(
     rows: pl.DataFrame,
     built_with: list[dict[str, str]] | None = None,
 ) -> None:
-    """Everything as files: per-run summary as Parquet and CSV, every measurement row as Parquet (and as one CSV
-    per run, written beside each run's page by `render.runs`); the page also lists the generator's versions that built
-    the site (`built_with`, `versions.generator`).
+    """Everything as files: per-run summary as Parquet and gzipped CSV, and every measurement row as Parquet in parts
+    per suite (`samples/<suite>/<part>.parquet`, `parts.samples_paths`; a charted run's rows also come gzipped beside
+    its page, written by `render.runs`); the page also lists the generator's versions that built the site
+    (`built_with`, `versions.generator`).
 
-    The samples file is large (millions of rows on a busy site), so it is staged next to `docs` (in
+    Sized for tens of thousands of runs, as asv publishes compact data files for its one set of pages: the summary's
+    CSV repeats each record's JSON columns and runs to hundreds of MB uncompressed, and one samples file of every
+    run would pass the 100 MB a file that GitHub accepts. Both are made in parts (`parts`), cached by content, so a
+    warm build compresses and writes only the parts a new run changed. The samples are staged next to `docs` (in
     `STAGED_DOWNLOADS`) and moved into the built site after MkDocs, instead of being copied by it."""
     out = docs / "downloads"
     out.mkdir(parents=True, exist_ok=True)
@@ -132,29 +137,26 @@ def write_downloads(
     if staged.exists():
         shutil.rmtree(staged)
     staged.mkdir(parents=True)
+    cache = docs.parent / "cache" / "downloads"
+    used: set[str] = set()
     flat = summary.select(
         [c for c, t in summary.schema.items() if not isinstance(t, pl.List | pl.Struct | pl.Object)]
     ).sort("run_id")
     files = []
-    # samples in load order: files sorted by path, each file's rows as its runner wrote them (deterministic)
-    for name, frame, fmt, where in (
-        ("runs", flat, "parquet", out),
-        ("runs", flat, "csv", out),
-        ("samples", rows, "parquet", staged),
-    ):
-        path = where / f"{name}.{fmt}"
-        if fmt == "parquet":
-            frame.write_parquet(path, compression="zstd", statistics=False)
-        else:
-            text = [c for c, t in frame.schema.items() if t == pl.String]
-            frame.with_columns(
-                pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"), *(pages.csv_inert(pl.col(c)) for c in text)
-            ).write_csv(path)
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 22):
-                digest.update(chunk)
-        files.append(dict(name=path.name, rows=frame.height, size=path.stat().st_size, sha256=digest.hexdigest()))
+    path = out / "runs.parquet"
+    flat.write_parquet(path, compression="zstd", statistics=False)
+    files.append(_listed(path, "runs.parquet", flat.height))
+    path = out / "runs.csv.gz"
+    used |= _runs_csv(flat, path, cache)
+    files.append(_listed(path, "runs.csv.gz", flat.height))
+    for name, key, frame_rows, make in _sample_parts(summary, rows):
+        path = staged / name.removeprefix("downloads/")
+        parts.placed(path, cache, key, make)
+        used.add(key)
+        files.append(_listed(path, name.removeprefix("downloads/"), frame_rows))
+    for old in cache.iterdir() if cache.exists() else ():  # parts no run holds any more
+        if old.name not in used and not old.name.startswith("."):
+            old.unlink()
     # what each column holds, as generator/fields.py declares it: the record's own columns (runners/schema.py), the
     # config flattened (generator/columns.py) and every derived figure
     what = {f.name: f.what for f in fields.RUN}
@@ -162,3 +164,78 @@ def write_downloads(
     pages.render(
         env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns, built_with=built_with or []
     )
+
+
+def _listed(path: Path, name: str, rows: int) -> dict[str, object]:
+    """A download's line on the downloads page: its name (under downloads/), rows, bytes and sha256."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return dict(name=name, rows=rows, size=path.stat().st_size, sha256=digest.hexdigest())
+
+
+def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
+    """`flat` as one gzipped CSV at `path`, made of a gzip member per part of its runs; each member is cached by
+    the rows it holds (polars' row hashes), so only the parts whose rows changed are written and compressed again.
+    Returns the cache keys it used."""
+    text = [c for c, t in flat.schema.items() if t == pl.String]
+    as_csv = flat.with_columns(
+        pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"), *(pages.csv_inert(pl.col(c)) for c in text)
+    )
+    hashes = as_csv.hash_rows(seed=0).to_list()
+    ids = as_csv["run_id"].to_list()
+    names = parts.part_names(ids)
+    if len(names) != len(ids):
+        raise ValueError("runs.csv: run ids repeat; each run's row must be one")
+    schema = repr(as_csv.schema)
+    keys, start = [], 0
+    for first, (_, members) in enumerate(parts.grouped(names).items()):
+        frame = as_csv.slice(start, len(members))
+        key = "runs-" + parts.key_of(pl.__version__, schema, first == 0, hashes[start : start + len(members)])
+
+        def make(tmp: Path, frame: pl.DataFrame = frame, header: bool = first == 0) -> None:
+            tmp.write_bytes(parts.gzipped(frame.write_csv(include_header=header), level=6))
+
+        cached = cache / key
+        if not cached.exists():
+            cache.mkdir(parents=True, exist_ok=True)
+            make(cached.with_name(f".{key}.tmp"))
+            cached.with_name(f".{key}.tmp").replace(cached)
+        keys.append(key)
+        start += len(members)
+    if not keys:  # no runs: the header alone
+        path.write_bytes(parts.gzipped(as_csv.write_csv()))
+    with open(path, "ab" if not keys else "wb") as out:
+        for key in keys:
+            with open(cache / key, "rb") as member:
+                shutil.copyfileobj(member, out)
+    return set(keys)
+
+
+def _sample_parts(summary: pl.DataFrame, rows: pl.DataFrame):  # type: ignore[no-untyped-def]
+    """Each samples part as (its path under the site, its cache key, rows, a function writing it): its rows in load
+    order, keyed by its runs' ids and their files' sha256 (a file's rows never change while its bytes do not)."""
+    where = parts.samples_paths(summary)
+    sha = dict(zip(summary["run_id"].to_list(), summary["sha256"].to_list(), strict=True))
+    # each file's rows are contiguous: a run's rows are a slice, found once from the run-length encoding
+    lengths = rows.select(pl.col("run_id").rle()).unnest("run_id")
+    slices: dict[str, list[tuple[int, int]]] = {}
+    offset = 0
+    for length, run_id in lengths.iter_rows():
+        slices.setdefault(where.get(run_id, ""), []).append((offset, length))
+        offset += length
+    members: dict[str, list[str]] = {}
+    for run_id, name in where.items():
+        members.setdefault(name, []).append(run_id)
+    for name in sorted(slices):
+        if not name:
+            continue  # rows of a run the summary does not hold (none: the checks keep them together)
+        key = "samples-" + parts.key_of(pl.__version__, name, sorted((r, sha[r]) for r in members[name]))
+        spans = slices[name]
+        height = sum(length for _, length in spans)
+
+        def make(tmp: Path, spans: list[tuple[int, int]] = spans) -> None:
+            pl.concat([rows.slice(o, n) for o, n in spans]).write_parquet(tmp, compression="zstd", statistics=False)
+
+        yield name, key, height, make

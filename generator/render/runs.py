@@ -1,15 +1,20 @@
 """One page per run: provenance, every setting and its difference from the engine's defaults, the command that
-reproduces it, the result file's sha256, and the raw samples (every row as CSV beside the page, and a chart of
-them that reads that CSV).
+reproduces it, the result file's sha256, and the raw samples (a chart of its steps, which reads the run's rows as
+gzipped CSV beside the page; every run's rows are in a part of its suite's samples download, `parts.samples_paths`).
 
 Run pages are many (one per result file, thousands on a busy leaderboard), so they are rendered straight to
 HTML with the site's own stylesheets, by worker processes while MkDocs builds the rest: the samples chart is
 one shared spec with each run's CSV named in it, and its static SVG is drawn directly, so a page costs
 milliseconds.
+
+A site of tens of thousands of runs must fit where people publish it (GitHub Pages: 1 GB), so a run's rows are
+shipped once: in its suite's Parquet download, and beside its page only where its chart reads them, gzipped
+(a served run's rows, per request and per token, ran to megabytes of CSV a run).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -25,6 +30,8 @@ import polars as pl
 from markupsafe import Markup
 
 from generator import charts, columns, commits, pages, reproduce
+from generator.render import parts
+from generator.render.progress import Progress
 from runners import bounds
 
 
@@ -137,6 +144,43 @@ def provenance_tables(hardware: dict[str, Any], software: dict[str, Any]) -> dic
     }
 
 
+PACKAGES_PREFIX = "packages-"
+"""A shared list of installed packages beside the run pages (`packages-<sha256>.txt`): every run of one environment
+recorded the same list, hundreds of names long."""
+
+
+def packages_file(packages: list[Any]) -> tuple[str, str]:
+    """(file name, text) of a list of installed packages, one a line, named by its content."""
+    text = "".join(f"{bounds.neutral(str(p))}\n" for p in packages)
+    return f"{PACKAGES_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt", text
+
+
+TOOL_LIST_SHOWN = 8
+"""How many values of a list in a tool's own output the run page shows: vllm bench serve prints every request's
+input length, output length, TTFT and inter-token latencies (hundreds of KB a run)."""
+
+
+def shown_output(value: Any) -> tuple[Any, bool]:
+    """A tool's output as the run page shows it, and whether anything was cut: lists longer than `TOOL_LIST_SHOWN`
+    cut to their first values and a `...` naming how many more there are, long text cut by `pages.short`."""
+    if isinstance(value, dict):
+        out, cut = {}, False
+        for key, item in value.items():
+            out[key], more = shown_output(item)
+            cut |= more
+        return out, cut
+    if isinstance(value, list):
+        items = [shown_output(v) for v in value[:TOOL_LIST_SHOWN]]
+        shown = [v for v, _ in items]
+        if len(value) > TOOL_LIST_SHOWN:
+            shown.append(f"... {len(value) - TOOL_LIST_SHOWN:,} more")  # ASCII: the page's JSON escapes the rest
+        return shown, len(value) > TOOL_LIST_SHOWN or any(c for _, c in items)
+    if isinstance(value, str):
+        text = pages.short(value)
+        return text, text != value
+    return value, False
+
+
 def _reported(value: Any) -> str:
     """A value nvidia-smi reported, as it reported it (700.0 W as 700), or a dash where it reported none."""
     if value is None:
@@ -217,6 +261,11 @@ def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
 
 CSV_COLUMNS = ["trial", "step", "phase", "metric", "value", "unit"]
 """A run's CSV: every row as its file holds it, less the run id (the CSV and its page are named after it)."""
+
+
+def csv_file(run_id: str) -> str:
+    """A charted run's rows as gzipped CSV, beside its page under `runs/`."""
+    return f"{pages.slug(run_id)}.csv.gz"
 
 
 def _csv_field(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
@@ -333,8 +382,16 @@ def _code_key(stylesheets: list[str]) -> str:
     return digest.hexdigest()
 
 
-_CSV_PLACEHOLDER = "@csv@"
-"""Stands for the run's CSV file name in the shared samples spec."""
+CSV_PLACEHOLDER = "@csv@"
+"""Stands for the run's CSV file name in the shared samples spec (charts.js puts the page's `data-csv` there)."""
+SAMPLES_SPEC = "assets/js/run-samples.vl.json"
+"""The samples chart's one spec, shared by every run page (3 KB a page when each page held its own copy)."""
+
+
+def samples_spec_text() -> str:
+    """The shared samples chart spec (`SAMPLES_SPEC`), its data's URL the placeholder."""
+    return json.dumps(charts.step_samples_spec(CSV_PLACEHOLDER), separators=(",", ":"), sort_keys=True) + "\n"
+
 
 RENDER_CHUNK = 250
 """Runs per rendering job: small enough to spread over workers, large enough that pickling stays cheap."""
@@ -351,11 +408,20 @@ class Pending:
     """Per run id, the digest of what its page is made from (the manifest's content)."""
     manifest: Path | None
     rendered: int
+    progress: Progress | None = None
+    rows_keys: dict[str, str] | None = None
+    """Per charted run id, the sha256 of the file its `<run>.csv.gz` was written from (a file's rows never change
+    while its bytes do not: a page rendered again for a sibling's sake keeps its CSV)."""
+    """Pages written so far, shown on a terminal while the workers render them."""
 
     def finish(self, site: Path) -> int:
         """Wait for every page; returns how many runs were rendered (the others kept their files)."""
-        for job in self.jobs:
-            job.result()  # a failed render raises here, before anything is moved or recorded
+        try:
+            for job in self.jobs:
+                job.result()  # a failed render raises here, before anything is moved or recorded
+        finally:
+            if self.progress is not None:
+                self.progress.close()
         target = site / "runs"
         if self.stage.resolve() != target.resolve():
             if target.exists():
@@ -364,7 +430,7 @@ class Pending:
         if self.manifest is not None:
             self.manifest.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.manifest.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self.keys, sort_keys=True))
+            tmp.write_text(json.dumps({"pages": self.keys, "rows": self.rows_keys or {}}, sort_keys=True))
             tmp.replace(self.manifest)
         return self.rendered
 
@@ -389,89 +455,144 @@ def start_run_pages(
     stylesheets = theme_stylesheets()
     stage.mkdir(parents=True, exist_ok=True)
     code = _code_key(stylesheets) + (repo_url or "") + footer
-    runs = summary.to_dicts()
-    keys = {
-        run["run_id"]: hashlib.sha256((code + json.dumps(run, sort_keys=True, default=str)).encode()).hexdigest()
-        for run in runs
-    }
-    before = json.loads(manifest.read_text()) if manifest is not None and manifest.exists() else {}
-    todo = [
-        run
-        for run in runs
-        if before.get(run["run_id"]) != keys[run["run_id"]]
-        or not (stage / f"{pages.slug(run['run_id'])}.html").exists()
-    ]
-    current = {pages.slug(run["run_id"]) for run in runs}
-    for path in stage.iterdir():  # runs no longer in data/ (a removed or now rejected file)
-        if path.stem not in current:
+    where = parts.samples_paths(summary)  # in the page, so in its key: a part split in two moves its runs' rows
+    ids = summary["run_id"].to_list()
+    keyed = summary.with_columns(pl.Series("samples_file", [where[i] for i in ids], dtype=pl.String))
+    # a page's key: this code and the polars row hash of its run's row (vectorised: 50,000 rows of JSON text
+    # made into dicts and dumped took seconds of a warm build)
+    code_digest = hashlib.sha256(f"{code}{pl.__version__}{keyed.schema!r}".encode()).hexdigest()[:16]
+    keys = {i: f"{code_digest}-{h:016x}" for i, h in zip(ids, keyed.hash_rows(seed=0).to_list(), strict=True)}
+    recorded = json.loads(manifest.read_text()) if manifest is not None and manifest.exists() else {}
+    before: dict[str, str] = recorded.get("pages", {}) if isinstance(recorded.get("pages"), dict) else {}
+    rows_before: dict[str, str] = recorded.get("rows", {}) if isinstance(recorded.get("rows"), dict) else {}
+    current = {pages.slug(i) for i in ids}
+    present: set[str] = set()
+    for path in stage.iterdir():  # runs no longer in data/ (a removed or now rejected file), and files of a
+        # layout this build no longer writes (a run's plain CSV)
+        if path.name.startswith(PACKAGES_PREFIX):
+            continue  # shared by runs whose pages may be kept; a cold build (publish's) writes only those in use
+        if _run_of(path.name) not in current or path.name.endswith(".csv"):
             path.unlink()
+        elif path.name.endswith(".html"):
+            present.add(path.name)
+    changed = [i for i in ids if before.get(i) != keys[i] or f"{pages.slug(i)}.html" not in present]
+    redone = set(changed)
+    rows_keys = {i: rows_before[i] for i in ids if i not in redone and i in rows_before}  # kept pages keep their CSV
+    todo = keyed.filter(pl.col("run_id").is_in(changed)).to_dicts() if changed else []
     jobs: list[Future[int]] = []
+    progress = Progress("run pages", len(todo))
     if todo:
-        if len(todo) < len(runs):
+        if len(todo) < len(ids):
             rows = rows.filter(pl.col("run_id").is_in([run["run_id"] for run in todo]))
         texts = {row["run_id"]: row for row in sample_texts(rows).iter_rows(named=True)}
-        with_rows = set(rows["run_id"].unique().to_list())  # the runs that get a CSV
+        with_rows = set(rows["run_id"].unique().to_list())  # the runs whose suite's samples file holds rows of theirs
+        charted = {i for i in with_rows if texts.get(i) and (texts[i]["time_points"] or texts[i]["loss_points"])}
         for i in range(0, len(todo), RENDER_CHUNK):
             chunk = todo[i : i + RENDER_CHUNK]
-            ids = [r["run_id"] for r in chunk]
-            args = (stage, chunk, {i: texts.get(i) for i in ids}, with_rows.intersection(ids), stylesheets, repo_url,
-                    footer)  # fmt: skip
+            in_chunk = [r["run_id"] for r in chunk]
+            args = (stage, chunk, {i: texts.get(i) for i in in_chunk}, with_rows.intersection(in_chunk),
+                    charted.intersection(in_chunk), stylesheets, repo_url, footer)  # fmt: skip
             if pool is None:
-                _render(*args)
+                progress.advance(_render(*args))
             else:
-                jobs.append(pool.submit(_render, *args))
-        _write_csvs(stage, todo, rows)  # while the workers render the pages that link to them
-    return Pending(stage, jobs, keys, manifest, len(todo))
+                jobs.append(job := pool.submit(_render, *args))
+                job.add_done_callback(functools.partial(_count, progress))
+        rows_keys |= _write_csvs(stage, todo, rows, charted, rows_before)  # while the workers render the pages
+    return Pending(stage, jobs, keys, manifest, len(todo), progress, rows_keys)
 
 
-def _write_csvs(stage: Path, runs: list[dict[str, Any]], rows: pl.DataFrame) -> None:
-    """Each run's rows as `<run>.csv`; a run without rows has none."""
-    csvs = csv_texts(rows)
+def _count(progress: Progress, done: Future[int]) -> None:
+    """A finished rendering job's pages, counted (a failed job raises in `Pending.finish`)."""
+    if not done.cancelled() and done.exception() is None:
+        progress.advance(done.result())
+
+
+def _run_of(name: str) -> str:
+    """The run slug a file under `runs/` belongs to (`<slug>.html`, `.svg`, `.csv.gz`)."""
+    for suffix in (".csv.gz", ".html", ".svg", ".csv"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+ROWS_GZIP_LEVEL = 6
+"""gzip's level for a run's rows: 1.2% larger than -9 on the committed training runs' CSV, 2.6 times faster."""
+ROWS_FORMAT = f"{','.join(CSV_COLUMNS)} gzip-{ROWS_GZIP_LEVEL}"
+"""How a run's CSV is written: part of what `Pending.rows_keys` records, so a change writes every CSV again."""
+
+
+def _write_csvs(
+    stage: Path, runs: list[dict[str, Any]], rows: pl.DataFrame, charted: set[str], before: dict[str, str]
+) -> dict[str, str]:
+    """Each charted run's rows as `<run>.csv.gz` (its chart's data), unless `before` says the one there was written
+    from the same file (its sha256); another run has none beside its page. Returns run id → sha256 for each CSV."""
+    written: dict[str, str] = {}
+    wanted = []
     for run in runs:
-        run_id = run["run_id"]
-        path = stage / f"{pages.slug(run_id)}.csv"
-        if run_id in csvs:
-            path.write_text(csvs[run_id])
-        else:
+        run_id, path = run["run_id"], stage / csv_file(run["run_id"])
+        if run_id not in charted:
             path.unlink(missing_ok=True)
+            continue
+        written[run_id] = f"{run['sha256']}:{ROWS_FORMAT}"
+        if before.get(run_id) != written[run_id] or not path.exists():
+            wanted.append(run_id)
+    csvs = csv_texts(rows.filter(pl.col("run_id").is_in(wanted))) if wanted else {}
+    for run_id in wanted:
+        (stage / csv_file(run_id)).write_bytes(parts.gzipped(csvs[run_id], level=ROWS_GZIP_LEVEL))
+    return written
 
 
 def _render(
     stage: Path,
     runs: list[dict[str, Any]],
     texts: dict[str, Any],
+    with_rows: set[str],
     with_csv: set[str],
     stylesheets: list[str],
     repo_url: str | None = None,
     footer: str = "",
 ) -> int:
-    """Write each run's page and samples SVG into `stage` (a worker's job: no polars here); `with_csv` names the
-    runs whose CSV is (being) written beside them."""
+    """Write each run's page and samples SVG into `stage` (a worker's job: no polars here); `with_rows` names the
+    runs with rows in their suite's samples file, `with_csv` those whose gzipped CSV is (being) written beside them."""
     template = _environment().get_template("run.html.j2")
-    spec_text = json.dumps(charts.step_samples_spec(_CSV_PLACEHOLDER), separators=(",", ":"))
-    spec_text = spec_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     for run in runs:
         run_id = run["run_id"]
         slug = pages.slug(run_id)
         config = columns.parsed(run["config"])
         chart_json, svg_name = None, None
-        csv_name = f"{slug}.csv" if run_id in with_csv else None
+        csv_name = csv_file(run_id) if run_id in with_csv else None
         run_texts = texts.get(run_id)
         if csv_name and run_texts is not None and (run_texts.get("time_points") or run_texts.get("loss_points")):
-            chart_json = spec_text.replace(_CSV_PLACEHOLDER, csv_name)  # a slug: nothing to escape
+            chart_json = SAMPLES_SPEC
             svg_name = f"{slug}.svg"
             (stage / svg_name).write_text(samples_svg(run_texts))
         else:
             (stage / f"{slug}.svg").unlink(missing_ok=True)
         command, not_reproducible = reproduce.command(run, config if isinstance(config, dict) else {})
+        provenance = provenance_tables(columns.parsed(run["hardware"]), columns.parsed(run["software"]))
+        listed = None
+        if provenance["packages"]:
+            listed, text = packages_file(provenance["packages"])
+            if not (stage / listed).exists():
+                tmp = stage / f".{listed}.{os.getpid()}.tmp"  # two workers may write one list: each its own
+                tmp.write_text(text)
+                tmp.replace(stage / listed)
+        imported = config.get("imported") if isinstance(config, dict) else None
+        result = imported.get("result") if isinstance(imported, dict) else None
+        tool_output, cut = shown_output(result)
         html = template.render(
             run=run,
             reproduce=command,
             not_reproducible=not_reproducible,
             csv_name=csv_name,
+            samples_name=run["samples_file"].removeprefix("downloads/") if run_id in with_rows else None,
+            samples_href=f"../{run['samples_file']}",
             config=config,
             settings=settings_rows(config),
-            **provenance_tables(columns.parsed(run["hardware"]), columns.parsed(run["software"])),
+            **provenance,
+            packages_file=listed,
+            tool_output=tool_output,
+            tool_output_cut=TOOL_LIST_SHOWN if cut else 0,
             environment=_flat(columns.parsed(run["environment"])),
             calibration=_readable(_flat(columns.parsed(run["calibration"]))) if run["calibration"] else [],
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",

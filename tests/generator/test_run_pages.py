@@ -1,7 +1,7 @@
-"""Every kind of run gets a page that leads with its result: the figure with its unit, and a link to its rows as CSV
-(rendered from committed H200 records: a training run, a generation test and its own tool's record, a served point
-and an offline throughput test); its provenance shows each GPU's state and the installed packages where the record
-holds them."""
+"""Every kind of run gets a page that leads with its result: the figure with its unit, and links to its rows (the
+part of its suite's samples that holds them; a charted run's also as gzipped CSV beside its page), rendered from
+committed H200 records: a training run, a generation test and its own tool's record, a served point and an offline
+throughput test; its provenance shows each GPU's state and the installed packages where the record holds them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -49,8 +50,15 @@ def test_a_run_page_leads_with_its_result_and_links_its_rows(rendered: Path, run
     assert lead, run_id
     text = html.unescape(re.sub(r"<[^>]+>", "", lead.group(1)))
     assert re.search(r"\d[\d,.]* " + re.escape(RUNS[run_id]), text), text  # a number with its unit, first
-    csv = f"{pages.slug(run_id)}.csv"
-    assert f'href="{csv}"' in page and (rendered / csv).exists()
+    part = re.search(r'<p id="rows">Every row of this run is in <a href="\.\./(downloads/samples/h100/[^"]+)"', page)
+    ours = pl.DataFrame({"run_id": sorted(RUNS), "suite": ["h100"] * len(RUNS)})
+    assert part and part.group(1) == render.parts.samples_paths(ours)[run_id]  # the part of its suite that holds them
+    csv = f"{pages.slug(run_id)}.csv.gz"  # and beside the page where its chart reads them
+    charted = 'id="samples"' in page
+    assert (f'href="{csv}"' in page) == charted == (rendered / csv).exists(), run_id
+    if charted:
+        rows = pl.read_csv(rendered / csv)
+        assert rows.columns == render.runs.CSV_COLUMNS and rows.height > 0
     assert "–</strong>" not in page  # no result shown as a dash
     # every one of these came from a bench session (the tool's record too): how to make it again, from the repository
     # and the full commit that ran it
@@ -113,10 +121,11 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     ]
     assert rows["Clock event reasons during the run"] == ["0x0000000000000004", "–"] and "at step 1010" in page
     assert "<td>gpus_in_run" not in page  # in the GPU table, not repeated in the hardware table
-    packages = re.search(r'<details id="packages"><summary>(.*?)</summary>(.*?)</details>', page, re.S)
+    packages = re.search(r'<p id="packages">(.*?):\s*<a href="(packages-[0-9a-f]{16}\.txt)">', page, re.S)
     assert packages and packages.group(1) == "Installed packages (3, and 2 not listed)"
-    assert "<code>triton==3.6.0</code>" in packages.group(2)
-    software_table = page[page.index("<h3>Software</h3>") : page.index('<details id="packages">')]
+    listed = tmp_path / "site" / "runs" / packages.group(2)  # one file, shared by every run that lists the same
+    assert listed.read_text() == "numpy==2.5.2\ntorch==2.11.0\ntriton==3.6.0\n"
+    software_table = page[page.index("<h3>Software</h3>") : page.index('<p id="packages">')]
     assert "<td>torch</td><td>2.11.0</td>" in software_table and "packages" not in software_table
     assert "<td>gpus</td>" not in page  # not repeated as JSON in the hardware table
 
@@ -151,3 +160,47 @@ def test_calibration_figures_read_in_units_that_fit_their_size() -> None:
         ("matmul_precision", "bf16"),
         ("matmul_s", "–"),
     ]
+
+
+def test_a_tool_output_shows_its_lists_cut_and_says_where_the_whole_is() -> None:
+    output = {"ttfts": list(range(100)), "itls": [[0.1] * 20] * 3, "mean_ttft_ms": 12.5, "label": "x" * 400}
+    shown, cut = render.runs.shown_output(output)
+    assert cut and shown["mean_ttft_ms"] == 12.5  # every single value whole
+    assert shown["ttfts"] == [*range(8), "... 92 more"]
+    assert shown["itls"] == [[0.1] * 8 + ["... 12 more"]] * 3
+    assert shown["label"].startswith("x" * 300) and "100 more characters" in shown["label"]
+    assert render.runs.shown_output({"a": [1, 2], "b": "short"}) == ({"a": [1, 2], "b": "short"}, False)
+
+
+def _figures(run_ids: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    loaded = load.load(ROOT / "data", files=[ROOT / "data" / "h100" / f"{r}.parquet" for r in run_ids])
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    tests, served = inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+    return derive.with_test_figures(summary, tests, served), loaded.rows
+
+
+def test_a_new_run_renders_its_own_page_and_keeps_the_others_byte_for_byte(tmp_path: Path) -> None:
+    """The build's incremental path (generator/build.py): last build's pages in the stage, the manifest saying what
+    each was made from. One run more renders one page; the others, and the CSV of the charted run, are not written
+    again; the result is what a full render gives."""
+    new = "20261129T200656Z-train-gpt-1.27b-mb4-fsdp2-compile-19b4d3"  # charted; no other run's page names it
+    first = sorted(set(RUNS) - {new})
+    site, manifest = tmp_path / "site", tmp_path / "run-pages.json"
+    figures, rows = _figures(first)
+    assert render.runs.start_run_pages(site / "runs", figures, rows, manifest).finish(site) == len(first)
+    before = {p.name: p.stat().st_mtime_ns for p in (site / "runs").iterdir()}
+    figures, rows = _figures([*first, new])
+    assert render.runs.start_run_pages(site / "runs", figures, rows, manifest).finish(site) == 1
+    after = {p.name: p.stat().st_mtime_ns for p in (site / "runs").iterdir()}
+    assert {name for name in after if before.get(name) != after[name]} <= {
+        f"{pages.slug(new)}{suffix}" for suffix in (".html", ".svg", ".csv.gz")
+    }
+    fresh = tmp_path / "fresh"
+    render.runs.start_run_pages(fresh / "runs", figures, rows).finish(fresh)
+    assert {p.name: p.read_bytes() for p in (fresh / "runs").iterdir()} == {
+        p.name: p.read_bytes() for p in (site / "runs").iterdir()
+    }
+    # every page again (another repository address), but a charted run's rows come from the same file: kept
+    csvs = {p.name: p.stat().st_mtime_ns for p in (site / "runs").glob("*.csv.gz")}
+    assert csvs and render.runs.start_run_pages(site / "runs", figures, rows, manifest, repo_url=REPO).finish(site)
+    assert {p.name: p.stat().st_mtime_ns for p in (site / "runs").glob("*.csv.gz")} == csvs

@@ -1,6 +1,6 @@
 // Render every chart placeholder with the Vega bundle served by this site (never a CDN).
 // A placeholder is <div class="ff-chart" data-spec="ID" data-svg="URL"> plus <script type="application/json" id="ID">.
-// A page opened from disk (file://) cannot fetch the CSV a run page's chart reads (browsers refuse it): such a chart
+// A page opened from disk (file://) cannot fetch the rows a run page's chart reads (browsers refuse it): such a chart
 // shows its static SVG instead, and says why.
 (function () {
   function readsFiles(spec) {
@@ -24,18 +24,52 @@
       el.appendChild(img);
     }
   }
+  // A run's rows are shipped gzipped (`<run>.csv.gz`): fetched and unpacked here (DecompressionStream), then handed
+  // to Vega as inline text in the spec's own format. A server that sends the file with Content-Encoding: gzip has
+  // the browser unpack it already: only bytes that start with gzip's magic number are unpacked again.
+  function inlined(spec) {
+    var data = spec.data;
+    if (!data || typeof data.url !== "string" || !/\.gz$/.test(data.url)) return Promise.resolve(spec);
+    return fetch(data.url)
+      .then(function (response) {
+        if (!response.ok) throw new Error(data.url + ": HTTP " + response.status);
+        return response.arrayBuffer();
+      })
+      .then(function (buffer) {
+        var bytes = new Uint8Array(buffer);
+        if (bytes.length < 2 || bytes[0] !== 0x1f || bytes[1] !== 0x8b) return new TextDecoder().decode(bytes);
+        var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+        return new Response(stream).text();
+      })
+      .then(function (text) {
+        var out = Object.assign({}, spec);
+        out.data = { values: text, format: data.format };
+        return out;
+      });
+  }
+  // A run page's samples chart names one spec that every run page shares (data-spec-src) and its own rows
+  // (data-csv), which take the place of the spec's "@csv@".
+  function shared(el) {
+    return fetch(el.dataset.specSrc)
+      .then(function (response) {
+        if (!response.ok) throw new Error(el.dataset.specSrc + ": HTTP " + response.status);
+        return response.text();
+      })
+      .then(function (text) { return JSON.parse(text.split("@csv@").join(el.dataset.csv)); });
+  }
   function render() {
-    document.querySelectorAll("div.ff-chart[data-spec]").forEach(function (el) {
-      if (el.dataset.rendered) return;
-      var holder = document.getElementById(el.dataset.spec);
-      if (!holder || typeof vegaEmbed !== "function") return;
+    document.querySelectorAll("div.ff-chart[data-spec], div.ff-chart[data-spec-src]").forEach(function (el) {
+      if (el.dataset.rendered || typeof vegaEmbed !== "function") return;
+      var holder = el.dataset.spec ? document.getElementById(el.dataset.spec) : null;
+      if (!holder && !el.dataset.specSrc) return;
       el.dataset.rendered = "1";
-      var spec = JSON.parse(holder.textContent);
-      if (window.location.protocol === "file:" && readsFiles(spec)) {
+      if (window.location.protocol === "file:" && (!holder || readsFiles(JSON.parse(holder.textContent)))) {
         fallBack(el);
         return;
       }
-      vegaEmbed(el, spec, { actions: false, renderer: "svg" })
+      (holder ? Promise.resolve(JSON.parse(holder.textContent)) : shared(el))
+        .then(inlined)
+        .then(function (ready) { return vegaEmbed(el, ready, { actions: false, renderer: "svg" }); })
         .catch(function (err) { el.textContent = "Chart failed to render: " + err; });
     });
   }
