@@ -30,8 +30,8 @@ import polars as pl
 from markupsafe import Markup
 
 from generator import charts, columns, commits, pages, reproduce
+from generator.progress import Progress
 from generator.render import parts
-from generator.render.progress import Progress
 from runners import bounds
 
 
@@ -409,10 +409,10 @@ class Pending:
     manifest: Path | None
     rendered: int
     progress: Progress | None = None
+    """Pages written so far, shown on a terminal while the workers render them."""
     rows_keys: dict[str, str] | None = None
     """Per charted run id, the sha256 of the file its `<run>.csv.gz` was written from (a file's rows never change
     while its bytes do not: a page rendered again for a sibling's sake keeps its CSV)."""
-    """Pages written so far, shown on a terminal while the workers render them."""
 
     def finish(self, site: Path) -> int:
         """Wait for every page; returns how many runs were rendered (the others kept their files)."""
@@ -480,7 +480,7 @@ def start_run_pages(
     rows_keys = {i: rows_before[i] for i in ids if i not in redone and i in rows_before}  # kept pages keep their CSV
     todo = keyed.filter(pl.col("run_id").is_in(changed)).to_dicts() if changed else []
     jobs: list[Future[int]] = []
-    progress = Progress("run pages", len(todo))
+    progress = Progress("run pages", len(todo), unit="pages written")
     if todo:
         if len(todo) < len(ids):
             rows = rows.filter(pl.col("run_id").is_in([run["run_id"] for run in todo]))
