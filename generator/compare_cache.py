@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from generator import history, load
+from runners.cache import file_sha256
 
 CODE_ROOTS = ("generator", "runners")
 """The packages whose modules decide a figure (runners: the schema, the formulas, the suite files, the registry)."""
@@ -49,14 +50,6 @@ def key(data_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def save(folder: Path, data_key: str, runs: pl.DataFrame, rest: dict[str, Any]) -> None:
     """Keep the table (`runs`) and the rest (JSON-able) under `folder/compare`, for `data_key`."""
     where = Path(folder) / "compare"
@@ -65,7 +58,7 @@ def save(folder: Path, data_key: str, runs: pl.DataFrame, rest: dict[str, Any]) 
         (where / "key.txt").unlink(missing_ok=True)  # no key while half-written
         runs.write_ipc(where / "runs.arrow", compression="zstd")
         (where / "rest.json").write_text(json.dumps(rest))
-        sums = [_sha256(where / name) for name in ("runs.arrow", "rest.json")]
+        sums = [file_sha256(where / name) for name in ("runs.arrow", "rest.json")]
         (where / "key.txt").write_text("\n".join([data_key, *sums]))
     except OSError:  # a read-only or full disk: compare derives it next time
         return
@@ -76,7 +69,7 @@ def read(folder: Path, data_key: str) -> tuple[pl.DataFrame, dict[str, Any]] | N
     where = Path(folder) / "compare"
     try:
         written = (where / "key.txt").read_text().split("\n")
-        if written[0] != data_key or written[1:] != [_sha256(where / n) for n in ("runs.arrow", "rest.json")]:
+        if written[0] != data_key or written[1:] != [file_sha256(where / n) for n in ("runs.arrow", "rest.json")]:
             return None
         return pl.read_ipc(where / "runs.arrow"), json.loads((where / "rest.json").read_text())
     except Exception:  # missing or damaged: derived again

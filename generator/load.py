@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from generator import columns, progress, slugs
 from runners import bounds, engines, retract, schema
+from runners.cache import file_sha256
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,14 +329,6 @@ def stat_key(path: Path) -> str:
     return f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _fingerprint() -> str:
     """What a cached check depends on: this module's code and the record checks' (the schema, the declared shapes,
     the engine registry they name engines from, the suite and variant files)."""
@@ -365,7 +358,7 @@ def _cached(cache_dir: Path | None) -> tuple[pl.DataFrame, pl.DataFrame] | None:
         return None
     try:
         key = (cache_dir / "key.txt").read_text().split("\n")
-        if key[0] != _fingerprint() or key[1:] != [_file_sha256(cache_dir / name) for name in CACHE_FILES]:
+        if key[0] != _fingerprint() or key[1:] != [file_sha256(cache_dir / name) for name in CACHE_FILES]:
             return None
         return pl.read_ipc(cache_dir / "heads.arrow"), pl.read_ipc(cache_dir / "rows.arrow")
     except Exception:  # a damaged cache is only a slower build
@@ -451,7 +444,7 @@ def _read_all(
         )  # fmt: skip
         head.join(where, on="_file").write_ipc(cache_dir / "heads.arrow", compression="zstd")
         row.write_ipc(cache_dir / "rows.arrow", compression="zstd")
-        sums = [_file_sha256(cache_dir / name) for name in CACHE_FILES]
+        sums = [file_sha256(cache_dir / name) for name in CACHE_FILES]
         (cache_dir / "key.txt").write_text("\n".join([_fingerprint(), *sums]))
     return reads, head, row
 

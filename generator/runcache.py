@@ -26,6 +26,8 @@ from typing import Any
 
 import polars as pl
 
+from runners.cache import file_sha256
+
 ENV = "FAIRFIGHT_SITE_CACHE"
 _folder: Path | None = None
 
@@ -56,14 +58,6 @@ def active() -> Path | None:
     return _folder
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 class Table:
     """One kind of per-run figure: entries (a key: a JSON value) under `name`, valid while the code files are
     unchanged."""
@@ -88,7 +82,7 @@ class Table:
         table, key = self._paths(_folder)
         try:
             fingerprint, digest = key.read_text().split("\n")
-            if fingerprint != self._fingerprint() or digest != _sha256(table):
+            if fingerprint != self._fingerprint() or digest != file_sha256(table):
                 return {}
             frame = pl.read_ipc(table)
             return {k: json.loads(v) for k, v in frame.select("key", "value").iter_rows()}
@@ -108,7 +102,7 @@ class Table:
             )
             tmp = table.with_name(f".{table.name}.{os.getpid()}.tmp")
             frame.write_ipc(tmp, compression="zstd")
-            digest = _sha256(tmp)
+            digest = file_sha256(tmp)
             key.unlink(missing_ok=True)  # no key while the table changes: a reader in between rebuilds
             os.replace(tmp, table)
             tmp_key = key.with_name(f".{key.name}.{os.getpid()}.tmp")

@@ -3,7 +3,6 @@ calibration, engines, and downloads of everything (Parquet and CSV)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -17,6 +16,7 @@ from generator.derive import claims
 from generator.derive.results import Results
 from generator.render import parts
 from runners import metrics, schema
+from runners.cache import file_sha256
 
 
 def plausibility_chart(curves: pl.DataFrame, our_best: dict[str, float]) -> alt.LayerChart:
@@ -168,11 +168,7 @@ def write_downloads(
 
 def _listed(path: Path, name: str, rows: int) -> dict[str, object]:
     """A download's line on the downloads page: its name (under downloads/), rows, bytes and sha256."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    return dict(name=name, rows=rows, size=path.stat().st_size, sha256=digest.hexdigest())
+    return dict(name=name, rows=rows, size=path.stat().st_size, sha256=file_sha256(path))
 
 
 def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
