@@ -145,13 +145,8 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
     `stopped` (runs of the same configuration stopped by their time budget, which measured its steady state too);
     `interval_basis` says how."""
     aggregations = [aggregated(name) for name in ranked_runs.columns if name not in KEYS]  # every one declared
-    if not ranked_runs.height:
-        return ranked_runs.with_columns(
-            runs=pl.lit(0, dtype=pl.UInt32),
-            run_ids=pl.lit([], dtype=pl.List(pl.String)),
-            harness_commits=pl.lit([], dtype=pl.List(pl.String)),
-            interval_basis=pl.lit(None, dtype=pl.String),
-        )
+    # no early return for a board where nothing ranks: the same steps on no rows give the same columns and types,
+    # which the declared board schema holds every board to (generator/fields.py)
     ordered = ranked_runs.sort("started_at", "run_id")
     grouped = ordered.group_by(KEYS, maintain_order=True).agg(
         *aggregations, figures=pl.col("steps_per_s"), runs=pl.len(), run_ids=pl.col("run_id"),

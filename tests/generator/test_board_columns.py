@@ -114,3 +114,19 @@ def test_the_downloads_page_describes_every_column_of_runs_as_declared(tmp_path:
     for f in flat:  # as the page writes them: markdown escaped
         assert described[pages.md_text(f.name)] == pages.md_text(f.what), f.name
     assert described["loss&#95;mean&#95;rel&#95;gap"] == "mean relative window gap to that run&#39;s"
+
+
+def test_records_where_no_training_run_ranks_still_derive_as_declared(
+    committed: tuple[load.Loaded, pl.DataFrame],
+) -> None:
+    """A first bench of short runs ranks nothing: every training board is empty, of the declared columns and types
+    all the same (an empty board once skipped the steps that add `differs`, and the schema check stopped the build)."""
+    loaded, summary = committed
+    found = derive.candidates(summary)
+    ranked = found.filter(pl.col("unranked").is_null())["run_id"].implode()
+    keep = pl.col("run_id").is_in(ranked).not_()
+    subset = load.Loaded(runs=loaded.runs.filter(keep), rows=loaded.rows.filter(keep), rejected=loaded.rejected)
+    results = derive.results(subset, summary.filter(keep))
+    training = [b for b in results.boards.values() if b.kind == "training"]
+    assert training and all(b.ranked.height == 0 for b in training)
+    assert any(b.unranked.height for b in training)  # the short runs are still shown, below an empty ranking
