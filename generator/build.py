@@ -90,6 +90,8 @@ def build(
     if docs.exists():
         shutil.rmtree(docs)
     shutil.copytree(SITE_SRC / "docs", docs)
+    for page in docs.glob("*.md"):  # the hand-written pages' tables out of the search index, as generated pages'
+        page.write_text(pages.tables_out_of_search(page.read_text()))
     shutil.copytree(SITE_SRC / "assets", docs / "assets")
     for name, text in sorted(supplied.items()):
         (docs / name).write_text(text)

@@ -245,10 +245,12 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def _tables_out_of_search(text: str) -> str:
+def tables_out_of_search(text: str) -> str:
     """Every Markdown table of a generated page marked for the search index to skip (Material's
     `data-search-exclude`): the index loads with every page, and rows of figures are what the pages are for, not what
-    a reader searches for; headings and prose stay searchable. Tables already inside a block are left as they are."""
+    a reader searches for; headings and prose stay searchable. Tables already inside a block are left as they are.
+    The hand-written docs get the same (`build`): their reference tables kept the home page, which loads the index,
+    over its weight budget (tests/test_browser.py)."""
     out: list[str] = []
     depth, in_table = 0, False
     for line in text.split("\n"):
@@ -344,7 +346,7 @@ def render(env: jinja2.Environment, template: str, out: Path, **context: Any) ->
     if out.parent.name not in sections and out.name not in declared:
         raise ValueError(f"{out.name}: not a page of generator/pages.py SITE; declare it there")
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = _tables_out_of_search(env.get_template(template).render(**context))
+    text = tables_out_of_search(env.get_template(template).render(**context))
     if 'class="ff-chart"' in text:  # the Vega bundle (about 900 KB) loads only where a chart is drawn
         up = "../" if out.parent.name in sections else ""
         text += f'\n\n<script src="{up}assets/js/vega.js"></script>\n<script src="{up}assets/js/charts.js"></script>\n'

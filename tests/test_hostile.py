@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -507,4 +508,8 @@ def test_hostile_gpu_state_and_package_lists_are_rejected_by_field_and_text_is_e
     page = (tmp_path / "site" / "runs" / "gpu-markup-escaped.html").read_text()
     assert "<script>alert" not in page and "<b>on" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;b&gt;on&lt;/b&gt;" in page
-    assert "&lt;img src=x onerror=alert(2)&gt;" in page and "<code>torch==2.11.0+cu130</code>" in page
+    assert "&lt;img src=x onerror=alert(2)&gt;" in page
+    # the package list is one plain-text file its runs' pages link (never HTML): the page names it, escaped or not
+    listed = re.search(r'href="(packages-[0-9a-f]+\.txt)"', page)
+    assert listed, "the run page links its package list"
+    assert (tmp_path / "site" / "runs" / listed[1]).read_text().splitlines() == ["numpy==2.5.2", "torch==2.11.0+cu130"]

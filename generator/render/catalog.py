@@ -11,10 +11,10 @@ import altair as alt
 import jinja2
 import polars as pl
 
+import generator.render.parts as parts  # not `from generator.render`: the package imports this module
 from generator import fields, pages
 from generator.derive import claims
 from generator.derive.results import Results
-from generator.render import parts
 from runners import metrics, schema
 from runners.cache import file_sha256
 

@@ -29,9 +29,9 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
+import generator.render.parts as parts  # not `from generator.render`: the package imports this module
 from generator import charts, columns, commits, pages, reproduce
 from generator.progress import Progress
-from generator.render import parts
 from runners import bounds
 
 
