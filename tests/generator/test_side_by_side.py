@@ -68,15 +68,16 @@ def test_every_figure_is_its_boards(derived: dict) -> None:
         assert row["decode"] < row["limit_tokens_per_s"]  # no engine beats the physical bound
     seventy = h200.filter(pl.col("model_name") == "llama-70b")
     assert set(seventy["variant"].to_list()) == {
-        "llamacpp-q4_k_m", "llamacpp-q4_k_m-kvq8", "vllm-tp1-fp8", "vllm-tp1-awq"
+        "llamacpp-q4_k_m", "llamacpp-q4_k_m-kvq8", "vllm-tp1-fp8", "vllm-tp1-awq", "mlx-q4"
     }  # fmt: skip
     assert seventy["decode_checked"].all()  # each beside its engine's own tool
     bits = dict(seventy.select("variant", "family_bits").iter_rows())
     # FP8 is no 4-bit row; AWQ int4 sits with Q4_K_M
-    assert bits == {"llamacpp-q4_k_m": 4, "llamacpp-q4_k_m-kvq8": 4, "vllm-tp1-fp8": 8, "vllm-tp1-awq": 4}
+    assert bits == {"llamacpp-q4_k_m": 4, "llamacpp-q4_k_m-kvq8": 4, "vllm-tp1-fp8": 8, "vllm-tp1-awq": 4, "mlx-q4": 4}
     thirty_two = h200.filter(pl.col("model_name") == "llama-32b")
     families = thirty_two.group_by("family_bits").agg(pl.col("engine").unique().sort()).sort("family_bits").rows()
-    assert families == [(4, ["llamacpp", "vllm"]), (8, ["llamacpp", "vllm"])]  # both engines in both families
+    # every engine in both families: MLX's own 4- and 8-bit weights beside GGUF and AWQ/FP8
+    assert families == [(4, ["llamacpp", "mlx", "vllm"]), (8, ["llamacpp", "mlx", "vllm"])]
 
 
 def test_a_table_holds_one_precision_family(derived: dict) -> None:
