@@ -17,9 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from runners import provenance, schema, spec, store
+from runners import layout, provenance, schema, spec, store
 
 PREFIX = "retraction-"
 
@@ -71,9 +70,9 @@ def retract(data_dir: Path, run_id: str, reason: str, now: datetime | None = Non
     if run_id.startswith(PREFIX):
         raise spec.SpecError(f"{run_id!r} is itself a retraction; retractions are not retracted")
     path = find_run(data_dir, run_id)
-    target = pq.read_table(path).slice(0, 1).to_pylist()[0]
-    existing = store.run_path(data_dir, target["suite"], PREFIX + run_id)
-    if existing.exists():
+    target = layout.read(path).slice(0, 1).to_pylist()[0]
+    existing = store.find(data_dir, target["suite"], PREFIX + run_id)
+    if existing is not None:
         raise spec.SpecError(f"run {run_id!r} is already retracted by {existing}; records are never rewritten")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return store.write_run(data_dir, retraction_table(target, digest, reason.strip(), now or datetime.now(UTC)))
