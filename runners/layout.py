@@ -43,6 +43,12 @@ def to_file(table: pa.Table) -> pa.Table:
     """The file's table of a record (`schema.SCHEMA`, one run, checked): the rows' columns, and the run-level fields
     of row 0 once, under `RUN_KEY`, with `schema_version` the current one."""
     first = table.slice(0, 1).to_pylist()[0]
+    if first["schema_version"] != schema.SCHEMA_VERSION:
+        raise ValueError(
+            f"row 0, field 'schema_version': {first['schema_version']}, but files are written at schema "
+            f"{schema.SCHEMA_VERSION} only (an older record is read through runners/schema.py's migrations, never "
+            "written again)"
+        )
     run = {name: _json_value(name, first[name]) for name in schema.RUN_COLUMNS}
     run["schema_version"] = schema.SCHEMA_VERSION
     rows = table.select(FILE_COLUMNS).cast(FILE_SCHEMA)

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,3 +205,16 @@ def committed(folder: Path, message: str = "data") -> str:
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", message], check=True)
     return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def write_as_submitted(table: pa.Table, path: Path, **options: object) -> Path:
+    """A record's table written straight to Parquet, past every check of the store, as a hostile submitter would: in
+    the layout of the version it says (schema 3's, runners/layout.py, or an older one's columns as they are)."""
+    from runners import layout, schema
+
+    version = table.column("schema_version")[0].as_py() if "schema_version" in table.column_names else None
+    if isinstance(version, int) and version >= schema.LAYOUT_VERSION:
+        layout.write(table, path)
+    else:
+        pq.write_table(table, path, **options)  # type: ignore[arg-type]
+    return path

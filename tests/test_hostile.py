@@ -22,13 +22,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import checks, derive, inference, load, pages, render, serving
-from runners import metrics, schema, store
-from tests.conftest import ROOT, TRAIN, run_module
+from runners import layout, metrics, schema, store
+from tests.conftest import ROOT, TRAIN, run_module, write_as_submitted
 
 
 def _source(bench_data) -> Path:
     data, _ = bench_data
-    return next(p for p in (data / "cpu-smoke").glob("*.parquet") if "ddp-fp32-stock" in p.name)
+    return next(p for p in (data / "cpu-smoke").rglob("*.parquet") if "ddp-fp32-stock" in p.name)
 
 
 def doctored(
@@ -41,7 +41,7 @@ def doctored(
     **columns: object,
 ) -> pa.Table:
     """A real record with its run id and any run-level column replaced, its config/hardware/software JSON edited."""
-    table = pq.read_table(source)
+    table = layout.read(source)
     if rows is not None:
         table = rows(table)
     values: dict[str, object] = {"run_id": run_id, **columns}
@@ -60,7 +60,7 @@ def submit(data: Path, table: pa.Table, folder: str = "cpu-smoke", name: str | N
     """Write a file as a submitter would: no store, no checks."""
     path = data / folder / f"{name or table.column('run_id')[0].as_py()}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path)
+    write_as_submitted(table, path)
     return path
 
 
@@ -116,7 +116,7 @@ def test_config_of_the_wrong_shape_is_rejected_and_the_site_still_builds(bench_d
     submit(data, doctored(src, "no-model", config=lambda c: c.pop("model")))
     submit(data, doctored(src, "dup-key", config=lambda c: None, rows=None))
     # a repeated key: Python's json keeps the last, polars' path query the first
-    table = pq.read_table(data / "cpu-smoke" / "dup-key.parquet")
+    table = layout.read(data / "cpu-smoke" / "dup-key.parquet")
     text = table.column("config")[0].as_py().replace('"micro_batch": ', '"micro_batch": 0, "micro_batch": ', 1)
     field = table.schema.field("config")
     table = table.set_column(table.column_names.index("config"), field, pa.array([text] * table.num_rows))
@@ -251,7 +251,7 @@ def test_implausible_values_are_rejected_and_control_characters_shown(bench_data
 
 @pytest.mark.bench
 def test_a_missing_column_is_named(bench_data, data) -> None:
-    table = pq.read_table(_source(bench_data))
+    table = layout.read(_source(bench_data))
     submit(data, doctored(_source(bench_data), "no-variant").drop_columns(["variant"]))
     assert table.num_rows
     assert "field 'variant': missing column" in problems_of(data)["no-variant.parquet"]
@@ -325,7 +325,7 @@ def test_statistics_and_the_site_at_ten_to_the_five_steps(bench_data, data, tmp_
     ci = metrics.median_ci([float(i % 97) for i in range(100_000)])
     assert ci.lo <= ci.median <= ci.hi and 0.95 <= ci.coverage < 0.951
     src = _source(bench_data)
-    base = pq.read_table(src)
+    base = layout.read(src)
     steps = 100_000
     step_rows = {
         "trial": [0] * steps,

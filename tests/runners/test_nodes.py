@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import load
-from runners import bounds
+from runners import bounds, layout
 from tests.conftest import ROOT, TRAIN, run_module
 
 
@@ -67,7 +67,7 @@ def test_two_agents_on_one_host_form_one_job_and_one_record(tmp_path: Path) -> N
     assert [p.returncode for p in procs] == [0, 0], [err[-3000:] for _, err in outs]
     files = sorted(tmp_path.rglob("*.parquet"))
     assert len(files) == 1, files  # one job, one record, written by one node
-    head = pq.read_table(files[0]).to_pylist()[0]
+    head = layout.read(files[0]).to_pylist()[0]
     hardware, config = json.loads(head["hardware"]), json.loads(head["config"])
     assert head["status"] == "ok" and head["accelerator_count"] == 2
     assert [n["node"] for n in hardware["nodes"]] == [0, 1]  # both nodes named, each with its hardware and software
