@@ -356,8 +356,8 @@ def _fingerprint() -> str:
 
     digest = hashlib.sha256()
     suites = sorted(spec.SUITES_DIR.glob("*.toml"))  # which suites, workloads and variants exist, and whose
-    for path in (Path(__file__), Path(schema.__file__), Path(layout.__file__), Path(store.__file__), Path(bounds.__file__),
-                 Path(engines.__file__), *suites):  # fmt: skip
+    modules = (schema, layout, store, bounds, engines)
+    for path in (Path(__file__), *(Path(str(m.__file__)) for m in modules), *suites):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

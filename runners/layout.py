@@ -98,7 +98,8 @@ def _checked_value(name: str, value: Any) -> Any:
                 when = datetime.fromisoformat(value)
             except ValueError:
                 when = None
-        if when is None or when.utcoffset() is None or when.utcoffset().total_seconds() != 0:
+        offset = None if when is None else when.utcoffset()
+        if when is None or offset is None or offset.total_seconds() != 0:
             raise LayoutError(f"{_field(name)}: {str(value)[:40]!r} is not a UTC time (2026-12-02T06:00:00Z)")
         return when
     raise LayoutError(f"{_field(name)}: no reading for type {dtype}")  # never: every run column's type is above

@@ -9,27 +9,31 @@ the run-level columns (`RUN_COLUMNS`), constant down the table. How a file store
 
 - Schema 1 and 2 (every file committed before 2026-12-02): the record's table as it is, the run-level columns
   repeated on every row. Parquet's dictionary encoding keeps that small on disk, but a plain reader expands it: the
-  93 KB `data/h100/20261130T165119Z-llama-14b-serve-c32-i512-o128-vllm-tp1-vllm-bench-d6c601.parquet` (8,578 rows)
-  is 1,012 MB of Arrow memory to `pyarrow.parquet.read_table`, its config, hardware and software JSON copied 8,578
-  times.
-- Schema 3 (`runners/layout.py` `to_file`): the file's columns are the rows alone (`FILE_COLUMNS`: run_id, trial, step, phase, metric,
-  value, unit) and the run-level fields are stored once, as one JSON object under the Parquet key-value metadata key
-  `fairfight.run` (`RUN_KEY`), the JSON columns (config, hardware, ...) as their text. The same file rewritten so
-  reads as 0.34 MB (tests/runners/test_layout.py measures it). `run_id` stays on the rows, so files concatenated
-  by a plain reader (`pl.read_parquet("data/**/*.parquet")`) still tell their runs apart.
+  93,154-byte `data/h100/20261130T165119Z-llama-14b-serve-c32-i512-o128-vllm-tp1-vllm-bench-d6c601.parquet` (4,225
+  rows) is 722,149,217 bytes of Arrow memory to `pyarrow.parquet.read_table`, its 170 KB config JSON (the tool's own
+  output, imported) copied onto every row.
+- Schema 3 (`runners/layout.py`): the file's columns are the rows alone (`layout.FILE_COLUMNS`: run_id, trial,
+  step, phase, metric, value, unit) and the run-level fields are stored once, as one JSON object under the Parquet
+  key-value metadata key `fairfight.run` (`layout.RUN_KEY`), the JSON columns (config, hardware, ...) as their text.
+  That file's record written so reads as 495,976 bytes (1/1,456); the largest committed file (67,394 rows) as
+  7.1 MB instead of 242.9 MB; a cpu-smoke training run's as 12.5 KB instead of 429 KB (tests/runners/test_layout.py
+  holds a real run's to 1/20 of its old layout's). On disk the 501 committed files would take 11.1 MB instead of
+  19.0 MB; only the imported vllm-bench records, whose config is mostly that 170 KB of text, grow (93 KB to 205 KB:
+  Parquet does not compress key-value metadata). `run_id` stays on the rows, so files concatenated by a plain
+  reader (`pl.read_parquet("data/**/*.parquet")`) still tell their runs apart.
 
 Why key-value metadata rather than a one-row layout (every run-level field a column of one row, the measurements
-list columns of that row): the rows stay a flat tidy table that any Parquet reader (pyarrow, polars, DuckDB, pandas)
-reads as it is, with no list columns to explode; the run-level fields are read from the file's footer alone
-(`pq.read_metadata`), without decompressing a page, which is what a loader bounded by what a question needs wants of
-50,000 files; and the Parquet file's own schema says nothing that the record's schema does not. What that costs: the
-metadata is text, not typed columns, so `layout.record` checks every field's JSON type as strictly as the columns' types
-are checked, and names the field at fault (`fairfight.run.<field>`).
+list columns of that row): the rows stay a flat tidy table that any Parquet reader (pyarrow, polars, DuckDB,
+pandas) reads as it is, with no list columns to explode; the run-level fields are read from the file's footer alone
+(`pq.read_metadata`), without decompressing a page, which is what a loader bounded by what a question needs wants
+of 50,000 files; and the Parquet file's own schema says nothing that the record's schema does not. What that costs:
+the metadata is text, not typed columns, so `layout.record` checks every field's JSON type as strictly as the
+columns' types are checked and names the field at fault (`fairfight.run.<field>`); and it is not compressed.
 
-`layout.record(table, metadata)` is the reading side: any version's file, as read, back to the record's table (schema 3's
-run-level values expanded as dictionary-encoded columns: one value and an index per row, so checking them costs
-what it did). A file in schema 3's layout that says it is another version, or a column-layout file that says it
-is schema 3 or later, is refused: each version has one layout.
+`layout.record(table, metadata)` is the reading side: any version's file, as read, back to the record's table
+(schema 3's run-level values expanded as dictionary-encoded columns: one value and an index per row, so checking
+them costs what it did). A file in schema 3's layout that says it is another version, or a column-layout file that
+says it is schema 3 or later, is refused: each version has one layout.
 """
 
 from __future__ import annotations

@@ -64,11 +64,14 @@ def placement_problem(parts: tuple[str, ...], suite: str, started_at: datetime) 
     folders = parts[:-1]
     if len(folders) == 2 and MONTH.fullmatch(folders[1]):
         if folders[0] != suite:
-            return f"field 'suite': {suite!r}, but the file is in folder {folders[0]!r}/: a suite's files live in data/{suite}/"
+            return (
+                f"field 'suite': {suite!r}, but the file is in folder {folders[0]!r}/: a suite's files live in "
+                f"data/{suite}/"
+            )
         if folders[1] != month(started_at):
             return (
-                f"field 'started_at': {started_at:%Y-%m-%d %H:%M} UTC, but the file is in month folder {folders[1]!r}/: "
-                f"a run's file lives in data/{suite}/{month(started_at)}/"
+                f"field 'started_at': {started_at:%Y-%m-%d %H:%M} UTC, but the file is in month folder "
+                f"{folders[1]!r}/: a run's file lives in data/{suite}/{month(started_at)}/"
             )
         return None
     if len(folders) == 1 and folders[0] == suite:

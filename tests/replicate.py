@@ -20,6 +20,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from runners import layout, schema
+
 TAIL = re.compile(r"^(?P<head>\d{8}T\d{6}Z-.+-)(?P<tail>[0-9a-f]{6})$")
 QUOTED_ID = re.compile(r'"(\d{8}T\d{6}Z-[^"]+-[0-9a-f]{6})"')
 
@@ -47,8 +49,19 @@ def copy_table(table: pa.Table, k: int) -> pa.Table:
 
 
 def sources(data: Path) -> list[Path]:
-    """The committed result files (editions and hidden files left out)."""
-    return sorted(p for p in data.glob("*/*.parquet") if not p.name.startswith("."))
+    """The committed result files, flat in their suite's folder or in its month folders (editions and hidden files
+    left out)."""
+    found = [*data.glob("*/*.parquet"), *data.glob("*/[0-9][0-9][0-9][0-9]-[0-9][0-9]/*.parquet")]
+    return sorted(p for p in found if not p.name.startswith("."))
+
+
+def _write(table: pa.Table, path: Path) -> None:
+    """A copy written in the layout of the version its record says (runners/layout.py)."""
+    version = table.column("schema_version")[0].as_py()
+    if version >= schema.LAYOUT_VERSION:
+        layout.write(table, path)
+    else:
+        pq.write_table(table, path, compression="zstd")
 
 
 def replicate(data: Path, dest: Path, runs: int, *, progress: bool = True) -> int:
@@ -59,11 +72,11 @@ def replicate(data: Path, dest: Path, runs: int, *, progress: bool = True) -> in
     written = 0
     tty = progress and sys.stderr.isatty()
     for i, f in enumerate(files, 1):
-        table = pq.read_table(f)  # read once, written `copies` times
-        folder = dest / f.parent.name
+        table = layout.read(f)  # read once, written `copies` times, each in its version's layout
+        folder = dest / f.parent.relative_to(data)
         folder.mkdir(parents=True, exist_ok=True)
         for k in range(copies if f in replicable else 1):
-            pq.write_table(copy_table(table, k), folder / f"{copy_id(f.stem, k)}.parquet", compression="zstd")
+            _write(copy_table(table, k), folder / f"{copy_id(f.stem, k)}.parquet")
             written += 1
         if tty:
             print(

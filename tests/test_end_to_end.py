@@ -10,7 +10,6 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from generator import commits, derive, load

@@ -18,7 +18,6 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute
-import pyarrow.parquet as pq
 import pytest
 
 from generator import checks, derive, inference, load, pages, render, serving
@@ -265,7 +264,7 @@ def test_store_refuses_run_ids_that_are_not_plain_names(bench_data, tmp_path) ->
     table = doctored(_source(bench_data), "ok-id")
     for bad in ("../escape", "a/b", ".hidden", "x" * 300):
         with pytest.raises(ValueError, match=r"refusing|not a plain name"):
-            store.run_path(tmp_path, "cpu-smoke", bad)
+            store.run_path(tmp_path, "cpu-smoke", bad, table.column("started_at")[0].as_py())
         with pytest.raises(ValueError):
             store.write_run(tmp_path, table.set_column(1, "run_id", pa.array([bad] * table.num_rows)))
     assert not any(tmp_path.rglob("*.parquet"))

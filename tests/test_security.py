@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from playwright.sync_api import sync_playwright
 

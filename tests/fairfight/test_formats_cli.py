@@ -57,7 +57,6 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store.write_run(data, schema.make_table(_run(run_id="good"), ROWS))
     bad = schema.make_table(_run(run_id="bad"), ROWS).to_pylist()
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     bad[0]["status"] = "finished|<b>"  # not a status: a hostile value that must stay in its cell
     write_as_submitted(pa.Table.from_pylist(bad, schema=schema.make_table(_run(), ROWS).schema),

@@ -294,7 +294,6 @@ elif _defect == "weights":
 def _without_hashes(source: Path, target: Path) -> None:
     """Every record under `source` written again under `target` without its hashes (as a record made before they
     were recorded would be), through the store's own checks."""
-    import pyarrow.parquet as pq
 
     from runners.store import write_run
 

@@ -11,7 +11,6 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from generator import load

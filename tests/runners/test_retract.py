@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, load

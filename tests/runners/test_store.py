@@ -67,8 +67,8 @@ def test_write_is_atomic_and_append_only(tmp_path: Path) -> None:
         store.write_run(tmp_path, schema.make_table(_run(), ROWS))
     # nor under another month: the same run started later (a claim re-imported next month, say) is refused too
     with pytest.raises(FileExistsError, match="already recorded"):
-        store.write_run(tmp_path, schema.make_table(_run(started_at=datetime(2026, 12, 1, tzinfo=UTC),
-                                                         ended_at=datetime(2026, 12, 1, 1, tzinfo=UTC)), ROWS))  # fmt: skip
+        later = _run(started_at=datetime(2026, 12, 1, tzinfo=UTC), ended_at=datetime(2026, 12, 1, 1, tzinfo=UTC))
+        store.write_run(tmp_path, schema.make_table(later, ROWS))
     assert not (tmp_path / "cpu-smoke" / "2026-12").exists()
     assert pq.read_table(path).num_rows == 2  # the first record is untouched
 
@@ -138,7 +138,9 @@ def test_file_level_faults_are_reported_and_the_copy_in_its_suite_folder_kept(tm
     data = tmp_path / "data"
     store.write_run(data, schema.make_table(_run(), ROWS))
     (data / "h100").mkdir()
-    (data / "h100" / "r1.parquet").write_bytes((data / "cpu-smoke" / "2026-11" / "r1.parquet").read_bytes())  # the same id
+    (data / "h100" / "r1.parquet").write_bytes(
+        (data / "cpu-smoke" / "2026-11" / "r1.parquet").read_bytes()
+    )  # the same id
     two = pa.concat_tables([schema.make_table(_run(run_id="r2"), ROWS), schema.make_table(_run(run_id="r3"), ROWS)])
     pq.write_table(_as_version(two, 2), data / "cpu-smoke" / "r2.parquet")  # schema 2's layout holds two runs
     newer = schema.make_table(_run(run_id="r4"), ROWS)

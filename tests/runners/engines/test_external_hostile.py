@@ -12,7 +12,6 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from generator import load

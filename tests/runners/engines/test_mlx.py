@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, load
@@ -109,8 +108,7 @@ def test_mlx_data_parallel_over_two_processes_matches_ddp(tmp_path: Path, mlx_en
     assert "mx.distributed over ring" in config["launcher"] and config["workload"]["world_size"] == 2
     assert calibration["allreduce_ranks"] == 2 and calibration["allreduce_busbw_bytes_per_s"] > 0
     losses = {
-        v: np.array([r["value"] for r in layout.read(p).to_pylist() if r["metric"] == "loss"])
-        for v, p in files.items()
+        v: np.array([r["value"] for r in layout.read(p).to_pylist() if r["metric"] == "loss"]) for v, p in files.items()
     }
     assert len(losses["mlx-fp32"]) == 30
     assert np.max(np.abs(losses["mlx-fp32"] - losses["ddp-fp32-stock"])) < 1e-3

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-import pyarrow.parquet as pq
 import pytest
 
 from runners import layout, metrics, record, spec

@@ -9,7 +9,6 @@ import copy
 import json
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from runners import layout, metrics, spec

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, load, serving
