@@ -1,7 +1,7 @@
 """Claims: numbers reported elsewhere, imported as records with origin `claim` and tier `claim`.
 
 A claim file is declarative TOML (`[[claims]]` tables, see runners/claims/seed.toml); each claim becomes one
-record, `data/<suite>/claim-<id>.parquet`, validated like any other and never rewritten. The site shows a
+record, `data/<suite>/<YYYY-MM>/claim-<id>.parquet`, validated like any other and never rewritten. The site shows a
 claim beside measured runs, marked as not reproduced, and never ranks it.
 """
 
