@@ -114,7 +114,10 @@ def metadata_problem(meta: pq.FileMetaData) -> str | None:
     pages that decompress to more than `MAX_UNCOMPRESSED_BYTES`, or foreign schema metadata (an Arrow extension type
     on the schema or a column, which the reader would otherwise interpret: a file our store writes has none)."""
     if meta.num_columns > MAX_COLUMNS:
-        return f"{meta.num_columns:,} columns, more than the {MAX_COLUMNS} a result file may declare (it has 29)"
+        return (
+            f"{meta.num_columns:,} columns, more than the {MAX_COLUMNS} a result file may declare (schema 3's have 7, "
+            "older ones 29)"
+        )
     if meta.num_row_groups > MAX_ROW_GROUPS:
         return f"{meta.num_row_groups:,} row groups, more than the {MAX_ROW_GROUPS:,} a result file may have"
     declared = 0

@@ -2,10 +2,11 @@
 
     python -m runners retract RUN_ID --reason "why" [--data-dir data]
 
-Nothing is deleted or rewritten: the retracted run's file stays, byte for byte, and keeps its page; the new
-record (`data/<suite>/<YYYY-MM>/retraction-<run_id>.parquet`, origin `retraction`, in the month it is made) names it, with the reason and the sha256
-of the file it retracts. The site then leaves the run out of rankings, repeats, scaling and parity baselines,
-marks it on its page and lists it under Errata. A run is retracted at most once (the store never overwrites).
+Nothing is deleted or rewritten: the retracted run's file stays, byte for byte, and keeps its page; the new record
+(`data/<suite>/<YYYY-MM>/retraction-<run_id>.parquet`, origin `retraction`, in the month it is made) names it, with
+the reason and the sha256 of the file it retracts. The site then leaves the run out of rankings, repeats, scaling and
+parity baselines, marks it on its page and lists it under Errata. A run is retracted at most once (the store never
+overwrites).
 """
 
 from __future__ import annotations

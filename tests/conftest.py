@@ -4,10 +4,12 @@ and the check that such tests carry the `engine` marker."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -213,8 +215,18 @@ def write_as_submitted(table: pa.Table, path: Path, **options: object) -> Path:
     from runners import layout, schema
 
     version = table.column("schema_version")[0].as_py() if "schema_version" in table.column_names else None
-    if isinstance(version, int) and version >= schema.LAYOUT_VERSION:
-        layout.write(table, path)
-    else:
+    if not (isinstance(version, int) and version >= schema.LAYOUT_VERSION):
         pq.write_table(table, path, **options)  # type: ignore[arg-type]
+        return path
+    # the run-level values of row 0, whatever they are, in the metadata (not layout.to_file, which takes only a whole
+    # record): a column the table lacks is a key the metadata lacks; the rest stay rows, run_id with them
+    first = table.slice(0, 1).to_pylist()[0] if table.num_rows else {}
+    run_fields = {"schema_version", *schema.RUN_COLUMNS}
+    run = {
+        k: v.isoformat().replace("+00:00", "Z") if isinstance(v, datetime) else v
+        for k, v in first.items()
+        if k in run_fields
+    }
+    rows = table.select([c for c in table.column_names if c not in run_fields or c == "run_id"])
+    pq.write_table(rows.replace_schema_metadata({layout.RUN_KEY: json.dumps(run).encode()}), path, **options)  # type: ignore[arg-type]
     return path

@@ -210,12 +210,13 @@ def test_duplicate_run_ids_reject_every_differing_copy_and_folders_match_suites(
     hits = {k: v for k, v in found.items() if k == f"{genuine}.parquet"}
     loaded, _ = checks.checked(load.load(data))
     rejected_paths = {r.path for r in loaded.rejected}
-    assert f"data/cpu-smoke/{genuine}.parquet" in rejected_paths and f"data/h100/{genuine}.parquet" in rejected_paths
+    where = "data/" + src.relative_to(bench_data[0]).as_posix()  # the genuine file, in its month's folder
+    assert where in rejected_paths and f"data/h100/{genuine}.parquet" in rejected_paths
     assert genuine not in loaded.runs["run_id"].to_list()  # neither wins
     assert f"data/elsewhere/{genuine}.parquet" in rejected_paths and hits
     reasons = {r.path: " ".join(r.problems) for r in loaded.rejected}
     assert "is in folder 'elsewhere'" in reasons[f"data/elsewhere/{genuine}.parquet"]
-    assert "with other contents" in reasons[f"data/cpu-smoke/{genuine}.parquet"]
+    assert "with other contents" in reasons[where]
 
 
 # 6: implausible values
@@ -252,8 +253,13 @@ def test_implausible_values_are_rejected_and_control_characters_shown(bench_data
 def test_a_missing_column_is_named(bench_data, data) -> None:
     table = layout.read(_source(bench_data))
     submit(data, doctored(_source(bench_data), "no-variant").drop_columns(["variant"]))
+    # the same in a file of schema 2's layout, whose run-level fields are columns
+    committed = ROOT / "data" / "cpu-smoke" / "20261129T174009Z-train-gpt-tiny-mb4-ddp-fp32-stock-2f85f7.parquet"
+    submit(data, doctored(committed, "no-variant-v2").drop_columns(["variant"]))
     assert table.num_rows
-    assert "field 'variant': missing column" in problems_of(data)["no-variant.parquet"]
+    found = problems_of(data)
+    assert "field 'fairfight.run.variant': missing from the file's run metadata" in found["no-variant.parquet"]
+    assert "field 'variant': missing column" in found["no-variant-v2.parquet"]
 
 
 # 8: the bench's runners end with it and write nothing after; a run id is checked before it names a file
