@@ -173,7 +173,10 @@ def record(table: pa.Table, metadata: dict[bytes, bytes] | None) -> pa.Table:
             which, what = names[0], f"columns in the order {names}, expected {FILE_COLUMNS}"
         raise LayoutError(f"field {which[:60]!r}: {what} (a schema-3 file's columns: {', '.join(FILE_COLUMNS)})")
     ids = table.column("run_id")
-    if ids.null_count or _distinct(ids) != [run["run_id"]]:
+    id_type = ids.type.value_type if pa.types.is_dictionary(ids.type) else ids.type
+    if not pa.types.is_string(id_type):
+        raise LayoutError(f"field 'run_id': type {ids.type}, expected string")
+    if table.num_rows and (ids.null_count or _distinct(ids) != [run["run_id"]]):
         cast = ids.cast(pa.string())
         row = next((i for i, v in enumerate(cast.to_pylist()) if v != run["run_id"]), 0)
         raise LayoutError(
@@ -181,7 +184,7 @@ def record(table: pa.Table, metadata: dict[bytes, bytes] | None) -> pa.Table:
             f"{run['run_id']!r}: one run per file"
         )
     n = table.num_rows
-    zeros = pa.array([0] * n, pa.int32()) if n else pa.array([], pa.int32())
+    zeros = pa.repeat(pa.scalar(0, pa.int32()), n)  # one index array shared by every string column
     columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for field in schema.SCHEMA:
         if field.name in ROW_FIELDS:

@@ -143,6 +143,10 @@ def test_hostile_schema_3_files_are_reported_by_file_and_field_and_kept_out(tmp_
         "config", pa.array(["{}"] * 2)
     )
     _hostile(data, "extra-column", rows=wide)
+    _hostile(data, "no-rows", rows=layout.to_file(schema.make_table(_run(run_id="no-rows"), ROWS)).slice(0, 0))
+    numbered = layout.to_file(schema.make_table(_run(run_id="int-ids"), ROWS))
+    numbered = numbered.set_column(0, "run_id", pa.array([7, 7], pa.int64()))
+    _hostile(data, "int-ids", rows=numbered)
     _hostile(data, "wrong-month", folder="2026-10")
     _hostile(data, "too-deep", folder="2026-11/deeper")
     # schema 3's record written as its columns, as schema 2 wrote files (what write_as_submitted does for schema 2)
@@ -156,6 +160,8 @@ def test_hostile_schema_3_files_are_reported_by_file_and_field_and_kept_out(tmp_
         "row 0, field 'run_id': 'elsewhere', but the file's run metadata says 'other-rows': one run per file"
     )
     assert found.pop("extra-column.parquet").startswith("field 'config': not a column of schema 3's rows")
+    assert found.pop("no-rows.parquet") == "no rows: a run file holds at least its steps_completed row"
+    assert found.pop("int-ids.parquet") == "field 'run_id': type int64, expected string"
     assert found.pop("wrong-month.parquet") == (
         "field 'started_at': 2026-11-29 00:00 UTC, but the file is in month folder '2026-10'/: a run's file lives in "
         "data/cpu-smoke/2026-11/"
@@ -172,7 +178,8 @@ def test_hostile_schema_3_files_are_reported_by_file_and_field_and_kept_out(tmp_
     problems = json.loads(out.read_text())["problems"]
     assert {Path(p["file"]).name for p in problems if p["status"] == "rejected"} == {
         f"{n}.parquet" for n in HOSTILE
-    } | {"other-rows.parquet", "extra-column.parquet", "wrong-month.parquet", "too-deep.parquet", "cols-v3.parquet"}
+    } | {"other-rows.parquet", "extra-column.parquet", "wrong-month.parquet", "too-deep.parquet", "cols-v3.parquet",
+        "no-rows.parquet", "int-ids.parquet"}  # fmt: skip
 
 
 @pytest.mark.bench
