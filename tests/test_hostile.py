@@ -118,7 +118,7 @@ def test_config_of_the_wrong_shape_is_rejected_and_the_site_still_builds(bench_d
     table = layout.read(data / "cpu-smoke" / "dup-key.parquet")
     text = table.column("config")[0].as_py().replace('"micro_batch": ', '"micro_batch": 0, "micro_batch": ', 1)
     field = table.schema.field("config")
-    table = table.set_column(table.column_names.index("config"), field, pa.array([text] * table.num_rows))
+    table = table.set_column(table.column_names.index("config"), field, pa.array([text] * table.num_rows, field.type))
     submit(data, table)
     found = problems_of(data)
     assert "expected an object" in found["config-list.parquet"]
