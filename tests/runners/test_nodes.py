@@ -72,7 +72,7 @@ def test_two_agents_on_one_host_form_one_job_and_one_record(tmp_path: Path) -> N
     assert [n["node"] for n in hardware["nodes"]] == [0, 1]  # both nodes named, each with its hardware and software
     assert all(n["processes"] == 1 and n["hardware"]["cpu_cores"] and n["software"]["torch"] for n in hardware["nodes"])
     assert config["launcher"].startswith("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d")
-    assert load.load(files[0].parent.parent).rejected == []
+    assert load.load(load.data_folder(files[0])).rejected == []
     summaries = [json.loads(out) for out, _ in outs]
     run_id = head["run_id"]
     lines = [s["runs"][0] for s in summaries]
