@@ -208,3 +208,21 @@ def test_store_find_and_placement() -> None:
     assert "folder 'cpu-smoke'" in str(store.placement_problem(("cpu-smoke", "2026-12", "r.parquet"), "h100", when))
     with pytest.raises(ValueError, match="refusing to name a result file"):
         store.run_path(Path("data"), "../x", "r", when)
+
+
+def test_edition_manifests_name_runs_flat_or_by_month() -> None:
+    """An edition names each run's file under data/ (generator/editions.py): a committed file flat in its suite's
+    folder and a new one in a month folder both resolve; a path that is neither is refused, naming the field."""
+    from generator import editions
+
+    def manifest(path: str) -> dict:
+        run = {"run_id": "r", "sha256": "0" * 64, "path": path}
+        return {"name": "e1", "created_at": "2026-12-02T06:00:00Z", "commit": None, "previous": None, "runs": [run]}
+
+    assert editions._manifest_problem(manifest(f"cpu-smoke/{TUNED.name}")) is None
+    assert editions._manifest_problem(manifest("cpu-smoke/2026-12/r.parquet")) is None
+    bad_paths = ("cpu-smoke/2026-13/r.parquet", "cpu-smoke/x/r.parquet", "../r.parquet", "h100/2026-12/a/r.parquet")
+    for bad in bad_paths:
+        assert "field 'path': not SUITE/RUN.parquet nor SUITE/YYYY-MM/RUN.parquet" in str(
+            editions._manifest_problem(manifest(bad))
+        ), bad
