@@ -79,7 +79,9 @@ def hostile_site(bench_data, tmp_path_factory) -> Path:
     field = table.schema.field("config")
     _submitted(
         hostile,
-        table.set_column(table.column_names.index("config"), field, pa.array([json.dumps(config)] * table.num_rows)),
+        table.set_column(
+            table.column_names.index("config"), field, pa.array([json.dumps(config)] * table.num_rows, field.type)
+        ),
     )
     table = _poisoned(source, "hostile-dim", "ok")
     config = json.loads(table.column("config")[0].as_py())
@@ -87,7 +89,9 @@ def hostile_site(bench_data, tmp_path_factory) -> Path:
     field = table.schema.field("config")
     _submitted(
         hostile,
-        table.set_column(table.column_names.index("config"), field, pa.array([json.dumps(config)] * table.num_rows)),
+        table.set_column(
+            table.column_names.index("config"), field, pa.array([json.dumps(config)] * table.num_rows, field.type)
+        ),
     )
     out, build = ("--out", str(work / "site")), ("--work", str(work / "build"))
     # with a repository address, so that the boards would link a commit (only a hex one may be)
