@@ -37,14 +37,16 @@ def copy_id(run_id: str, k: int) -> str:
 def copy_table(table: pa.Table, k: int) -> pa.Table:
     """`table` as copy k: its run id, and every run id its config names, rewritten."""
     run_id = table.column("run_id")[0].as_py()
-    table = table.set_column(table.schema.get_field_index("run_id"), table.schema.field("run_id"),
-                             pa.array([copy_id(run_id, k)] * table.num_rows, pa.string()))  # fmt: skip
+    field = table.schema.field("run_id")  # each column keeps its type (a schema-3 record's are dictionaries)
+    table = table.set_column(table.schema.get_field_index("run_id"), field,
+                             pa.array([copy_id(run_id, k)] * table.num_rows, field.type))  # fmt: skip
     config = table.column("config")[0].as_py()
     if isinstance(config, str):
         new = QUOTED_ID.sub(lambda m: f'"{copy_id(m[1], k)}"', config)
         if new != config:
             i = table.schema.get_field_index("config")
-            table = table.set_column(i, table.schema.field("config"), pa.array([new] * table.num_rows, pa.string()))
+            field = table.schema.field("config")  # a string column, or a dictionary one as a schema-3 record's
+            table = table.set_column(i, field, pa.array([new] * table.num_rows, field.type))
     return table
 
 
