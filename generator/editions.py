@@ -114,7 +114,10 @@ def read_editions(data_dir: Path) -> list[Edition]:
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_RUN_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}/[A-Za-z0-9][A-Za-z0-9._+-]{0,199}\.parquet")
+_RUN_PATH = re.compile(
+    r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}/([0-9]{4}-(0[1-9]|1[0-2])/)?[A-Za-z0-9][A-Za-z0-9._+-]{0,199}\.parquet"
+)
+"""Where an edition's run lies under data/: its suite's folder, or a month folder in it (runners/store.py)."""
 
 
 def _manifest_problem(raw: object) -> str | None:
@@ -155,7 +158,7 @@ def _manifest_problem(raw: object) -> str | None:
             return f"runs[{i}]: needs a plain run_id and a sha256 of 64 hex digits"
         where = run.get("path")
         if where is not None and not (isinstance(where, str) and _RUN_PATH.fullmatch(where)):
-            return f"runs[{i}]: field 'path': not SUITE/RUN.parquet"
+            return f"runs[{i}]: field 'path': not SUITE/RUN.parquet nor SUITE/YYYY-MM/RUN.parquet"
         if run["run_id"] in seen:
             return f"runs[{i}]: {run['run_id']!r} listed twice"
         seen.add(run["run_id"])

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generator import columns, progress, slugs
-from runners import bounds, engines, retract, schema
+from runners import bounds, engines, layout, retract, schema, store
 from runners.cache import file_sha256
 
 
@@ -114,7 +114,10 @@ def metadata_problem(meta: pq.FileMetaData) -> str | None:
     pages that decompress to more than `MAX_UNCOMPRESSED_BYTES`, or foreign schema metadata (an Arrow extension type
     on the schema or a column, which the reader would otherwise interpret: a file our store writes has none)."""
     if meta.num_columns > MAX_COLUMNS:
-        return f"{meta.num_columns:,} columns, more than the {MAX_COLUMNS} a result file may declare (it has 29)"
+        return (
+            f"{meta.num_columns:,} columns, more than the {MAX_COLUMNS} a result file may declare (schema 3's have 7, "
+            "older ones 29)"
+        )
     if meta.num_row_groups > MAX_ROW_GROUPS:
         return f"{meta.num_row_groups:,} row groups, more than the {MAX_ROW_GROUPS:,} a result file may have"
     declared = 0
@@ -155,26 +158,18 @@ def read_one(path: Path, content: bytes | None = None) -> tuple[pa.Table | None,
 def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, dict[str, Any] | None, list[str]]:
     """`read_one`, also returning the good table's row 0 as a dict (its run-level values)."""
     try:
-        # run-level strings repeat on every row: keep them dictionary-encoded while checking (a file of 4,000 rows
-        # would otherwise expand its config JSON 4,000 times)
         if content is None:
             content = read_bounded(Path(path))
         source = pa.BufferReader(content)
-        # ParquetFile.read: no dataset layer and no thread pool, about half read_table's cost on small files
-        # no pre-buffering: the whole file is in memory already
         meta = pq.ParquetFile(source).metadata
         if meta.num_rows > bounds.MAX_ROWS:
             return None, None, [f"{meta.num_rows:,} rows, more than the {bounds.MAX_ROWS:,} one run may hold"]
         problem = metadata_problem(meta)
         if problem:
             return None, None, [problem]
-        names = set(meta.schema.to_arrow_schema().names)  # a missing column is named by the schema check
-        dictionary = [c for c in _DICT_COLUMNS if c in names]
-        table = pq.ParquetFile(source, read_dictionary=dictionary, pre_buffer=False).read(use_threads=False)
-        # whatever other metadata the file carries is dropped, never passed on (polars reads field metadata)
-        table = pa.Table.from_arrays(
-            table.columns, schema=pa.schema([f.remove_metadata() for f in table.schema]).remove_metadata()
-        )
+        table = _read_record(source, meta)
+    except layout.LayoutError as e:  # read, but its layout does not give a record: the message names the field
+        return None, None, [str(e)]
     except Exception as e:  # any unreadable file: truncated, not Parquet, wrong encoding, not a regular file
         return None, None, [f"not a readable Parquet file: {type(e).__name__}: {e}"]
     try:
@@ -188,16 +183,44 @@ def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, d
         return None, None, [str(p) for p in problems]
     if first["run_id"] != path.stem:
         return None, None, [f"field 'run_id': {first['run_id']!r} does not match the file name"]
-    if first["suite"] != Path(path).parent.name:
-        return (
-            None,
-            None,
-            [
-                f"field 'suite': {first['suite']!r}, but the file is in folder {Path(path).parent.name!r}/: "
-                f"a suite's files live in data/{first['suite']}/"
-            ],
-        )
+    misplaced = store.placement_problem(_placed(Path(path)), first["suite"], first["started_at"])
+    if misplaced:
+        return None, None, [misplaced]
     return table, first, []
+
+
+def _placed(path: Path) -> tuple[str, ...]:
+    """A file's folders and name as far up as its suite's folder: (suite, month, name) in a month folder, else
+    (folder, name)."""
+    parent = path.parent
+    if store.MONTH.fullmatch(parent.name):
+        return (parent.parent.name, parent.name, path.name)
+    return (parent.name, path.name)
+
+
+def data_folder(path: Path) -> Path:
+    """The data folder a result file lies in: two folders up (data/<suite>/), three from a month folder
+    (data/<suite>/<YYYY-MM>/)."""
+    return path.parents[len(_placed(path)) - 1]
+
+
+def _read_record(source: pa.BufferReader, meta: pq.FileMetaData) -> pa.Table:
+    """One file's table in the record's columns, whatever its layout (runners/layout.py): a schema-3 file's rows with
+    its run-level fields from its metadata, an older file's columns as they are. Strings that repeat on every row stay
+    dictionary-encoded (the old layout's run-level columns: a file of 4,000 rows would otherwise expand its config
+    JSON 4,000 times; the new one's run id)."""
+    kv = meta.metadata or {}
+    names = set(meta.schema.to_arrow_schema().names)  # a missing column is named by the schema check
+    wanted = ["run_id"] if layout.RUN_KEY in kv else _DICT_COLUMNS
+    dictionary = [c for c in wanted if c in names]
+    # ParquetFile.read: no dataset layer and no thread pool, about half read_table's cost on small files
+    # no pre-buffering: the whole file is in memory already
+    table = pq.ParquetFile(source, read_dictionary=dictionary, pre_buffer=False).read(use_threads=False)
+    # whatever other metadata the file carries is dropped, never passed on (polars reads field metadata)
+    table = pa.Table.from_arrays(
+        table.columns, schema=pa.schema([f.remove_metadata() for f in table.schema]).remove_metadata()
+    )
+    return layout.record(table, kv)
 
 
 def _retraction_problem(config: str, loaded_ids: set[str]) -> str | None:
@@ -331,12 +354,13 @@ def stat_key(path: Path) -> str:
 
 def _fingerprint() -> str:
     """What a cached check depends on: this module's code and the record checks' (the schema, the declared shapes,
-    the engine registry they name engines from, the suite and variant files)."""
+    the engine registry they name engines from, the suite and variant files) and the layout's reading."""
     from runners import spec
 
     digest = hashlib.sha256()
     suites = sorted(spec.SUITES_DIR.glob("*.toml"))  # which suites, workloads and variants exist, and whose
-    for path in (Path(__file__), Path(schema.__file__), Path(bounds.__file__), Path(engines.__file__), *suites):
+    modules = (schema, layout, store, bounds, engines)
+    for path in (Path(__file__), *(Path(str(m.__file__)) for m in modules), *suites):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

@@ -83,10 +83,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _groups(files: list[Path]) -> dict[Path, list[Path]]:
-    """Each file with its data folder (data/<suite>/<run>.parquet): editions and git history are the folder's."""
+    """Each file with its data folder (data/<suite>/<run>.parquet, or data/<suite>/<YYYY-MM>/<run>.parquet): editions
+    and git history are the folder's."""
     groups: dict[Path, list[Path]] = {}
     for f in sorted(set(files)):
-        groups.setdefault(f.parent.parent, []).append(f)
+        groups.setdefault(load.data_folder(f), []).append(f)
     return groups
 
 

@@ -24,14 +24,13 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from runners import (
     bench_report,
     cpu_isa,
     engines,
     footprint,
     formats,
+    layout,
     lifetime,
     metrics,
     nodes,
@@ -310,14 +309,14 @@ def write_failure(
 def _why(path: Path, lines: int = 6) -> str:
     """What a run that did not finish recorded as its error (its last lines, indented), for the console: the record
     keeps all of it."""
-    error = pq.read_table(path, columns=["error"]).column("error")[0].as_py() or "(no error text recorded)"
+    error = layout.read(path).column("error")[0].as_py() or "(no error text recorded)"
     tail = [line for line in str(error).splitlines() if line.strip()][-lines:]
     return "\n".join(f"      | {line[:300]}" for line in tail) + f"\n      (the whole record: {path})"
 
 
 def summarize(path: Path, window_steps: int) -> dict[str, object]:
     """One summary line of a result file: status, steps, median steps/s with its interval."""
-    t = pq.read_table(path, columns=["status", "phase", "metric", "value", "trial"]).to_pylist()
+    t = layout.read(path).select(["status", "phase", "metric", "value", "trial"]).to_pylist()
     times = [r["value"] for r in t if r["metric"] == "step_time_s" and r["phase"] == "steady"]
     steps = sum(r["value"] for r in t if r["metric"] == "steps_completed")
     line: dict[str, object] = {"status": t[0]["status"], "steps": int(steps), "steps_per_s": None}
@@ -421,11 +420,11 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
             else:
                 refused = write_records(out, run_args.data_dir, {run_id: identity})
             elsewhere = nodes.elsewhere(out) if nodes.multi(run_args) else None
-        path = store.run_path(run_args.data_dir, suite.name, run_id)
-        if not path.exists() and (elsewhere or not nodes.writes_failures(run_args)):
+        path = store.find(run_args.data_dir, suite.name, run_id)
+        if path is None and (elsewhere or not nodes.writes_failures(run_args)):
             summary.append(_not_written_here(work.name, label, code, err, elsewhere, time.perf_counter() - t0))
             continue
-        if not path.exists():
+        if path is None:
             status = "failed" if run_id in refused else _classify(code, err or "")
             error = _failure_text(refused.get(run_id), code, err)
             path = write_failure(run_args, suite, work, variant, run_id, started, status, error)
@@ -510,8 +509,8 @@ def run_inference(
     lines = []
     for test in tests:
         run_id = record.test_run_id(stamp, test.workload, variant.name)
-        path = store.run_path(args.data_dir, suite.name, run_id)
-        if not path.exists():
+        path = store.find(args.data_dir, suite.name, run_id)
+        if path is None:
             status = "failed" if run_id in refused else _classify(code, err)
             error = _failure_text(refused.get(run_id), code, err)
             path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
@@ -543,10 +542,8 @@ def run_inference(
              run_identity(suite.name, t.workload, variant, tool=tool) for t in tests},
         )  # fmt: skip
     for test in tests:
-        path = store.run_path(
-            args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}")
-        )
-        if path.exists():
+        path = store.find(args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}"))
+        if path is not None:
             lines.append(
                 {"workload": test.workload, "variant": f"{variant.name} ({tool})", **summarize_test(path)}
                 | {"wall_s": f"{time.perf_counter() - t0:.0f}", "file": str(path)}
@@ -593,17 +590,17 @@ def run_serving(
     lines = []
     for test in tests:
         run_id = record.test_run_id(stamp, test.workload, variant.name)
-        path = store.run_path(args.data_dir, suite.name, run_id)
-        if not path.exists():
+        path = store.find(args.data_dir, suite.name, run_id)
+        if path is None:
             status = "failed" if run_id in refused else _classify(code, err)
             error = _failure_text(refused.get(run_id), code, err)
             path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
             print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
         lines.append({"workload": test.workload, "variant": variant.name, **summarize_serving(path)})
-        bench = store.run_path(
+        bench = store.find(
             args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{engine.tool}")
         )
-        if bench.exists():
+        if bench is not None:
             lines.append(
                 {"workload": test.workload, "variant": f"{variant.name} ({engine.tool})", **summarize_serving(bench)}
             )
@@ -643,7 +640,7 @@ def _write_unfinished_test(
 def summarize_serving(path: Path) -> dict[str, object]:
     """One summary line of a serving test's file: offline output tokens/s (mean ± sd over repetitions), or a served
     point's output tokens/s and median TTFT and TPOT."""
-    t = pq.read_table(path, columns=["status", "trial", "step", "metric", "value"]).to_pylist()
+    t = layout.read(path).select(["status", "trial", "step", "metric", "value"]).to_pylist()
     line: dict[str, object] = {"status": t[0]["status"], "steps": 0, "steps_per_s": None, "file": str(path)}
     rates = [r["value"] for r in t if r["metric"] == "output_tokens_per_s"]
     if rates:
@@ -791,7 +788,7 @@ def write_test_failure(
 
 def summarize_test(path: Path) -> dict[str, object]:
     """One summary line of an inference test's file: status, repetitions, tokens/s mean ± standard deviation."""
-    t = pq.read_table(path, columns=["status", "metric", "value"]).to_pylist()
+    t = layout.read(path).select(["status", "metric", "value"]).to_pylist()
     rates = [r["value"] for r in t if r["metric"] == "tokens_per_s"]
     line: dict[str, object] = {"status": t[0]["status"], "steps": len(rates), "steps_per_s": None}
     if rates:

@@ -1,7 +1,7 @@
 """Claims: numbers reported elsewhere, imported as records with origin `claim` and tier `claim`.
 
 A claim file is declarative TOML (`[[claims]]` tables, see runners/claims/seed.toml); each claim becomes one
-record, `data/<suite>/claim-<id>.parquet`, validated like any other and never rewritten. The site shows a
+record, `data/<suite>/<YYYY-MM>/claim-<id>.parquet`, validated like any other and never rewritten. The site shows a
 claim beside measured runs, marked as not reproduced, and never ranks it.
 """
 
@@ -113,8 +113,8 @@ def import_claims(path: Path, data_dir: Path) -> list[str]:
     """Write a record for each claim not yet in data_dir; returns a line per claim saying what happened."""
     lines, now = [], datetime.now(UTC)
     for claim in load_claims(path):
-        target = store.run_path(data_dir, claim.suite, f"claim-{claim.id}")
-        if target.exists():
+        target = store.find(data_dir, claim.suite, f"claim-{claim.id}")
+        if target is not None:
             lines.append(f"{claim.id}: already imported ({target}); records are never rewritten")
             continue
         lines.append(f"{claim.id}: wrote {store.write_run(data_dir, claim_table(claim, now))}")

@@ -2,10 +2,11 @@
 
     python -m runners retract RUN_ID --reason "why" [--data-dir data]
 
-Nothing is deleted or rewritten: the retracted run's file stays, byte for byte, and keeps its page; the new
-record (`data/<suite>/retraction-<run_id>.parquet`, origin `retraction`) names it, with the reason and the sha256
-of the file it retracts. The site then leaves the run out of rankings, repeats, scaling and parity baselines,
-marks it on its page and lists it under Errata. A run is retracted at most once (the store never overwrites).
+Nothing is deleted or rewritten: the retracted run's file stays, byte for byte, and keeps its page; the new record
+(`data/<suite>/<YYYY-MM>/retraction-<run_id>.parquet`, origin `retraction`, in the month it is made) names it, with
+the reason and the sha256 of the file it retracts. The site then leaves the run out of rankings, repeats, scaling and
+parity baselines, marks it on its page and lists it under Errata. A run is retracted at most once (the store never
+overwrites).
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from runners import provenance, schema, spec, store
+from runners import layout, provenance, schema, spec, store
 
 PREFIX = "retraction-"
 
@@ -71,9 +71,9 @@ def retract(data_dir: Path, run_id: str, reason: str, now: datetime | None = Non
     if run_id.startswith(PREFIX):
         raise spec.SpecError(f"{run_id!r} is itself a retraction; retractions are not retracted")
     path = find_run(data_dir, run_id)
-    target = pq.read_table(path).slice(0, 1).to_pylist()[0]
-    existing = store.run_path(data_dir, target["suite"], PREFIX + run_id)
-    if existing.exists():
+    target = layout.read(path).slice(0, 1).to_pylist()[0]
+    existing = store.find(data_dir, target["suite"], PREFIX + run_id)
+    if existing is not None:
         raise spec.SpecError(f"run {run_id!r} is already retracted by {existing}; records are never rewritten")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return store.write_run(data_dir, retraction_table(target, digest, reason.strip(), now or datetime.now(UTC)))

@@ -1,8 +1,39 @@
-"""The result-record schema: one Parquet file per run, tidy rows, run-level columns repeated on every row.
+"""The result-record schema: one Parquet file per run, tidy rows, run-level fields stored once per file.
 
 This module is the single definition of the format. Bump `SCHEMA_VERSION` when the format changes and add an
 upgrade function to `MIGRATIONS` (asv's `update_to_N` pattern): old files are never rewritten, the loader
 upgrades them in memory.
+
+A record, in memory, is one table of `SCHEMA`: the measurement rows (trial, step, phase, metric, value, unit) beside
+the run-level columns (`RUN_COLUMNS`), constant down the table. How a file stores it is its layout:
+
+- Schema 1 and 2 (every file committed before 2026-12-02): the record's table as it is, the run-level columns
+  repeated on every row. Parquet's dictionary encoding keeps that small on disk, but a plain reader expands it: the
+  93,154-byte `data/h100/20261130T165119Z-llama-14b-serve-c32-i512-o128-vllm-tp1-vllm-bench-d6c601.parquet` (4,225
+  rows) is 722,149,217 bytes of Arrow memory to `pyarrow.parquet.read_table`, its 170 KB config JSON (the tool's own
+  output, imported) copied onto every row.
+- Schema 3 (`runners/layout.py`): the file's columns are the rows alone (`layout.FILE_COLUMNS`: run_id, trial,
+  step, phase, metric, value, unit) and the run-level fields are stored once, as one JSON object under the Parquet
+  key-value metadata key `fairfight.run` (`layout.RUN_KEY`), the JSON columns (config, hardware, ...) as their text.
+  That file's record written so reads as 495,976 bytes (1/1,456); the largest committed file (67,394 rows) as
+  7.1 MB instead of 242.9 MB; a cpu-smoke training run's as 12.5 KB instead of 429 KB (tests/runners/test_layout.py
+  holds a real run's to 1/20 of its old layout's). On disk the 501 committed files would take 11.1 MB instead of
+  19.0 MB; only the imported vllm-bench records, whose config is mostly that 170 KB of text, grow (93 KB to 205 KB:
+  Parquet does not compress key-value metadata). `run_id` stays on the rows, so files concatenated by a plain
+  reader (`pl.read_parquet("data/**/*.parquet")`) still tell their runs apart.
+
+Why key-value metadata rather than a one-row layout (every run-level field a column of one row, the measurements
+list columns of that row): the rows stay a flat tidy table that any Parquet reader (pyarrow, polars, DuckDB,
+pandas) reads as it is, with no list columns to explode; the run-level fields are read from the file's footer alone
+(`pq.read_metadata`), without decompressing a page, which is what a loader bounded by what a question needs wants
+of 50,000 files; and the Parquet file's own schema says nothing that the record's schema does not. What that costs:
+the metadata is text, not typed columns, so `layout.record` checks every field's JSON type as strictly as the
+columns' types are checked and names the field at fault (`fairfight.run.<field>`); and it is not compressed.
+
+`layout.record(table, metadata)` is the reading side: any version's file, as read, back to the record's table
+(schema 3's run-level values expanded as dictionary-encoded columns: one value and an index per row, so checking
+them costs what it did). A file in schema 3's layout that says it is another version, or a column-layout file that
+says it is schema 3 or later, is refused: each version has one layout.
 """
 
 from __future__ import annotations
@@ -18,7 +49,9 @@ import pyarrow.compute as pc
 
 from runners import bounds, engines
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+LAYOUT_VERSION = 3
+"""The first version whose files store the run-level fields once, in the file's metadata (`to_file`)."""
 
 STATUSES = ("ok", "failed", "oom", "timeout", "unsupported")
 ORIGINS = ("measured", "imported", "claim", "retraction")
@@ -247,8 +280,14 @@ def _claims_a_migration(table: pa.Table) -> bool:
     return isinstance(config, dict) and "migrated" in config
 
 
+def update_to_3(table: pa.Table) -> pa.Table:
+    """Schema 2 → 3 changed the file's layout, not a field (the run-level fields stored once, in the file's metadata:
+    runners/layout.py): a schema-2 record, read through its column layout, is only relabelled version 3."""
+    return _set_version(table, 3)
+
+
 # version -> function upgrading a table written by that version to version + 1
-MIGRATIONS: dict[int, Callable[[pa.Table], pa.Table]] = {1: update_to_2}
+MIGRATIONS: dict[int, Callable[[pa.Table], pa.Table]] = {1: update_to_2, 2: update_to_3}
 
 
 def upgrade(table: pa.Table) -> pa.Table:

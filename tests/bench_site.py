@@ -109,7 +109,7 @@ def two_runs(data: Path) -> tuple[str, str]:
 
 def bench(root: Path, runs: int) -> dict[str, str]:
     data = dataset(root, runs)
-    found = sum(1 for _ in data.glob("*/*.parquet"))
+    found = len(replicate.sources(data))
     out, work = root / f"site-{runs}", root / f"work-{runs}"
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)

@@ -20,6 +20,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from runners import layout, schema
+
 TAIL = re.compile(r"^(?P<head>\d{8}T\d{6}Z-.+-)(?P<tail>[0-9a-f]{6})$")
 QUOTED_ID = re.compile(r'"(\d{8}T\d{6}Z-[^"]+-[0-9a-f]{6})"')
 
@@ -35,20 +37,33 @@ def copy_id(run_id: str, k: int) -> str:
 def copy_table(table: pa.Table, k: int) -> pa.Table:
     """`table` as copy k: its run id, and every run id its config names, rewritten."""
     run_id = table.column("run_id")[0].as_py()
-    table = table.set_column(table.schema.get_field_index("run_id"), table.schema.field("run_id"),
-                             pa.array([copy_id(run_id, k)] * table.num_rows, pa.string()))  # fmt: skip
+    field = table.schema.field("run_id")  # each column keeps its type (a schema-3 record's are dictionaries)
+    table = table.set_column(table.schema.get_field_index("run_id"), field,
+                             pa.array([copy_id(run_id, k)] * table.num_rows, field.type))  # fmt: skip
     config = table.column("config")[0].as_py()
     if isinstance(config, str):
         new = QUOTED_ID.sub(lambda m: f'"{copy_id(m[1], k)}"', config)
         if new != config:
             i = table.schema.get_field_index("config")
-            table = table.set_column(i, table.schema.field("config"), pa.array([new] * table.num_rows, pa.string()))
+            field = table.schema.field("config")  # a string column, or a dictionary one as a schema-3 record's
+            table = table.set_column(i, field, pa.array([new] * table.num_rows, field.type))
     return table
 
 
 def sources(data: Path) -> list[Path]:
-    """The committed result files (editions and hidden files left out)."""
-    return sorted(p for p in data.glob("*/*.parquet") if not p.name.startswith("."))
+    """The committed result files, flat in their suite's folder or in its month folders (editions and hidden files
+    left out)."""
+    found = [*data.glob("*/*.parquet"), *data.glob("*/[0-9][0-9][0-9][0-9]-[0-9][0-9]/*.parquet")]
+    return sorted(p for p in found if not p.name.startswith("."))
+
+
+def _write(table: pa.Table, path: Path) -> None:
+    """A copy written in the layout of the version its record says (runners/layout.py)."""
+    version = table.column("schema_version")[0].as_py()
+    if version >= schema.LAYOUT_VERSION:
+        layout.write(table, path)
+    else:
+        pq.write_table(table, path, compression="zstd")
 
 
 def replicate(data: Path, dest: Path, runs: int, *, progress: bool = True) -> int:
@@ -59,11 +74,11 @@ def replicate(data: Path, dest: Path, runs: int, *, progress: bool = True) -> in
     written = 0
     tty = progress and sys.stderr.isatty()
     for i, f in enumerate(files, 1):
-        table = pq.read_table(f)  # read once, written `copies` times
-        folder = dest / f.parent.name
+        table = layout.read(f)  # read once, written `copies` times, each in its version's layout
+        folder = dest / f.parent.relative_to(data)
         folder.mkdir(parents=True, exist_ok=True)
         for k in range(copies if f in replicable else 1):
-            pq.write_table(copy_table(table, k), folder / f"{copy_id(f.stem, k)}.parquet", compression="zstd")
+            _write(copy_table(table, k), folder / f"{copy_id(f.stem, k)}.parquet")
             written += 1
         if tty:
             print(

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from runners import record, schema, spec, store
+from runners import layout, record, schema, spec, store
 
 SUITE = spec.load_suite("h100")
 VERSION = 2
@@ -86,9 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     start = datetime(2026, 1, 1, tzinfo=UTC)
     for i in range(args.runs):
         table = make_run(i, args.steps, rng, start)
-        path = store.run_path(args.dir, table["suite"][0].as_py(), table["run_id"][0].as_py())
+        path = store.run_path(
+            args.dir, table["suite"][0].as_py(), table["run_id"][0].as_py(), table["started_at"][0].as_py()
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, path, compression="zstd")  # a fixture: no fsync, no atomic link needed
+        layout.write(table, path)  # a fixture: no fsync, no atomic link needed
     print(f"{args.runs} synthetic runs × {2 * args.steps + 2} rows under {args.dir}")
     return 0
 

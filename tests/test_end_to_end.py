@@ -10,12 +10,11 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from generator import commits, derive, load
-from runners import metrics, schema, spec
-from tests.conftest import REPEAT_NOTE, SCALING_NOTE, TORCH_VARIANTS, run_module
+from runners import layout, metrics, schema, spec
+from tests.conftest import REPEAT_NOTE, SCALING_NOTE, TORCH_VARIANTS, run_module, write_as_submitted
 
 SMOKE = spec.load_suite("cpu-smoke")
 
@@ -25,7 +24,7 @@ VARIANTS = TORCH_VARIANTS
 
 def _files(data: Path) -> dict[str, Path]:
     """The bench run's file for each variant."""
-    files = {pq.read_table(p, columns=["variant"])["variant"][0].as_py(): p for p in data.rglob("*.parquet")}
+    files = {layout.read(p).select(["variant"])["variant"][0].as_py(): p for p in data.rglob("*.parquet")}
     assert sorted(files) == sorted(VARIANTS), files
     return files
 
@@ -38,11 +37,11 @@ def test_bench_writes_one_valid_record_per_variant(bench_data) -> None:
         assert variant in proc.stdout
     work = SMOKE.workloads[0]
     files = _files(data)
-    heads = {v: pq.read_table(p, columns=["status", "error"]).slice(0, 1).to_pylist()[0] for v, p in files.items()}
+    heads = {v: layout.read(p).select(["status", "error"]).slice(0, 1).to_pylist()[0] for v, p in files.items()}
     assert all(h["status"] == "ok" for h in heads.values()), (heads, proc.stdout[-3000:], proc.stderr[-3000:])
     first_losses = {}
     for variant, path in files.items():
-        table = pq.read_table(path)
+        table = layout.read(path)
         assert schema.check_table(table) == [], variant
         rows = table.to_pylist()
         run = rows[0]
@@ -99,7 +98,7 @@ def test_site_shows_the_runs_and_reports_the_corrupt_file(bench_data, built_site
     for path in _files(data).values():
         assert path.stem in board
         # its harness commit, beside it (this build has no repository address: shown, not linked)
-        assert str(commits.link(pq.read_table(path).column("harness_commit")[0].as_py(), None)) in board
+        assert str(commits.link(layout.read(path).column("harness_commit")[0].as_py(), None)) in board
     assert 'class="ff-chart"' in board and "application/json" in board
     for variant, path in _files(data).items():  # a page per run, with the file's hash and its settings
         run_page = (built_site / "runs" / f"{path.stem}.html").read_text()
@@ -112,7 +111,7 @@ def test_site_shows_the_runs_and_reports_the_corrupt_file(bench_data, built_site
     for path in _files(data).values():  # every row of each run: in its suite's samples, and gzipped beside its page
         run_csv = pl.read_csv(built_site / "runs" / f"{path.stem}.csv.gz", schema_overrides={"step": pl.Int32})
         assert run_csv.columns == ["trial", "step", "phase", "metric", "value", "unit"]  # the name says the run
-        original = pl.from_arrow(pq.read_table(path).select(run_csv.columns)).cast(run_csv.schema)
+        original = pl.from_arrow(layout.read(path).select(run_csv.columns)).cast(run_csv.schema)
         assert run_csv.equals(original)  # every row, in file order, values exact
         own = samples.filter(pl.col("run_id") == path.stem).select(run_csv.columns).cast(run_csv.schema)
         assert own.equals(original)
@@ -177,12 +176,12 @@ def test_failures_are_recorded_and_the_suite_goes_on(tmp_path: Path, torch_engin
 def test_validate_names_file_row_and_field(bench_data, tmp_path: Path) -> None:
     data, _ = bench_data
     good = _files(data)["ddp-fp32-stock"]
-    table = pq.read_table(good)
+    table = layout.read(good)
     values = table.column("value").to_pylist()
     row = table.column("metric").to_pylist().index("step_time_s", 1)
     values[row] = -1.0  # a negative step time
     bad = tmp_path / good.name
-    pq.write_table(table.set_column(table.column_names.index("value"), "value", pa.array(values)), bad)
+    write_as_submitted(table.set_column(table.column_names.index("value"), "value", pa.array(values)), bad)
     ok = run_module("generator.validate", str(good))
     assert "1 file(s) checked, 0 with problems" in ok.stdout
     proc = run_module("generator.validate", str(bad), check=False)

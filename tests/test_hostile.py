@@ -18,17 +18,16 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute
-import pyarrow.parquet as pq
 import pytest
 
 from generator import checks, derive, inference, load, pages, render, serving
-from runners import metrics, schema, store
-from tests.conftest import ROOT, TRAIN, run_module
+from runners import layout, metrics, schema, store
+from tests.conftest import ROOT, TRAIN, run_module, write_as_submitted
 
 
 def _source(bench_data) -> Path:
     data, _ = bench_data
-    return next(p for p in (data / "cpu-smoke").glob("*.parquet") if "ddp-fp32-stock" in p.name)
+    return next(p for p in (data / "cpu-smoke").rglob("*.parquet") if "ddp-fp32-stock" in p.name)
 
 
 def doctored(
@@ -41,7 +40,7 @@ def doctored(
     **columns: object,
 ) -> pa.Table:
     """A real record with its run id and any run-level column replaced, its config/hardware/software JSON edited."""
-    table = pq.read_table(source)
+    table = layout.read(source)
     if rows is not None:
         table = rows(table)
     values: dict[str, object] = {"run_id": run_id, **columns}
@@ -60,7 +59,7 @@ def submit(data: Path, table: pa.Table, folder: str = "cpu-smoke", name: str | N
     """Write a file as a submitter would: no store, no checks."""
     path = data / folder / f"{name or table.column('run_id')[0].as_py()}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path)
+    write_as_submitted(table, path)
     return path
 
 
@@ -116,10 +115,10 @@ def test_config_of_the_wrong_shape_is_rejected_and_the_site_still_builds(bench_d
     submit(data, doctored(src, "no-model", config=lambda c: c.pop("model")))
     submit(data, doctored(src, "dup-key", config=lambda c: None, rows=None))
     # a repeated key: Python's json keeps the last, polars' path query the first
-    table = pq.read_table(data / "cpu-smoke" / "dup-key.parquet")
+    table = layout.read(data / "cpu-smoke" / "dup-key.parquet")
     text = table.column("config")[0].as_py().replace('"micro_batch": ', '"micro_batch": 0, "micro_batch": ', 1)
     field = table.schema.field("config")
-    table = table.set_column(table.column_names.index("config"), field, pa.array([text] * table.num_rows))
+    table = table.set_column(table.column_names.index("config"), field, pa.array([text] * table.num_rows, field.type))
     submit(data, table)
     found = problems_of(data)
     assert "expected an object" in found["config-list.parquet"]
@@ -211,12 +210,13 @@ def test_duplicate_run_ids_reject_every_differing_copy_and_folders_match_suites(
     hits = {k: v for k, v in found.items() if k == f"{genuine}.parquet"}
     loaded, _ = checks.checked(load.load(data))
     rejected_paths = {r.path for r in loaded.rejected}
-    assert f"data/cpu-smoke/{genuine}.parquet" in rejected_paths and f"data/h100/{genuine}.parquet" in rejected_paths
+    where = "data/" + src.relative_to(bench_data[0]).as_posix()  # the genuine file, in its month's folder
+    assert where in rejected_paths and f"data/h100/{genuine}.parquet" in rejected_paths
     assert genuine not in loaded.runs["run_id"].to_list()  # neither wins
     assert f"data/elsewhere/{genuine}.parquet" in rejected_paths and hits
     reasons = {r.path: " ".join(r.problems) for r in loaded.rejected}
     assert "is in folder 'elsewhere'" in reasons[f"data/elsewhere/{genuine}.parquet"]
-    assert "with other contents" in reasons[f"data/cpu-smoke/{genuine}.parquet"]
+    assert "with other contents" in reasons[where]
 
 
 # 6: implausible values
@@ -251,10 +251,15 @@ def test_implausible_values_are_rejected_and_control_characters_shown(bench_data
 
 @pytest.mark.bench
 def test_a_missing_column_is_named(bench_data, data) -> None:
-    table = pq.read_table(_source(bench_data))
+    table = layout.read(_source(bench_data))
     submit(data, doctored(_source(bench_data), "no-variant").drop_columns(["variant"]))
+    # the same in a file of schema 2's layout, whose run-level fields are columns
+    committed = ROOT / "data" / "cpu-smoke" / "20261129T174009Z-train-gpt-tiny-mb4-ddp-fp32-stock-2f85f7.parquet"
+    submit(data, doctored(committed, "no-variant-v2").drop_columns(["variant"]))
     assert table.num_rows
-    assert "field 'variant': missing column" in problems_of(data)["no-variant.parquet"]
+    found = problems_of(data)
+    assert "field 'fairfight.run.variant': missing from the file's run metadata" in found["no-variant.parquet"]
+    assert "field 'variant': missing column" in found["no-variant-v2.parquet"]
 
 
 # 8: the bench's runners end with it and write nothing after; a run id is checked before it names a file
@@ -265,7 +270,7 @@ def test_store_refuses_run_ids_that_are_not_plain_names(bench_data, tmp_path) ->
     table = doctored(_source(bench_data), "ok-id")
     for bad in ("../escape", "a/b", ".hidden", "x" * 300):
         with pytest.raises(ValueError, match=r"refusing|not a plain name"):
-            store.run_path(tmp_path, "cpu-smoke", bad)
+            store.run_path(tmp_path, "cpu-smoke", bad, table.column("started_at")[0].as_py())
         with pytest.raises(ValueError):
             store.write_run(tmp_path, table.set_column(1, "run_id", pa.array([bad] * table.num_rows)))
     assert not any(tmp_path.rglob("*.parquet"))
@@ -325,7 +330,7 @@ def test_statistics_and_the_site_at_ten_to_the_five_steps(bench_data, data, tmp_
     ci = metrics.median_ci([float(i % 97) for i in range(100_000)])
     assert ci.lo <= ci.median <= ci.hi and 0.95 <= ci.coverage < 0.951
     src = _source(bench_data)
-    base = pq.read_table(src)
+    base = layout.read(src)
     steps = 100_000
     step_rows = {
         "trial": [0] * steps,

@@ -22,7 +22,7 @@ import pytest
 
 from generator import checks, derive, editions, inference, load, pages, render, serving
 from runners import claims
-from tests.conftest import ROOT, TRAIN, committed, run_module
+from tests.conftest import ROOT, TRAIN, committed, run_module, write_as_submitted
 
 GENUINE = sorted((ROOT / "data" / "cpu-smoke").glob("*.parquet"))
 """The five committed runs of cpu-smoke's training workload: its genuine board."""
@@ -54,7 +54,7 @@ def doctored(source: Path, run_id: str, config: Callable[[dict], object] | None 
 
 def submit(data: Path, table: pa.Table, name: str | None = None) -> Path:
     path = data / "cpu-smoke" / f"{name or table.column('run_id')[0].as_py()}.parquet"
-    pq.write_table(table, path)
+    write_as_submitted(table, path)
     return path
 
 
@@ -111,7 +111,7 @@ def test_links_fifos_and_devices_under_data_are_refused_by_name_unread(data: Pat
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     outside = elsewhere / "linked-run.parquet"
-    pq.write_table(doctored(TUNED, "linked-run"), outside)  # a valid record, named for the link to it
+    write_as_submitted(doctored(TUNED, "linked-run"), outside)  # a valid record, named for the link to it
     (data / "cpu-smoke" / "linked-run.parquet").symlink_to(outside)
     (data / "cpu-smoke" / "zeros.parquet").symlink_to("/dev/zero")
     os.mkfifo(data / "cpu-smoke" / "pipe.parquet")
@@ -140,7 +140,7 @@ def test_decompression_bombs_wide_files_and_extension_types_are_refused_from_met
     polars). Now each is refused from its metadata, by name, and the site builds."""
     monkeypatch.setattr(load, "MAX_UNCOMPRESSED_BYTES", 4 << 20)
     bomb = doctored(TUNED, "bomb", error="\0" * (8 << 20), status="failed")
-    pq.write_table(bomb, data / "cpu-smoke" / "bomb.parquet", compression="zstd")
+    write_as_submitted(bomb, data / "cpu-smoke" / "bomb.parquet", compression="zstd")
     assert (data / "cpu-smoke" / "bomb.parquet").stat().st_size < 64 << 10
     wide = doctored(TUNED, "wide")
     for i in range(2000):
@@ -166,7 +166,7 @@ def _edited(path: Path, factor: float) -> None:
     table = pq.read_table(path)
     values = [v * factor if m == "step_time_s" else v for v, m in zip(table["value"].to_pylist(),
               table["metric"].to_pylist(), strict=True)]  # fmt: skip
-    pq.write_table(table.set_column(table.column_names.index("value"), "value", pa.array(values)), path)
+    write_as_submitted(table.set_column(table.column_names.index("value"), "value", pa.array(values)), path)
 
 
 def test_a_file_edited_after_release_is_rejected_and_the_frozen_board_shows_what_was_frozen(
@@ -237,7 +237,7 @@ def test_release_refuses_a_data_folder_with_uncommitted_changes(data: Path, tmp_
     with pytest.raises(SystemExit, match="not in a git checkout"):
         editions.release("e1", data)
     committed(data.parent)
-    pq.write_table(doctored(TUNED, "uncommitted-run"), data / "cpu-smoke" / "uncommitted-run.parquet")
+    write_as_submitted(doctored(TUNED, "uncommitted-run"), data / "cpu-smoke" / "uncommitted-run.parquet")
     with pytest.raises(SystemExit, match=r"uncommitted changes \(data/cpu-smoke/uncommitted-run.parquet\)"):
         editions.release("e1", data)
     committed(data.parent)

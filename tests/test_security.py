@@ -8,12 +8,11 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from playwright.sync_api import sync_playwright
 
-from runners import store
-from tests.conftest import TRAIN, run_module
+from runners import layout, store
+from tests.conftest import TRAIN, run_module, write_as_submitted
 from tests.test_browser import CHROMIUM, FLAGS, serve
 
 PAYLOAD = (
@@ -30,7 +29,7 @@ MARK = "window.__pwned"
 
 def _poisoned(path: Path, run_id: str, status: str, **names: str) -> pa.Table:
     """A real run's record with every free-text field replaced by the payload (and any run-level `names`)."""
-    table = pq.read_table(path)
+    table = layout.read(path)
     config = json.loads(table.column("config")[0].as_py())
     config["note"] = "operator note " + PAYLOAD[:1900]
     config["variant"]["name"] = "v " + PAYLOAD[:150]
@@ -55,7 +54,7 @@ def _poisoned(path: Path, run_id: str, status: str, **names: str) -> pa.Table:
 
 def _submitted(data: Path, table: pa.Table) -> None:
     """Written as a hostile submitter would: straight to Parquet, past every check of our store."""
-    pq.write_table(table, data / "cpu-smoke" / f"{table.column('run_id')[0].as_py()}.parquet")
+    write_as_submitted(table, data / "cpu-smoke" / f"{table.column('run_id')[0].as_py()}.parquet")
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +66,7 @@ def hostile_site(bench_data, tmp_path_factory) -> Path:
         target = hostile / path.relative_to(data)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(path.read_bytes())
-    source = next(p for p in (data / "cpu-smoke").glob("*.parquet") if "ddp-fp32-stock" in p.name)
+    source = next(p for p in (data / "cpu-smoke").rglob("*.parquet") if "ddp-fp32-stock" in p.name)
     store.write_run(hostile, _poisoned(source, "hostile-ok", "ok"))
     store.write_run(hostile, _poisoned(source, "hostile-failed", "failed"))
     # names that reach navigation, titles and file names (rejected, and listed on the Rejected page as text), and a
@@ -80,7 +79,9 @@ def hostile_site(bench_data, tmp_path_factory) -> Path:
     field = table.schema.field("config")
     _submitted(
         hostile,
-        table.set_column(table.column_names.index("config"), field, pa.array([json.dumps(config)] * table.num_rows)),
+        table.set_column(
+            table.column_names.index("config"), field, pa.array([json.dumps(config)] * table.num_rows, field.type)
+        ),
     )
     table = _poisoned(source, "hostile-dim", "ok")
     config = json.loads(table.column("config")[0].as_py())
@@ -88,7 +89,9 @@ def hostile_site(bench_data, tmp_path_factory) -> Path:
     field = table.schema.field("config")
     _submitted(
         hostile,
-        table.set_column(table.column_names.index("config"), field, pa.array([json.dumps(config)] * table.num_rows)),
+        table.set_column(
+            table.column_names.index("config"), field, pa.array([json.dumps(config)] * table.num_rows, field.type)
+        ),
     )
     out, build = ("--out", str(work / "site")), ("--work", str(work / "build"))
     # with a repository address, so that the boards would link a commit (only a hex one may be)

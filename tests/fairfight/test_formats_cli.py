@@ -14,7 +14,7 @@ import pytest
 
 from fairfight import cli
 from runners import schema, store
-from tests.conftest import ROOT, TRAIN, run_module
+from tests.conftest import ROOT, TRAIN, run_module, write_as_submitted
 from tests.runners.test_formats import rendered
 from tests.runners.test_store import ROWS, _run
 
@@ -57,10 +57,9 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store.write_run(data, schema.make_table(_run(run_id="good"), ROWS))
     bad = schema.make_table(_run(run_id="bad"), ROWS).to_pylist()
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     bad[0]["status"] = "finished|<b>"  # not a status: a hostile value that must stay in its cell
-    pq.write_table(pa.Table.from_pylist(bad, schema=schema.make_table(_run(), ROWS).schema),
+    write_as_submitted(pa.Table.from_pylist(bad, schema=schema.make_table(_run(), ROWS).schema),
                    data / "cpu-smoke" / "bad.parquet")  # fmt: skip
     found = _check_formats(capsys, ["validate", str(data)], ["file", "status", "problem"])
     assert found["_status"] == found["exit_status"] == 1

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from generator import checks, derive, load, validate
-from runners import claims, metrics, retract, schema, spec, store
+from runners import claims, layout, metrics, retract, schema, spec, store
 from tests.conftest import ROOT, run_module
 
 SEED_CLAIMS = spec.SUITES_DIR.parent / "claims" / "seed.toml"
@@ -144,14 +144,15 @@ def test_a_run_faster_than_its_hardware_can_be_is_rejected_with_its_retraction(t
     assert summary["run_id"].to_list() == ["plausible"] and loaded.runs["run_id"].to_list() == ["plausible"]
     assert set(loaded.rows["run_id"].unique()) == {"plausible"}
     problems = {r.path: r.problems[0] for r in loaded.rejected}
-    assert set(problems) == {"data/cpu-smoke/too-fast.parquet", f"data/cpu-smoke/{retraction.name}"}
-    too_fast = problems["data/cpu-smoke/too-fast.parquet"]
+    written = retraction.relative_to(tmp_path).as_posix()  # in the month it was made
+    assert set(problems) == {"data/cpu-smoke/2026-11/too-fast.parquet", written}
+    too_fast = problems["data/cpu-smoke/2026-11/too-fast.parquet"]
     assert "field 'value': these steps imply 320% MFU, above the NVIDIA H200" in too_fast
-    assert "retracts 'too-fast', which is rejected" in problems[f"data/cpu-smoke/{retraction.name}"]
+    assert "retracts 'too-fast', which is rejected" in problems[written]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert validate.main([str(data / "cpu-smoke" / "too-fast.parquet")]) == 1
-    assert f"{data / 'cpu-smoke' / 'too-fast.parquet'}: rows of metric 'step_time_s'" in out.getvalue()
+        assert validate.main([str(data / "cpu-smoke" / "2026-11" / "too-fast.parquet")]) == 1
+    assert f"{data / 'cpu-smoke' / '2026-11' / 'too-fast.parquet'}: rows of metric 'step_time_s'" in out.getvalue()
 
 
 def test_other_initial_weights_or_data_fail_parity_whatever_the_loss_says(tmp_path: Path) -> None:
@@ -293,12 +294,11 @@ elif _defect == "weights":
 def _without_hashes(source: Path, target: Path) -> None:
     """Every record under `source` written again under `target` without its hashes (as a record made before they
     were recorded would be), through the store's own checks."""
-    import pyarrow.parquet as pq
 
     from runners.store import write_run
 
     for path in sorted(source.rglob("*.parquet")):
-        table = pq.read_table(path)
+        table = layout.read(path)
         config = json.loads(table["config"][0].as_py())
         for key in ("initial_weights_sha256", "initial_state_sha256", "data_sha256", "hashes_from"):
             config.pop(key, None)

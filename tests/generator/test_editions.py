@@ -35,7 +35,7 @@ def test_release_freezes_runs_and_changelog_and_integrity_show_on_the_site(bench
     assert len(editions.changelog(e1, e2.runs)["added"]) == 2
     # the same run's bytes change (recompressed): the editions that froze it must say so
     # not the loss-parity baseline (ddp-fp32-stock): without it no run of the board can rank (parity fails closed)
-    victim = next(p for p in sorted((data / "cpu-smoke").glob("*.parquet")) if "-fp32-" not in p.name)
+    victim = next(p for p in sorted((data / "cpu-smoke").rglob("*.parquet")) if "-fp32-" not in p.name)
     pq.write_table(pq.read_table(victim), victim, compression="gzip")
     (tmp_path / ".git").rename(tmp_path / "git-aside")  # as a tarball would be: only the editions can tell
     run_module("generator.build", "--data", str(data), "--out", str(tmp_path / "site"), "--work", str(tmp_path / "b"))

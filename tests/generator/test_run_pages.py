@@ -17,6 +17,7 @@ import pytest
 
 from generator import derive, inference, load, pages, render, serving
 from runners import provenance
+from tests.conftest import write_as_submitted
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO = "https://example.org/fairfight.git"
@@ -94,7 +95,7 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
         table = table.set_column(table.column_names.index(name), table.schema.field(name), column)
     data = tmp_path / "data" / "h100"
     data.mkdir(parents=True)
-    pq.write_table(table, data / f"{run_id}.parquet")
+    write_as_submitted(table, data / f"{run_id}.parquet")
     loaded = load.load(tmp_path / "data")
     assert loaded.rejected == []
     summary = derive.run_summary(loaded.runs, loaded.rows)

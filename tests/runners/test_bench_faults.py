@@ -11,11 +11,10 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from generator import load
-from runners import bench, schema, store
+from runners import bench, layout, schema, store
 from tests.conftest import ROOT
 from tests.runners.test_store import ROWS, _run
 
@@ -35,7 +34,7 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with ProcessPoolExecutor(4) as pool:
         results = list(pool.map(_write_many, [(data, f"w{k}", 25) for k in range(4)]))
-    files = sorted(p.name for p in (data / "cpu-smoke").iterdir())
+    files = sorted(p.name for p in (data / "cpu-smoke" / "2026-11").iterdir())  # the month the runs started
     assert files == sorted([f"w{k}-{i}.parquet" for k in range(4) for i in range(25)] + ["contested.parquet"])
     # exactly one writer got the contested id; the others were refused, and its record is whole
     assert sorted(r[-1] for r in results) == ["contested.parquet", "refused", "refused", "refused"]
@@ -76,11 +75,11 @@ def test_a_runner_killed_mid_run_leaves_a_failure_record_and_no_partial_file(tmp
             killed = True
     assert bench.wait(timeout=600) == 1, "".join(lines[-40:])  # a failed variant: the suite reports it
     assert killed, "".join(lines[-40:])
-    names = sorted(p.name for p in (data / "cpu-smoke").iterdir())
+    names = sorted(p.name for p in (data / "cpu-smoke").rglob("*"))
     assert not [n for n in names if n.startswith(".")], names  # no temporary file left
     heads = {
-        pq.read_table(p).slice(0, 1).to_pylist()[0]["variant"]: pq.read_table(p).slice(0, 1).to_pylist()[0]
-        for p in (data / "cpu-smoke").glob("*.parquet")
+        layout.read(p).slice(0, 1).to_pylist()[0]["variant"]: layout.read(p).slice(0, 1).to_pylist()[0]
+        for p in (data / "cpu-smoke").rglob("*.parquet")
     }
     assert sorted(heads) == ["ddp-amp-stock", "ddp-fp32-stock"]  # the suite went on to the next variant
     assert heads["ddp-fp32-stock"]["status"] == "failed" and "-9" in heads["ddp-fp32-stock"]["error"]

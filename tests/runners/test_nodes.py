@@ -12,11 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from generator import load
-from runners import bounds
+from runners import bounds, layout
 from tests.conftest import ROOT, TRAIN, run_module
 
 
@@ -67,13 +66,13 @@ def test_two_agents_on_one_host_form_one_job_and_one_record(tmp_path: Path) -> N
     assert [p.returncode for p in procs] == [0, 0], [err[-3000:] for _, err in outs]
     files = sorted(tmp_path.rglob("*.parquet"))
     assert len(files) == 1, files  # one job, one record, written by one node
-    head = pq.read_table(files[0]).to_pylist()[0]
+    head = layout.read(files[0]).to_pylist()[0]
     hardware, config = json.loads(head["hardware"]), json.loads(head["config"])
     assert head["status"] == "ok" and head["accelerator_count"] == 2
     assert [n["node"] for n in hardware["nodes"]] == [0, 1]  # both nodes named, each with its hardware and software
     assert all(n["processes"] == 1 and n["hardware"]["cpu_cores"] and n["software"]["torch"] for n in hardware["nodes"])
     assert config["launcher"].startswith("torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d")
-    assert load.load(files[0].parent.parent).rejected == []
+    assert load.load(load.data_folder(files[0])).rejected == []
     summaries = [json.loads(out) for out, _ in outs]
     run_id = head["run_id"]
     lines = [s["runs"][0] for s in summaries]

@@ -100,5 +100,5 @@ def test_a_run_that_started_and_failed_says_why_on_the_console(tmp_path: Path) -
     )
     proc, data = _bench(tmp_path, "--variants", str(variants), "--variant", "broken", "--workload", WORKLOAD)
     assert proc.returncode == 1
-    assert len(list((data / "cpu-smoke").glob("*.parquet"))) == 1
+    assert len(list((data / "cpu-smoke").rglob("*.parquet"))) == 1
     assert "failed" in proc.stdout and "exited with 3" in proc.stdout and "| " in proc.stdout

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from generator import load
 from runners import schema, spec
 from runners.engines.llamacpp import importer as llama_importer
+from tests.conftest import write_as_submitted
 from tests.runners.test_store import _run
 
 METRIC_NAMES = [*schema.METRIC_RULES, "custom_s", "custom_count"]
@@ -115,7 +116,7 @@ def test_a_table_is_accepted_exactly_when_every_row_is_good_and_loads_back_uncha
     if accepted:
         data: Path = tmp_path_factory.mktemp("data")
         (data / "cpu-smoke").mkdir()
-        pq.write_table(table, data / "cpu-smoke" / "prop.parquet")
+        write_as_submitted(table, data / "cpu-smoke" / "prop.parquet")
         loaded = load.load(data)
         assert loaded.rejected == [] and loaded.runs["run_id"].to_list() == ["prop"]
         back = loaded.rows.drop("run_id").to_dicts()

@@ -9,11 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, load
-from runners import retract, store
+from runners import layout, retract, store
 from tests.conftest import run_module
 
 REASON = "ran with a <b>stale</b> bucket setting & a debug build"
@@ -21,7 +20,7 @@ REASON = "ran with a <b>stale</b> bucket setting & a debug build"
 
 def _run_of(data: Path, variant: str) -> Path:
     return next(
-        p for p in data.rglob("*.parquet") if pq.read_table(p, columns=["variant"])["variant"][0].as_py() == variant
+        p for p in data.rglob("*.parquet") if layout.read(p).select(["variant"])["variant"][0].as_py() == variant
     )
 
 
@@ -37,7 +36,8 @@ def test_a_retraction_points_at_the_run_and_takes_it_out_of_every_ranking(bench_
     run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(work))  # before: cold
 
     proc = run_module("runners", "retract", target.stem, "--reason", REASON, "--data-dir", str(data))
-    written = data / "cpu-smoke" / f"retraction-{target.stem}.parquet"
+    written = store.find(data, "cpu-smoke", f"retraction-{target.stem}")  # in the month it was made
+    assert written is not None and store.MONTH.fullmatch(written.parent.name)
     assert f"wrote {written}" in proc.stdout
     assert hashlib.sha256(target.read_bytes()).hexdigest() == before  # the retracted file is untouched
 
@@ -49,7 +49,7 @@ def test_a_retraction_points_at_the_run_and_takes_it_out_of_every_ranking(bench_
     assert blank.returncode == 2 and "--reason is required" in blank.stderr
 
     # a retraction of a run that is not there is reported by file and field, and changes nothing else
-    ghost = pq.read_table(target).slice(0, 1).to_pylist()[0] | {"run_id": "ghost-run"}
+    ghost = layout.read(target).slice(0, 1).to_pylist()[0] | {"run_id": "ghost-run"}
     ghost_path = store.write_run(data, retract.retraction_table(ghost, "0" * 64, "no such run", datetime.now(UTC)))
 
     loaded = load.load(data)

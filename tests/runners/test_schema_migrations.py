@@ -135,7 +135,9 @@ def test_schema_2_leaves_every_other_record_as_it_was(tmp_path: Path, why: str) 
 
     config = json.loads(upgraded.column("config")[0].as_py())
     assert "migrated" not in config and "tf32" not in config["variant"]["settings"], why
-    assert config["compute_precision"] == "fp32" and upgraded.column("schema_version")[0].as_py() == 2
+    assert (
+        config["compute_precision"] == "fp32" and upgraded.column("schema_version")[0].as_py() == schema.SCHEMA_VERSION
+    )
 
 
 @pytest.mark.parametrize("forged", [["schema 2: trust me"], 5, "text", {"a": 1}])

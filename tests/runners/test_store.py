@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import load, validate
-from runners import provenance, schema, store
+from runners import layout, provenance, schema, store
 
 
 def _run(**over: object) -> dict[str, object]:
@@ -47,6 +47,11 @@ def _run(**over: object) -> dict[str, object]:
     return run | over
 
 
+def _as_version(table: pa.Table, version: int) -> pa.Table:
+    """A record's table labelled an older version, to write in that version's layout (its columns as they are)."""
+    return table.set_column(0, table.schema.field(0), pa.array([version] * table.num_rows, pa.int32()))
+
+
 ROWS = [
     dict(trial=0, step=0, phase="warmup", metric="step_time_s", value=0.1, unit="s"),
     dict(trial=0, step=None, phase="run", metric="steps_completed", value=1.0, unit="steps"),
@@ -55,11 +60,16 @@ ROWS = [
 
 def test_write_is_atomic_and_append_only(tmp_path: Path) -> None:
     path = store.write_run(tmp_path, schema.make_table(_run(), ROWS))
-    assert path == tmp_path / "cpu-smoke" / "r1.parquet"
+    assert path == tmp_path / "cpu-smoke" / "2026-11" / "r1.parquet"  # the month the run started
     assert pq.read_table(path).num_rows == 2
     assert [p.name for p in path.parent.iterdir()] == ["r1.parquet"]  # no temporary file left behind
     with pytest.raises(FileExistsError):
         store.write_run(tmp_path, schema.make_table(_run(), ROWS))
+    # nor under another month: the same run started later (a claim re-imported next month, say) is refused too
+    with pytest.raises(FileExistsError, match="already recorded"):
+        later = _run(started_at=datetime(2026, 12, 1, tzinfo=UTC), ended_at=datetime(2026, 12, 1, 1, tzinfo=UTC))
+        store.write_run(tmp_path, schema.make_table(later, ROWS))
+    assert not (tmp_path / "cpu-smoke" / "2026-12").exists()
     assert pq.read_table(path).num_rows == 2  # the first record is untouched
 
 
@@ -109,7 +119,7 @@ def test_semantic_faults_are_refused_and_reported_by_file_row_and_field(fault: s
     assert not (tmp_path / "refused").exists() or not any((tmp_path / "refused").rglob("*.parquet"))
     data = tmp_path / "data"
     (data / "cpu-smoke").mkdir(parents=True)
-    pq.write_table(table, data / "cpu-smoke" / "r1.parquet")  # written around the store, as a crafted file would be
+    layout.write(table, data / "cpu-smoke" / "r1.parquet")  # written around the store, as a crafted file would be
     store.write_run(data, schema.make_table(_run(run_id="good"), ROWS))
     loaded = load.load(data)
     assert loaded.runs["run_id"].to_list() == ["good"]
@@ -128,18 +138,20 @@ def test_file_level_faults_are_reported_and_the_copy_in_its_suite_folder_kept(tm
     data = tmp_path / "data"
     store.write_run(data, schema.make_table(_run(), ROWS))
     (data / "h100").mkdir()
-    (data / "h100" / "r1.parquet").write_bytes((data / "cpu-smoke" / "r1.parquet").read_bytes())  # the same id
+    (data / "h100" / "r1.parquet").write_bytes(
+        (data / "cpu-smoke" / "2026-11" / "r1.parquet").read_bytes()
+    )  # the same id
     two = pa.concat_tables([schema.make_table(_run(run_id="r2"), ROWS), schema.make_table(_run(run_id="r3"), ROWS)])
-    pq.write_table(two, data / "cpu-smoke" / "r2.parquet")
+    pq.write_table(_as_version(two, 2), data / "cpu-smoke" / "r2.parquet")  # schema 2's layout holds two runs
     newer = schema.make_table(_run(run_id="r4"), ROWS)
     newer = newer.set_column(0, newer.schema.field(0), pa.array([schema.SCHEMA_VERSION + 1] * 2, pa.int32()))
     pq.write_table(newer, data / "cpu-smoke" / "r4.parquet")
     loaded = load.load(data)
-    assert loaded.runs["path"].to_list() == ["data/cpu-smoke/r1.parquet"]
+    assert loaded.runs["path"].to_list() == ["data/cpu-smoke/2026-11/r1.parquet"]
     problems = {r.path: r.problems[0] for r in loaded.rejected}
     assert problems == {
         "data/h100/r1.parquet": "field 'suite': 'cpu-smoke', but the file is in folder 'h100'/: a suite's files live "
-        "in data/cpu-smoke/",
+        "in data/cpu-smoke/ (or its month folders, data/cpu-smoke/2026-11/)",
         "data/cpu-smoke/r2.parquet": "row 2, field 'run_id': differs from row 0 ('r3' != 'r2'): one run per file",
         "data/cpu-smoke/r4.parquet": f"written by schema version {schema.SCHEMA_VERSION + 1}, newer than this Fair "
         f"Fight ({schema.SCHEMA_VERSION}): update your checkout",
@@ -149,7 +161,7 @@ def test_file_level_faults_are_reported_and_the_copy_in_its_suite_folder_kept(tm
 def test_loader_reports_bad_files_by_name_and_keeps_good_ones(tmp_path: Path) -> None:
     store.write_run(tmp_path / "data", schema.make_table(_run(), ROWS))
     (tmp_path / "data" / "cpu-smoke" / "garbage.parquet").write_text("not parquet")
-    table = schema.make_table(_run(run_id="r2"), ROWS).drop_columns(["unit"])
+    table = layout.to_file(schema.make_table(_run(run_id="r2"), ROWS)).drop_columns(["unit"])
     pq.write_table(table, tmp_path / "data" / "cpu-smoke" / "r2.parquet")
     (tmp_path / "data" / "cpu-smoke" / ".tmp-r3-1.parquet").write_text("a half-written temporary file")
     loaded = load.load(tmp_path / "data")
@@ -157,7 +169,9 @@ def test_loader_reports_bad_files_by_name_and_keeps_good_ones(tmp_path: Path) ->
     rejected = {r.path: r.problems for r in loaded.rejected}
     assert set(rejected) == {"data/cpu-smoke/garbage.parquet", "data/cpu-smoke/r2.parquet"}
     assert "not a readable Parquet file" in rejected["data/cpu-smoke/garbage.parquet"][0]
-    assert rejected["data/cpu-smoke/r2.parquet"] == ("field 'unit': missing column",)
+    assert rejected["data/cpu-smoke/r2.parquet"] == (
+        "field 'unit': missing column (a schema-3 file's columns: run_id, trial, step, phase, metric, value, unit)",
+    )
 
 
 def test_environment_is_an_allowlist_without_secrets() -> None:
@@ -231,12 +245,13 @@ def test_the_load_cache_reuses_unchanged_files_and_rechecks_changed_ones(tmp_pat
     assert checked == []  # nothing re-read: every file matched its path and sha256
     assert warm.runs.equals(cold.runs) and warm.rows.equals(cold.rows)
     # one file replaced by a bad one with the same name, one removed, one added: only the changed are read
-    pq.write_table(schema.make_table(_run(run_id="r1"), ROWS).drop_columns(["unit"]), data / "cpu-smoke" / "r1.parquet")
-    (data / "cpu-smoke" / "r2.parquet").unlink()
+    bad = layout.to_file(schema.make_table(_run(run_id="r1"), ROWS)).drop_columns(["unit"])
+    pq.write_table(bad, data / "cpu-smoke" / "2026-11" / "r1.parquet")
+    (data / "cpu-smoke" / "2026-11" / "r2.parquet").unlink()
     store.write_run(data, schema.make_table(_run(run_id="r3"), ROWS))
     again = load.load(data, cache)
     assert sorted(checked) == ["r1.parquet", "r3.parquet"]
     assert again.runs["run_id"].to_list() == ["r0", "r3"]  # ordered by start
-    assert [r.path for r in again.rejected] == ["data/cpu-smoke/r1.parquet"]
+    assert [r.path for r in again.rejected] == ["data/cpu-smoke/2026-11/r1.parquet"]
     assert again.rows["run_id"].to_list() == ["r0", "r0", "r3", "r3"]
     assert load.load(data).runs.equals(again.runs)  # the same as without a cache

@@ -97,7 +97,7 @@ def import_llama_bench(
     for obj in objs:
         test = llama_bench.test_of(obj, tests)
         run_id = f"import-llama-bench-{sha[:12]}-{test.workload}-{variant.name}"
-        if store.run_path(data_dir, suite.name, run_id).exists():
+        if store.find(data_dir, suite.name, run_id) is not None:
             done.append(f"{test.workload}: already imported ({run_id})")
             continue
         settings = {**variant.settings, "n_threads": obj.get("n_threads")}

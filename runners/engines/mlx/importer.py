@@ -63,7 +63,7 @@ def import_mlx_lm_benchmark(
     for kind, field in mlx_lm_bench.KIND_FIELDS:
         test = tests[kind]
         run_id = f"import-mlx-lm-benchmark-{sha[:12]}-{test.workload}-{variant.name}"
-        if store.run_path(data_dir, suite.name, run_id).exists():
+        if store.find(data_dir, suite.name, run_id) is not None:
             done.append(f"{test.workload}: already imported ({run_id})")
             continue
         files = {"weight_bytes_per_token": None, "note": "the contributor's model folder, not made by Fair Fight"}

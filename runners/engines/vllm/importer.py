@@ -88,7 +88,7 @@ def import_vllm_bench(
         raise ValueError(f"{path}: refused, nothing imported:\n  " + "\n  ".join(found))
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     run_id = f"import-vllm-bench-{sha[:12]}-{test.workload}-{variant.name}"
-    if store.run_path(data_dir, suite.name, run_id).exists():
+    if store.find(data_dir, suite.name, run_id) is not None:
         return [f"{test.workload}: already imported ({run_id})"]
     settings = vllm_engine.resolve_settings(variant.settings)
     files = {"note": "the contributor's model, not made by Fair Fight: same shape, as the source says"}

@@ -9,11 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from generator import load
-from runners import spec
+from runners import layout, spec
 from tests.conftest import ROOT, TRAIN, run_module
 
 EXAMPLE = ROOT / "examples" / "engines" / "numpy.toml"
@@ -24,8 +23,8 @@ def _bench(data: Path, variants: Path, variant: str, *more: str, **env: str) -> 
         "runners", "bench", "--suite", "cpu-smoke", "--workload", TRAIN, "--variants", str(variants),
         "--variant", variant, "--steps", "12", "--data-dir", str(data), *more, check=False, **env,
     )  # fmt: skip
-    [path] = [p for p in (data / "cpu-smoke").glob("*.parquet") if not p.name.startswith(".")]
-    rows = pq.read_table(path).to_pylist()
+    [path] = [p for p in (data / "cpu-smoke").rglob("*.parquet") if not p.name.startswith(".")]
+    rows = layout.read(path).to_pylist()
     return rows[0], rows, proc.stdout + proc.stderr
 
 

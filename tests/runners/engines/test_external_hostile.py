@@ -12,11 +12,10 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from generator import load
-from runners import schema
+from runners import layout, schema
 from tests.conftest import ROOT, TRAIN
 from tests.runners.engines.test_external import STEPS, _bench, _engine
 
@@ -27,7 +26,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; th
 
 
 def _files(data: Path) -> list[Path]:
-    return sorted(p for p in (data / "cpu-smoke").glob("*.parquet") if not p.name.startswith("."))
+    return sorted(p for p in (data / "cpu-smoke").rglob("*.parquet") if not p.name.startswith("."))
 
 
 def _processes_with(marker: str) -> list[int]:
@@ -51,7 +50,7 @@ def test_an_engine_cannot_hand_over_a_record_as_another_engine(tmp_path: Path, c
     engine's. Either way nothing is torch's."""
     if confined and not _confinable():
         pytest.skip("this kernel refuses unprivileged user and mount namespaces")
-    table = pq.read_table(TUNED)
+    table = layout.read(TUNED)
     head = table.slice(0, 1).to_pylist()[0]
     run = {k: head[k].isoformat() if isinstance(head[k], datetime) else head[k] for k in schema.RUN_COLUMNS}
     rows = table.select(["trial", "step", "phase", "metric", "value", "unit"]).to_pylist()
@@ -200,7 +199,7 @@ print("WHERE " + json.dumps(where), flush=True)
     for name, value in planted.items():
         assert value.encode() not in stored, f"{name} reached the result file"
         assert value not in proc.stdout + proc.stderr, f"{name} reached the bench's output"
-    head = pq.read_table(path).slice(0, 1).to_pylist()[0]
+    head = layout.read(path).slice(0, 1).to_pylist()[0]
     kept = [r["text"] for r in json.loads(head["config"])["external"]["rejected_lines"]]
     env = dict(t.removeprefix("ENV ").split("=", 1) for t in kept if t.startswith("ENV "))
     assert "fairfight-engine-" in env["HOME"] and env["TMPDIR"].startswith(env["HOME"])
@@ -300,7 +299,7 @@ time.sleep(100000)
             cwd=ROOT, capture_output=True, text=True, timeout=400,
         )  # fmt: skip
         [path] = _files(tmp_path / "data")
-        head = pq.read_table(path).slice(0, 1).to_pylist()[0]
+        head = layout.read(path).slice(0, 1).to_pylist()[0]
         assert head["status"] == "timeout" and "overran its time budget" in head["error"], proc.stderr[-2000:]
         assert _processes_with(marker) == []
     finally:
@@ -334,7 +333,7 @@ sys.stdout.write("\\n")
         [sys.executable, "-c", MEASURE, *bench], cwd=ROOT, capture_output=True, text=True, timeout=600, check=True
     )
     [path] = _files(data)
-    head = pq.read_table(path).slice(0, 1).to_pylist()[0]
+    head = layout.read(path).slice(0, 1).to_pylist()[0]
     assert head["status"] == "failed" and "wrote more than 64 MiB" in head["error"], head["error"]
     assert int(measured.stdout.split()[-1]) < 512 * 1024, f"{int(measured.stdout.split()[-1]) >> 10} MiB"
 

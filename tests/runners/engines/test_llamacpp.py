@@ -10,11 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from generator import load
-from runners import cache, cpu_isa, llama_files, llama_quant, metrics, spec
+from runners import cache, cpu_isa, layout, llama_files, llama_quant, metrics, spec
 from runners.engines.llamacpp import runner as llamacpp_runner
 from tests.conftest import run_module
 
@@ -196,8 +195,8 @@ def test_bench_records_every_test_and_the_llama_bench_cross_check(llama_bench_da
     commit_file = Path(llama_build["LLAMA_BENCH"]).parents[2] / "llama_cpp_commit.txt"
     commit = commit_file.read_text().strip()[:12] if commit_file.exists() else "unknown"
     records = {}
-    for path in sorted((data / "cpu-smoke").glob("*.parquet")):
-        rows = pq.read_table(path).to_pylist()
+    for path in sorted((data / "cpu-smoke").rglob("*.parquet")):
+        rows = layout.read(path).to_pylist()
         records[(rows[0]["engine"], rows[0]["variant"], rows[0]["workload"])] = rows
     tests = [t.workload for t in ENTRY.tests()]
     assert len(records) == 2 * 2 * len(tests), proc.stdout  # two variants, each measured and cross-checked
@@ -292,8 +291,8 @@ def test_the_vendored_commit_is_never_the_enclosing_repository(tmp_path: Path) -
 def _llama_bench_output(data: Path, variant: str) -> list[dict]:
     """llama-bench's own JSON results, as kept in the cross-check's records of one variant."""
     out = []
-    for path in sorted((data / "cpu-smoke").glob(f"*-{variant}-llama-bench-*.parquet")):
-        out.append(json.loads(pq.read_table(path).column("config")[0].as_py())["imported"]["result"])
+    for path in sorted((data / "cpu-smoke").rglob(f"*-{variant}-llama-bench-*.parquet")):
+        out.append(json.loads(layout.read(path).column("config")[0].as_py())["imported"]["result"])
     return out
 
 

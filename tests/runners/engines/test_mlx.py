@@ -9,11 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, load
-from runners import artifacts, schema, spec
+from runners import artifacts, layout, schema, spec
 from runners.engines.mlx import train as mlx_train
 from tests.conftest import run_module
 
@@ -101,16 +100,15 @@ def test_mlx_data_parallel_over_two_processes_matches_ddp(tmp_path: Path, mlx_en
         "runners", "bench", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-mb4", "--variant", "ddp-fp32-stock",
         "--variant", "mlx-fp32", "--data-dir", str(data), "--steps", "30",
     )  # fmt: skip
-    files = {pq.read_table(p, columns=["variant"])["variant"][0].as_py(): p for p in data.rglob("*.parquet")}
+    files = {layout.read(p).select(["variant"])["variant"][0].as_py(): p for p in data.rglob("*.parquet")}
     assert sorted(files) == ["ddp-fp32-stock", "mlx-fp32"]
-    run = pq.read_table(files["mlx-fp32"]).slice(0, 1).to_pylist()[0]
+    run = layout.read(files["mlx-fp32"]).slice(0, 1).to_pylist()[0]
     assert run["status"] == "ok" and run["accelerator_count"] == 2, run["error"]
     config, calibration = json.loads(run["config"]), json.loads(run["calibration"])
     assert "mx.distributed over ring" in config["launcher"] and config["workload"]["world_size"] == 2
     assert calibration["allreduce_ranks"] == 2 and calibration["allreduce_busbw_bytes_per_s"] > 0
     losses = {
-        v: np.array([r["value"] for r in pq.read_table(p).to_pylist() if r["metric"] == "loss"])
-        for v, p in files.items()
+        v: np.array([r["value"] for r in layout.read(p).to_pylist() if r["metric"] == "loss"]) for v, p in files.items()
     }
     assert len(losses["mlx-fp32"]) == 30
     assert np.max(np.abs(losses["mlx-fp32"] - losses["ddp-fp32-stock"])) < 1e-3
@@ -134,11 +132,11 @@ def mlx_train_data(tmp_path_factory: pytest.TempPathFactory, mlx_engine: str, to
 @pytest.mark.bench
 @pytest.mark.slow
 def test_mlx_training_records_and_loss_parity_with_torch(mlx_train_data: Path, tmp_path: Path) -> None:
-    files = {pq.read_table(p, columns=["variant"])["variant"][0].as_py(): p for p in mlx_train_data.rglob("*.parquet")}
+    files = {layout.read(p).select(["variant"])["variant"][0].as_py(): p for p in mlx_train_data.rglob("*.parquet")}
     assert sorted(files) == ["ddp-fp32-stock", "mlx-bf16-compile", "mlx-fp32"]
     losses = {}
     for variant, path in files.items():
-        table = pq.read_table(path)
+        table = layout.read(path)
         assert schema.check_table(table) == [], variant
         rows = table.to_pylist()
         run = rows[0]
@@ -256,7 +254,7 @@ def test_mlx_generation_beside_mlx_lm_benchmark(variant: str, tmp_path: Path, ml
     )  # fmt: skip
     assert f"{variant} (mlx-lm-benchmark)" in proc.stdout
     assert f"[1-2/2] [llama-tiny] {variant} (stock): 2 test(s)" in proc.stdout  # counted with every run of the session
-    tables = [pq.read_table(p) for p in data.rglob("*.parquet")]
+    tables = [layout.read(p) for p in data.rglob("*.parquet")]
     assert len(tables) == 4 and all(schema.check_table(t) == [] for t in tables)
     loaded = load.load(data)
     tests = inference.test_summary(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
@@ -339,7 +337,7 @@ def test_mlx_lm_benchmark_output_from_a_mac_imports_once_and_checked(tmp_path: P
     files = sorted(data.rglob("*.parquet"))
     assert len(files) == 2
     for path in files:
-        table = pq.read_table(path)
+        table = layout.read(path)
         assert schema.check_table(table) == []
         run = table.slice(0, 1).to_pylist()[0]
         assert (run["origin"], run["engine"], run["accelerator"]) == (

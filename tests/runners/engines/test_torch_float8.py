@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-import pyarrow.parquet as pq
 import pytest
 
-from runners import metrics, record, spec
+from runners import layout, metrics, record, spec
 from runners.engines.torch import setup as torch_setup
 from tests.conftest import run_module
 
@@ -91,7 +90,7 @@ def test_apply_float8_converts_the_blocks_but_not_the_head() -> None:
 
 
 def _run(path: Path) -> tuple[dict, list[float]]:
-    rows = pq.read_table(path).to_pylist()
+    rows = layout.read(path).to_pylist()
     losses = [r["value"] for r in sorted((r for r in rows if r["metric"] == "loss"), key=lambda r: r["step"])]
     return rows[0], losses
 
@@ -108,7 +107,7 @@ def test_float8_trains_under_fsdp2_with_loss_parity(tmp_path: Path, torch_engine
         "--variant", "fsdp2-float8", "--steps", "20", "--set", "compile=false", "--set", "compile_loss=false",
         "--data-dir", str(tmp_path),
     )  # fmt: skip
-    files = {p.name.split("-mb4-")[1].rsplit("-", 1)[0]: p for p in (tmp_path / "cpu-smoke").glob("*.parquet")}
+    files = {p.name.split("-mb4-")[1].rsplit("-", 1)[0]: p for p in (tmp_path / "cpu-smoke").rglob("*.parquet")}
     (bf16_run, bf16), (f8_run, f8) = _run(files["fsdp2-compile"]), _run(files["fsdp2-float8"])
     assert f8_run["status"] == "ok", proc.stdout
     assert f8_run["variant"] == "fsdp2-float8[compile=false,compile_loss=false]"

@@ -9,10 +9,9 @@ import copy
 import json
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
-from runners import metrics, spec
+from runners import layout, metrics, spec
 from runners.engines.torch import setup as torch_setup
 from tests.conftest import run_module
 
@@ -74,7 +73,7 @@ def test_a_whole_compiled_model_holds_the_loss_itself() -> None:
 
 
 def _losses(path: Path) -> tuple[dict, list[float]]:
-    rows = pq.read_table(path).to_pylist()
+    rows = layout.read(path).to_pylist()
     return rows[0], [r["value"] for r in sorted((r for r in rows if r["metric"] == "loss"), key=lambda r: r["step"])]
 
 
@@ -91,7 +90,7 @@ def test_the_loss_in_the_compiled_region_keeps_parity_under_fsdp2(tmp_path: Path
         "--set", "reduce_dtype=fp32", "--data-dir", str(base),
     )  # fmt: skip
     run_module("runners", "bench", *common, "--set", "compile=false", "--data-dir", str(lever))
-    (b_run, b), (l_run, lv) = (_losses(next((d / "cpu-smoke").glob("*.parquet"))) for d in (base, lever))
+    (b_run, b), (l_run, lv) = (_losses(next((d / "cpu-smoke").rglob("*.parquet"))) for d in (base, lever))
     assert l_run["status"] == "ok", l_run["error"]
     settings = json.loads(l_run["config"])["variant"]["settings"]
     assert (settings["compile_loss"], settings["reduce_dtype"]) == (True, "bf16")

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, load, serving
-from runners import metrics, schema, spec
+from runners import layout, metrics, schema, spec
 from runners import serving as serving_core
 from runners.engines.vllm import runner as vllm_engine
 from runners.engines.vllm import tool as vllm_bench
@@ -191,7 +190,7 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
         FAIRFIGHT_VLLM_PYTHON=vllm_python, FAIRFIGHT_CACHE=str(cache),
     )  # fmt: skip
     assert "serving tests:" in proc.stdout, proc.stdout
-    files = sorted((data / "cpu-smoke").glob("*.parquet"))
+    files = sorted((data / "cpu-smoke").rglob("*.parquet"))
     names = [f.name for f in files]
     for test in ENTRY.tests():
         assert sum(test.workload in n and "vllm-bench" not in n for n in names) == 1, names
@@ -215,10 +214,10 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
     # every served request generated exactly output_len tokens (EOS ignored), by our client and by vLLM's tool
     for f in files:
         if "serve" in f.name:
-            t = pq.read_table(f).to_pylist()
+            t = layout.read(f).to_pylist()
             outs = [r["value"] for r in t if r["metric"] == "output_tokens"]
             assert outs and set(outs) == {float(ENTRY.output_len)}, f.name
-    config = json.loads(pq.read_table(files[0]).column("config")[0].as_py())
+    config = json.loads(layout.read(files[0]).column("config")[0].as_py())
     assert config["variant"]["settings"]["max_num_seqs"] == 16 and config["engine_defaults"]["max_num_seqs"]
     site = tmp_path / "site"
     run_module("generator.build", "--data", str(data), "--out", str(site), "--work", str(tmp_path / "work"))
@@ -300,10 +299,10 @@ def test_an_engine_that_cannot_start_is_a_failure_record(tmp_path: Path, vllm_py
         check=False, FAIRFIGHT_VLLM_PYTHON=vllm_python, FAIRFIGHT_CACHE=str(tmp_path / "cache"),
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
-    files = sorted((data / "cpu-smoke").glob("*.parquet"))
+    files = sorted((data / "cpu-smoke").rglob("*.parquet"))
     assert len(files) == 2, [f.name for f in files]
     for f in files:
-        t = pq.read_table(f)
+        t = layout.read(f)
         assert t.column("status")[0].as_py() == "failed"
         assert "max_model_len" in t.column("error")[0].as_py(), t.column("error")[0].as_py()[-1000:]
 
@@ -320,7 +319,7 @@ def test_vllm_bench_output_from_elsewhere_imports_once_and_checked(tmp_path: Pat
     formulas; another point's JSON, or one with other lengths, is refused whole with each field named."""
     from runners.engines.vllm import importer
 
-    record = pq.read_table(TOOL_RECORD)
+    record = layout.read(TOOL_RECORD)
     result = json.loads(record.column("config")[0].as_py())["imported"]["result"]
     result.pop("e2e_from", None)
     h100 = spec.load_suite("h100")
@@ -334,7 +333,7 @@ def test_vllm_bench_output_from_elsewhere_imports_once_and_checked(tmp_path: Pat
     again = importer.import_vllm_bench(good, h100, entry, variant, data_dir=data, **args)
     assert "already imported" in again[0]
     (path,) = data.rglob("*.parquet")
-    table = pq.read_table(path)
+    table = layout.read(path)
     assert schema.check_table(table) == []
     run = table.slice(0, 1).to_pylist()[0]
     assert (run["origin"], run["engine"], run["workload"]) == ("imported", "vllm-bench", "llama-14b-serve-c8-i512-o128")
