@@ -33,6 +33,7 @@ from generator import (
     derive,
     editions,
     load,
+    page_cache,
     pages,
     render,
     repository,
@@ -189,7 +190,10 @@ def _build_rest(
     runs = results.records.runs
     newest = runs["ended_at"].max() if runs.height else None
     os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if isinstance(newest, datetime) else 0)
-    mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
+    loaded_config = load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve()))
+    # pages whose Markdown did not change get last build's conversion back (most pages, after one new run)
+    page_cache.add_to(loaded_config, runcache.folder_for(work_dir) / "pages")
+    mkdocs_build(loaded_config)
     for source_map in out_dir.rglob("*.map"):  # the theme's source maps: 1.5 MB no reader needs
         source_map.unlink()
     for staged in sorted((work_dir / render.catalog.STAGED_DOWNLOADS).glob("*")):
