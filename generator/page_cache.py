@@ -1,5 +1,6 @@
 """MkDocs' Markdown conversion, kept per page for the next build: a page whose Markdown is the same as last time gets
-last time's HTML, table of contents and title back instead of being converted again.
+last time's HTML, table of contents and title back instead of being converted again, and a page whose HTML is the
+same gets last time's search-index entries back (Material's search plugin parses every page's HTML otherwise).
 
 Converting the generated pages is most of MkDocs' time (a board of thousands of rows is a large table), and a new run
 changes only the few pages that show it. Everything else MkDocs does to a page (the theme's template, the navigation,
@@ -13,6 +14,7 @@ entries it used, so the folder holds one build's pages. A missing, damaged or fo
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -37,6 +39,34 @@ class PageCache(BasePlugin):  # type: ignore[type-arg]  # no plugin options: it 
         self._wanted: dict[str, str] = {}  # page src_uri -> its entry's key, for pages converted afresh
         self._used: set[str] = set()
         self._sources: dict[str, str] = {}  # page src_uri -> its Markdown, for pages served from the cache
+        self._search_config = ""
+
+    @event_priority(-100)  # after the search plugin's, which makes its index there
+    def on_config(self, config: Any) -> Any:
+        search = next((p for name, p in config.plugins.items() if name.endswith("search")), None)
+        index = getattr(search, "search_index", None)
+        if index is not None and hasattr(index, "add_entry_from_context") and hasattr(index, "entries"):
+            index.add_entry_from_context = functools.partial(self._index_page, index, index.add_entry_from_context)
+            self._search_config = json.dumps(getattr(search, "config", {}), sort_keys=True, default=str)
+        return config
+
+    def _index_page(self, index: Any, add: Any, page: Any) -> None:
+        """The search plugin's entries for `page` (what its HTML, table of contents, title and front matter give):
+        last build's when all of those are the same, else made by the plugin (its HTML parser reads every page)."""
+        text = json.dumps(
+            [self._search_config, page.url, page.content, [_token(a) for a in page.toc], page.title, page.meta],
+            sort_keys=True,
+            default=str,
+        )
+        key = "search-" + hashlib.sha256(f"{self.site_key}\n{text}".encode()).hexdigest()
+        entry = self._read(key)
+        if entry is not None:
+            index.entries.extend(entry["entries"])
+            self._used.add(key)
+            return
+        before = len(index.entries)
+        add(page)
+        self._store(key, {"key": key, "entries": index.entries[before:]})
 
     def on_files(self, files: Any, *, config: Any) -> Any:
         settings = {
@@ -114,6 +144,9 @@ class PageCache(BasePlugin):  # type: ignore[type-arg]  # no plugin options: it 
             "anchors": list(page.present_anchor_ids or ()),
             "links": {f.src_uri: links for f, links in (page.links_to_anchors or {}).items()},
         }
+        self._store(key, entry)
+
+    def _store(self, key: str, entry: dict[str, Any]) -> None:
         path = self.folder / f"{key}.json"
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
