@@ -35,6 +35,7 @@ from generator import (
     load,
     page_cache,
     pages,
+    progress,
     render,
     repository,
     runcache,
@@ -101,6 +102,7 @@ def build(
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
     loaded, _ = editions.audited(loaded, data_dir)  # a file an edition froze, or git committed, never changes
+    progress.stage(f"checking and deriving the figures of {loaded.runs.height:,} run(s)")
     loaded, summary = checks.checked(loaded)
     loaded.rejected.extend(editions.scan(data_dir)[1])
     for r in loaded.rejected:

@@ -26,6 +26,8 @@ import mkdocs
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.toc import AnchorLink, get_toc
 
+from generator import progress
+
 NAME = "fairfight/page-cache"
 """The plugin's name among the configuration's plugins (`add_to`)."""
 
@@ -40,6 +42,8 @@ class PageCache(BasePlugin):  # type: ignore[type-arg]  # no plugin options: it 
         self._used: set[str] = set()
         self._sources: dict[str, str] = {}  # page src_uri -> its Markdown, for pages served from the cache
         self._search_config = ""
+        self._pages = 0
+        self._converting = self._writing = progress.Progress("site pages (MkDocs)", 0)
 
     @event_priority(-100)  # after the search plugin's, which makes its index there
     def on_config(self, config: Any) -> Any:
@@ -80,6 +84,8 @@ class PageCache(BasePlugin):  # type: ignore[type-arg]  # no plugin options: it 
         digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
         digest.update("\n".join(sorted(f.src_uri for f in files)).encode())
         self.site_key = digest.hexdigest()
+        self._pages = len(files.documentation_pages())
+        self._converting = progress.Progress("site pages (MkDocs)", self._pages, unit="pages converted")
         return files
 
     def _key(self, page: Any, text: str) -> str:
@@ -113,15 +119,27 @@ class PageCache(BasePlugin):  # type: ignore[type-arg]  # no plugin options: it 
                     for uri, links in entry["links"].items()
                     if (target := files.get_file_from_path(uri)) is not None
                 }
+            self._converting.advance()
             return str(entry["content"])
         key = self._wanted.pop(page.file.src_uri, None)
         if key is not None:
             self.misses += 1
             self._write(key, page, html)
+        self._converting.advance()
         return html
+
+    def on_env(self, env: Any, *, config: Any, files: Any) -> Any:
+        self._converting.close()  # every page converted: MkDocs writes them next
+        self._writing = progress.Progress("site pages (MkDocs)", self._pages, unit="pages written")
+        return env
+
+    def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
+        self._writing.advance()
+        return output
 
     def on_post_build(self, *, config: Any) -> None:
         """Drop the entries this build did not use: pages since changed or gone."""
+        self._writing.close()
         if not self.folder.is_dir():
             return
         for path in self.folder.glob("*.json"):
