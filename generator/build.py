@@ -33,7 +33,6 @@ from generator import (
     derive,
     editions,
     load,
-    page_cache,
     pages,
     progress,
     render,
@@ -177,6 +176,8 @@ def _build_rest(
     """Every page but the run pages: Markdown from the templates, charts, then MkDocs into `out_dir`."""
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
+
+    from generator import page_cache  # MkDocs' plugin: imported where MkDocs is
 
     chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
     built_with = versions.generator()

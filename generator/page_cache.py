@@ -32,7 +32,7 @@ NAME = "fairfight/page-cache"
 """The plugin's name among the configuration's plugins (`add_to`)."""
 
 
-class PageCache(BasePlugin):  # type: ignore[type-arg]  # no plugin options: it is added in code, not by mkdocs.yml
+class PageCache(BasePlugin):  # no plugin options: it is added in code (`add_to`), not by mkdocs.yml
     def __init__(self, folder: Path) -> None:
         super().__init__()
         self.folder = Path(folder)

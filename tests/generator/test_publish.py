@@ -81,7 +81,8 @@ def test_republishing_the_same_data_to_gh_pages_adds_no_commit(tmp_path) -> None
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "--allow-empty", "-m", "start")
     env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.org", "PYTHONPATH": str(ROOT)}  # fmt: skip
-    publish_args = ("fairfight", "publish", "--gh-pages", "--no-push", "--data", str(data), "--work", str(tmp_path / "w"))
+    work = str(tmp_path / "w")
+    publish_args = ("fairfight", "publish", "--gh-pages", "--no-push", "--data", str(data), "--work", work)
     first = run_module(*publish_args, cwd=repo, **env)
     assert "published" in first.stdout and "branch gh-pages" in first.stdout
     assert _git(repo, "rev-list", "--count", "gh-pages").strip() == "1"
