@@ -34,6 +34,7 @@ from generator import (
     editions,
     load,
     pages,
+    progress,
     render,
     repository,
     runcache,
@@ -100,6 +101,7 @@ def build(
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
     loaded, _ = editions.audited(loaded, data_dir)  # a file an edition froze, or git committed, never changes
+    progress.stage(f"checking and deriving the figures of {loaded.runs.height:,} run(s)")
     loaded, summary = checks.checked(loaded)
     loaded.rejected.extend(editions.scan(data_dir)[1])
     for r in loaded.rejected:
@@ -175,6 +177,8 @@ def _build_rest(
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
+    from generator import page_cache  # MkDocs' plugin: imported where MkDocs is
+
     chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
     built_with = versions.generator()
     nav, nav_editions, nav_served = render.boards.write_pages(
@@ -189,7 +193,10 @@ def _build_rest(
     runs = results.records.runs
     newest = runs["ended_at"].max() if runs.height else None
     os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if isinstance(newest, datetime) else 0)
-    mkdocs_build(load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve())))
+    loaded_config = load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve()))
+    # pages whose Markdown did not change get last build's conversion back (most pages, after one new run)
+    page_cache.add_to(loaded_config, runcache.folder_for(work_dir) / "pages")
+    mkdocs_build(loaded_config)
     for source_map in out_dir.rglob("*.map"):  # the theme's source maps: 1.5 MB no reader needs
         source_map.unlink()
     for staged in sorted((work_dir / render.catalog.STAGED_DOWNLOADS).glob("*")):

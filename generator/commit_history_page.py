@@ -5,13 +5,17 @@ configuration's history changes (the run pages' cache keys hash their row)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
+import altair as alt
 import polars as pl
 
-from generator import charts, commit_history
+from generator import charts, commit_history, runcache
 
 HISTORY_COLUMNS = ["history_spec", "history_band", "history_points", "history_excluded"]
+SPECS = runcache.Table("history-specs", (__file__, charts.__file__, commit_history.__file__))
+"""Each history chart's Vega-Lite JSON, by its inputs (a warm build draws only a changed configuration's again)."""
 
 
 def with_history(
@@ -33,6 +37,7 @@ def with_history(
     figures = points.group_by(commit_history.KEYS).agg(pl.col("figure").last())
     bands = bands.join(figures, on=commit_history.KEYS, how="left")
     specs: list[tuple[str, str, str, str | None]] = []
+    made, kept = SPECS.read(), {}
     for band in bands.iter_rows(named=True):
         key = (band["suite"], band["workload"], band["settings_hash"])
         if band["commits"] < 2:
@@ -41,11 +46,22 @@ def with_history(
         mine = points.filter(
             (pl.col("suite") == key[0]) & (pl.col("workload") == key[1]) & (pl.col("settings_hash") == key[2])
         )
-        # unvalidated, as `pages.Charts` draws every chart: altair's JSON-schema check took 3 of a warm build's
-        # seconds, and the browser tests render these charts (tests/test_browser_tables.py)
-        chart = charts.commit_history(mine, band, band["figure"])
-        spec = json.dumps(chart.to_dict(validate=False), separators=(",", ":"))
-        specs.append((*key, spec.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")))
+        # the spec is its points', band's and figure's alone: kept by them for the next build (altair's objects
+        # took a second and a half of a warm build at 5,000 runs)
+        inputs = json.dumps([mine.write_json(), band, alt.__version__, alt.theme.active], default=str, sort_keys=True)
+        spec_key = hashlib.sha256(inputs.encode()).hexdigest()
+        if spec_key in made:
+            spec = made[spec_key]
+        else:
+            # unvalidated, as `pages.Charts` draws every chart: altair's JSON-schema check took 3 of a warm build's
+            # seconds, and the browser tests render these charts (tests/test_browser_tables.py)
+            chart = charts.commit_history(mine, band, band["figure"])
+            spec = json.dumps(chart.to_dict(validate=False), separators=(",", ":"))
+            spec = spec.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        kept[spec_key] = spec
+        specs.append((*key, spec))
+    if kept.keys() != made.keys():
+        SPECS.write(kept)  # this build's charts only: a configuration's older histories are never drawn again
     spec_frame = pl.DataFrame(specs, schema=[*commit_history.KEYS, "history_spec"], orient="row")
     table = (
         points.sort("order")

@@ -332,13 +332,14 @@ def check(frame: pl.DataFrame, fields: Iterable[Field], what: str) -> None:
     """Hold `frame` (named `what` in the message) to its declared `fields`: every column declared, every declared
     column there, each of its declared type; the first of each that is not stops the build, naming the column."""
     declared: Mapping[str, Field] = {f.name: f for f in fields}
+    schema = frame.schema  # polars makes a new Schema at each `frame.schema`: once, not once per column
     problems = [
         *(f"column {n!r} is not declared in generator/fields.py" for n in frame.columns if n not in declared),
-        *(f"declared column {n!r} is missing" for n in declared if n not in frame.schema),
+        *(f"declared column {n!r} is missing" for n in declared if n not in schema),
         *(
-            f"column {n!r} is {frame.schema[n]}, declared {f.dtype}"
+            f"column {n!r} is {schema[n]}, declared {f.dtype}"
             for n, f in declared.items()
-            if n in frame.schema and frame.schema[n] != f.dtype
+            if n in schema and schema[n] != f.dtype
         ),
     ]
     if problems:

@@ -5,6 +5,7 @@ Every generated page is declared in one place (`build.py` calls these functions)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import json
@@ -20,7 +21,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import SITE_SRC, columns, readable, suite_names
+from generator import SITE_SRC, columns, readable, runcache, suite_names
 from generator.slugs import run_href as run_href  # the loader's collision check names pages by them too
 from generator.slugs import slug as slug  # the pages, charts and run files are named by it
 from generator.words import counted as counted  # the templates' filters; derive-side code imports words
@@ -41,6 +42,7 @@ def pct(value: Any, digits: int = 1) -> str:
 
 _MD_SPECIAL = {ch: f"&#{ord(ch)};" for ch in "\\`*_[]|<>#!&\"'{}"}
 _MD_SPECIAL["\r"] = " "
+_MD_TABLE = str.maketrans(_MD_SPECIAL)
 
 
 def md_text(value: Any) -> Markup:
@@ -51,7 +53,7 @@ def md_text(value: Any) -> Markup:
     if value is None:
         return Markup("–")
     text = bounds.neutral(str(value))
-    return Markup("".join(_MD_SPECIAL.get(ch, ch) for ch in text).replace("\n", " "))
+    return Markup(text.translate(_MD_TABLE).replace("\n", " "))
 
 
 def csv_inert(text: pl.Expr) -> pl.Expr:
@@ -219,8 +221,15 @@ def claim_unknowns(config: str) -> str:
 
 
 def environment() -> jinja2.Environment:
+    folder = runcache.active()  # a site build's cache: the templates compiled once, not once a build
+    compiled = None
+    if folder is not None:
+        with contextlib.suppress(OSError):  # a read-only or full disk: compiled afresh
+            (folder / "jinja").mkdir(parents=True, exist_ok=True)
+            compiled = jinja2.FileSystemBytecodeCache(str(folder / "jinja"))
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
+        bytecode_cache=compiled,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,

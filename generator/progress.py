@@ -86,3 +86,12 @@ class Progress:
             self.stream.write(f"\r{self.what}: {self.done:,} of {self.total:,} {self.unit} in {took:.1f} s\033[K\n")
             self.stream.flush()
             self.shown = False
+
+
+def stage(what: str, stream: TextIO | None = None) -> None:
+    """One line saying what a long command does next, where nothing is counted (deriving the figures): shown under
+    the same rule as `Progress`, so a pipe or a log sees nothing."""
+    stream = sys.stderr if stream is None else stream
+    if enabled(stream):
+        stream.write(f"{what} …\n")
+        stream.flush()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from generator import checks, editions, load, runcache
+from generator import checks, editions, load, progress, runcache
 from runners import formats
 
 
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         # still come from the cache of per-run figures)
         cache = folder / "loaded" if folder is not None and whole_dir else None
         loaded, integrity = editions.audited(load.load(data_dir, cache, files=group), data_dir)
+        progress.stage(f"checking the figures of {loaded.runs.height:,} run(s)")
         loaded, summary = checks.checked(loaded)
         loaded.rejected.extend(editions.scan(data_dir)[1])
         base = data_dir.parent

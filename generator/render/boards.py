@@ -20,6 +20,7 @@ from generator import (
     configurations,
     editions,
     pages,
+    progress,
     suite_names,
     sweep_draws,
     tuning_page,
@@ -78,6 +79,7 @@ def write_pages(
     env.globals["verdict_at"] = (
         {(the_verdict.fight.suite, the_verdict.fight.workload): the_verdict.said} if the_verdict else {}
     )
+    bar = progress.Progress("leaderboard pages", len(results.boards), unit="pages written")
     for (suite, workload), board in results.boards.items():
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
@@ -88,6 +90,8 @@ def write_pages(
         index_rows.append(row)
         if claims_row is not None:
             claim_rows.append(claims_row)
+        bar.advance()
+    bar.close()
     pages.render(
         env,
         "index.md.j2",

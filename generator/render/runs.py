@@ -481,6 +481,8 @@ def start_run_pages(
     todo = keyed.filter(pl.col("run_id").is_in(changed)).to_dicts() if changed else []
     jobs: list[Future[int]] = []
     progress = Progress("run pages", len(todo), unit="pages written")
+    if len(todo) < POOL_FROM:
+        pool = None  # a worker process (seconds to start and import) costs more than a few pages rendered here
     if todo:
         if len(todo) < len(ids):
             rows = rows.filter(pl.col("run_id").is_in([run["run_id"] for run in todo]))
@@ -499,6 +501,10 @@ def start_run_pages(
                 job.add_done_callback(functools.partial(_count, progress))
         rows_keys |= _write_csvs(stage, todo, rows, charted, rows_before)  # while the workers render the pages
     return Pending(stage, jobs, keys, manifest, len(todo), progress, rows_keys)
+
+
+POOL_FROM = 100
+"""Pages to render from which they go to the worker pool (a warm build after one new run renders one here)."""
 
 
 def _count(progress: Progress, done: Future[int]) -> None:

@@ -102,3 +102,32 @@ def test_a_commit_differs_only_outside_the_band_and_beyond_its_interval() -> Non
     wide = runs.with_columns(hi=pl.when(pl.col("run_id") == "r3").then(13.0).otherwise(pl.col("hi")))
     (band,) = commit_history.bands(commit_history.points(wide), wide, {("train", "GPU", 2, False): 0.05}).to_dicts()
     assert band["outside"] == ["aaaaaaa1", "bbbbbbb2"] and band["differs"] == ["aaaaaaa1"]  # 11 [10.9, 13] holds 12
+
+
+def test_a_history_chart_kept_in_the_site_cache_is_the_one_drawn_afresh(tmp_path, monkeypatch) -> None:
+    """The run pages' history charts come from the site cache when their inputs are the same (`SPECS`), and are
+    drawn again when a point changes: either way the spec is the one an uncached build draws."""
+    from generator import commit_history_page, runcache
+
+    def history(runs: pl.DataFrame) -> list[str | None]:
+        page_runs = runs.select("run_id", *commit_history.KEYS)
+        summary = runs.select("run_id", harness_dirty=pl.lit(False))
+        out = commit_history_page.with_history(page_runs, summary, runs, {("train", "GPU", 2, False): 0.10})
+        return out["history_spec"].to_list()
+
+    changed = _runs().with_columns(value=pl.when(pl.col("run_id") == "r4").then(13.0).otherwise(pl.col("value")))
+    try:
+        runcache.use(None)
+        fresh, fresh_changed = history(_runs()), history(changed)
+        assert fresh[0] is not None and fresh != fresh_changed
+        runcache.use(tmp_path)
+        assert history(_runs()) == fresh
+        assert len(commit_history_page.SPECS.read()) == 1  # kept
+        drawn = charts.commit_history
+        with monkeypatch.context() as m:
+            m.setattr(charts, "commit_history", lambda *a: pytest.fail("drawn again, not taken from the cache"))
+            assert history(_runs()) == fresh  # from the cache
+        assert charts.commit_history is drawn
+        assert history(changed) == fresh_changed  # a changed point is drawn again
+    finally:
+        runcache.use(None)

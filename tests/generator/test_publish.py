@@ -67,3 +67,33 @@ def test_publish_to_a_gh_pages_branch_and_push(tmp_path, built_site) -> None:
     (changed / "errata.html").write_text("<p>one page changed</p>")
     run_module("fairfight", "publish", "--gh-pages", "--site", str(changed), cwd=repo, **env)
     assert _git(remote, "rev-list", "--count", "gh-pages").strip() == "2"
+
+
+def test_republishing_the_same_data_to_gh_pages_adds_no_commit(tmp_path) -> None:
+    """The whole path a user takes: `publish --gh-pages` rebuilds the site from data/ from scratch each time (no
+    `--site`), so the rebuild must give the same bytes for the same data, or every republish would add a commit. A
+    real git repository and real builds; nothing is pushed (`--no-push`)."""
+    data = tmp_path / "data"
+    run_module("runners", "claim", "runners/claims/seed.toml", "--data-dir", str(data))  # a small real data folder
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "--allow-empty", "-m", "start")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org", "PYTHONPATH": str(ROOT)}  # fmt: skip
+    work = str(tmp_path / "w")
+    publish_args = ("fairfight", "publish", "--gh-pages", "--no-push", "--data", str(data), "--work", work)
+    first = run_module(*publish_args, cwd=repo, **env)
+    assert "published" in first.stdout and "branch gh-pages" in first.stdout
+    assert _git(repo, "rev-list", "--count", "gh-pages").strip() == "1"
+    tree = _git(repo, "rev-parse", "gh-pages^{tree}")
+    again = run_module(*publish_args, cwd=repo, **env)
+    assert "nothing to publish" in again.stdout
+    assert _git(repo, "rev-list", "--count", "gh-pages").strip() == "1"
+    assert _git(repo, "rev-parse", "gh-pages^{tree}") == tree
+    # other data is another site: one more commit
+    files = sorted(data.glob("*/*.parquet"))
+    assert len(files) > 1
+    files[-1].unlink()
+    run_module(*publish_args, cwd=repo, **env)
+    assert _git(repo, "rev-list", "--count", "gh-pages").strip() == "2"
