@@ -604,9 +604,7 @@ def full_rows(loaded: Loaded, run_ids: Sequence[str]) -> pl.DataFrame:
     at a time: memory for a part's rows, not the data's."""
     rows = loaded.rows.filter(pl.col("run_id").is_in(pl.Series(list(run_ids), dtype=pl.String).implode()))
     held = {r for r in run_ids if loaded.held_out.get(r)}
-    if not held:
-        return rows
-    if loaded.root is None:
+    if held and loaded.root is None:
         raise ValueError("rows were held out of a load with no folder to read them again from")
     where = {
         run_id: (path, digest)
@@ -618,7 +616,8 @@ def full_rows(loaded: Loaded, run_ids: Sequence[str]) -> pl.DataFrame:
         _read_again(loaded.root, *where[run_id]) if run_id in held else frame
         for (run_id,), frame in rows.partition_by("run_id", as_dict=True, maintain_order=True).items()
     ]  # a run held out kept its file's first row, so it is in `rows`, in its place
-    return pl.concat(frames)
+    # one chunk per run, as slices of the rows were (Parquet's row groups follow chunks: the same bytes as before)
+    return pl.concat(frames, rechunk=False) if frames else rows
 
 
 def _read_again(root: Path, rel: str, sha256: str) -> pl.DataFrame:

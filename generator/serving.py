@@ -42,7 +42,7 @@ SERVED_FIGURES = runcache.Table("served", (__file__, metrics.__file__))
 """A served point's figures decided by its file alone (its requests and its SLOs): cached by the file's sha256."""
 
 
-FIGURES_BATCH = 256
+FIGURES_BATCH = 16
 """Served points whose samples are read at once when their figures are not cached: memory for a batch's requests."""
 
 
