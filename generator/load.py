@@ -269,7 +269,11 @@ _SAMPLE_COLUMNS = _ROW_COLUMNS[1:]
 on `_file`), so millions of copies of the same id never get copied or pickled."""
 _SAMPLE_SCHEMA = pa.schema([schema.SCHEMA.field(c) for c in _SAMPLE_COLUMNS])
 _HEAD_SCHEMA = pa.schema(
-    [*(schema.SCHEMA.field(c) for c in schema.RUN_COLUMNS), pa.field("_file", pa.int32()), pa.field("_held", pa.int64())]
+    [
+        *(schema.SCHEMA.field(c) for c in schema.RUN_COLUMNS),
+        pa.field("_file", pa.int32()),
+        pa.field("_held", pa.int64()),
+    ]
 )
 PARALLEL_FROM = 200
 """Files below which loading stays in this process (a worker pool costs about a second to start)."""
@@ -604,7 +608,8 @@ def full_rows(loaded: Loaded, run_ids: Sequence[str]) -> pl.DataFrame:
     at a time: memory for a part's rows, not the data's."""
     rows = loaded.rows.filter(pl.col("run_id").is_in(pl.Series(list(run_ids), dtype=pl.String).implode()))
     held = {r for r in run_ids if loaded.held_out.get(r)}
-    if held and loaded.root is None:
+    root = loaded.root
+    if held and root is None:
         raise ValueError("rows were held out of a load with no folder to read them again from")
     where = {
         run_id: (path, digest)
@@ -613,7 +618,7 @@ def full_rows(loaded: Loaded, run_ids: Sequence[str]) -> pl.DataFrame:
         .iter_rows()
     }
     frames = [
-        _read_again(loaded.root, *where[run_id]) if run_id in held else frame
+        _read_again(root, *where[run_id]) if root is not None and run_id in held else frame
         for (run_id,), frame in rows.partition_by("run_id", as_dict=True, maintain_order=True).items()
     ]  # a run held out kept its file's first row, so it is in `rows`, in its place
     # one chunk per run, as slices of the rows were (Parquet's row groups follow chunks: the same bytes as before)

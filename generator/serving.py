@@ -56,7 +56,7 @@ def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
     cached = SERVED_FIGURES.read()
     todo = [r for r, k in zip(served["run_id"], keys, strict=True) if k is None or k not in cached]
     slos = {r: (ttft, tpot) for r, ttft, tpot in served.select("run_id", "slo_ttft_ms", "slo_tpot_ms").iter_rows()}
-    computed = {}
+    computed: dict[str, dict[str, float] | None] = {}
     for i in range(0, len(todo), FIGURES_BATCH):  # a batch of files' samples at a time, never all of them
         batch = todo[i : i + FIGURES_BATCH]
         frame = read(batch) if read is not None else rows.filter(pl.col("run_id").is_in(pl.Series(batch).implode()))
@@ -64,13 +64,8 @@ def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
         by_run = {key[0]: g for key, g in samples.partition_by("run_id", as_dict=True).items()}
         computed |= {run_id: _figures(by_run.get(run_id), *slos[run_id]) for run_id in batch}
     out, entries = [], {}
-    for key, (run_id, slo_ttft_ms, slo_tpot_ms) in zip(
-        keys, served.select("run_id", "slo_ttft_ms", "slo_tpot_ms").iter_rows(), strict=True
-    ):
-        if key is not None and key in cached:
-            figures = cached[key]
-        else:
-            figures = computed[run_id]
+    for key, run_id in zip(keys, served["run_id"], strict=True):
+        figures = cached[key] if key is not None and key in cached else computed[run_id]
         if key is not None:
             entries[key] = figures
         if figures is not None:

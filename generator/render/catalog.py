@@ -234,7 +234,7 @@ def _sample_parts(summary: pl.DataFrame, records: load.Loaded):  # type: ignore[
         spans = slices[name]
         height = sum(length for _, length in spans)
 
-        def make(tmp: Path, ids: list[str] = [run_id for run_id, _ in spans]) -> None:
+        def make(tmp: Path, ids: tuple[str, ...] = tuple(run_id for run_id, _ in spans)) -> None:
             load.full_rows(records, ids).write_parquet(tmp, compression="zstd", statistics=False)
 
         yield name, key, height, make

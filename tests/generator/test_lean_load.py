@@ -58,7 +58,9 @@ def test_every_figure_is_the_same_from_a_lean_load(both) -> None:  # type: ignor
 def test_the_downloads_are_the_same_bytes_from_a_lean_load(both, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     (full, summary), (lean, _) = both
     for name, records in (("full", full), ("lean", lean)):
-        render.catalog.write_downloads(pages.environment(), tmp_path / name / "docs", summary, records.rows, [], records)
+        render.catalog.write_downloads(
+            pages.environment(), tmp_path / name / "docs", summary, records.rows, [], records
+        )
     parts = sorted(p.relative_to(tmp_path / "full") for p in (tmp_path / "full").rglob("*.parquet"))
     assert any("samples" in str(p) for p in parts)
     for part in parts:
@@ -68,7 +70,9 @@ def test_the_downloads_are_the_same_bytes_from_a_lean_load(both, tmp_path: Path)
 
 
 def test_a_file_changed_after_a_lean_load_is_named_not_read(tmp_path: Path) -> None:
-    served = next(p for p in _files() if "-serve-" in p.name and pl.read_parquet(p)["metric"].is_in(load.HELD_OUT).any())
+    served = next(
+        p for p in _files() if "-serve-" in p.name and pl.read_parquet(p)["metric"].is_in(load.HELD_OUT).any()
+    )
     copy = tmp_path / "data" / served.parent.name / served.name
     copy.parent.mkdir(parents=True)
     shutil.copyfile(served, copy)
