@@ -465,9 +465,10 @@ def _read_all(
         )
         for frames, earlier in ((heads, cached[0].drop("path", "sha256", "stat")), (rows, cached[1])):
             identity = len(reuse) == earlier["_file"].n_unique() and all(k == v for k, v in reuse.items())
-            frames.insert(
-                0, earlier if identity else earlier.join(mapping, on="_file").drop("_file").rename({"_new": "_file"})
-            )
+            if not identity:  # renumbered, its columns in their order (`_file` is not the heads' last)
+                renumbered = earlier.join(mapping, on="_file").drop("_file").rename({"_new": "_file"})
+                earlier = renumbered.select(earlier.columns)
+            frames.insert(0, earlier)
     head = pl.concat(heads) if heads else None
     row = pl.concat(rows) if rows else None
     if row is not None and not row["_file"].is_sorted():

@@ -81,3 +81,18 @@ def test_a_file_changed_after_a_lean_load_is_named_not_read(tmp_path: Path) -> N
     copy.write_bytes(copy.read_bytes() + b"\0")  # other bytes, whatever they hold
     with pytest.raises(ValueError, match=f"{served.name}: changed since this build loaded it"):
         load.full_rows(lean, lean.runs["run_id"].to_list())
+
+
+def test_a_new_file_among_cached_ones_loads_lean_as_afresh(tmp_path: Path) -> None:
+    """A warm build with one new run: the cached heads are renumbered around it (before, their `_held` and `_file`
+    came back in another order and the concatenation stopped the build)."""
+    files = _files()[:4]
+    data = tmp_path / "data"
+    for f in files[1:]:
+        (data / f.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, data / f.parent.name / f.name)
+    load.load(data, tmp_path / "cache", lean=True)
+    shutil.copyfile(files[0], data / files[0].parent.name / files[0].name)  # sorts first: every index moves
+    warm, cold = load.load(data, tmp_path / "cache", lean=True), load.load(data, lean=True)
+    assert warm.runs.height == len(files) and warm.runs.equals(cold.runs) and warm.rows.equals(cold.rows)
+    assert warm.held_out == cold.held_out
