@@ -85,7 +85,7 @@ def build(
         cache_dir = runcache.folder_for(work_dir)
         runcache.use(cache_dir)  # per-run figures a file alone decides, kept by its sha256 for the next build
         data_key = compare_cache.key(data_dir)  # before loading: a file changed meanwhile makes the next key differ
-        loaded = load.load(data_dir, cache_dir / "loaded")
+        loaded = load.load(data_dir, cache_dir / "loaded", lean=True)
         bundle_text = bundle.result()
     docs = work_dir / "docs"
     if docs.exists():
@@ -132,7 +132,9 @@ def build(
         page_runs = suite_names.with_titles(page_runs)
         manifest = work_dir / "cache" / "run-pages.json"
         footer = versions.footer_text(versions.generator())
-        pending = render.runs.start_run_pages(kept, page_runs, results.samples, manifest, pool, repo_url, footer)
+        pending = render.runs.start_run_pages(
+            kept, page_runs, results.samples, manifest, pool, repo_url, footer, results.records
+        )
         _build_rest(results, frozen, docs, data_dir, out_dir, work_dir, site_url, repo_url, sorted(supplied))
         pending.finish(out_dir)
     return loaded

@@ -7,6 +7,8 @@ MBU is not checked this way: a model small enough to sit in the GPU's cache can 
 
 from __future__ import annotations
 
+import dataclasses
+
 import polars as pl
 
 import generator.derive.summary as derive
@@ -99,4 +101,5 @@ def checked(loaded: load.Loaded) -> tuple[load.Loaded, pl.DataFrame]:
     gone = pl.Series(list(bad), dtype=pl.String).implode()
     runs = loaded.runs.filter(~pl.col("run_id").is_in(gone))
     rows = loaded.rows.filter(~pl.col("run_id").is_in(gone))
-    return load.Loaded(runs=runs, rows=rows, rejected=rejected), derive.run_summary(runs, rows, flat)
+    kept = dataclasses.replace(loaded, runs=runs, rows=rows, rejected=rejected)
+    return kept, derive.run_summary(runs, rows, flat)

@@ -19,6 +19,7 @@ Editions are evidence, checked wherever files are loaded (the site, `validate`, 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import re
@@ -79,7 +80,7 @@ def release(name: str, data_dir: Path, now: datetime | None = None) -> Path:
         raise SystemExit(
             f"refusing to release: {data_dir} has uncommitted changes ({listed}); commit them (or move them out) first"
         )
-    loaded, integrity = audited(load.load(data_dir), data_dir)
+    loaded, integrity = audited(load.load(data_dir, lean=True), data_dir)
     if loaded.rejected or integrity:
         listed = "; ".join(
             [f"{r.path}: {r.problems[0]}" for r in loaded.rejected] + [f"{p}: {m}" for p, m in integrity]
@@ -288,7 +289,7 @@ def audited(loaded: load.Loaded, data_dir: Path) -> tuple[load.Loaded, list[tupl
     rejected = [*loaded.rejected, *(load.Rejected(path, tuple(problems)) for path, problems in sorted(bad.items()))]
     runs = loaded.runs.filter(~pl.col("path").is_in(gone))
     rows = loaded.rows.filter(~pl.col("run_id").is_in(ids))
-    return load.Loaded(runs=runs, rows=rows, rejected=rejected), missing
+    return dataclasses.replace(loaded, runs=runs, rows=rows, rejected=rejected), missing
 
 
 def changelog(previous: Edition | None, current: dict[str, str]) -> dict[str, list[str]]:
@@ -351,7 +352,10 @@ def frozen(loaded: load.Loaded, data_dir: Path) -> list[Frozen]:
         recovered, problems = _frozen_elsewhere(edition, [r for r in ids if r not in same], data_dir, repo)
         runs = pl.concat([loaded.runs.filter(pl.col("run_id").is_in(same)), recovered.runs], how="vertical_relaxed")
         rows = pl.concat([loaded.rows.filter(pl.col("run_id").is_in(same)), recovered.rows], how="vertical_relaxed")
-        out.append(Frozen(edition, load.Loaded(runs=runs, rows=rows, rejected=[]), problems))
+        # the versions git gave are read whole (`load_contents`); the others' samples are read again from data/
+        held = {r: n for r, n in loaded.held_out.items() if r in set(same)}
+        records = load.Loaded(runs=runs, rows=rows, rejected=[], held_out=held, root=loaded.root)
+        out.append(Frozen(edition, records, problems))
     return out
 
 

@@ -12,6 +12,7 @@ import hashlib
 import multiprocessing
 import os
 import stat
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +20,11 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from generator import columns, progress, slugs
-from runners import bounds, engines, layout, retract, schema, store
+from runners import bounds, engines, layout, metrics, retract, schema, store
 from runners.cache import file_sha256
 
 
@@ -39,8 +41,19 @@ class Loaded:
     runs: pl.DataFrame
     """One row per run: the run-level columns plus `path` and the file's `sha256`."""
     rows: pl.DataFrame
-    """Every measurement: run_id, trial, step, phase, metric, value, unit."""
+    """Every measurement: run_id, trial, step, phase, metric, value, unit; loaded `lean`, less the per-request
+    samples (`HELD_OUT`) after each file's first row, which `held_out` counts and `full_rows` reads again."""
     rejected: list[Rejected] = field(default_factory=list)
+    held_out: dict[str, int] = field(default_factory=dict)
+    """Per run, how many of its file's rows `rows` leaves out (none: `rows` holds every row of the run)."""
+    root: Path | None = None
+    """What the runs' `path`s are relative to (the data folder's parent): where `full_rows` reads held-out rows."""
+
+
+HELD_OUT = tuple(m for m in metrics.SERVED_SAMPLES if m != "duration_s")
+"""Per-request samples of a served point (one row per request and per generated token: 83% of all rows at 5,000
+runs). Only a served point's own figures (`serving`, cached by its file's sha256) and the downloads read them, so a
+lean load leaves them in their files; `duration_s` is a run-level figure and stays."""
 
 
 MAX_FILE_BYTES = 256 << 20
@@ -278,7 +291,13 @@ _SAMPLE_COLUMNS = _ROW_COLUMNS[1:]
 """What a row carries across processes and into the cache: its run id comes back from its file's head (a join
 on `_file`), so millions of copies of the same id never get copied or pickled."""
 _SAMPLE_SCHEMA = pa.schema([schema.SCHEMA.field(c) for c in _SAMPLE_COLUMNS])
-_HEAD_SCHEMA = pa.schema([*(schema.SCHEMA.field(c) for c in schema.RUN_COLUMNS), pa.field("_file", pa.int32())])
+_HEAD_SCHEMA = pa.schema(
+    [
+        *(schema.SCHEMA.field(c) for c in schema.RUN_COLUMNS),
+        pa.field("_file", pa.int32()),
+        pa.field("_held", pa.int64()),
+    ]
+)
 PARALLEL_FROM = 200
 """Files below which loading stays in this process (a worker pool costs about a second to start)."""
 
@@ -295,13 +314,14 @@ class _Read:
 
 
 def _read_files(
-    indexed: list[tuple[int, Path]], root_parent: Path, contents: dict[int, bytes] | None = None
+    indexed: list[tuple[int, Path]], root_parent: Path, contents: dict[int, bytes] | None = None, lean: bool = False
 ) -> tuple[list[_Read], pa.Table | None, pa.Table | None]:
     """Read and check files: the unit of work of one worker (or of this process, for a small data dir).
 
     Returns each file's outcome, and the heads (run-level columns, one row per good file) and rows of the good
     files, each concatenated once and tagged with the file's index in `_file` (tables cross processes far faster
-    as two large tables than as thousands of small ones)."""
+    as two large tables than as thousands of small ones). `lean`: the rows less `HELD_OUT` samples (`_lean`), the
+    heads counting them in `_held`."""
     reads, heads, rows = [], [], []
     for index, path in indexed:
         rel = path.relative_to(root_parent).as_posix()
@@ -320,15 +340,28 @@ def _read_files(
         # concatenate); the rows as read, cast only where a migration left another type
         head = {key: first[key] for key in schema.RUN_COLUMNS}
         head["_file"] = index
-        heads.append(head)
         samples = table.select(_SAMPLE_COLUMNS)
         if not samples.schema.equals(_SAMPLE_SCHEMA):
             samples = samples.cast(_SAMPLE_SCHEMA)
-        rows.append(samples.append_column("_file", tag))
+        samples = samples.append_column("_file", tag)
+        kept = _lean(samples) if lean else samples
+        head["_held"] = samples.num_rows - kept.num_rows
+        heads.append(head)
+        rows.append(kept)
         reads.append(_Read(index, rel, digest, head["run_id"], ()))
     if not heads:
         return reads, None, None
     return reads, pa.Table.from_pylist(heads, schema=_HEAD_SCHEMA), pa.concat_tables(rows)
+
+
+def _lean(rows: pa.Table) -> pa.Table:
+    """A file's rows less its `HELD_OUT` samples, its first row always kept: every run keeps rows, in file order, so
+    whatever orders or counts runs by their rows (the samples download's parts, the run pages) sees each one."""
+    held = pc.is_in(rows.column("metric"), pa.array(HELD_OUT, pa.string()))
+    if not pc.any(held).as_py():
+        return rows
+    first = pa.array([i == 0 for i in range(rows.num_rows)], pa.bool_())
+    return rows.filter(pc.or_(pc.invert(held), first))
 
 
 def _digest(path: Path) -> str:
@@ -375,14 +408,19 @@ def _frame(table: pa.Table) -> pl.DataFrame:
 CACHE_FILES = ("heads.arrow", "rows.arrow")
 
 
-def _cached(cache_dir: Path | None) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+def _cache_key(lean: bool) -> str:
+    """The cache's first key line: the code's fingerprint, and whether its rows are lean (`_lean`)."""
+    return f"{_fingerprint()} lean" if lean else _fingerprint()
+
+
+def _cached(cache_dir: Path | None, lean: bool = False) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """Heads and rows of files checked by an earlier build with the same code, or None. The key names the code and
     each cache file's sha256: a cache file changed or damaged since it was written is rebuilt, never trusted."""
     if cache_dir is None or not (cache_dir / "key.txt").exists():
         return None
     try:
         key = (cache_dir / "key.txt").read_text().split("\n")
-        if key[0] != _fingerprint() or key[1:] != [file_sha256(cache_dir / name) for name in CACHE_FILES]:
+        if key[0] != _cache_key(lean) or key[1:] != [file_sha256(cache_dir / name) for name in CACHE_FILES]:
             return None
         return pl.read_ipc(cache_dir / "heads.arrow"), pl.read_ipc(cache_dir / "rows.arrow")
     except Exception:  # a damaged cache is only a slower build
@@ -390,13 +428,13 @@ def _cached(cache_dir: Path | None) -> tuple[pl.DataFrame, pl.DataFrame] | None:
 
 
 def _read_all(
-    files: list[Path], root_parent: Path, cache_dir: Path | None = None
+    files: list[Path], root_parent: Path, cache_dir: Path | None = None, lean: bool = False
 ) -> tuple[list[_Read], pl.DataFrame | None, pl.DataFrame | None]:
     """Every file read and checked, in `files` order; spread over the machine's cores when there are many.
 
     With a cache dir, a file whose path and sha256 match one an earlier build checked (with the same code) is
     taken from the cache instead of being read and checked again; the cache is then rewritten."""
-    cached = _cached(cache_dir)
+    cached = _cached(cache_dir, lean)
     known: dict[tuple[str, str], tuple[int, str]] = {}
     hashed: dict[tuple[str, str], str] = {}  # (path, stat_key) -> the sha256 it had when cached
     if cached is not None:
@@ -428,14 +466,15 @@ def _read_all(
         if len(todo) < PARALLEL_FROM or workers < 2:
             size = max(1, len(todo) // 20)
             for i in range(0, len(todo), size):
-                parts.append(_read_files(todo[i : i + size], root_parent))
+                parts.append(_read_files(todo[i : i + size], root_parent, None, lean))
                 bar.advance(len(todo[i : i + size]))
         else:
             size = -(-len(todo) // (workers * 16))
             chunks = [todo[i : i + size] for i in range(0, len(todo), size)]  # in order: no sort afterwards
             # spawn, not fork: this process may already run polars' and arrow's thread pools
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                for chunk, part in zip(chunks, pool.map(_read_files, chunks, [root_parent] * len(chunks)), strict=True):
+                work = pool.map(_read_files, chunks, *([arg] * len(chunks) for arg in (root_parent, None, lean)))
+                for chunk, part in zip(chunks, work, strict=True):
                     parts.append(part)
                     bar.advance(len(chunk))
     for part in parts:
@@ -450,9 +489,10 @@ def _read_all(
         )
         for frames, earlier in ((heads, cached[0].drop("path", "sha256", "stat")), (rows, cached[1])):
             identity = len(reuse) == earlier["_file"].n_unique() and all(k == v for k, v in reuse.items())
-            frames.insert(
-                0, earlier if identity else earlier.join(mapping, on="_file").drop("_file").rename({"_new": "_file"})
-            )
+            if not identity:  # renumbered, its columns in their order (`_file` is not the heads' last)
+                renumbered = earlier.join(mapping, on="_file").drop("_file").rename({"_new": "_file"})
+                earlier = renumbered.select(earlier.columns)
+            frames.insert(0, earlier)
     head = pl.concat(heads) if heads else None
     row = pl.concat(rows) if rows else None
     if row is not None and not row["_file"].is_sorted():
@@ -469,7 +509,7 @@ def _read_all(
         head.join(where, on="_file").write_ipc(cache_dir / "heads.arrow", compression="zstd")
         row.write_ipc(cache_dir / "rows.arrow", compression="zstd")
         sums = [file_sha256(cache_dir / name) for name in CACHE_FILES]
-        (cache_dir / "key.txt").write_text("\n".join([_fingerprint(), *sums]))
+        (cache_dir / "key.txt").write_text("\n".join([_cache_key(lean), *sums]))
     return reads, head, row
 
 
@@ -492,15 +532,17 @@ def load_contents(data_dir: Path, contents: dict[str, bytes]) -> Loaded:
         schema={"_file": pl.Int32, "path": pl.String, "sha256": pl.String},
     )
     runs = _frame(heads).join(files, on="_file")
-    return Loaded(runs=runs.drop("_file"), rows=_with_run_ids(_frame(rows), runs), rejected=rejected)
+    return Loaded(runs=runs.drop("_file", "_held"), rows=_with_run_ids(_frame(rows), runs), rejected=rejected)
 
 
-def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None = None) -> Loaded:
+def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None = None, lean: bool = False) -> Loaded:
     """Load every good result file under data_dir (or just `files`, named relative to data_dir's parent); report
     the others. `cache_dir` (the site build's) keeps the checked contents of files by path and sha256, so an
-    unchanged file is not read and checked again."""
+    unchanged file is not read and checked again. `lean`: the rows less the per-request samples (`HELD_OUT`), which
+    stay in their files until `full_rows` reads them (the site build, `validate` and `compare`: memory for what the
+    figures need, not for every token's time)."""
     root = Path(data_dir)
-    reads, heads, rows = _read_all(result_files(root) if files is None else files, root.parent, cache_dir)
+    reads, heads, rows = _read_all(result_files(root) if files is None else files, root.parent, cache_dir, lean)
     rejected: list[Rejected] = []
     copies: dict[str, list[_Read]] = {}
     for read in reads:
@@ -555,8 +597,9 @@ def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None
     runs = heads.join(kept_files, on="_file")
     if len(kept) < len(reads):  # a duplicate or a bad retraction: drop its rows (bad files brought none)
         rows = rows.filter(pl.col("_file").is_in(kept_files["_file"].implode()))
-    return Loaded(runs=runs.drop("_file").sort("started_at", "run_id"), rows=_with_run_ids(rows, runs),
-                  rejected=rejected)  # fmt: skip
+    held = {run_id: n for run_id, n in runs.select("run_id", "_held").iter_rows() if n}
+    return Loaded(runs=runs.drop("_file", "_held").sort("started_at", "run_id"), rows=_with_run_ids(rows, runs),
+                  rejected=rejected, held_out=held, root=root.parent)  # fmt: skip
 
 
 def _with_run_ids(rows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
@@ -581,3 +624,43 @@ def _with_run_ids(rows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     # then one chunk per column, as a join left them: the copy the join made, less the ids' text (and the samples
     # download is written from it byte for byte as before)
     return rows.with_columns(run_id=pl.concat(parts, rechunk=False)).select(_ROW_COLUMNS).rechunk()
+
+
+def full_rows(loaded: Loaded, run_ids: Sequence[str]) -> pl.DataFrame:
+    """Every row of these runs' files, as `Loaded.rows` holds them (columns, types, each file's order, runs in the
+    order of `rows`): from `rows` where it holds all of a run's rows, else read again from the run's file, which must
+    still hash to the sha256 it was checked with (the same bytes, so the same checks pass). Callers take runs a part
+    at a time: memory for a part's rows, not the data's."""
+    rows = loaded.rows.filter(pl.col("run_id").is_in(pl.Series(list(run_ids), dtype=pl.String).implode()))
+    held = {r for r in run_ids if loaded.held_out.get(r)}
+    root = loaded.root
+    if held and root is None:
+        raise ValueError("rows were held out of a load with no folder to read them again from")
+    where = {
+        run_id: (path, digest)
+        for run_id, path, digest in loaded.runs.filter(pl.col("run_id").is_in(list(held)))
+        .select("run_id", "path", "sha256")
+        .iter_rows()
+    }
+    frames = [
+        _read_again(root, *where[run_id]) if root is not None and run_id in held else frame
+        for (run_id,), frame in rows.partition_by("run_id", as_dict=True, maintain_order=True).items()
+    ]  # a run held out kept its file's first row, so it is in `rows`, in its place
+    # one chunk per run, as slices of the rows were (Parquet's row groups follow chunks: the same bytes as before)
+    return pl.concat(frames, rechunk=False) if frames else rows
+
+
+def _read_again(root: Path, rel: str, sha256: str) -> pl.DataFrame:
+    """One loaded file's every row, read again (`full_rows`); a ValueError naming the file when its bytes are no
+    longer those it was loaded with."""
+    path = root / rel
+    content = read_bounded(path)
+    if hashlib.sha256(content).hexdigest() != sha256:
+        raise ValueError(f"{rel}: changed since this build loaded it (its sha256 is no longer {sha256}): build again")
+    table, first, problems = _read_checked(path, content)
+    if table is None or first is None:
+        raise ValueError(f"{rel}: " + "; ".join(problems))
+    samples = table.select(_SAMPLE_COLUMNS)
+    if not samples.schema.equals(_SAMPLE_SCHEMA):
+        samples = samples.cast(_SAMPLE_SCHEMA)
+    return _frame(samples).with_columns(run_id=pl.lit(first["run_id"], dtype=pl.String)).select(_ROW_COLUMNS)

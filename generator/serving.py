@@ -10,7 +10,7 @@ tool's records go through the very same code.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
@@ -20,6 +20,9 @@ from generator import runcache
 from runners import engines, metrics
 
 KINDS = ("offline", "serve")
+
+Reader = Callable[[Sequence[str]], pl.DataFrame]
+"""Every row of the given runs' files (`load.full_rows` of the loaded records)."""
 
 
 def bench_tools() -> tuple[str, ...]:
@@ -39,7 +42,11 @@ SERVED_FIGURES = runcache.Table("served", (__file__, metrics.__file__))
 """A served point's figures decided by its file alone (its requests and its SLOs): cached by the file's sha256."""
 
 
-def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> list[dict]:
+FIGURES_BATCH = 16
+"""Served points whose samples are read at once when their figures are not cached: memory for a batch's requests."""
+
+
+def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame, read: Reader | None = None) -> list[dict]:
     served = runs.filter(pl.col("kind") == "serve")
     hashes = served["sha256"].to_list() if "sha256" in served.columns else [None] * served.height
     keys = [
@@ -48,17 +55,17 @@ def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> list[dict]:
     ]
     cached = SERVED_FIGURES.read()
     todo = [r for r, k in zip(served["run_id"], keys, strict=True) if k is None or k not in cached]
-    samples = rows.filter(pl.col("run_id").is_in(pl.Series(todo, dtype=pl.String).implode()),
-                          pl.col("metric").is_in(metrics.SERVED_SAMPLES))  # fmt: skip
-    by_run = {key[0]: g for key, g in samples.partition_by("run_id", as_dict=True).items()}
+    slos = {r: (ttft, tpot) for r, ttft, tpot in served.select("run_id", "slo_ttft_ms", "slo_tpot_ms").iter_rows()}
+    computed: dict[str, dict[str, float] | None] = {}
+    for i in range(0, len(todo), FIGURES_BATCH):  # a batch of files' samples at a time, never all of them
+        batch = todo[i : i + FIGURES_BATCH]
+        frame = read(batch) if read is not None else rows.filter(pl.col("run_id").is_in(pl.Series(batch).implode()))
+        samples = frame.filter(pl.col("metric").is_in(metrics.SERVED_SAMPLES))
+        by_run = {key[0]: g for key, g in samples.partition_by("run_id", as_dict=True).items()}
+        computed |= {run_id: _figures(by_run.get(run_id), *slos[run_id]) for run_id in batch}
     out, entries = [], {}
-    for key, (run_id, slo_ttft_ms, slo_tpot_ms) in zip(
-        keys, served.select("run_id", "slo_ttft_ms", "slo_tpot_ms").iter_rows(), strict=True
-    ):
-        if key is not None and key in cached:
-            figures = cached[key]
-        else:
-            figures = _figures(by_run.get(run_id), slo_ttft_ms, slo_tpot_ms)
+    for key, run_id in zip(keys, served["run_id"], strict=True):
+        figures = cached[key] if key is not None and key in cached else computed[run_id]
         if key is not None:
             entries[key] = figures
         if figures is not None:
@@ -78,14 +85,15 @@ def _figures(group: pl.DataFrame | None, slo_ttft_ms: float, slo_tpot_ms: float)
     return metrics.serving_metrics(requests, duration, slo_ttft_ms, slo_tpot_ms)
 
 
-def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None = None) -> pl.DataFrame:
     """One row per serving run: its test (kind, concurrency or request rate, lengths), tensor-parallel size, and
     figures. Offline: output tokens/s over repetitions (median with a 95% interval, mean ± sd), total tokens/s and
     requests/s (means). Served: `metrics.serving_metrics` of its requests (throughputs, goodput, mean/median/p99 of
     TTFT, TPOT, ITL and end-to-end latency). At one request in flight, the decode rate is 1000 / median TPOT and its
     MBU is the bytes a decoded token reads × that rate ÷ the datasheet bandwidth. vLLM's bench tool's record of the
     same test is paired with the runner's (`bench_*` columns; ratios are runner / tool), and each served figure's
-    agreement tolerance on the run's hardware is beside it (`tool_tolerances`: `tol_out`, `tol_ttft`, `tol_tpot`)."""
+    agreement tolerance on the run's hardware is beside it (`tool_tolerances`: `tol_out`, `tol_ttft`, `tol_tpot`).
+    `read`: every row of the given runs (`load.full_rows`) where `rows` leaves their per-request samples out."""
     runs = summary.filter(is_serving(summary))
     tools = bench_tools()
     offline = (
@@ -110,7 +118,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     stat_frame = derive.repetition_intervals(per_run.select("run_id", "rates"), "out")
     served_schema = {"run_id": pl.String, **{k: pl.Float64 for k in _SERVED_COLUMNS}}
     served = pl.DataFrame(
-        [{k: f.get(k) for k in served_schema} for f in _served_figures(runs, rows)], schema=served_schema
+        [{k: f.get(k) for k in served_schema} for f in _served_figures(runs, rows, read)], schema=served_schema
     )
     bandwidth = [(metrics.datasheet_memory(acc) or (None, None))[1] for acc in runs["accelerator"].to_list()]
     out = (

@@ -6,6 +6,7 @@ Pure polars and frozen dataclasses: no Jinja, no altair, no paths (a test holds 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +144,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     """Every figure, once, from checked records (`checks.checked`: the loaded records and their run summary)."""
     rows = loaded.rows
     tests = inference.test_summary(summary, rows)
-    served = serving.test_summary(summary, rows)
+    served = serving.test_summary(summary, rows, functools.partial(load.full_rows, loaded))
     inference_ranked, serving_ranked = inference.ranked_runs(tests), serving.ranked_runs(served)
     test_spreads = ladder.pooled_spreads(inference_ranked) | ladder.pooled_spreads(serving_ranked)
     training_spreads = {

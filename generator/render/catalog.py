@@ -12,7 +12,7 @@ import jinja2
 import polars as pl
 
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
-from generator import fields, pages
+from generator import fields, load, pages
 from generator.derive import claims
 from generator.derive.results import Results
 from runners import metrics, schema
@@ -108,7 +108,7 @@ def write_catalog_pages(
         r for r in engines.to_dicts() if r["engine"] is not None and r["engine"] not in schema.ENGINE_ABOUT
     ]  # tools, claims, retractions
     pages.render(env, "engines.md.j2", docs / "engines.md", sections=sections, others=others)
-    write_downloads(env, docs, results.runs, results.samples, built_with or [])
+    write_downloads(env, docs, results.runs, results.samples, built_with or [], results.records)
 
 
 STAGED_DOWNLOADS = "downloads-staged"
@@ -120,6 +120,7 @@ def write_downloads(
     summary: pl.DataFrame,
     rows: pl.DataFrame,
     built_with: list[dict[str, str]] | None = None,
+    records: load.Loaded | None = None,
 ) -> None:
     """Everything as files: per-run summary as Parquet and gzipped CSV, and every measurement row as Parquet in parts
     per suite (`samples/<suite>/<part>.parquet`, `parts.samples_paths`; a charted run's rows also come gzipped beside
@@ -130,7 +131,8 @@ def write_downloads(
     CSV repeats each record's JSON columns and runs to hundreds of MB uncompressed, and one samples file of every
     run would pass the 100 MB a file that GitHub accepts. Both are made in parts (`parts`), cached by content, so a
     warm build compresses and writes only the parts a new run changed. The samples are staged next to `docs` (in
-    `STAGED_DOWNLOADS`) and moved into the built site after MkDocs, instead of being copied by it."""
+    `STAGED_DOWNLOADS`) and moved into the built site after MkDocs, instead of being copied by it. `records`: the
+    loaded records `rows` are, whose files a part's samples are read from where `rows` leaves them out."""
     out = docs / "downloads"
     out.mkdir(parents=True, exist_ok=True)
     staged = docs.parent / STAGED_DOWNLOADS
@@ -149,7 +151,8 @@ def write_downloads(
     path = out / "runs.csv.gz"
     used |= _runs_csv(flat, path, cache)
     files.append(_listed(path, "runs.csv.gz", flat.height))
-    for name, key, frame_rows, make in _sample_parts(summary, rows):
+    every = records if records is not None else load.Loaded(runs=summary, rows=rows)
+    for name, key, frame_rows, make in _sample_parts(summary, every):
         path = staged / name.removeprefix("downloads/")
         parts.placed(path, cache, key, make)
         used.add(key)
@@ -209,18 +212,18 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
     return set(keys)
 
 
-def _sample_parts(summary: pl.DataFrame, rows: pl.DataFrame):  # type: ignore[no-untyped-def]
+def _sample_parts(summary: pl.DataFrame, records: load.Loaded):  # type: ignore[no-untyped-def]
     """Each samples part as (its path under the site, its cache key, rows, a function writing it): its rows in load
-    order, keyed by its runs' ids and their files' sha256 (a file's rows never change while its bytes do not)."""
+    order, keyed by its runs' ids and their files' sha256 (a file's rows never change while its bytes do not); a
+    part's every row is read when it is written (`load.full_rows`), one part at a time."""
+    rows = records.rows
     where = parts.samples_paths(summary)
     sha = dict(zip(summary["run_id"].to_list(), summary["sha256"].to_list(), strict=True))
     # each file's rows are contiguous: a run's rows are a slice, found once from the run-length encoding
     lengths = rows.select(pl.col("run_id").rle()).unnest("run_id")
-    slices: dict[str, list[tuple[int, int]]] = {}
-    offset = 0
+    slices: dict[str, list[tuple[str, int]]] = {}
     for length, run_id in lengths.iter_rows():
-        slices.setdefault(where.get(run_id, ""), []).append((offset, length))
-        offset += length
+        slices.setdefault(where.get(run_id, ""), []).append((run_id, length + records.held_out.get(run_id, 0)))
     members: dict[str, list[str]] = {}
     for run_id, name in where.items():
         members.setdefault(name, []).append(run_id)
@@ -231,7 +234,7 @@ def _sample_parts(summary: pl.DataFrame, rows: pl.DataFrame):  # type: ignore[no
         spans = slices[name]
         height = sum(length for _, length in spans)
 
-        def make(tmp: Path, spans: list[tuple[int, int]] = spans) -> None:
-            pl.concat([rows.slice(o, n) for o, n in spans]).write_parquet(tmp, compression="zstd", statistics=False)
+        def make(tmp: Path, ids: tuple[str, ...] = tuple(run_id for run_id, _ in spans)) -> None:
+            load.full_rows(records, ids).write_parquet(tmp, compression="zstd", statistics=False)
 
         yield name, key, height, make

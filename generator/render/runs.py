@@ -30,7 +30,7 @@ import polars as pl
 from markupsafe import Markup
 
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
-from generator import charts, columns, commits, pages, reproduce
+from generator import charts, columns, commits, load, pages, reproduce
 from generator.progress import Progress
 from runners import bounds
 
@@ -443,6 +443,7 @@ def start_run_pages(
     pool: Executor | None = None,
     repo_url: str | None = None,
     footer: str = "",
+    records: load.Loaded | None = None,
 ) -> Pending:
     """Begin rendering `<run>.html`, its samples SVG and its rows as CSV for every run into `stage` (which may
     hold the previous build's pages); `finish(site)` completes it. The data work (samples, CSV) happens here;
@@ -451,7 +452,8 @@ def start_run_pages(
     Incremental when `stage` holds the last build's pages and `manifest` says what each was made from: a run
     whose inputs are unchanged (its summary row, which carries its result file's sha256, and this code) keeps
     its files; new and changed runs are rendered, and the files of runs no longer present are removed. The
-    bytes are the same as a full render's."""
+    bytes are the same as a full render's. `records`: the loaded records `rows` are (`Results.records`), whose files
+    the CSVs are written from where `rows` leaves samples out (`load.full_rows`)."""
     stylesheets = theme_stylesheets()
     stage.mkdir(parents=True, exist_ok=True)
     code = _code_key(stylesheets) + (repo_url or "") + footer
@@ -499,7 +501,8 @@ def start_run_pages(
             else:
                 jobs.append(job := pool.submit(_render, *args))
                 job.add_done_callback(functools.partial(_count, progress))
-        rows_keys |= _write_csvs(stage, todo, rows, charted, rows_before)  # while the workers render the pages
+        every = records if records is not None else load.Loaded(runs=summary, rows=rows)
+        rows_keys |= _write_csvs(stage, todo, every, charted, rows_before)  # while the workers render the pages
     return Pending(stage, jobs, keys, manifest, len(todo), progress, rows_keys)
 
 
@@ -527,11 +530,16 @@ ROWS_FORMAT = f"{','.join(CSV_COLUMNS)} gzip-{ROWS_GZIP_LEVEL}"
 """How a run's CSV is written: part of what `Pending.rows_keys` records, so a change writes every CSV again."""
 
 
+CSV_BATCH = 256
+"""Runs whose rows are read and written as CSV at once: memory for a batch's rows, never every run's."""
+
+
 def _write_csvs(
-    stage: Path, runs: list[dict[str, Any]], rows: pl.DataFrame, charted: set[str], before: dict[str, str]
+    stage: Path, runs: list[dict[str, Any]], records: load.Loaded, charted: set[str], before: dict[str, str]
 ) -> dict[str, str]:
     """Each charted run's rows as `<run>.csv.gz` (its chart's data), unless `before` says the one there was written
-    from the same file (its sha256); another run has none beside its page. Returns run id → sha256 for each CSV."""
+    from the same file (its sha256); another run has none beside its page. Returns run id → sha256 for each CSV.
+    Every row of the file, a batch of runs at a time (`load.full_rows`)."""
     written: dict[str, str] = {}
     wanted = []
     for run in runs:
@@ -542,9 +550,11 @@ def _write_csvs(
         written[run_id] = f"{run['sha256']}:{ROWS_FORMAT}"
         if before.get(run_id) != written[run_id] or not path.exists():
             wanted.append(run_id)
-    csvs = csv_texts(rows.filter(pl.col("run_id").is_in(wanted))) if wanted else {}
-    for run_id in wanted:
-        (stage / csv_file(run_id)).write_bytes(parts.gzipped(csvs[run_id], level=ROWS_GZIP_LEVEL))
+    for i in range(0, len(wanted), CSV_BATCH):
+        batch = wanted[i : i + CSV_BATCH]
+        csvs = csv_texts(load.full_rows(records, batch))
+        for run_id in batch:
+            (stage / csv_file(run_id)).write_bytes(parts.gzipped(csvs[run_id], level=ROWS_GZIP_LEVEL))
     return written
 
 

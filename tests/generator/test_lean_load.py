@@ -1,0 +1,98 @@
+"""A lean load (issue 37): the per-request samples of served points stay in their files, and every figure, run page
+CSV and download is what a load of every row gives. Real committed records, no mocks."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from generator import checks, derive, load, pages, render, runcache
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def _files() -> list[Path]:
+    """Committed files of each kind: served points (the samples held out), offline tests, training and inference."""
+    files = load.result_files(DATA)
+    picked = []
+    for tag, n in (("-serve-", 6), ("-offline-", 2), ("-train-", 4), ("-tg", 3), ("-pp", 2)):
+        picked += [p for p in files if tag in p.name][:n]
+    if not any("-serve-" in p.name for p in picked):
+        pytest.skip("no served points in data/")
+    return sorted(set(picked))
+
+
+@pytest.fixture(scope="module")
+def both() -> tuple[tuple[load.Loaded, pl.DataFrame], tuple[load.Loaded, pl.DataFrame]]:
+    files = _files()
+    return checks.checked(load.load(DATA, files=files)), checks.checked(load.load(DATA, files=files, lean=True))
+
+
+def test_lean_rows_leave_the_samples_out_and_full_rows_gives_them_back(both) -> None:  # type: ignore[no-untyped-def]
+    (full, _), (lean, _) = both
+    held = lean.rows.filter(pl.col("metric").is_in(load.HELD_OUT))
+    assert lean.held_out and held.height <= len(lean.held_out)  # at most a file's first row of them stays
+    assert lean.rows.height + sum(lean.held_out.values()) == full.rows.height
+    assert full.held_out == {} and full.rows.filter(pl.col("metric").is_in(load.HELD_OUT)).height > held.height
+    ids = full.runs["run_id"].to_list()
+    assert load.full_rows(lean, ids).equals(full.rows)
+    some = [r for r in ids if r in lean.held_out][:2] + [r for r in ids if r not in lean.held_out][:2]
+    assert load.full_rows(lean, some).equals(full.rows.filter(pl.col("run_id").is_in(some)))
+
+
+def test_every_figure_is_the_same_from_a_lean_load(both) -> None:  # type: ignore[no-untyped-def]
+    """Served figures computed afresh (no cache) from the samples read again equal those from every row in memory."""
+    (full, full_summary), (lean, lean_summary) = both
+    runcache.use(None)
+    a, b = derive.results(full, full_summary), derive.results(lean, lean_summary)
+    assert a.served.filter(pl.col("kind") == "serve")["median_itl_ms"].drop_nulls().len() > 0
+    for name in ("runs", "tests", "served", "page_runs"):
+        assert getattr(a, name).equals(getattr(b, name)), name
+    for key, board in a.boards.items():
+        assert board.ranked.equals(b.boards[key].ranked), key
+
+
+def test_the_downloads_are_the_same_bytes_from_a_lean_load(both, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (full, summary), (lean, _) = both
+    for name, records in (("full", full), ("lean", lean)):
+        render.catalog.write_downloads(
+            pages.environment(), tmp_path / name / "docs", summary, records.rows, [], records
+        )
+    parts = sorted(p.relative_to(tmp_path / "full") for p in (tmp_path / "full").rglob("*.parquet"))
+    assert any("samples" in str(p) for p in parts)
+    for part in parts:
+        assert (tmp_path / "full" / part).read_bytes() == (tmp_path / "lean" / part).read_bytes(), part
+    page = (tmp_path / "full" / "docs" / "downloads.md").read_text()
+    assert page == (tmp_path / "lean" / "docs" / "downloads.md").read_text()  # the rows each part holds, too
+
+
+def test_a_file_changed_after_a_lean_load_is_named_not_read(tmp_path: Path) -> None:
+    served = next(
+        p for p in _files() if "-serve-" in p.name and pl.read_parquet(p)["metric"].is_in(load.HELD_OUT).any()
+    )
+    copy = tmp_path / "data" / served.parent.name / served.name
+    copy.parent.mkdir(parents=True)
+    shutil.copyfile(served, copy)
+    lean = load.load(tmp_path / "data", lean=True)
+    assert lean.held_out
+    copy.write_bytes(copy.read_bytes() + b"\0")  # other bytes, whatever they hold
+    with pytest.raises(ValueError, match=f"{served.name}: changed since this build loaded it"):
+        load.full_rows(lean, lean.runs["run_id"].to_list())
+
+
+def test_a_new_file_among_cached_ones_loads_lean_as_afresh(tmp_path: Path) -> None:
+    """A warm build with one new run: the cached heads are renumbered around it (before, their `_held` and `_file`
+    came back in another order and the concatenation stopped the build)."""
+    files = _files()[:4]
+    data = tmp_path / "data"
+    for f in files[1:]:
+        (data / f.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, data / f.parent.name / f.name)
+    load.load(data, tmp_path / "cache", lean=True)
+    shutil.copyfile(files[0], data / files[0].parent.name / files[0].name)  # sorts first: every index moves
+    warm, cold = load.load(data, tmp_path / "cache", lean=True), load.load(data, lean=True)
+    assert warm.runs.height == len(files) and warm.runs.equals(cold.runs) and warm.rows.equals(cold.rows)
+    assert warm.held_out == cold.held_out
