@@ -92,7 +92,7 @@ def test_republishing_the_same_data_to_gh_pages_adds_no_commit(tmp_path) -> None
     assert _git(repo, "rev-list", "--count", "gh-pages").strip() == "1"
     assert _git(repo, "rev-parse", "gh-pages^{tree}") == tree
     # other data is another site: one more commit
-    files = sorted(data.glob("*/*.parquet"))
+    files = sorted(data.rglob("*.parquet"))  # flat or in month folders
     assert len(files) > 1
     files[-1].unlink()
     run_module(*publish_args, cwd=repo, **env)
