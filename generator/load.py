@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from generator import columns, progress, slugs
+from generator import columns, progress, runcache, slugs
 from runners import bounds, engines, layout, metrics, retract, schema, store
 from runners.cache import file_sha256
 
@@ -314,15 +314,23 @@ class _Read:
 
 
 def _read_files(
-    indexed: list[tuple[int, Path]], root_parent: Path, contents: dict[int, bytes] | None = None, lean: bool = False
-) -> tuple[list[_Read], pa.Table | None, pa.Table | None]:
+    indexed: list[tuple[int, Path]],
+    root_parent: Path,
+    contents: dict[int, bytes] | None = None,
+    lean: bool = False,
+    figures: bool = False,
+) -> tuple[list[_Read], pa.Table | None, pa.Table | None, dict[str, Any]]:
     """Read and check files: the unit of work of one worker (or of this process, for a small data dir).
 
     Returns each file's outcome, and the heads (run-level columns, one row per good file) and rows of the good
     files, each concatenated once and tagged with the file's index in `_file` (tables cross processes far faster
     as two large tables than as thousands of small ones). `lean`: the rows less `HELD_OUT` samples (`_lean`), the
-    heads counting them in `_held`."""
+    heads counting them in `_held`. `figures`: also each served point's figures (`serving.file_figures`, by their
+    cache key), worked out while the file's every row is in hand (a lean load leaves its samples out)."""
+    from generator import serving  # a module of the derivation, which imports this one
+
     reads, heads, rows = [], [], []
+    served: dict[str, Any] = {}
     for index, path in indexed:
         rel = path.relative_to(root_parent).as_posix()
         try:
@@ -346,12 +354,14 @@ def _read_files(
         samples = samples.append_column("_file", tag)
         kept = _lean(samples) if lean else samples
         head["_held"] = samples.num_rows - kept.num_rows
+        if figures and (entry := serving.file_figures(digest, first["config"], pl.from_arrow(samples))) is not None:
+            served[entry[0]] = entry[1]
         heads.append(head)
         rows.append(kept)
         reads.append(_Read(index, rel, digest, head["run_id"], ()))
     if not heads:
-        return reads, None, None
-    return reads, pa.Table.from_pylist(heads, schema=_HEAD_SCHEMA), pa.concat_tables(rows)
+        return reads, None, None, served
+    return reads, pa.Table.from_pylist(heads, schema=_HEAD_SCHEMA), pa.concat_tables(rows), served
 
 
 def _lean(rows: pa.Table) -> pa.Table:
@@ -461,25 +471,30 @@ def _read_all(
                 todo.append((index, path))
             bar.advance()
     workers = min(os.cpu_count() or 1, 8)
+    from generator import serving  # a module of the derivation, which imports this one
+
+    figures = runcache.active() is not None  # served points' figures, for the cache the derivation reads
     parts = []
     with progress.Progress("reading result files", len(todo)) as bar:
         if len(todo) < PARALLEL_FROM or workers < 2:
             size = max(1, len(todo) // 20)
             for i in range(0, len(todo), size):
-                parts.append(_read_files(todo[i : i + size], root_parent, None, lean))
+                parts.append(_read_files(todo[i : i + size], root_parent, None, lean, figures))
                 bar.advance(len(todo[i : i + size]))
         else:
             size = -(-len(todo) // (workers * 16))
             chunks = [todo[i : i + size] for i in range(0, len(todo), size)]  # in order: no sort afterwards
             # spawn, not fork: this process may already run polars' and arrow's thread pools
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                work = pool.map(_read_files, chunks, *([arg] * len(chunks) for arg in (root_parent, None, lean)))
+                args = (root_parent, None, lean, figures)
+                work = pool.map(_read_files, chunks, *([arg] * len(chunks) for arg in args))
                 for chunk, part in zip(chunks, work, strict=True):
                     parts.append(part)
                     bar.advance(len(chunk))
     for part in parts:
         for read in part[0]:
             read_at[read.index] = read
+    serving.remember({key: value for part in parts for key, value in part[3].items()})
     reads = [read_at[index] for index in range(len(files))]
     heads = [_frame(p[1]) for p in parts if p[1] is not None]
     rows = [_frame(p[2]) for p in parts if p[2] is not None]
@@ -518,7 +533,9 @@ def load_contents(data_dir: Path, contents: dict[str, bytes]) -> Loaded:
     as `load` checks files on disk: an edition's frozen versions, read back from git (generator/editions.py)."""
     root = Path(data_dir).parent
     indexed = list(enumerate(root / rel for rel in sorted(contents)))
-    reads, heads, rows = _read_files(indexed, root, {i: contents[p.relative_to(root).as_posix()] for i, p in indexed})
+    reads, heads, rows, _ = _read_files(
+        indexed, root, {i: contents[p.relative_to(root).as_posix()] for i, p in indexed}
+    )
     rejected = [Rejected(r.rel, r.problems) for r in reads if r.run_id is None]
     good = [r for r in reads if r.run_id is not None]
     empty = _frame(schema.SCHEMA.empty_table())

@@ -16,7 +16,7 @@ import polars as pl
 
 import generator.derive.ladder as ladder
 import generator.derive.summary as derive
-from generator import runcache
+from generator import columns, runcache
 from runners import engines, metrics
 
 KINDS = ("offline", "serve")
@@ -50,7 +50,7 @@ def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
     served = runs.filter(pl.col("kind") == "serve")
     hashes = served["sha256"].to_list() if "sha256" in served.columns else [None] * served.height
     keys = [
-        None if sha is None else json.dumps([sha, ttft, tpot])
+        None if sha is None else _key(sha, ttft, tpot)
         for sha, ttft, tpot in zip(hashes, served["slo_ttft_ms"], served["slo_tpot_ms"], strict=True)
     ]
     cached = SERVED_FIGURES.read()
@@ -75,14 +75,44 @@ def _served_figures(runs: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
     return out
 
 
+def _key(sha256: str, slo_ttft_ms: float | None, slo_tpot_ms: float | None) -> str:
+    """A served point's entry in `SERVED_FIGURES`: its file's sha256 and the SLOs its goodput counts against."""
+    return json.dumps([sha256, slo_ttft_ms, slo_tpot_ms])
+
+
 def _figures(group: pl.DataFrame | None, slo_ttft_ms: float, slo_tpot_ms: float) -> dict[str, float] | None:
     """One served point's figures from its sample rows (None without samples or duration)."""
     if group is None:
         return None
-    requests, duration = metrics.requests_from_rows(group.select("trial", "step", "metric", "value").to_dicts())
+    columns_ = (group[c].to_list() for c in ("trial", "step", "metric", "value"))
+    requests, duration = metrics.requests_from_columns(*columns_)
     if duration <= 0:
         return None
     return metrics.serving_metrics(requests, duration, slo_ttft_ms, slo_tpot_ms)
+
+
+def file_figures(sha256: str, config: str, rows: pl.DataFrame) -> tuple[str, dict[str, float] | None] | None:
+    """A served point's `SERVED_FIGURES` entry (its key and figures) from its file alone: what the loader works out
+    while a file's every row is in hand (generator/load.py), so that a cold build does not read each served point's
+    file a second time; None for a file of another kind, or one whose SLOs are not numbers (`test_summary` then
+    decides). The kind and SLOs are read as the flattened columns read them (`columns.column`)."""
+    head = pl.DataFrame({"config": [config]}, schema={"config": pl.String}).select(
+        columns.column("kind"), columns.column("slo_ttft_ms"), columns.column("slo_tpot_ms")
+    )
+    kind, ttft, tpot = head.row(0)
+    if kind != "serve" or ttft is None or tpot is None:
+        return None
+    samples = rows.filter(pl.col("metric").is_in(metrics.SERVED_SAMPLES))
+    return _key(sha256, ttft, tpot), _figures(samples if samples.height else None, ttft, tpot)
+
+
+def remember(entries: Mapping[str, dict[str, float] | None]) -> None:
+    """Add served points' figures (`file_figures`) to `SERVED_FIGURES` (nothing without a cache folder in use)."""
+    if not entries or runcache.active() is None:
+        return
+    cached = SERVED_FIGURES.read()
+    if not entries.keys() <= cached.keys():
+        SERVED_FIGURES.write(cached | dict(entries))
 
 
 def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None = None) -> pl.DataFrame:

@@ -35,8 +35,8 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
         first = serving.test_summary(summary, loaded.rows)
         assert (tmp_path / "figures-served.arrow").exists() and (tmp_path / "figures-served.key").exists()
         calls: list[int] = []
-        real = metrics.requests_from_rows
-        monkeypatch.setattr(metrics, "requests_from_rows", lambda rows: (calls.append(1), real(rows))[1])
+        real = metrics.requests_from_columns
+        monkeypatch.setattr(metrics, "requests_from_columns", lambda *cols: (calls.append(1), real(*cols))[1])
         again = serving.test_summary(summary, loaded.rows)
         assert calls == []  # every figure came from the cache
         assert fresh.equals(first) and fresh.equals(again)  # and is the figure computed afresh, to the bit
@@ -55,6 +55,52 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
         assert calls
     finally:
         runcache.use(None)
+
+
+def test_the_load_works_out_served_figures_while_it_holds_each_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a cache in use, the loader computes each served point's figures from the rows it has just read (a lean
+    load then holds no samples): the derivation finds every one cached, reads no served file again, and shows the
+    figures computed afresh from every row, to the bit."""
+    files = _served_files()
+    runcache.use(None)
+    full, full_summary = checks.checked(load.load(DATA, files=files))
+    fresh = serving.test_summary(full_summary, full.rows)
+    try:
+        runcache.use(tmp_path)
+        lean, summary = checks.checked(load.load(DATA, files=files, lean=True))
+        served = summary.filter(pl.col("kind") == "serve")
+        assert len(serving.SERVED_FIGURES.read()) == served.height > 0
+        calls: list[int] = []
+        real = metrics.requests_from_columns
+        monkeypatch.setattr(metrics, "requests_from_columns", lambda *cols: (calls.append(1), real(*cols))[1])
+        monkeypatch.setattr(load, "_read_again", lambda *a: pytest.fail("a served file was read again"))
+        again = serving.test_summary(summary, lean.rows, lambda ids: load.full_rows(lean, ids))
+        assert calls == [] and again.equals(fresh)
+    finally:
+        runcache.use(None)
+
+
+def test_columns_and_rows_give_one_served_point_the_same_requests() -> None:
+    """`requests_from_columns` is `requests_from_rows` of the same rows: a repeated metric keeps the later row, the
+    duration is the last one's, gaps come in step order."""
+    rows = [
+        {"trial": 1, "step": 0, "metric": "request_ok", "value": 1.0},
+        {"trial": 0, "step": 2, "metric": "itl_s", "value": 0.3},
+        {"trial": 0, "step": 1, "metric": "itl_s", "value": 0.2},
+        {"trial": 0, "step": 0, "metric": "ttft_s", "value": 0.1},
+        {"trial": 0, "step": 0, "metric": "ttft_s", "value": 0.15},
+        {"trial": 0, "step": 0, "metric": "duration_s", "value": 9.0},
+        {"trial": 0, "step": 0, "metric": "output_tokens", "value": 3.0},
+        {"trial": 0, "step": 0, "metric": "duration_s", "value": 10.0},
+        {"trial": 0, "step": 0, "metric": "loss", "value": 5.0},
+    ]
+    requests, duration = metrics.requests_from_rows(rows)
+    columns = [[r[k] for r in rows] for k in ("trial", "step", "metric", "value")]
+    assert metrics.requests_from_columns(*columns) == (requests, duration)
+    assert duration == 10.0 and [r.ttft_s for r in requests] == [0.15, None]
+    assert requests[0].itl_s == (0.2, 0.3) and requests[0].output_tokens == 3 and requests[1].ok
 
 
 def test_a_table_of_other_code_is_not_used(tmp_path: Path) -> None:
