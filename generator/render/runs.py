@@ -20,7 +20,7 @@ import json
 import math
 import os
 import shutil
-from concurrent.futures import Executor, Future
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -413,11 +413,17 @@ class Pending:
     rows_keys: dict[str, str] | None = None
     """Per charted run id, the sha256 of the file its `<run>.csv.gz` was written from (a file's rows never change
     while its bytes do not: a page rendered again for a sibling's sake keeps its CSV)."""
+    fed: Future[tuple[list[Future[int]], dict[str, str]]] | None = None
+    """The thread handing the pages out to workers (`_feed`): its jobs and CSV keys, once it is done."""
 
     def finish(self, site: Path) -> int:
         """Wait for every page; returns how many runs were rendered (the others kept their files)."""
+        jobs, rows_keys = self.jobs, self.rows_keys or {}
         try:
-            for job in self.jobs:
+            if self.fed is not None:
+                fed_jobs, written = self.fed.result()  # a failed block raises here, before anything is moved
+                jobs, rows_keys = [*jobs, *fed_jobs], rows_keys | written
+            for job in jobs:
                 job.result()  # a failed render raises here, before anything is moved or recorded
         finally:
             if self.progress is not None:
@@ -430,7 +436,7 @@ class Pending:
         if self.manifest is not None:
             self.manifest.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.manifest.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"pages": self.keys, "rows": self.rows_keys or {}}, sort_keys=True))
+            tmp.write_text(json.dumps({"pages": self.keys, "rows": rows_keys}, sort_keys=True))
             tmp.replace(self.manifest)
         return self.rendered
 
@@ -480,16 +486,55 @@ def start_run_pages(
     changed = [i for i in ids if before.get(i) != keys[i] or f"{pages.slug(i)}.html" not in present]
     redone = set(changed)
     rows_keys = {i: rows_before[i] for i in ids if i not in redone and i in rows_before}  # kept pages keep their CSV
-    todo = keyed.filter(pl.col("run_id").is_in(changed)).to_dicts() if changed else []
-    jobs: list[Future[int]] = []
-    progress = Progress("run pages", len(todo), unit="pages written")
-    if len(todo) < POOL_FROM:
+    progress = Progress("run pages", len(changed), unit="pages written")
+    if len(changed) < POOL_FROM:
         pool = None  # a worker process (seconds to start and import) costs more than a few pages rendered here
-    if todo:
-        if len(todo) < len(ids):
-            rows = rows.filter(pl.col("run_id").is_in([run["run_id"] for run in todo]))
-        texts = {row["run_id"]: row for row in sample_texts(rows).iter_rows(named=True)}
-        with_rows = set(rows["run_id"].unique().to_list())  # the runs whose suite's samples file holds rows of theirs
+    every = records if records is not None else load.Loaded(runs=summary, rows=rows)
+    feed = functools.partial(
+        _feed, stage, keyed, changed, rows, every, rows_before, pool, progress, stylesheets, repo_url, footer
+    )
+    if pool is None:
+        jobs, written = feed()
+        return Pending(stage, jobs, keys, manifest, len(changed), progress, rows_keys | written)
+    # with workers, the pages' data is made and handed out a block at a time on a thread of its own, while this one
+    # builds the rest of the site: never every run's page data at once
+    feeder = ThreadPoolExecutor(1, thread_name_prefix="run-pages")
+    fed = feeder.submit(feed)
+    feeder.shutdown(wait=False)  # the thread ends with its work; `finish` waits for that
+    return Pending(stage, [], keys, manifest, len(changed), progress, rows_keys, fed)
+
+
+FEED_BLOCK = 2000
+"""Runs whose page data (their rows as dicts, their samples' polylines) is made at once when workers render them."""
+OUTSTANDING_JOBS = 8
+"""Rendering jobs handed to the workers and not yet done, at most: what waits in the pool's queue is in memory."""
+
+
+def _feed(
+    stage: Path,
+    keyed: pl.DataFrame,
+    changed: list[str],
+    rows: pl.DataFrame,
+    records: load.Loaded,
+    rows_before: dict[str, str],
+    pool: Executor | None,
+    progress: Progress,
+    stylesheets: list[str],
+    repo_url: str | None,
+    footer: str,
+) -> tuple[list[Future[int]], dict[str, str]]:
+    """Render the `changed` runs' pages (on `pool`, or here) and write their CSVs, `FEED_BLOCK` runs at a time, with
+    at most `OUTSTANDING_JOBS` jobs waiting: returns the jobs and each charted run's CSV key (`Pending.rows_keys`)."""
+    jobs: list[Future[int]] = []
+    written: dict[str, str] = {}
+    whole = len(changed) == keyed.height
+    for b in range(0, len(changed), FEED_BLOCK):
+        block = changed[b : b + FEED_BLOCK]
+        wanted = pl.Series(block, dtype=pl.String).implode()
+        todo = keyed.filter(pl.col("run_id").is_in(wanted)).to_dicts()
+        block_rows = rows if whole and len(block) == len(changed) else rows.filter(pl.col("run_id").is_in(wanted))
+        texts = {row["run_id"]: row for row in sample_texts(block_rows).iter_rows(named=True)}
+        with_rows = set(block_rows["run_id"].unique().to_list())  # the runs whose suite's samples file holds rows
         charted = {i for i in with_rows if texts.get(i) and (texts[i]["time_points"] or texts[i]["loss_points"])}
         for i in range(0, len(todo), RENDER_CHUNK):
             chunk = todo[i : i + RENDER_CHUNK]
@@ -498,12 +543,13 @@ def start_run_pages(
                     charted.intersection(in_chunk), stylesheets, repo_url, footer)  # fmt: skip
             if pool is None:
                 progress.advance(_render(*args))
-            else:
-                jobs.append(job := pool.submit(_render, *args))
-                job.add_done_callback(functools.partial(_count, progress))
-        every = records if records is not None else load.Loaded(runs=summary, rows=rows)
-        rows_keys |= _write_csvs(stage, todo, every, charted, rows_before)  # while the workers render the pages
-    return Pending(stage, jobs, keys, manifest, len(todo), progress, rows_keys)
+                continue
+            while sum(not job.done() for job in jobs) >= OUTSTANDING_JOBS:
+                wait([job for job in jobs if not job.done()], return_when=FIRST_COMPLETED)
+            jobs.append(job := pool.submit(_render, *args))
+            job.add_done_callback(functools.partial(_count, progress))
+        written |= _write_csvs(stage, todo, records, charted, rows_before)  # while the workers render the pages
+    return jobs, written
 
 
 POOL_FROM = 100
