@@ -10,11 +10,24 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from runners import metrics, schema
+from generator import runcache
+from runners import engines, metrics, schema, spec
+
+FLAT = runcache.Frames(
+    "flat",
+    (
+        __file__,
+        *(Path(str(m.__file__)) for m in (schema, metrics, spec)),
+        *sorted(Path(str(engines.__file__)).parent.rglob("*.py")),  # the engines' settings defaults (`_settings`)
+        *sorted(spec.SUITES_DIR.glob("*.toml")),  # the workloads a run is compared with (`_derived`)
+    ),
+)
+"""Each file's flattened columns (`flatten`), by its sha256."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +116,32 @@ def column(name: str) -> pl.Expr:
 
 
 def flatten(runs: pl.DataFrame) -> pl.DataFrame:
-    """The runs with every `COLUMNS` column and `_derived`'s."""
+    """The runs with every `COLUMNS` column and `_derived`'s. Each run's are decided by its file alone (its run-level
+    columns, the suite files and the engines' defaults), so with a cache in use (generator/runcache.py) they are kept
+    by the file's sha256 and only new files' are worked out: the same frame, column for column."""
+    if runcache.active() is None or "sha256" not in runs.columns or not runs.height:
+        return _flatten(runs)
+    hashes = runs["sha256"]
+    if hashes.null_count() or hashes.is_duplicated().any():
+        return _flatten(runs)  # a run without its file's digest, or two of one content: nothing to key them by
+    tag = repr(runs.schema)
+    cached = FLAT.read_frame(tag)
+    todo = runs if cached is None else runs.join(cached.select("sha256"), on="sha256", how="anti")
+    if cached is not None and not todo.height:
+        return runs.join(cached, on="sha256", how="left", maintain_order="left")
+    fresh = _flatten(todo)
+    added = fresh.select("sha256", *(c for c in fresh.columns if c not in runs.columns))
+    try:
+        table = added if cached is None else pl.concat([cached, added.select(cached.columns)])
+    except pl.exceptions.PolarsError:  # a cached column of another type: only a slower run
+        FLAT.write_frame(added, tag)
+        return _flatten(runs)
+    FLAT.write_frame(table, tag)  # earlier files' rows stay: an edition's flattening must not evict the site's
+    return runs.join(table, on="sha256", how="left", maintain_order="left")
+
+
+def _flatten(runs: pl.DataFrame) -> pl.DataFrame:
+    """`flatten` worked out for every run."""
     table = _json_columns(runs).with_columns(
         description=pl.coalesce("variant_description", "claim_description"),
         model_gib=pl.col("model_bytes") / 2**30,

@@ -110,3 +110,44 @@ class Table:
             os.replace(tmp_key, key)
         except OSError:  # a read-only or full disk: the figures were computed anyway
             return
+
+
+class Frames(Table):
+    """One kind of per-run row: a frame with one row per result file, keyed by its sha256 (the `sha256` column), valid
+    while the code files are unchanged and for inputs of one shape (`tag`, e.g. the input frame's schema). What a
+    warm build would otherwise work out again for every run from its run-level columns."""
+
+    def read_frame(self, tag: str) -> pl.DataFrame | None:
+        """Every row cached for inputs tagged `tag` (None without a cache folder, or with one whose table is stale,
+        damaged or made for other inputs)."""
+        if _folder is None:
+            return None
+        table, key = self._paths(_folder)
+        try:
+            fingerprint, digest = key.read_text().split("\n")
+            if fingerprint != self._tagged(tag) or digest != file_sha256(table):
+                return None
+            return pl.read_ipc(table)
+        except Exception:  # missing, stale or damaged: only a slower run
+            return None
+
+    def write_frame(self, frame: pl.DataFrame, tag: str) -> None:
+        """Replace the table with `frame` (for inputs tagged `tag`)."""
+        if _folder is None:
+            return
+        table, key = self._paths(_folder)
+        try:
+            _folder.mkdir(parents=True, exist_ok=True)
+            tmp = table.with_name(f".{table.name}.{os.getpid()}.tmp")
+            frame.write_ipc(tmp, compression="zstd")
+            digest = file_sha256(tmp)
+            key.unlink(missing_ok=True)  # no key while the table changes: a reader in between rebuilds
+            os.replace(tmp, table)
+            tmp_key = key.with_name(f".{key.name}.{os.getpid()}.tmp")
+            tmp_key.write_text(f"{self._tagged(tag)}\n{digest}")
+            os.replace(tmp_key, key)
+        except OSError:  # a read-only or full disk: the rows were computed anyway
+            return
+
+    def _tagged(self, tag: str) -> str:
+        return hashlib.sha256(f"{self._fingerprint()} {tag}".encode()).hexdigest()

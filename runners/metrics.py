@@ -6,6 +6,7 @@ methodology page and the runners compute the same thing the same way.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -454,10 +455,12 @@ def pooled_log_sd(groups: Sequence[Sequence[float]]) -> PooledSpread | None:
     return PooledSpread(math.sqrt(squares / df), df, used) if df else None
 
 
+@functools.lru_cache(maxsize=4096)
 def student_t_quantile(p: float, df: float) -> float:
     """The p-quantile of Student's t with `df` degrees of freedom (0 < p < 1), by bisection on its distribution
     function F(t) = 1 − ½·I_{df/(df+t²)}(df/2, ½) for t ≥ 0 (Abramowitz & Stegun, "Handbook of Mathematical
-    Functions", 26.7.1 with 26.5.27), I the regularized incomplete beta function (`_incomplete_beta`)."""
+    Functions", 26.7.1 with 26.5.27), I the regularized incomplete beta function (`_incomplete_beta`). Kept per
+    (p, df): a board asks for the same few hundreds of times, and each costs a bisection of 60 steps."""
     if not 0 < p < 1 or df <= 0:
         raise ValueError("p must be in (0, 1) and df positive")
     if p < 0.5:

@@ -193,3 +193,35 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
         assert compare_cache.read(tmp_path / "cache", compare_cache.key(data)) is None
     finally:
         runcache.use(None)
+
+
+def test_flattened_columns_come_from_the_cache_by_file_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`columns.flatten` with a cache: the first call works out every run, a second none, a call with new files only
+    theirs; each returns the frame worked out afresh, column for column and to the bit. A damaged table is rebuilt."""
+    from generator import columns
+
+    runs = load.load(DATA).runs
+    assert runs.height > 20
+    runcache.use(None)
+    fresh = columns.flatten(runs)
+    worked: list[int] = []
+    real = columns._flatten
+    monkeypatch.setattr(columns, "_flatten", lambda frame: (worked.append(frame.height), real(frame))[1])
+    try:
+        runcache.use(tmp_path)
+        part = runs.head(runs.height // 2)
+        assert columns.flatten(part).equals(fresh.head(part.height))
+        assert worked == [part.height]
+        assert columns.flatten(runs).equals(fresh)  # the cached half joined to the new half's, in the runs' order
+        assert worked == [part.height, runs.height - part.height]
+        again = columns.flatten(runs.reverse())
+        assert worked[-1] == runs.height - part.height and again.equals(fresh.reverse())  # nothing worked out
+        table = tmp_path / "figures-flat.arrow"
+        raw = bytearray(table.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF
+        table.write_bytes(bytes(raw))
+        assert columns.flatten(runs).equals(fresh) and worked[-1] == runs.height
+        other = runs.drop("path")  # inputs of another shape: not the cached ones' columns
+        assert columns.flatten(other).equals(real(other))
+    finally:
+        runcache.use(None)
