@@ -77,36 +77,50 @@ class Table:
 
     def read(self) -> dict[str, Any]:
         """Every entry cached (empty without a cache folder, or with one whose table is stale or damaged)."""
-        if _folder is None:
+        frame = self._load(self._fingerprint())
+        if frame is None:
             return {}
-        table, key = self._paths(_folder)
         try:
-            fingerprint, digest = key.read_text().split("\n")
-            if fingerprint != self._fingerprint() or digest != file_sha256(table):
-                return {}
-            frame = pl.read_ipc(table)
             return {k: json.loads(v) for k, v in frame.select("key", "value").iter_rows()}
-        except Exception:  # missing, stale or damaged: only a slower run
+        except Exception:  # a table of another shape: only a slower run
             return {}
 
     def write(self, entries: Mapping[str, Any]) -> None:
         """Replace the table with `entries`."""
+        frame = pl.DataFrame(
+            {"key": list(entries), "value": [json.dumps(v) for v in entries.values()]},
+            schema={"key": pl.String, "value": pl.String},
+        )
+        self._store(frame, self._fingerprint())
+
+    def _load(self, fingerprint: str) -> pl.DataFrame | None:
+        """The table, when its key names `fingerprint` and the table's own sha256 (None without a cache folder, or with
+        one whose table is missing, stale or damaged)."""
+        if _folder is None:
+            return None
+        table, key = self._paths(_folder)
+        try:
+            named, digest = key.read_text().split("\n")
+            if named != fingerprint or digest != file_sha256(table):
+                return None
+            return pl.read_ipc(table)
+        except Exception:  # missing, stale or damaged: only a slower run
+            return None
+
+    def _store(self, frame: pl.DataFrame, fingerprint: str) -> None:
+        """Replace the table with `frame`, its key naming `fingerprint` (nothing without a cache folder)."""
         if _folder is None:
             return
         table, key = self._paths(_folder)
         try:
             _folder.mkdir(parents=True, exist_ok=True)
-            frame = pl.DataFrame(
-                {"key": list(entries), "value": [json.dumps(v) for v in entries.values()]},
-                schema={"key": pl.String, "value": pl.String},
-            )
             tmp = table.with_name(f".{table.name}.{os.getpid()}.tmp")
             frame.write_ipc(tmp, compression="zstd")
             digest = file_sha256(tmp)
             key.unlink(missing_ok=True)  # no key while the table changes: a reader in between rebuilds
             os.replace(tmp, table)
             tmp_key = key.with_name(f".{key.name}.{os.getpid()}.tmp")
-            tmp_key.write_text(f"{self._fingerprint()}\n{digest}")
+            tmp_key.write_text(f"{fingerprint}\n{digest}")
             os.replace(tmp_key, key)
         except OSError:  # a read-only or full disk: the figures were computed anyway
             return
@@ -120,34 +134,11 @@ class Frames(Table):
     def read_frame(self, tag: str) -> pl.DataFrame | None:
         """Every row cached for inputs tagged `tag` (None without a cache folder, or with one whose table is stale,
         damaged or made for other inputs)."""
-        if _folder is None:
-            return None
-        table, key = self._paths(_folder)
-        try:
-            fingerprint, digest = key.read_text().split("\n")
-            if fingerprint != self._tagged(tag) or digest != file_sha256(table):
-                return None
-            return pl.read_ipc(table)
-        except Exception:  # missing, stale or damaged: only a slower run
-            return None
+        return self._load(self._tagged(tag))
 
     def write_frame(self, frame: pl.DataFrame, tag: str) -> None:
         """Replace the table with `frame` (for inputs tagged `tag`)."""
-        if _folder is None:
-            return
-        table, key = self._paths(_folder)
-        try:
-            _folder.mkdir(parents=True, exist_ok=True)
-            tmp = table.with_name(f".{table.name}.{os.getpid()}.tmp")
-            frame.write_ipc(tmp, compression="zstd")
-            digest = file_sha256(tmp)
-            key.unlink(missing_ok=True)  # no key while the table changes: a reader in between rebuilds
-            os.replace(tmp, table)
-            tmp_key = key.with_name(f".{key.name}.{os.getpid()}.tmp")
-            tmp_key.write_text(f"{self._tagged(tag)}\n{digest}")
-            os.replace(tmp_key, key)
-        except OSError:  # a read-only or full disk: the rows were computed anyway
-            return
+        self._store(frame, self._tagged(tag))
 
     def _tagged(self, tag: str) -> str:
         return hashlib.sha256(f"{self._fingerprint()} {tag}".encode()).hexdigest()
