@@ -7,6 +7,8 @@ import gzip
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
+import pytest
 
 from generator.render import parts
 
@@ -54,3 +56,25 @@ def test_gzip_members_joined_read_as_the_texts_joined() -> None:
     one, two = parts.gzipped("a,b\n1,2\n"), parts.gzipped("3,4\n", level=6)
     assert gzip.decompress(one + two) == b"a,b\n1,2\n3,4\n"
     assert parts.gzipped("x") == parts.gzipped("x")  # no time stamp: the same text, the same bytes
+
+
+def test_a_samples_part_written_a_batch_of_runs_at_a_time_holds_every_row_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The samples part of committed runs, written `SAMPLES_BATCH` runs at a time (here 3, so several row groups), reads
+    back as the whole frame `load.full_rows` gives, row for row and type for type; no runs give the columns alone."""
+    from generator import load
+    from generator.render import catalog
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    files = load.result_files(data)
+    picked = [p for p in files if "-serve-" in p.name][:3] + [p for p in files if "-train-" in p.name][:5]
+    records = load.load(data, files=picked, lean=True)
+    ids = records.runs["run_id"].to_list()
+    assert len(ids) == len(picked)
+    monkeypatch.setattr(catalog, "SAMPLES_BATCH", 3)
+    catalog._write_samples(tmp_path / "part.parquet", records, ids)
+    assert pq.ParquetFile(tmp_path / "part.parquet").metadata.num_row_groups == 3
+    assert pl.read_parquet(tmp_path / "part.parquet").equals(load.full_rows(records, ids))
+    catalog._write_samples(tmp_path / "none.parquet", records, [])
+    assert pl.read_parquet(tmp_path / "none.parquet").schema == load.full_rows(records, ids).schema
