@@ -248,8 +248,9 @@ rows (1.4 GB) at 20,000 runs, the peak of a cold build when the part was made wh
 
 
 def _write_samples(path: Path, records: load.Loaded, ids: Sequence[str]) -> None:
-    """Every row of the runs `ids` (`load.full_rows`, in that order) as one Parquet file at `path`, a row group per
-    `SAMPLES_BATCH` runs: the same rows and columns as the whole frame written at once, never all in memory."""
+    """Every row of the runs `ids` (in load order, as `_sample_parts` lists them: `load.full_rows`) in one Parquet
+    file at `path`, a row group per `SAMPLES_BATCH` runs: the same rows and columns as the whole frame written at
+    once, never all in memory."""
     writer: pq.ParquetWriter | None = None
     try:
         for i in range(0, len(ids), SAMPLES_BATCH):
