@@ -11,6 +11,7 @@ import altair as alt
 import jinja2
 import polars as pl
 
+import generator.render.lists as lists
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
 from generator import fields, load, pages
 from generator.derive import claims
@@ -85,8 +86,9 @@ def write_catalog_pages(
         )
     pages.render(env, "claims.md.j2", docs / "claims.md", sections=claim_sections)
     catalog = results.catalog
-    failures = [r | {"href": pages.run_href(r["run_id"])} for r in catalog.failures.to_dicts()]
-    pages.render(env, "failures.md.j2", docs / "failures.md", failures=failures)
+    listed = lists.bounded(catalog.failures, docs, docs / "failures.md", "failures")
+    failures = [r | {"href": pages.run_href(r["run_id"])} for r in listed.rows]
+    pages.render(env, "failures.md.j2", docs / "failures.md", failures=failures, failures_listed=listed)
     peaks = [
         {"device": device, **{p: peaks.get(p) for p in claims.PRECISIONS}}
         for device, peaks in metrics.DATASHEET_PEAK_FLOPS.items()
