@@ -484,7 +484,7 @@ def _serving_board(
 
 def _listed(page: Path, slug: str, **frames: pl.DataFrame) -> dict[str, Any]:
     """A board page's run lists, each bounded (`lists.bounded`): `<name>` its rows as the page lists them,
-    `<name>_listed` what the page says of the rest; a list's full CSV is `downloads/lists/<board>-<name>.csv`."""
+    `<name>_listed` what the page says of the rest; a list's full CSV is `downloads/lists/<board>-<name>.csv.gz`."""
     out: dict[str, Any] = {}
     for name, frame in frames.items():
         listed = lists.bounded(frame, page.parent.parent, page, f"{slug}-{name}")

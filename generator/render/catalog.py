@@ -180,10 +180,7 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
     """`flat` as one gzipped CSV at `path`, made of a gzip member per part of its runs; each member is cached by
     the rows it holds (polars' row hashes), so only the parts whose rows changed are written and compressed again.
     Returns the cache keys it used."""
-    text = [c for c, t in flat.schema.items() if t == pl.String]
-    as_csv = flat.with_columns(
-        pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"), *(pages.csv_inert(pl.col(c)) for c in text)
-    )
+    as_csv = lists.csv_ready(flat)
     hashes = as_csv.hash_rows(seed=0).to_list()
     ids = as_csv["run_id"].to_list()
     names = parts.part_names(ids)

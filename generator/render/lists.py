@@ -1,6 +1,7 @@
 """A page's list of runs, bounded: a page shows at most `SHOWN` of a list that grows with the number of runs (a
 board's unranked runs, its failures, the runs since the latest edition), the newest, and says how many there are
-in all and where every one of them is: a CSV beside the other downloads (`downloads/lists/<name>.csv`).
+in all and where every one of them is: a gzipped CSV beside the other downloads
+(`downloads/lists/<name>.csv.gz`).
 
 A page holding every run costs its build and its reader in proportion to the data (at 5,000 runs the editions page
 was 800 KB of Markdown and one board listed 656 unranked runs); bounded, every page but a run's own stays the same
@@ -15,10 +16,21 @@ from typing import Any
 
 import polars as pl
 
+import generator.render.parts as parts
 from generator import pages
+from runners import schema
 
 SHOWN = 50
 """The most rows of a run list a page shows: the newest of them (a reader scanning a table reads about this many)."""
+
+LEFT_OUT = (
+    *(name for name, doc in schema.COLUMN_DOCS.items() if doc.startswith("JSON:")),
+    "settings",
+    "curve_settings",
+)
+"""Columns a list's CSV leaves out: the record's JSON documents (config, hardware, software, environment,
+calibration) and the configuration's canonical JSON, kilobytes a row, which each run's page and the runs download
+(`downloads/runs.parquet`) hold; with them the lists at 5,000 runs were 24 MB, most of it repeated JSON."""
 
 NEWEST_FIRST = ("started_at", "run_id")
 """The order a bounded list is shown and written in, each column descending: newest start first."""
@@ -34,7 +46,7 @@ class Shown:
     total: int
     """How many rows the list has in all."""
     href: str | None
-    """The CSV of every row, relative to the page; None when the page shows them all."""
+    """The gzipped CSV of every row, relative to the page; None when the page shows them all."""
 
     @property
     def name(self) -> str | None:
@@ -44,14 +56,14 @@ class Shown:
 
 def bounded(frame: pl.DataFrame, docs: Path, page: Path, name: str) -> Shown:
     """`frame` as `page` (under `docs`) lists it: whole when it has at most `SHOWN` rows, else its `SHOWN` newest
-    (`NEWEST_FIRST`), with every row written newest first to `downloads/lists/<name>.csv` (its flat columns, as
-    `csv_ready` makes them)."""
+    (`NEWEST_FIRST`), with every row written newest first to `downloads/lists/<name>.csv.gz` (its flat columns, as
+    `csv_ready` makes them, but `LEFT_OUT`)."""
     if frame.height <= SHOWN:
         return Shown(frame.to_dicts(), frame.height, None)
     newest = frame.sort(NEWEST_FIRST, descending=True, nulls_last=True)
-    target = docs / "downloads" / "lists" / f"{pages.slug(name)}.csv"
+    target = docs / "downloads" / "lists" / f"{pages.slug(name)}.csv.gz"
     target.parent.mkdir(parents=True, exist_ok=True)
-    csv_ready(newest).write_csv(target)
+    target.write_bytes(parts.gzipped(csv_ready(newest.drop(LEFT_OUT, strict=False)).write_csv()))
     href = Path(os.path.relpath(target, page.parent)).as_posix()
     return Shown(newest.head(SHOWN).to_dicts(), frame.height, href)
 

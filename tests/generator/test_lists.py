@@ -33,14 +33,15 @@ def test_a_long_list_shows_its_newest_and_writes_every_row_newest_first(tmp_path
             "started_at": [t0 + timedelta(hours=(i * 37) % n) for i in range(n)],  # not in id order
             "reason": ["=cmd|' /C calc'!A0" if i == 0 else "short" for i in range(n)],
             "run_ids": [["x"]] * n,  # a list column: no CSV cell, left out
+            "config": ["{}"] * n,  # the record's JSON: on the run's page, not in the list
         }
     )
     page = tmp_path / "leaderboards" / "x.md"
     shown = lists.bounded(frame, tmp_path, page, "x-unranked")
     newest = frame.sort("started_at", "run_id", descending=True)
     assert shown.total == n and [r["run_id"] for r in shown.rows] == newest["run_id"].head(lists.SHOWN).to_list()
-    assert shown.href == "../downloads/lists/x-unranked.csv" and shown.name == "x-unranked.csv"
-    written = pl.read_csv(tmp_path / "downloads" / "lists" / "x-unranked.csv")
+    assert shown.href == "../downloads/lists/x-unranked.csv.gz" and shown.name == "x-unranked.csv.gz"
+    written = pl.read_csv(tmp_path / "downloads" / "lists" / "x-unranked.csv.gz")
     assert written["run_id"].to_list() == newest["run_id"].to_list()  # every row, newest first
     assert written.columns == ["run_id", "started_at", "reason"]
     assert written.filter(pl.col("run_id") == "r000")["reason"].item().startswith("'=")  # inert in a spreadsheet
@@ -86,11 +87,11 @@ def test_a_board_with_more_unranked_runs_than_the_bound_lists_the_newest_and_lin
     page = (docs / "leaderboards" / "cpu-smoke-w.md").read_text()
     total = board.shown_unranked.height
     assert f"Showing the 3 newest of {total} unranked runs, newest first; all {total} are in" in page
-    assert "(../downloads/lists/cpu-smoke-w-unranked.csv)" in page
+    assert "(../downloads/lists/cpu-smoke-w-unranked.csv.gz)" in page
     unranked = page[page.index("## Unranked") :]
     listed = {r for r in board.shown_unranked["run_id"] if f'"{r}")' in unranked}
     assert listed == {"odd-7", "odd-6", "odd-5"}  # the newest three
-    written = pl.read_csv(docs / "downloads" / "lists" / "cpu-smoke-w-unranked.csv")
+    written = pl.read_csv(docs / "downloads" / "lists" / "cpu-smoke-w-unranked.csv.gz")
     assert set(written["run_id"]) == set(board.shown_unranked["run_id"]) and written.height == total
     assert written["run_id"].head(3).to_list() == ["odd-7", "odd-6", "odd-5"]
     # the board as data is the same however many the page lists
@@ -102,5 +103,5 @@ def test_a_board_with_more_unranked_runs_than_the_bound_lists_the_newest_and_lin
     n = results.runs.height
     assert f"Showing the 3 newest of {n} added runs, newest first; all {n} are in" in editions
     assert editions.count("- [") == 3 and "- [odd-7](" in editions
-    since = pl.read_csv(docs / "downloads" / "lists" / "since-latest-edition.csv")
+    since = pl.read_csv(docs / "downloads" / "lists" / "since-latest-edition.csv.gz")
     assert set(since["run_id"]) == set(results.runs["run_id"]) and "sha256" in since.columns
