@@ -75,6 +75,7 @@ def write_pages(
     # the board templates title a board by the hardware its runs used
     env.globals["ran_on"] = {key: board.ran_on for key, board in results.boards.items()}
     env.globals["quantized_weights"] = frozenset(llama_files.QUANT_TYPES)  # such boards say quality is not measured
+    env.globals["run_links"] = lists.RUN_LINKS  # a ranked row links its latest runs; its board's JSON has them all
     # the fight's board says where its claims meet our figures: the verdict's matched shape (None: not answered)
     the_verdict = results.verdict
     env.globals["verdict_at"] = (

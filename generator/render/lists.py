@@ -23,6 +23,10 @@ from runners import schema
 SHOWN = 50
 """The most rows of a run list a page shows: the newest of them (a reader scanning a table reads about this many)."""
 
+RUN_LINKS = 10
+"""The most run links a ranked row shows (its latest; site_src/templates/_run_links.md.j2): a configuration
+repeated many times is one row, and the board's JSON lists every run of it."""
+
 LEFT_OUT = (
     *(name for name, doc in schema.COLUMN_DOCS.items() if doc.startswith("JSON:")),
     "settings",

@@ -49,13 +49,14 @@ def test_a_long_list_shows_its_newest_and_writes_every_row_newest_first(tmp_path
 
 @pytest.fixture(scope="module")
 def many_unranked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, derive.Results]:
-    """A training board with two ranked runs and eight that do not rank (their GPU is not in the datasheet table),
-    each started an hour after the one before."""
+    """A training board with two ranked configurations (one of them run twice) and eight runs that do not rank
+    (their GPU is not in the datasheet table), each started an hour after the one before."""
     data = tmp_path_factory.mktemp("lists") / "data"
     t0 = datetime(2026, 11, 29, tzinfo=UTC)
     losses = list(np.linspace(6.2, 4.0, 26))
     store.write_run(data, _training_run("base-1", "base", losses, t0))
     store.write_run(data, _training_run("fast-1", "fast", losses, t0))
+    store.write_run(data, _training_run("fast-2", "fast", losses, t0 + timedelta(minutes=30)))  # one row, two runs
     for i in range(8):
         run = _training_run(f"odd-{i}", "fast", losses, t0 + timedelta(hours=i + 1), accelerator="Mystery X1")
         store.write_run(data, run)
@@ -105,3 +106,26 @@ def test_a_board_with_more_unranked_runs_than_the_bound_lists_the_newest_and_lin
     assert editions.count("- [") == 3 and "- [odd-7](" in editions
     since = pl.read_csv(docs / "downloads" / "lists" / "since-latest-edition.csv.gz")
     assert set(since["run_id"]) == set(results.runs["run_id"]) and "sha256" in since.columns
+
+
+def test_a_ranked_row_links_its_latest_runs_and_its_board_json_lists_them_all(
+    many_unranked: tuple[Path, derive.Results], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, results = many_unranked
+    board = results.boards[("cpu-smoke", "w")]
+    figure = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
+    rows = render.boards.board_rows(board.ranked, board.unranked, "steps/s", figure)  # the board's JSON rows
+    (fast,) = [r for r in rows if r["variant"] == "fast" and r["rank"] is not None]
+    earlier, latest = fast["runs"]
+    whole = (_pages(results, data, tmp_path / "whole") / "leaderboards" / "cpu-smoke-w.md").read_text()
+    ranking = whole[whole.index("## Ranking") : whole.index("## Unranked")]
+    assert f'[1](../{pages.run_href(earlier)} "{earlier}"), [2](../{pages.run_href(latest)} "{latest}")' in ranking
+    assert "runs 1–" not in ranking
+
+    monkeypatch.setattr(lists, "RUN_LINKS", 1)
+    page = (_pages(results, data, tmp_path / "bounded") / "leaderboards" / "cpu-smoke-w.md").read_text()
+    ranking = page[page.index("## Ranking") : page.index("## Unranked")]
+    link = f'[2](../{pages.run_href(latest)} "{latest}")'
+    cell = f"<small>runs 1–1 in [cpu-smoke-w.json](cpu-smoke-w.json)</small>, {link}"
+    assert ranking.count(cell) == 2  # in the ranking and in its every-column table
+    assert f'"{earlier}")' not in ranking
