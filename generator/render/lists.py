@@ -67,7 +67,7 @@ def bounded(frame: pl.DataFrame, docs: Path, page: Path, name: str) -> Shown:
     newest = frame.sort(NEWEST_FIRST, descending=True, nulls_last=True)
     target = docs / "downloads" / "lists" / f"{pages.slug(name)}.csv.gz"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(parts.gzipped(csv_ready(newest.drop(LEFT_OUT, strict=False)).write_csv()))
+    target.write_bytes(parts.gzipped(csv_ready(newest.drop(LEFT_OUT, strict=False)).write_csv(), level=6))
     href = Path(os.path.relpath(target, page.parent)).as_posix()
     return Shown(newest.head(SHOWN).to_dicts(), frame.height, href)
 
