@@ -13,6 +13,7 @@ import polars as pl
 
 import generator.render.catalog as catalog
 import generator.render.editions as edition_pages
+import generator.render.lists as lists
 from generator import (
     chart_rows,
     charts,
@@ -74,6 +75,7 @@ def write_pages(
     # the board templates title a board by the hardware its runs used
     env.globals["ran_on"] = {key: board.ran_on for key, board in results.boards.items()}
     env.globals["quantized_weights"] = frozenset(llama_files.QUANT_TYPES)  # such boards say quality is not measured
+    env.globals["run_links"] = lists.RUN_LINKS  # a ranked row links its latest runs; its board's JSON has them all
     # the fight's board says where its claims meet our figures: the verdict's matched shape (None: not answered)
     the_verdict = results.verdict
     env.globals["verdict_at"] = (
@@ -228,8 +230,7 @@ def _training_board(
         rows=ranked.to_dicts(),
         claims=board.claims.to_dicts(),
         retracted=board.retracted.to_dicts(),
-        unranked=board.shown_unranked.to_dicts(),
-        failures=board.failures.to_dicts(),
+        **_listed(path, slug, unranked=board.shown_unranked, failures=board.failures),
         rank_rule=configurations.RANK_RULE,
         json_name=_board_json(
             path, ranked, board.unranked, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
@@ -421,9 +422,8 @@ def _inference_board(
         kind=config["workload"]["kind"],
         config=config,
         rows=board.ranked.to_dicts(),
-        unranked=board.shown_unranked.to_dicts(),
-        imported=board.imported.to_dicts(),
-        failures=board.failures.to_dicts(),
+        **_listed(path, slug, unranked=board.shown_unranked, imported=board.imported, failures=board.failures),
+        weights=_weights(board.ranked, board.shown_unranked, board.imported),
         rank_rule=ladder.RANK_RULE,
         json_name=_board_json(path, board.ranked, board.unranked, "tokens/s", ("value", "lo", "hi")),
         chart=chart_sink.html(pages.chart_id(slug, "tokens"), charts.test_throughput(board.drawn, "tokens/s"), depth=1)
@@ -463,19 +463,40 @@ def _serving_board(
         config=config,
         work=config["workload"],
         rows=board.ranked.to_dicts(),
-        unranked=board.shown_unranked.to_dicts(),
         rank_rule=ladder.RANK_RULE,
         json_name=_board_json(path, board.ranked, board.unranked, "output tokens/s", ("value", "lo", "hi")),
-        imported=board.imported.to_dicts(),
-        failures=board.failures.to_dicts(),
         scaling=scaling.to_dicts(),
         scaling_chart=chart_sink.html(pages.chart_id(slug, "tp-scaling"), charts.tp_scaling(scaling), depth=1)
         if scaling.height > 1
         else "",
-        llama=board.beside.to_dicts(),
-        decoding=board.decoding.to_dicts(),
+        **_listed(
+            path,
+            slug,
+            unranked=board.shown_unranked,
+            imported=board.imported,
+            failures=board.failures,
+            llama=board.beside,
+            decoding=board.decoding,
+        ),
+        weights=_weights(board.beside),
     )
     return _test_row(board, path, "output tokens/s"), None
+
+
+def _listed(page: Path, slug: str, **frames: pl.DataFrame) -> dict[str, Any]:
+    """A board page's run lists, each bounded (`lists.bounded`): `<name>` its rows as the page lists them,
+    `<name>_listed` what the page says of the rest; a list's full CSV is `downloads/lists/<board>-<name>.csv.gz`."""
+    out: dict[str, Any] = {}
+    for name, frame in frames.items():
+        listed = lists.bounded(frame, page.parent.parent, page, f"{slug}-{name}")
+        out[name], out[f"{name}_listed"] = listed.rows, listed
+    return out
+
+
+def _weights(*frames: pl.DataFrame) -> list[str | None]:
+    """The weight files of a board's rows, every row of every list, in order (the quantized-weights warning reads
+    them all, not only the rows a page shows)."""
+    return [w for frame in frames if "weights" in frame.columns for w in frame["weights"].to_list()]
 
 
 _WRITERS = {"training": _training_board, "inference": _inference_board, "serving": _serving_board}

@@ -13,6 +13,7 @@ import jinja2
 import polars as pl
 import pyarrow.parquet as pq
 
+import generator.render.lists as lists
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
 from generator import fields, load, pages
 from generator.derive import claims
@@ -87,8 +88,9 @@ def write_catalog_pages(
         )
     pages.render(env, "claims.md.j2", docs / "claims.md", sections=claim_sections)
     catalog = results.catalog
-    failures = [r | {"href": pages.run_href(r["run_id"])} for r in catalog.failures.to_dicts()]
-    pages.render(env, "failures.md.j2", docs / "failures.md", failures=failures)
+    listed = lists.bounded(catalog.failures, docs, docs / "failures.md", "failures")
+    failures = [r | {"href": pages.run_href(r["run_id"])} for r in listed.rows]
+    pages.render(env, "failures.md.j2", docs / "failures.md", failures=failures, failures_listed=listed)
     peaks = [
         {"device": device, **{p: peaks.get(p) for p in claims.PRECISIONS}}
         for device, peaks in metrics.DATASHEET_PEAK_FLOPS.items()
@@ -180,10 +182,7 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
     """`flat` as one gzipped CSV at `path`, made of a gzip member per part of its runs; each member is cached by
     the rows it holds (polars' row hashes), so only the parts whose rows changed are written and compressed again.
     Returns the cache keys it used."""
-    text = [c for c, t in flat.schema.items() if t == pl.String]
-    as_csv = flat.with_columns(
-        pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"), *(pages.csv_inert(pl.col(c)) for c in text)
-    )
+    as_csv = lists.csv_ready(flat)
     hashes = as_csv.hash_rows(seed=0).to_list()
     ids = as_csv["run_id"].to_list()
     names = parts.part_names(ids)

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import jinja2
+import polars as pl
 
+import generator.render.lists as lists
 from generator import editions, history, pages
 from generator.derive.results import Results
 
@@ -44,6 +46,7 @@ def write_pages(
             boards=boards,
             problems=made.problems,
             log=log,
+            added=_added(edition_results.runs, log["added"], docs, docs / href, f"edition-{edition.name}-added"),
             previous=previous,
             git=git,
         )
@@ -59,7 +62,22 @@ def write_pages(
         docs / "editions.md",
         entries=list(reversed(entries)),
         pending=pending,
+        added=_added(results.runs, pending["added"], docs, docs / "editions.md", "since-latest-edition"),
         latest=previous,
         git=git,
     )
     return nav
+
+
+ADDED_COLUMNS = ("run_id", "suite", "workload", "variant", "status", "origin", "started_at", "sha256")
+"""What a list of added runs holds of each (`lists.bounded` writes them to its CSV), with the run's page."""
+
+
+def _added(runs: pl.DataFrame, added: list[str], docs: Path, page: Path, name: str) -> lists.Shown:
+    """The runs an edition (or the changelog since the latest) adds, as `page` lists them: in id order when they
+    are few, else the newest and a CSV of all (`lists.bounded`)."""
+    held = runs.select(ADDED_COLUMNS).with_columns(page=pl.col("run_id").map_elements(pages.run_href, pl.String))
+    frame = pl.DataFrame({"run_id": added}, schema={"run_id": pl.String}).join(
+        held, on="run_id", how="left", maintain_order="left"
+    )
+    return lists.bounded(frame, docs, page, name)
