@@ -29,7 +29,8 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-import generator.render.parts as parts  # not `from generator.render`: the package imports this module
+import generator.render.lists as lists  # not `from generator.render`: the package imports this module
+import generator.render.parts as parts
 from generator import charts, columns, commits, load, pages, reproduce
 from generator.progress import Progress
 from runners import bounds
@@ -360,6 +361,9 @@ def _environment() -> jinja2.Environment:
     )
     # another run's page, beside this one: its file is named by its slug (`q4_k_m` becomes `q4-k-m`), not its id
     env.filters.update(fmt=pages.fmt, pct=pages.pct, page=lambda run_id: f"{pages.slug(run_id)}.html")
+    # a commit's runs of this configuration, as a ranked row's: at most its latest `RUN_LINKS` (and this run); all of
+    # them linked from every page of the configuration made each page grow with the runs (3 KB a page at 20,000)
+    env.globals["run_links"] = lists.RUN_LINKS
     return env
 
 
@@ -376,7 +380,7 @@ def _code_key(stylesheets: list[str]) -> str:
     the template and the stylesheet names."""
     digest = hashlib.sha256()
     for path in (Path(__file__), Path(charts.__file__), Path(pages.__file__), Path(commits.__file__),
-                 Path(reproduce.__file__), pages.TEMPLATES / "run.html.j2"):  # fmt: skip
+                 Path(reproduce.__file__), Path(lists.__file__), pages.TEMPLATES / "run.html.j2"):  # fmt: skip
         digest.update(path.read_bytes())
     digest.update("\n".join(stylesheets).encode())
     return digest.hexdigest()

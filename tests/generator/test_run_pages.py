@@ -205,3 +205,46 @@ def test_a_new_run_renders_its_own_page_and_keeps_the_others_byte_for_byte(tmp_p
     csvs = {p.name: p.stat().st_mtime_ns for p in (site / "runs").glob("*.csv.gz")}
     assert csvs and render.runs.start_run_pages(site / "runs", figures, rows, manifest, repo_url=REPO).finish(site)
     assert {p.name: p.stat().st_mtime_ns for p in (site / "runs").glob("*.csv.gz")} == csvs
+
+
+def test_a_commit_with_many_runs_of_the_configuration_links_its_latest_and_this_run(tmp_path: Path) -> None:
+    """The 'Across harness commits' table names each commit's runs of this configuration: at most the latest
+    `RUN_LINKS`, and this run when it is an earlier one, then how many are left and where every run is listed (a
+    page linking them all grew with the runs: at 20,000 copies these tables were 49 of the run pages' 229 MB).
+    Two commits of one committed CPU configuration, copied as the many-run benchmark copies them
+    (tests/replicate.py)."""
+    from generator import checks, commit_history_page
+    from tests import replicate
+
+    data = tmp_path / "data" / "cpu-smoke"
+    data.mkdir(parents=True)
+    sources = {
+        "20261129T174009Z-train-gpt-tiny-mb4-ddp-fp32-stock-2f85f7": 14,
+        "20261129T182224Z-train-gpt-tiny-mb4-ddp-fp32-stock-a6fd5f": 3,
+    }
+    ids: dict[str, list[str]] = {}
+    for source, copies in sources.items():
+        table = pq.read_table(ROOT / "data" / "cpu-smoke" / f"{source}.parquet")
+        for k in range(copies):
+            copy = replicate.copy_table(table, k)
+            ids.setdefault(source, []).append(copy.column("run_id")[0].as_py())
+            replicate._write(copy, data / f"{replicate.copy_id(source, k)}.parquet")
+    loaded, summary = checks.checked(load.load(tmp_path / "data"))
+    results = derive.results(loaded, summary)
+    page_runs = commit_history_page.with_history(
+        results.page_runs, results.runs, results.every_run.runs, results.kind_floors
+    )
+    site = tmp_path / "site"
+    render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
+    links = render.lists.RUN_LINKS
+    many, few = (sorted(v) for v in ids.values())  # copies of one record share its start: ordered by run id
+    for run_id, listed in ((many[0], [many[0], *many[-(links - 1) :]]), (many[-1], many[-links:])):
+        page = (site / "runs" / f"{pages.slug(run_id)}.html").read_text()
+        table = page[page.index('<details class="ff-history">') :]
+        row = next(r for r in table.split("<tr>") if r.startswith("<td><code>6246a6fb6e92"))
+        assert re.findall(r'<a href="([^"]+)\.html">', row) == [pages.slug(r) for r in listed], run_id
+        assert ">this run</a>" in row
+        assert f"and {len(many) - len(listed)} earlier" in row and 'href="../downloads/runs.csv.gz"' in row
+        latest = next(r for r in table.split("<tr>") if r.startswith("<td><code>56489c6d541d"))
+        assert re.findall(r'<a href="([^"]+)\.html">', latest) == [pages.slug(r) for r in few]
+        assert "earlier" not in latest
