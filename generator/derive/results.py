@@ -82,7 +82,10 @@ class Board:
     imported: pl.DataFrame = field(default_factory=_empty)
     """Tests: the engines' own tools' records of the test."""
     drawn: pl.DataFrame = field(default_factory=_empty)
-    """Inference: the finished runs the throughput chart draws."""
+    """Inference: the finished runs the throughput chart draws (unranked runs hollow, no failed run's tool figure),
+    the newest `chart_rows.DRAWN_PER_CONFIGURATION` of each configuration."""
+    not_drawn: int = 0
+    """Inference: the finished runs the chart leaves out, older than its configuration's newest it draws."""
     decoding: pl.DataFrame = field(default_factory=_empty)
     """Serving: the finished measured runs, oldest first (their decoding figures)."""
     beside: pl.DataFrame = field(default_factory=_empty)
@@ -350,6 +353,8 @@ def _inference_board(
         .sort("workload", "variant", "started_at")
     )
     measured = current.filter(pl.col("origin") == "measured")
+    drawable = chart_rows.test_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
+    drawn = chart_rows.newest_drawn(drawable)
     return Board(
         **common,
         kind="inference",
@@ -359,7 +364,8 @@ def _inference_board(
         config=(measured if measured.height else current)["config"][0],
         failures=current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok")).sort("started_at"),
         imported=imported,
-        drawn=chart_rows.test_runs(current, ranked),  # unranked runs hollow; no failed run's tool figure
+        drawn=drawn,
+        not_drawn=drawable.height - drawn.height,
         best=ranked.row(0, named=True) if ranked.height else None,
     )
 

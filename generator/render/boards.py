@@ -429,6 +429,8 @@ def _inference_board(
         chart=chart_sink.html(pages.chart_id(slug, "tokens"), charts.test_throughput(board.drawn, "tokens/s"), depth=1)
         if board.drawn.height
         else "",
+        not_drawn=board.not_drawn,
+        drawn_per=chart_rows.DRAWN_PER_CONFIGURATION,
     )
     return _test_row(board, path, "tokens/s"), None
 
