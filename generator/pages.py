@@ -9,9 +9,10 @@ import contextlib
 import hashlib
 import html
 import json
+import multiprocessing
 import os
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import SITE_SRC, columns, readable, runcache, suite_names
+from generator import SITE_SRC, columns, readable, runcache, suite_names, svg_draw
 from generator.slugs import run_href as run_href  # the loader's collision check names pages by them too
 from generator.slugs import slug as slug  # the pages, charts and run files are named by it
 from generator.words import counted as counted  # the templates' filters; derive-side code imports words
@@ -84,44 +85,49 @@ class Charts:
     """Places charts on pages: an inert JSON spec rendered by the local vega bundle (assets/js/charts.js), plus a
     static SVG for readers without JavaScript, made offline by vl-convert and cached by the spec's hash.
 
-    SVGs are drawn on worker threads while the pages are written (vl-convert releases the GIL); `finish()` waits
-    for them and must be called before the docs directory is built."""
+    SVGs not in the cache are drawn by worker processes while the pages are written (`svg_draw`: vl-convert holds
+    the GIL); `finish()` waits for them and must be called before the docs directory is built."""
 
     def __init__(self, docs: Path, cache: Path) -> None:
         self.out = docs / "assets" / "charts"
         self.cache = cache
         self.out.mkdir(parents=True, exist_ok=True)
         self.cache.mkdir(parents=True, exist_ok=True)
-        self._pool = ThreadPoolExecutor(max(1, min(os.cpu_count() or 1, 4)), thread_name_prefix="svg")
+        self._pool: ProcessPoolExecutor | None = None  # started at the first SVG the cache lacks
         self._drawn: dict[str, Future[Path]] = {}  # spec hash → its cached SVG, each drawn once
         self._pending: list[tuple[Future[Path], Path]] = []
 
-    def _draw(self, key: str, spec: dict[str, Any]) -> Path:
-        import vl_convert
-
+    def _draw(self, key: str, spec: dict[str, Any]) -> Future[Path]:
         cached = self.cache / f"{key}.svg"
-        if not cached.exists():
-            tmp = cached.with_suffix(".tmp")
-            # room on the left: a browser draws the labels in its own font, wider than vl-convert measured them,
-            # and the left axis's labels were cut off at the image's edge
-            static = _fixed_width(spec) | {"padding": {"left": 80, "top": 5, "right": 5, "bottom": 5}}
-            tmp.write_text(vl_convert.vegalite_to_svg(static))
-            tmp.replace(cached)
-        return cached
+        if cached.exists():
+            done: Future[Path] = Future()
+            done.set_result(cached)
+            return done
+        if self._pool is None:
+            workers = max(1, min((os.cpu_count() or 1) - 1, SVG_WORKERS))
+            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        # room on the left: a browser draws the labels in its own font, wider than vl-convert measured them,
+        # and the left axis's labels were cut off at the image's edge
+        static = _fixed_width(spec) | {"padding": {"left": 80, "top": 5, "right": 5, "bottom": 5}}
+        return self._pool.submit(svg_draw.draw, cached, static)
 
     def svg_to(self, spec: dict[str, Any], target: Path) -> None:
         """Have `target` hold the static SVG of `spec` once `finish()` returns."""
         key = hashlib.sha256((json.dumps(spec, sort_keys=True) + STATIC_SVG).encode()).hexdigest()
         if key not in self._drawn:
-            self._drawn[key] = self._pool.submit(self._draw, key, spec)
+            self._drawn[key] = self._draw(key, spec)
         self._pending.append((self._drawn[key], target))
 
     def finish(self) -> None:
         """Wait for every SVG and put it in place (raising the first error, if any)."""
-        for drawn, target in self._pending:
-            target.write_bytes(drawn.result().read_bytes())
-        self._pending.clear()
-        self._pool.shutdown()
+        try:
+            for drawn, target in self._pending:
+                target.write_bytes(drawn.result().read_bytes())
+        finally:
+            self._pending.clear()
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+                self._pool = None
 
     def image(self, chart_id: str, chart: alt.TopLevelMixin, alt_text: str, depth: int = 0) -> str:
         """The chart as its static SVG only, for a page that must stay light (the home page): no Vega."""
@@ -157,6 +163,9 @@ class Charts:
             f'<p class="ff-chart-svg"><a href="{src}">Static SVG of this chart</a></p>'
         )
 
+
+SVG_WORKERS = 2
+"""Processes drawing static SVGs at most (one fewer than the cores, at least one)."""
 
 STATIC_SVG = "padding-left-80"
 """How static SVGs are drawn (part of their cache key: a change draws them again)."""
