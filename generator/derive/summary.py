@@ -212,7 +212,9 @@ def _parity_baselines(runs: pl.DataFrame) -> pl.DataFrame:
             & (pl.col("loss_windows") > 0)
             & pl.col("workload_seed_ok")
         )
-        .sort("hashed", "loss_windows", "started_at")  # a baseline with hashes first: the proof needs both
+        # a baseline with hashes first (the proof needs both); runs that started at once, by id: a file added
+        # elsewhere never changes which of them is a run's baseline (nor so every page that names it)
+        .sort("hashed", "loss_windows", "started_at", "run_id")
         .group_by(_PARITY_KEYS)
         .agg(baseline_run=pl.col("run_id").last())
     )
@@ -232,7 +234,7 @@ def _whole_run_baselines(runs: pl.DataFrame) -> pl.DataFrame:
             & (pl.col("loss_windows") > 0)
             & pl.col("workload_seed_ok")
         )
-        .sort("variant_order", "started_at", descending=[True, False])
+        .sort("variant_order", "started_at", "run_id", descending=[True, False, False])  # ties by id, as above
         .group_by(_PARITY_KEYS)
         .agg(whole_baseline=pl.col("run_id").last())
     )
