@@ -354,7 +354,11 @@ def _read_files(
         samples = samples.append_column("_file", tag)
         kept = _lean(samples) if lean else samples
         head["_held"] = samples.num_rows - kept.num_rows
-        if figures and (entry := serving.file_figures(digest, first["config"], _frame(samples))) is not None:
+        if (
+            figures
+            and serving.may_be_served(first["config"])
+            and (entry := serving.file_figures(digest, first["config"], _frame(samples))) is not None
+        ):
             served[entry[0]] = entry[1]
         heads.append(head)
         rows.append(kept)

@@ -91,6 +91,13 @@ def _figures(group: pl.DataFrame | None, slo_ttft_ms: float, slo_tpot_ms: float)
     return metrics.serving_metrics(requests, duration, slo_ttft_ms, slo_tpot_ms)
 
 
+def may_be_served(config: str) -> bool:
+    """False for a config whose text cannot name the kind "serve" (most files: `file_figures` then skips the JSON
+    and its frames, about 1 ms a file); True sends it to `file_figures`, which decides. A config that spells the word
+    with JSON escapes is False here: its figures are then worked out by `test_summary`, as for any file left out."""
+    return "serve" in config
+
+
 def file_figures(sha256: str, config: str, rows: pl.DataFrame) -> tuple[str, dict[str, float] | None] | None:
     """A served point's `SERVED_FIGURES` entry (its key and figures) from its file alone: what the loader works out
     while a file's every row is in hand (generator/load.py), so that a cold build does not read each served point's
