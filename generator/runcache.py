@@ -142,3 +142,65 @@ class Frames(Table):
 
     def _tagged(self, tag: str) -> str:
         return hashlib.sha256(f"{self._fingerprint()} {tag}".encode()).hexdigest()
+
+
+class Arrays:
+    """Numpy arrays worked out from many runs at once (the verdict's resamples), kept whole under the key of what they
+    were made from: a build whose inputs are the same reads them back instead of working them out again. A few sets
+    are kept (`KEPT`: the site's and its editions' each have their own key), the least recently used dropped first.
+    Each set is one `.npz` (no pickles: loaded with `allow_pickle=False`) with its own sha256 in its key file."""
+
+    KEPT = 8
+
+    def __init__(self, name: str, code: Iterable[str | Path]) -> None:
+        self.table = Table(name, code)
+
+    def _paths(self, key: str) -> tuple[Path, Path] | None:
+        if _folder is None:
+            return None
+        digest = hashlib.sha256(f"{self.table._fingerprint()} {key}".encode()).hexdigest()[:32]
+        stem = _folder / f"arrays-{self.table.name}-{digest}"
+        return stem.with_suffix(".npz"), stem.with_suffix(".key")
+
+    def read(self, key: str) -> dict[str, Any] | None:
+        """The arrays kept under `key` (None without a cache folder, or when none are, or they are damaged)."""
+        import numpy as np
+
+        paths = self._paths(key)
+        if paths is None:
+            return None
+        data, named = paths
+        try:
+            if named.read_text() != file_sha256(data):
+                return None
+            with np.load(data, allow_pickle=False) as kept:
+                out = {name: kept[name] for name in kept.files}
+            os.utime(named)  # recently used: kept longest
+            return out
+        except Exception:  # missing or damaged: only a slower run
+            return None
+
+    def write(self, key: str, arrays: Mapping[str, Any]) -> None:
+        """Keep `arrays` under `key`, dropping the least recently used sets beyond `KEPT`."""
+        import numpy as np
+
+        paths = self._paths(key)
+        if paths is None or _folder is None:
+            return
+        data, named = paths
+        try:
+            _folder.mkdir(parents=True, exist_ok=True)
+            tmp = data.with_name(f".{data.stem}.{os.getpid()}.tmp.npz")
+            np.savez(tmp, **arrays)
+            digest = file_sha256(tmp)
+            named.unlink(missing_ok=True)  # no key while the data changes: a reader in between works it out again
+            os.replace(tmp, data)
+            tmp_key = named.with_name(f".{named.name}.{os.getpid()}.tmp")
+            tmp_key.write_text(digest)
+            os.replace(tmp_key, named)
+            sets = sorted(_folder.glob(f"arrays-{self.table.name}-*.key"), key=lambda p: p.stat().st_mtime_ns)
+            for old in sets[: -self.KEPT]:
+                old.unlink(missing_ok=True)
+                old.with_suffix(".npz").unlink(missing_ok=True)
+        except OSError:  # a read-only or full disk: the arrays were worked out anyway
+            return

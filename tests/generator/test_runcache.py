@@ -225,3 +225,62 @@ def test_flattened_columns_come_from_the_cache_by_file_content(tmp_path: Path, m
         assert columns.flatten(other).equals(real(other))
     finally:
         runcache.use(None)
+
+
+def test_the_verdicts_resamples_come_back_from_the_cache_to_the_bit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep's draws (seeded, so the same inputs give the same draws) are kept whole under what they were made
+    from: a second build reads them back, array for array; a changed input (a run's file) draws them again; a damaged
+    set is never trusted. The monkeypatch counts calls to the block resampler, to prove the cache answered."""
+    import numpy as np
+
+    from generator import configurations, sweep_draws, verdict
+
+    loaded, summary = checks.checked(load.load(DATA, lean=True))
+    spreads = {r: configurations.pooled_spreads(summary, c) for r, c in verdict.READINGS.items()}
+    fight = verdict.fight(summary)
+    if fight is None:
+        pytest.skip("no seed claims in data/")
+    points = verdict.sweep(summary, fight, spreads)
+    runcache.use(None)
+    fresh = sweep_draws.draws(points, summary, loaded.rows, spreads, fight.devices)
+    assert any(fresh.values())
+
+    def same(a: dict, b: dict) -> bool:
+        return a.keys() == b.keys() and all(
+            list(a[r]) == list(b[r])
+            and all(
+                all(np.array_equal(getattr(a[r][k], part), getattr(b[r][k], part)) for part in ("within", "z", "chi"))
+                and (a[r][k].sd, a[r][k].runs) == (b[r][k].sd, b[r][k].runs)
+                for k in a[r]
+            )
+            for r in a
+        )
+
+    calls: list[int] = []
+    real = metrics.block_resample
+    monkeypatch.setattr(metrics, "block_resample", lambda *a: (calls.append(1), real(*a))[1])
+    try:
+        runcache.use(tmp_path)
+        first = sweep_draws.draws(points, summary, loaded.rows, spreads, fight.devices)
+        assert calls and same(fresh, first)
+        calls.clear()
+        again = sweep_draws.draws(points, summary, loaded.rows, spreads, fight.devices)
+        assert calls == [] and same(fresh, again)  # read back, to the bit
+        # a damaged set is drawn again, never trusted
+        (kept,) = tmp_path.glob("arrays-sweep-draws-*.npz")
+        raw = bytearray(kept.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF
+        kept.write_bytes(bytes(raw))
+        assert same(fresh, sweep_draws.draws(points, summary, loaded.rows, spreads, fight.devices)) and calls
+        # a sweep run's file changed (another sha256): its draws are made afresh, under another key
+        calls.clear()
+        one = points["run_ids"][0][0]
+        changed = summary.with_columns(
+            sha256=pl.when(pl.col("run_id") == one).then(pl.lit("0" * 64)).otherwise(pl.col("sha256"))
+        )
+        sweep_draws.draws(points, changed, loaded.rows, spreads, fight.devices)
+        assert calls and len(list(tmp_path.glob("arrays-sweep-draws-*.npz"))) == 2
+    finally:
+        runcache.use(None)
