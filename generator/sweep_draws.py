@@ -87,14 +87,18 @@ a build that adds a run elsewhere does not draw them again (1,710 sweep runs at 
 
 def _inputs(points: pl.DataFrame, runs: pl.DataFrame, spreads: dict[str, configurations.Spreads], devices: int) -> str:
     """Everything the draws are made from, as text: the points and their runs, each run's file (its sha256: its
-    rows) and the summary figures the draws read, the pooled spreads, the device count, `DRAWS` and `SEED`."""
+    rows) and the summary figures the draws read, the pooled spreads of the points' hardware, the device count,
+    `DRAWS` and `SEED`."""
     facts = runs.select("run_id", "sha256", "warmup_steps", "window_steps", "workload_steps", "warmup_s").sort("run_id")
+    used = {(accelerator, devices) for accelerator in points["accelerator"].to_list()}
     shown = points.select("curve_hash", "micro_batch", pl.col("run_ids").list.sort(), "accelerator")
     return json.dumps(
         {
             "points": shown.sort("curve_hash", "micro_batch").rows(),
             "runs": facts.rows(),
-            "spreads": {r: sorted([*k, v.sd, v.df, v.groups] for k, v in s.items()) for r, s in sorted(spreads.items())},
+            "spreads": {  # only those the points use: a run on other hardware changes none of the draws
+                r: sorted([*k, v.sd, v.df, v.groups] for k, v in s.items() if k in used) for r, s in sorted(spreads.items())
+            },
             "devices": devices,
             "draws": DRAWS,
             "seed": SEED,
