@@ -3,7 +3,7 @@ derivation half names the boards it links too)."""
 
 import re
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
+UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
 """One character that is not an ASCII letter or digit, '-' or '.' (a regex: tens of thousands of slugs a build)."""
 
 
@@ -11,7 +11,7 @@ def slug(*parts: str) -> str:
     """A file-name-safe slug of record values (ASCII letters and digits, '-' and '.'). Different names can give
     one slug (`a_b`, `a+b` and `a-b`; names differing in case, on a file system that ignores it): the loader rejects
     every file of such names (generator/load.py `collisions`), so no page or asset is ever made twice."""
-    return "-".join(_UNSAFE.sub("-", p) for p in parts)
+    return "-".join(UNSAFE.sub("-", p) for p in parts)
 
 
 def run_href(run_id: str) -> str:
