@@ -78,9 +78,7 @@ def draws(
     return out
 
 
-RESAMPLES = runcache.Arrays(
-    "sweep-draws", (__file__, derive.__file__, str(verdict.__file__), str(metrics.__file__))
-)
+RESAMPLES = runcache.Arrays("sweep-draws", (__file__, derive.__file__, str(verdict.__file__), str(metrics.__file__)))
 """The draws of the last few sets of sweep runs (the resampling is seeded, so the same inputs give the same draws):
 a build that adds a run elsewhere does not draw them again (1,710 sweep runs at 50,000 copies: 11 s)."""
 
@@ -97,7 +95,8 @@ def _inputs(points: pl.DataFrame, runs: pl.DataFrame, spreads: dict[str, configu
             "points": shown.sort("curve_hash", "micro_batch").rows(),
             "runs": facts.rows(),
             "spreads": {  # only those the points use: a run on other hardware changes none of the draws
-                r: sorted([*k, v.sd, v.df, v.groups] for k, v in s.items() if k in used) for r, s in sorted(spreads.items())
+                r: sorted([*k, v.sd, v.df, v.groups] for k, v in s.items() if k in used)
+                for r, s in sorted(spreads.items())
             },
             "devices": devices,
             "draws": DRAWS,
@@ -124,8 +123,8 @@ def _unpacked(kept: Mapping[str, np.ndarray]) -> dict[str, verdict.Draws]:
     """`_packed` read back."""
     out: dict[str, verdict.Draws] = {reading: {} for reading in verdict.READINGS}
     for reading, curve, micro_batch, sd, runs, i in json.loads(str(kept["points"])):
-        parts = (kept[f"{reading}-{i}-{part}"] for part in ("within", "z", "chi"))
-        out[reading][(curve, micro_batch)] = verdict.PointDraws(*parts, sd, runs)
+        within, z, chi = (kept[f"{reading}-{i}-{part}"] for part in ("within", "z", "chi"))
+        out[reading][(curve, micro_batch)] = verdict.PointDraws(within, z, chi, sd, runs)
     return out
 
 

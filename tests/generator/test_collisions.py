@@ -26,7 +26,8 @@ def _reference(rows: list[tuple[int, str, str, str, str | None]]) -> set[int]:
 
 def test_the_vectorised_pass_finds_what_the_python_slugs_find() -> None:
     names = ["run-a", "run_a", "RUN-A", "run+a", "rün-a", "run-ä", "straße", "STRASSE", "strasse", "ß-x", "ss-x",
-             "tab\tname", "tab name", "line\nname", "emoji-🚀", "emoji-🛸", "ok.name", "ok-name", "Ω", "ω", "unique"]  # fmt: skip
+             "tab\tname", "tab name", "line\nname", "emoji-🚀", "emoji-🛸", "ok.name", "ok-name", "Ω", "ω",
+             "unique"]  # fmt: skip
     rows = []
     for i, name in enumerate(names):
         model = None if i % 3 else name.upper()
