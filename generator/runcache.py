@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +142,41 @@ class Frames(Table):
 
     def _tagged(self, tag: str) -> str:
         return hashlib.sha256(f"{self._fingerprint()} {tag}".encode()).hexdigest()
+
+    def by_file(
+        self, runs: pl.DataFrame, inputs: list[str], compute: Callable[[pl.DataFrame], pl.DataFrame]
+    ) -> pl.DataFrame:
+        """`compute(runs)` (a frame of one row per run, by `run_id`), each run's row kept under its file's sha256 and
+        the values of its `inputs` columns (what else of the run the figures take): only runs not kept are computed.
+        Returns one row per run of `runs`, in their order: `run_id` and compute's columns (null where compute gave
+        the run no row). Without a cache folder, or with runs lacking a digest or sharing one, computes them all."""
+        if _folder is None or "sha256" not in runs.columns or not runs.height:
+            return _one_per_run(runs, compute(runs))
+        if runs["sha256"].null_count() or runs["sha256"].is_duplicated().any():
+            return _one_per_run(runs, compute(runs))
+        parts = [pl.col(c).cast(pl.String).fill_null("∅") for c in ("sha256", *inputs)]
+        keyed = runs.select("run_id", _key=pl.concat_str(parts, separator="|"))
+        tag = repr(runs.select(inputs).schema)
+        cached = self.read_frame(tag)
+        todo = keyed if cached is None else keyed.join(cached.select("_key"), on="_key", how="anti")
+        table = cached
+        if todo.height:
+            wanted = runs.join(todo.select("run_id"), on="run_id", how="semi", maintain_order="left")
+            fresh = _one_per_run(wanted, compute(wanted)).join(keyed, on="run_id", how="left").drop("run_id")
+            try:
+                table = fresh if cached is None else pl.concat([cached, fresh.select(cached.columns)])
+            except pl.exceptions.PolarsError:  # kept columns of other types: only a slower run
+                table = fresh if cached is None else None
+            if table is None:
+                return _one_per_run(runs, compute(runs))
+            self.write_frame(table, tag)  # earlier files' rows stay: an edition's must not evict the site's
+        assert table is not None
+        return keyed.join(table, on="_key", how="left", maintain_order="left").drop("_key")
+
+
+def _one_per_run(runs: pl.DataFrame, figures: pl.DataFrame) -> pl.DataFrame:
+    """`figures` (one row per run it covers) as one row per run of `runs`, in their order."""
+    return runs.select("run_id").join(figures, on="run_id", how="left", maintain_order="left")
 
 
 class Arrays:

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from generator import columns, configurations, fields
+from generator import columns, configurations, fields, runcache
 from runners import metrics, schema
 
 SUMMARY_SCHEMA = {
@@ -142,7 +142,7 @@ def loss_windows(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame, curves: dict[str, _Curve] | None = None) -> pl.DataFrame:
     """Each measured run's loss against its baseline: the run of the workload's first variant with the same
     accelerator, device count and micro-batch that has the most steady loss windows, the latest of those (null
     where there is none). A baseline stopped by its time budget still counts: the stock fp32 run rarely finishes
@@ -153,8 +153,8 @@ def loss_parity(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     The same work comes first: a baseline has the workload's seed (as its suite file says it now) and, where one
     has hashes, is such a run; a run with another seed, other recipes, or hashes that differ from its baseline's
     fails parity with that reason, whatever its loss says (`_same_work`). `same_work` says how it was
-    established."""
-    curves = _loss_curves(runs, rows)
+    established. `curves`: the runs' `_loss_curves`, when already worked out."""
+    curves = _loss_curves(runs, rows) if curves is None else curves
     windows = pl.DataFrame(
         [(r, len(c.windows)) for r, c in curves.items()],
         schema={"run_id": pl.String, "loss_windows": pl.Int64},
@@ -372,6 +372,7 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame, flat: pl.DataFrame | Non
     else:
         runs = flat.join(runs.select("run_id"), on="run_id", how="semi", maintain_order="left")
     runs = runs.join(retractions(runs), on="run_id", how="left")
+    own = _own_figures(runs, rows)
     run_values = _run_values(rows)
     losses = (
         rows.filter(pl.col("metric") == "loss", pl.col("trial") == 0)
@@ -380,12 +381,12 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame, flat: pl.DataFrame | Non
         .agg(first_loss=pl.col("value").first(), final_loss=pl.col("value").last())
     )
     summary = (
-        runs.join(window_intervals(runs, rows), on="run_id", how="left")
+        runs.join(own.select(*SUMMARY_SCHEMA), on="run_id", how="left")
         .join(run_values, on="run_id", how="left")
         .join(losses, on="run_id", how="left")
-        .join(loss_parity(runs, rows), on="run_id", how="left")
+        .join(loss_parity(runs, rows, _curves(own)), on="run_id", how="left")
         .join(env_changes(runs), on="run_id", how="left")
-        .join(step_time_quantiles(rows), on="run_id", how="left")
+        .join(own.select("run_id", *_QUANTILES), on="run_id", how="left")
         .with_columns(
             steps_per_s=pl.coalesce("steps_per_s", "reported_steps_per_s"),
             peak_mem_gib=pl.coalesce("peak_mem_gib", "peak_rss_gib"),
@@ -442,6 +443,49 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame, flat: pl.DataFrame | Non
         mfu_datasheet_reference=metrics.mfu(flops, rate, pl.col("reference_peak_flops"), count),
         mfu_calibrated_reference=metrics.mfu(flops, rate, pl.col("model_reference_matmul_flops"), count),
     )
+
+
+_QUANTILES = [f"step_ms_p{q}" for q in (5, 25, 50, 75, 95)]
+"""`step_time_quantiles`' columns."""
+
+OWN = runcache.Frames("own", (__file__, metrics.__file__))
+"""Each run's figures from its own rows (`_own_figures`), kept by its file's sha256."""
+
+
+def _own_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """Per run, what its own rows decide: its windows' interval (`window_intervals`), its step-time quantiles and its
+    loss curve (`curve_first`, `curve_windows`: null where it has none). They depend on the file and on its warm-up and
+    window steps, so with a cache in use (generator/runcache.py) only new files' are worked out (2.6 s of a warm
+    build at 50,000 runs went to working out every run's again)."""
+
+    def compute(part: pl.DataFrame) -> pl.DataFrame:
+        wanted = rows if part.height == runs.height else rows.filter(pl.col("run_id").is_in(part["run_id"].implode()))
+        curves = _loss_curves(part, wanted)
+        curve = pl.DataFrame(
+            {
+                "run_id": list(curves),
+                "curve_first": [c.first for c in curves.values()],
+                "curve_windows": [c.windows for c in curves.values()],
+            },
+            schema={"run_id": pl.String, "curve_first": pl.Float64, "curve_windows": pl.List(pl.Float64)},
+        )
+        return (
+            part.select("run_id")
+            .join(window_intervals(part, wanted), on="run_id", how="left", maintain_order="left")
+            .join(step_time_quantiles(wanted), on="run_id", how="left", maintain_order="left")
+            .join(curve, on="run_id", how="left", maintain_order="left")
+        )
+
+    return OWN.by_file(runs, ["warmup_steps", "window_steps"], compute)
+
+
+def _curves(own: pl.DataFrame) -> dict[str, _Curve]:
+    """The loss curves `_own_figures` holds, as `_loss_curves` gives them (runs without loss rows left out)."""
+    return {
+        run_id: _Curve(first, list(windows or []))
+        for run_id, first, windows in own.select("run_id", "curve_first", "curve_windows").iter_rows()
+        if first is not None
+    }
 
 
 def _hardware_checks(summary: pl.DataFrame) -> tuple[list[float | None], list[float | None], list[str | None]]:

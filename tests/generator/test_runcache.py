@@ -287,3 +287,43 @@ def test_the_verdicts_resamples_come_back_from_the_cache_to_the_bit(
         assert calls and len(list(tmp_path.glob("arrays-sweep-draws-*.npz"))) == 2
     finally:
         runcache.use(None)
+
+
+def test_each_runs_own_figures_come_from_the_cache_by_file_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run summary's per-run figures (windows' interval, step-time quantiles, loss curve) are kept by file: a
+    summary from a cold cache, from a warm one and from one missing a run equals the summary worked out afresh, column
+    for column; the monkeypatch counts calls to the window formula, to prove which runs the cache answered."""
+    from generator.derive import summary as summary_module
+
+    loaded = load.load(DATA, lean=True)
+    runcache.use(None)
+    fresh = derive.run_summary(loaded.runs, loaded.rows)
+    calls: list[int] = []
+    real = metrics.median_ci
+    monkeypatch.setattr(metrics, "median_ci", lambda rates, *a, **k: (calls.append(1), real(rates, *a, **k))[1])
+    try:
+        runcache.use(tmp_path)
+        assert fresh.equals(derive.run_summary(loaded.runs, loaded.rows)) and calls
+        calls.clear()
+        assert fresh.equals(derive.run_summary(loaded.runs, loaded.rows)) and calls == []
+        # a run whose file is new to the cache: only its figures are worked out
+        one = fresh.filter(pl.col("windows") > 0)["run_id"][0]
+        runs = loaded.runs.with_columns(
+            sha256=pl.when(pl.col("run_id") == one).then(pl.lit("f" * 64)).otherwise(pl.col("sha256"))
+        )
+        again = derive.run_summary(runs, loaded.rows)
+        assert len(calls) == 1 and again.drop("sha256").equals(fresh.drop("sha256"))
+        # the same file with other warm-up steps (what the figures also take): worked out again, for that run only
+        calls.clear()
+        flat = summary_module.config_fields(loaded.runs)
+        summary_module._own_figures(flat, loaded.rows)
+        assert calls == []
+        moved = flat.with_columns(
+            warmup_steps=pl.when(pl.col("run_id") == one).then(pl.col("warmup_steps") + 1).otherwise("warmup_steps")
+        )
+        summary_module._own_figures(moved, loaded.rows)
+        assert len(calls) == 1
+    finally:
+        runcache.use(None)
