@@ -36,14 +36,15 @@ def _code_digest() -> str:
     return digest.hexdigest()
 
 
-def key(data_dir: Path) -> str:
+def key(data_dir: Path, entries: list[Path] | None = None) -> str:
     """What the table of `data_dir` is derived from, as one digest (computed before loading, so a file that changes
-    meanwhile makes the next key differ, never the other way round)."""
+    meanwhile makes the next key differ, never the other way round). `entries`: `load.result_files(data_dir)`, when
+    the caller has listed them (the site build lists them once, for this and the load)."""
     data_dir = Path(data_dir)
     digest = hashlib.sha256(_code_digest().encode())
     found = history.repo(data_dir)
     digest.update(b"head:" + (found.head.encode() if found else b"-"))
-    entries = load.result_files(data_dir)
+    entries = load.result_files(data_dir) if entries is None else entries
     manifests = sorted((data_dir / "editions").glob("*")) if (data_dir / "editions").is_dir() else []
     prefix = str(data_dir) + os.sep  # what every path found under it starts with: relpath is 30 times slower
     for path in [*entries, *manifests]:
