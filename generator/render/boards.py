@@ -20,6 +20,7 @@ from generator import (
     commits,
     configurations,
     editions,
+    output_cache,
     pages,
     progress,
     suite_names,
@@ -116,6 +117,7 @@ def write_pages(
     nav_editions = edition_pages.write_pages(env, docs, results, frozen or [], data_dir)
     nav_served = _served_models(env, docs, results, chart_sink)
     catalog.write_catalog_pages(env, docs, results, chart_sink, built_with or [])
+    output_cache.keep_used()  # the lists and board JSONs of this build: the next one starts from them
     return nav, nav_editions, nav_served
 
 
@@ -290,9 +292,26 @@ def _board_json(
     `board_rows`) and return the file's name."""
     target = page.with_suffix(".json")
     target.parent.mkdir(parents=True, exist_ok=True)
-    rows = board_rows(board, unranked, unit, figure)
-    target.write_text(json.dumps({"rows": rows}, indent=1, ensure_ascii=False) + "\n")
+    # kept by exactly the columns `board_rows` reads: a board a new run did not join is not worked out again
+    ranked = board.select(c for c in (*_RANKED_READS, *figure) if c in board.columns)
+    others = unranked.select(c for c in (*_UNRANKED_READS, *figure) if c in unranked.columns)
+
+    def text() -> bytes:
+        rows = board_rows(ranked, others, unit, figure)
+        return (json.dumps({"rows": rows}, indent=1, ensure_ascii=False) + "\n").encode()
+
+    target.write_bytes(BOARD_JSON.made(text, ranked, others, unit, figure))
     return target.name
+
+
+_RANKED_READS = ("rank", "variant", "settings_hash", "status", "run_ids", "harness_commits", "accelerator_count",
+                 "accelerator")  # fmt: skip
+_UNRANKED_READS = ("started_at", "run_id", "settings_hash", "status", "unranked", "harness_commit", "variant",
+                   "accelerator_count", "accelerator")  # fmt: skip
+"""The columns `board_rows` reads of a board's ranked rows and of its unranked runs, besides the figure's."""
+
+BOARD_JSON = output_cache.Kind("board-json", [__file__, commits.__file__])
+"""A board's JSON (`board_rows`), kept by the rows it is made from."""
 
 
 def board_rows(
