@@ -1,8 +1,8 @@
-"""What a page writer makes from frames (a run list's gzipped CSV, a board's JSON), kept by exactly what it is made
-from: a warm build makes again only what a new run changed, not every list of every board.
+"""What a page writer makes from frames (a run list's gzipped CSV, a board's JSON, a chart's spec), kept by exactly
+what it is made from: a warm build makes again only what a new run changed, not every list of every board.
 
 A board's lists and its JSON hold every run of the board, so making them costs a build in proportion to the runs
-even when a new run lands elsewhere.
+even when a new run lands elsewhere; a chart's spec costs altair tens of milliseconds however few rows it draws.
 
 An entry's name is the sha256 of its kind, the code it comes from (the modules' bytes), polars' and altair's
 versions and its inputs: a frame by its schema, its height and polars' hash of each row (`hash_rows`, as the

@@ -1,17 +1,18 @@
 """The page writers' outputs kept by what they are made from (issue 37, `generator/output_cache.py`): a warm build
-reads back each run list's gzipped CSV and each board's JSON, byte for byte what making them
+reads back each run list's gzipped CSV, each board's JSON and each chart's spec, byte for byte what making them
 gives, and makes again only an output whose input changed or whose entry is damaged. Real committed records, no
 mocks: the monkeypatches count calls (the makers, and the writes a miss makes), to prove the cache answered."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 import generator.render.lists as lists
-from generator import checks, derive, load, output_cache, pages, render, runcache
+from generator import charts, checks, derive, load, output_cache, pages, render, runcache
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -36,7 +37,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> lis
     return calls
 
 
-def test_a_warm_write_reads_every_list_and_board_back_byte_for_byte(
+def test_a_warm_write_reads_every_list_board_and_chart_back_byte_for_byte(
     committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(lists, "SHOWN", 3)  # every board's lists long enough to be written as CSVs
@@ -46,9 +47,9 @@ def test_a_warm_write_reads_every_list_and_board_back_byte_for_byte(
     monkeypatch.setattr(runcache, "_folder", tmp_path / "cache")
     cold = _pages(committed, tmp_path / "cold", tmp_path / "svg")
     kept = {p.name.split("-")[0] for p in (tmp_path / "cache" / output_cache.OUTPUTS).iterdir()}
-    assert kept == {"list", "board"}
+    assert kept == {"list", "board", "chart"}
 
-    stale = tmp_path / "cache" / output_cache.OUTPUTS / "list-csv-of-a-list-gone"
+    stale = tmp_path / "cache" / output_cache.OUTPUTS / "chart-spec-of-a-chart-gone"
     stale.write_bytes(b"x")
     reads = _counting(monkeypatch, output_cache, "_read")
     writes = _counting(monkeypatch, output_cache, "_write")  # a miss writes its entry
@@ -91,6 +92,23 @@ def test_a_changed_row_misses_and_a_damaged_entry_is_made_again(
     entry.write_bytes(entry.read_bytes()[:-8] + b"damaged!")  # its bytes no longer those its sha256 names
     assert written(failures) == fresh and len(csvs) == 3  # made again, not trusted
     assert written(failures) == fresh and len(csvs) == 3  # and kept whole again
+
+
+def test_a_chart_spec_is_kept_by_its_inputs(
+    committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ranked = next(b.ranked for b in committed.boards.values() if b.kind == "training" and b.ranked.height > 1)
+    changed = ranked.with_columns(pl.col("steps_per_s") * 2)
+
+    def fresh(frame: pl.DataFrame) -> str:
+        return json.dumps(charts.throughput(frame).to_dict(validate=False), sort_keys=True)
+
+    monkeypatch.setattr(runcache, "_folder", tmp_path)
+    assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked)
+    writes = _counting(monkeypatch, output_cache, "_write")
+    assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked) and not writes
+    assert json.dumps(pages.kept_spec(charts.throughput, changed), sort_keys=True) == fresh(changed)
+    assert len(writes) == 1 and fresh(changed) != fresh(ranked)
 
 
 def test_a_negative_zero_is_a_changed_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
