@@ -8,10 +8,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import html
+import inspect
 import json
 import multiprocessing
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import SITE_SRC, columns, readable, runcache, suite_names, svg_draw
+from generator import SITE_SRC, columns, output_cache, readable, runcache, suite_names, svg_draw
 from generator.slugs import run_href as run_href  # the loader's collision check names pages by them too
 from generator.slugs import slug as slug  # the pages, charts and run files are named by it
 from generator.words import counted as counted  # the templates' filters; derive-side code imports words
@@ -81,6 +82,27 @@ def _finalize(value: Any) -> Any:
     return md_text(value)
 
 
+CHART_SPEC = output_cache.Kind("chart-spec", [Path(__file__).with_name("charts.py")])
+"""A chart's Vega-Lite spec (`kept_spec`), kept by the function that draws it, its code and its inputs: a board
+a new run did not change is not drawn by altair again (tens of milliseconds a chart)."""
+
+
+def kept_spec(draw: Callable[..., alt.TopLevelMixin], *inputs: Any, **options: Any) -> dict[str, Any]:
+    """`draw(*inputs, **options)`'s Vega-Lite spec, kept (`CHART_SPEC`) by `draw`'s name and module's code, the active
+    theme and the inputs: altair builds it again only when one of them changed. The spec is read back from its JSON
+    whether kept or just made, so both give the page the same bytes."""
+
+    def spec() -> bytes:
+        # charts come from the tested functions in `charts`; the browser test renders every one, so skipping
+        # altair's JSON-schema validation here (seconds on a busy site) loses no check
+        return json.dumps(draw(*inputs, **options).to_dict(validate=False)).encode()
+
+    source = inspect.getsourcefile(draw)
+    code = hashlib.sha256(Path(source).read_bytes()).hexdigest() if source else None
+    key = (draw.__module__, draw.__qualname__, code, alt.theme.active, sorted(options.items()))
+    return json.loads(CHART_SPEC.made(spec, *key, *inputs))
+
+
 class Charts:
     """Places charts on pages: an inert JSON spec rendered by the local vega bundle (assets/js/charts.js), plus a
     static SVG for readers without JavaScript, made offline by vl-convert and cached by the spec's hash.
@@ -129,28 +151,34 @@ class Charts:
                 self._pool.shutdown(cancel_futures=True)
                 self._pool = None
 
-    def image(self, chart_id: str, chart: alt.TopLevelMixin, alt_text: str, depth: int = 0) -> str:
-        """The chart as its static SVG only, for a page that must stay light (the home page): no Vega."""
-        spec = chart.to_dict(validate=False)
+    def image(self, chart_id: str, spec: dict[str, Any], alt_text: str, depth: int = 0) -> str:
+        """The chart of `spec` as its static SVG only, for a page that must stay light (the home page): no Vega."""
         svg_name = f"{chart_id}.svg"
         self.svg_to(spec, self.out / svg_name)
         src = "../" * depth + f"assets/charts/{svg_name}"
         return Markup(f'<p class="ff-chart-static"><img src="{src}" alt="{html.escape(alt_text)}"></p>')
 
     def picture(
-        self, chart_id: str, chart: alt.TopLevelMixin, narrow: alt.TopLevelMixin, alt_text: str, depth: int = 0
+        self, chart_id: str, draw: Callable[..., alt.TopLevelMixin], *inputs: Any, alt_text: str, depth: int = 0
     ) -> str:
-        """As `image`, with a second drawing for a phone's width (`narrow`), which a browser takes below 600 px."""
-        wide = self.image(chart_id, chart, alt_text, depth)
+        """As `image` of `draw(*inputs)`, with a second drawing for a phone's width (`draw(*inputs, narrow=True)`),
+        which a browser takes below 600 px; both specs kept as `html_of` keeps one."""
+        wide = self.image(chart_id, kept_spec(draw, *inputs), alt_text, depth)
         small = f"{chart_id}-narrow.svg"
-        self.svg_to(narrow.to_dict(validate=False), self.out / small)
+        self.svg_to(kept_spec(draw, *inputs, narrow=True), self.out / small)
         source = f'<source media="(max-width: 600px)" srcset="{"../" * depth}assets/charts/{small}">'
         return Markup(str(wide).replace("<img ", f"<picture>{source}<img ").replace("></p>", "></picture></p>"))
 
     def html(self, chart_id: str, chart: alt.TopLevelMixin, depth: int = 0) -> str:
         # charts come from the tested functions in `charts`; the browser test renders every one, so skipping
         # altair's JSON-schema validation here (seconds on a busy site) loses no check
-        spec = chart.to_dict(validate=False)
+        return self._placed(chart_id, chart.to_dict(validate=False), depth)
+
+    def html_of(self, chart_id: str, draw: Callable[..., alt.TopLevelMixin], *inputs: Any, depth: int = 0) -> str:
+        """As `html(chart_id, draw(*inputs), depth)`, the spec kept by what it is drawn from (`kept_spec`)."""
+        return self._placed(chart_id, kept_spec(draw, *inputs), depth)
+
+    def _placed(self, chart_id: str, spec: dict[str, Any], depth: int) -> str:
         svg_name = f"{chart_id}.svg"
         self.svg_to(spec, self.out / svg_name)
         text = json.dumps(spec, sort_keys=True, separators=(",", ":"))

@@ -20,6 +20,7 @@ from generator import (
     commits,
     configurations,
     editions,
+    output_cache,
     pages,
     progress,
     suite_names,
@@ -116,6 +117,7 @@ def write_pages(
     nav_editions = edition_pages.write_pages(env, docs, results, frozen or [], data_dir)
     nav_served = _served_models(env, docs, results, chart_sink)
     catalog.write_catalog_pages(env, docs, results, chart_sink, built_with or [])
+    output_cache.keep_used()  # the lists, board JSONs and chart specs of this build: the next one starts from them
     return nav, nav_editions, nav_served
 
 
@@ -130,7 +132,7 @@ def _side_by_side(env: Any, docs: Path, results: Results, chart_sink: pages.Char
         )
         model = models.setdefault(key, {"title": title, "boards": []})
         slug = pages.slug("side-by-side", *key, f"{board['family_bits']}bit")
-        chart = chart_sink.html(f"chart-{slug}", charts.side_by_side(pl.DataFrame(board["rows"])))
+        chart = chart_sink.html_of(f"chart-{slug}", charts.side_by_side, pl.DataFrame(board["rows"]))
         model["boards"].append(board | {"chart": chart})
     depths = []
     for (suite, model_name, accelerator), group, caches in derived.depths:
@@ -140,7 +142,7 @@ def _side_by_side(env: Any, docs: Path, results: Results, chart_sink: pages.Char
                 "title": f"{model_name} · 1 × {accelerator}",
                 "rows": group.to_dicts(),
                 "caches": caches,
-                "chart": chart_sink.html(f"chart-{slug}", charts.kv_depth(group)),
+                "chart": chart_sink.html_of(f"chart-{slug}", charts.kv_depth, group),
             }
         )
     pages.render(
@@ -195,7 +197,7 @@ def _served_models(env: Any, docs: Path, results: Results, chart_sink: pages.Cha
             suite=suite,
             model=model,
             points=group.to_dicts(),
-            chart=chart_sink.html(pages.chart_id(slug, "latency"), charts.latency_throughput(group), depth=1),
+            chart=chart_sink.html_of(pages.chart_id(slug, "latency"), charts.latency_throughput, group, depth=1),
         )
     return nav
 
@@ -241,20 +243,20 @@ def _training_board(
             "fp32": metrics.LOSS_PARITY_REL_TOL_FP32,
             "mean": metrics.LOSS_PARITY_MEAN_REL_TOL,
         },
-        throughput_chart=chart_sink.html(pages.chart_id(slug, "throughput"), charts.throughput(ranked), depth=1)
+        throughput_chart=chart_sink.html_of(pages.chart_id(slug, "throughput"), charts.throughput, ranked, depth=1)
         + "\n\n"
-        + chart_sink.html(pages.chart_id(slug, "speedup"), charts.speedup(ranked), depth=1)
-        + ("\n\n" + chart_sink.html(pages.chart_id(slug, "mfu"), charts.mfu(ranked), depth=1) if has_mfu else "")
+        + chart_sink.html_of(pages.chart_id(slug, "speedup"), charts.speedup, ranked, depth=1)
+        + ("\n\n" + chart_sink.html_of(pages.chart_id(slug, "mfu"), charts.mfu, ranked, depth=1) if has_mfu else "")
         + "\n\n"
-        + chart_sink.html(pages.chart_id(slug, "step-times"), charts.step_time_distribution(ranked), depth=1)
+        + chart_sink.html_of(pages.chart_id(slug, "step-times"), charts.step_time_distribution, ranked, depth=1)
         if ranked.height
         else "",
-        loss_chart=chart_sink.html(pages.chart_id(slug, "loss"), charts.loss_curves(board.losses), depth=1)
+        loss_chart=chart_sink.html_of(pages.chart_id(slug, "loss"), charts.loss_curves, board.losses, depth=1)
         if board.losses.height
         else "",
         repeats=board.repeats.to_dicts(),
         scaling=board.scaling.to_dicts(),
-        scaling_chart=chart_sink.html(pages.chart_id(slug, "scaling"), charts.scaling(board.scaling), depth=1)
+        scaling_chart=chart_sink.html_of(pages.chart_id(slug, "scaling"), charts.scaling, board.scaling, depth=1)
         if board.scaling_efficiencies
         else "",
     )
@@ -290,9 +292,26 @@ def _board_json(
     `board_rows`) and return the file's name."""
     target = page.with_suffix(".json")
     target.parent.mkdir(parents=True, exist_ok=True)
-    rows = board_rows(board, unranked, unit, figure)
-    target.write_text(json.dumps({"rows": rows}, indent=1, ensure_ascii=False) + "\n")
+    # kept by exactly the columns `board_rows` reads: a board a new run did not join is not worked out again
+    ranked = board.select(c for c in (*_RANKED_READS, *figure) if c in board.columns)
+    others = unranked.select(c for c in (*_UNRANKED_READS, *figure) if c in unranked.columns)
+
+    def text() -> bytes:
+        rows = board_rows(ranked, others, unit, figure)
+        return (json.dumps({"rows": rows}, indent=1, ensure_ascii=False) + "\n").encode()
+
+    target.write_bytes(BOARD_JSON.made(text, ranked, others, unit, figure))
     return target.name
+
+
+_RANKED_READS = ("rank", "variant", "settings_hash", "status", "run_ids", "harness_commits", "accelerator_count",
+                 "accelerator")  # fmt: skip
+_UNRANKED_READS = ("started_at", "run_id", "settings_hash", "status", "unranked", "harness_commit", "variant",
+                   "accelerator_count", "accelerator")  # fmt: skip
+"""The columns `board_rows` reads of a board's ranked rows and of its unranked runs, besides the figure's."""
+
+BOARD_JSON = output_cache.Kind("board-json", [__file__, commits.__file__])
+"""A board's JSON (`board_rows`), kept by the rows it is made from."""
 
 
 def board_rows(
@@ -369,7 +388,6 @@ def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> d
         }
     )
     matched, crossed = said.matched_tokens_per_step, chart_rows.crossings(said)
-    chart = charts.sweep(points, claims, matched, crossed)
     pooled = the_verdict.pooled
     return dict(
         fight=the_fight,
@@ -379,9 +397,15 @@ def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> d
         # a static image: the home page stays light (the board links the interactive charts)
         chart=chart_sink.picture(
             "chart-verdict-sweep",
-            chart,
-            charts.sweep(points, claims, matched, crossed, narrow=True),
-            "steps/s against tokens per step, with the claims as lines and the crossings of the matched shape marked",
+            charts.sweep,
+            points,
+            claims,
+            matched,
+            crossed,
+            alt_text=(
+                "steps/s against tokens per step, with the claims as lines and the crossings of the matched shape "
+                "marked"
+            ),
         )
         if points.height
         else "",
@@ -426,7 +450,9 @@ def _inference_board(
         weights=_weights(board.ranked, board.shown_unranked, board.imported),
         rank_rule=ladder.RANK_RULE,
         json_name=_board_json(path, board.ranked, board.unranked, "tokens/s", ("value", "lo", "hi")),
-        chart=chart_sink.html(pages.chart_id(slug, "tokens"), charts.test_throughput(board.drawn, "tokens/s"), depth=1)
+        chart=chart_sink.html_of(
+            pages.chart_id(slug, "tokens"), charts.test_throughput, board.drawn, "tokens/s", depth=1
+        )
         if board.drawn.height
         else "",
         not_drawn=board.not_drawn,
@@ -468,7 +494,7 @@ def _serving_board(
         rank_rule=ladder.RANK_RULE,
         json_name=_board_json(path, board.ranked, board.unranked, "output tokens/s", ("value", "lo", "hi")),
         scaling=scaling.to_dicts(),
-        scaling_chart=chart_sink.html(pages.chart_id(slug, "tp-scaling"), charts.tp_scaling(scaling), depth=1)
+        scaling_chart=chart_sink.html_of(pages.chart_id(slug, "tp-scaling"), charts.tp_scaling, scaling, depth=1)
         if scaling.height > 1
         else "",
         **_listed(

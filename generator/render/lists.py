@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 import generator.render.parts as parts
-from generator import pages
+from generator import output_cache, pages
 from runners import schema
 
 SHOWN = 50
@@ -38,6 +38,9 @@ calibration) and the configuration's canonical JSON, kilobytes a row, which each
 
 NEWEST_FIRST = ("started_at", "run_id")
 """The order a bounded list is shown and written in, each column descending: newest start first."""
+
+LIST_CSV = output_cache.Kind("list-csv", [__file__, parts.__file__, pages.__file__])
+"""A list's gzipped CSV, kept by the rows it is written from: a list a new run did not join is not written again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +70,8 @@ def bounded(frame: pl.DataFrame, docs: Path, page: Path, name: str) -> Shown:
     newest = frame.sort(NEWEST_FIRST, descending=True, nulls_last=True)
     target = docs / "downloads" / "lists" / f"{pages.slug(name)}.csv.gz"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(parts.gzipped(csv_ready(newest.drop(LEFT_OUT, strict=False)).write_csv(), level=6))
+    written = _flat(newest.drop(LEFT_OUT, strict=False))
+    target.write_bytes(LIST_CSV.made(lambda: parts.gzipped(csv_ready(written).write_csv(), level=6), written))
     href = Path(os.path.relpath(target, page.parent)).as_posix()
     return Shown(newest.head(SHOWN).to_dicts(), frame.height, href)
 
@@ -75,8 +79,13 @@ def bounded(frame: pl.DataFrame, docs: Path, page: Path, name: str) -> Shown:
 def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
     """`frame` as a CSV download holds it: its flat columns only (a list or struct has no CSV cell), times in UTC
     ISO 8601, and text a spreadsheet would run as a formula made inert (`pages.csv_inert`)."""
-    flat = frame.select([c for c, t in frame.schema.items() if not isinstance(t, pl.List | pl.Struct | pl.Object)])
+    flat = _flat(frame)
     text = [c for c, t in flat.schema.items() if t == pl.String]
     return flat.with_columns(
         pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.6fZ"), *(pages.csv_inert(pl.col(c)) for c in text)
     )
+
+
+def _flat(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame`'s flat columns: a list or struct has no CSV cell."""
+    return frame.select([c for c, t in frame.schema.items() if not isinstance(t, pl.List | pl.Struct | pl.Object)])

@@ -1,0 +1,121 @@
+"""The page writers' outputs kept by what they are made from (issue 37, `generator/output_cache.py`): a warm build
+reads back each run list's gzipped CSV, each board's JSON and each chart's spec, byte for byte what making them
+gives, and makes again only an output whose input changed or whose entry is damaged. Real committed records, no
+mocks: the monkeypatches count calls (the makers, and the writes a miss makes), to prove the cache answered."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import generator.render.lists as lists
+from generator import charts, checks, derive, load, output_cache, pages, render, runcache
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+@pytest.fixture(scope="module")
+def committed() -> derive.Results:
+    return derive.results(*checks.checked(load.load(DATA)))
+
+
+def _pages(results: derive.Results, docs: Path, svg: Path) -> dict[str, bytes]:
+    """Every file `write_pages` writes into `docs`, by its path there."""
+    sink = pages.Charts(docs, svg)
+    render.boards.write_pages(results, docs, sink, DATA)
+    sink.finish()
+    return {p.relative_to(docs).as_posix(): p.read_bytes() for p in sorted(docs.rglob("*")) if p.is_file()}
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[int]:
+    calls: list[int] = []
+    real = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    return calls
+
+
+def test_a_warm_write_reads_every_list_board_and_chart_back_byte_for_byte(
+    committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lists, "SHOWN", 3)  # every board's lists long enough to be written as CSVs
+    monkeypatch.setattr(runcache, "_folder", None)
+    fresh = _pages(committed, tmp_path / "fresh", tmp_path / "svg")
+    assert any(name.startswith("downloads/lists/") for name in fresh)
+    monkeypatch.setattr(runcache, "_folder", tmp_path / "cache")
+    cold = _pages(committed, tmp_path / "cold", tmp_path / "svg")
+    kept = {p.name.split("-")[0] for p in (tmp_path / "cache" / output_cache.OUTPUTS).iterdir()}
+    assert kept == {"list", "board", "chart"}
+
+    stale = tmp_path / "cache" / output_cache.OUTPUTS / "chart-spec-of-a-chart-gone"
+    stale.write_bytes(b"x")
+    reads = _counting(monkeypatch, output_cache, "_read")
+    writes = _counting(monkeypatch, output_cache, "_write")  # a miss writes its entry
+    boards = _counting(monkeypatch, render.boards, "board_rows")
+    warm = _pages(committed, tmp_path / "warm", tmp_path / "svg")
+    assert reads and not writes and not boards  # every output answered by the cache
+    assert warm == cold == fresh
+    assert not stale.exists()  # a build keeps only the entries it used
+
+
+def test_a_changed_row_misses_and_a_damaged_entry_is_made_again(
+    committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failures = committed.catalog.failures
+    assert failures.height > 1 and "error" in failures.columns
+    monkeypatch.setattr(lists, "SHOWN", 1)
+    docs, page = tmp_path / "docs", tmp_path / "docs" / "failures.md"
+    target = docs / "downloads" / "lists" / "failures.csv.gz"
+
+    def written(frame: pl.DataFrame) -> bytes:
+        lists.bounded(frame, docs, page, "failures")
+        return target.read_bytes()
+
+    monkeypatch.setattr(runcache, "_folder", None)
+    fresh = written(failures)
+    first = pl.int_range(pl.len()) == 0
+    changed = failures.with_columns(pl.when(first).then(pl.lit("x")).otherwise("error").alias("error"))
+    fresh_changed = written(changed)
+    assert fresh_changed != fresh
+
+    monkeypatch.setattr(runcache, "_folder", tmp_path / "cache")
+    assert written(failures) == fresh
+    csvs = _counting(monkeypatch, lists, "csv_ready")
+    assert written(failures) == fresh and not csvs  # kept
+    assert written(changed) == fresh_changed and len(csvs) == 1  # one cell changed: made again
+
+    monkeypatch.setattr(runcache, "_folder", tmp_path / "damaged")
+    assert written(failures) == fresh and len(csvs) == 2
+    (entry,) = (tmp_path / "damaged" / output_cache.OUTPUTS).iterdir()
+    entry.write_bytes(entry.read_bytes()[:-8] + b"damaged!")  # its bytes no longer those its sha256 names
+    assert written(failures) == fresh and len(csvs) == 3  # made again, not trusted
+    assert written(failures) == fresh and len(csvs) == 3  # and kept whole again
+
+
+def test_a_chart_spec_is_kept_by_its_inputs(
+    committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ranked = next(b.ranked for b in committed.boards.values() if b.kind == "training" and b.ranked.height > 1)
+    changed = ranked.with_columns(pl.col("steps_per_s") * 2)
+
+    def fresh(frame: pl.DataFrame) -> str:
+        return json.dumps(charts.throughput(frame).to_dict(validate=False), sort_keys=True)
+
+    monkeypatch.setattr(runcache, "_folder", tmp_path)
+    assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked)
+    writes = _counting(monkeypatch, output_cache, "_write")
+    assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked) and not writes
+    assert json.dumps(pages.kept_spec(charts.throughput, changed), sort_keys=True) == fresh(changed)
+    assert len(writes) == 1 and fresh(changed) != fresh(ranked)
+
+
+def test_a_negative_zero_is_a_changed_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-0.0 equals 0.0 as a number (polars hashes them alike) but is written differently."""
+    zero = pl.DataFrame({"step": [1, 2], "loss": [0.0, 1.5]})
+    negative = zero.with_columns(pl.Series("loss", [-0.0, 1.5]))
+    kind = output_cache.Kind("test", [])
+    monkeypatch.setattr(runcache, "_folder", tmp_path)
+    assert kind.made(lambda: zero.write_csv().encode(), zero) == b"step,loss\n1,0.0\n2,1.5\n"
+    assert kind.made(lambda: negative.write_csv().encode(), negative) == b"step,loss\n1,-0.0\n2,1.5\n"
