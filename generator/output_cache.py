@@ -107,9 +107,7 @@ def _row_hashes(frame: pl.DataFrame) -> bytes:
     floats = [c for c, t in schema.items() if t.is_float()]
     values = frame.select(floats).to_numpy() if floats else np.zeros((0, 0))  # nulls as NaN: not a zero
     found = ((values == 0) & np.signbit(values)).any(axis=0)  # numpy: a tenth of a polars query's time on a board
-    textual: dict[Any, Any] = {
-        c: pl.String() for c, negative_zero in zip(floats, found, strict=True) if negative_zero
-    }
+    textual: dict[Any, Any] = {c: pl.String() for c, negative_zero in zip(floats, found, strict=True) if negative_zero}
     textual |= {c: _hashable(t) for c, t in schema.items() if not t.is_float() and _hashable(t) != t}
     hashes = (frame.cast(textual) if textual else frame).hash_rows(seed=0)
     return f"{sorted(textual)}\0".encode() + hashes.to_numpy().tobytes()
