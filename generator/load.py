@@ -684,6 +684,20 @@ def run_slices(rows: pl.DataFrame, run_ids: Sequence[str]) -> list[tuple[str, pl
     return [(run_id, rows.slice(start, length).rechunk()) for (start, length), run_id in at]
 
 
+def subset(loaded: Loaded, run_ids: Sequence[str]) -> Loaded:
+    """These runs' records alone, enough for `full_rows` of them elsewhere (a worker process writing a download): their
+    rows (slices of `rows`, copied only when pickled), which of them were held out, and `runs` with only their ids,
+    paths and sha256s (where `full_rows` reads a held-out run's file again)."""
+    slices = run_slices(loaded.rows, run_ids)
+    ids = [run_id for run_id, _ in slices]
+    return Loaded(
+        runs=loaded.runs.filter(pl.col("run_id").is_in(ids)).select("run_id", "path", "sha256"),
+        rows=pl.concat([frame for _, frame in slices], rechunk=False) if slices else loaded.rows.clear(),
+        held_out={run_id: loaded.held_out[run_id] for run_id in ids if loaded.held_out.get(run_id)},
+        root=loaded.root,
+    )
+
+
 _SPANS: dict[int, tuple[weakref.ref[pl.DataFrame], dict[str, tuple[int, int]] | None]] = {}
 """Per rows frame alive (by id, dropped with the frame), each run's (offset, length) in it (`_spans`)."""
 
