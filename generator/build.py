@@ -126,7 +126,10 @@ def build(
     records_only = [r for r in made.rejected if r not in manifests]
     compare.keep(cache_dir, data_key, dataclasses.replace(made, rejected=records_only))
     frozen = edition_results(loaded, data_dir)
-    with _render_pool(summary.height) as pool:
+    with (
+        _render_pool(summary.height) as pool,
+        render.catalog.samples_begun(results.runs, results.records, docs),  # the samples parts made meanwhile
+    ):
         # each run page's configuration across harness commits (`commit_history_page`) and its suite's title
         page_runs = commit_history_page.with_history(
             results.page_runs, results.runs, results.every_run.runs, results.kind_floors

@@ -12,6 +12,7 @@ import hashlib
 import multiprocessing
 import os
 import stat
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -704,7 +705,6 @@ def full_rows(loaded: Loaded, run_ids: Sequence[str]) -> pl.DataFrame:
     order of `rows`): from `rows` where it holds all of a run's rows, else read again from the run's file, which must
     still hash to the sha256 it was checked with (the same bytes, so the same checks pass). Callers take runs a part
     at a time: memory for a part's rows, not the data's."""
-    rows = loaded.rows.filter(pl.col("run_id").is_in(pl.Series(list(run_ids), dtype=pl.String).implode()))
     held = {r for r in run_ids if loaded.held_out.get(r)}
     root = loaded.root
     if held and root is None:
@@ -717,10 +717,58 @@ def full_rows(loaded: Loaded, run_ids: Sequence[str]) -> pl.DataFrame:
     }
     frames = [
         _read_again(root, *where[run_id]) if root is not None and run_id in held else frame
-        for (run_id,), frame in rows.partition_by("run_id", as_dict=True, maintain_order=True).items()
+        for run_id, frame in run_slices(loaded.rows, run_ids)
     ]  # a run held out kept its file's first row, so it is in `rows`, in its place
     # one chunk per run, as slices of the rows were (Parquet's row groups follow chunks: the same bytes as before)
-    return pl.concat(frames, rechunk=False) if frames else rows
+    return pl.concat(frames, rechunk=False) if frames else loaded.rows.clear()
+
+
+def run_slices(rows: pl.DataFrame, run_ids: Sequence[str]) -> list[tuple[str, pl.DataFrame]]:
+    """The rows of each of `run_ids` that `rows` holds, one frame of one chunk per run, in the order of `rows`: a
+    slice where each run's rows are contiguous (as a load leaves them, `_spans`), found once per frame instead of
+    filtering every row for each batch of runs (28 s of a cold build at 50,000 runs); else filtered."""
+    spans = _spans(rows)
+    if spans is None:
+        wanted = pl.Series(list(run_ids), dtype=pl.String).implode()
+        grouped = rows.filter(pl.col("run_id").is_in(wanted)).partition_by("run_id", as_dict=True, maintain_order=True)
+        return [(str(run_id), frame) for (run_id,), frame in grouped.items()]
+    at = sorted((spans[r], r) for r in set(run_ids) if r in spans)
+    return [(run_id, rows.slice(start, length).rechunk()) for (start, length), run_id in at]
+
+
+def subset(loaded: Loaded, run_ids: Sequence[str]) -> Loaded:
+    """These runs' records alone, enough for `full_rows` of them elsewhere (a worker process writing a download): their
+    rows (slices of `rows`, copied only when pickled), which of them were held out, and `runs` with only their ids,
+    paths and sha256s (where `full_rows` reads a held-out run's file again)."""
+    slices = run_slices(loaded.rows, run_ids)
+    ids = [run_id for run_id, _ in slices]
+    return Loaded(
+        runs=loaded.runs.filter(pl.col("run_id").is_in(ids)).select("run_id", "path", "sha256"),
+        rows=pl.concat([frame for _, frame in slices], rechunk=False) if slices else loaded.rows.clear(),
+        held_out={run_id: loaded.held_out[run_id] for run_id in ids if loaded.held_out.get(run_id)},
+        root=loaded.root,
+    )
+
+
+_SPANS: dict[int, tuple[weakref.ref[pl.DataFrame], dict[str, tuple[int, int]] | None]] = {}
+"""Per rows frame alive (by id, dropped with the frame), each run's (offset, length) in it (`_spans`)."""
+
+
+def _spans(rows: pl.DataFrame) -> dict[str, tuple[int, int]] | None:
+    """Each run's rows in `rows` as (offset, length), from the run-length encoding of `run_id`, worked out once per
+    frame; None when a run's rows are not contiguous (a frame put together otherwise than by a load)."""
+    known = _SPANS.get(id(rows))
+    if known is not None and known[0]() is rows:
+        return known[1]
+    found: dict[str, tuple[int, int]] = {}
+    start, stretches = 0, 0
+    for length, run_id in rows.select(pl.col("run_id").rle()).unnest("run_id").iter_rows():
+        found.setdefault(run_id, (start, length))
+        start, stretches = start + length, stretches + 1
+    spans = found if len(found) == stretches else None  # a run met twice: its rows are apart
+    key = id(rows)
+    _SPANS[key] = (weakref.ref(rows, lambda _, key=key: _SPANS.pop(key, None)), spans)
+    return spans
 
 
 def _read_again(root: Path, rel: str, sha256: str) -> pl.DataFrame:

@@ -3,9 +3,15 @@ calibration, engines, and downloads of everything (Parquet and CSV)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import multiprocessing
+import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import altair as alt
@@ -143,24 +149,31 @@ def write_downloads(
     if staged.exists():
         shutil.rmtree(staged)
     staged.mkdir(parents=True)
-    cache = docs.parent / "cache" / "downloads"
+    cache = _downloads_cache(docs)
     used: set[str] = set()
-    flat = summary.select(
-        [c for c, t in summary.schema.items() if not isinstance(t, pl.List | pl.Struct | pl.Object)]
-    ).sort("run_id")
-    files = []
-    path = out / "runs.parquet"
-    flat.write_parquet(path, compression="zstd", statistics=False)
-    files.append(_listed(path, "runs.parquet", flat.height))
-    path = out / "runs.csv.gz"
-    used |= _runs_csv(flat, path, cache)
-    files.append(_listed(path, "runs.csv.gz", flat.height))
     every = records if records is not None else load.Loaded(runs=summary, rows=rows)
-    for name, key, frame_rows, make in _sample_parts(summary, every):
-        path = staged / name.removeprefix("downloads/")
-        parts.placed(path, cache, key, make)
-        used.add(key)
-        files.append(_listed(path, name.removeprefix("downloads/"), frame_rows))
+    begun = _BEGUN.pop(cache, None)
+    with (
+        contextlib.nullcontext(begun[2])
+        if begun is not None and begun[0] is summary and begun[1] is every
+        else _samples_writer(summary, every, cache)  # begun now: made while the runs' files are
+    ) as samples:
+        flat = summary.select(
+            [c for c, t in summary.schema.items() if not isinstance(t, pl.List | pl.Struct | pl.Object)]
+        ).sort("run_id")
+        files = []
+        path = out / "runs.parquet"
+        flat.write_parquet(path, compression="zstd", statistics=False)
+        files.append(_listed(path, "runs.parquet", flat.height))
+        path = out / "runs.csv.gz"
+        used |= _runs_csv(flat, path, cache)
+        files.append(_listed(path, "runs.csv.gz", flat.height))
+        for name, key, frame_rows, make in samples.listed:
+            path = staged / name.removeprefix("downloads/")
+            parts.placed(path, cache, key, make)
+            used.add(key)
+            files.append(_listed(path, name.removeprefix("downloads/"), frame_rows))
+        samples.close()  # the worker's memory (a batch of served points' every row, kept by its allocator) back now
     for old in cache.iterdir() if cache.exists() else ():  # parts no run holds any more
         if old.name not in used and not old.name.startswith("."):
             old.unlink()
@@ -213,10 +226,9 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
     return set(keys)
 
 
-def _sample_parts(summary: pl.DataFrame, records: load.Loaded):  # type: ignore[no-untyped-def]
-    """Each samples part as (its path under the site, its cache key, rows, a function writing it): its rows in load
-    order, keyed by its runs' ids and their files' sha256 (a file's rows never change while its bytes do not); a
-    part's every row is read when it is written (`load.full_rows`), one part at a time."""
+def _sample_parts(summary: pl.DataFrame, records: load.Loaded) -> Iterator[tuple[str, str, int, list[str]]]:
+    """Each samples part as (its path under the site, its cache key, rows, its runs in load order): keyed by its runs'
+    ids and their files' sha256 (a file's rows never change while its bytes do not)."""
     rows = records.rows
     where = parts.samples_paths(summary)
     sha = dict(zip(summary["run_id"].to_list(), summary["sha256"].to_list(), strict=True))
@@ -233,12 +245,81 @@ def _sample_parts(summary: pl.DataFrame, records: load.Loaded):  # type: ignore[
             continue  # rows of a run the summary does not hold (none: the checks keep them together)
         key = "samples-" + parts.key_of(pl.__version__, name, sorted((r, sha[r]) for r in members[name]))
         spans = slices[name]
-        height = sum(length for _, length in spans)
+        yield name, key, sum(length for _, length in spans), [run_id for run_id, _ in spans]
 
-        def make(tmp: Path, ids: tuple[str, ...] = tuple(run_id for run_id, _ in spans)) -> None:
-            _write_samples(tmp, records, ids)
 
-        yield name, key, height, make
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """The samples parts being made (`_samples_writer`)."""
+
+    listed: list[tuple[str, str, int, Callable[[Path], None]]]
+    """Each part (`_sample_parts`) with a function putting its bytes at a path (for `parts.placed`)."""
+    close: Callable[[], None]
+    """Ends the worker, if any, once every part is in (`_samples_writer`'s end does too)."""
+
+
+def _downloads_cache(docs: Path) -> Path:
+    """Where the downloads' parts are cached, for the site whose Markdown is written into `docs`."""
+    return docs.parent / "cache" / "downloads"
+
+
+_BEGUN: dict[Path, tuple[pl.DataFrame, load.Loaded, _Parts]] = {}
+"""Samples parts begun by `samples_begun`, by their cache folder, with the summary and records they are made of:
+`write_downloads` takes them from here, as the page modules between the build and it need not carry them."""
+
+
+@contextlib.contextmanager
+def samples_begun(summary: pl.DataFrame, records: load.Loaded, docs: Path) -> Iterator[None]:
+    """Within this block, the samples parts that `write_downloads(..., docs, summary, ..., records)` will list are
+    written meanwhile (`_samples_writer`): the build begins them once it has its results, so the worker writes them
+    while the other pages are made (begun in `write_downloads` itself, the downloads waited 8.7 s for the worker at
+    5,000 runs, nearly the 9.6 s the main thread took to write them itself)."""
+    cache = _downloads_cache(docs)
+    with _samples_writer(summary, records, cache) as samples:
+        _BEGUN[cache] = (summary, records, samples)
+        try:
+            yield
+        finally:
+            _BEGUN.pop(cache, None)
+
+
+PARTS_POOL_FROM = 200
+"""Runs in the samples parts to write from which a worker process writes them (it takes about a second to start)."""
+
+
+@contextlib.contextmanager
+def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: Path) -> Iterator[_Parts]:
+    """Each samples part (`_sample_parts`) with a function putting its bytes at a path (for `parts.placed`). Parts not
+    in `cache` are written by a worker process, begun here, when they hold many runs (`PARTS_POOL_FROM`): each part's
+    lean rows and its held-out runs' files go to the worker (`load.subset`), which reads those files again, joins and
+    writes, off this process's interpreter lock (135 s of a cold build's main thread at 50,000 runs, while the run
+    pages' worker mostly waited); the function waits for its part. One worker: one part's rows in memory at a time."""
+    listed = list(_sample_parts(summary, records))
+    todo = {key: ids for _, key, _, ids in listed if not (cache / key).exists()}
+    here = [
+        (name, key, rows, functools.partial(_write_samples, records=records, ids=ids))
+        for name, key, rows, ids in listed
+    ]
+    if sum(len(ids) for ids in todo.values()) < PARTS_POOL_FROM:
+        yield _Parts(here, lambda: None)
+        return
+    cache.mkdir(parents=True, exist_ok=True)
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))  # this process runs polars' pool
+    try:
+        made = {}
+        for key, ids in todo.items():  # submitted at once: the pool pickles a part's rows only as the worker is free
+            written = cache / f".{key}.{os.getpid()}.made"
+            job = pool.submit(_write_samples, written, load.subset(records, ids), ids)
+            made[key] = functools.partial(_written, job, written)
+        yield _Parts([(name, key, rows, made.get(key, make)) for name, key, rows, make in here], pool.shutdown)
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def _written(job: Future[None], written: Path, path: Path) -> None:
+    """Wait for the worker's `job` to write a part at `written`, then move it to `path`."""
+    job.result()
+    written.replace(path)
 
 
 SAMPLES_BATCH = 64

@@ -3,6 +3,8 @@ CSV and download is what a load of every row gives. Real committed records, no m
 
 from __future__ import annotations
 
+import contextlib
+import pickle
 import shutil
 from pathlib import Path
 
@@ -67,6 +69,45 @@ def test_the_downloads_are_the_same_bytes_from_a_lean_load(both, tmp_path: Path)
         assert (tmp_path / "full" / part).read_bytes() == (tmp_path / "lean" / part).read_bytes(), part
     page = (tmp_path / "full" / "docs" / "downloads.md").read_text()
     assert page == (tmp_path / "lean" / "docs" / "downloads.md").read_text()  # the rows each part holds, too
+
+
+def test_a_worker_writes_the_samples_parts_byte_for_byte_as_this_process(  # type: ignore[no-untyped-def]
+    both, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The samples parts written here, by a worker begun in `write_downloads` (`PARTS_POOL_FROM` lowered to reach it
+    with these few runs) and by one begun before it (`samples_begun`, as the build does): the same bytes and page."""
+    (_, summary), (lean, _) = both
+    env = pages.environment()
+    for name, pool_from in (("here", 10**9), ("worker", 1), ("begun", 1)):
+        monkeypatch.setattr(render.catalog, "PARTS_POOL_FROM", pool_from)
+        docs = tmp_path / name / "docs"
+        with render.catalog.samples_begun(summary, lean, docs) if name == "begun" else contextlib.nullcontext():
+            render.catalog.write_downloads(env, docs, summary, lean.rows, [], lean)
+    made = sorted(p.relative_to(tmp_path / "here") for p in (tmp_path / "here").rglob("*.parquet"))
+    assert any("samples" in str(p) for p in made)
+    for name in ("worker", "begun"):
+        assert sorted(p.relative_to(tmp_path / name) for p in (tmp_path / name).rglob("*.parquet")) == made
+        for part in made:
+            assert (tmp_path / name / part).read_bytes() == (tmp_path / "here" / part).read_bytes(), (name, part)
+        page = (tmp_path / name / "docs" / "downloads.md").read_text()
+        assert page == (tmp_path / "here" / "docs" / "downloads.md").read_text(), name
+        assert not list((tmp_path / name / "cache" / "downloads").glob(".*")), name  # no temporary file left
+
+
+def test_a_subset_gives_its_runs_every_row_as_the_whole_load(both) -> None:  # type: ignore[no-untyped-def]
+    """`load.subset`, what a worker writing a samples part is handed (pickled): `full_rows` of it is that of the whole
+    load, runs in the rows' order whatever order they are asked in; rows whose runs lie apart are found by filtering."""
+    (full, _), (lean, _) = both
+    ids = lean.rows["run_id"].unique(maintain_order=True).to_list()
+    some = ids[1::2]  # every other run: slices apart in the rows
+    sub = pickle.loads(pickle.dumps(load.subset(lean, list(reversed(some)))))
+    assert sub.held_out == {r: n for r, n in lean.held_out.items() if r in some} and sub.held_out
+    assert sub.rows.height < lean.rows.height and sub.runs.height == len(some)
+    assert load.full_rows(sub, some).equals(load.full_rows(lean, some))
+    assert load.full_rows(lean, list(reversed(some))).equals(full.rows.filter(pl.col("run_id").is_in(some)))
+    apart = pl.concat([lean.rows, lean.rows.head(1)])  # the first run's rows, then one of them again at the end
+    [(run_id, rows)] = load.run_slices(apart, ids[:1])
+    assert run_id == ids[0] and rows.equals(apart.filter(pl.col("run_id") == ids[0]))
 
 
 def test_a_file_changed_after_a_lean_load_is_named_not_read(tmp_path: Path) -> None:
