@@ -767,7 +767,11 @@ def _spans(rows: pl.DataFrame) -> dict[str, tuple[int, int]] | None:
         start, stretches = start + length, stretches + 1
     spans = found if len(found) == stretches else None  # a run met twice: its rows are apart
     key = id(rows)
-    _SPANS[key] = (weakref.ref(rows, lambda _, key=key: _SPANS.pop(key, None)), spans)
+
+    def forget(_: object, key: int = key) -> None:
+        _SPANS.pop(key, None)
+
+    _SPANS[key] = (weakref.ref(rows, forget), spans)
     return spans
 
 

@@ -296,7 +296,7 @@ def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: Path) ->
     pages' worker mostly waited); the function waits for its part. One worker: one part's rows in memory at a time."""
     listed = list(_sample_parts(summary, records))
     todo = {key: ids for _, key, _, ids in listed if not (cache / key).exists()}
-    here = [
+    here: list[tuple[str, str, int, Callable[[Path], None]]] = [
         (name, key, rows, functools.partial(_write_samples, records=records, ids=ids))
         for name, key, rows, ids in listed
     ]
