@@ -137,3 +137,35 @@ def test_a_new_file_among_cached_ones_loads_lean_as_afresh(tmp_path: Path) -> No
     warm, cold = load.load(data, tmp_path / "cache", lean=True), load.load(data, lean=True)
     assert warm.runs.height == len(files) and warm.runs.equals(cold.runs) and warm.rows.equals(cold.rows)
     assert warm.held_out == cold.held_out
+
+
+@pytest.mark.parametrize("slices", [load.MERGE_SLICES, 0])
+def test_new_files_rows_go_in_among_the_cached_ones_in_file_order(monkeypatch, slices) -> None:
+    """A warm load puts new files' rows among the cached ones (`load._merged`): by slices where they go in a few
+    places, by a merge past `MERGE_SLICES` (0: always a merge). Either way the rows are those of a sort by file, each
+    file's rows in their order, for files split between the two tables every way a seeded draw gives."""
+    import random
+
+    monkeypatch.setattr(load, "MERGE_SLICES", slices)
+    draw = random.Random(37)
+    for _ in range(200):
+        files = list(range(draw.randint(1, 40)))
+        draw.shuffle(files)
+        cut = draw.randint(0, len(files))
+
+        def rows(of: list[int]) -> pl.DataFrame:
+            made = [(f, j) for f in sorted(of) for j in range(draw.randint(1, 4))]
+            return pl.DataFrame(made, schema={"_file": pl.Int32, "j": pl.Int64}, orient="row")
+
+        cached, new = rows(files[:cut]), rows(files[cut:])
+        merged = load._merged(cached, new)
+        assert merged.equals(pl.concat([cached, new]).sort("_file", "j")), (files[:cut], files[cut:])
+
+
+@pytest.mark.parametrize(
+    ("path", "folder"),
+    [("data/s/f.parquet", "."), ("../x/f.parquet", ".."), ("/abs/data/f.parquet", "/abs"), ("/x/d/f.parquet", "/"),
+     ("/x/data/s/f.parquet", "/x/"), ("rel/data/f.parquet", "rel")],
+)  # fmt: skip
+def test_a_files_path_relative_to_the_data_folders_parent_is_pathlibs(path: str, folder: str) -> None:
+    assert load._relative(Path(path), Path(folder)) == Path(path).relative_to(Path(folder)).as_posix()
