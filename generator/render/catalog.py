@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import inspect
 import json
 import multiprocessing
 import os
@@ -23,7 +21,7 @@ import pyarrow.parquet as pq
 
 import generator.render.lists as lists
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
-from generator import fields, load, pages
+from generator import fields, load, output_cache, pages
 from generator.derive import claims
 from generator.derive.results import Results
 from runners import metrics, schema
@@ -197,7 +195,7 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
     """`flat` as one gzipped CSV at `path`, made of a gzip member per part of its runs; each member is cached by
     the rows it holds (polars' row hashes), so only the parts whose rows changed are written and compressed again.
     Returns the cache keys it used. A part is keyed by its rows as they are and the code that makes them CSV text
-    (`_CSV_CODE`), and made CSV text only when it is not cached, a part at a time (`lists.csv_ready` is row by row):
+    (`_RUNS_CSV`), and made CSV text only when it is not cached, a part at a time (`lists.csv_ready` is row by row):
     the whole summary as CSV text was 0.9 GB more at a cold build's peak at 50,000 runs, and making every part's
     text to key it took 0.8 s of a warm build."""
     ids = flat["run_id"].to_list()
@@ -208,9 +206,7 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
     hashes = flat.hash_rows(seed=0).to_list()
     keys, start = [], 0
     for first, (_, members) in enumerate(parts.grouped(names).items()):
-        key = "runs-" + parts.key_of(
-            pl.__version__, _CSV_CODE, schema, first == 0, hashes[start : start + len(members)]
-        )
+        key = _RUNS_CSV.key(schema, first == 0, hashes[start : start + len(members)])
         cached = cache / key
         if not cached.exists():
             cache.mkdir(parents=True, exist_ok=True)
@@ -232,11 +228,9 @@ def _csv_part(rows: pl.DataFrame, header: bool, tmp: Path) -> None:
     tmp.write_bytes(parts.gzipped(lists.csv_ready(rows).write_csv(include_header=header), level=6))
 
 
-_CSV_CODE = hashlib.sha256(
-    "".join(inspect.getsource(f) for f in (lists.csv_ready, lists._flat, pages.csv_inert)).encode()
-).hexdigest()
-"""The code that makes a summary's rows CSV text, in a runs.csv part's cache key: a change to it makes every part
-again."""
+_RUNS_CSV = output_cache.Kind("runs", [str(lists.__file__), str(pages.__file__)])
+"""A runs.csv part's cache key (`_runs_csv`): its rows, and the code and library versions that make them CSV text (a
+change to them makes every part again)."""
 
 
 def _sample_parts(summary: pl.DataFrame, records: load.Loaded) -> Iterator[tuple[str, str, int, list[str]]]:
