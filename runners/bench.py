@@ -132,9 +132,10 @@ def runner_command(
 
 def runner_env(device: str, variant: spec.Variant) -> dict[str, str]:
     """Variables one variant's runner needs beyond the session's (MLX on a Linux CPU: OpenBLAS preloaded), and on a
-    CPU that advertises AMX without running it, the settings that keep oneDNN and OpenBLAS off it (`cpu_isa`)."""
+    CPU that advertises a set it may not run (AMX not proven by a real kernel on this boot, or a set the probe found
+    faulty), the settings that keep oneDNN, torch and OpenBLAS off it (`cpu_isa.runtime_env`)."""
     engine = engines.get(variant.engine)
-    guard = cpu_isa.runtime_env(cpu_isa.probe()) if device == "cpu" else {}
+    guard = cpu_isa.runtime_env(cpu_isa.probe(), amx_proven=bool(cpu_isa.proven("AMX"))) if device == "cpu" else {}
     return guard | (engines.call(engine.launch_env, device) if engine.launch_env else {})
 
 

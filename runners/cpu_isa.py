@@ -8,9 +8,11 @@ program with exactly the compiler flags ggml would add for it (ggml/src/ggml-cpu
 branch), and run in a child process: it must exit 0 and print the right answer. A fault (SIGILL, SIGSEGV), a wrong
 answer, a compiler that does not know the flag or a hang is an answer ("no"), never a crash of the caller.
 
-`probe()` is what builds use (llama.cpp's CMake options come from it, `runners/engines/llamacpp/build.py`);
-`runtime_env()` keeps libraries that pick their kernels at run time from the CPU's flags (oneDNN in torch, OpenBLAS
-under MLX) off an instruction set that the CPU advertises but does not run.
+`probe()` gives builds their candidates (llama.cpp's CMake options, `runners/engines/llamacpp/build.py`, which then
+judges each build by its own kernels: the probe is a proxy, and on the Xeon VM of issue 54 its `tilezero` ran while
+llama.cpp's AMX kernel faulted); `runtime_env()` keeps libraries that pick their kernels at run time from the CPU's
+flags (oneDNN and ATen in torch, OpenBLAS under MLX) off a set that the CPU advertises but does not run, and off AMX
+until a real kernel has run it on this boot (`prove`, `proven`).
 
     python -m runners.cpu_isa          (this CPU: each feature, advertised and proven)
 """
@@ -123,6 +125,17 @@ _AMX_SETUP = r"""
     _tile_loadconfig(cfg);
 """
 BY_OPTION = {f.option: f for f in FEATURES}
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("AMX", ("AMX_TILE", "AMX_INT8", "AMX_BF16")),
+    ("AVX-512 extensions", ("AVX512_VBMI", "AVX512_VNNI", "AVX512_BF16")),
+    ("AVX-512", ("AVX512",)),
+    ("AVX-VNNI", ("AVX_VNNI",)),
+    ("AVX2", ("AVX2", "FMA", "F16C", "BMI2")),
+    ("AVX", ("AVX",)),
+    ("SSE4.2", ("SSE42",)),
+)
+"""The options in sets a build drops together, the most recent first: where a build's own kernels fault although the
+probe ran every set (runners/engines/llamacpp/kernels.py), the most recent set still on goes first."""
 PROBE_VERSION = 1
 """Names the probe programs: part of a build's key, so a changed probe re-decides."""
 
@@ -241,6 +254,49 @@ def enabled(verdicts: dict[str, str]) -> list[str]:
     return [option for option, verdict in verdicts.items() if verdict == "yes"]
 
 
+def newest_group(on: list[str]) -> str | None:
+    """The most recent set (GROUPS) with an option in `on`, or None when `on` is the baseline."""
+    return next((name for name, options in GROUPS if set(options) & set(on)), None)
+
+
+def without(on: list[str], group: str) -> list[str]:
+    """`on` less a set's options and every option that needs one of them, in FEATURES' order."""
+    dropped = set(dict(GROUPS)[group])
+    for feature in FEATURES:  # in order: an option's needs come before it
+        if set(feature.needs) & dropped:
+            dropped.add(feature.option)
+    return [option for option in on if option not in dropped]
+
+
+def _proofs_file() -> Path:
+    key = {"v": PROBE_VERSION, "boot": _boot_id(), "flags": sorted(cpuinfo_flags())}
+    return cache.root() / "cpu-isa" / f"proven-{cache.short_hash(key)}.json"
+
+
+def prove(group: str, evidence: str) -> None:
+    """Keep for the rest of this boot that a real kernel ran a set (GROUPS) cleanly on this host, with what showed it
+    (runners/engines/llamacpp/kernels.py: llama.cpp's AMX kernels): what `runtime_env` needs to let other libraries
+    use it. Nothing is kept where the host has no boot id."""
+    if not _boot_id():
+        return
+    path = _proofs_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = {g: e for g in dict(GROUPS) if (e := proven(g))} | {group: evidence}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(kept, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def proven(group: str) -> str | None:
+    """How a real kernel proved a set on this boot (`prove`), or None (never, or a damaged record)."""
+    try:
+        found = json.loads(_proofs_file().read_text())
+    except (OSError, ValueError):
+        return None
+    value = found.get(group) if isinstance(found, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
 RAN_AND_FAILED = ("faulted", "wrong answer", "exited", "hung")
 """How a verdict begins when the program was built and run but did not do its job (not: a compiler that lacks the
 flag, or a feature left off because one it needs is)."""
@@ -256,16 +312,30 @@ def advertised_but_faulty(verdicts: dict[str, str], flags: frozenset[str] | None
     ]
 
 
-def runtime_env(verdicts: dict[str, str], flags: frozenset[str] | None = None) -> dict[str, str]:
-    """Settings that keep libraries choosing kernels from the CPU's flags at run time off AMX where the CPU advertises
-    it but the probe found it faulty: oneDNN (torch's CPU matmuls, `ONEDNN_MAX_CPU_ISA`) and OpenBLAS's dynamic
-    kernel choice (`OPENBLAS_CORETYPE`, whose Sapphire Rapids kernels use AMX). Empty on every other host."""
-    faulty = advertised_but_faulty(verdicts, flags)
-    if not any(option.startswith("AMX") for option in faulty):
+def runtime_env(
+    verdicts: dict[str, str], flags: frozenset[str] | None = None, amx_proven: bool = False
+) -> dict[str, str]:
+    """Settings that keep libraries choosing kernels from the CPU's flags at run time off a set the CPU advertises
+    but may not run: oneDNN (torch's CPU matmuls, `ONEDNN_MAX_CPU_ISA`), torch's own kernels (`ATEN_CPU_CAPABILITY`)
+    and OpenBLAS's dynamic kernel choice (`OPENBLAS_CORETYPE`, whose Sapphire Rapids kernels use AMX). A set is kept
+    from them where the probe ran it and it failed; AMX also wherever the CPU advertises it and no real kernel run
+    on this boot has proven it (`amx_proven`: llama.cpp's kernel check ran its AMX kernels cleanly,
+    runners/engines/llamacpp/kernels.py), because the probe's one instruction did not predict a real kernel. Empty
+    where nothing is in doubt, as on every CPU that does not advertise AMX and runs what it advertises."""
+    flags = cpuinfo_flags() if flags is None else flags
+    faulty = set(advertised_but_faulty(verdicts, flags))
+    if all(n in flags for n in BY_OPTION["AMX_TILE"].cpuinfo) and not amx_proven:
+        faulty |= {"AMX_TILE"}
+    if not faulty:
         return {}
-    avx512 = verdicts.get("AVX512") == "yes"
-    best = "AVX512_CORE_BF16" if verdicts.get("AVX512_BF16") == "yes" else "AVX512_CORE" if avx512 else "AVX2"
-    return {"ONEDNN_MAX_CPU_ISA": best, "OPENBLAS_CORETYPE": "SKYLAKEX" if avx512 else "HASWELL"}
+    avx2 = verdicts.get("AVX2") == "yes" and "AVX2" not in faulty
+    if faulty & {"AVX512", "AVX512_VBMI", "AVX512_VNNI", "AVX512_BF16"} or verdicts.get("AVX512") != "yes":
+        # no AVX-512 either: torch's own kernels to AVX2 where AVX-512 is what failed
+        env = {"ONEDNN_MAX_CPU_ISA": "AVX2" if avx2 else "SSE41", "OPENBLAS_CORETYPE": "HASWELL" if avx2 else "NEHALEM"}
+        advertised = all(n in flags for n in BY_OPTION["AVX512"].cpuinfo)
+        return env | ({"ATEN_CPU_CAPABILITY": "avx2" if avx2 else "default"} if advertised else {})
+    best = "AVX512_CORE_BF16" if verdicts.get("AVX512_BF16") == "yes" else "AVX512_CORE"
+    return {"ONEDNN_MAX_CPU_ISA": best, "OPENBLAS_CORETYPE": "SKYLAKEX"}
 
 
 def summary(verdicts: dict[str, str]) -> dict[str, object]:

@@ -38,6 +38,7 @@ ENV_PREFIXES = (
     "MLX_",
     "GGML_",
     "ONEDNN_",  # runners/cpu_isa.py runtime_env: kernels kept off an instruction set the CPU cannot run
+    "ATEN_",  # ATEN_CPU_CAPABILITY, the same for torch's own kernels
     "OPENBLAS_",
 )
 # Inside the allowlist, names like these still never leave the machine (VLLM_API_KEY, say).

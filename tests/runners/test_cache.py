@@ -13,6 +13,7 @@ import pytest
 
 from runners import cache, cpu_isa
 from runners.engines.llamacpp import build as llamacpp_build
+from runners.engines.llamacpp import kernels
 from runners.engines.vllm import env as vllm_env
 
 
@@ -68,8 +69,15 @@ def test_a_llama_build_without_its_stamp_is_unfinished(user_cache: Path) -> None
     (where / llamacpp_build.STAMP).write_text('["-DOTHER=ON"]')
     assert not llamacpp_build.finished()
     (where / llamacpp_build.STAMP).write_text(json.dumps(llamacpp_build.flags(False)))
+    assert not llamacpp_build.finished()  # compiled, but its kernels have not run on this host since it booted
+    chosen = llamacpp_build.plan()
+    kernels.record(chosen.base, chosen.key, {"result": "ok", "summary": "ran (a recorded verdict, no kernel run)"})
     assert llamacpp_build.finished()
     assert llamacpp_build.env_for()["LLAMA_BENCH"] == str(bench.resolve())
+    # the record is this boot's: another boot (or another host sharing the cache) checks the build again
+    (kernels.records_file(chosen.base).parent / "other-boot.json").write_text("{}")
+    kernels.records_file(chosen.base).write_text("not json")  # damaged: counts as none, never as a verdict
+    assert not llamacpp_build.finished()
 
 
 def test_the_vllm_environment_is_keyed_by_requirements_and_python(

@@ -63,21 +63,45 @@ def test_the_llama_cpp_build_enables_only_what_ran_and_keys_on_it(monkeypatch: p
     assert llamacpp_build.backend_dir() != amx_off  # another decision, another build: never one for the other
 
 
-def test_libraries_are_kept_off_amx_only_where_it_is_advertised_and_faulty() -> None:
+def test_libraries_are_kept_off_amx_wherever_it_is_advertised_and_unproven() -> None:
     amx = frozenset({"avx512f", "amx_tile", "amx_int8", "amx_bf16"})
     ran = {f.option: "yes" for f in cpu_isa.FEATURES}
     faulted = ran | {"AMX_TILE": "faulted (SIGILL)", "AMX_INT8": "off: needs AMX_TILE"}
     guard = {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16", "OPENBLAS_CORETYPE": "SKYLAKEX"}
     assert cpu_isa.runtime_env(faulted, amx) == guard
-    assert cpu_isa.runtime_env(ran, amx) == {}  # AMX runs: nothing to keep it from
+    assert cpu_isa.runtime_env(faulted, amx, amx_proven=True) == guard  # a fault of the probe's is never overruled
+    # the probe ran `tilezero`, but only a real kernel run proves AMX (issue 54): unproven, it is kept off
+    assert cpu_isa.runtime_env(ran, amx) == guard
+    assert cpu_isa.runtime_env(ran, amx, amx_proven=True) == {}
     assert cpu_isa.runtime_env(faulted, frozenset({"avx512f"})) == {}  # not advertised: no library would pick it
     not_built = ran | {"AMX_TILE": "not compiled: unknown flag"}
-    assert cpu_isa.runtime_env(not_built, amx) == {}  # an old compiler says nothing of the CPU
+    assert cpu_isa.runtime_env(not_built, amx, amx_proven=True) == {}  # an old compiler says nothing of the CPU
+    avx512 = frozenset(f for o in ("AVX2", "AVX512") for f in cpu_isa.BY_OPTION[o].cpuinfo)
+    no_avx512 = ran | {"AVX512": "faulted (SIGILL)"}
+    assert cpu_isa.runtime_env(no_avx512, avx512) == {
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "OPENBLAS_CORETYPE": "HASWELL",
+        "ATEN_CPU_CAPABILITY": "avx2",
+    }
+    assert cpu_isa.runtime_env(ran, avx512) == {}  # runs what it advertises, no AMX: nothing in doubt
+
+
+def test_a_proof_of_amx_holds_for_this_boot_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIRFIGHT_CACHE", str(tmp_path))
+    monkeypatch.setattr(cpu_isa, "_boot_id", lambda: "boot-1")
+    assert cpu_isa.proven("AMX") is None
+    cpu_isa.prove("AMX", "llama.cpp's AMX kernels ran q8_0 (a recorded proof, no kernel run)")
+    assert cpu_isa.proven("AMX") == "llama.cpp's AMX kernels ran q8_0 (a recorded proof, no kernel run)"
+    monkeypatch.setattr(cpu_isa, "_boot_id", lambda: "boot-2")  # rebooted, or another host sharing the cache
+    assert cpu_isa.proven("AMX") is None
+    monkeypatch.setattr(cpu_isa, "_boot_id", lambda: "boot-1")
+    cpu_isa._proofs_file().write_text("[1, 2]")  # damaged: no proof
+    assert cpu_isa.proven("AMX") is None
 
 
 def test_the_bench_hands_cpu_runners_the_guard(monkeypatch: pytest.MonkeyPatch) -> None:
     guard = {"ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "HASWELL"}
-    monkeypatch.setattr(cpu_isa, "runtime_env", lambda verdicts: guard)
+    monkeypatch.setattr(cpu_isa, "runtime_env", lambda verdicts, amx_proven=False: guard)
     monkeypatch.setattr(cpu_isa, "probe", lambda compiler=None: {})
     variant = spec.load_suite("cpu-smoke").variants["ddp-amp-stock"]
     assert bench.runner_env("cpu", variant).items() >= guard.items()
@@ -85,3 +109,46 @@ def test_the_bench_hands_cpu_runners_the_guard(monkeypatch: pytest.MonkeyPatch) 
     from runners import provenance  # and a record shows them: they change which kernels ran
 
     assert provenance.environment(guard) == guard
+
+
+def test_sets_are_dropped_newest_first_with_everything_that_needs_them() -> None:
+    every = [f.option for f in cpu_isa.FEATURES]
+    assert sorted(o for _, options in cpu_isa.GROUPS for o in options) == sorted(every)  # each option in one set
+    assert cpu_isa.newest_group(every) == "AMX" and cpu_isa.newest_group([]) is None
+    assert cpu_isa.without(every, "AMX") == [o for o in every if not o.startswith("AMX")]
+    no_avx512 = cpu_isa.without(every, "AVX-512")  # the extensions and AMX need it: they go with it
+    assert no_avx512 == ["SSE42", "F16C", "FMA", "BMI2", "AVX", "AVX2", "AVX_VNNI"]
+    assert cpu_isa.newest_group(no_avx512) == "AVX-VNNI"
+    assert cpu_isa.without(every, "AVX2") == ["SSE42", "AVX"]
+
+
+@x86
+def test_a_build_whose_kernels_faulted_is_followed_by_one_without_the_newest_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ladder `plan` walks on this boot's record of checks. The verdicts here are written by the test, not by a
+    kernel run (the real fault, a build for a set this host lacks, is tests/runners/engines/test_llamacpp.py's)."""
+    from runners.engines.llamacpp import kernels
+
+    monkeypatch.setenv("FAIRFIGHT_CACHE", str(tmp_path))
+    monkeypatch.setattr(cpu_isa, "probe", lambda compiler=None: {f.option: "yes" for f in cpu_isa.FEATURES})
+    first = llamacpp_build.plan()
+    assert first.checked is None and first.refuted == () and "AMX_INT8" in first.on
+    kernels.record(first.base, first.key, {"result": "faulted", "summary": "faulted (SIGILL) on q8_0"})
+    second = llamacpp_build.plan()
+    assert second.on == tuple(o for o in first.on if not o.startswith("AMX"))
+    assert second.refuted == (("AMX", "faulted (SIGILL) on q8_0"),) and second.where != first.where
+    assert "-DGGML_AMX_INT8=OFF" in second.flags and "-DGGML_AVX512_BF16=ON" in second.flags
+    # the refusal is in the key: not the folder of a build the probe alone left without AMX
+    monkeypatch.setattr(cpu_isa, "probe", lambda compiler=None: {o: "yes" for o in second.on})
+    assert llamacpp_build.plan().where != second.where
+    monkeypatch.setattr(cpu_isa, "probe", lambda compiler=None: {f.option: "yes" for f in cpu_isa.FEATURES})
+    kernels.record(second.base, second.key, {"result": "ok", "summary": "ran f16, q8_0, q4_k_m with 1 and 2 threads"})
+    assert llamacpp_build.plan() == dataclasses.replace(second, checked=kernels.records(second.base)[second.key])
+    for _ in range(len(cpu_isa.GROUPS)):  # every build faults: down to the baseline, then a refusal in words
+        now = llamacpp_build.plan()
+        kernels.record(now.base, now.key, {"result": "faulted", "summary": f"faulted (SIGILL) with {len(now.on)} sets"})
+        if not now.on:
+            break
+    with pytest.raises(llamacpp_build.BuildError, match="fault on this host even with no optional instruction set"):
+        llamacpp_build.plan()

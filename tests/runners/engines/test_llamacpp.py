@@ -14,6 +14,8 @@ import pytest
 
 from generator import load
 from runners import cache, cpu_isa, layout, llama_files, llama_quant, metrics, spec
+from runners.engines.llamacpp import build as llamacpp_build
+from runners.engines.llamacpp import kernels
 from runners.engines.llamacpp import runner as llamacpp_runner
 from tests.conftest import run_module
 
@@ -161,6 +163,82 @@ def test_a_quantized_decode_exits_cleanly(weights: str, model_cache: Path, llama
         f"decoding a {weights} file with llama.cpp's CPU build ended with {how}; the build's flags: {flags}\n"
         f"{done.stderr[-3000:]}"
     )
+
+
+@pytest.mark.engine
+def test_the_builds_instruction_sets_hold_in_a_real_decode(llama_build: dict[str, str], tmp_path: Path) -> None:
+    """The build every llama.cpp test uses was judged on this boot by its own kernels, and they run again now: the
+    built llama-bench, in a child process, on tiny F16, Q8_0 and Q4_K_M files with one thread and several. A decision
+    that keeps a set the kernels fault on is a red test naming the sets, not a crashed fixture (issue 54: on a Xeon VM
+    the probe ran `tilezero`, and llama.cpp's AMX kernel died with SIGILL at `tilezero`)."""
+    where = Path(llama_build["LLAMA_BENCH"]).parents[2]
+    chosen = llamacpp_build.plan()
+    assert chosen.where == where and chosen.checked is not None and chosen.checked["result"] == "ok"
+    decision = json.loads((where / llamacpp_build.ISA_FILE).read_text())
+    assert decision["enabled"] == list(chosen.on) and decision["kernel_check"]["boot"] == kernels.boot()
+    again = kernels.check(where / "build" / "bin", tmp_path)
+    sets = " ".join(chosen.on) or "no optional set"
+    assert again["result"] == "ok", f"llama.cpp built for {sets} faulted in its own kernels: {again['summary']}"
+    assert [r["weights"] for r in again["runs"]] == list(kernels.WEIGHTS)
+    assert all(r["tests"] == len(kernels.threads()) * (len(kernels.PROMPTS) + 1) for r in again["runs"])
+    # where the build has AMX, the check ran ggml's AMX kernels (else it would have proved nothing of them)
+    assert any(r["amx"] for r in again["runs"]) == ("AMX_INT8" in chosen.on)
+    # each set the probe ran and the build leaves off was refuted by a fault of the kernels, newest first
+    on = llamacpp_build.candidates()
+    for refuted in decision["refuted_by_kernels"]:
+        assert refuted["set"] == cpu_isa.newest_group(on) and refuted["evidence"].startswith(("faulted", "hung"))
+        on = cpu_isa.without(on, refuted["set"])
+    assert on == list(chosen.on)
+
+
+def _unrunnable_set(verdicts: dict[str, str]) -> tuple[str, list[str]] | None:
+    """The newest set this CPU cannot run whose instructions ggml's kernels use without asking the kernel first (not
+    AMX: ggml asks Linux for the tile state and keeps off AMX where it is refused): its options, claimed with what
+    they need."""
+    for group, options in cpu_isa.GROUPS[1:]:
+        claimed: list[str] = []
+        for feature in cpu_isa.FEATURES:
+            runnable = feature.option in options and not verdicts[feature.option].startswith(("yes", "not compiled"))
+            if runnable and all(verdicts[n] == "yes" or n in claimed for n in feature.needs):
+                claimed.append(feature.option)
+        if any(verdicts[o].startswith("faulted") for o in claimed):
+            return group, claimed
+    return None
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_a_set_the_probe_vouches_for_but_the_kernels_fault_on_is_dropped(
+    llama_build: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real fault of llama.cpp's kernels on this CPU: the probe is made to vouch for the newest set this CPU cannot
+    run (as the Xeon VM's probe vouched for AMX), llama.cpp is built for it in a folder of the test's own, its kernels
+    die, and the build is made again without that set; that one decodes. Only the probe's answer is not real."""
+    truth = cpu_isa.probe()
+    found = _unrunnable_set(truth)
+    if not cpu_isa.is_x86() or found is None:
+        pytest.skip("this CPU runs every set whose kernels ggml uses unasked: no real fault to make")
+    group, claimed = found
+    monkeypatch.setattr(cpu_isa, "probe", lambda compiler=None: truth | {o: "yes" for o in claimed})
+    out = tmp_path / "llama"
+    src = llamacpp_build.cache_dir() / "src" / f"llama_cpp_python-{llamacpp_build.VERSION}"  # the fixture's source
+    old_choice = llamacpp_build.plan(out)
+    chosen = llamacpp_build.make(out, sdist=src)
+    seen = kernels.records(out)
+    assert seen[old_choice.key]["result"] == "faulted", seen  # the probe's choice: its kernels died on this CPU
+    assert any(r["verdict"].startswith("faulted (SIG") for r in seen[old_choice.key]["runs"])
+    assert [g for g, _ in chosen.refuted] == [group] and set(chosen.on) == set(cpu_isa.enabled(truth))
+    assert seen[chosen.key]["result"] == "ok" and chosen.checked == seen[chosen.key]
+    decision = json.loads((chosen.where / llamacpp_build.ISA_FILE).read_text())
+    assert [r["set"] for r in decision["refuted_by_kernels"]] == [group]
+    env = llamacpp_build.env_for(out)
+    assert json.loads((chosen.where / llamacpp_build.STAMP).read_text()) == chosen.flags
+    path, _ = llama_quant.gguf_file(TINY, ENTRY.seed, "q8_0", tmp_path / "models")
+    done = _decode(path, env)  # the test's decode, through the Python bindings, with the build kept
+    assert done.returncode == 0 and "decoded" in done.stdout, done.stderr[-2000:]
+    recorded = llamacpp_build.build_provenance(env["LLAMA_CPP_LIB_PATH"])
+    assert recorded["llama.cpp isa check"].startswith("ok on this boot: ran f16, q8_0, q4_k_m")
+    assert recorded["llama.cpp isa refuted"].startswith(f"{group} (faulted (SIG")
 
 
 @pytest.fixture(scope="session")
