@@ -341,13 +341,13 @@ def _compile(src: Path, chosen: Plan, jobs: int | None) -> None:
     (where / STAMP).write_text(json.dumps(chosen.flags))
 
 
-def _judge(chosen: Plan) -> dict[str, Any]:
+def _judge(chosen: Plan, src: Path) -> dict[str, Any]:
     """Run the build's own kernels (`kernels.check`), keep the verdict in this boot's record of checks, and write
     the decision with its evidence beside the build (`isa.json`): the probe's verdicts, this check, and the sets
     dropped on the way here."""
     sets = " ".join(chosen.on) or "no optional set"
     print(f"checking llama.cpp's kernels on this host ({sets}): seconds", file=sys.stderr, flush=True)
-    result = kernels.check(chosen.where / "build" / "bin", chosen.base / "isa-check-models", chosen.cuda)
+    result = kernels.check(chosen.where / "build" / "bin", chosen.base / "isa-check-models", chosen.cuda, src)
     kernels.record(chosen.base, chosen.key, result)
     if result["result"] == "ok" and any(r.get("amx") for r in result["runs"]):  # torch and OpenBLAS may use AMX too
         cpu_isa.prove("AMX", f"llama.cpp's AMX kernels {result['summary']} ({chosen.where.name})")
@@ -380,7 +380,8 @@ def make(out: Path | None = None, sdist: Path | None = None, cuda: bool = False,
                 _compile(src, chosen, jobs)
             else:
                 print(f"llama.cpp already built in {chosen.where / 'build'} (same inputs): reusing it", file=sys.stderr)
-            if (fresh or chosen.checked is None) and _judge(chosen)["result"] != "ok":  # a new build is judged anew
+            # a new build is judged anew, a kept one once per boot
+            if (fresh or chosen.checked is None) and _judge(chosen, src)["result"] != "ok":
                 continue
             break
         else:  # unreachable: `plan` raises once no optional set is left to drop

@@ -5,7 +5,8 @@ that advertised AMX, the probe's `tilezero` ran and answered right, yet llama.cp
 SIGILL at `tilezero` on the first decode of every Q8_0 and Q4_K_M file (issue 54). ggml loads the tile configuration
 once per thread and keeps it across calls (amx/mmq.cpp `ggml_tile_config_init`); the probe loads it just before its
 one instruction. Why the kernel faults there is not known; that the proxy does not predict it is. So a build is
-judged by what it will run: `check` runs the build's own llama-bench, in a child process, on tiny F16, Q8_0 and
+judged by what it will run: `check` runs the build's own llama-bench (the cross-check's tool) and, for a CPU build,
+a decode through llama-cpp-python's bindings (the runner's way in), each in a child process, on tiny F16, Q8_0 and
 Q4_K_M files (the quantized ones are what ggml's AMX kernels serve), at prompt sizes that take each matmul path
 (one row while generating, a few rows, more than one tile of rows), with one thread and several, several
 repetitions each. The build passes only where every run ends cleanly with its results.
@@ -79,6 +80,55 @@ def _command(bench: Path, model: Path, cuda: bool) -> list[str]:
     return cmd + (["-dev", "none", "-nopo", "1"] if cuda else [])
 
 
+DECODE = """
+import sys
+import llama_cpp  # first: on the H200 image, numpy imported before llama_cpp segfaults at the model's load
+path, threads, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+llama_cpp.llama_backend_init()
+model_params = llama_cpp.llama_model_default_params()
+model_params.n_gpu_layers = 0
+model = llama_cpp.llama_model_load_from_file(path.encode(), model_params)
+assert model, "the model did not load"
+params = llama_cpp.llama_context_default_params()
+params.n_ctx, params.n_batch, params.n_ubatch = 256, 64, 64
+params.n_threads, params.n_threads_batch = threads, threads
+for _ in range(rounds):
+    ctx = llama_cpp.llama_init_from_model(model, params)
+    for n in (8, 64, 1, 1, 1):  # a few rows, more than one tile of rows, then one token at a time
+        array = (llama_cpp.llama_token * n)(*[(7 * i) % 500 + 1 for i in range(n)])
+        assert llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(array, n)) == 0, "decode failed"
+    logits = llama_cpp.llama_get_logits_ith(ctx, -1)
+    assert all(logits[i] == logits[i] for i in range(16)), "NaN logits"
+    llama_cpp.llama_free(ctx)
+print("decoded")
+"""
+"""The runner's way into the library: llama-cpp-python's ctypes bindings, taken from the sdist's source."""
+
+
+def run_bindings(bindings: Path, bin_dir: Path, weights: str, model: Path) -> dict[str, Any]:
+    """One file decoded through the bindings, with one thread and with several, `REPETITIONS` contexts each."""
+    path = os.pathsep.join(p for p in (str(bindings), os.environ.get("PYTHONPATH", "")) if p)
+    env = os.environ | {"LLAMA_CPP_LIB_PATH": str(bin_dir), "PYTHONPATH": path}
+    evidence: dict[str, Any] = {"weights": weights, "command": f"llama_cpp decode of {model.name}", "tests": 0}
+    began = time.monotonic()
+    for n in threads():
+        cmd = [sys.executable, "-c", DECODE, str(model), str(n), str(REPETITIONS)]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
+        except subprocess.TimeoutExpired:
+            return evidence | {"verdict": f"hung ({TIMEOUT_S} s)"}
+        evidence["amx"] = evidence.get("amx", False) or "AMX model buffer" in done.stderr
+        if done.returncode < 0 and signal.Signals(-done.returncode) in FAULTS:
+            return evidence | {"verdict": f"faulted ({signal.Signals(-done.returncode).name})"}
+        if done.returncode != 0 or "decoded" not in done.stdout:
+            raise CheckError(
+                f"decoding the tiny {weights} file through llama-cpp-python ({n} threads) ended with exit "
+                f"{done.returncode}, which says nothing of the CPU's instruction sets:\n{done.stderr[-3000:]}"
+            )
+        evidence["tests"] += REPETITIONS
+    return evidence | {"verdict": "ran", "seconds": round(time.monotonic() - began, 2)}
+
+
 def _expected_tests() -> int:
     return len(threads()) * (len(PROMPTS) + 1)
 
@@ -112,11 +162,14 @@ def run_one(bench: Path, weights: str, model: Path, cuda: bool = False) -> dict[
     return evidence | {"verdict": "ran", "tests": len(results)}
 
 
-def check(bin_dir: Path, model_folder: Path, cuda: bool = False) -> dict[str, Any]:
-    """Run every file through the build under `bin_dir` (its `build/bin`): the record a host keeps of one build's
-    kernels, "ok" only where every file ran."""
+def check(bin_dir: Path, model_folder: Path, cuda: bool = False, bindings: Path | None = None) -> dict[str, Any]:
+    """Run every file through the build under `bin_dir` (its `build/bin`): llama-bench, and for a CPU build with
+    `bindings` (the sdist's source, holding `llama_cpp/`) the runner's decode too. The record a host keeps of one
+    build's kernels, "ok" only where every file ran both ways."""
     files = models(model_folder, bin_dir)
     runs = [run_one(bin_dir / "llama-bench", w, files[w], cuda) for w in WEIGHTS]
+    if bindings is not None and not cuda:  # a CUDA build's bindings would reach for the GPU: llama-bench's -dev none
+        runs += [run_bindings(bindings, bin_dir, w, files[w]) for w in WEIGHTS]
     faulted = [r for r in runs if r["verdict"] != "ran"]
     return {
         "check_version": CHECK_VERSION,
@@ -137,7 +190,9 @@ def summary(runs: list[dict[str, Any]]) -> str:
         return "; ".join(f"{r['verdict']} on {r['weights']}" for r in faulted)
     one, several = threads()
     amx = " (AMX kernels ran)" if any(r.get("amx") for r in runs) else ""
-    return f"ran {', '.join(r['weights'] for r in runs)} with {one} and {several} threads{amx}"
+    files = ", ".join(dict.fromkeys(r["weights"] for r in runs))
+    ways = "llama-bench and the bindings" if any(r["command"].startswith("llama_cpp") for r in runs) else "llama-bench"
+    return f"ran {files} with {one} and {several} threads through {ways}{amx}"
 
 
 def boot() -> str:

@@ -176,11 +176,13 @@ def test_the_builds_instruction_sets_hold_in_a_real_decode(llama_build: dict[str
     assert chosen.where == where and chosen.checked is not None and chosen.checked["result"] == "ok"
     decision = json.loads((where / llamacpp_build.ISA_FILE).read_text())
     assert decision["enabled"] == list(chosen.on) and decision["kernel_check"]["boot"] == kernels.boot()
-    again = kernels.check(where / "build" / "bin", tmp_path)
+    src = llamacpp_build.cache_dir() / "src" / f"llama_cpp_python-{llamacpp_build.VERSION}"  # the build's source
+    again = kernels.check(where / "build" / "bin", tmp_path, bindings=src)
     sets = " ".join(chosen.on) or "no optional set"
     assert again["result"] == "ok", f"llama.cpp built for {sets} faulted in its own kernels: {again['summary']}"
-    assert [r["weights"] for r in again["runs"]] == list(kernels.WEIGHTS)
-    assert all(r["tests"] == len(kernels.threads()) * (len(kernels.PROMPTS) + 1) for r in again["runs"])
+    assert [r["weights"] for r in again["runs"]] == list(kernels.WEIGHTS) * 2  # llama-bench, then the bindings
+    tests = len(kernels.threads()) * (len(kernels.PROMPTS) + 1)
+    assert [r["tests"] for r in again["runs"]] == [tests] * 3 + [len(kernels.threads()) * kernels.REPETITIONS] * 3
     # where the build has AMX, the check ran ggml's AMX kernels (else it would have proved nothing of them)
     assert any(r["amx"] for r in again["runs"]) == ("AMX_INT8" in chosen.on)
     # each set the probe ran and the build leaves off was refuted by a fault of the kernels, newest first
@@ -237,7 +239,8 @@ def test_a_set_the_probe_vouches_for_but_the_kernels_fault_on_is_dropped(
     done = _decode(path, env)  # the test's decode, through the Python bindings, with the build kept
     assert done.returncode == 0 and "decoded" in done.stdout, done.stderr[-2000:]
     recorded = llamacpp_build.build_provenance(env["LLAMA_CPP_LIB_PATH"])
-    assert recorded["llama.cpp isa check"].startswith("ok on this boot: ran f16, q8_0, q4_k_m")
+    assert recorded["llama.cpp isa check"].startswith("ok on this boot: ran f16, q8_0, q4_k_m with 1 and ")
+    assert "through llama-bench and the bindings" in recorded["llama.cpp isa check"]
     assert recorded["llama.cpp isa refuted"].startswith(f"{group} (faulted (SIG")
 
 
