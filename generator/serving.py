@@ -332,10 +332,15 @@ def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+POINT_KEYS = ("suite", "model_name", "weights_label", "accelerator", "accelerator_count", "concurrency")
+"""One served point of a model's latency view: its weights (`weights.label`: FP8 and AWQ are two points, never two
+runs of one), hardware, tensor-parallel size and concurrency."""
+
+
 def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
-    """Per suite, model, tensor-parallel size and concurrency: the served points' output tokens/s per GPU and median
-    TPOT, ITL and TTFT (the medians over the point's finished, measured runs) with the range of its runs (the
-    interval from repeats), for the latency-against-throughput view of one model."""
+    """Per suite, model, weights, tensor-parallel size and concurrency (`POINT_KEYS`): the served points' output
+    tokens/s per GPU and median TPOT, ITL and TTFT (the medians over the point's finished, measured runs) with the
+    range of its runs (the interval from repeats), for the latency-against-throughput view of one model."""
     served = tests.filter(
         (pl.col("kind") == "serve")
         & (pl.col("origin") == "measured")
@@ -345,7 +350,7 @@ def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
         & pl.col("concurrency").is_not_null()
     ).with_columns(per_gpu=pl.col("output_tokens_per_s") / pl.col("accelerator_count"))
     return (
-        served.group_by("suite", "model_name", "accelerator", "accelerator_count", "concurrency")
+        served.group_by(*POINT_KEYS)
         .agg(
             runs=pl.len(),
             per_gpu=pl.col("per_gpu").median(),
@@ -358,5 +363,5 @@ def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
             ttft_ms=pl.col("median_ttft_ms").median(),
             run_ids=pl.col("run_id").sort(),
         )
-        .sort("suite", "model_name", "accelerator_count", "concurrency")
+        .sort("suite", "model_name", "weights_label", "accelerator_count", "concurrency")
     )
