@@ -12,6 +12,7 @@ reason. Every formula is in `runners.metrics`.
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
 import polars as pl
@@ -98,7 +99,8 @@ def measured_runs(summary: pl.DataFrame) -> pl.DataFrame:
         & pl.col("status").is_in(["ok", "timeout"])
         & pl.col("steps_per_s_lo").is_not_null()
         & pl.col("unverified").is_null()
-        & (pl.col("loss_parity_ok") != False)  # noqa: E712 (null: no baseline to depart from)
+        # null: no baseline to depart from, kept (`!= False` would drop it: a comparison with null is null in polars)
+        & pl.col("loss_parity_ok").ne_missing(False)
     )
 
 
@@ -180,6 +182,21 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
             tokens_per_s_hi=pl.col("steps_per_s_hi") * pl.col("tokens_per_step"),
         )
     )
+
+
+def unranked_figure(
+    figures: list[float | None], lows: list[float | None], highs: list[float | None]
+) -> tuple[float | None, float | None, float | None]:
+    """A configuration none of whose runs ranks, as a board's data gives it: the median of its runs' figures and the
+    span of their own intervals and figures (`metrics.repeat_interval` without a pooled spread); none where one run
+    without an interval of its own has nothing to span (never its figure twice: `metrics.with_width`)."""
+    values = [x for x in figures if x is not None]
+    median = statistics.median(values) if values else None
+    own = [(lo, hi) for lo, hi in zip(lows, highs, strict=True) if lo is not None and hi is not None]
+    if not values or (len(values) < 2 and not own):
+        return median, None, None
+    lo, hi = metrics.with_width(*metrics.repeat_interval(values, own, None))
+    return median, lo, hi
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:

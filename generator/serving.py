@@ -349,7 +349,7 @@ def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
         & pl.col("output_tokens_per_s").is_not_null()
         & pl.col("concurrency").is_not_null()
     ).with_columns(per_gpu=pl.col("output_tokens_per_s") / pl.col("accelerator_count"))
-    return (
+    points = (
         served.group_by(*POINT_KEYS)
         .agg(
             runs=pl.len(),
@@ -364,4 +364,10 @@ def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
             run_ids=pl.col("run_id").sort(),
         )
         .sort("suite", "model_name", "weights_label", "accelerator_count", "concurrency")
+    )
+    # a range over runs has a width only where they differ: one run's is none, never lo = hi (`metrics.with_width`)
+    return points.with_columns(
+        pl.when(pl.col(f"{c}_lo") < pl.col(f"{c}_hi")).then(pl.col(f"{c}_{end}")).alias(f"{c}_{end}")
+        for c in ("per_gpu", "tpot")
+        for end in ("lo", "hi")
     )

@@ -227,6 +227,15 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> Interval:
     return Interval(median, xs[j - 1], xs[n - j], n, 1 - 2 * tail)
 
 
+def with_width(lo: float | None, hi: float | None) -> tuple[float | None, float | None]:
+    """An interval as published: (lo, hi) where it has a width, else (None, None). An interval of zero width (one
+    repetition's order statistics, the range of one run) says nothing of how far the figure could move, and read as
+    a bound it claims a certainty no measurement gave: a figure without an interval shows none."""
+    if lo is None or hi is None or not lo < hi:
+        return None, None
+    return lo, hi
+
+
 def _log_comb(n: int, k: int) -> float:
     """log C(n, k), finite for any n (math.comb's integer grows to n bits)."""
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)

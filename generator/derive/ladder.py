@@ -166,7 +166,7 @@ def rows(
         elif spread is None and len(figures) == 1 and not repetitions:
             out.append((None, None, "one run, one measurement: no interval (no repeats of its kind on its hardware)"))
         else:
-            lo, hi = metrics.repeat_interval(figures, own, spread)
+            lo, hi = metrics.with_width(*metrics.repeat_interval(figures, own, spread))
             hardware = f"{key[2]} × {key[1]}" + (f", {key[0]} tests" if key[0] else "")
             text = configurations.basis(len(figures), spread, hardware)
             out.append((lo, hi, text if repetitions or len(figures) > 1 else text + "; one measurement a run"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -310,7 +309,7 @@ _UNRANKED_READS = ("started_at", "run_id", "settings_hash", "status", "unranked"
                    "accelerator_count", "accelerator")  # fmt: skip
 """The columns `board_rows` reads of a board's ranked rows and of its unranked runs, besides the figure's."""
 
-BOARD_JSON = output_cache.Kind("board-json", [__file__, commits.__file__])
+BOARD_JSON = output_cache.Kind("board-json", [__file__, commits.__file__, configurations.__file__, metrics.__file__])
 """A board's JSON (`board_rows`), kept by the rows it is made from."""
 
 
@@ -353,9 +352,9 @@ def board_rows(
             rows[settings_hash]["unranked_runs"] = entries
             continue
         latest = runs[-1]
-        values = sorted(r[value] for r in runs if r[value] is not None)
-        lows = [x for r in runs for x in (r[lo], r[value]) if x is not None]
-        highs = [x for r in runs for x in (r[hi], r[value]) if x is not None]
+        median, low, high = configurations.unranked_figure(
+            [r[value] for r in runs], [r[lo] for r in runs], [r[hi] for r in runs]
+        )
         rows[settings_hash] = {
             "rank": None,
             "variant": latest["variant"],
@@ -363,9 +362,9 @@ def board_rows(
             "status": latest["status"],
             "verified": False,
             "reason": latest["unranked"],
-            "value": statistics.median(values) if values else None,
-            "interval_low": min(lows) if lows else None,
-            "interval_high": max(highs) if highs else None,
+            "value": median,
+            "interval_low": low,
+            "interval_high": high,
             "unit": unit,
             "runs": [r["run_id"] for r in runs],
             "harness_commits": commits.distinct(r["harness_commit"] for r in runs),
