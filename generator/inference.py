@@ -7,7 +7,6 @@ Every formula comes from `runners.metrics`; this module only groups, joins and o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 
 import polars as pl
 
@@ -108,7 +107,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def board(
-    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
+    tests: pl.DataFrame, spreads: ladder.Spreads | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One inference test's ranked configurations and unranked runs (`ladder.board`): the median tokens/s over
     repetitions with its 95% interval, checked against the engine's own tool's tokens/s (a tg test's figure is also
@@ -129,7 +128,7 @@ def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     return ladder.aa_spreads(ranked_runs(tests))
 
 
-def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
+def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, str, int], metrics.PooledSpread]:
     """The between-run spreads of inference tests (`ladder.pooled_spreads` over the runs that rank), by kind
     (pp, tg), hardware and device count."""
     return ladder.pooled_spreads(ranked_runs(tests))

@@ -207,7 +207,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
 
 
 def board(
-    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
+    tests: pl.DataFrame, spreads: ladder.Spreads | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One serving test's ranked configurations and unranked runs (`ladder.board`) by output tokens/s: offline,
     the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
@@ -232,7 +232,7 @@ def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     return ladder.aa_spreads(ranked_runs(tests))
 
 
-def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
+def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, str, int], metrics.PooledSpread]:
     """The between-run spreads of serving tests (`ladder.pooled_spreads` over the runs that rank), by kind
     (offline, served), hardware and device count: a served point's row, one measurement, gets its interval from
     them."""

@@ -277,13 +277,19 @@ def window_rates(step_times_s: Sequence[float], window_steps: int) -> list[float
     return rates
 
 
-def ranks_with_ties(intervals: Sequence[tuple[float, float]]) -> list[int]:
+def ranks_with_ties(intervals: Sequence[tuple[float | None, float | None]]) -> list[int | None]:
     """Rank (1 = best, higher is better) where overlapping intervals tie.
 
     An entry's rank is one plus the number of entries whose interval lies wholly above its own: two entries share
-    a rank unless one is better beyond doubt, so a reader never sees an order the data cannot support.
+    a rank unless one is better beyond doubt, so a reader never sees an order the data cannot support. An entry
+    without an interval (a None end) has no rank and lies wholly above none: it could overlap any entry, so it
+    never ranks above one, and none ranks below it.
     """
-    return [1 + sum(1 for lo_j, _ in intervals if lo_j > hi_i) for _, hi_i in intervals]
+    known = [(lo, hi) for lo, hi in intervals if lo is not None and hi is not None]
+    return [
+        None if lo_i is None or hi_i is None else 1 + sum(1 for lo_j, _ in known if lo_j > hi_i)
+        for lo_i, hi_i in intervals
+    ]
 
 
 # --- calibration --------------------------------------------------------------------------------------------

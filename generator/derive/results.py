@@ -120,7 +120,7 @@ class Results:
     """A/A repeats of inference and serving tests, of the runs that rank (`ladder.repeats`)."""
     training_spreads: dict[str, configurations.Spreads]
     """Per reading of steps/s (`verdict.READINGS`), the pooled between-run spreads (`configurations.pooled_spreads`)."""
-    test_spreads: dict[tuple[str, str, int], metrics.PooledSpread]
+    test_spreads: dict[tuple[str, str, str, int], metrics.PooledSpread]
     """The pooled between-run spreads of inference and serving tests."""
     kind_floors: dict[tuple[str, str, int, bool], float]
     """(kind, accelerator, count, shared host) -> the largest A/A spread of that kind on that hardware: the floor a
@@ -234,7 +234,7 @@ def _boards(
     summary: pl.DataFrame,
     tests: pl.DataFrame,
     served: pl.DataFrame,
-    test_spreads: dict[tuple[str, str, int], metrics.PooledSpread],
+    test_spreads: dict[tuple[str, str, str, int], metrics.PooledSpread],
     repeats: pl.DataFrame,
     scaling: pl.DataFrame,
     window_losses: pl.DataFrame,
@@ -342,7 +342,7 @@ def _training_board(
 
 
 def _inference_board(
-    tests: pl.DataFrame, spreads: dict[tuple[str, str, int], metrics.PooledSpread], common: dict[str, Any]
+    tests: pl.DataFrame, spreads: dict[tuple[str, str, str, int], metrics.PooledSpread], common: dict[str, Any]
 ) -> Board:
     ranked, unranked = inference.board(tests, spreads)
     current = tests.filter(pl.col("retracted_by").is_null())
@@ -366,7 +366,7 @@ def _inference_board(
         imported=imported,
         drawn=drawn,
         not_drawn=drawable.height - drawn.height,
-        best=ranked.row(0, named=True) if ranked.height else None,
+        best=_best_ranked(ranked),
     )
 
 
@@ -374,7 +374,7 @@ def _serving_board(
     tests: pl.DataFrame,
     inference_tests: pl.DataFrame,
     tp: pl.DataFrame,
-    spreads: dict[tuple[str, str, int], metrics.PooledSpread],
+    spreads: dict[tuple[str, str, str, int], metrics.PooledSpread],
     common: dict[str, Any],
 ) -> Board:
     from generator import columns
@@ -409,8 +409,15 @@ def _serving_board(
         scaling=tp,
         decoding=measured.filter(pl.col("status") == "ok").sort("started_at", "run_id"),
         beside=beside if one_in_flight else beside.clear(),
-        best=ranked.row(0, named=True) if ranked.height else None,
+        best=_best_ranked(ranked),
     )
+
+
+def _best_ranked(ranked: pl.DataFrame) -> dict[str, Any] | None:
+    """A test board's best row: its fastest row that ranks (`ladder.rank`: a row without an interval has no rank and
+    is never a board's best); None where none does."""
+    with_rank = ranked.filter(pl.col("rank").is_not_null())
+    return with_rank.row(0, named=True) if with_rank.height else None
 
 
 def hardware_of_boards(summary: pl.DataFrame) -> dict[tuple[str, str], str]:

@@ -330,7 +330,8 @@ def board_rows(
             "settings_hash": r["settings_hash"],
             "status": r["status"],
             "verified": True,
-            "reason": None,
+            # a verified row without a rank says why: it has no interval (unreplicated, or one measurement)
+            "reason": None if r["rank"] is not None else r.get("interval_basis"),
             "value": r[value],
             "interval_low": r[lo],
             "interval_high": r[hi],

@@ -226,8 +226,11 @@ def test_every_published_board_keeps_the_rank_rules() -> None:
                 figures = [run_values[i] for i in r["runs"] if run_values.get(i) is not None]
                 if len(r["runs"]) >= 2 and figures:
                     assert r["interval_low"] <= min(figures) and r["interval_high"] >= max(figures), (name, r)
+            elif r["verified"]:  # verified, without an interval: no rank, and the row says why (issue 55)
+                assert r["interval_low"] is None and r["interval_high"] is None, (name, r)
+                assert r["reason"].startswith(("unreplicated", "one run, one measurement")), (name, r)
             else:
-                assert not r["verified"] and r["reason"], (name, r)
+                assert r["reason"], (name, r)
             for run in r["runs"]:
                 assert seen.setdefault(run, r["rank"]) == r["rank"], (name, run)
 
@@ -329,8 +332,8 @@ def test_a_one_run_row_gets_the_spread_pooled_over_its_kind_on_its_hardware() ->
     frame = pl.DataFrame([*repeated, single, other])
     spreads = inference.pooled_spreads(frame)
     sd = math.log(110 / 100) / math.sqrt(2)  # two runs: the sd of their logs, 1 degree of freedom
-    assert set(spreads) == {("tg", "NVIDIA H200", 1)}
-    assert spreads[("tg", "NVIDIA H200", 1)] == metrics.PooledSpread(pytest.approx(sd), 1, 1)
+    assert set(spreads) == {("llamacpp", "tg", "NVIDIA H200", 1)}
+    assert spreads[("llamacpp", "tg", "NVIDIA H200", 1)] == metrics.PooledSpread(pytest.approx(sd), 1, 1)
     ranked, _ = inference.board(frame, spreads)
     row = ranked.filter(pl.col("run_ids").list.first() == "r3").row(0, named=True)
     half = 12.706204736 * sd  # t(0.975, 1)
@@ -340,8 +343,12 @@ def test_a_one_run_row_gets_the_spread_pooled_over_its_kind_on_its_hardware() ->
     centre, pair_half = math.log(100 * 110) / 2, half / math.sqrt(2)
     assert pair["lo"] == pytest.approx(math.exp(centre - pair_half)) and pair["lo"] < 99.0
     assert pair["hi"] == pytest.approx(math.exp(centre + pair_half)) and pair["hi"] > 110.0
+    # one run on hardware where its engine repeated nothing: unreplicated, no interval and no rank (issue 55)
     elsewhere = ranked.filter(pl.col("run_ids").list.first() == "r4").row(0, named=True)
-    assert (elsewhere["lo"], elsewhere["hi"]) == (49.5, 50.5) and "no repeats" in elsewhere["interval_basis"]
+    assert elsewhere["lo"] is None and elsewhere["hi"] is None and elsewhere["rank"] is None
+    assert elsewhere["interval_basis"].startswith("unreplicated") and "49.5 – 50.5 within the run" in elsewhere[
+        "interval_basis"
+    ]
 
     base = {"kind": "serve", "engine": "vllm", "variant": "vllm-tp1", "out_med": None, "out_lo": None, "out_hi": None}
     points = [
