@@ -85,8 +85,9 @@ def aggregated(name: str, tests: bool = False) -> pl.Expr:
     return _EXPRESSIONS[how](pl.col(name))
 
 
-Spreads = dict[tuple[str, int], metrics.PooledSpread]
-"""Per hardware model and device count, the between-run spread pooled over its groups of identical settings."""
+Spreads = dict[tuple[str, str, int], metrics.PooledSpread]
+"""Per engine, hardware model and device count, the between-run spread pooled over its groups of identical settings:
+an engine's own repeats, never another engine's (MLX and torch train on the same GPU and move differently)."""
 
 
 def measured_runs(summary: pl.DataFrame) -> pl.DataFrame:
@@ -104,21 +105,26 @@ def measured_runs(summary: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+SPREAD_KEYS = ("engine", "accelerator", "accelerator_count")
+"""What a training figure's between-run spread is estimated per (`Spreads`)."""
+
+
 def pooled_spreads(summary: pl.DataFrame, figure: str = "steps_per_s") -> Spreads:
-    """Per hardware model and device count, `metrics.pooled_log_sd` of `figure` over every group of identical
-    settings (`KEYS`) with two or more of its `measured_runs`: what widens a configuration's interval."""
+    """Per engine, hardware model and device count (`SPREAD_KEYS`), `metrics.pooled_log_sd` of `figure` over every
+    group of identical settings (`KEYS`) with two or more of its `measured_runs`: what widens a configuration's
+    interval."""
     groups = (
         measured_runs(summary)
         .filter(pl.col(figure).is_not_null())
-        .group_by("accelerator", "accelerator_count", *KEYS)
+        .group_by(*SPREAD_KEYS, *KEYS)
         .agg(pl.col(figure))
-        .sort("accelerator", "accelerator_count", *KEYS)
+        .sort(*SPREAD_KEYS, *KEYS)
     )
     out: Spreads = {}
-    for (acc, count), group in groups.group_by("accelerator", "accelerator_count", maintain_order=True):
+    for (engine, acc, count), group in groups.group_by(*SPREAD_KEYS, maintain_order=True):
         pooled = metrics.pooled_log_sd(group[figure].to_list())
         if pooled is not None:
-            out[(str(acc), int(count))] = pooled  # type: ignore[call-overload, unused-ignore]
+            out[(str(engine), str(acc), int(count))] = pooled  # type: ignore[call-overload, unused-ignore]
     return out
 
 
@@ -161,11 +167,11 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
     out = []
     for row in grouped.iter_rows(named=True):
         key: tuple[str, str, str] = (row["suite"], row["workload"], row["settings_hash"])
-        spread = spreads.get((row["accelerator"], row["accelerator_count"]))
+        spread = spreads.get((row["engine"], row["accelerator"], row["accelerator_count"]))
         extra = others.get(key, [])
         own = list(zip(row["steps_per_s_lo"], row["steps_per_s_hi"], strict=True)) + [(x, x) for x in extra]
         lo, hi = metrics.repeat_interval(row["figures"], own, spread)
-        hardware = f"{row['accelerator_count']} × {row['accelerator']}"
+        hardware = f"{row['accelerator_count']} × {row['accelerator']} by {row['engine']}"
         out.append((*key, lo, hi, basis(row["runs"], spread, hardware, len(extra))))
     intervals = pl.DataFrame(
         out,
@@ -244,7 +250,8 @@ RANK_RULE = (
     "One row per configuration (everything that ran: settings, environment, micro-batch, steps, devices, hardware, "
     "engine version); only finished, full-length, verified runs whose loss agrees with the baseline rank; a row's "
     "figure is the median of its runs' medians; its 95% interval is exp(mean ln ± t·s/√n) with the between-run spread "
-    "s pooled over every group of identical settings on its hardware, never narrower than its runs' own intervals "
+    "s pooled over every group of identical settings its engine ran on its hardware (never another engine's), never "
+    "narrower than its runs' own intervals "
     "and never excluding one of its runs; and a row's rank is one plus the number of rows "
     "whose interval lies wholly above its own (no row is ranked below one it overlaps; ranks can repeat and skip)."
 )

@@ -91,6 +91,7 @@ def _training(run: str, figure: float, parity: bool | None, settings: str = "h1"
         "run_id": run, "origin": "measured", "retracted_by": None, "status": "ok", "unverified": None,
         "steps_per_s": figure, "steps_per_s_lo": figure * 0.99, "loss_parity_ok": parity,
         "accelerator": "NVIDIA H200", "accelerator_count": 1, "suite": "s", "workload": "w", "settings_hash": settings,
+        "engine": "torch",
     }  # fmt: skip
 
 
@@ -109,7 +110,7 @@ def test_a_run_with_no_loss_parity_baseline_counts_in_the_pooled_spread() -> Non
     assert set(configurations.measured_runs(summary)["run_id"]) == {
         "passes-1", "passes-2", "no-baseline-1", "no-baseline-2"
     }  # fmt: skip
-    spread = configurations.pooled_spreads(summary)[("NVIDIA H200", 1)]
+    spread = configurations.pooled_spreads(summary)[("torch", "NVIDIA H200", 1)]
     assert spread.groups == 2 and spread.df == 2
     expected = math.sqrt(((math.log(10.1 / 10.0)) ** 2 + (math.log(22.0 / 20.0)) ** 2) / 2 / 2)
     assert spread.sd == pytest.approx(expected)

@@ -98,3 +98,38 @@ def test_ranks_with_ties_gives_no_rank_without_an_interval() -> None:
 
 def test_the_rank_rule_says_spreads_are_the_engines_own() -> None:
     assert "never another engine's" in ladder.RANK_RULE and "unreplicated" in ladder.RANK_RULE
+
+
+def _trained(run: str, engine: str, figure: float, settings: str, minute: int) -> dict:
+    from datetime import UTC, datetime, timedelta
+
+    return {
+        "run_id": run, "engine": engine, "variant": f"{engine}-v", "origin": "measured", "retracted_by": None,
+        "status": "ok", "unverified": None, "loss_parity_ok": True, "steps_per_s": figure,
+        "steps_per_s_lo": figure * 0.995, "steps_per_s_hi": figure * 1.005, "accelerator": "NVIDIA H200",
+        "accelerator_count": 1, "suite": "s", "workload": "w", "settings_hash": settings,
+        "settings": '{"v": "' + settings + '"}', "started_at": datetime(2026, 12, 1, tzinfo=UTC) + timedelta(minutes=minute),
+        "harness_commit": "c" * 40, "tokens_per_step": 1000.0,
+    }  # fmt: skip
+
+
+def test_a_training_row_never_uses_another_engines_spread() -> None:
+    """torch's repeats on one H200 make torch's spread; MLX's one run of a configuration on the same GPU, with no MLX
+    repeats there, is not widened by it (its interval is its own run's, and says no repeats were pooled)."""
+    from generator import configurations
+
+    summary = pl.DataFrame(
+        [
+            _trained("t1", "torch", 10.0, "ta", 1),
+            _trained("t2", "torch", 11.0, "ta", 2),
+            _trained("m1", "mlx", 7.0, "ma", 3),
+        ]
+    )
+    spreads = configurations.pooled_spreads(summary)
+    assert set(spreads) == {("torch", "NVIDIA H200", 1)}
+    rows = {r["run_ids"][0]: r for r in configurations.rows(summary, spreads).iter_rows(named=True)}
+    mlx = rows["m1"]
+    assert (mlx["steps_per_s_lo"], mlx["steps_per_s_hi"]) == (pytest.approx(7.0 * 0.995), pytest.approx(7.0 * 1.005))
+    assert "no repeats of identical settings on 1 × NVIDIA H200 by mlx" in mlx["interval_basis"]
+    torch_row = rows["t1"]
+    assert "pooled over 1 group(s) of identical settings on 1 × NVIDIA H200 by torch" in torch_row["interval_basis"]
