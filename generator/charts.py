@@ -445,8 +445,9 @@ def latency_throughput(points: pl.DataFrame) -> alt.LayerChart:
     through its concurrencies, with the range of each point's runs both ways (the chart for choosing a TP size: lower
     right is better)."""
     data = points.select(
-        pl.format("TP {} · {}", pl.col("accelerator_count"), pl.col("weights_label").fill_null("weights not named"))
-        .alias("tp"),
+        pl.format(
+            "TP {} · {}", pl.col("accelerator_count"), pl.col("weights_label").fill_null("weights not named")
+        ).alias("tp"),
         "concurrency",
         "runs",
         "per_gpu",

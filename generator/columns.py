@@ -90,8 +90,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("slo_ttft_ms", "config", "$.workload.serving.slo_ttft_ms", pl.Float64, "served: goodput's TTFT"),
     Column("slo_tpot_ms", "config", "$.workload.serving.slo_tpot_ms", pl.Float64, "served: goodput's TPOT"),
     Column("dtype", "config", "$.variant.settings.dtype", pl.String, "served: vLLM's dtype (the activations')"),
-    Column("quantization", "config", "$.model_files.quantization_config.quant_method", pl.String,
-           "served: the quantization its model files declare (fp8, awq; null: none)"),
+    Column(
+        "quantization",
+        "config",
+        "$.model_files.quantization_config.quant_method",
+        pl.String,
+        "served: the quantization its model files declare (fp8, awq; null: none)",
+    ),
     Column("tensor_parallel_size", "config", "$.variant.settings.tensor_parallel_size", pl.Int64, "vLLM's TP"),
     # the machine
     Column("device", "hardware", "$.device", pl.String, "cpu, cuda or mps"),

@@ -7,7 +7,6 @@ Every formula comes from `runners.metrics`; this module only groups, joins and o
 
 from __future__ import annotations
 
-
 import polars as pl
 
 import generator.derive.ladder as ladder
@@ -106,9 +105,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def board(
-    tests: pl.DataFrame, spreads: ladder.Spreads | None = None
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+def board(tests: pl.DataFrame, spreads: ladder.Spreads | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One inference test's ranked configurations and unranked runs (`ladder.board`): the median tokens/s over
     repetitions with its 95% interval, checked against the engine's own tool's tokens/s (a tg test's figure is also
     its latency: time per token is its inverse). `spreads` (`pooled_spreads`) gives rows the between-run spread."""

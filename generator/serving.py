@@ -206,9 +206,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
     return paired.join(tool_tolerances(paired), on=["accelerator", "accelerator_count"], how="left")
 
 
-def board(
-    tests: pl.DataFrame, spreads: ladder.Spreads | None = None
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+def board(tests: pl.DataFrame, spreads: ladder.Spreads | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One serving test's ranked configurations and unranked runs (`ladder.board`) by output tokens/s: offline,
     the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
     figure over all its requests, checked against `vllm bench serve` on throughput, median TTFT and median TPOT."""

@@ -679,7 +679,7 @@ def repetition_intervals(samples: pl.DataFrame, prefix: str) -> pl.DataFrame:
     interval and the interval's exact coverage (`metrics.median_ci`), as `{prefix}_med`, `_lo`, `_hi`, `_coverage`,
     and the number of repetitions. One repetition (or all equal) has no interval: `_lo`, `_hi` and `_coverage` are
     null, never an interval of zero width (`metrics.with_width`)."""
-    stats = []
+    stats: list[tuple[str, float | None, float | None, float | None, float | None, int]] = []
     for run_id, values in samples.iter_rows():
         values = [v for v in values or [] if v is not None]
         ci = metrics.median_ci(values) if values else None

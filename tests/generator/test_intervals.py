@@ -68,15 +68,13 @@ def test_an_unranked_configuration_of_one_measurement_has_no_interval_in_the_boa
 
 def test_a_served_point_of_one_run_has_no_range_over_runs() -> None:
     base = {"suite": "s", "model_name": "m", "weights_label": "fp16", "accelerator": "NVIDIA H200", "kind": "serve",
-            "origin": "measured", "status": "ok", "retracted_by": None, "median_itl_ms": 5.0, "median_ttft_ms": 50.0}  # fmt: skip
+            "origin": "measured", "status": "ok", "retracted_by": None, "median_itl_ms": 5.0, "median_ttft_ms": 50.0,
+            "concurrency": 1}  # fmt: skip
+    points_ = [("a", 1, 100.0, 10.0), ("b", 2, 180.0, 6.0), ("c", 2, 200.0, 5.0)]
     frame = pl.DataFrame(
         [
-            base | {"run_id": "a", "accelerator_count": 1, "concurrency": 1, "output_tokens_per_s": 100.0,
-                    "median_tpot_ms": 10.0},  # fmt: skip
-            base | {"run_id": "b", "accelerator_count": 2, "concurrency": 1, "output_tokens_per_s": 180.0,
-                    "median_tpot_ms": 6.0},  # fmt: skip
-            base | {"run_id": "c", "accelerator_count": 2, "concurrency": 1, "output_tokens_per_s": 200.0,
-                    "median_tpot_ms": 5.0},  # fmt: skip
+            base | {"run_id": r, "accelerator_count": n, "output_tokens_per_s": rate, "median_tpot_ms": tpot}
+            for r, n, rate, tpot in points_
         ]
     )
     points = {r["accelerator_count"]: r for r in serving.latency_points(frame).iter_rows(named=True)}

@@ -346,9 +346,10 @@ def test_a_one_run_row_gets_the_spread_pooled_over_its_kind_on_its_hardware() ->
     # one run on hardware where its engine repeated nothing: unreplicated, no interval and no rank (issue 55)
     elsewhere = ranked.filter(pl.col("run_ids").list.first() == "r4").row(0, named=True)
     assert elsewhere["lo"] is None and elsewhere["hi"] is None and elsewhere["rank"] is None
-    assert elsewhere["interval_basis"].startswith("unreplicated") and "49.5 – 50.5 within the run" in elsewhere[
-        "interval_basis"
-    ]
+    assert (
+        elsewhere["interval_basis"].startswith("unreplicated")
+        and "49.5 – 50.5 within the run" in elsewhere["interval_basis"]
+    )
 
     base = {"kind": "serve", "engine": "vllm", "variant": "vllm-tp1", "out_med": None, "out_lo": None, "out_hi": None}
     points = [

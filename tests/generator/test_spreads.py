@@ -80,10 +80,9 @@ def test_a_row_without_an_interval_has_no_rank() -> None:
     has an interval, so neither ranks above the other (once ranked 1 and 2 on a 5% gap)."""
     base = {"kind": "serve", "engine": "vllm", "variant": "vllm-tp1", "out_med": None, "out_lo": None, "out_hi": None,
             "bench_ttft_ratio": 1.0, "bench_tpot_ratio": 1.0, "shared_host": False}  # fmt: skip
-    served = pl.DataFrame(
-        [_run(1, **base, output_tokens_per_s=89.7, settings={"w": "fp8"}),
-         _run(2, **base, output_tokens_per_s=85.0, settings={"w": "awq"})]  # fmt: skip
-    ).drop("depth", "rate_med", "rate_lo", "rate_hi")
+    points = [_run(1, **base, output_tokens_per_s=89.7, settings={"w": "fp8"}),
+              _run(2, **base, output_tokens_per_s=85.0, settings={"w": "awq"})]  # fmt: skip
+    served = pl.DataFrame(points).drop("depth", "rate_med", "rate_lo", "rate_hi")
     ranked, _ = serving.board(served, serving.pooled_spreads(served))
     assert ranked.height == 2
     assert ranked["rank"].to_list() == [None, None]
@@ -108,7 +107,8 @@ def _trained(run: str, engine: str, figure: float, settings: str, minute: int) -
         "status": "ok", "unverified": None, "loss_parity_ok": True, "steps_per_s": figure,
         "steps_per_s_lo": figure * 0.995, "steps_per_s_hi": figure * 1.005, "accelerator": "NVIDIA H200",
         "accelerator_count": 1, "suite": "s", "workload": "w", "settings_hash": settings,
-        "settings": '{"v": "' + settings + '"}', "started_at": datetime(2026, 12, 1, tzinfo=UTC) + timedelta(minutes=minute),
+        "settings": '{"v": "' + settings + '"}',
+        "started_at": datetime(2026, 12, 1, tzinfo=UTC) + timedelta(minutes=minute),
         "harness_commit": "c" * 40, "tokens_per_step": 1000.0,
     }  # fmt: skip
 
