@@ -284,6 +284,7 @@ def tp_scaling(points: pl.DataFrame) -> alt.LayerChart:
     k times the output tokens/s of the base, the fewest GPUs measured)."""
     data = points.select(
         "variant",
+        pl.col("weights_label").fill_null("weights not named").alias("weights"),
         pl.col("accelerator_count").alias("gpus"),
         "efficiency",
         "speedup",
@@ -296,10 +297,11 @@ def tp_scaling(points: pl.DataFrame) -> alt.LayerChart:
                 axis=alt.Axis(values=counts)),
         y=alt.Y("efficiency:Q", title="scaling efficiency", axis=alt.Axis(format="%"), scale=alt.Scale(zero=True)),
     )  # fmt: skip
-    line = base.mark_line(color="#1f6feb")
+    line = base.mark_line(color="#1f6feb").encode(detail="weights:N")  # a line per weights: one curve each
     dots = base.mark_point(size=70, filled=True, color="#1f6feb").encode(
         tooltip=[
             alt.Tooltip("variant:N"),
+            alt.Tooltip("weights:N"),
             alt.Tooltip("gpus:Q", title="GPUs"),
             alt.Tooltip("output_tokens_per_s:Q", format=",.0f", title="output tokens/s"),
             alt.Tooltip("speedup:Q", format=".2f", title="speedup over the base"),

@@ -295,9 +295,10 @@ _SERVED_COLUMNS = (
 
 
 def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
-    """Each measured test's latest ok run per tensor-parallel size, with its output tokens/s over that of the fewest
-    GPUs measured on the same test and suite (`base_gpus`: one where the model fits on one) as speedup, and the
-    efficiency of that speedup (`metrics.strong_scaling_efficiency`). Only runs that sent as many requests as the
+    """Each measured test's latest ok run per weights and tensor-parallel size, with its output tokens/s over that of
+    the fewest GPUs measured on the same test, suite and weights (`base_gpus`: one where the model fits on one) as
+    speedup, and the efficiency of that speedup (`metrics.strong_scaling_efficiency`). A curve is one weights format
+    (`weights_label`): AWQ on one GPU is never the base of FP8 on two. Only runs that sent as many requests as the
     test's newest run are compared (a served point's request count has changed)."""
     ok = (
         tests.filter((pl.col("origin") == "measured") & (pl.col("status") == "ok") & pl.col("retracted_by").is_null())
@@ -309,16 +310,16 @@ def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
         ok.join(newest, on=["suite", "workload"], how="left")
         .filter(pl.col("requests").eq_missing(pl.col("newest_requests")))
         .drop("newest_requests")
-        .group_by("suite", "workload", "accelerator_count", maintain_order=True)
+        .group_by("suite", "workload", "weights_label", "accelerator_count", maintain_order=True)
         .last()
     )
     base = (
         latest.sort("accelerator_count")
-        .group_by("suite", "workload", maintain_order=True)
+        .group_by("suite", "workload", "weights_label", maintain_order=True)
         .first()
-        .select("suite", "workload", base_gpus="accelerator_count", base_rate="out_rate")
+        .select("suite", "workload", "weights_label", base_gpus="accelerator_count", base_rate="out_rate")
     )
-    joined = latest.join(base, on=["suite", "workload"], how="left").with_columns(
+    joined = latest.join(base, on=["suite", "workload", "weights_label"], how="left", nulls_equal=True).with_columns(
         speedup=pl.col("out_rate") / pl.col("base_rate")
     )
     eff = [
@@ -326,7 +327,7 @@ def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
         for r, b, n, n0 in joined.select("out_rate", "base_rate", "accelerator_count", "base_gpus").iter_rows()
     ]
     return joined.with_columns(efficiency=pl.Series(eff, dtype=pl.Float64)).sort(
-        "suite", "entry", "kind", "concurrency", "accelerator_count"
+        "suite", "entry", "kind", "concurrency", "weights_label", "accelerator_count"
     )
 
 

@@ -34,6 +34,7 @@ RUNS = pl.DataFrame(
 POINTS = pl.DataFrame(
     {
         "variant": ["v", "v"],
+        "weights_label": ["fp16", "fp16"],
         "tier": ["tuned", "tuned"],
         "accelerator_count": [1, 2],
         "efficiency": [1.0, 0.9],

@@ -85,3 +85,22 @@ def test_an_fp8_run_and_an_awq_run_are_two_served_points_never_one() -> None:
     awq = next(r for label, r in by_label.items() if label.startswith("AWQ"))
     assert fp8["runs"] == 1 and fp8["ttft_ms"] == 65.0 and fp8["run_ids"] == ["fp8"]
     assert awq["runs"] == 2 and awq["ttft_ms"] == 102.0 and sorted(awq["run_ids"]) == ["awq", "awq-again"]
+
+
+def test_tensor_parallel_scaling_is_one_curve_per_weights() -> None:
+    """The latest AWQ run on one GPU is never the base an FP8 run on two GPUs is scaled against, nor does it hide
+    the FP8 run on one GPU: each weights format is its own curve."""
+    from datetime import UTC, datetime, timedelta
+
+    def run(n: int, settings: dict, gpus: int, rate: float) -> dict:
+        return _served(f"r{n}", settings, 50.0, 10.0, rate) | {
+            "workload": "llama-32b-serve-c1", "entry": "e", "requests": 16, "out_rate": rate,
+            "accelerator_count": gpus, "started_at": datetime(2026, 12, 1, tzinfo=UTC) + timedelta(minutes=n),
+        }  # fmt: skip
+
+    frame = pl.DataFrame([run(1, FP8, 1, 90.0), run(2, AWQ, 1, 80.0), run(3, FP8, 2, 160.0)])
+    scaling = serving.tp_scaling(frame)
+    rows = {(r["weights_label"][:3], r["accelerator_count"]): r for r in scaling.iter_rows(named=True)}
+    assert set(rows) == {("FP8", 1), ("AWQ", 1), ("FP8", 2)}
+    assert rows[("FP8", 2)]["base_gpus"] == 1 and rows[("FP8", 2)]["speedup"] == 160.0 / 90.0
+    assert rows[("AWQ", 1)]["speedup"] == 1.0
