@@ -143,6 +143,21 @@ def basis(runs: int, spread: metrics.PooledSpread | None, hardware: str, stopped
     )
 
 
+UNREPLICATED = "unreplicated"
+"""How an unreplicated row's `interval_basis` begins (`unreplicated`)."""
+
+
+def unreplicated(engine: object, hardware: str, own: tuple[float | None, float | None]) -> str:
+    """An unreplicated row's `interval_basis` (a row of one run whose engine repeated nothing of its kind on its
+    hardware): why it has no interval and no rank, with its span within the run."""
+    lo, hi = own
+    within = f" (its own figures span {lo:.4g} – {hi:.4g} within the run)" if lo is not None and hi is not None else ""
+    return (
+        f"{UNREPLICATED}: one run, and no repeats of identical settings by {engine} on {hardware} to say how far a "
+        f"second run would land: no between-run interval, no rank{within}"
+    )
+
+
 def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per configuration of ranked runs: the median of its runs' medians, an interval that holds both
     within-run and between-run variation, its runs (latest last) with each one's harness commit (`harness_commits`,
@@ -151,7 +166,8 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
     The interval (`metrics.repeat_interval`): the pooled between-run spread of its hardware (`pooled_spreads`) with
     a t quantile, never narrower than its runs' own intervals, and never excluding one of its runs nor one of
     `stopped` (runs of the same configuration stopped by their time budget, which measured its steady state too);
-    `interval_basis` says how."""
+    `interval_basis` says how. A configuration of one run (and none stopped) whose engine has no pooled spread on its
+    hardware is unreplicated: no interval (null), and so no rank (`rank`)."""
     aggregations = [aggregated(name) for name in ranked_runs.columns if name not in KEYS]  # every one declared
     # no early return for a board where nothing ranks: the same steps on no rows give the same columns and types,
     # which the declared board schema holds every board to (generator/fields.py)
@@ -164,15 +180,18 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
     if stopped is not None:
         for suite, workload, settings_hash, figure in stopped.select(*KEYS, "steps_per_s").iter_rows():
             others.setdefault((suite, workload, settings_hash), []).append(figure)
-    out = []
+    out: list[tuple[str, str, str, float | None, float | None, str]] = []
     for row in grouped.iter_rows(named=True):
         key: tuple[str, str, str] = (row["suite"], row["workload"], row["settings_hash"])
         spread = spreads.get((row["engine"], row["accelerator"], row["accelerator_count"]))
         extra = others.get(key, [])
         own = list(zip(row["steps_per_s_lo"], row["steps_per_s_hi"], strict=True)) + [(x, x) for x in extra]
-        lo, hi = metrics.repeat_interval(row["figures"], own, spread)
-        hardware = f"{row['accelerator_count']} × {row['accelerator']} by {row['engine']}"
-        out.append((*key, lo, hi, basis(row["runs"], spread, hardware, len(extra))))
+        hardware = f"{row['accelerator_count']} × {row['accelerator']}"
+        if spread is None and row["runs"] == 1 and not extra:
+            out.append((*key, None, None, unreplicated(row["engine"], hardware, own[0])))
+            continue
+        lo, hi = metrics.with_width(*metrics.repeat_interval(row["figures"], own, spread))
+        out.append((*key, lo, hi, basis(row["runs"], spread, f"{hardware} by {row['engine']}", len(extra))))
     intervals = pl.DataFrame(
         out,
         schema={**{k: pl.String for k in KEYS}, "lo": pl.Float64, "hi": pl.Float64, "interval_basis": pl.String},
@@ -238,11 +257,12 @@ def differences(grouped: pl.DataFrame) -> pl.DataFrame:
 
 
 def rank(board: pl.DataFrame) -> pl.DataFrame:
-    """Ranks with ties where configurations' intervals overlap (`metrics.ranks_with_ties`), fastest first."""
+    """Ranks with ties where configurations' intervals overlap (`metrics.ranks_with_ties`), fastest first; a row
+    without an interval (unreplicated) has no rank and comes after the ranked rows."""
     board = board.sort("steps_per_s", "settings_hash", descending=[True, False])
     ranks = metrics.ranks_with_ties(list(board.select("steps_per_s_lo", "steps_per_s_hi").iter_rows()))
     return board.with_columns(rank=pl.Series(ranks, dtype=pl.Int64)).sort(
-        "rank", "steps_per_s", "settings_hash", descending=[False, True, False]
+        "rank", "steps_per_s", "settings_hash", descending=[False, True, False], nulls_last=True
     )
 
 
@@ -251,7 +271,8 @@ RANK_RULE = (
     "engine version); only finished, full-length, verified runs whose loss agrees with the baseline rank; a row's "
     "figure is the median of its runs' medians; its 95% interval is exp(mean ln ± t·s/√n) with the between-run spread "
     "s pooled over every group of identical settings its engine ran on its hardware (never another engine's), never "
-    "narrower than its runs' own intervals "
+    "narrower than its runs' own intervals (a row of one run whose engine repeated nothing there is unreplicated: no "
+    "interval, no rank) "
     "and never excluding one of its runs; and a row's rank is one plus the number of rows "
     "whose interval lies wholly above its own (no row is ranked below one it overlaps; ranks can repeat and skip)."
 )

@@ -183,7 +183,7 @@ def rows(ranked: pl.DataFrame, spreads: Spreads | None = None) -> pl.DataFrame:
         elif spread is None and len(figures) == 1 and not repetitions:
             out.append((None, None, "one run, one measurement: no interval (no repeats of its kind on its hardware)"))
         elif spread is None and len(figures) == 1 and spreads is not None:
-            out.append((None, None, unreplicated(key[0], hardware, own[0])))
+            out.append((None, None, configurations.unreplicated(key[0], hardware, own[0])))
         else:
             lo, hi = metrics.with_width(*metrics.repeat_interval(figures, own, spread))
             text = configurations.basis(len(figures), spread, hardware)
@@ -195,20 +195,6 @@ def rows(ranked: pl.DataFrame, spreads: Spreads | None = None) -> pl.DataFrame:
         interval_basis=pl.Series(bases, dtype=pl.String),
     )
     return grouped.join(configurations.differences(grouped), on=KEYS, how="left")
-
-
-UNREPLICATED = "unreplicated"
-"""How an unreplicated row's `interval_basis` begins (`unreplicated`)."""
-
-
-def unreplicated(engine: object, hardware: str, own: tuple[float | None, float | None]) -> str:
-    """An unreplicated row's `interval_basis`: why it has no interval and no rank, with its within-run span."""
-    lo, hi = own
-    within = f" (its repetitions span {lo:.4g} – {hi:.4g} within the run)" if lo is not None and hi is not None else ""
-    return (
-        f"{UNREPLICATED}: one run, and no repeats of identical settings by {engine} on {hardware} to say how far a "
-        f"second run would land: no between-run interval, no rank{within}"
-    )
 
 
 def repeats(runs: pl.DataFrame) -> pl.DataFrame:

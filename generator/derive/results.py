@@ -277,7 +277,9 @@ def _headline_best(frame: pl.DataFrame, tier: str | None = None) -> dict[str, An
     """The fastest ranked configuration (of a tier) among headline runs: a configuration as the suite pins it, run to
     the end (`derive`'s `headline`). Sweep points and short exploratory runs are shown as what they are, never as
     the best."""
-    rows = frame.filter(pl.col("headline") & (pl.col("tier") == tier if tier else pl.lit(True)))
+    rows = frame.filter(
+        pl.col("headline") & pl.col("rank").is_not_null() & (pl.col("tier") == tier if tier else pl.lit(True))
+    )  # a row without a rank (unreplicated) is never a best
     rows = rows.sort("steps_per_s", "run_id", descending=[True, False])
     return rows.row(0, named=True) if rows.height else None
 

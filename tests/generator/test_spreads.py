@@ -115,21 +115,26 @@ def _trained(run: str, engine: str, figure: float, settings: str, minute: int) -
 
 def test_a_training_row_never_uses_another_engines_spread() -> None:
     """torch's repeats on one H200 make torch's spread; MLX's one run of a configuration on the same GPU, with no MLX
-    repeats there, is not widened by it (its interval is its own run's, and says no repeats were pooled)."""
+    repeats there, is not widened by it: it is unreplicated (no interval, no rank, listed after the ranked rows),
+    while torch's rows get torch's spread."""
     from generator import configurations
 
     summary = pl.DataFrame(
         [
             _trained("t1", "torch", 10.0, "ta", 1),
             _trained("t2", "torch", 11.0, "ta", 2),
-            _trained("m1", "mlx", 7.0, "ma", 3),
+            _trained("m1", "mlx", 12.0, "ma", 3),
         ]
     )
     spreads = configurations.pooled_spreads(summary)
     assert set(spreads) == {("torch", "NVIDIA H200", 1)}
-    rows = {r["run_ids"][0]: r for r in configurations.rows(summary, spreads).iter_rows(named=True)}
+    board = configurations.rank(configurations.rows(summary, spreads))
+    rows = {r["run_ids"][0]: r for r in board.iter_rows(named=True)}
     mlx = rows["m1"]
-    assert (mlx["steps_per_s_lo"], mlx["steps_per_s_hi"]) == (pytest.approx(7.0 * 0.995), pytest.approx(7.0 * 1.005))
-    assert "no repeats of identical settings on 1 × NVIDIA H200 by mlx" in mlx["interval_basis"]
+    assert mlx["steps_per_s_lo"] is None and mlx["steps_per_s_hi"] is None and mlx["rank"] is None
+    assert mlx["interval_basis"].startswith("unreplicated") and "by mlx on 1 × NVIDIA H200" in mlx["interval_basis"]
     torch_row = rows["t1"]
     assert "pooled over 1 group(s) of identical settings on 1 × NVIDIA H200 by torch" in torch_row["interval_basis"]
+    assert torch_row["rank"] == 1
+    # faster than torch's row, yet never above it: it has no rank, and comes last
+    assert board["run_ids"].to_list()[-1] == ["m1"]
