@@ -224,6 +224,21 @@ def unranked_figure(
     return median, lo, hi
 
 
+SPANS_SCHEMA = {"settings_hash": pl.String, "value": pl.Float64, "lo": pl.Float64, "hi": pl.Float64}
+
+
+def unranked_spans(unranked: pl.DataFrame, figure: tuple[str, str, str]) -> pl.DataFrame:
+    """Per configuration (`settings_hash`) of a board's unranked runs, its figure and span as the board's data gives
+    it (`unranked_figure`); `figure` names the runs' figure, low and high columns."""
+    value, lo, hi = figure
+    out = []
+    if unranked.height:
+        grouped = unranked.group_by("settings_hash", maintain_order=True).agg(pl.col(value), pl.col(lo), pl.col(hi))
+        for settings_hash, figures, lows, highs in grouped.iter_rows():
+            out.append((settings_hash, *unranked_figure(figures, lows, highs)))
+    return pl.DataFrame(out, schema=SPANS_SCHEMA, orient="row")
+
+
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, dict):
         out: dict[str, Any] = {}

@@ -48,6 +48,7 @@ ROW_SCHEMA = {
     "decode": pl.Float64,
     "decode_lo": pl.Float64,
     "decode_hi": pl.Float64,
+    "decode_basis": pl.String,
     "decode_run": pl.String,
     "decode_checked": pl.Boolean,
     "decode_reason": pl.String,
@@ -188,6 +189,7 @@ def _row(decode: dict, prefill: dict | None, ttft_ms: float | None, measured: bo
         "decode": decode["value"],
         "decode_lo": decode["lo"],
         "decode_hi": decode["hi"],
+        "decode_basis": decode.get("interval_basis"),  # its board row's: why it has no interval (unreplicated)
         "decode_run": decode["run_id"],
         "decode_checked": decode["checked"],
         "decode_reason": decode["reason"],

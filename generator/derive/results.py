@@ -56,6 +56,9 @@ class Board:
     """Every measured, unretracted run that does not rank, with its `unranked` reason."""
     shown_unranked: pl.DataFrame
     """The unranked runs the page lists (tests: those that finished; training: all of them)."""
+    unranked_spans: pl.DataFrame
+    """Per configuration of unranked runs, its figure and span (`configurations.unranked_spans`): what the board's
+    data gives a configuration none of whose runs ranks."""
     measured_runs: int
     """Measured runs on the board, retracted or not (the home page's count)."""
     newest: dict[str, Any]
@@ -330,6 +333,7 @@ def _training_board(
         ranked=board,
         unranked=unranked,
         shown_unranked=unranked,
+        unranked_spans=configurations.unranked_spans(unranked, TRAINING_FIGURE),
         config=measured.sort("started_at", "run_id")["config"][0] if measured.height else None,
         failures=counted.filter(pl.col("steps_per_s_lo").is_null()).sort("started_at", "run_id"),
         claims=claims_here,
@@ -362,6 +366,7 @@ def _inference_board(
         kind="inference",
         ranked=ranked,
         unranked=unranked,
+        unranked_spans=configurations.unranked_spans(unranked, TEST_FIGURE),
         shown_unranked=unranked.filter(pl.col("status") == "ok"),
         config=(measured if measured.height else current)["config"][0],
         failures=current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok")).sort("started_at"),
@@ -404,6 +409,7 @@ def _serving_board(
         kind="serving",
         ranked=ranked,
         unranked=unranked,
+        unranked_spans=configurations.unranked_spans(unranked, TEST_FIGURE),
         shown_unranked=unranked.filter(pl.col("status") == "ok"),
         config=config,
         failures=measured.filter(pl.col("status") != "ok").sort("started_at"),
@@ -413,6 +419,12 @@ def _serving_board(
         beside=beside if one_in_flight else beside.clear(),
         best=_best_ranked(ranked),
     )
+
+
+TRAINING_FIGURE = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
+"""A training board's figure and its interval's columns."""
+TEST_FIGURE = ("value", "lo", "hi")
+"""An inference or serving board's figure and its interval's columns."""
 
 
 def _best_ranked(ranked: pl.DataFrame) -> dict[str, Any] | None:

@@ -44,16 +44,19 @@ def test_a_row_whose_run_has_a_zero_width_interval_shows_none() -> None:
 def test_an_unranked_configuration_of_one_measurement_has_no_interval_in_the_board_json() -> None:
     """A served point that does not rank (one measurement, no interval of its own): the board's data gives its figure
     and no interval, never lo = hi; an unranked configuration whose runs have intervals keeps their span."""
+    unranked = pl.DataFrame(
+        [
+            _run(1, value=290.0, lo=None, hi=None, unranked="median TTFT disagrees", settings={"a": 1}),
+            _run(2, value=50.0, lo=49.0, hi=51.0, unranked="not cross-checked", settings={"b": 1}),
+        ]
+    )
+    figure = ("value", "lo", "hi")
     rows = boards.board_rows(
         pl.DataFrame(schema={c: pl.String for c in ("rank", "settings_hash")}).clear(),
-        pl.DataFrame(
-            [
-                _run(1, value=290.0, lo=None, hi=None, unranked="median TTFT disagrees", settings={"a": 1}),
-                _run(2, value=50.0, lo=49.0, hi=51.0, unranked="not cross-checked", settings={"b": 1}),
-            ]
-        ),
+        unranked,
+        configurations.unranked_spans(unranked, figure),
         "output tokens/s",
-        ("value", "lo", "hi"),
+        figure,
     )
     by_run = {r["runs"][0]: r for r in rows}
     assert by_run["r1"]["value"] == 290.0

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, derive, inference, load, render, serving
+from generator import checks, configurations, derive, inference, load, render, serving
 from generator.derive import ladder
 from runners import metrics
 
@@ -175,7 +175,9 @@ def test_board_data_is_one_row_per_configuration() -> None:
             _run(4, bench_ratio=1.29, settings={"a": 1}, harness_commit=None),
         ]
     )
-    rows = render.boards.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
+    figure = ("value", "lo", "hi")
+    spans = configurations.unranked_spans(unranked, figure)
+    rows = render.boards.board_rows(ranked, unranked, spans, "tokens/s", figure)
     assert len(rows) == 2 and len({r["settings_hash"] for r in rows}) == 2
     first, second = rows
     assert first["rank"] == 1 and first["verified"] and first["runs"] == ["r1"]
@@ -203,7 +205,9 @@ def _published_boards() -> dict[str, list[dict]]:
         "serving": ("output tokens/s", ("value", "lo", "hi")),
     }
     return {
-        f"{suite}/{workload}": render.boards.board_rows(board.ranked, board.unranked, *figures[board.kind])
+        f"{suite}/{workload}": render.boards.board_rows(
+            board.ranked, board.unranked, board.unranked_spans, *figures[board.kind]
+        )
         for (suite, workload), board in results.boards.items()
     }
 
