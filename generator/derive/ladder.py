@@ -181,12 +181,18 @@ def rows(ranked: pl.DataFrame, spreads: Spreads | None = None) -> pl.DataFrame:
         if not figures:
             out.append((None, None, "no figure"))
         elif spread is None and len(figures) == 1 and not repetitions:
-            out.append((None, None, "one run, one measurement: no interval (no repeats of its kind on its hardware)"))
+            out.append(
+                (
+                    None,
+                    None,
+                    f"one run, one measurement: no interval (no repeats by {key[0]} of its kind on its hardware)",
+                )
+            )
         elif spread is None and len(figures) == 1 and spreads is not None:
             out.append((None, None, configurations.unreplicated(key[0], hardware, own[0])))
         else:
             lo, hi = metrics.with_width(*metrics.repeat_interval(figures, own, spread))
-            text = configurations.basis(len(figures), spread, hardware)
+            text = configurations.basis(len(figures), spread, f"{hardware} by {key[0]}" if spread else hardware)
             out.append((lo, hi, text if repetitions or len(figures) > 1 else text + "; one measurement a run"))
     lows, highs, bases = zip(*out, strict=True) if out else ((), (), ())
     grouped = grouped.drop("figures", "lows", "highs").with_columns(

@@ -138,3 +138,39 @@ def test_a_training_row_never_uses_another_engines_spread() -> None:
     assert torch_row["rank"] == 1
     # faster than torch's row, yet never above it: it has no rank, and comes last
     assert board["run_ids"].to_list()[-1] == ["m1"]
+
+
+@pytest.mark.slow
+def test_the_committed_boards_keep_one_standard_of_evidence() -> None:
+    """On the committed records, through the site's own derivation and board JSON: no interval of zero width, no rank
+    without an interval, a row's pooled spread is its own engine's, and FP8 and AWQ runs never share a served point."""
+    from generator import derive
+    from tests.generator.test_ranks import _committed, _published_boards
+
+    boards = _published_boards()
+    ranked_rows = 0
+    for name, rows in boards.items():
+        for r in rows:
+            low, high = r["interval_low"], r["interval_high"]
+            assert (low is None) == (high is None), (name, r["settings_hash"])
+            assert low is None or low < high, (name, r["settings_hash"])  # never lo = hi
+            if r["rank"] is not None:
+                assert low is not None, (name, r["settings_hash"])  # no rank without an interval
+                ranked_rows += 1
+    assert ranked_rows > 50
+    results = derive.results(*_committed())
+    assert all(len(key) == 4 for key in results.test_spreads)  # (engine, kind, hardware, devices)
+    assert all(len(key) == 3 for spreads in results.training_spreads.values() for key in spreads)
+    for board in results.boards.values():
+        if board.kind == "training":
+            continue
+        for row in board.ranked.filter(pl.col("interval_basis").str.contains("pooled")).iter_rows(named=True):
+            assert f"by {row['engine']}" in row["interval_basis"], (board.workload, row["variant"])
+        mlx = board.ranked.filter(pl.col("engine") == "mlx")
+        assert not mlx.filter(pl.col("interval_basis").str.contains("llamacpp")).height
+    labels = dict(results.served.select("run_id", "weights_label").iter_rows())
+    for points in results.latency.values():
+        for run_ids in points["run_ids"].to_list():
+            assert len({labels[r] for r in run_ids}) == 1, run_ids  # one point, one weights format
+    fp8 = results.served.filter(pl.col("variant").str.ends_with("-fp8"))
+    assert fp8.height and not fp8["weights_label"].str.contains("16").any()
