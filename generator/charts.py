@@ -284,6 +284,7 @@ def tp_scaling(points: pl.DataFrame) -> alt.LayerChart:
     k times the output tokens/s of the base, the fewest GPUs measured)."""
     data = points.select(
         "variant",
+        pl.col("weights_label").fill_null("weights not named").alias("weights"),
         pl.col("accelerator_count").alias("gpus"),
         "efficiency",
         "speedup",
@@ -296,10 +297,11 @@ def tp_scaling(points: pl.DataFrame) -> alt.LayerChart:
                 axis=alt.Axis(values=counts)),
         y=alt.Y("efficiency:Q", title="scaling efficiency", axis=alt.Axis(format="%"), scale=alt.Scale(zero=True)),
     )  # fmt: skip
-    line = base.mark_line(color="#1f6feb")
+    line = base.mark_line(color="#1f6feb").encode(detail="weights:N")  # a line per weights: one curve each
     dots = base.mark_point(size=70, filled=True, color="#1f6feb").encode(
         tooltip=[
             alt.Tooltip("variant:N"),
+            alt.Tooltip("weights:N"),
             alt.Tooltip("gpus:Q", title="GPUs"),
             alt.Tooltip("output_tokens_per_s:Q", format=",.0f", title="output tokens/s"),
             alt.Tooltip("speedup:Q", format=".2f", title="speedup over the base"),
@@ -441,11 +443,13 @@ def sweep(
 
 
 def latency_throughput(points: pl.DataFrame) -> alt.LayerChart:
-    """One model served: median TPOT against output tokens/s per GPU, a line per tensor-parallel size through its
-    concurrencies, with the range of each point's runs both ways (the chart for choosing a TP size: lower right is
-    better)."""
+    """One model served: median TPOT against output tokens/s per GPU, a line per tensor-parallel size and weights
+    through its concurrencies, with the range of each point's runs both ways (the chart for choosing a TP size: lower
+    right is better)."""
     data = points.select(
-        pl.format("TP {}", pl.col("accelerator_count")).alias("tp"),
+        pl.format(
+            "TP {} · {}", pl.col("accelerator_count"), pl.col("weights_label").fill_null("weights not named")
+        ).alias("tp"),
         "concurrency",
         "runs",
         "per_gpu",
@@ -456,13 +460,13 @@ def latency_throughput(points: pl.DataFrame) -> alt.LayerChart:
         "tpot_hi",
     )
     x_title, y_title = "output tokens/s per GPU (median of runs)", "TPOT (ms, median of runs)"
-    base = alt.Chart(data).encode(color=alt.Color("tp:N", title="tensor-parallel size"))
+    base = alt.Chart(data).encode(color=alt.Color("tp:N", title="tensor-parallel size · weights"))
     line = base.mark_line(point=True).encode(
         x=alt.X("per_gpu:Q", title=x_title),
         y=alt.Y("tpot_ms:Q", title=y_title, scale=alt.Scale(zero=False)),
         order="concurrency:Q",
         tooltip=[
-            alt.Tooltip("tp:N", title="TP"),
+            alt.Tooltip("tp:N", title="TP · weights"),
             alt.Tooltip("concurrency:Q", title="in flight"),
             alt.Tooltip("per_gpu:Q", format=",.0f", title="tokens/s per GPU"),
             alt.Tooltip("tpot_ms:Q", format=".2f", title="TPOT (ms)"),

@@ -15,13 +15,14 @@ from typing import Any
 
 import polars as pl
 
-from generator import runcache
+from generator import runcache, weights
 from runners import engines, metrics, schema, spec
 
 FLAT = runcache.Frames(
     "flat",
     (
         __file__,
+        weights.__file__,
         *(Path(str(m.__file__)) for m in (schema, metrics, spec)),
         *sorted(Path(str(engines.__file__)).parent.rglob("*.py")),  # the engines' settings defaults (`_settings`)
         *sorted(spec.SUITES_DIR.glob("*.toml")),  # the workloads a run is compared with (`_derived`)
@@ -88,7 +89,14 @@ COLUMNS: tuple[Column, ...] = (
     Column("entry", "config", "$.workload.serving.name", pl.String, "served: the suite's serving entry"),
     Column("slo_ttft_ms", "config", "$.workload.serving.slo_ttft_ms", pl.Float64, "served: goodput's TTFT"),
     Column("slo_tpot_ms", "config", "$.workload.serving.slo_tpot_ms", pl.Float64, "served: goodput's TPOT"),
-    Column("dtype", "config", "$.variant.settings.dtype", pl.String, "served: vLLM's dtype"),
+    Column("dtype", "config", "$.variant.settings.dtype", pl.String, "served: vLLM's dtype (the activations')"),
+    Column(
+        "quantization",
+        "config",
+        "$.model_files.quantization_config.quant_method",
+        pl.String,
+        "served: the quantization its model files declare (fp8, awq; null: none)",
+    ),
     Column("tensor_parallel_size", "config", "$.variant.settings.tensor_parallel_size", pl.Int64, "vLLM's TP"),
     # the machine
     Column("device", "hardware", "$.device", pl.String, "cpu, cuda or mps"),
@@ -145,6 +153,7 @@ def _flatten(runs: pl.DataFrame) -> pl.DataFrame:
     table = _json_columns(runs).with_columns(
         description=pl.coalesce("variant_description", "claim_description"),
         model_gib=pl.col("model_bytes") / 2**30,
+        weights_label=weights.label_expr(),  # part of a test's identity, named from its own record
         # the optimizer's hyperparameters as the variant wrote them out: the same work trains with the same ones
         optimizer_settings=pl.concat_str([pl.col(k) for k in OPTIMIZER_KEYS], separator=" ", ignore_nulls=False),
         # other jobs may have used the rest of the host: the operator said something about the run (`--note`)

@@ -72,7 +72,7 @@ def points(runs: pl.DataFrame, dirty: pl.DataFrame | None = None) -> pl.DataFram
             values = row.pop("values")
             own = list(zip(row.pop("los"), row.pop("his"), strict=True))
             interval = any(lo is not None for lo, _ in own) or len(values) > 1
-            lo, hi = metrics.repeat_interval(values, own, None) if interval else (None, None)
+            lo, hi = metrics.with_width(*metrics.repeat_interval(values, own, None)) if interval else (None, None)
             out.append(row | {"order": i, "runs": len(values), "value": statistics.median(values), "lo": lo, "hi": hi,
                               "latest": i == len(rows) - 1})  # fmt: skip
     return pl.DataFrame(out, schema=POINT_SCHEMA)

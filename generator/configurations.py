@@ -12,6 +12,7 @@ reason. Every formula is in `runners.metrics`.
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
 import polars as pl
@@ -84,8 +85,9 @@ def aggregated(name: str, tests: bool = False) -> pl.Expr:
     return _EXPRESSIONS[how](pl.col(name))
 
 
-Spreads = dict[tuple[str, int], metrics.PooledSpread]
-"""Per hardware model and device count, the between-run spread pooled over its groups of identical settings."""
+Spreads = dict[tuple[str, str, int], metrics.PooledSpread]
+"""Per engine, hardware model and device count, the between-run spread pooled over its groups of identical settings:
+an engine's own repeats, never another engine's (MLX and torch train on the same GPU and move differently)."""
 
 
 def measured_runs(summary: pl.DataFrame) -> pl.DataFrame:
@@ -98,25 +100,31 @@ def measured_runs(summary: pl.DataFrame) -> pl.DataFrame:
         & pl.col("status").is_in(["ok", "timeout"])
         & pl.col("steps_per_s_lo").is_not_null()
         & pl.col("unverified").is_null()
-        & (pl.col("loss_parity_ok") != False)  # noqa: E712 (null: no baseline to depart from)
+        # null: no baseline to depart from, kept (`!= False` would drop it: a comparison with null is null in polars)
+        & pl.col("loss_parity_ok").ne_missing(False)
     )
+
+
+SPREAD_KEYS = ("engine", "accelerator", "accelerator_count")
+"""What a training figure's between-run spread is estimated per (`Spreads`)."""
 
 
 def pooled_spreads(summary: pl.DataFrame, figure: str = "steps_per_s") -> Spreads:
-    """Per hardware model and device count, `metrics.pooled_log_sd` of `figure` over every group of identical
-    settings (`KEYS`) with two or more of its `measured_runs`: what widens a configuration's interval."""
+    """Per engine, hardware model and device count (`SPREAD_KEYS`), `metrics.pooled_log_sd` of `figure` over every
+    group of identical settings (`KEYS`) with two or more of its `measured_runs`: what widens a configuration's
+    interval."""
     groups = (
         measured_runs(summary)
         .filter(pl.col(figure).is_not_null())
-        .group_by("accelerator", "accelerator_count", *KEYS)
+        .group_by(*SPREAD_KEYS, *KEYS)
         .agg(pl.col(figure))
-        .sort("accelerator", "accelerator_count", *KEYS)
+        .sort(*SPREAD_KEYS, *KEYS)
     )
     out: Spreads = {}
-    for (acc, count), group in groups.group_by("accelerator", "accelerator_count", maintain_order=True):
+    for (engine, acc, count), group in groups.group_by(*SPREAD_KEYS, maintain_order=True):
         pooled = metrics.pooled_log_sd(group[figure].to_list())
         if pooled is not None:
-            out[(str(acc), int(count))] = pooled  # type: ignore[call-overload, unused-ignore]
+            out[(str(engine), str(acc), int(count))] = pooled  # type: ignore[call-overload, unused-ignore]
     return out
 
 
@@ -135,6 +143,21 @@ def basis(runs: int, spread: metrics.PooledSpread | None, hardware: str, stopped
     )
 
 
+UNREPLICATED = "unreplicated"
+"""How an unreplicated row's `interval_basis` begins (`unreplicated`)."""
+
+
+def unreplicated(engine: object, hardware: str, own: tuple[float | None, float | None]) -> str:
+    """An unreplicated row's `interval_basis` (a row of one run whose engine repeated nothing of its kind on its
+    hardware): why it has no interval and no rank, with its span within the run."""
+    lo, hi = own
+    within = f" (its own figures span {lo:.4g} – {hi:.4g} within the run)" if lo is not None and hi is not None else ""
+    return (
+        f"{UNREPLICATED}: one run, and no repeats of identical settings by {engine} on {hardware} to say how far a "
+        f"second run would land: no between-run interval, no rank{within}"
+    )
+
+
 def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per configuration of ranked runs: the median of its runs' medians, an interval that holds both
     within-run and between-run variation, its runs (latest last) with each one's harness commit (`harness_commits`,
@@ -143,7 +166,8 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
     The interval (`metrics.repeat_interval`): the pooled between-run spread of its hardware (`pooled_spreads`) with
     a t quantile, never narrower than its runs' own intervals, and never excluding one of its runs nor one of
     `stopped` (runs of the same configuration stopped by their time budget, which measured its steady state too);
-    `interval_basis` says how."""
+    `interval_basis` says how. A configuration of one run (and none stopped) whose engine has no pooled spread on its
+    hardware is unreplicated: no interval (null), and so no rank (`rank`)."""
     aggregations = [aggregated(name) for name in ranked_runs.columns if name not in KEYS]  # every one declared
     # no early return for a board where nothing ranks: the same steps on no rows give the same columns and types,
     # which the declared board schema holds every board to (generator/fields.py)
@@ -156,15 +180,18 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
     if stopped is not None:
         for suite, workload, settings_hash, figure in stopped.select(*KEYS, "steps_per_s").iter_rows():
             others.setdefault((suite, workload, settings_hash), []).append(figure)
-    out = []
+    out: list[tuple[str, str, str, float | None, float | None, str]] = []
     for row in grouped.iter_rows(named=True):
         key: tuple[str, str, str] = (row["suite"], row["workload"], row["settings_hash"])
-        spread = spreads.get((row["accelerator"], row["accelerator_count"]))
+        spread = spreads.get((row["engine"], row["accelerator"], row["accelerator_count"]))
         extra = others.get(key, [])
         own = list(zip(row["steps_per_s_lo"], row["steps_per_s_hi"], strict=True)) + [(x, x) for x in extra]
-        lo, hi = metrics.repeat_interval(row["figures"], own, spread)
         hardware = f"{row['accelerator_count']} × {row['accelerator']}"
-        out.append((*key, lo, hi, basis(row["runs"], spread, hardware, len(extra))))
+        if spread is None and row["runs"] == 1 and not extra:
+            out.append((*key, None, None, unreplicated(row["engine"], hardware, own[0])))
+            continue
+        lo, hi = metrics.with_width(*metrics.repeat_interval(row["figures"], own, spread))
+        out.append((*key, lo, hi, basis(row["runs"], spread, f"{hardware} by {row['engine']}", len(extra))))
     intervals = pl.DataFrame(
         out,
         schema={**{k: pl.String for k in KEYS}, "lo": pl.Float64, "hi": pl.Float64, "interval_basis": pl.String},
@@ -180,6 +207,36 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
             tokens_per_s_hi=pl.col("steps_per_s_hi") * pl.col("tokens_per_step"),
         )
     )
+
+
+def unranked_figure(
+    figures: list[float | None], lows: list[float | None], highs: list[float | None]
+) -> tuple[float | None, float | None, float | None]:
+    """A configuration none of whose runs ranks, as a board's data gives it: the median of its runs' figures and the
+    span of their own intervals and figures (`metrics.repeat_interval` without a pooled spread); none where one run
+    without an interval of its own has nothing to span (never its figure twice: `metrics.with_width`)."""
+    values = [x for x in figures if x is not None]
+    median = statistics.median(values) if values else None
+    own = [(lo, hi) for lo, hi in zip(lows, highs, strict=True) if lo is not None and hi is not None]
+    if not values or (len(values) < 2 and not own):
+        return median, None, None
+    lo, hi = metrics.with_width(*metrics.repeat_interval(values, own, None))
+    return median, lo, hi
+
+
+SPANS_SCHEMA = {"settings_hash": pl.String, "value": pl.Float64, "lo": pl.Float64, "hi": pl.Float64}
+
+
+def unranked_spans(unranked: pl.DataFrame, figure: tuple[str, str, str]) -> pl.DataFrame:
+    """Per configuration (`settings_hash`) of a board's unranked runs, its figure and span as the board's data gives
+    it (`unranked_figure`); `figure` names the runs' figure, low and high columns."""
+    value, lo, hi = figure
+    out = []
+    if unranked.height:
+        grouped = unranked.group_by("settings_hash", maintain_order=True).agg(pl.col(value), pl.col(lo), pl.col(hi))
+        for settings_hash, figures, lows, highs in grouped.iter_rows():
+            out.append((settings_hash, *unranked_figure(figures, lows, highs)))
+    return pl.DataFrame(out, schema=SPANS_SCHEMA, orient="row")
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -215,11 +272,12 @@ def differences(grouped: pl.DataFrame) -> pl.DataFrame:
 
 
 def rank(board: pl.DataFrame) -> pl.DataFrame:
-    """Ranks with ties where configurations' intervals overlap (`metrics.ranks_with_ties`), fastest first."""
+    """Ranks with ties where configurations' intervals overlap (`metrics.ranks_with_ties`), fastest first; a row
+    without an interval (unreplicated) has no rank and comes after the ranked rows."""
     board = board.sort("steps_per_s", "settings_hash", descending=[True, False])
     ranks = metrics.ranks_with_ties(list(board.select("steps_per_s_lo", "steps_per_s_hi").iter_rows()))
     return board.with_columns(rank=pl.Series(ranks, dtype=pl.Int64)).sort(
-        "rank", "steps_per_s", "settings_hash", descending=[False, True, False]
+        "rank", "steps_per_s", "settings_hash", descending=[False, True, False], nulls_last=True
     )
 
 
@@ -227,7 +285,9 @@ RANK_RULE = (
     "One row per configuration (everything that ran: settings, environment, micro-batch, steps, devices, hardware, "
     "engine version); only finished, full-length, verified runs whose loss agrees with the baseline rank; a row's "
     "figure is the median of its runs' medians; its 95% interval is exp(mean ln ± t·s/√n) with the between-run spread "
-    "s pooled over every group of identical settings on its hardware, never narrower than its runs' own intervals "
+    "s pooled over every group of identical settings its engine ran on its hardware (never another engine's), never "
+    "narrower than its runs' own intervals (a row of one run whose engine repeated nothing there is unreplicated: no "
+    "interval, no rank) "
     "and never excluding one of its runs; and a row's rank is one plus the number of rows "
     "whose interval lies wholly above its own (no row is ranked below one it overlaps; ranks can repeat and skip)."
 )

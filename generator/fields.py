@@ -83,6 +83,7 @@ DERIVED: tuple[Field, ...] = (
     Field("sha256", _S, "latest", "the result file's sha256"),
     Field("description", _S, "latest", "the variant's or the claim's own words"),
     Field("model_gib", _F, "latest", "the model file's size, GiB"),
+    Field("weights_label", _S, "latest", "pp/tg/served: its weights as its own record names them (`weights.label`)"),
     Field("optimizer_settings", _S, "latest", "lr, betas, eps and weight decay as the variant wrote them out"),
     Field("shared_host", _B, "latest", "other jobs may have used the host: a note and fewer GPUs than the host has"),
     Field("full_length", _B, "latest", "it asked for all of its workload's steps"),

@@ -7,8 +7,6 @@ Every formula comes from `runners.metrics`; this module only groups, joins and o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import polars as pl
 
 import generator.derive.ladder as ladder
@@ -107,9 +105,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def board(
-    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+def board(tests: pl.DataFrame, spreads: ladder.Spreads | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One inference test's ranked configurations and unranked runs (`ladder.board`): the median tokens/s over
     repetitions with its 95% interval, checked against the engine's own tool's tokens/s (a tg test's figure is also
     its latency: time per token is its inverse). `spreads` (`pooled_spreads`) gives rows the between-run spread."""
@@ -129,7 +125,7 @@ def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     return ladder.aa_spreads(ranked_runs(tests))
 
 
-def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
+def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, str, int], metrics.PooledSpread]:
     """The between-run spreads of inference tests (`ladder.pooled_spreads` over the runs that rank), by kind
     (pp, tg), hardware and device count."""
     return ladder.pooled_spreads(ranked_runs(tests))

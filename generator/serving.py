@@ -206,9 +206,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
     return paired.join(tool_tolerances(paired), on=["accelerator", "accelerator_count"], how="left")
 
 
-def board(
-    tests: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+def board(tests: pl.DataFrame, spreads: ladder.Spreads | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One serving test's ranked configurations and unranked runs (`ladder.board`) by output tokens/s: offline,
     the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
     figure over all its requests, checked against `vllm bench serve` on throughput, median TTFT and median TPOT."""
@@ -232,7 +230,7 @@ def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     return ladder.aa_spreads(ranked_runs(tests))
 
 
-def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
+def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, str, int], metrics.PooledSpread]:
     """The between-run spreads of serving tests (`ladder.pooled_spreads` over the runs that rank), by kind
     (offline, served), hardware and device count: a served point's row, one measurement, gets its interval from
     them."""
@@ -297,9 +295,10 @@ _SERVED_COLUMNS = (
 
 
 def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
-    """Each measured test's latest ok run per tensor-parallel size, with its output tokens/s over that of the fewest
-    GPUs measured on the same test and suite (`base_gpus`: one where the model fits on one) as speedup, and the
-    efficiency of that speedup (`metrics.strong_scaling_efficiency`). Only runs that sent as many requests as the
+    """Each measured test's latest ok run per weights and tensor-parallel size, with its output tokens/s over that of
+    the fewest GPUs measured on the same test, suite and weights (`base_gpus`: one where the model fits on one) as
+    speedup, and the efficiency of that speedup (`metrics.strong_scaling_efficiency`). A curve is one weights format
+    (`weights_label`): AWQ on one GPU is never the base of FP8 on two. Only runs that sent as many requests as the
     test's newest run are compared (a served point's request count has changed)."""
     ok = (
         tests.filter((pl.col("origin") == "measured") & (pl.col("status") == "ok") & pl.col("retracted_by").is_null())
@@ -311,16 +310,16 @@ def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
         ok.join(newest, on=["suite", "workload"], how="left")
         .filter(pl.col("requests").eq_missing(pl.col("newest_requests")))
         .drop("newest_requests")
-        .group_by("suite", "workload", "accelerator_count", maintain_order=True)
+        .group_by("suite", "workload", "weights_label", "accelerator_count", maintain_order=True)
         .last()
     )
     base = (
         latest.sort("accelerator_count")
-        .group_by("suite", "workload", maintain_order=True)
+        .group_by("suite", "workload", "weights_label", maintain_order=True)
         .first()
-        .select("suite", "workload", base_gpus="accelerator_count", base_rate="out_rate")
+        .select("suite", "workload", "weights_label", base_gpus="accelerator_count", base_rate="out_rate")
     )
-    joined = latest.join(base, on=["suite", "workload"], how="left").with_columns(
+    joined = latest.join(base, on=["suite", "workload", "weights_label"], how="left", nulls_equal=True).with_columns(
         speedup=pl.col("out_rate") / pl.col("base_rate")
     )
     eff = [
@@ -328,14 +327,19 @@ def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
         for r, b, n, n0 in joined.select("out_rate", "base_rate", "accelerator_count", "base_gpus").iter_rows()
     ]
     return joined.with_columns(efficiency=pl.Series(eff, dtype=pl.Float64)).sort(
-        "suite", "entry", "kind", "concurrency", "accelerator_count"
+        "suite", "entry", "kind", "concurrency", "weights_label", "accelerator_count"
     )
 
 
+POINT_KEYS = ("suite", "model_name", "weights_label", "accelerator", "accelerator_count", "concurrency")
+"""One served point of a model's latency view: its weights (`weights.label`: FP8 and AWQ are two points, never two
+runs of one), hardware, tensor-parallel size and concurrency."""
+
+
 def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
-    """Per suite, model, tensor-parallel size and concurrency: the served points' output tokens/s per GPU and median
-    TPOT, ITL and TTFT (the medians over the point's finished, measured runs) with the range of its runs (the
-    interval from repeats), for the latency-against-throughput view of one model."""
+    """Per suite, model, weights, tensor-parallel size and concurrency (`POINT_KEYS`): the served points' output
+    tokens/s per GPU and median TPOT, ITL and TTFT (the medians over the point's finished, measured runs) with the
+    range of its runs (the interval from repeats), for the latency-against-throughput view of one model."""
     served = tests.filter(
         (pl.col("kind") == "serve")
         & (pl.col("origin") == "measured")
@@ -344,8 +348,8 @@ def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
         & pl.col("output_tokens_per_s").is_not_null()
         & pl.col("concurrency").is_not_null()
     ).with_columns(per_gpu=pl.col("output_tokens_per_s") / pl.col("accelerator_count"))
-    return (
-        served.group_by("suite", "model_name", "accelerator", "accelerator_count", "concurrency")
+    points = (
+        served.group_by(*POINT_KEYS)
         .agg(
             runs=pl.len(),
             per_gpu=pl.col("per_gpu").median(),
@@ -358,5 +362,11 @@ def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
             ttft_ms=pl.col("median_ttft_ms").median(),
             run_ids=pl.col("run_id").sort(),
         )
-        .sort("suite", "model_name", "accelerator_count", "concurrency")
+        .sort("suite", "model_name", "weights_label", "accelerator_count", "concurrency")
+    )
+    # a range over runs has a width only where they differ: one run's is none, never lo = hi (`metrics.with_width`)
+    return points.with_columns(
+        pl.when(pl.col(f"{c}_lo") < pl.col(f"{c}_hi")).then(pl.col(f"{c}_{end}")).alias(f"{c}_{end}")
+        for c in ("per_gpu", "tpot")
+        for end in ("lo", "hi")
     )

@@ -31,20 +31,6 @@ FAMILIES = (4, 8, 16)
 ENGINE_NAMES = {"llamacpp": "llama.cpp", "mlx": "MLX", "vllm": "vLLM"}
 """The engines this page sets side by side, and how it names them."""
 
-WEIGHT_LABELS = {
-    "f16": "F16 GGUF",
-    "q8_0": "Q8_0 GGUF",
-    "q4_k_m": "Q4_K_M GGUF",
-    "float16": "fp16",
-    "bfloat16": "bf16",
-    "mlx-q4": "MLX 4-bit",
-    "mlx-q8": "MLX 8-bit",
-    "dummy-fp8": "FP8, vLLM's own random values",
-    "dummy-awq": "AWQ int4, vLLM's own random values",
-    "dummy": "fp16, vLLM's own random values",
-}
-"""How a row names its weights: llama.cpp's GGUF types; vLLM's dtype; MLX's fp16 from the Hugging Face folder."""
-
 ROW_SCHEMA = {
     "suite": pl.String,
     "model_name": pl.String,
@@ -62,6 +48,7 @@ ROW_SCHEMA = {
     "decode": pl.Float64,
     "decode_lo": pl.Float64,
     "decode_hi": pl.Float64,
+    "decode_basis": pl.String,
     "decode_run": pl.String,
     "decode_checked": pl.Boolean,
     "decode_reason": pl.String,
@@ -195,15 +182,14 @@ def _row(decode: dict, prefill: dict | None, ttft_ms: float | None, measured: bo
         "engine_name": ENGINE_NAMES[decode["engine"]],
         "variant": decode["variant"],
         "weights": decode["weights"],
-        "weights_label": WEIGHT_LABELS.get(str(decode["weights"]), str(decode["weights"]))
-        if decode["weights"] != "hf"
-        else WEIGHT_LABELS.get(str(decode.get("dtype")), "fp16"),  # our folder, in the engine's dtype
+        "weights_label": decode.get("weights_label"),  # as the run's own record names them (`weights.label`)
         "bits_per_weight": bits,
         "weight_gib": None if weight_bytes is None else weight_bytes / 2**30,
         "decode_bytes_per_token": per_token,
         "decode": decode["value"],
         "decode_lo": decode["lo"],
         "decode_hi": decode["hi"],
+        "decode_basis": decode.get("interval_basis"),  # its board row's: why it has no interval (unreplicated)
         "decode_run": decode["run_id"],
         "decode_checked": decode["checked"],
         "decode_reason": decode["reason"],

@@ -70,7 +70,7 @@ def draws(
             if len(figures) < len(row["run_ids"]):
                 continue  # a run without a warm-up time has no end-to-end figure: nor has its point
             within = np.median(np.vstack(figures), axis=0)
-            spread = spreads.get(reading, {}).get((row["accelerator"], devices))
+            spread = spreads.get(reading, {}).get((row["engine"], row["accelerator"], devices))
             z = rng.standard_normal(DRAWS)
             # z / chi is Student's t with the pooled spread's degrees of freedom (its standard construction)
             chi = np.sqrt(rng.chisquare(spread.df, DRAWS) / spread.df) if spread else np.ones(DRAWS)
@@ -90,8 +90,8 @@ def _inputs(points: pl.DataFrame, runs: pl.DataFrame, spreads: dict[str, configu
     rows) and the summary figures the draws read, the pooled spreads of the points' hardware, the device count,
     `DRAWS` and `SEED`."""
     facts = runs.select("run_id", "sha256", "warmup_steps", "window_steps", "workload_steps", "warmup_s").sort("run_id")
-    used = {(accelerator, devices) for accelerator in points["accelerator"].to_list()}
-    shown = points.select("curve_hash", "micro_batch", pl.col("run_ids").list.sort(), "accelerator")
+    used = {(engine, accelerator, devices) for engine, accelerator in points.select("engine", "accelerator").rows()}
+    shown = points.select("curve_hash", "micro_batch", pl.col("run_ids").list.sort(), "engine", "accelerator")
     return json.dumps(
         {
             "points": shown.sort("curve_hash", "micro_batch").rows(),
@@ -148,7 +148,7 @@ def compute(
     resampled = draws(points, summary, rows, spreads, the_fight.devices) if points.height else None
     said = verdict.answer(points, the_fight, resampled)
     accelerator = _accelerator(points)
-    pooled = spreads["steady"].get((accelerator, the_fight.devices)) if accelerator else None
+    pooled = spreads["steady"].get((the_fight.stock["engine"], accelerator, the_fight.devices)) if accelerator else None
     return verdict.Verdict(
         fight=the_fight,
         points=points,

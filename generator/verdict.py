@@ -194,6 +194,7 @@ def sweep(
             full_length=pl.col("full_length").any(),
             run_id=pl.col("run_id").last(),
             accelerator=pl.col("accelerator").first(),
+            engine=pl.col("engine").first(),  # the stock claim's: whose pooled spread widens the point
             shared_host=pl.col("shared_host").any(),
         )
         .sort("variant", "curve_hash", "micro_batch")
@@ -223,7 +224,7 @@ def _intervals(points: pl.DataFrame, devices: int, spreads: dict[str, configurat
     columns: dict[str, list[Any]] = {"steps_per_s_lo": [], "steps_per_s_hi": [], "end_to_end_lo": [],
                                      "end_to_end_hi": [], "interval_basis": []}  # fmt: skip
     for row in points.iter_rows(named=True):
-        key = (row["accelerator"], devices)
+        key = (row["engine"], row["accelerator"], devices)
         steady = spreads.get("steady", {}).get(key)
         lo, hi = metrics.repeat_interval(row["figures"], list(zip(row["own_lo"], row["own_hi"], strict=True)), steady)
         columns["steps_per_s_lo"].append(lo)
@@ -234,7 +235,9 @@ def _intervals(points: pl.DataFrame, devices: int, spreads: dict[str, configurat
         )
         columns["end_to_end_lo"].append(e2e_lo)
         columns["end_to_end_hi"].append(e2e_hi)
-        columns["interval_basis"].append(configurations.basis(row["runs"], steady, f"{devices} × {row['accelerator']}"))
+        columns["interval_basis"].append(
+            configurations.basis(row["runs"], steady, f"{devices} × {row['accelerator']} by {row['engine']}")
+        )
     return points.with_columns(
         *(pl.Series(name, values, dtype=pl.String if name == "interval_basis" else pl.Float64)
           for name, values in columns.items())
@@ -257,7 +260,7 @@ def _empty_sweep() -> pl.DataFrame:
                 "reference_precision": pl.String, "peak_mem_gib": pl.Float64, "peak_mem_steady_gib": pl.Float64,
                 "runs": pl.UInt32, "hosts": pl.UInt32,
                 "run_ids": pl.List(pl.String), "full_length": pl.Boolean, "run_id": pl.String,
-                "accelerator": pl.String, "shared_host": pl.Boolean, "label": pl.String,
+                "accelerator": pl.String, "engine": pl.String, "shared_host": pl.Boolean, "label": pl.String,
                 "steps_per_s_lo": pl.Float64, "steps_per_s_hi": pl.Float64, "end_to_end_lo": pl.Float64,
                 "end_to_end_hi": pl.Float64, "interval_basis": pl.String}
     )  # fmt: skip

@@ -227,6 +227,15 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> Interval:
     return Interval(median, xs[j - 1], xs[n - j], n, 1 - 2 * tail)
 
 
+def with_width(lo: float | None, hi: float | None) -> tuple[float | None, float | None]:
+    """An interval as published: (lo, hi) where it has a width, else (None, None). An interval of zero width (one
+    repetition's order statistics, the range of one run) says nothing of how far the figure could move, and read as
+    a bound it claims a certainty no measurement gave: a figure without an interval shows none."""
+    if lo is None or hi is None or not lo < hi:
+        return None, None
+    return lo, hi
+
+
 def _log_comb(n: int, k: int) -> float:
     """log C(n, k), finite for any n (math.comb's integer grows to n bits)."""
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
@@ -268,13 +277,19 @@ def window_rates(step_times_s: Sequence[float], window_steps: int) -> list[float
     return rates
 
 
-def ranks_with_ties(intervals: Sequence[tuple[float, float]]) -> list[int]:
+def ranks_with_ties(intervals: Sequence[tuple[float | None, float | None]]) -> list[int | None]:
     """Rank (1 = best, higher is better) where overlapping intervals tie.
 
     An entry's rank is one plus the number of entries whose interval lies wholly above its own: two entries share
-    a rank unless one is better beyond doubt, so a reader never sees an order the data cannot support.
+    a rank unless one is better beyond doubt, so a reader never sees an order the data cannot support. An entry
+    without an interval (a None end) has no rank and lies wholly above none: it could overlap any entry, so it
+    never ranks above one, and none ranks below it.
     """
-    return [1 + sum(1 for lo_j, _ in intervals if lo_j > hi_i) for _, hi_i in intervals]
+    known = [(lo, hi) for lo, hi in intervals if lo is not None and hi is not None]
+    return [
+        None if lo_i is None or hi_i is None else 1 + sum(1 for lo_j, _ in known if lo_j > hi_i)
+        for lo_i, hi_i in intervals
+    ]
 
 
 # --- calibration --------------------------------------------------------------------------------------------

@@ -88,12 +88,13 @@ def board(
     lo: pl.Expr,
     hi: pl.Expr,
     checks: Sequence[tuple[str, ...]],
-    spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None,
+    spreads: Spreads | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A test's ranked configurations and its unranked runs (`verified`). Returns (rows: one per configuration of
     ranked runs, ranked with ties, with `value`, `lo`, `hi`, `runs`, `run_ids`, `interval_basis` and the latest
     run's other columns; unranked: every other measured, unretracted run with its `unranked` reason). `spreads`
-    (`pooled_spreads`) gives each row's interval the between-run spread of its kind of test on its hardware."""
+    (`pooled_spreads`) gives each row's interval its engine's between-run spread of its kind of test on its hardware;
+    a board's row of one run without one is unreplicated: no interval, no rank (`rows`, `rank`)."""
     runs = verified(tests, value, lo, hi, checks)
     unranked = runs.filter(pl.col("unranked").is_not_null()).sort(
         "value", "run_id", descending=[True, False], nulls_last=True
@@ -112,33 +113,48 @@ def aa_spreads(ranked_runs: pl.DataFrame) -> dict[tuple[str, str, int, bool], fl
     return out
 
 
-def pooled_spreads(ranked_runs: pl.DataFrame) -> dict[tuple[str, str, int], metrics.PooledSpread]:
-    """Per kind of test, hardware model and device count, the between-run spread of the figure pooled over every
-    configuration (`KEYS`) with two or more ranked runs (`metrics.pooled_log_sd`), as
+SPREAD_KEYS = ("engine", "kind", "accelerator", "accelerator_count")
+"""What a between-run spread is estimated per: an engine's own repeats of one kind of test on one hardware model and
+device count. Never another engine's: MLX's repeats spread several times llama.cpp's on the same GPU."""
+
+Spreads = Mapping[tuple[str, str, str, int], metrics.PooledSpread]
+"""Per `SPREAD_KEYS`, the between-run spread pooled over its groups of identical settings (`pooled_spreads`)."""
+
+
+def pooled_spreads(ranked_runs: pl.DataFrame) -> dict[tuple[str, str, str, int], metrics.PooledSpread]:
+    """Per engine, kind of test, hardware model and device count (`SPREAD_KEYS`), the between-run spread of the
+    figure pooled over every configuration (`KEYS`) with two or more ranked runs (`metrics.pooled_log_sd`), as
     `configurations.pooled_spreads` is for training."""
     groups = (
         ranked_runs.filter(pl.col("value").is_not_null())
-        .group_by("kind", "accelerator", "accelerator_count", *KEYS)
+        .group_by(*SPREAD_KEYS, *KEYS)
         .agg(pl.col("value"))
-        .sort("kind", "accelerator", "accelerator_count", *KEYS)
+        .sort(*SPREAD_KEYS, *KEYS)
     )
-    out: dict[tuple[str, str, int], metrics.PooledSpread] = {}
-    for (kind, acc, count), group in groups.group_by("kind", "accelerator", "accelerator_count", maintain_order=True):
+    out: dict[tuple[str, str, str, int], metrics.PooledSpread] = {}
+    for (engine, kind, acc, count), group in groups.group_by(*SPREAD_KEYS, maintain_order=True):
         pooled = metrics.pooled_log_sd(group["value"].to_list())
         if pooled is not None:
-            out[(str(kind), str(acc), int(count))] = pooled  # type: ignore[call-overload, unused-ignore]
+            out[(str(engine), str(kind), str(acc), int(count))] = pooled  # type: ignore[call-overload, unused-ignore]
     return out
 
 
-def rows(
-    ranked: pl.DataFrame, spreads: Mapping[tuple[str, str, int], metrics.PooledSpread] | None = None
-) -> pl.DataFrame:
-    """One row per configuration: the median of its runs' figures, its 95% interval (`metrics.repeat_interval`: the
-    between-run spread of its kind of test pooled on its hardware, `pooled_spreads`, with a t quantile, never
+def spread_key(row: Mapping[str, object]) -> tuple[object, ...]:
+    """A row's key into `pooled_spreads` (`SPREAD_KEYS`; a key with a null never matches)."""
+    return tuple(row.get(k) for k in SPREAD_KEYS)
+
+
+def rows(ranked: pl.DataFrame, spreads: Spreads | None = None) -> pl.DataFrame:
+    """One row per configuration: the median of its runs' figures, its 95% interval (`metrics.repeat_interval`: its
+    engine's between-run spread of its kind of test pooled on its hardware, `pooled_spreads`, with a t quantile, never
     narrower than its runs' own intervals nor excluding a run), its runs (latest last) with each one's harness
-    commit (`harness_commits`, in the same order) and the latest run's other columns. A configuration of one
-    measurement (a served point) with no pooled spread has no interval: `lo` and `hi` are null, never equal to its
-    figure; `interval_basis` says which."""
+    commit (`harness_commits`, in the same order) and the latest run's other columns. On a board (`spreads` given:
+    every published board), a configuration of one run whose engine has no such spread is unreplicated: nothing
+    measured how far a second run would land, so it has no interval (its repetitions' span within the run is no
+    between-run interval) and `interval_basis` says so. Without `spreads` (one side of a comparison, or a unit test of
+    a board's other rules) a run's own interval stands. A
+    configuration of one measurement (a served point) with no pooled spread has no interval either: `lo` and `hi` are
+    null, never equal to its figure."""
     others = [c for c in ranked.columns if c not in {*KEYS, "value", "lo", "hi"}]
     grouped = (
         ranked.sort("started_at", "run_id")
@@ -156,19 +172,27 @@ def rows(
     )
     out: list[tuple[float | None, float | None, str]] = []
     for row in grouped.iter_rows(named=True):
-        key = (row.get("kind"), row.get("accelerator"), row.get("accelerator_count"))
+        key = (row.get("engine"), row.get("kind"), row.get("accelerator"), row.get("accelerator_count"))
         spread = (spreads or {}).get(key)  # type: ignore[arg-type]  # a key with a null never matches
         figures = [x for x in row["figures"] if x is not None]
         own = list(zip(row["lows"], row["highs"], strict=True))
         repetitions = any(lo is not None for lo, _ in own)
+        hardware = f"{key[3]} × {key[2]}" + (f", {key[1]} tests" if key[1] else "")
         if not figures:
             out.append((None, None, "no figure"))
         elif spread is None and len(figures) == 1 and not repetitions:
-            out.append((None, None, "one run, one measurement: no interval (no repeats of its kind on its hardware)"))
+            out.append(
+                (
+                    None,
+                    None,
+                    f"one run, one measurement: no interval (no repeats by {key[0]} of its kind on its hardware)",
+                )
+            )
+        elif spread is None and len(figures) == 1 and spreads is not None:
+            out.append((None, None, configurations.unreplicated(key[0], hardware, own[0])))
         else:
-            lo, hi = metrics.repeat_interval(figures, own, spread)
-            hardware = f"{key[2]} × {key[1]}" + (f", {key[0]} tests" if key[0] else "")
-            text = configurations.basis(len(figures), spread, hardware)
+            lo, hi = metrics.with_width(*metrics.repeat_interval(figures, own, spread))
+            text = configurations.basis(len(figures), spread, f"{hardware} by {key[0]}" if spread else hardware)
             out.append((lo, hi, text if repetitions or len(figures) > 1 else text + "; one measurement a run"))
     lows, highs, bases = zip(*out, strict=True) if out else ((), (), ())
     grouped = grouped.drop("figures", "lows", "highs").with_columns(
@@ -196,10 +220,11 @@ def repeats(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def rank(rows: pl.DataFrame) -> pl.DataFrame:
-    """Ranks with ties where configurations' intervals overlap (`metrics.ranks_with_ties`), fastest first; a row
-    without an interval ranks by its figure alone."""
-    rows = rows.sort("value", "settings_hash", descending=[True, False])
-    bounds = rows.select(pl.coalesce("lo", "value"), pl.coalesce("hi", "value")).rows()
+    """Ranks with ties where configurations' intervals overlap (`metrics.ranks_with_ties`), fastest first. A row
+    without an interval has no rank (null), and is listed after the ranked rows: it could overlap any of them, so it
+    never ranks above one, and no row ranks below it."""
+    rows = rows.sort(pl.col("lo").is_null(), "value", "settings_hash", descending=[False, True, False])
+    bounds = rows.select("lo", "hi").rows()
     ranks = metrics.ranks_with_ties(list(bounds))
     return rows.with_columns(rank=pl.Series(ranks, dtype=pl.Int64))
 
@@ -210,8 +235,10 @@ RANK_RULE = (
     f"({', '.join(sorted(engines.tool_labels().values()))}) "
     f"only beside that tool's record of the same test agreeing within ±{metrics.OWN_TOOL_REL_TOL * 100:g}% on every "
     "figure both report; a row's figure is the median of its runs'; its 95% interval is exp(mean ln ± t·s/√n) with "
-    "the between-run spread s of its kind of test pooled over every configuration repeated on its hardware, never "
-    "narrower than its runs' own intervals nor excluding a run (one measurement with no such spread: no interval); "
-    "and a row's rank is one plus the number of rows "
-    "whose interval lies wholly above its own (no row is ranked below one it overlaps; ranks can repeat and skip)."
+    "the between-run spread s of its engine's own repeats of its kind of test, pooled over every configuration it "
+    "repeated on its hardware (never another engine's), never narrower than its runs' own intervals nor excluding a "
+    "run; a row of one run whose engine has no such repeats is unreplicated: no interval; "
+    "a row's rank is one plus the number of rows "
+    "whose interval lies wholly above its own (no row is ranked below one it overlaps; ranks can repeat and skip), "
+    "and a row without an interval has no rank (it could overlap any row)."
 )

@@ -56,6 +56,9 @@ class Board:
     """Every measured, unretracted run that does not rank, with its `unranked` reason."""
     shown_unranked: pl.DataFrame
     """The unranked runs the page lists (tests: those that finished; training: all of them)."""
+    unranked_spans: pl.DataFrame
+    """Per configuration of unranked runs, its figure and span (`configurations.unranked_spans`): what the board's
+    data gives a configuration none of whose runs ranks."""
     measured_runs: int
     """Measured runs on the board, retracted or not (the home page's count)."""
     newest: dict[str, Any]
@@ -120,7 +123,7 @@ class Results:
     """A/A repeats of inference and serving tests, of the runs that rank (`ladder.repeats`)."""
     training_spreads: dict[str, configurations.Spreads]
     """Per reading of steps/s (`verdict.READINGS`), the pooled between-run spreads (`configurations.pooled_spreads`)."""
-    test_spreads: dict[tuple[str, str, int], metrics.PooledSpread]
+    test_spreads: dict[tuple[str, str, str, int], metrics.PooledSpread]
     """The pooled between-run spreads of inference and serving tests."""
     kind_floors: dict[tuple[str, str, int, bool], float]
     """(kind, accelerator, count, shared host) -> the largest A/A spread of that kind on that hardware: the floor a
@@ -234,7 +237,7 @@ def _boards(
     summary: pl.DataFrame,
     tests: pl.DataFrame,
     served: pl.DataFrame,
-    test_spreads: dict[tuple[str, str, int], metrics.PooledSpread],
+    test_spreads: dict[tuple[str, str, str, int], metrics.PooledSpread],
     repeats: pl.DataFrame,
     scaling: pl.DataFrame,
     window_losses: pl.DataFrame,
@@ -277,7 +280,9 @@ def _headline_best(frame: pl.DataFrame, tier: str | None = None) -> dict[str, An
     """The fastest ranked configuration (of a tier) among headline runs: a configuration as the suite pins it, run to
     the end (`derive`'s `headline`). Sweep points and short exploratory runs are shown as what they are, never as
     the best."""
-    rows = frame.filter(pl.col("headline") & (pl.col("tier") == tier if tier else pl.lit(True)))
+    rows = frame.filter(
+        pl.col("headline") & pl.col("rank").is_not_null() & (pl.col("tier") == tier if tier else pl.lit(True))
+    )  # a row without a rank (unreplicated) is never a best
     rows = rows.sort("steps_per_s", "run_id", descending=[True, False])
     return rows.row(0, named=True) if rows.height else None
 
@@ -328,6 +333,7 @@ def _training_board(
         ranked=board,
         unranked=unranked,
         shown_unranked=unranked,
+        unranked_spans=configurations.unranked_spans(unranked, TRAINING_FIGURE),
         config=measured.sort("started_at", "run_id")["config"][0] if measured.height else None,
         failures=counted.filter(pl.col("steps_per_s_lo").is_null()).sort("started_at", "run_id"),
         claims=claims_here,
@@ -342,7 +348,7 @@ def _training_board(
 
 
 def _inference_board(
-    tests: pl.DataFrame, spreads: dict[tuple[str, str, int], metrics.PooledSpread], common: dict[str, Any]
+    tests: pl.DataFrame, spreads: dict[tuple[str, str, str, int], metrics.PooledSpread], common: dict[str, Any]
 ) -> Board:
     ranked, unranked = inference.board(tests, spreads)
     current = tests.filter(pl.col("retracted_by").is_null())
@@ -360,13 +366,14 @@ def _inference_board(
         kind="inference",
         ranked=ranked,
         unranked=unranked,
+        unranked_spans=configurations.unranked_spans(unranked, TEST_FIGURE),
         shown_unranked=unranked.filter(pl.col("status") == "ok"),
         config=(measured if measured.height else current)["config"][0],
         failures=current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok")).sort("started_at"),
         imported=imported,
         drawn=drawn,
         not_drawn=drawable.height - drawn.height,
-        best=ranked.row(0, named=True) if ranked.height else None,
+        best=_best_ranked(ranked),
     )
 
 
@@ -374,7 +381,7 @@ def _serving_board(
     tests: pl.DataFrame,
     inference_tests: pl.DataFrame,
     tp: pl.DataFrame,
-    spreads: dict[tuple[str, str, int], metrics.PooledSpread],
+    spreads: dict[tuple[str, str, str, int], metrics.PooledSpread],
     common: dict[str, Any],
 ) -> Board:
     from generator import columns
@@ -402,6 +409,7 @@ def _serving_board(
         kind="serving",
         ranked=ranked,
         unranked=unranked,
+        unranked_spans=configurations.unranked_spans(unranked, TEST_FIGURE),
         shown_unranked=unranked.filter(pl.col("status") == "ok"),
         config=config,
         failures=measured.filter(pl.col("status") != "ok").sort("started_at"),
@@ -409,8 +417,21 @@ def _serving_board(
         scaling=tp,
         decoding=measured.filter(pl.col("status") == "ok").sort("started_at", "run_id"),
         beside=beside if one_in_flight else beside.clear(),
-        best=ranked.row(0, named=True) if ranked.height else None,
+        best=_best_ranked(ranked),
     )
+
+
+TRAINING_FIGURE = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
+"""A training board's figure and its interval's columns."""
+TEST_FIGURE = ("value", "lo", "hi")
+"""An inference or serving board's figure and its interval's columns."""
+
+
+def _best_ranked(ranked: pl.DataFrame) -> dict[str, Any] | None:
+    """A test board's best row: its fastest row that ranks (`ladder.rank`: a row without an interval has no rank and
+    is never a board's best); None where none does."""
+    with_rank = ranked.filter(pl.col("rank").is_not_null())
+    return with_rank.row(0, named=True) if with_rank.height else None
 
 
 def hardware_of_boards(summary: pl.DataFrame) -> dict[tuple[str, str], str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -234,9 +233,7 @@ def _training_board(
         retracted=board.retracted.to_dicts(),
         **_listed(path, slug, unranked=board.shown_unranked, failures=board.failures),
         rank_rule=configurations.RANK_RULE,
-        json_name=_board_json(
-            path, ranked, board.unranked, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
-        ),
+        json_name=_board_json(path, board, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
         tolerance={
             "first": metrics.LOSS_PARITY_FIRST_STEP_NATS,
             "rel": metrics.LOSS_PARITY_REL_TOL,
@@ -285,43 +282,42 @@ def _training_board(
     return row, claims_row
 
 
-def _board_json(
-    page: Path, board: pl.DataFrame, unranked: pl.DataFrame, unit: str, figure: tuple[str, str, str]
-) -> str:
+def _board_json(page: Path, board: Board, unit: str, figure: tuple[str, str, str]) -> str:
     """Write the board as data beside its page (`leaderboards/<board>.json`, format on the downloads page:
     `board_rows`) and return the file's name."""
     target = page.with_suffix(".json")
     target.parent.mkdir(parents=True, exist_ok=True)
     # kept by exactly the columns `board_rows` reads: a board a new run did not join is not worked out again
-    ranked = board.select(c for c in (*_RANKED_READS, *figure) if c in board.columns)
-    others = unranked.select(c for c in (*_UNRANKED_READS, *figure) if c in unranked.columns)
+    ranked = board.ranked.select(c for c in (*_RANKED_READS, *figure) if c in board.ranked.columns)
+    others = board.unranked.select(c for c in (*_UNRANKED_READS, *figure) if c in board.unranked.columns)
+    spans = board.unranked_spans
 
     def text() -> bytes:
-        rows = board_rows(ranked, others, unit, figure)
+        rows = board_rows(ranked, others, spans, unit, figure)
         return (json.dumps({"rows": rows}, indent=1, ensure_ascii=False) + "\n").encode()
 
-    target.write_bytes(BOARD_JSON.made(text, ranked, others, unit, figure))
+    target.write_bytes(BOARD_JSON.made(text, ranked, others, spans, unit, figure))
     return target.name
 
 
 _RANKED_READS = ("rank", "variant", "settings_hash", "status", "run_ids", "harness_commits", "accelerator_count",
-                 "accelerator")  # fmt: skip
+                 "accelerator", "interval_basis")  # fmt: skip
 _UNRANKED_READS = ("started_at", "run_id", "settings_hash", "status", "unranked", "harness_commit", "variant",
                    "accelerator_count", "accelerator")  # fmt: skip
 """The columns `board_rows` reads of a board's ranked rows and of its unranked runs, besides the figure's."""
 
-BOARD_JSON = output_cache.Kind("board-json", [__file__, commits.__file__])
+BOARD_JSON = output_cache.Kind("board-json", [__file__, commits.__file__, configurations.__file__, metrics.__file__])
 """A board's JSON (`board_rows`), kept by the rows it is made from."""
 
 
 def board_rows(
-    board: pl.DataFrame, unranked: pl.DataFrame, unit: str, figure: tuple[str, str, str]
+    board: pl.DataFrame, unranked: pl.DataFrame, spans: pl.DataFrame, unit: str, figure: tuple[str, str, str]
 ) -> list[dict[str, Any]]:
     """A board as data: one row per configuration, ranked ones first. Runs that do not rank join their
     configuration's row under `unranked_runs` (with their status, reason and harness commit); a configuration with no
-    ranked run is one unranked row (its latest run's status and reason, the median of its runs' figures, the span of
-    their intervals). Each row names the harness commits of its `runs` (`commits.distinct`). `figure` names the value,
-    interval-low and interval-high columns."""
+    ranked run is one unranked row (its latest run's status and reason, and its figure and span as derived:
+    `spans`, `Board.unranked_spans`). Each row names the harness commits of its `runs` (`commits.distinct`).
+    `figure` names the value, interval-low and interval-high columns."""
     value, lo, hi = figure
     rows: dict[str, dict[str, Any]] = {}
     for r in board.to_dicts():
@@ -331,7 +327,8 @@ def board_rows(
             "settings_hash": r["settings_hash"],
             "status": r["status"],
             "verified": True,
-            "reason": None,
+            # a verified row without a rank says why: it has no interval (unreplicated, or one measurement)
+            "reason": None if r["rank"] is not None else r.get("interval_basis"),
             "value": r[value],
             "interval_low": r[lo],
             "interval_high": r[hi],
@@ -341,6 +338,8 @@ def board_rows(
             "hardware": f"{r['accelerator_count']} × {r['accelerator']}",
             "unranked_runs": [],
         }
+    columns = configurations.SPANS_SCHEMA
+    spanned = {h: (v, low, high) for h, v, low, high in spans.select(*columns).iter_rows()}
     others: dict[str, list[dict[str, Any]]] = {}
     for r in unranked.sort("started_at", "run_id").to_dicts():
         others.setdefault(r["settings_hash"], []).append(r)
@@ -353,9 +352,7 @@ def board_rows(
             rows[settings_hash]["unranked_runs"] = entries
             continue
         latest = runs[-1]
-        values = sorted(r[value] for r in runs if r[value] is not None)
-        lows = [x for r in runs for x in (r[lo], r[value]) if x is not None]
-        highs = [x for r in runs for x in (r[hi], r[value]) if x is not None]
+        median, low, high = spanned.get(settings_hash, (None, None, None))
         rows[settings_hash] = {
             "rank": None,
             "variant": latest["variant"],
@@ -363,9 +360,9 @@ def board_rows(
             "status": latest["status"],
             "verified": False,
             "reason": latest["unranked"],
-            "value": statistics.median(values) if values else None,
-            "interval_low": min(lows) if lows else None,
-            "interval_high": max(highs) if highs else None,
+            "value": median,
+            "interval_low": low,
+            "interval_high": high,
             "unit": unit,
             "runs": [r["run_id"] for r in runs],
             "harness_commits": commits.distinct(r["harness_commit"] for r in runs),
@@ -449,7 +446,7 @@ def _inference_board(
         **_listed(path, slug, unranked=board.shown_unranked, imported=board.imported, failures=board.failures),
         weights=_weights(board.ranked, board.shown_unranked, board.imported),
         rank_rule=ladder.RANK_RULE,
-        json_name=_board_json(path, board.ranked, board.unranked, "tokens/s", ("value", "lo", "hi")),
+        json_name=_board_json(path, board, "tokens/s", ("value", "lo", "hi")),
         chart=chart_sink.html_of(
             pages.chart_id(slug, "tokens"), charts.test_throughput, board.drawn, "tokens/s", depth=1
         )
@@ -492,7 +489,7 @@ def _serving_board(
         work=config["workload"],
         rows=board.ranked.to_dicts(),
         rank_rule=ladder.RANK_RULE,
-        json_name=_board_json(path, board.ranked, board.unranked, "output tokens/s", ("value", "lo", "hi")),
+        json_name=_board_json(path, board, "output tokens/s", ("value", "lo", "hi")),
         scaling=scaling.to_dicts(),
         scaling_chart=chart_sink.html_of(pages.chart_id(slug, "tp-scaling"), charts.tp_scaling, scaling, depth=1)
         if scaling.height > 1

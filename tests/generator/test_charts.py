@@ -34,6 +34,7 @@ RUNS = pl.DataFrame(
 POINTS = pl.DataFrame(
     {
         "variant": ["v", "v"],
+        "weights_label": ["fp16", "fp16"],
         "tier": ["tuned", "tuned"],
         "accelerator_count": [1, 2],
         "efficiency": [1.0, 0.9],
@@ -75,6 +76,7 @@ CHARTS = {
         pl.DataFrame(
             {
                 "accelerator_count": [1, 1, 2],
+                "weights_label": ["fp16", "fp16", "FP8, vLLM's own random values"],
                 "concurrency": [1, 8, 1],
                 "runs": [2, 1, 1],
                 **{k: [200.0, 1300.0, 140.0] for k in ("per_gpu", "per_gpu_lo", "per_gpu_hi")},

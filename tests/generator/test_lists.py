@@ -114,7 +114,7 @@ def test_a_ranked_row_links_its_latest_runs_and_its_board_json_lists_them_all(
     data, results = many_unranked
     board = results.boards[("cpu-smoke", "w")]
     figure = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
-    rows = render.boards.board_rows(board.ranked, board.unranked, "steps/s", figure)  # the board's JSON rows
+    rows = render.boards.board_rows(board.ranked, board.unranked, board.unranked_spans, "steps/s", figure)
     (fast,) = [r for r in rows if r["variant"] == "fast" and r["rank"] is not None]
     earlier, latest = fast["runs"]
     whole = (_pages(results, data, tmp_path / "whole") / "leaderboards" / "cpu-smoke-w.md").read_text()

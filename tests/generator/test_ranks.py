@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, derive, inference, load, render, serving
+from generator import checks, configurations, derive, inference, load, render, serving
 from generator.derive import ladder
 from runners import metrics
 
@@ -175,7 +175,9 @@ def test_board_data_is_one_row_per_configuration() -> None:
             _run(4, bench_ratio=1.29, settings={"a": 1}, harness_commit=None),
         ]
     )
-    rows = render.boards.board_rows(ranked, unranked, "tokens/s", ("value", "lo", "hi"))
+    figure = ("value", "lo", "hi")
+    spans = configurations.unranked_spans(unranked, figure)
+    rows = render.boards.board_rows(ranked, unranked, spans, "tokens/s", figure)
     assert len(rows) == 2 and len({r["settings_hash"] for r in rows}) == 2
     first, second = rows
     assert first["rank"] == 1 and first["verified"] and first["runs"] == ["r1"]
@@ -203,7 +205,9 @@ def _published_boards() -> dict[str, list[dict]]:
         "serving": ("output tokens/s", ("value", "lo", "hi")),
     }
     return {
-        f"{suite}/{workload}": render.boards.board_rows(board.ranked, board.unranked, *figures[board.kind])
+        f"{suite}/{workload}": render.boards.board_rows(
+            board.ranked, board.unranked, board.unranked_spans, *figures[board.kind]
+        )
         for (suite, workload), board in results.boards.items()
     }
 
@@ -226,8 +230,11 @@ def test_every_published_board_keeps_the_rank_rules() -> None:
                 figures = [run_values[i] for i in r["runs"] if run_values.get(i) is not None]
                 if len(r["runs"]) >= 2 and figures:
                     assert r["interval_low"] <= min(figures) and r["interval_high"] >= max(figures), (name, r)
+            elif r["verified"]:  # verified, without an interval: no rank, and the row says why (issue 55)
+                assert r["interval_low"] is None and r["interval_high"] is None, (name, r)
+                assert r["reason"].startswith(("unreplicated", "one run, one measurement")), (name, r)
             else:
-                assert not r["verified"] and r["reason"], (name, r)
+                assert r["reason"], (name, r)
             for run in r["runs"]:
                 assert seen.setdefault(run, r["rank"]) == r["rank"], (name, run)
 
@@ -329,8 +336,8 @@ def test_a_one_run_row_gets_the_spread_pooled_over_its_kind_on_its_hardware() ->
     frame = pl.DataFrame([*repeated, single, other])
     spreads = inference.pooled_spreads(frame)
     sd = math.log(110 / 100) / math.sqrt(2)  # two runs: the sd of their logs, 1 degree of freedom
-    assert set(spreads) == {("tg", "NVIDIA H200", 1)}
-    assert spreads[("tg", "NVIDIA H200", 1)] == metrics.PooledSpread(pytest.approx(sd), 1, 1)
+    assert set(spreads) == {("llamacpp", "tg", "NVIDIA H200", 1)}
+    assert spreads[("llamacpp", "tg", "NVIDIA H200", 1)] == metrics.PooledSpread(pytest.approx(sd), 1, 1)
     ranked, _ = inference.board(frame, spreads)
     row = ranked.filter(pl.col("run_ids").list.first() == "r3").row(0, named=True)
     half = 12.706204736 * sd  # t(0.975, 1)
@@ -340,8 +347,13 @@ def test_a_one_run_row_gets_the_spread_pooled_over_its_kind_on_its_hardware() ->
     centre, pair_half = math.log(100 * 110) / 2, half / math.sqrt(2)
     assert pair["lo"] == pytest.approx(math.exp(centre - pair_half)) and pair["lo"] < 99.0
     assert pair["hi"] == pytest.approx(math.exp(centre + pair_half)) and pair["hi"] > 110.0
+    # one run on hardware where its engine repeated nothing: unreplicated, no interval and no rank (issue 55)
     elsewhere = ranked.filter(pl.col("run_ids").list.first() == "r4").row(0, named=True)
-    assert (elsewhere["lo"], elsewhere["hi"]) == (49.5, 50.5) and "no repeats" in elsewhere["interval_basis"]
+    assert elsewhere["lo"] is None and elsewhere["hi"] is None and elsewhere["rank"] is None
+    assert (
+        elsewhere["interval_basis"].startswith("unreplicated")
+        and "49.5 – 50.5 within the run" in elsewhere["interval_basis"]
+    )
 
     base = {"kind": "serve", "engine": "vllm", "variant": "vllm-tp1", "out_med": None, "out_lo": None, "out_hi": None}
     points = [

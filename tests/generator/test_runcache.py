@@ -269,7 +269,8 @@ def test_the_verdicts_resamples_come_back_from_the_cache_to_the_bit(
         again = sweep_draws.draws(points, summary, loaded.rows, spreads, fight.devices)
         assert calls == [] and same(fresh, again)  # read back, to the bit
         # a spread of hardware no point is on (a CPU run added, say) changes none of the draws: still read back
-        other = {r: {**s, ("another-accelerator", 1): metrics.PooledSpread(0.5, 3, 1)} for r, s in spreads.items()}
+        elsewhere = ("torch", "another-accelerator", 1)
+        other = {r: {**s, elsewhere: metrics.PooledSpread(0.5, 3, 1)} for r, s in spreads.items()}
         assert same(fresh, sweep_draws.draws(points, summary, loaded.rows, other, fight.devices)) and calls == []
         # a damaged set is drawn again, never trusted
         (kept,) = tmp_path.glob("arrays-sweep-draws-*.npz")

@@ -141,7 +141,8 @@ def test_tensor_parallel_scaling_compares_runs_that_sent_as_many_requests() -> N
     def run(tp: int, requests: int, rate: float, hour: int, workload: str = "m-serve-c32") -> dict:
         return dict(suite="s", workload=workload, entry="m", kind="serve", concurrency=32, accelerator_count=tp,
                     requests=requests, out_rate=rate, started_at=f"2026-11-30T{hour:02d}:00:00Z", origin="measured",
-                    status="ok", retracted_by=None, run_id=f"{workload}-tp{tp}-{hour}")  # fmt: skip
+                    status="ok", retracted_by=None, run_id=f"{workload}-tp{tp}-{hour}",
+                    weights_label="fp16")  # fmt: skip
 
     tests = pl.DataFrame([
         run(2, 32, 4694.0, 5), run(1, 32, 3401.0, 6), run(1, 128, 3533.0, 20), run(2, 128, 5166.0, 21),
@@ -163,7 +164,7 @@ def test_a_model_too_big_for_one_gpu_scales_from_the_fewest_measured() -> None:
     tests = pl.DataFrame([
         dict(suite="x8", workload="l70-serve-c32", entry="l70", kind="serve", concurrency=32, accelerator_count=n,
              requests=128, out_rate=rate, started_at=f"2026-12-01T0{n}:00:00Z", origin="measured", status="ok",
-             retracted_by=None, run_id=f"tp{n}", variant=f"vllm-tp{n}")
+             retracted_by=None, run_id=f"tp{n}", variant=f"vllm-tp{n}", weights_label="fp16")
         for n, rate in ((4, 1000.0), (8, 1600.0))
     ])  # fmt: skip
     rows = serving.tp_scaling(tests).to_dicts()
