@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import altair as alt
 import jinja2
 import polars as pl
 from markupsafe import Markup
@@ -394,8 +395,11 @@ SAMPLES_SPEC = "assets/js/run-samples.vl.json"
 
 
 def samples_spec_text() -> str:
-    """The shared samples chart spec (`SAMPLES_SPEC`), its data's URL the placeholder."""
-    return json.dumps(charts.step_samples_spec(CSV_PLACEHOLDER), separators=(",", ":"), sort_keys=True) + "\n"
+    """The shared samples chart spec (`SAMPLES_SPEC`), its data's URL the placeholder, in the site's theme whichever
+    theme is active (a build made it before enabling the theme, so a process's second build wrote another spec)."""
+    with alt.theme.enable(charts.THEME):
+        spec = charts.step_samples_spec(CSV_PLACEHOLDER)
+    return json.dumps(spec, separators=(",", ":"), sort_keys=True) + "\n"
 
 
 RENDER_CHUNK = 250
