@@ -20,7 +20,9 @@ import json
 import math
 import os
 import shutil
+import threading
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -424,9 +426,12 @@ class Pending:
     while its bytes do not: a page rendered again for a sibling's sake keeps its CSV)."""
     fed: Future[tuple[list[Future[int]], dict[str, str]]] | None = None
     """The thread handing the pages out to workers (`_feed`): its jobs and CSV keys, once it is done."""
+    finished: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Every charted run's CSV key once `finish` has waited for them (what `record` writes)."""
 
-    def finish(self, site: Path) -> int:
-        """Wait for every page; returns how many runs were rendered (the others kept their files)."""
+    def finish(self, site: Path, record: bool = True) -> int:
+        """Wait for every page; returns how many runs were rendered (the others kept their files). `record`: write the
+        manifest now; a build that publishes the pages later (`generator/build.py`) calls `record()` once they are."""
         jobs, rows_keys = self.jobs, self.rows_keys or {}
         try:
             if self.fed is not None:
@@ -437,17 +442,24 @@ class Pending:
         finally:
             if self.progress is not None:
                 self.progress.close()
+        self.finished.update(rows_keys)
         target = site / "runs"
         if self.stage.resolve() != target.resolve():
             if target.exists():
                 shutil.rmtree(target)
             os.replace(self.stage, target)
-        if self.manifest is not None:
-            self.manifest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.manifest.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"pages": self.keys, "rows": rows_keys}, sort_keys=True))
-            tmp.replace(self.manifest)
+        if record:
+            self.record()
         return self.rendered
+
+    def record(self) -> None:
+        """Write the manifest: what each page now published was made from (after `finish`)."""
+        if self.manifest is None:
+            return
+        self.manifest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.manifest.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"pages": self.keys, "rows": self.finished}, sort_keys=True))
+        tmp.replace(self.manifest)
 
 
 def start_run_pages(
@@ -609,7 +621,7 @@ def _write_csvs(
         batch = wanted[i : i + CSV_BATCH]
         csvs = csv_texts(load.full_rows(records, batch))
         for run_id in batch:
-            (stage / csv_file(run_id)).write_bytes(parts.gzipped(csvs[run_id], level=ROWS_GZIP_LEVEL))
+            _put(stage / csv_file(run_id), parts.gzipped(csvs[run_id], level=ROWS_GZIP_LEVEL))
     return written
 
 
@@ -636,7 +648,7 @@ def _render(
         if csv_name and run_texts is not None and (run_texts.get("time_points") or run_texts.get("loss_points")):
             chart_json = SAMPLES_SPEC
             svg_name = f"{slug}.svg"
-            (stage / svg_name).write_text(samples_svg(run_texts))
+            _put(stage / svg_name, samples_svg(run_texts).encode())
         else:
             (stage / f"{slug}.svg").unlink(missing_ok=True)
         command, not_reproducible = reproduce.command(run, config if isinstance(config, dict) else {})
@@ -644,10 +656,8 @@ def _render(
         listed = None
         if provenance["packages"]:
             listed, text = packages_file(provenance["packages"])
-            if not (stage / listed).exists():
-                tmp = stage / f".{listed}.{os.getpid()}.tmp"  # two workers may write one list: each its own
-                tmp.write_text(text)
-                tmp.replace(stage / listed)
+            if not (stage / listed).exists():  # two workers may write one list: each writes its own, then renames
+                _put(stage / listed, text.encode())
         imported = config.get("imported") if isinstance(config, dict) else None
         result = imported.get("result") if isinstance(imported, dict) else None
         tool_output, cut = shown_output(result)
@@ -675,5 +685,13 @@ def _render(
             chart_id=f"chart-run-{slug}",
             svg_name=svg_name,
         )
-        (stage / f"{slug}.html").write_text(html)
+        _put(stage / f"{slug}.html", html.encode())
     return len(runs)
+
+
+def _put(path: Path, data: bytes) -> None:
+    """`data` as the file at `path`, written aside and renamed over it: a new file, never the old one rewritten, as
+    the stage's files may be hard links to the published site's (`generator/build.py`), which must not change."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
