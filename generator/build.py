@@ -190,6 +190,8 @@ def _build_staged(
         (docs / name).write_text(text)
     (docs / "assets" / "js" / "vega.js").write_text(bundle_text)
     (docs / render.runs.SAMPLES_SPEC).write_text(render.runs.samples_spec_text())  # the run pages' shared chart
+    # the run pages' footer line, shared: a new version of the generator renders no run page again
+    (docs / versions.FOOTER_SCRIPT).write_text(versions.footer_script(versions.generator()))
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
     loaded, _ = editions.audited(loaded, data_dir)  # a file an edition froze, or git committed, never changes
@@ -220,9 +222,8 @@ def _build_staged(
         )
         page_runs = suite_names.with_titles(page_runs)
         manifest = work_dir / "cache" / "run-pages.json"
-        footer = versions.footer_text(versions.generator())
         pending = render.runs.start_run_pages(
-            kept, page_runs, results.samples, manifest, pool, repo_url, footer, results.records
+            kept, page_runs, results.samples, manifest, pool, repo_url, records=results.records
         )
         _build_rest(results, frozen, docs, data_dir, site, work_dir, site_url, repo_url, sorted(supplied))
         pending.finish(site, record=False)

@@ -34,7 +34,7 @@ from markupsafe import Markup
 
 import generator.render.lists as lists  # not `from generator.render`: the package imports this module
 import generator.render.parts as parts
-from generator import charts, columns, commits, load, pages, reproduce
+from generator import charts, columns, commits, load, pages, reproduce, versions
 from generator.progress import Progress
 from runners import bounds
 
@@ -469,7 +469,6 @@ def start_run_pages(
     manifest: Path | None = None,
     pool: Executor | None = None,
     repo_url: str | None = None,
-    footer: str = "",
     records: load.Loaded | None = None,
 ) -> Pending:
     """Begin rendering `<run>.html`, its samples SVG and its rows as CSV for every run into `stage` (which may
@@ -483,7 +482,7 @@ def start_run_pages(
     the CSVs are written from where `rows` leaves samples out (`load.full_rows`)."""
     stylesheets = theme_stylesheets()
     stage.mkdir(parents=True, exist_ok=True)
-    code = _code_key(stylesheets) + (repo_url or "") + footer
+    code = _code_key(stylesheets) + (repo_url or "")  # not the generator's version: the footer reads it apart
     where = parts.samples_paths(summary)  # in the page, so in its key: a part split in two moves its runs' rows
     ids = summary["run_id"].to_list()
     keyed = summary.with_columns(pl.Series("samples_file", [where[i] for i in ids], dtype=pl.String))
@@ -512,7 +511,7 @@ def start_run_pages(
         pool = None  # a worker process (seconds to start and import) costs more than a few pages rendered here
     every = records if records is not None else load.Loaded(runs=summary, rows=rows)
     feed = functools.partial(
-        _feed, stage, keyed, changed, rows, every, rows_before, pool, progress, stylesheets, repo_url, footer
+        _feed, stage, keyed, changed, rows, every, rows_before, pool, progress, stylesheets, repo_url
     )
     if pool is None:
         jobs, written = feed()
@@ -542,7 +541,6 @@ def _feed(
     progress: Progress,
     stylesheets: list[str],
     repo_url: str | None,
-    footer: str,
 ) -> tuple[list[Future[int]], dict[str, str]]:
     """Render the `changed` runs' pages (on `pool`, or here) and write their CSVs, `FEED_BLOCK` runs at a time, with
     at most `OUTSTANDING_JOBS` jobs waiting: returns the jobs and each charted run's CSV key (`Pending.rows_keys`)."""
@@ -561,7 +559,7 @@ def _feed(
             chunk = todo[i : i + RENDER_CHUNK]
             in_chunk = [r["run_id"] for r in chunk]
             args = (stage, chunk, {i: texts.get(i) for i in in_chunk}, with_rows.intersection(in_chunk),
-                    charted.intersection(in_chunk), stylesheets, repo_url, footer)  # fmt: skip
+                    charted.intersection(in_chunk), stylesheets, repo_url)  # fmt: skip
             if pool is None:
                 progress.advance(_render(*args))
                 continue
@@ -633,7 +631,6 @@ def _render(
     with_csv: set[str],
     stylesheets: list[str],
     repo_url: str | None = None,
-    footer: str = "",
 ) -> int:
     """Write each run's page and samples SVG into `stage` (a worker's job: no polars here); `with_rows` names the
     runs with rows in their suite's samples file, `with_csv` those whose gzipped CSV is (being) written beside them."""
@@ -678,7 +675,7 @@ def _render(
             calibration=_readable(_flat(columns.parsed(run["calibration"]))) if run["calibration"] else [],
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",
             repo_url=repo_url,
-            footer=footer,
+            built_with_script=f"../{versions.FOOTER_SCRIPT}",
             checkout=commits.valid(run["harness_commit"]),  # a hostile value never reaches a shell block
             stylesheets=stylesheets,
             chart_json=chart_json,

@@ -1,15 +1,16 @@
 """One build store (issue 56): a build publishes nothing until its site is whole, and a failed one leaves the
-previous site byte for byte. Built in this process, through the real build (MkDocs included), from a few committed
+previous site byte for byte; the generator's version is in no run page, so a new one renders none again. Built in this process, through the real build (MkDocs included), from a few committed
 H200 records copied into a folder of their own: a training run of each kind, a generation test and a served point."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from generator import build, derive
+from generator import build, derive, render, versions
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = (
@@ -69,3 +70,41 @@ def test_a_build_that_raises_leaves_the_previous_site_byte_identical(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no stage left beside it
     build.build(data, out, work)
     assert snapshot(out) == before
+
+
+def _versioned(version: str) -> Callable[[], list[dict[str, str]]]:
+    """`versions.generator` as it would answer with Fair Fight at `version` (as git describe names every commit)."""
+    real = versions.generator
+
+    def generator() -> list[dict[str, str]]:
+        return [v | {"version": version} if v["package"] == "fairfight" else v for v in real()]
+
+    return generator
+
+
+def test_a_new_version_of_the_generator_renders_no_run_page_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two builds whose only difference is the generator's version give byte-identical run pages, a warm build at a
+    new version renders none of them again, and the version reaches the run pages' one shared footer script."""
+    data = small_data(tmp_path)
+    rendered: list[str] = []
+    real_render = render.runs._render
+
+    def counted(stage: Path, runs: list[dict[str, object]], *args: object, **kwargs: object) -> int:
+        rendered.extend(str(r["run_id"]) for r in runs)
+        return real_render(stage, runs, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(render.runs, "_render", counted)
+    monkeypatch.setattr(versions, "generator", _versioned("1.0.0"))
+    build.build(data, tmp_path / "one", tmp_path / "work-one")
+    monkeypatch.setattr(versions, "generator", _versioned("1.0.1.dev1+gabcdef0"))
+    build.build(data, tmp_path / "two", tmp_path / "work-two")
+    assert sorted(rendered) == sorted(RUNS * 2)  # cold builds: every page
+    one, two = snapshot(tmp_path / "one" / "runs"), snapshot(tmp_path / "two" / "runs")
+    assert one == two
+    rendered.clear()
+    build.build(data, tmp_path / "one", tmp_path / "work-one")  # warm, at the new version
+    assert rendered == []
+    assert snapshot(tmp_path / "one" / "runs") == one
+    assert "Fair Fight 1.0.1.dev1+gabcdef0 with" in (tmp_path / "one" / versions.FOOTER_SCRIPT).read_text()
