@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 import generator.render.lists as lists
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
-from generator import fields, load, output_cache, pages
+from generator import fields, fingerprint, load, output_cache, pages
 from generator.derive import claims
 from generator.derive.results import Results
 from runners import metrics, schema
@@ -203,10 +203,11 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
     if len(names) != len(ids):
         raise ValueError("runs.csv: run ids repeat; each run's row must be one")
     schema = repr(flat.schema)
+    made_by = fingerprint.fingerprint()  # the code that makes a part (this module's `_csv_part` too) and its libraries
     hashes = flat.hash_rows(seed=0).to_list()
     keys, start = [], 0
     for first, (_, members) in enumerate(parts.grouped(names).items()):
-        key = _RUNS_CSV.key(schema, first == 0, hashes[start : start + len(members)])
+        key = _RUNS_CSV.key(made_by, schema, first == 0, hashes[start : start + len(members)])
         cached = cache / key
         if not cached.exists():
             cache.mkdir(parents=True, exist_ok=True)
@@ -235,7 +236,9 @@ change to them makes every part again)."""
 
 def _sample_parts(summary: pl.DataFrame, records: load.Loaded) -> Iterator[tuple[str, str, int, list[str]]]:
     """Each samples part as (its path under the site, its cache key, rows, its runs in load order): keyed by its runs'
-    ids and their files' sha256 (a file's rows never change while its bytes do not)."""
+    ids and their files' sha256 (a file's rows never change while its bytes do not), and by the code and the
+    libraries that write it (`fingerprint`: a changed writer writes every part again)."""
+    made_by = fingerprint.fingerprint()
     rows = records.rows
     where = parts.samples_paths(summary)
     sha = dict(zip(summary["run_id"].to_list(), summary["sha256"].to_list(), strict=True))
@@ -250,7 +253,7 @@ def _sample_parts(summary: pl.DataFrame, records: load.Loaded) -> Iterator[tuple
     for name in sorted(slices):
         if not name:
             continue  # rows of a run the summary does not hold (none: the checks keep them together)
-        key = "samples-" + parts.key_of(pl.__version__, name, sorted((r, sha[r]) for r in members[name]))
+        key = "samples-" + parts.key_of(made_by, name, sorted((r, sha[r]) for r in members[name]))
         spans = slices[name]
         yield name, key, sum(length for _, length in spans), [run_id for run_id, _ in spans]
 
