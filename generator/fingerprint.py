@@ -1,6 +1,6 @@
-"""What makes the site's bytes besides its data, as one digest: a cached output's key starts here, never from a hand-kept
-list of the files or libraries it depends on (such a list missed `words.py`, which formats every number, and a
-download's writer; asv drops a result whose benchmark's version changed, Hugo keys its file caches likewise).
+"""What makes the site's bytes besides its data, as one digest: a cached output's key starts here, never from a
+hand-kept list of the files or libraries it depends on (such a list missed `words.py`, which formats every number,
+and a download's writer; asv drops a result whose benchmark's version changed, Hugo keys its file caches likewise).
 
 Two halves, read once per process (the code and the installed packages do not change under a build):
 - the code: every file under `CODE` (the generator, the runners' schema, formulas, suites and registry, the templates

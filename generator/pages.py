@@ -82,7 +82,7 @@ def _finalize(value: Any) -> Any:
     return md_text(value)
 
 
-CHART_SPEC = output_cache.Kind("chart-spec", [Path(__file__).with_name("charts.py")])
+CHART_SPEC = output_cache.Kind("chart-spec")
 """A chart's Vega-Lite spec (`kept_spec`), kept by the function that draws it, its code and its inputs: a board
 a new run did not change is not drawn by altair again (tens of milliseconds a chart)."""
 

@@ -203,11 +203,10 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
     if len(names) != len(ids):
         raise ValueError("runs.csv: run ids repeat; each run's row must be one")
     schema = repr(flat.schema)
-    made_by = fingerprint.fingerprint()  # the code that makes a part (this module's `_csv_part` too) and its libraries
     hashes = flat.hash_rows(seed=0).to_list()
     keys, start = [], 0
     for first, (_, members) in enumerate(parts.grouped(names).items()):
-        key = _RUNS_CSV.key(made_by, schema, first == 0, hashes[start : start + len(members)])
+        key = _RUNS_CSV.key(schema, first == 0, hashes[start : start + len(members)])
         cached = cache / key
         if not cached.exists():
             cache.mkdir(parents=True, exist_ok=True)
@@ -229,7 +228,7 @@ def _csv_part(rows: pl.DataFrame, header: bool, tmp: Path) -> None:
     tmp.write_bytes(parts.gzipped(lists.csv_ready(rows).write_csv(include_header=header), level=6))
 
 
-_RUNS_CSV = output_cache.Kind("runs", [str(lists.__file__), str(pages.__file__)])
+_RUNS_CSV = output_cache.Kind("runs")
 """A runs.csv part's cache key (`_runs_csv`): its rows, and the code and library versions that make them CSV text (a
 change to them makes every part again)."""
 

@@ -14,6 +14,7 @@ shipped once: in its suite's Parquet download, and beside its page only where it
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -22,7 +23,6 @@ import os
 import shutil
 import threading
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from markupsafe import Markup
 
 import generator.render.lists as lists  # not `from generator.render`: the package imports this module
 import generator.render.parts as parts
-from generator import charts, columns, commits, load, pages, reproduce, versions
+from generator import charts, columns, commits, fingerprint, load, pages, reproduce, versions
 from generator.progress import Progress
 from runners import bounds
 
@@ -380,12 +380,10 @@ def theme_stylesheets() -> list[str]:
 
 
 def _code_key(stylesheets: list[str]) -> str:
-    """What every run page also depends on besides its own record: this module, the chart spec, the helpers,
-    the template and the stylesheet names."""
-    digest = hashlib.sha256()
-    for path in (Path(__file__), Path(charts.__file__), Path(pages.__file__), Path(commits.__file__),
-                 Path(reproduce.__file__), Path(lists.__file__), pages.TEMPLATES / "run.html.j2"):  # fmt: skip
-        digest.update(path.read_bytes())
+    """What every run page also depends on besides its own record: the code that makes output and the libraries that
+    make its bytes (`fingerprint`: no hand list, which missed the formatter of every number), and the stylesheet
+    names."""
+    digest = hashlib.sha256(fingerprint.fingerprint().encode())
     digest.update("\n".join(stylesheets).encode())
     return digest.hexdigest()
 
@@ -591,8 +589,6 @@ def _run_of(name: str) -> str:
 
 ROWS_GZIP_LEVEL = 6
 """gzip's level for a run's rows: 1.2% larger than -9 on the committed training runs' CSV, 2.6 times faster."""
-ROWS_FORMAT = f"{','.join(CSV_COLUMNS)} gzip-{ROWS_GZIP_LEVEL}"
-"""How a run's CSV is written: part of what `Pending.rows_keys` records, so a change writes every CSV again."""
 
 
 CSV_BATCH = 256
@@ -603,16 +599,18 @@ def _write_csvs(
     stage: Path, runs: list[dict[str, Any]], records: load.Loaded, charted: set[str], before: dict[str, str]
 ) -> dict[str, str]:
     """Each charted run's rows as `<run>.csv.gz` (its chart's data), unless `before` says the one there was written
-    from the same file (its sha256); another run has none beside its page. Returns run id → sha256 for each CSV.
+    from the same file (its sha256) by the same code and libraries (`fingerprint`); another run has none beside its
+    page. Returns run id → what each CSV was written from.
     Every row of the file, a batch of runs at a time (`load.full_rows`)."""
     written: dict[str, str] = {}
     wanted = []
+    made_by = fingerprint.fingerprint()  # the code that writes a CSV and the libraries that make its bytes
     for run in runs:
         run_id, path = run["run_id"], stage / csv_file(run["run_id"])
         if run_id not in charted:
             path.unlink(missing_ok=True)
             continue
-        written[run_id] = f"{run['sha256']}:{ROWS_FORMAT}"
+        written[run_id] = f"{run['sha256']}:{made_by}"
         if before.get(run_id) != written[run_id] or not path.exists():
             wanted.append(run_id)
     for i in range(0, len(wanted), CSV_BATCH):

@@ -1,6 +1,7 @@
 """One build store (issue 56): a build publishes nothing until its site is whole, and a failed one leaves the
-previous site byte for byte; the generator's version is in no run page, so a new one renders none again. Built in this process, through the real build (MkDocs included), from a few committed
-H200 records copied into a folder of their own: a training run of each kind, a generation test and a served point."""
+previous site byte for byte; the generator's version is in no run page, so a new one renders none again. Built in
+this process, through the real build (MkDocs included), from a few committed H200 records copied into a folder of
+their own: a training run of each kind, a generation test and a served point."""
 
 from __future__ import annotations
 
@@ -33,9 +34,7 @@ def small_data(folder: Path) -> Path:
 
 def snapshot(site: Path) -> dict[str, bytes | None]:
     """Every path under `site`: a file's bytes, None for a folder."""
-    return {
-        str(p.relative_to(site)): p.read_bytes() if p.is_file() else None for p in sorted(site.rglob("*"))
-    }
+    return {str(p.relative_to(site)): p.read_bytes() if p.is_file() else None for p in sorted(site.rglob("*"))}
 
 
 @pytest.fixture(autouse=True)

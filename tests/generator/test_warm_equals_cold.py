@@ -4,10 +4,12 @@ and cold, as `fairfight site` would, in child processes. Every file of the two s
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from tests.conftest import run_module
 from tests.generator.test_build_store import small_data, snapshot
@@ -40,15 +42,31 @@ def _changed(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-def test_a_changed_samples_writer_reaches_the_warm_build(tmp_path: Path) -> None:
-    """The samples download's writer made to write SNAPPY instead of ZSTD (as a contributor previewing a change
-    would): the warm build after the change publishes the parts the cold one does, not the cache's ZSTD ones."""
+CHANGES = {
+    # the samples download's writer (as the contributor of issue 56 changed it): SNAPPY instead of ZSTD
+    "samples-writer": (
+        "generator/render/catalog.py", 'compression="zstd", write_statistics', 'compression="snappy", write_statistics'
+    ),
+    # the formatter of every count on every page (thousands apart with _), which no run page's hand list named
+    "formatter": ("generator/words.py", 'return f"{value:,}"', 'return f"{value:_}"'),
+}  # fmt: skip
+"""A change to a module that writes output: (file, text, what it becomes)."""
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_warm_build_after_a_code_change_is_the_cold_build(tmp_path: Path, change: str) -> None:
+    """A change made in a copy of the code (as a contributor previewing it would), then a warm build (the cache of the
+    build before the change) and a cold one: every file the same bytes, the change in both."""
+    path, old, new = CHANGES[change]
     code, data = _copy_code(tmp_path / "code"), small_data(tmp_path)
     warm, cold = tmp_path / "warm", tmp_path / "cold"
     _site(code, data, warm, tmp_path / "work")
-    _changed(code / "generator" / "render" / "catalog.py", 'compression="zstd", write_statistics', 'compression="snappy", write_statistics')
+    _changed(code / path, old, new)
     _site(code, data, warm, tmp_path / "work")
     _site(code, data, cold, tmp_path / "cold-work")
-    parts = sorted((cold / "downloads" / "samples").rglob("*.parquet"))
-    assert parts and all(pq.ParquetFile(p).metadata.row_group(0).column(0).compression == "SNAPPY" for p in parts)
+    if change == "samples-writer":  # the change reached the cold build
+        parts = sorted((cold / "downloads" / "samples").rglob("*.parquet"))
+        assert parts and all(pq.ParquetFile(p).metadata.row_group(0).column(0).compression == "SNAPPY" for p in parts)
+    else:
+        assert any(re.search(r"[1-9]\d{0,2}_\d{3}(?!\d)", p.read_text()) for p in (cold / "runs").glob("*.html"))
     assert snapshot(warm) == snapshot(cold)
