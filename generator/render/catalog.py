@@ -170,13 +170,13 @@ def write_downloads(
         files.append(_listed(path, "runs.csv.gz", flat.height))
         for name, key, frame_rows, make in samples.listed:
             path = staged / name.removeprefix("downloads/")
-            parts.placed(path, cache, key, make)
+            digest = parts.placed(path, cache, key, make)
             used.add(key)
-            files.append(_listed(path, name.removeprefix("downloads/"), frame_rows))
+            files.append(_listed(path, name.removeprefix("downloads/"), frame_rows, digest))
         samples.close()  # the worker's memory (a batch of served points' every row, kept by its allocator) back now
-    for old in cache.iterdir() if cache.exists() else ():  # parts no run holds any more
-        if old.name not in used and not old.name.startswith("."):
-            old.unlink()
+    for old in cache.iterdir() if cache.exists() else ():  # parts no run holds any more, and their notes
+        if old.name.removesuffix(parts.DIGEST_SUFFIX) not in used and not old.name.startswith("."):
+            shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
     # what each column holds, as generator/fields.py declares it: the record's own columns (runners/schema.py), the
     # config flattened (generator/columns.py) and every derived figure
     what = {f.name: f.what for f in fields.RUN}
@@ -186,9 +186,10 @@ def write_downloads(
     )
 
 
-def _listed(path: Path, name: str, rows: int) -> dict[str, object]:
-    """A download's line on the downloads page: its name (under downloads/), rows, bytes and sha256."""
-    return dict(name=name, rows=rows, size=path.stat().st_size, sha256=file_sha256(path))
+def _listed(path: Path, name: str, rows: int, sha256: str | None = None) -> dict[str, object]:
+    """A download's line on the downloads page: its name (under downloads/), rows, bytes and sha256 (given where the
+    caller has it)."""
+    return dict(name=name, rows=rows, size=path.stat().st_size, sha256=sha256 or file_sha256(path))
 
 
 def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
@@ -207,11 +208,7 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
     keys, start = [], 0
     for first, (_, members) in enumerate(parts.grouped(names).items()):
         key = _RUNS_CSV.key(schema, first == 0, hashes[start : start + len(members)])
-        cached = cache / key
-        if not cached.exists():
-            cache.mkdir(parents=True, exist_ok=True)
-            _csv_part(flat.slice(start, len(members)), first == 0, cached.with_name(f".{key}.tmp"))
-            cached.with_name(f".{key}.tmp").replace(cached)
+        parts.kept(cache, key, functools.partial(_csv_part, flat.slice(start, len(members)), first == 0))
         keys.append(key)
         start += len(members)
     if not keys:  # no runs: the header alone
@@ -304,7 +301,7 @@ def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: Path) ->
     writes, off this process's interpreter lock (135 s of a cold build's main thread at 50,000 runs, while the run
     pages' worker mostly waited); the function waits for its part. One worker: one part's rows in memory at a time."""
     listed = list(_sample_parts(summary, records))
-    todo = {key: ids for _, key, _, ids in listed if not (cache / key).exists()}
+    todo = {key: ids for _, key, _, ids in listed if not parts.noted(cache, key)}
     here: list[tuple[str, str, int, Callable[[Path], None]]] = [
         (name, key, rows, functools.partial(_write_samples, records=records, ids=ids))
         for name, key, rows, ids in listed

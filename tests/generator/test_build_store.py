@@ -107,3 +107,41 @@ def test_a_new_version_of_the_generator_renders_no_run_page_again(
     assert rendered == []
     assert snapshot(tmp_path / "one" / "runs") == one
     assert "Fair Fight 1.0.1.dev1+gabcdef0 with" in (tmp_path / "one" / versions.FOOTER_SCRIPT).read_text()
+
+
+def _damaged(entry: Path, how: str, other: Path) -> None:
+    """Damage a cached download part as a full disk, another build or a hostile hand might."""
+    if how == "truncated":  # in place: the published file it is linked to loses its end too
+        with open(entry, "r+b") as f:
+            f.truncate(entry.stat().st_size // 2)
+        return
+    entry.unlink()
+    if how == "another entry's bytes":
+        entry.write_bytes(other.read_bytes())
+    elif how == "a folder":
+        entry.mkdir()
+        (entry / "x").write_text("x")
+    elif how == "a link to a device":
+        entry.symlink_to("/dev/null")
+
+
+@pytest.mark.parametrize(
+    ("samples_damage", "csv_damage"), [("truncated", "a link to a device"), ("another entry's bytes", "a folder")]
+)
+def test_a_warm_build_after_a_damaged_download_part_is_the_cold_build(
+    tmp_path: Path, samples_damage: str, csv_damage: str
+) -> None:
+    """A samples part and a runs.csv part in the cache damaged between two builds: the warm build publishes what a
+    cold one does, every file the same bytes (a part is trusted only when its bytes hash to the sha256 noted beside
+    it, and never read through a link)."""
+    data, warm, cold = small_data(tmp_path), tmp_path / "warm", tmp_path / "cold"
+    build.build(data, warm, tmp_path / "work")
+    cache = tmp_path / "work" / "cache" / "downloads"
+    samples = [p for p in sorted(cache.glob("samples-*")) if p.suffix != ".sha256"]
+    csvs = [p for p in sorted(cache.glob("runs-*")) if p.suffix != ".sha256"]
+    assert samples and csvs
+    _damaged(samples[0], samples_damage, csvs[0])
+    _damaged(csvs[0], csv_damage, samples[-1])
+    build.build(data, warm, tmp_path / "work")
+    build.build(data, cold, tmp_path / "cold-work")
+    assert snapshot(warm) == snapshot(cold)
