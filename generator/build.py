@@ -81,10 +81,11 @@ def build(
         raise ValueError(f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/pages.py")
     # Nothing leaves `out_dir` until the new site is whole: it is built in a stage beside it (one file system, so
     # the swap is a rename), then swapped in; a build that raises leaves the previous site as it was.
-    stage = _stage_for(out_dir)
+    target = Path(os.path.realpath(out_dir))  # a link to the site's folder stays a link to the new one
+    stage = _stage_for(target)
     try:
-        loaded, pending = _build_staged(stage, data_dir, out_dir, work_dir, site_url, repo_url, supplied)
-        _swap(stage / "site", out_dir)
+        loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, repo_url, supplied)
+        _swap(stage / "site", target)
     except BaseException as error:
         error.add_note(f"the build failed and replaced nothing: {out_dir} is exactly as it was before the build began")
         raise

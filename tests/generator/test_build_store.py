@@ -145,3 +145,13 @@ def test_a_warm_build_after_a_damaged_download_part_is_the_cold_build(
     build.build(data, warm, tmp_path / "work")
     build.build(data, cold, tmp_path / "cold-work")
     assert snapshot(warm) == snapshot(cold)
+
+
+def test_an_output_folder_reached_through_a_link_stays_linked(tmp_path: Path) -> None:
+    """`--out` a link to the folder served (a web server's root, say): the new site replaces the folder it names, and
+    the link stays a link."""
+    data, served, out = small_data(tmp_path), tmp_path / "served", tmp_path / "site"
+    served.mkdir()
+    out.symlink_to(served)
+    build.build(data, out, tmp_path / "work")
+    assert out.is_symlink() and (served / "index.html").is_file() and (served / build.BUILT_MARKER).is_file()
