@@ -79,6 +79,97 @@ def build(
     declared = {p.file for p in pages.SITE if p.supplied}
     if set(supplied) - declared:
         raise ValueError(f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/pages.py")
+    # Nothing leaves `out_dir` until the new site is whole: it is built in a stage beside it (one file system, so
+    # the swap is a rename), then swapped in; a build that raises leaves the previous site as it was.
+    target = Path(os.path.realpath(out_dir))  # a link to the site's folder stays a link to the new one
+    stage = _stage_for(target)
+    try:
+        loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, repo_url, supplied)
+        _swap(stage / "site", target)
+    except BaseException as error:
+        error.add_note(f"the build failed and replaced nothing: {out_dir} is exactly as it was before the build began")
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)  # after the swap, the previous site
+    pending.record()  # what the published run pages were made from, once they are published
+    return loaded
+
+
+STAGE_INFIX = ".build-"
+"""A build's stage is `.<out>.build-<pid>` beside the output folder (`_stage_for`)."""
+
+
+def _stage_for(out_dir: Path) -> Path:
+    """A new, empty stage for a build into `out_dir`, beside it; stages of builds no longer running (killed before
+    they could remove theirs) are removed."""
+    out_dir = Path(os.path.abspath(out_dir))
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.parent.glob(f".{out_dir.name}{STAGE_INFIX}*"):
+        pid = old.name.rpartition(STAGE_INFIX)[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    stage = out_dir.parent / f".{out_dir.name}{STAGE_INFIX}{os.getpid()}"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir()
+    return stage
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: running
+        return True
+    return True
+
+
+def _swap(new: Path, out_dir: Path) -> None:
+    """Put the whole site `new` at `out_dir`, the previous one (if any) taking `new`'s place: one atomic exchange
+    where the system has one (Linux's renameat2), else two renames, the second undone by the first's if it fails."""
+    if not out_dir.exists():
+        os.replace(new, out_dir)
+        return
+    if _exchange(new, out_dir):
+        return
+    aside = new.with_name(f"{new.name}.previous")
+    os.replace(out_dir, aside)
+    try:
+        os.replace(new, out_dir)
+    except BaseException:
+        os.replace(aside, out_dir)
+        raise
+    os.replace(aside, new)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the paths `a` and `b` in one step (renameat2's RENAME_EXCHANGE); False where that is not available."""
+    if sys.platform != "linux":
+        return False
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    at_cwd, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
+    return renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), exchange) == 0
+
+
+def _build_staged(
+    stage: Path,
+    data_dir: Path,
+    out_dir: Path,
+    work_dir: Path,
+    site_url: str | None,
+    repo_url: str | None,
+    supplied: dict[str, str],
+) -> tuple[load.Loaded, render.runs.Pending]:
+    """`build`'s work: the whole site into `stage / "site"`, the run pages of `out_dir` (the previous build's)
+    hard-linked into the stage as the pages to keep where their inputs did not change; returns the records and the
+    run pages, whose manifest the caller writes once they are published."""
+    site = stage / "site"
     with ThreadPoolExecutor(1) as side:
         # the script bundle (seconds to make when not cached) is made while the data loads
         bundle = side.submit(vega_bundle)
@@ -100,6 +191,8 @@ def build(
         (docs / name).write_text(text)
     (docs / "assets" / "js" / "vega.js").write_text(bundle_text)
     (docs / render.runs.SAMPLES_SPEC).write_text(render.runs.samples_spec_text())  # the run pages' shared chart
+    # the run pages' footer line, shared: a new version of the generator renders no run page again
+    (docs / versions.FOOTER_SCRIPT).write_text(versions.footer_script(versions.generator()))
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
     loaded, _ = editions.audited(loaded, data_dir)  # a file an edition froze, or git committed, never changes
@@ -108,17 +201,11 @@ def build(
     loaded.rejected.extend(editions.scan(data_dir)[1])
     for r in loaded.rejected:
         print(f"rejected {r.path}: " + "; ".join(r.problems), file=sys.stderr)
-    # Run pages are many: the last build's are moved aside (MkDocs would delete them) and kept where their inputs
-    # did not change; the rest are rendered by a worker process while this one writes the other pages and runs
-    # MkDocs, then moved into the site.
-    kept = work_dir / "runs-kept"
-    if kept.exists():
-        shutil.rmtree(kept)
-    if (out_dir / "runs").exists():
-        try:
-            os.replace(out_dir / "runs", kept)
-        except OSError:  # another file system: render them all again
-            shutil.rmtree(out_dir / "runs")
+    # Run pages are many: the last build's are linked into the stage (the published ones stay where they are) and
+    # kept where their inputs did not change; the rest are rendered by a worker process while this one writes the
+    # other pages and runs MkDocs, then moved into the staged site.
+    kept = stage / "runs"
+    _linked(out_dir / "runs", kept)
     results = derive.results(loaded, summary)
     # what `compare` selects from, kept for it (its rejected files are the records', not the manifests')
     manifests = set(editions.scan(data_dir)[1])
@@ -136,13 +223,26 @@ def build(
         )
         page_runs = suite_names.with_titles(page_runs)
         manifest = work_dir / "cache" / "run-pages.json"
-        footer = versions.footer_text(versions.generator())
         pending = render.runs.start_run_pages(
-            kept, page_runs, results.samples, manifest, pool, repo_url, footer, results.records
+            kept, page_runs, results.samples, manifest, pool, repo_url, records=results.records
         )
-        _build_rest(results, frozen, docs, data_dir, out_dir, work_dir, site_url, repo_url, sorted(supplied))
-        pending.finish(out_dir)
-    return loaded
+        _build_rest(results, frozen, docs, data_dir, site, work_dir, site_url, repo_url, sorted(supplied))
+        pending.finish(site, record=False)
+    return loaded, pending
+
+
+def _linked(previous: Path, into: Path) -> None:
+    """The files of the folder `previous` (if any) hard-linked into the new folder `into` (copied where the file system
+    cannot link): the stage replaces a file it changes (`render.runs._put`), never writes into it."""
+    into.mkdir(parents=True)
+    if not previous.is_dir():
+        return
+    for entry in os.scandir(previous):
+        if entry.is_file(follow_symlinks=False):
+            try:
+                os.link(entry.path, into / entry.name)
+            except OSError:
+                shutil.copy2(entry.path, into / entry.name)
 
 
 def _render_pool(runs: int) -> contextlib.AbstractContextManager[ProcessPoolExecutor | None]:

@@ -10,24 +10,14 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from generator import runcache, weights
-from runners import engines, metrics, schema, spec
+from runners import metrics, schema
 
-FLAT = runcache.Frames(
-    "flat",
-    (
-        __file__,
-        weights.__file__,
-        *(Path(str(m.__file__)) for m in (schema, metrics, spec)),
-        *sorted(Path(str(engines.__file__)).parent.rglob("*.py")),  # the engines' settings defaults (`_settings`)
-        *sorted(spec.SUITES_DIR.glob("*.toml")),  # the workloads a run is compared with (`_derived`)
-    ),
-)
+FLAT = runcache.Frames("flat")
 """Each file's flattened columns (`flatten`), by its sha256."""
 
 

@@ -14,7 +14,7 @@ import polars as pl
 from generator import charts, commit_history, runcache
 
 HISTORY_COLUMNS = ["history_spec", "history_band", "history_points", "history_excluded"]
-SPECS = runcache.Table("history-specs", (__file__, charts.__file__, commit_history.__file__))
+SPECS = runcache.Table("history-specs")
 """Each history chart's Vega-Lite JSON, by its inputs (a warm build draws only a changed configuration's again)."""
 
 

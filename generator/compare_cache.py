@@ -2,11 +2,11 @@
 files), kept from the last site build or compare of the same data, so that `compare A B` on tens of thousands of
 runs reads one table instead of loading and deriving every file.
 
-Its key is everything the table is derived from: the generator's and the record checks' code (every module's
-bytes, the suite files), each result file's and manifest's path, size, inode and times (a changed, added or removed
-file changes it: `load.stat_key`), and the commit git has checked out (history's verdicts on rewritten files). The
-key also names the table's own sha256: a table that is not what was written is rebuilt, never trusted. The floors
-and rejected files are stored as JSON, never as pickles: a cache file is data, and data is hostile.
+Its key is everything the table is derived from: the code and the libraries (`fingerprint`), each result file's and
+manifest's path, size, inode and times (a changed, added or removed file changes it: `load.stat_key`), and the commit
+git has checked out (history's verdicts on rewritten files). The key also names the table's own sha256: a table that
+is not what was written is rebuilt, never trusted. The floors and rejected files are stored as JSON, never as
+pickles: a cache file is data, and data is hostile.
 """
 
 from __future__ import annotations
@@ -19,21 +19,13 @@ from typing import Any
 
 import polars as pl
 
-from generator import history, load
+from generator import fingerprint, history, load
 from runners.cache import file_sha256
-
-CODE_ROOTS = ("generator", "runners")
-"""The packages whose modules decide a figure (runners: the schema, the formulas, the suite files, the registry)."""
 
 
 def _code_digest() -> str:
-    top = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256(f"polars {pl.__version__}".encode())  # the engine the figures are computed with
-    for root in CODE_ROOTS:
-        for path in sorted((top / root).rglob("*")):
-            if path.suffix in (".py", ".toml") and path.is_file():
-                digest.update(str(path.relative_to(top)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+    """The code and the libraries the figures are made with (`fingerprint`)."""
+    return fingerprint.fingerprint()
 
 
 def key(data_dir: Path, entries: list[Path] | None = None) -> str:

@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from generator import columns, progress, runcache, slugs
-from runners import bounds, engines, layout, metrics, retract, schema, store
+from generator import columns, fingerprint, progress, runcache, slugs
+from runners import bounds, layout, metrics, retract, schema, store
 from runners.cache import file_sha256
 
 
@@ -450,16 +450,9 @@ def stat_key(path: Path) -> str:
 
 
 def _fingerprint() -> str:
-    """What a cached check depends on: this module's code and the record checks' (the schema, the declared shapes,
-    the engine registry they name engines from, the suite and variant files) and the layout's reading."""
-    from runners import spec
-
-    digest = hashlib.sha256()
-    suites = sorted(spec.SUITES_DIR.glob("*.toml"))  # which suites, workloads and variants exist, and whose
-    modules = (schema, layout, store, bounds, engines)
-    for path in (Path(__file__), *(Path(str(m.__file__)) for m in modules), *suites):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+    """What a cached check depends on: the code and the libraries that make output (`fingerprint`: the record checks,
+    the schema, the engine registry, the suite files, the layout's reading and whatever they use)."""
+    return fingerprint.fingerprint()
 
 
 def _frame(table: pa.Table) -> pl.DataFrame:

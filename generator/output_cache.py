@@ -4,11 +4,11 @@ what it is made from: a warm build makes again only what a new run changed, not 
 A board's lists and its JSON hold every run of the board, so making them costs a build in proportion to the runs
 even when a new run lands elsewhere; a chart's spec costs altair tens of milliseconds however few rows it draws.
 
-An entry's name is the sha256 of its kind, the code it comes from (the modules' bytes), polars' and altair's
-versions and its inputs: a frame by its schema, its height and polars' hash of each row (`hash_rows`, as the
-downloads' parts are keyed), anything else by its `repr`; a column whose values polars hashes alike but a page writes
-differently (a float column holding `-0.0`, equal to `0.0`; a categorical, whose hash may follow its codes) is
-hashed as its text. Its file holds its bytes after their
+An entry's name is the sha256 of its kind, the code and libraries that make output (`fingerprint`: every module,
+template and library version, never a hand-kept list) and its inputs: a frame by its schema, its height and polars'
+hash of each row (`hash_rows`, as the downloads' parts are keyed), anything else by its `repr`; a column whose values
+polars hashes alike but a page writes differently (a float column holding `-0.0`, equal to `0.0`; a categorical,
+whose hash may follow its codes) is hashed as its text. Its file holds its bytes after their
 own sha256: an entry whose bytes are not those it names (damaged, half-written) is made again and replaced, never
 trusted.
 
@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import altair as alt
 import numpy as np
 import polars as pl
 
-from generator import runcache
+from generator import fingerprint, runcache
 
 OUTPUTS = "outputs"
 """The folder under the build's cache folder that holds the entries."""
@@ -38,21 +37,14 @@ _used: set[str] = set()  # the entries this build read or made, by file name (`k
 
 
 class Kind:
-    """One kind of output (`name`), made by the code in `code` (module files): `made` returns its bytes."""
+    """One kind of output (`name`): `made` returns its bytes."""
 
-    def __init__(self, name: str, code: Iterable[str | Path]) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.code = (Path(__file__), *(Path(c) for c in code))  # this module's keys and entries, and the maker's
-        self._fingerprint: str | None = None
 
     def fingerprint(self) -> str:
-        """The code's and libraries' part of every key (read once per process: the code does not change under it)."""
-        if self._fingerprint is None:
-            digest = hashlib.sha256(f"{self.name} polars {pl.__version__} altair {alt.__version__}".encode())
-            for path in self.code:
-                digest.update(path.read_bytes())
-            self._fingerprint = digest.hexdigest()
-        return self._fingerprint
+        """The code's and libraries' part of every key (`fingerprint`, read once per process)."""
+        return hashlib.sha256(f"{self.name} {fingerprint.fingerprint()}".encode()).hexdigest()
 
     def key(self, *inputs: object) -> str:
         """The name of the entry made from `inputs` (frames by their rows, anything else by its repr)."""

@@ -8,27 +8,24 @@ the search index) still runs on every page, so the site is what a full conversio
 
 An entry is keyed by everything a conversion reads: the page's Markdown (as the plugins before this one left it), its
 place in the site, the names of every file of the site (a link resolves to a page only where that page exists), the
-Markdown settings of the configuration, and the versions of Markdown, MkDocs, MkDocs Material and this module. A build
-keeps only the entries it used, so the folder holds one build's pages. A missing, damaged or foreign entry is
-converted again.
+Markdown settings of the configuration, and the code and libraries that make output (`fingerprint`: this module, the
+versions of Markdown and its extensions, Pygments, MkDocs and MkDocs Material among them). A build keeps only the
+entries it used, so the folder holds one build's pages. A missing, damaged or foreign entry is converted again.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-import markdown
-import mkdocs
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.toc import AnchorLink, get_toc
 
-from generator import progress
+from generator import fingerprint, progress
 
 NAME = "fairfight/page-cache"
 """The plugin's name among the configuration's plugins (`add_to`)."""
@@ -81,8 +78,7 @@ class PageCache(BasePlugin):  # no plugin options: it is added in code (`add_to`
             "directory_urls": config["use_directory_urls"],
             "validation": str(config["validation"]),
         }
-        digest = hashlib.sha256(Path(__file__).read_bytes())
-        digest.update(f"markdown {markdown.__version__} mkdocs {mkdocs.__version__} {_theme_version()}".encode())
+        digest = hashlib.sha256(fingerprint.fingerprint().encode())  # this module, Markdown's extensions, MkDocs, ...
         digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
         digest.update("\n".join(sorted(f.src_uri for f in files)).encode())
         self.site_key = digest.hexdigest()
@@ -176,14 +172,6 @@ class PageCache(BasePlugin):  # no plugin options: it is added in code (`add_to`
             self._used.add(key)
         except OSError:  # a read-only or full disk: the page was converted anyway
             return
-
-
-def _theme_version() -> str:
-    """MkDocs Material's version: its search plugin makes the index entries this cache keeps."""
-    try:
-        return "mkdocs-material " + importlib.metadata.version("mkdocs-material")
-    except importlib.metadata.PackageNotFoundError:
-        return "mkdocs-material ?"
 
 
 def _token(anchor: AnchorLink) -> dict[str, Any]:

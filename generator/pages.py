@@ -23,7 +23,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import SITE_SRC, columns, output_cache, readable, runcache, suite_names, svg_draw
+from generator import SITE_SRC, columns, fingerprint, output_cache, readable, runcache, suite_names, svg_draw
 from generator.slugs import run_href as run_href  # the loader's collision check names pages by them too
 from generator.slugs import slug as slug  # the pages, charts and run files are named by it
 from generator.words import counted as counted  # the templates' filters; derive-side code imports words
@@ -82,7 +82,7 @@ def _finalize(value: Any) -> Any:
     return md_text(value)
 
 
-CHART_SPEC = output_cache.Kind("chart-spec", [Path(__file__).with_name("charts.py")])
+CHART_SPEC = output_cache.Kind("chart-spec")
 """A chart's Vega-Lite spec (`kept_spec`), kept by the function that draws it, its code and its inputs: a board
 a new run did not change is not drawn by altair again (tens of milliseconds a chart)."""
 
@@ -105,7 +105,8 @@ def kept_spec(draw: Callable[..., alt.TopLevelMixin], *inputs: Any, **options: A
 
 class Charts:
     """Places charts on pages: an inert JSON spec rendered by the local vega bundle (assets/js/charts.js), plus a
-    static SVG for readers without JavaScript, made offline by vl-convert and cached by the spec's hash.
+    static SVG for readers without JavaScript, made offline by vl-convert and cached by the spec's hash and the code and
+    libraries that draw it (`fingerprint`).
 
     SVGs not in the cache are drawn by worker processes while the pages are written (`svg_draw`: vl-convert holds
     the GIL); `finish()` waits for them and must be called before the docs directory is built."""
@@ -135,13 +136,15 @@ class Charts:
 
     def svg_to(self, spec: dict[str, Any], target: Path) -> None:
         """Have `target` hold the static SVG of `spec` once `finish()` returns."""
-        key = hashlib.sha256((json.dumps(spec, sort_keys=True) + STATIC_SVG).encode()).hexdigest()
+        # the spec, and the code and libraries that draw it (`fingerprint`: vl-convert's version, `_fixed_width`)
+        key = hashlib.sha256((fingerprint.fingerprint() + json.dumps(spec, sort_keys=True)).encode()).hexdigest()
         if key not in self._drawn:
             self._drawn[key] = self._draw(key, spec)
         self._pending.append((self._drawn[key], target))
 
     def finish(self) -> None:
-        """Wait for every SVG and put it in place (raising the first error, if any)."""
+        """Wait for every SVG and put it in place (raising the first error, if any); then remove the cached SVGs this
+        sink did not use (charts since changed or gone), so the folder holds one build's."""
         try:
             for drawn, target in self._pending:
                 target.write_bytes(drawn.result().read_bytes())
@@ -150,6 +153,9 @@ class Charts:
             if self._pool is not None:
                 self._pool.shutdown(cancel_futures=True)
                 self._pool = None
+        for old in self.cache.glob("*.svg"):
+            if old.stem not in self._drawn:
+                old.unlink(missing_ok=True)
 
     def image(self, chart_id: str, spec: dict[str, Any], alt_text: str, depth: int = 0) -> str:
         """The chart of `spec` as its static SVG only, for a page that must stay light (the home page): no Vega."""
@@ -194,9 +200,6 @@ class Charts:
 
 SVG_WORKERS = 2
 """Processes drawing static SVGs at most (one fewer than the cores, at least one)."""
-
-STATIC_SVG = "padding-left-80"
-"""How static SVGs are drawn (part of their cache key: a change draws them again)."""
 
 
 def _fixed_width(spec: Any, width: int = 720) -> Any:

@@ -7,12 +7,12 @@ machine's cache (`FAIRFIGHT_CACHE`, runners/cache.py: builds and weights shared 
 one data folder's files, and two data folders sharing it would only evict each other's. Nothing is
 cached until a command calls `use(folder)`, so a library call or a test computes everything afresh.
 
-Each table is one Arrow file with a key beside it: the code its figures come from (the modules' bytes) and the
-file's own sha256. A table whose code changed, or whose bytes are not those its key names (damaged, half-written,
-or replaced by another build meanwhile), is ignored and rebuilt, never trusted. An entry is keyed by its file's
-sha256 (and whatever else of its record the figure takes), so a changed or removed file's entry is never used
-again; new entries are added to the table (an edition's or a single file's figures must not displace the site's),
-so entries of files long gone stay until the folder is removed (about a kilobyte a run).
+Each table is one Arrow file with a key beside it: the code and libraries that make output (`fingerprint`: every module
+and library version, never a hand-kept list) and the file's own sha256. A table whose code changed, or whose bytes are
+not those its key names (damaged, half-written, or replaced by another build meanwhile), is ignored and rebuilt, never
+trusted. An entry is keyed by its file's sha256 (and whatever else of its record the figure takes), so a changed or
+removed file's entry is never used again; new entries are added to the table (an edition's or a single file's figures
+must not displace the site's), so entries of files long gone stay until the folder is removed (about a kilobyte a run).
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from generator import fingerprint
 from runners.cache import file_sha256
 
 ENV = "FAIRFIGHT_SITE_CACHE"
@@ -59,18 +60,14 @@ def active() -> Path | None:
 
 
 class Table:
-    """One kind of per-run figure: entries (a key: a JSON value) under `name`, valid while the code files are
-    unchanged."""
+    """One kind of per-run figure: entries (a key: a JSON value) under `name`, valid while the code and the libraries
+    are unchanged (`fingerprint`)."""
 
-    def __init__(self, name: str, code: Iterable[str | Path]) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.code = tuple(Path(c) for c in code)
 
     def _fingerprint(self) -> str:
-        digest = hashlib.sha256(f"{self.name} polars {pl.__version__}".encode())
-        for path in self.code:
-            digest.update(path.read_bytes())
-        return digest.hexdigest()
+        return hashlib.sha256(f"{self.name} {fingerprint.fingerprint()}".encode()).hexdigest()
 
     def _paths(self, folder: Path) -> tuple[Path, Path]:
         return folder / f"figures-{self.name}.arrow", folder / f"figures-{self.name}.key"
@@ -128,8 +125,8 @@ class Table:
 
 class Frames(Table):
     """One kind of per-run row: a frame with one row per result file, keyed by its sha256 (the `sha256` column), valid
-    while the code files are unchanged and for inputs of one shape (`tag`, e.g. the input frame's schema). What a
-    warm build would otherwise work out again for every run from its run-level columns."""
+    while the code and libraries are unchanged and for inputs of one shape (`tag`, e.g. the input frame's schema).
+    What a warm build would otherwise work out again for every run from its run-level columns."""
 
     def read_frame(self, tag: str) -> pl.DataFrame | None:
         """Every row cached for inputs tagged `tag` (None without a cache folder, or with one whose table is stale,
@@ -187,8 +184,8 @@ class Arrays:
 
     KEPT = 8
 
-    def __init__(self, name: str, code: Iterable[str | Path]) -> None:
-        self.table = Table(name, code)
+    def __init__(self, name: str) -> None:
+        self.table = Table(name)
 
     def _paths(self, key: str) -> tuple[Path, Path] | None:
         if _folder is None:

@@ -38,7 +38,7 @@ def is_serving(summary: pl.DataFrame) -> pl.Series:
     return summary["kind"].is_in(KINDS).fill_null(False)
 
 
-SERVED_FIGURES = runcache.Table("served", (__file__, metrics.__file__))
+SERVED_FIGURES = runcache.Table("served")
 """A served point's figures decided by its file alone (its requests and its SLOs): cached by the file's sha256."""
 
 

@@ -80,7 +80,7 @@ def draws(
     return out
 
 
-RESAMPLES = runcache.Arrays("sweep-draws", (__file__, derive.__file__, str(verdict.__file__), str(metrics.__file__)))
+RESAMPLES = runcache.Arrays("sweep-draws")
 """The draws of the last few sets of sweep runs (the resampling is seeded, so the same inputs give the same draws):
 a build that adds a run elsewhere does not draw them again (1,710 sweep runs at 50,000 copies: 11 s)."""
 

@@ -5,6 +5,7 @@ The footer names the main ones (`footer`); the downloads page lists them all."""
 from __future__ import annotations
 
 import html
+import json
 from importlib import metadata
 
 from runners import provenance
@@ -53,3 +54,18 @@ def footer_text(versions: list[dict[str, str]]) -> str:
 def footer(versions: list[dict[str, str]]) -> str:
     """The footer's line as HTML, escaped here: MkDocs' templates print it as it is."""
     return html.escape(footer_text(versions))
+
+
+FOOTER_SCRIPT = "assets/js/built-with.js"
+"""The run pages' footer line (`footer_script`), one file for all of them: in each page, a new version of the generator
+(every commit, through git describe) would make every run page again."""
+
+
+def footer_script(versions: list[dict[str, str]]) -> str:
+    """`FOOTER_SCRIPT`'s text: puts the footer's line (`footer_text`) in each element marked `data-ff-built-with` (a
+    run page shows "Built by Fair Fight" there without JavaScript, and links every version)."""
+    line = json.dumps(footer_text(versions))  # a JavaScript string; set as text, never parsed as HTML
+    return (
+        "/* The footer's line naming the generator's versions, written by the build (generator/versions.py). */\n"
+        f'document.querySelectorAll("[data-ff-built-with]").forEach(function (e) {{ e.textContent = {line}; }});\n'
+    )

@@ -448,7 +448,7 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame, flat: pl.DataFrame | Non
 _QUANTILES = [f"step_ms_p{q}" for q in (5, 25, 50, 75, 95)]
 """`step_time_quantiles`' columns."""
 
-OWN = runcache.Frames("own", (__file__, metrics.__file__))
+OWN = runcache.Frames("own")
 """Each run's figures from its own rows (`_own_figures`), kept by its file's sha256."""
 
 

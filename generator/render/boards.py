@@ -306,7 +306,7 @@ _UNRANKED_READS = ("started_at", "run_id", "settings_hash", "status", "unranked"
                    "accelerator_count", "accelerator")  # fmt: skip
 """The columns `board_rows` reads of a board's ranked rows and of its unranked runs, besides the figure's."""
 
-BOARD_JSON = output_cache.Kind("board-json", [__file__, commits.__file__, configurations.__file__, metrics.__file__])
+BOARD_JSON = output_cache.Kind("board-json")
 """A board's JSON (`board_rows`), kept by the rows it is made from."""
 
 

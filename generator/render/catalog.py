@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 import generator.render.lists as lists
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
-from generator import fields, load, output_cache, pages
+from generator import fields, fingerprint, load, output_cache, pages
 from generator.derive import claims
 from generator.derive.results import Results
 from runners import metrics, schema
@@ -170,13 +170,13 @@ def write_downloads(
         files.append(_listed(path, "runs.csv.gz", flat.height))
         for name, key, frame_rows, make in samples.listed:
             path = staged / name.removeprefix("downloads/")
-            parts.placed(path, cache, key, make)
+            digest = parts.placed(path, cache, key, make)
             used.add(key)
-            files.append(_listed(path, name.removeprefix("downloads/"), frame_rows))
+            files.append(_listed(path, name.removeprefix("downloads/"), frame_rows, digest))
         samples.close()  # the worker's memory (a batch of served points' every row, kept by its allocator) back now
-    for old in cache.iterdir() if cache.exists() else ():  # parts no run holds any more
-        if old.name not in used and not old.name.startswith("."):
-            old.unlink()
+    for old in cache.iterdir() if cache.exists() else ():  # parts no run holds any more, and their notes
+        if old.name.removesuffix(parts.DIGEST_SUFFIX) not in used and not old.name.startswith("."):
+            shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
     # what each column holds, as generator/fields.py declares it: the record's own columns (runners/schema.py), the
     # config flattened (generator/columns.py) and every derived figure
     what = {f.name: f.what for f in fields.RUN}
@@ -186,9 +186,10 @@ def write_downloads(
     )
 
 
-def _listed(path: Path, name: str, rows: int) -> dict[str, object]:
-    """A download's line on the downloads page: its name (under downloads/), rows, bytes and sha256."""
-    return dict(name=name, rows=rows, size=path.stat().st_size, sha256=file_sha256(path))
+def _listed(path: Path, name: str, rows: int, sha256: str | None = None) -> dict[str, object]:
+    """A download's line on the downloads page: its name (under downloads/), rows, bytes and sha256 (given where the
+    caller has it)."""
+    return dict(name=name, rows=rows, size=path.stat().st_size, sha256=sha256 or file_sha256(path))
 
 
 def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
@@ -207,11 +208,7 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
     keys, start = [], 0
     for first, (_, members) in enumerate(parts.grouped(names).items()):
         key = _RUNS_CSV.key(schema, first == 0, hashes[start : start + len(members)])
-        cached = cache / key
-        if not cached.exists():
-            cache.mkdir(parents=True, exist_ok=True)
-            _csv_part(flat.slice(start, len(members)), first == 0, cached.with_name(f".{key}.tmp"))
-            cached.with_name(f".{key}.tmp").replace(cached)
+        parts.kept(cache, key, functools.partial(_csv_part, flat.slice(start, len(members)), first == 0))
         keys.append(key)
         start += len(members)
     if not keys:  # no runs: the header alone
@@ -228,14 +225,16 @@ def _csv_part(rows: pl.DataFrame, header: bool, tmp: Path) -> None:
     tmp.write_bytes(parts.gzipped(lists.csv_ready(rows).write_csv(include_header=header), level=6))
 
 
-_RUNS_CSV = output_cache.Kind("runs", [str(lists.__file__), str(pages.__file__)])
+_RUNS_CSV = output_cache.Kind("runs")
 """A runs.csv part's cache key (`_runs_csv`): its rows, and the code and library versions that make them CSV text (a
 change to them makes every part again)."""
 
 
 def _sample_parts(summary: pl.DataFrame, records: load.Loaded) -> Iterator[tuple[str, str, int, list[str]]]:
     """Each samples part as (its path under the site, its cache key, rows, its runs in load order): keyed by its runs'
-    ids and their files' sha256 (a file's rows never change while its bytes do not)."""
+    ids and their files' sha256 (a file's rows never change while its bytes do not), and by the code and the
+    libraries that write it (`fingerprint`: a changed writer writes every part again)."""
+    made_by = fingerprint.fingerprint()
     rows = records.rows
     where = parts.samples_paths(summary)
     sha = dict(zip(summary["run_id"].to_list(), summary["sha256"].to_list(), strict=True))
@@ -250,7 +249,7 @@ def _sample_parts(summary: pl.DataFrame, records: load.Loaded) -> Iterator[tuple
     for name in sorted(slices):
         if not name:
             continue  # rows of a run the summary does not hold (none: the checks keep them together)
-        key = "samples-" + parts.key_of(pl.__version__, name, sorted((r, sha[r]) for r in members[name]))
+        key = "samples-" + parts.key_of(made_by, name, sorted((r, sha[r]) for r in members[name]))
         spans = slices[name]
         yield name, key, sum(length for _, length in spans), [run_id for run_id, _ in spans]
 
@@ -302,7 +301,7 @@ def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: Path) ->
     writes, off this process's interpreter lock (135 s of a cold build's main thread at 50,000 runs, while the run
     pages' worker mostly waited); the function waits for its part. One worker: one part's rows in memory at a time."""
     listed = list(_sample_parts(summary, records))
-    todo = {key: ids for _, key, _, ids in listed if not (cache / key).exists()}
+    todo = {key: ids for _, key, _, ids in listed if not parts.noted(cache, key)}
     here: list[tuple[str, str, int, Callable[[Path], None]]] = [
         (name, key, rows, functools.partial(_write_samples, records=records, ids=ids))
         for name, key, rows, ids in listed

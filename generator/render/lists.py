@@ -39,7 +39,7 @@ calibration) and the configuration's canonical JSON, kilobytes a row, which each
 NEWEST_FIRST = ("started_at", "run_id")
 """The order a bounded list is shown and written in, each column descending: newest start first."""
 
-LIST_CSV = output_cache.Kind("list-csv", [__file__, parts.__file__, pages.__file__])
+LIST_CSV = output_cache.Kind("list-csv")
 """A list's gzipped CSV, kept by the rows it is written from: a list a new run did not join is not written again."""
 
 

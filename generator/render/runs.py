@@ -14,24 +14,27 @@ shipped once: in its suite's Parquet download, and beside its page only where it
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
 import math
 import os
 import shutil
+import threading
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import altair as alt
 import jinja2
 import polars as pl
 from markupsafe import Markup
 
 import generator.render.lists as lists  # not `from generator.render`: the package imports this module
 import generator.render.parts as parts
-from generator import charts, columns, commits, load, pages, reproduce
+from generator import charts, columns, commits, fingerprint, load, pages, reproduce, versions
 from generator.progress import Progress
 from runners import bounds
 
@@ -377,12 +380,10 @@ def theme_stylesheets() -> list[str]:
 
 
 def _code_key(stylesheets: list[str]) -> str:
-    """What every run page also depends on besides its own record: this module, the chart spec, the helpers,
-    the template and the stylesheet names."""
-    digest = hashlib.sha256()
-    for path in (Path(__file__), Path(charts.__file__), Path(pages.__file__), Path(commits.__file__),
-                 Path(reproduce.__file__), Path(lists.__file__), pages.TEMPLATES / "run.html.j2"):  # fmt: skip
-        digest.update(path.read_bytes())
+    """What every run page also depends on besides its own record: the code that makes output and the libraries that
+    make its bytes (`fingerprint`: no hand list, which missed the formatter of every number), and the stylesheet
+    names."""
+    digest = hashlib.sha256(fingerprint.fingerprint().encode())
     digest.update("\n".join(stylesheets).encode())
     return digest.hexdigest()
 
@@ -394,8 +395,11 @@ SAMPLES_SPEC = "assets/js/run-samples.vl.json"
 
 
 def samples_spec_text() -> str:
-    """The shared samples chart spec (`SAMPLES_SPEC`), its data's URL the placeholder."""
-    return json.dumps(charts.step_samples_spec(CSV_PLACEHOLDER), separators=(",", ":"), sort_keys=True) + "\n"
+    """The shared samples chart spec (`SAMPLES_SPEC`), its data's URL the placeholder, in the site's theme whichever
+    theme is active (a build made it before enabling the theme, so a process's second build wrote another spec)."""
+    with alt.theme.enable(charts.THEME):
+        spec = charts.step_samples_spec(CSV_PLACEHOLDER)
+    return json.dumps(spec, separators=(",", ":"), sort_keys=True) + "\n"
 
 
 RENDER_CHUNK = 250
@@ -420,9 +424,12 @@ class Pending:
     while its bytes do not: a page rendered again for a sibling's sake keeps its CSV)."""
     fed: Future[tuple[list[Future[int]], dict[str, str]]] | None = None
     """The thread handing the pages out to workers (`_feed`): its jobs and CSV keys, once it is done."""
+    finished: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Every charted run's CSV key once `finish` has waited for them (what `record` writes)."""
 
-    def finish(self, site: Path) -> int:
-        """Wait for every page; returns how many runs were rendered (the others kept their files)."""
+    def finish(self, site: Path, record: bool = True) -> int:
+        """Wait for every page; returns how many runs were rendered (the others kept their files). `record`: write the
+        manifest now; a build that publishes the pages later (`generator/build.py`) calls `record()` once they are."""
         jobs, rows_keys = self.jobs, self.rows_keys or {}
         try:
             if self.fed is not None:
@@ -433,17 +440,24 @@ class Pending:
         finally:
             if self.progress is not None:
                 self.progress.close()
+        self.finished.update(rows_keys)
         target = site / "runs"
         if self.stage.resolve() != target.resolve():
             if target.exists():
                 shutil.rmtree(target)
             os.replace(self.stage, target)
-        if self.manifest is not None:
-            self.manifest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.manifest.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"pages": self.keys, "rows": rows_keys}, sort_keys=True))
-            tmp.replace(self.manifest)
+        if record:
+            self.record()
         return self.rendered
+
+    def record(self) -> None:
+        """Write the manifest: what each page now published was made from (after `finish`)."""
+        if self.manifest is None:
+            return
+        self.manifest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.manifest.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"pages": self.keys, "rows": self.finished}, sort_keys=True))
+        tmp.replace(self.manifest)
 
 
 def start_run_pages(
@@ -453,7 +467,6 @@ def start_run_pages(
     manifest: Path | None = None,
     pool: Executor | None = None,
     repo_url: str | None = None,
-    footer: str = "",
     records: load.Loaded | None = None,
 ) -> Pending:
     """Begin rendering `<run>.html`, its samples SVG and its rows as CSV for every run into `stage` (which may
@@ -467,7 +480,7 @@ def start_run_pages(
     the CSVs are written from where `rows` leaves samples out (`load.full_rows`)."""
     stylesheets = theme_stylesheets()
     stage.mkdir(parents=True, exist_ok=True)
-    code = _code_key(stylesheets) + (repo_url or "") + footer
+    code = _code_key(stylesheets) + (repo_url or "")  # not the generator's version: the footer reads it apart
     where = parts.samples_paths(summary)  # in the page, so in its key: a part split in two moves its runs' rows
     ids = summary["run_id"].to_list()
     keyed = summary.with_columns(pl.Series("samples_file", [where[i] for i in ids], dtype=pl.String))
@@ -496,7 +509,7 @@ def start_run_pages(
         pool = None  # a worker process (seconds to start and import) costs more than a few pages rendered here
     every = records if records is not None else load.Loaded(runs=summary, rows=rows)
     feed = functools.partial(
-        _feed, stage, keyed, changed, rows, every, rows_before, pool, progress, stylesheets, repo_url, footer
+        _feed, stage, keyed, changed, rows, every, rows_before, pool, progress, stylesheets, repo_url
     )
     if pool is None:
         jobs, written = feed()
@@ -526,7 +539,6 @@ def _feed(
     progress: Progress,
     stylesheets: list[str],
     repo_url: str | None,
-    footer: str,
 ) -> tuple[list[Future[int]], dict[str, str]]:
     """Render the `changed` runs' pages (on `pool`, or here) and write their CSVs, `FEED_BLOCK` runs at a time, with
     at most `OUTSTANDING_JOBS` jobs waiting: returns the jobs and each charted run's CSV key (`Pending.rows_keys`)."""
@@ -545,7 +557,7 @@ def _feed(
             chunk = todo[i : i + RENDER_CHUNK]
             in_chunk = [r["run_id"] for r in chunk]
             args = (stage, chunk, {i: texts.get(i) for i in in_chunk}, with_rows.intersection(in_chunk),
-                    charted.intersection(in_chunk), stylesheets, repo_url, footer)  # fmt: skip
+                    charted.intersection(in_chunk), stylesheets, repo_url)  # fmt: skip
             if pool is None:
                 progress.advance(_render(*args))
                 continue
@@ -577,8 +589,6 @@ def _run_of(name: str) -> str:
 
 ROWS_GZIP_LEVEL = 6
 """gzip's level for a run's rows: 1.2% larger than -9 on the committed training runs' CSV, 2.6 times faster."""
-ROWS_FORMAT = f"{','.join(CSV_COLUMNS)} gzip-{ROWS_GZIP_LEVEL}"
-"""How a run's CSV is written: part of what `Pending.rows_keys` records, so a change writes every CSV again."""
 
 
 CSV_BATCH = 256
@@ -589,23 +599,25 @@ def _write_csvs(
     stage: Path, runs: list[dict[str, Any]], records: load.Loaded, charted: set[str], before: dict[str, str]
 ) -> dict[str, str]:
     """Each charted run's rows as `<run>.csv.gz` (its chart's data), unless `before` says the one there was written
-    from the same file (its sha256); another run has none beside its page. Returns run id → sha256 for each CSV.
+    from the same file (its sha256) by the same code and libraries (`fingerprint`); another run has none beside its
+    page. Returns run id → what each CSV was written from.
     Every row of the file, a batch of runs at a time (`load.full_rows`)."""
     written: dict[str, str] = {}
     wanted = []
+    made_by = fingerprint.fingerprint()  # the code that writes a CSV and the libraries that make its bytes
     for run in runs:
         run_id, path = run["run_id"], stage / csv_file(run["run_id"])
         if run_id not in charted:
             path.unlink(missing_ok=True)
             continue
-        written[run_id] = f"{run['sha256']}:{ROWS_FORMAT}"
+        written[run_id] = f"{run['sha256']}:{made_by}"
         if before.get(run_id) != written[run_id] or not path.exists():
             wanted.append(run_id)
     for i in range(0, len(wanted), CSV_BATCH):
         batch = wanted[i : i + CSV_BATCH]
         csvs = csv_texts(load.full_rows(records, batch))
         for run_id in batch:
-            (stage / csv_file(run_id)).write_bytes(parts.gzipped(csvs[run_id], level=ROWS_GZIP_LEVEL))
+            _put(stage / csv_file(run_id), parts.gzipped(csvs[run_id], level=ROWS_GZIP_LEVEL))
     return written
 
 
@@ -617,7 +629,6 @@ def _render(
     with_csv: set[str],
     stylesheets: list[str],
     repo_url: str | None = None,
-    footer: str = "",
 ) -> int:
     """Write each run's page and samples SVG into `stage` (a worker's job: no polars here); `with_rows` names the
     runs with rows in their suite's samples file, `with_csv` those whose gzipped CSV is (being) written beside them."""
@@ -632,7 +643,7 @@ def _render(
         if csv_name and run_texts is not None and (run_texts.get("time_points") or run_texts.get("loss_points")):
             chart_json = SAMPLES_SPEC
             svg_name = f"{slug}.svg"
-            (stage / svg_name).write_text(samples_svg(run_texts))
+            _put(stage / svg_name, samples_svg(run_texts).encode())
         else:
             (stage / f"{slug}.svg").unlink(missing_ok=True)
         command, not_reproducible = reproduce.command(run, config if isinstance(config, dict) else {})
@@ -640,10 +651,8 @@ def _render(
         listed = None
         if provenance["packages"]:
             listed, text = packages_file(provenance["packages"])
-            if not (stage / listed).exists():
-                tmp = stage / f".{listed}.{os.getpid()}.tmp"  # two workers may write one list: each its own
-                tmp.write_text(text)
-                tmp.replace(stage / listed)
+            if not (stage / listed).exists():  # two workers may write one list: each writes its own, then renames
+                _put(stage / listed, text.encode())
         imported = config.get("imported") if isinstance(config, dict) else None
         result = imported.get("result") if isinstance(imported, dict) else None
         tool_output, cut = shown_output(result)
@@ -664,12 +673,20 @@ def _render(
             calibration=_readable(_flat(columns.parsed(run["calibration"]))) if run["calibration"] else [],
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",
             repo_url=repo_url,
-            footer=footer,
+            built_with_script=f"../{versions.FOOTER_SCRIPT}",
             checkout=commits.valid(run["harness_commit"]),  # a hostile value never reaches a shell block
             stylesheets=stylesheets,
             chart_json=chart_json,
             chart_id=f"chart-run-{slug}",
             svg_name=svg_name,
         )
-        (stage / f"{slug}.html").write_text(html)
+        _put(stage / f"{slug}.html", html.encode())
     return len(runs)
+
+
+def _put(path: Path, data: bytes) -> None:
+    """`data` as the file at `path`, written aside and renamed over it: a new file, never the old one rewritten, as
+    the stage's files may be hard links to the published site's (`generator/build.py`), which must not change."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

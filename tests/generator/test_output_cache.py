@@ -115,7 +115,7 @@ def test_a_negative_zero_is_a_changed_input(tmp_path: Path, monkeypatch: pytest.
     """-0.0 equals 0.0 as a number (polars hashes them alike) but is written differently."""
     zero = pl.DataFrame({"step": [1, 2], "loss": [0.0, 1.5]})
     negative = zero.with_columns(pl.Series("loss", [-0.0, 1.5]))
-    kind = output_cache.Kind("test", [])
+    kind = output_cache.Kind("test")
     monkeypatch.setattr(runcache, "_folder", tmp_path)
     assert kind.made(lambda: zero.write_csv().encode(), zero) == b"step,loss\n1,0.0\n2,1.5\n"
     assert kind.made(lambda: negative.write_csv().encode(), negative) == b"step,loss\n1,-0.0\n2,1.5\n"
