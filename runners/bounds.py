@@ -135,6 +135,12 @@ PATHS: dict[tuple[str, str], Field] = {
     ("hardware", "gpus_in_run"): Field("object"),  # nvidia-smi asked during the steady steps (provenance.GpuSampler)
     ("hardware", "gpus_in_run.at_step"): _COUNT,
     ("hardware", "gpus_in_run.gpus"): Field("list", high=1024),  # each entry's keys: GPU_FIELDS
+    # how the GPUs' energy was measured (runners/energy.py): its joules are rows (`energy_j`), these are the method
+    ("hardware", "energy"): Field("object"),
+    ("hardware", "energy.method"): Field("str", low=1, high=40),
+    ("hardware", "energy.gpus"): Field("list[str]", low=1, high=1024),
+    ("hardware", "energy.counter_update_s"): Field("number", low=0, strict=True, high=60),
+    ("hardware", "energy.sample_interval_s"): Field("number", low=0, strict=True, high=60),
     ("software", "packages"): Field("list[str]", high=MAX_PACKAGES),  # each entry: PACKAGE
     ("software", "packages_omitted"): _COUNT,
     ("calibration", "matmul_flops"): _POS_NUM,

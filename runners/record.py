@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -160,10 +161,16 @@ def run_columns(
 
 
 def train_rows(
-    trial: int, times: list[float], losses: list[float], warmup_steps: int, run_values: dict[str, float]
+    trial: int,
+    times: list[float],
+    losses: list[float],
+    warmup_steps: int,
+    run_values: dict[str, float],
+    energy: Sequence[tuple[int, float]] = (),
 ) -> list[dict[str, Any]]:
-    """One training trial's rows, whatever the engine: each step's time and loss (warm-up or steady) and the
-    trial's run-level values, each with its unit from the schema."""
+    """One training trial's rows, whatever the engine: each step's time and loss (warm-up or steady), the GPUs'
+    joules per segment of steps (`energy_j` at the segment's last step; it starts after the previous one's), and
+    the trial's run-level values, each with its unit from the schema."""
     from runners import schema
 
     rows = []
@@ -171,11 +178,22 @@ def train_rows(
         phase = "warmup" if step < warmup_steps else "steady"
         rows.append(dict(trial=trial, step=step, phase=phase, metric="step_time_s", value=t, unit="s"))
         rows.append(dict(trial=trial, step=step, phase=phase, metric="loss", value=loss, unit="nats"))
+    for step, joules in energy:
+        phase = "warmup" if step < warmup_steps else "steady"
+        rows.append(dict(trial=trial, step=step, phase=phase, metric="energy_j", value=joules, unit="J"))
     rows += [
         dict(trial=trial, step=None, phase="run", metric=metric, value=value, unit=schema.METRICS[metric])
         for metric, value in run_values.items()
     ]
     return rows
+
+
+def idle_power_rows(meter: Any) -> list[dict[str, Any]]:
+    """The run-level `idle_power_w` row of a run whose GPUs were metered (`runners.energy.Meter.measure_idle`), or
+    none."""
+    if meter is None or meter.idle_power_w is None:
+        return []
+    return [dict(trial=0, step=None, phase="run", metric="idle_power_w", value=meter.idle_power_w, unit="W")]
 
 
 def initial_state(ctx: dict[str, Any], work: spec.Workload, cache_dir: Path) -> dict[str, Any]:

@@ -139,6 +139,10 @@ METRIC_RULES: dict[str, Metric] = {
     "peak_mem_gib": Metric("GiB"),
     "peak_mem_steady_gib": Metric("GiB"),  # device memory's peak over the steady steps alone (no compile transient)
     "peak_rss_gib": Metric("GiB"),
+    # the GPUs' own energy over one timed window (runners/energy.py): a training segment ending at `step`, or one
+    # repetition of an inference test; summed over the GPUs the run used
+    "energy_j": Metric("J"),
+    "idle_power_w": Metric("W"),  # the same GPUs at rest, in the same process, before the run's work
     "steps_per_s": Metric("steps/s", strict=True),  # claims and imports, which carry no per-step times
     "retracted_runs": Metric("runs", low=1, whole=True),  # a retraction record's one row (runners/retract.py)
     "test_time_s": Metric("s", strict=True),  # one repetition of an inference test (runners/engines/llamacpp/runner.py)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from runners import record, spec
@@ -40,8 +40,45 @@ def plan(args: Any, engine: str) -> Plan:
                 micro_batch=args.micro_batch or work.micro_batch)  # fmt: skip
 
 
-Trial = Callable[[int], tuple[list[float], list[float], dict[str, float], str | None]]
-"""One trial (its index): step times, losses, run-level values and why it stopped early (None: it ran to the end)."""
+class TrialOut(NamedTuple):
+    """What one trial returns: step times, losses, run-level values, why it stopped early (None: it ran to the end),
+    and the GPUs' joules per segment of its steps (`EnergySegments.segments`; empty where nothing was metered)."""
+
+    times: list[float]
+    losses: list[float]
+    run_values: dict[str, float]
+    stop: str | None
+    energy: Sequence[tuple[int, float]] = ()
+
+
+Trial = Callable[[int], TrialOut]
+"""One trial (its index)."""
+
+
+class EnergySegments:
+    """The GPUs' joules over a trial's steps, cut where the training loop already waits for the device (each window
+    boundary) and at the end of the warm-up, so a segment is all warm-up or all steady. Rank 0 only, on a GPU with a
+    meter (`runners.energy.meter`); `sync` waits for the device before each reading, as the clock does."""
+
+    def __init__(self, meter: Any, sync: Callable[[], None]) -> None:
+        self.meter, self.sync = meter, sync
+        self.segments: list[tuple[int, float]] = []
+        """(the segment's last step, 0-based; its joules)."""
+
+    def begin(self) -> None:
+        self.sync()
+        self.meter.start()
+
+    def boundary(self, done: int) -> None:
+        """`done` steps have been issued: the segment since the last boundary ends at step `done - 1`."""
+        self.sync()
+        self.segments.append((done - 1, self.meter.lap()))
+
+    def end(self) -> list[tuple[int, float]]:
+        self.meter.stop()
+        return self.segments
+
+
 Write = Callable[[str, str | None, list[dict[str, Any]], dict[str, Any] | None], str]
 """Hand the record over: (status, error, rows, calibration) → its run id."""
 
@@ -66,11 +103,11 @@ def run_trials(
         calibration = calibrate()
         log(record.calibration_line(calibration))
         for index in range(work.trials):
-            times, losses, run_values, stop = trial(index)
+            times, losses, run_values, stop, energy = trial(index)
             run_values["steps_completed"] = float(len(times))
             if index == 0:  # the process's start-up: imports, model build, compilation outside the timed steps
                 run_values["startup_s"] = time.perf_counter() - process_start - sum(times)
-            rows += record.train_rows(index, times, losses, work.warmup_steps, run_values)
+            rows += record.train_rows(index, times, losses, work.warmup_steps, run_values, energy)
             if stop:
                 status, error = "timeout", stop
                 log(f"  stopped: {stop}")

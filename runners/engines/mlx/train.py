@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, lifetime, provenance, record, spec, training
+from runners import artifacts, calibrate, energy, lifetime, provenance, record, spec, training
 
 PROCESS_START = time.perf_counter()
 CACHE_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight"))
@@ -125,9 +125,11 @@ def train_trial(
     group: Any = None,
     mid_run: Any = None,
     fed: dict[str, str] | None = None,
-) -> tuple[list[float], list[float], dict[str, float], str | None]:
+    meter: Any = None,
+) -> training.TrialOut:
     """One trial from the shared initial weights; returns step times, losses (the mean over ranks), run-level
-    values, stop reason. `mid_run(done)`, when given, is called at the first window boundary past half the steady
+    values, stop reason and, with an energy `meter` (rank 0 on NVIDIA GPUs), the GPUs' joules per segment of
+    steps. `mid_run(done)`, when given, is called at the first window boundary past half the steady
     steps (where the GPUs' clocks under load are sampled, as the PyTorch runner does). `fed`, when given (rank 0),
     gets the sha256 of the weights the model holds once loaded and of the token batches it takes its rows from, as
     the PyTorch runner's (`artifacts.state_sha256`, `artifacts.tokens_sha256`)."""
@@ -187,7 +189,11 @@ def train_trial(
     mx.reset_peak_memory()
     setup_s = time.perf_counter() - trial_start - hashing_s
     warmup_peak = 0  # the warm-up's peak device memory (with no warm-up steps, the steady peak is the whole run's)
+    # mx.eval has waited for the device at each step's end: a reading there needs no other wait
+    joules = training.EnergySegments(meter, lambda: None) if meter is not None else None
     marks, losses, stop = [time.perf_counter()], [], None  # the budget is for training, from marks[0]: not set-up
+    if joules is not None:
+        joules.begin()
     for step in range(steps):
         loss = step_fn(data[step, :, :-1], data[step, :, 1:])
         mx.eval(loss, state)
@@ -197,7 +203,10 @@ def train_trial(
         if done == work.warmup_steps and work.device != "cpu":  # the steady steps' own peak, from here on
             warmup_peak = mx.get_peak_memory()
             mx.reset_peak_memory()
-        if done % work.window_steps == 0 or done == steps:
+        window_end = done % work.window_steps == 0 or done == steps
+        if joules is not None and (window_end or done == work.warmup_steps):  # a segment never spans both phases
+            joules.boundary(done)
+        if window_end:
             mean = sum(losses[-work.window_steps :]) / len(losses[-work.window_steps :])
             log(f"  step {done}/{steps}  loss {mean:.3f}  {time.perf_counter() - trial_start:.1f} s")
             if mid_run is not None and done >= (work.warmup_steps + steps) / 2:
@@ -218,7 +227,7 @@ def train_trial(
             run_values["peak_mem_steady_gib"] = peak / 2**30
             peak = max(peak, warmup_peak)
         run_values["peak_mem_gib"] = peak / 2**30
-    return times, losses, run_values, stop
+    return training.TrialOut(times, losses, run_values, stop, joules.end() if joules is not None else ())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,10 +253,15 @@ def main(argv: list[str] | None = None) -> int:
             print(msg, flush=True)
 
     sampler = provenance.GpuSampler()  # the GPUs' clocks under load, asked once mid-run (rank 0, CUDA only)
+    # the GPUs' energy: rank 0 reads every rank's GPU (`launch` names them all in FAIRFIGHT_ENERGY_GPUS)
+    on_gpu = work.device == "cuda" and rank == 0
+    meter = energy.meter(world, os.environ.get("FAIRFIGHT_ENERGY_GPUS")) if on_gpu else None
+    if meter is not None:
+        log(f"idle power {meter.measure_idle():.1f} W ({meter.method}) before any work")
     fed: dict[str, str] = {}  # the proof of the same work, filled by trial 0 on rank 0 (`train_trial`)
     ctx = dict(
         args=args, suite=suite, work=work, variant=variant, settings=settings, overrides=overrides, steps=steps
-    ) | dict(micro_batch=micro_batch, started=started, mx=mx, world=world, sampler=sampler, fed=fed)
+    ) | dict(micro_batch=micro_batch, started=started, mx=mx, world=world, sampler=sampler, fed=fed, meter=meter)
     log(
         f"{variant.name} on {work.name}: MLX {mx.__version__}, {world} × {mx.default_device()}, "
         f"micro-batch {micro_batch}, {steps} steps × {work.trials} trial(s)"
@@ -270,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             group=group,
             mid_run=sampler.start if work.device == "cuda" and rank == 0 else None,
             fed=fed if rank == 0 else None,
+            meter=meter,
         ),
         write=lambda status, error, rows, calibration: _write(ctx, status, error, rows, calibration),
         log=log,
@@ -301,7 +316,8 @@ def rank_env(device: str, world: int) -> list[dict[str, str]]:
         gpus = visible or [str(r) for r in range(world)]  # rank r takes the r-th GPU this process may see
         if len(gpus) < world:
             raise spec.SpecError(f"{world} ranks, but CUDA_VISIBLE_DEVICES names only {len(gpus)} GPU(s)")
-        return [common | {"MLX_RANK": str(r), "CUDA_VISIBLE_DEVICES": gpus[r]} for r in range(world)]
+        every = {"FAIRFIGHT_ENERGY_GPUS": ",".join(gpus[:world])}  # rank 0 meters them all (runners/energy.py)
+        return [common | every | {"MLX_RANK": str(r), "CUDA_VISIBLE_DEVICES": gpus[r]} for r in range(world)]
     return [{"MLX_RANK": str(r)} for r in range(world)]
 
 
@@ -370,7 +386,9 @@ def _write(
         status=status,
         error=error,
         started=ctx["started"],
-        hardware=hardware(work.device, mx, ctx["world"]) | _in_run(ctx["sampler"]),
+        hardware=hardware(work.device, mx, ctx["world"])
+        | _in_run(ctx["sampler"])
+        | ({"energy": ctx["meter"].provenance()} if ctx["meter"] is not None else {}),
         config=record.config(
             ctx["suite"],
             work,
@@ -393,7 +411,7 @@ def _write(
         packages=("mlx", "mlx-cuda-13", "mlx-cpu", "mlx-metal", "numpy", "pyarrow"),
         calibration=calibration,
     )
-    return record.emit(ctx["args"].out, run, rows)
+    return record.emit(ctx["args"].out, run, rows + record.idle_power_rows(ctx["meter"]))
 
 
 if __name__ == "__main__":

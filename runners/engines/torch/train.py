@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, nodes, provenance, record, spec, training
+from runners import artifacts, calibrate, energy, nodes, provenance, record, spec, training
 from runners.engines.torch import setup as torch_setup
 
 PROCESS_START = time.perf_counter()
@@ -93,8 +93,10 @@ def train_trial(
     log: Any,
     mid_run: Any = None,
     fed: dict[str, str] | None = None,
-) -> tuple[list[float], list[float], dict[str, float], str | None]:
-    """One trial from the shared initial weights; returns step times, losses, run-level values, stop reason.
+    meter: Any = None,
+) -> training.TrialOut:
+    """One trial from the shared initial weights; returns step times, losses, run-level values, stop reason and,
+    with an energy `meter` (rank 0 on a GPU: `runners.energy.meter`), the GPUs' joules per segment of steps.
     `mid_run(done)`, when given, is called on rank 0 at the first window boundary past half the steady steps (where
     the GPUs' clocks under load are sampled). `fed`, when given (rank 0), gets the proof of the same work from what
     this trial feeds its model: the sha256 of its weights as loaded, before anything casts or shards them, and of
@@ -130,9 +132,12 @@ def train_trial(
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     clock, losses, stop = StepClock(torch, device), [], None
+    joules = training.EnergySegments(meter, lambda: torch.cuda.synchronize(device)) if meter is not None else None
     warmup_peak = 0  # the warm-up's peak device memory (with no warm-up steps, the steady peak is the whole run's)
     setup_s = time.perf_counter() - trial_start - hashing_s  # hashing the work is not the engine's set-up
     clock.mark()
+    if joules is not None:
+        joules.begin()
     steps_start = time.perf_counter()  # the budget is for training: set-up (cold caches: 10-38 s on H200) is not
     for step in range(steps):
         x, y = data[step, :, :-1], data[step, :, 1:]
@@ -151,7 +156,10 @@ def train_trial(
         if done == work.warmup_steps and device.type == "cuda":  # the steady steps' own peak, from here on:
             warmup_peak = torch.cuda.max_memory_allocated(device)  # compilation's transient is in the warm-up's
             torch.cuda.reset_peak_memory_stats(device)
-        if done % work.window_steps == 0 or done == steps:
+        window_end = done % work.window_steps == 0 or done == steps
+        if joules is not None and (window_end or done == work.warmup_steps):  # a segment never spans both phases
+            joules.boundary(done)
+        if window_end:
             # Every rank must agree on stopping, or the collectives would hang: rank 0 decides, all follow.
             over = torch.tensor([time.perf_counter() - steps_start > budget_s], device=device)
             torch.distributed.broadcast(over, src=0)
@@ -179,7 +187,7 @@ def train_trial(
 
         run_values["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     del loss_of, opt, model, data
-    return times, loss_values, run_values, stop
+    return training.TrialOut(times, loss_values, run_values, stop, joules.end() if joules is not None else ())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,6 +215,10 @@ def main(argv: list[str] | None = None) -> int:
             print(msg, flush=True)
 
     sampler = provenance.GpuSampler()  # the GPUs' clocks under load, asked once mid-run (rank 0, CUDA only)
+    # the GPUs' energy (rank 0 reads every GPU of its node; over several nodes it would miss the others': none)
+    meter = energy.meter(local_world) if device.type == "cuda" and rank == 0 and local_world == world else None
+    if meter is not None:
+        log(f"idle power {meter.measure_idle():.1f} W ({meter.method}) before any work")
     ctx = dict(
         sampler=sampler,
         args=args,
@@ -223,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         fed={},  # the proof of the same work, filled by trial 0 on rank 0 (`train_trial`)
         packages=packages,
         nodes=node_list,
+        meter=meter,
     )
     log(
         f"{variant.name} on {work.name}: {world} × {device.type}, micro-batch {micro_batch}, {steps} steps "
@@ -247,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             log=log,
             mid_run=sampler.start if device.type == "cuda" else None,
             fed=ctx["fed"] if rank == 0 else None,
+            meter=meter,
         ),
         write=lambda status, error, rows, calibration: _write(ctx, status, error, rows, calibration),
         log=log,
@@ -268,6 +282,8 @@ def _write(
     in_run = ctx["sampler"].result()
     if in_run is not None:
         hardware["gpus_in_run"] = in_run
+    if ctx["meter"] is not None:
+        hardware["energy"] = ctx["meter"].provenance()
     launcher = f"torchrun --standalone --nproc-per-node {ctx['world']}"
     if ctx["nodes"]:
         hardware["nodes"] = ctx["nodes"]
@@ -301,7 +317,7 @@ def _write(
         packages=ctx["packages"],
         calibration=calibration,
     )
-    return record.emit(ctx["args"].out, run, rows)
+    return record.emit(ctx["args"].out, run, rows + record.idle_power_rows(ctx["meter"]))
 
 
 def _reference_precision(settings: dict[str, Any]) -> dict[str, Any]:

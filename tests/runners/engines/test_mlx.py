@@ -84,6 +84,7 @@ def test_each_mlx_rank_gets_its_variables(monkeypatch: pytest.MonkeyPatch) -> No
     assert [e["CUDA_VISIBLE_DEVICES"] for e in cuda] == ["2", "3"] and [e["MLX_RANK"] for e in cuda] == ["0", "1"]
     assert {e["NCCL_HOST_IP"] for e in cuda} == {"127.0.0.1"} and len({e["NCCL_PORT"] for e in cuda}) == 1
     assert all(e["MLX_WORLD_SIZE"] == "2" for e in cuda)
+    assert {e["FAIRFIGHT_ENERGY_GPUS"] for e in cuda} == {"2,3"}  # rank 0 meters both GPUs' energy
     with pytest.raises(spec.SpecError, match="names only 2 GPU"):
         mlx_train.rank_env("cuda", 4)
     assert mlx_train.rank_env("cpu", 2) == [{"MLX_RANK": "0"}, {"MLX_RANK": "1"}]
