@@ -277,3 +277,50 @@ def meter(count: int, env: str | None = None) -> Meter | None:
     except NvmlError:
         return None
     return Meter(counter)
+
+
+class Repetitions:
+    """The joules of each timed repetition of an inference test: `start()` just before its clock starts, `stop()`
+    just after it stops (the device synchronized, as for the clock). With no meter it records nothing."""
+
+    def __init__(self, meter: Meter | None) -> None:
+        self.meter = meter
+        self.joules: list[float] = []
+
+    def start(self) -> None:
+        if self.meter is not None:
+            self.meter.start()
+
+    def stop(self) -> None:
+        if self.meter is not None:
+            self.joules.append(self.meter.stop())
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One `energy_j` row per repetition (its trial), beside that repetition's time."""
+        return [
+            dict(trial=rep, step=None, phase="steady", metric="energy_j", value=j, unit="J")
+            for rep, j in enumerate(self.joules)
+        ]
+
+
+def for_inference(device: str, count: int, log: Callable[[str], None] | None = None) -> Meter | None:
+    """A meter for an inference runner on `count` GPUs with its idle power read now, before it loads a model; None
+    off a GPU or without NVML."""
+    if device != "cuda":
+        return None
+    m = meter(count)
+    if m is not None:
+        idle = m.measure_idle()
+        if log is not None:
+            log(f"idle power {idle:.1f} W ({m.method}) before any work")
+    return m
+
+
+def record_parts(m: Meter | None) -> tuple[dict[str, object], list[dict[str, Any]]]:
+    """What a metered run adds to its record: `hardware.energy` (how) and the run-level `idle_power_w` row."""
+    if m is None:
+        return {}, []
+    rows = []
+    if m.idle_power_w is not None:
+        rows.append(dict(trial=0, step=None, phase="run", metric="idle_power_w", value=m.idle_power_w, unit="W"))
+    return {"energy": m.provenance()}, rows

@@ -191,9 +191,9 @@ def train_rows(
 def idle_power_rows(meter: Any) -> list[dict[str, Any]]:
     """The run-level `idle_power_w` row of a run whose GPUs were metered (`runners.energy.Meter.measure_idle`), or
     none."""
-    if meter is None or meter.idle_power_w is None:
-        return []
-    return [dict(trial=0, step=None, phase="run", metric="idle_power_w", value=meter.idle_power_w, unit="W")]
+    from runners import energy
+
+    return energy.record_parts(meter)[1]
 
 
 def initial_state(ctx: dict[str, Any], work: spec.Workload, cache_dir: Path) -> dict[str, Any]:

@@ -126,21 +126,26 @@ def drive_point(
     concurrency: int,
     request_rate: float | None,
     seed: int,
-) -> tuple[list[Any], float]:
+    meter: Any = None,
+) -> tuple[list[Any], float, float | None]:
     """One served point: the first `WARMUP_PROMPTS` of `asks` untimed, then the rest through the load generator at
     `concurrency` (closed loop) or `request_rate` (open loop, Poisson), the server checked alive before and after.
-    Returns the requests (`metrics.ServedRequest`) and the point's duration in seconds."""
+    Returns the requests (`metrics.ServedRequest`), the point's duration in seconds and, with an energy `meter`
+    (`runners.energy.Meter`), the server's GPUs' joules over the timed requests (else None)."""
     from runners import loadgen
 
     server.alive()
     url = server.url + path
     bodies = [loadgen.payload(served_name, p, output_len, sampling) for p in asks]
     loadgen.drive(url, bodies[:WARMUP_PROMPTS], concurrency=WARMUP_PROMPTS)  # untimed
+    if meter is not None:
+        meter.start()
     requests, duration = loadgen.drive(
         url, bodies[WARMUP_PROMPTS:], concurrency=concurrency, request_rate=request_rate, seed=seed
     )
+    joules = meter.stop() if meter is not None else None
     server.alive()
-    return requests, duration
+    return requests, duration, joules
 
 
 def offline_rows(result: dict[str, Any], num_prompts: int) -> list[dict[str, Any]]:

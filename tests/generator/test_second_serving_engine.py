@@ -103,7 +103,7 @@ server = serving.Server(lambda port: [sys.executable, str(script), str(port)], {
                         name="the fakeserve server")
 try:
     asks = serving.prompts(100, serving.WARMUP_PROMPTS + 6, 5, seed=1)
-    requests, duration = serving.drive_point(server, "/v1/completions", "fake", asks, 4, {"temperature": 1.0},
+    requests, duration, _joules = serving.drive_point(server, "/v1/completions", "fake", asks, 4, {"temperature": 1.0},
                                              concurrency=2, request_rate=None, seed=1)
 finally:
     server.stop()

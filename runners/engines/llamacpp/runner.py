@@ -201,8 +201,9 @@ class _Bench:
         if last != depth - 1:
             raise RuntimeError(f"the cache should hold positions 0..{depth - 1} before the test; it ends at {last}")
 
-    def run(self, kind: str, n: int, depth: int, repetitions: int) -> list[dict[str, float]]:
-        """Per repetition: wall seconds, and llama.cpp's own milliseconds and token count for the test."""
+    def run(self, kind: str, n: int, depth: int, repetitions: int, joules: Any = None) -> list[dict[str, float]]:
+        """Per repetition: wall seconds, and llama.cpp's own milliseconds and token count for the test; `joules`
+        (`runners.energy.Repetitions`), when given, meters each timed repetition's GPU energy."""
         ll = self.ll
         ctx = self._context(n + depth)
         try:
@@ -220,12 +221,17 @@ class _Bench:
                 if depth:
                     self._fill(ctx, depth)
                 ll.llama_perf_context_reset(ctx)
+                timed = joules is not None and rep >= UNTIMED_REPETITIONS
+                if timed:
+                    joules.start()
                 t0 = time.perf_counter_ns()
                 if kind == "pp":
                     self._prompt(ctx, n)
                 else:
                     self._generate(ctx, n)
                 wall = (time.perf_counter_ns() - t0) / 1e9
+                if timed:
+                    joules.stop()
                 perf = ll.llama_perf_context(ctx)
                 own_ms, own_n = (perf.t_p_eval_ms, perf.n_p_eval) if kind == "pp" else (perf.t_eval_ms, perf.n_eval)
                 samples.append({"wall_s": wall, "llama_ms": float(own_ms), "llama_tokens": float(own_n)})
@@ -329,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     # result files, and the hardware is probed by a child process.
     import llama_cpp
 
-    from runners import llama_quant, provenance, record, spec
+    from runners import energy, llama_quant, provenance, record, spec
     from runners.engines.llamacpp import build as llamacpp_build
 
     built = llamacpp_build.build_provenance(os.environ.get("LLAMA_CPP_LIB_PATH"))
@@ -346,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     files["make_s"] = round(time.perf_counter() - t0, 3)
     print(f"model file {path} ({files['bytes'] / 2**30:.2f} GiB) ready", file=sys.stderr, flush=True)
     hardware = provenance.hardware_in_child(entry.device, 1)
+    meter = energy.for_inference(entry.device, 1, lambda line: print(line, file=sys.stderr, flush=True))
+    how, idle_rows = energy.record_parts(meter)
     bench = _Bench(llama_cpp, path, settings, entry.device)
     version = llama_cpp.__version__
     peak: float | None = None
@@ -354,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.workload and test.workload not in args.workload:
                 continue
             started = datetime.now(UTC)
-            samples = bench.run(test.kind, test.n_tokens, test.depth, entry.repetitions)
+            joules = energy.Repetitions(meter)
+            samples = bench.run(test.kind, test.n_tokens, test.depth, entry.repetitions, joules)
             now = bench.memory_gib
             peak = now if peak is None else max(peak, now or 0.0)
             rows: list[dict[str, Any]] = [
@@ -372,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
                     dict(trial=rep, step=None, phase="steady", metric="llama_tokens", value=s["llama_tokens"])
                     | {"unit": "tokens"},
                 ]
+            rows += joules.rows() + idle_rows
             config = test_config(suite, entry, test, variant, settings, files, args.note, bench.fills)
             run = record.run_columns(
                 run_id=record.test_run_id(args.run_stamp, test.workload, variant.name),
@@ -381,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
                 status="ok",
                 error=None,
                 started=started,
-                hardware=hardware,
+                hardware=hardware | how,
                 packages=("llama_cpp_python", "gguf", "numpy"),
                 build=built,
             )

