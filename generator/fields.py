@@ -70,8 +70,8 @@ RECORD_COLUMNS: tuple[tuple[str, Any, Aggregation], ...] = (
 CONFIG_AGGREGATION: Aggregation = "latest"
 """How a board's row takes a config column (`columns.COLUMNS`): what a run's config says is a fact of that run."""
 
-RUN_METRICS = ("duration_s", "peak_mem_gib", "peak_mem_steady_gib", "peak_rss_gib", "setup_s", "startup_s",
-               "steps_completed", "steps_per_s", "tests_completed", "warmup_s")  # fmt: skip
+RUN_METRICS = ("duration_s", "idle_power_w", "peak_mem_gib", "peak_mem_steady_gib", "peak_rss_gib", "setup_s",
+               "startup_s", "steps_completed", "steps_per_s", "tests_completed", "warmup_s")  # fmt: skip
 """The run-level metrics (phase `run`, first trial's) that become run summary columns, every one of them whether or
 not a record has it; any other run-level row (a retraction's `retracted_runs`) stays in the samples only. The
 record's own `steps_per_s` (claims and imports) becomes `reported_steps_per_s`."""
@@ -159,6 +159,14 @@ DERIVED: tuple[Field, ...] = (
     Field("mfu_datasheet_reference", _F, "median", "float8: MFU against the reference datasheet peak", tests="latest"),
     Field("mfu_calibrated_reference", _F, "median", "float8: MFU against the calibrated reference peak",
           tests="latest"),
+    Field("idle_power_w", _F, "latest", "run-level metric: its GPUs' power at rest before the work, W"),
+    Field("energy_j", _F, "latest", "its GPUs' joules over its metered windows (derive/energy.py)"),
+    Field("energy_tokens", _F, "latest", "the tokens those windows processed"),
+    Field("energy_s", _F, "latest", "the seconds those windows span"),
+    Field("joules_per_token", _F, "median", "GPU joules per token (null: not metered or too short)", tests="latest"),
+    Field("tokens_per_joule", _F, "median", "tokens per GPU joule (null: not metered or too short)", tests="latest"),
+    Field("mean_power_w", _F, "median", "its GPUs' mean power over the metered windows, W", tests="latest"),
+    Field("energy_note", _S, "latest", "why a metered run has no energy figure"),
 )  # fmt: skip
 """The run summary's derived columns (`derive.run_summary`)."""
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
+import generator.derive.energy as energy
 import generator.derive.ladder as ladder
 import generator.derive.summary as derive
 from generator import columns, runcache
@@ -201,6 +202,16 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
         bench_ratio=pl.col("out_rate") / pl.col("bench_rate"),
         bench_ttft_ratio=pl.col("median_ttft_ms") / pl.col("bench_ttft"),
         bench_tpot_ratio=pl.col("median_tpot_ms") / pl.col("bench_tpot"),
+    )
+    # a served point's energy per token: its requests' output tokens are known only from its figures
+    served_energy = energy.figures(
+        pl.col("output_tokens_per_s") * pl.col("duration_s"),
+        "duration_s",
+        pl.coalesce("energy_counter_update_s", "energy_sample_interval_s"),
+    )
+    paired = paired.with_columns(
+        pl.when(pl.col("kind") == "serve").then(expr).otherwise(pl.col(name)).alias(name)
+        for name, expr in served_energy.items()
     )
     # a served figure must agree with the tool within what the tool's own repeats moved on that hardware
     return paired.join(tool_tolerances(paired), on=["accelerator", "accelerator_count"], how="left")

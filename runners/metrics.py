@@ -944,3 +944,36 @@ def serving_metrics(
                 f"p99_{name}": percentile(values, 99),
             }
     return out
+
+
+# --- energy -------------------------------------------------------------------------------------------------------
+# A run's joules are read from the GPU's own counter (runners/energy.py). Source: NVIDIA Management Library API
+# reference, `nvmlDeviceGetTotalEnergyConsumption`: "total energy consumption for this GPU in millijoules (mJ) since
+# the driver was last reloaded" (Volta and newer). The counter advances in steps (every ~0.1 s on an H200, measured
+# and recorded per run as `hardware.energy.counter_update_s`), so a window's reading can be off by up to one step's
+# energy at each end.
+ENERGY_MIN_UPDATES = 20
+"""The fewest counter updates a run's metered windows must span together for its joules to be published: at 20 the
+error from the two ends of each window is at most ±1/20 of a window's energy per window, and averages down over
+several windows; fewer, and the figure says more about the counter than about the engine."""
+
+
+def joules_per_token(energy_j: Any, tokens: Any) -> Any:
+    """The GPUs' energy per token over the metered windows: joules ÷ tokens (trained, processed or generated, as the
+    run's kind counts them). Floats or polars expressions alike."""
+    return energy_j / tokens
+
+
+def tokens_per_joule(energy_j: Any, tokens: Any) -> Any:
+    """Tokens per joule, the reciprocal of `joules_per_token`: higher is better, as on the boards' other columns."""
+    return tokens / energy_j
+
+
+def mean_power_w(energy_j: Any, seconds: Any) -> Any:
+    """The GPUs' mean power over the metered windows: joules ÷ seconds."""
+    return energy_j / seconds
+
+
+def energy_resolved(seconds: Any, counter_update_s: Any) -> Any:
+    """Whether the metered windows span at least `ENERGY_MIN_UPDATES` updates of the counter."""
+    return seconds >= ENERGY_MIN_UPDATES * counter_update_s

@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.energy as energy
 from generator import columns, configurations, fields, runcache
 from runners import metrics, schema
 
@@ -414,6 +415,7 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame, flat: pl.DataFrame | Non
         metrics.datasheet_peak_flops(acc, ref) if ref else None
         for acc, ref in summary.select("accelerator", "reference_precision").iter_rows()
     ]
+    summary = summary.join(energy.per_run(summary, rows), on="run_id", how="left", maintain_order="left")
     return summary.with_columns(
         datasheet_peak_flops=pl.Series(peaks, dtype=pl.Float64),
         reference_peak_flops=pl.Series(references, dtype=pl.Float64),
