@@ -18,9 +18,9 @@ import polars as pl
 
 from runners import metrics
 
-COLUMNS = {"run_id": pl.String, "energy_j": pl.Float64, "energy_tokens": pl.Float64, "energy_s": pl.Float64,
+COLUMNS = pl.Schema({"run_id": pl.String, "energy_j": pl.Float64, "energy_tokens": pl.Float64, "energy_s": pl.Float64,
            "joules_per_token": pl.Float64, "tokens_per_joule": pl.Float64, "mean_power_w": pl.Float64,
-           "energy_note": pl.String}  # fmt: skip
+           "energy_note": pl.String})  # fmt: skip
 """`per_run`'s columns."""
 
 _METRICS = ["energy_j", "test_time_s", "output_tokens_per_s"]
