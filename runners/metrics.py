@@ -236,6 +236,28 @@ def with_width(lo: float | None, hi: float | None) -> tuple[float | None, float 
     return lo, hi
 
 
+def wider_than_figure(value: Any, lo: Any, hi: Any) -> Any:
+    """Whether a run's own 95% interval is wider than its figure (hi − lo > value): for a rate, an interval that wide
+    reaches down to zero or below it, so the run measured no steady state (the host changed speed under it: a loaded
+    CPU's 0.72 steps/s run spanned [−47.8, 69.1]). Such a run is flagged, its own interval is no evidence, and it is
+    never anyone's repeat. Floats (None: False) or polars expressions (null stays null)."""
+    if value is None or lo is None or hi is None:
+        return False
+    return (hi - lo) > value
+
+
+def window_interval(rates: Sequence[float]) -> tuple[float, float, float, int, float]:
+    """A run's figure and its own 95% interval from its timing windows' rates: (median, lo, hi, windows, coverage).
+    The interval is the wider of the median's order-statistic interval (`median_ci`, which treats windows as
+    independent) and the batch-means interval (`batch_means_ci`, which does not: neighbouring windows of one run are
+    strongly correlated). One function for every place a run's own interval is printed (the boards, `compare`,
+    `bench`'s summary)."""
+    ci = median_ci(rates)
+    batched = batch_means_ci(rates)
+    lo, hi = (ci.lo, ci.hi) if batched is None else (min(ci.lo, batched[0]), max(ci.hi, batched[1]))
+    return ci.median, lo, hi, ci.n, ci.coverage
+
+
 def _log_comb(n: int, k: int) -> float:
     """log C(n, k), finite for any n (math.comb's integer grows to n bits)."""
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
