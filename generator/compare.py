@@ -39,7 +39,7 @@ from generator import (
     load,
     runcache,
 )
-from generator.derive import ladder
+from generator.derive import evidence
 from runners import formats, metrics
 
 SELECTORS = """\
@@ -124,6 +124,8 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 # --- the data: one row per run with the figure its kind is ranked by (`derive.runs.every_run`) -------------------
 
 TEST_KEYS = configurations.KEYS
+SIDE_KEYS = (*TEST_KEYS, "engine", "kind", "accelerator", "accelerator_count")
+"""One side of a row is one configuration of one engine, kind of test and hardware: one spread widens it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +141,9 @@ class Dataset:
     """(kind, accelerator, count, shared host) -> the largest A/A spread of that kind on that hardware."""
     editions: list[editions.Edition]
     bad_editions: list[load.Rejected]
+    spreads: dict[tuple[object, ...], metrics.PooledSpread] = field(default_factory=dict)
+    """The boards' pooled between-run spreads, by (engine, kind, accelerator, count) (training's kind: "train"): a
+    side's interval is its board row's (`evidence.interval`)."""
 
 
 def load_dataset(data_dir: Path) -> Dataset:
@@ -154,6 +159,7 @@ def load_dataset(data_dir: Path) -> Dataset:
         return Dataset(
             Path(data_dir), runs, [load.Rejected(p, tuple(problems)) for p, problems in rest["rejected"]],
             rest["run_floors"], {tuple(k): v for k, v in rest["kind_floors"]}, found, bad,
+            {tuple(k): metrics.PooledSpread(*v) for k, v in rest.get("spreads", [])},
         )  # fmt: skip
     runcache.use(folder)
     loaded = load.load(data_dir, None if folder is None else folder / "loaded", lean=True)
@@ -170,6 +176,7 @@ def keep(folder: Path, data_key: str, made: Dataset) -> None:
         "rejected": [[r.path, list(r.problems)] for r in made.rejected],
         "run_floors": made.run_floors,
         "kind_floors": [[list(k), v] for k, v in made.kind_floors.items()],
+        "spreads": [[list(k), [s.sd, s.df, s.groups]] for k, s in made.spreads.items()],
     }
     compare_cache.save(folder, data_key, made.runs, rest)
 
@@ -182,9 +189,14 @@ def dataset(
 ) -> Dataset:
     """What compare selects from, out of a site's `Results`: nothing is derived here."""
     every = results.every_run
+    spreads: dict[tuple[object, ...], metrics.PooledSpread] = dict(results.test_spreads.items())
+    spreads |= {
+        (engine, "train", acc, count): s for (engine, acc, count), s in results.training_spreads["steady"].items()
+    }
     return Dataset(
-        data_dir, every.runs, results.rejected, every.run_floors, results.kind_floors, found or [], bad or []
-    )
+        data_dir, every.runs, results.rejected, every.run_floors, results.kind_floors, found or [], bad or [],
+        spreads,
+    )  # fmt: skip
 
 
 # --- what A and B select ------------------------------------------------------------------------------------------
@@ -346,10 +358,19 @@ MANY = ("edition", "commit")
 
 def fails(row: dict[str, Any], fail_on: str = "slower") -> bool:
     """A row that fails the comparison (exit 1): B lost A's figure (as asv counts a benchmark that started failing),
-    or its verdict is `fail_on` (or either, for "both") and B/A is further from 1 than the threshold."""
+    or its verdict is `fail_on` (or either, for "both") and B/A is further from 1 than the threshold, or a side is
+    flagged (`flags`: a run that measured no steady state, or ran beside other jobs) and B/A itself is beyond the
+    threshold that way: a flagged run's width cannot hide a regression."""
     if row["lost"]:
         return fail_on != "faster"
-    return bool(row["beyond_threshold"]) and fail_on in ("both", row["verdict"])
+    if row["beyond_threshold"]:
+        return fail_on in ("both", row["verdict"])
+    return (
+        bool(row["flags"])
+        and row["change"] is not None
+        and abs(row["change"]) > row["threshold"]
+        and (fail_on in ("both", "slower" if row["change"] < 0 else "faster"))
+    )
 
 
 def changed(row: dict[str, Any]) -> bool:
@@ -380,8 +401,11 @@ class Report:
 
     @property
     def summary(self) -> str:
-        counts = {v: sum(r["verdict"] == v for r in self.rows) for v in ("faster", "slower", "same")}
+        counts = {v: sum(r["verdict"] == v for r in self.rows) for v in ("faster", "slower", "same", "undecided")}
         text = f"B against A: {counts['faster']} faster, {counts['slower']} slower, {counts['same']} same"
+        text += f", {counts['undecided']} undecided" if counts["undecided"] else ""
+        flagged = sum(bool(r["flags"]) for r in self.rows)
+        text += f", {flagged} flagged" if flagged else ""
         none = sum(r["verdict"] is None for r in self.rows)
         text += f", {none} without a figure" if none else ""
         beyond = sum(r["beyond_threshold"] for r in self.rows)
@@ -469,11 +493,13 @@ def _row(key: tuple, a_runs: pl.DataFrame, b_runs: pl.DataFrame, ds: Dataset, th
         "settings_hash": key[2] if len(key) > 2 else None,
         "variant": first["variant"] if len(key) > 2 else None,
         "figure": figure,
-        "a": _side_figure(a_runs, a_ok, columns),
-        "b": _side_figure(b_runs, b_ok, columns),
+        "a": _side_figure(a_runs, a_ok, columns, ds),
+        "b": _side_figure(b_runs, b_ok, columns, ds),
         **dict.fromkeys(("ratio", "ratio_lo", "ratio_hi", "change", "floor", "floor_basis", "verdict"), None),
         "beyond_threshold": False,
+        "threshold": threshold,
         "lost": bool(a_ok.height) and not b_ok.height,
+        "flags": [],
         "notes": [],
     }
     if figure != first["figure"]:
@@ -482,14 +508,19 @@ def _row(key: tuple, a_runs: pl.DataFrame, b_runs: pl.DataFrame, ds: Dataset, th
     for side, runs in (("A", a_ok), ("B", b_ok)):
         for run_id, note in runs.select("run_id", "note").drop_nulls().iter_rows():
             row["notes"].append(f"{side} {run_id}: not on the board: {note}")
+    row["flags"] = [f"{side} {flag}" for side in ("A", "B") for flag in row[side.lower()]["flags"]]
     if row["a"]["value"] is None or row["b"]["value"] is None:
         return row
     (a, a_lo, a_hi), (b, b_lo, b_hi) = ((s["value"], s["lo"], s["hi"]) for s in (row["a"], row["b"]))
-    if a_lo is None or b_lo is None:  # a served point's one measurement, with no repeats of its kind to widen it
-        row["notes"].append("a side has one measurement and no interval: no ratio interval")
+    if min(a, b) <= 0:
+        row["notes"].append("a figure at or below zero: no ratio")
         return row
-    if min(a_lo, b_lo) <= 0:
-        row["notes"].append("a figure or interval at or below zero: no ratio")
+    row |= {"ratio": b / a, "change": b / a - 1}
+    if a_lo is None or b_lo is None:  # unreplicated, or one measurement: nothing says where another run lands
+        identical = row["a"]["runs"] == row["b"]["runs"]  # an edition beside another that kept the same runs
+        row["verdict"] = "same" if identical else "undecided"
+        row["notes"].append("a side has no interval (its basis says why): the ratio's interval is unknown"
+                            + ("; the same runs on both sides" if identical else ""))  # fmt: skip
         return row
     ratio, lo, hi = metrics.ratio_interval(a, a_lo, a_hi, b, b_lo, b_hi)
     floors = [_floor(a_ok, ds, "A"), _floor(b_ok, ds, "B")]
@@ -501,28 +532,39 @@ def _row(key: tuple, a_runs: pl.DataFrame, b_runs: pl.DataFrame, ds: Dataset, th
     return row
 
 
-def _side_figure(runs: pl.DataFrame, counted: pl.DataFrame, columns: tuple[str, str, str]) -> dict[str, Any]:
-    """A side's figure: one run's, or the median of a configuration's runs' figures with an interval from the lowest
-    low to the highest high (`ladder.rows`, as the boards pool a configuration's runs)."""
+def _side_figure(
+    runs: pl.DataFrame, counted: pl.DataFrame, columns: tuple[str, str, str], ds: Dataset
+) -> dict[str, Any]:
+    """A side's figure and interval as its board row has them (`evidence.interval`: the median of its runs'
+    figures, widened by its engine's pooled between-run spread of its kind on its hardware; none where it is
+    unreplicated), and its flags: runs that measured no steady state (`metrics.wider_than_figure`: their own span is
+    left out) or ran beside other jobs on a shared host."""
     left_out = [{"run_id": r, "reason": why} for r, why in runs.filter(pl.col("excluded").is_not_null())
                 .select("run_id", "excluded").iter_rows()]  # fmt: skip
-    out = {"value": None, "lo": None, "hi": None, "runs": counted["run_id"].to_list(), "left_out": left_out}
+    out = {"value": None, "lo": None, "hi": None, "runs": counted["run_id"].to_list(), "left_out": left_out,
+           "flags": []}  # fmt: skip
     if not counted.height:
         why = "; ".join(f"{x['run_id']}: {x['reason']}" for x in left_out)
         return out | {"basis": f"no run counts ({why})" if len(left_out) > 1 else left_out[0]["reason"]}
     value, lo, hi = columns
-    frame = counted.select(
-        *TEST_KEYS, "run_id", "started_at", "variant", "settings", "harness_commit", value=value, lo=lo, hi=hi
-    )
-    pooled = ladder.rows(frame)
-    if pooled.height != 1:  # an edition's cell is one configuration, a run's or a configuration's one too
-        raise AssertionError(f"one side of a row pools {pooled.height} configurations")
-    pooled_row = pooled.row(0, named=True)
+    if counted.select(*SIDE_KEYS).n_unique() != 1:  # an edition's cell is one configuration, a run's one too
+        raise AssertionError(f"one side of a row pools {counted.select(*SIDE_KEYS).n_unique()} configurations")
+    first = counted.row(0, named=True)
+    spread = ds.spreads.get(tuple(first[k] for k in ("engine", "kind", "accelerator", "accelerator_count")))
+    own = list(counted.select(value, lo, hi).iter_rows())
+    found = evidence.interval([x for x, _, _ in own], own, spread)
+    flags = [f"{r}: {evidence.FLAGGED}" for r, (x, low, high) in zip(counted["run_id"], own, strict=True)
+             if metrics.wider_than_figure(x, low, high)]  # fmt: skip
+    flags += [f"{r}: ran beside other jobs on a shared host" for r in counted.filter(pl.col("shared_host"))["run_id"]]
     n = counted.height
-    basis = f"median of {n} runs; lowest low to highest high" if n > 1 else "one run"
-    if counted["lo"].is_null().all() and n == 1:
-        basis = "one run, one measurement: no interval"
-    return out | {"value": pooled_row["value"], "lo": pooled_row["lo"], "hi": pooled_row["hi"], "basis": basis}
+    hardware = f"{first['accelerator_count']} × {first['accelerator']}"
+    if found.unreplicated:
+        basis = configurations.unreplicated(first["engine"], hardware, (None, None))
+    elif found.lo is None:
+        basis = f"{'one run' if n == 1 else f'median of {n} runs'}, one measurement: no interval"
+    else:
+        basis = configurations.basis(n, spread, f"{hardware} by {first['engine']}" if spread else hardware)
+    return out | {"value": found.value, "lo": found.lo, "hi": found.hi, "basis": basis, "flags": flags}
 
 
 def _floor(counted: pl.DataFrame, ds: Dataset, side: str) -> tuple[float, str]:
@@ -555,13 +597,14 @@ def render(report: Report) -> str:
         test = f"{row['suite']} · {row['workload']}"
         if row["settings_hash"]:
             test += f" · {row['variant']} ({row['settings_hash']})"
+        ratio, change, floor = compare_format.ratio(row), compare_format.change(row), "—"
         if row["verdict"] is None:
-            ratio = change = floor = "—"
             verdict = "lost: B has no figure" if row["lost"] else "no figure"
         else:
-            ratio = f"{row['ratio']:.3f} [{row['ratio_lo']:.3f}, {row['ratio_hi']:.3f}]"
-            change, floor = f"{row['change']:+.1%}", f"{row['floor']:.2%}"
+            floor = "—" if row["floor"] is None else f"{row['floor']:.2%}"
             verdict = row["verdict"] + (f", beyond {report.threshold * 100:g}%" if row["beyond_threshold"] else "")
+        if fails(row, report.fail_on) and not row["lost"] and not row["beyond_threshold"]:
+            verdict += f", flagged and beyond {report.threshold * 100:g}%: fails"
         table.append(
             (
                 test,
@@ -578,6 +621,7 @@ def render(report: Report) -> str:
             for out in row[side]["left_out"]:
                 notes.append(f"{test}: {side.upper()} {out['run_id']} does not count: {out['reason']}")
         notes += [f"{test}: {n}" for n in row["notes"]]
+        notes += [f"{test}: flagged: {f}" for f in row["flags"]]
         if row["floor_basis"]:
             notes.append(f"{test}: A/A floor: {row['floor_basis']}")
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]

@@ -15,7 +15,7 @@ from runners import formats
 
 CSV_COLUMNS = ("suite", "workload", "kind", "variant", "settings_hash", "figure", "a", "a_lo", "a_hi", "b", "b_lo",
                "b_hi", "ratio", "ratio_lo", "ratio_hi", "change", "floor", "verdict", "beyond_threshold", "lost",
-               "fails", "a_runs", "b_runs")  # fmt: skip
+               "fails", "flags", "a_runs", "b_runs")  # fmt: skip
 
 
 def num(v: float | None) -> str:
@@ -35,6 +35,19 @@ def cell(side: dict[str, Any]) -> str:
     return f"{num(side['value'])} [{num(side['lo'])}, {num(side['hi'])}]"
 
 
+def ratio(row: dict[str, Any]) -> str:
+    """B/A with its interval, B/A alone where a side has no interval, or a dash."""
+    if row["ratio"] is None:
+        return "—"
+    if row["ratio_lo"] is None:
+        return f"{row['ratio']:.3f} [no interval]"
+    return f"{row['ratio']:.3f} [{row['ratio_lo']:.3f}, {row['ratio_hi']:.3f}]"
+
+
+def change(row: dict[str, Any]) -> str:
+    return "—" if row["change"] is None else f"{row['change']:+.1%}"
+
+
 def _test(row: dict[str, Any]) -> str:
     test = f"{row['suite']} · {row['workload']}"
     return test + (f" · {row['variant']} ({row['settings_hash']})" if row["settings_hash"] else "")
@@ -48,7 +61,7 @@ def table(report: dict[str, Any]) -> formats.Table:
             row["suite"], row["workload"], row["kind"], row["variant"], row["settings_hash"], row["figure"],
             a["value"], a["lo"], a["hi"], b["value"], b["lo"], b["hi"], row["ratio"], row["ratio_lo"],
             row["ratio_hi"], row["change"], row["floor"], row["verdict"], row["beyond_threshold"], row["lost"],
-            row["fails"], a["runs"], b["runs"],
+            row["fails"], row["flags"], a["runs"], b["runs"],
         ))  # fmt: skip
     return formats.Table(columns=CSV_COLUMNS, rows=rows)
 
@@ -56,14 +69,10 @@ def table(report: dict[str, Any]) -> formats.Table:
 def md_table(report: dict[str, Any]) -> formats.Table:
     rows = []
     for row in report["rows"]:
-        if row["verdict"] is None:
-            ratio = change = "—"
-            verdict = "lost: B has no figure" if row["lost"] else "no figure"
-        else:
-            ratio = f"{row['ratio']:.3f} [{row['ratio_lo']:.3f}, {row['ratio_hi']:.3f}]"
-            change, verdict = f"{row['change']:+.1%}", row["verdict"]
-        rows.append(("yes" if row["fails"] else "", _test(row), row["figure"], cell(row["a"]), cell(row["b"]), ratio,
-                     change, verdict))  # fmt: skip
+        verdict = row["verdict"] or ("lost: B has no figure" if row["lost"] else "no figure")
+        verdict += "; flagged: " + "; ".join(row["flags"]) if row["flags"] else ""
+        rows.append(("yes" if row["fails"] else "", _test(row), row["figure"], cell(row["a"]), cell(row["b"]),
+                     ratio(row), change(row), verdict))  # fmt: skip
     notes = [f"A: {report['a']['label']}", f"B: {report['b']['label']}", report["summary"]]
     columns = ("fails", "test", "figure", "A", "B", "B/A [interval]", "change", "verdict")
     return formats.Table(columns=columns, rows=rows, notes=notes)

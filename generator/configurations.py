@@ -105,6 +105,13 @@ def measured_runs(summary: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def flagged(value: str = "steps_per_s", lo: str = "steps_per_s_lo", hi: str = "steps_per_s_hi") -> pl.Expr:
+    """Whether a run's own interval is wider than its figure (`metrics.wider_than_figure`): it measured no steady
+    state, so it is nobody's repeat (a 16× slowdown on a loaded host would otherwise be its configuration's A/A
+    spread, and hide itself). Training runs by their steady-state windows in either reading."""
+    return metrics.wider_than_figure(pl.col(value), pl.col(lo), pl.col(hi)).fill_null(False)
+
+
 SPREAD_KEYS = ("engine", "accelerator", "accelerator_count")
 """What a training figure's between-run spread is estimated per (`Spreads`)."""
 
@@ -115,7 +122,7 @@ def pooled_spreads(summary: pl.DataFrame, figure: str = "steps_per_s") -> Spread
     interval."""
     groups = (
         measured_runs(summary)
-        .filter(pl.col(figure).is_not_null())
+        .filter(pl.col(figure).is_not_null() & ~flagged())
         .group_by(*SPREAD_KEYS, *KEYS)
         .agg(pl.col(figure))
         .sort(*SPREAD_KEYS, *KEYS)
@@ -180,18 +187,23 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
     if stopped is not None:
         for suite, workload, settings_hash, figure in stopped.select(*KEYS, "steps_per_s").iter_rows():
             others.setdefault((suite, workload, settings_hash), []).append(figure)
+    from generator.derive import evidence  # the derive package imports this module: not at the top
+
     out: list[tuple[str, str, str, float | None, float | None, str]] = []
     for row in grouped.iter_rows(named=True):
         key: tuple[str, str, str] = (row["suite"], row["workload"], row["settings_hash"])
         spread = spreads.get((row["engine"], row["accelerator"], row["accelerator_count"]))
         extra = others.get(key, [])
-        own = list(zip(row["steps_per_s_lo"], row["steps_per_s_hi"], strict=True)) + [(x, x) for x in extra]
+        own = list(zip(row["figures"], row["steps_per_s_lo"], row["steps_per_s_hi"], strict=True))
+        found = evidence.interval(row["figures"], own + [(x, x, x) for x in extra], spread)
         hardware = f"{row['accelerator_count']} × {row['accelerator']}"
-        if spread is None and row["runs"] == 1 and not extra:
-            out.append((*key, None, None, unreplicated(row["engine"], hardware, own[0])))
+        if found.unreplicated:
+            out.append((*key, None, None, unreplicated(row["engine"], hardware, own[0][1:])))
             continue
-        lo, hi = metrics.with_width(*metrics.repeat_interval(row["figures"], own, spread))
-        out.append((*key, lo, hi, basis(row["runs"], spread, f"{hardware} by {row['engine']}", len(extra))))
+        text = basis(row["runs"], spread, f"{hardware} by {row['engine']}", len(extra))
+        out.append(
+            (*key, found.lo, found.hi, text + (f"; {found.flagged} run(s): {evidence.FLAGGED}" * bool(found.flagged)))
+        )
     intervals = pl.DataFrame(
         out,
         schema={**{k: pl.String for k in KEYS}, "lo": pl.Float64, "hi": pl.Float64, "interval_basis": pl.String},

@@ -9,7 +9,7 @@ and their Application", 1997, §3.8):
   `metrics.end_to_end_steps_per_s`); a point's figure is the median over its runs;
 - **between runs**: a point of one or two runs cannot be resampled over runs, so each draw moves the point by
   exp(s · T / √n), T from Student's t with the pooled spread's degrees of freedom (drawn as z / √(V/df), z normal
-  and V chi-square, so that `verdict.PointDraws.projected` can reuse z) and s the between-run spread pooled over
+  and V chi-square) and s the between-run spread pooled over
   every group of identical settings on the hardware (`configurations.pooled_spreads`): the same spread and
   quantile as a board row's interval. The pooled spread is of runs' figures and so holds some window noise
   already: counted twice, it widens the interval, never narrows it.
@@ -74,7 +74,9 @@ def draws(
             z = rng.standard_normal(DRAWS)
             # z / chi is Student's t with the pooled spread's degrees of freedom (its standard construction)
             chi = np.sqrt(rng.chisquare(spread.df, DRAWS) / spread.df) if spread else np.ones(DRAWS)
-            out[reading][key] = verdict.PointDraws(within, z, chi, spread.sd if spread else 0.0, len(figures))
+            out[reading][key] = verdict.PointDraws(
+                within, z, chi, spread.sd if spread else 0.0, len(figures), spread.df if spread else 0
+            )
     if inputs is not None:
         RESAMPLES.write(inputs, _packed(out))
     return out
@@ -114,7 +116,7 @@ def _packed(out: dict[str, verdict.Draws]) -> dict[str, np.ndarray]:
     points = []
     for reading, draws_ in out.items():
         for i, ((curve, micro_batch), point) in enumerate(draws_.items()):
-            points.append([reading, curve, micro_batch, point.sd, point.runs, i])
+            points.append([reading, curve, micro_batch, point.sd, point.runs, i, point.df])
             for part in ("within", "z", "chi"):
                 arrays[f"{reading}-{i}-{part}"] = np.asarray(getattr(point, part))
     arrays["points"] = np.array(json.dumps(points))
@@ -124,9 +126,9 @@ def _packed(out: dict[str, verdict.Draws]) -> dict[str, np.ndarray]:
 def _unpacked(kept: Mapping[str, np.ndarray]) -> dict[str, verdict.Draws]:
     """`_packed` read back."""
     out: dict[str, verdict.Draws] = {reading: {} for reading in verdict.READINGS}
-    for reading, curve, micro_batch, sd, runs, i in json.loads(str(kept["points"])):
+    for reading, curve, micro_batch, sd, runs, i, *df in json.loads(str(kept["points"])):
         within, z, chi = (kept[f"{reading}-{i}-{part}"] for part in ("within", "z", "chi"))
-        out[reading][(curve, micro_batch)] = verdict.PointDraws(within, z, chi, sd, runs)
+        out[reading][(curve, micro_batch)] = verdict.PointDraws(within, z, chi, sd, runs, *df)
     return out
 
 

@@ -11,8 +11,9 @@ own steps/s against the sparse-first figure. The seed never says which steps/s i
 A curve of the sweep is one configuration at every micro-batch (`curve_hash`: its settings but micro-batch and
 steps), labelled by what differs where a variant has several. The intervals come from resampling every point
 (generator/sweep_draws.py) and recomputing the matched shape and every ratio in each resample, so the crossing's
-own uncertainty is in the gap; the answer is three-way (`metrics.three_way`), and an undecided one says how many
-further full-length runs at each deciding point the current spread says would settle it. Every formula comes from
+own uncertainty is in the gap; the answer is three-way (`metrics.three_way`) with P(gap > 1.1) beside it, and an
+undecided one says how many further full-length runs at each deciding point, over two or more sessions, settle it
+with what probability (`further_runs_power`: Student's t kept, `metrics.t_power`). Every formula comes from
 `runners.metrics`; this module groups, interpolates and words.
 """
 
@@ -50,6 +51,9 @@ HEADLINE = "steady"
 compilation are reported apart from throughput, and the seed's "steps/s" beside a 2000-step run says no more."""
 MAX_FURTHER_RUNS = 100
 """The most further runs per deciding point `answer` looks for: beyond it, "more than 100"."""
+POWER = 0.8
+"""The probability of settling an undecided answer that the "further runs" advice asks for (`metrics.t_power`): the
+usual planning power of a test (Montgomery, "Design and Analysis of Experiments", §2.4.4)."""
 CONFIDENCE = 0.95
 
 
@@ -268,9 +272,9 @@ def _empty_sweep() -> pl.DataFrame:
 
 @dataclass(frozen=True, slots=True)
 class PointDraws:
-    """A sweep point's resamples (generator/sweep_draws.py), kept in their parts so that `projected` can ask what
-    further runs would do: figure = within · exp(sd · z / (chi · √runs)), z standard normal and chi = √(V/df) with
-    V chi-square of the pooled spread's degrees of freedom, so that z / chi is Student's t."""
+    """A sweep point's resamples (generator/sweep_draws.py), kept in their parts: figure = within · exp(sd · z /
+    (chi · √runs)), z standard normal and chi = √(V/df) with V chi-square of the pooled spread's degrees of freedom,
+    so that z / chi is Student's t."""
 
     within: Any
     """The point's figure in each resample of its runs' windows (numpy array, one per draw)."""
@@ -279,14 +283,11 @@ class PointDraws:
     sd: float
     """The pooled between-run spread (0 where none was measured: the point then moves by its windows alone)."""
     runs: int
+    df: int = 0
+    """The pooled spread's degrees of freedom (0 where none was measured)."""
 
     def figures(self) -> Any:
         return metrics.with_between_run_deviation(self.within, self.sd, self.z, self.chi, self.runs)
-
-    def projected(self, figure: float, runs_after: int) -> Any:
-        """The resamples as they would spread with `runs_after` runs like the present ones
-        (`metrics.with_more_runs`)."""
-        return metrics.with_more_runs(self.within, figure, self.sd, self.z, self.runs, runs_after)
 
 
 Draws = dict[tuple[str, int], PointDraws]
@@ -378,13 +379,23 @@ def _gap_draws(
 
 def _decided(rates: Any, claimed: float) -> tuple[float, float, float, str]:
     """(steps/s low, high, share of undefined resamples, decision) of a tuned curve's resampled rates."""
-    undefined = float(np.mean(~np.isfinite(rates)))
+    finite = np.isfinite(rates)
+    undefined = float(np.mean(~finite))
     lo, hi = metrics.percentile_interval(rates, CONFIDENCE) if undefined < 1 else (float("nan"), float("nan"))
-    # a resample whose matched shape lies outside the measured range says nothing of the gap: where more of them
-    # than the interval's tails hold, the interval is not known well enough to decide
-    decided = undefined <= (1 - CONFIDENCE) / 2
-    decision = metrics.three_way(claimed / hi, claimed / lo, GAP_ASKED) if decided else "undecided"
-    return lo, hi, undefined, decision
+    if undefined <= (1 - CONFIDENCE) / 2:
+        return lo, hi, undefined, metrics.three_way(claimed / hi, claimed / lo, GAP_ASKED)
+    # more resamples fall off the sweep (their matched shape outside the micro-batches measured) than the interval's
+    # tails hold: the interval is not known well enough, and only a side every resample on the sweep takes decides
+    gaps = claimed / np.asarray(rates)[finite]
+    if not gaps.size:
+        return lo, hi, undefined, "undecided"
+    return lo, hi, undefined, metrics.three_way(float(gaps.min()), float(gaps.max()), GAP_ASKED)
+
+
+def _p_gap_above(rates: Any, claimed: float) -> float | None:
+    """P(gap > `GAP_ASKED`): the share of the resamples with a defined matched shape whose gap is above it."""
+    finite = np.asarray(rates)[np.isfinite(rates)]
+    return float(np.mean(claimed / finite > GAP_ASKED)) if finite.size else None
 
 
 def _with_draws(
@@ -397,19 +408,37 @@ def _with_draws(
     lo, hi, undefined, decision = _decided(rates, claimed)
     out = {"steps_per_s_lo": lo, "steps_per_s_hi": hi, "ratio_lo": lo / target, "ratio_hi": hi / target,
            "gap_lo": claimed / hi, "gap_hi": claimed / lo, "undefined_share": undefined, "decision": decision,
-           "beats_claim": lo >= claimed, "further_runs": None, "deciding": (), "settles_to": None}  # fmt: skip
+           "beats_claim": lo >= claimed, "further_runs": None, "deciding": (), "settles_to": None,
+           "p_gap_above": _p_gap_above(rates, claimed), "settle_probability": None}  # fmt: skip
     if decision != "undecided":
         return out
     deciding = _deciding(points, stock_curve, matched, column) + _deciding(points, curve, matched, column)
     out["deciding"] = tuple(DecidingPoint(label=r["label"], micro_batch=r["micro_batch"], runs=r["runs"],
                                           full_length=r["full_length"]) for r in deciding)  # fmt: skip
+    df = min((draws[(r["curve_hash"], r["micro_batch"])].df for r in deciding), default=0)
+    rate = metrics.interpolate(_curve(points, curve, column), matched)
+    if not df or rate is None or not np.isfinite(lo) or not lo > 0:
+        return out
     for k in range(1, MAX_FURTHER_RUNS + 1):
-        scaled = {(r["curve_hash"], r["micro_batch"]): _more_runs(draws, r, column, k) for r in deciding}
-        settled = _decided(_gap_draws(points, stock_curve, curve, column, draws, target, scaled), claimed)[3]
-        if settled != "undecided":
-            out["further_runs"], out["settles_to"] = k, settled
+        found = further_runs_power(claimed / rate, claimed / hi, claimed / lo, df, deciding, k)
+        if found >= POWER:
+            out["further_runs"], out["settle_probability"] = k, found
+            out["settles_to"] = "does not" if claimed / rate > GAP_ASKED else "closes"
             break
     return out
+
+
+def further_runs_power(
+    gap: float, gap_lo: float, gap_hi: float, df: int, deciding: list[dict[str, Any]], k: int
+) -> float:
+    """The probability that k further full-length runs at each deciding point, made over two or more sessions so that
+    the pooled spread (which holds sessions) still describes them, settle the gap against `GAP_ASKED`, if the figures
+    hold (`metrics.settle_probability`, Student's t kept): each point's variance shrinks by n / (n + k) for its n
+    full-length runs (n / k where shorter runs are replaced), the slowest-shrinking point setting the pace, and the
+    spread gains a degree of freedom for each further run at a point that has one already."""
+    shrink = max((r["runs"] / (r["runs"] + k) if r["full_length"] else r["runs"] / k) for r in deciding)
+    gained = sum(k if r["full_length"] else k - 1 for r in deciding)
+    return metrics.settle_probability(gap, gap_lo, gap_hi, df, min(1.0, shrink), df + gained, GAP_ASKED, CONFIDENCE)
 
 
 def _deciding(points: pl.DataFrame, curve: str, matched: float, column: str) -> list[dict[str, Any]]:
@@ -420,13 +449,6 @@ def _deciding(points: pl.DataFrame, curve: str, matched: float, column: str) -> 
     above = [i for i, x in enumerate(xs) if x >= matched]
     picked = sorted({below[-1], above[0]}) if below and above else []
     return [rows.row(i, named=True) for i in picked]
-
-
-def _more_runs(draws: Draws, point: dict[str, Any], column: str, k: int) -> Any:
-    """A point's resamples as they would spread with k further full-length runs like its own, which join its runs
-    (or replace them, where they are shorter): `PointDraws.projected` with n + k (or k) runs."""
-    after = point["runs"] + k if point["full_length"] else k
-    return draws[(point["curve_hash"], point["micro_batch"])].projected(point[column], after)
 
 
 def owed(

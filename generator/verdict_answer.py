@@ -52,12 +52,18 @@ class Tuned:
     """The share of resamples whose own matched shape falls outside either curve's measured micro-batches."""
     decision: str | None = None
     """"closes", "does not" or "undecided" (`metrics.three_way` of the gap's interval against `verdict.GAP_ASKED`;
-    undecided too where more resamples are undefined than the interval's tails hold); None without resamples."""
+    where more resamples are undefined than the interval's tails hold, of the range every defined resample spans);
+    None without resamples."""
     beats_claim: bool | None = None
     """Whether the interval's low end is at or above the sparse-first claim's steps/s."""
+    p_gap_above: float | None = None
+    """P(gap > `verdict.GAP_ASKED`): the share of resamples with a defined matched shape whose gap is above it."""
     further_runs: int | None = None
-    """When undecided: the further full-length runs at each deciding point that would settle it at the current
-    spread (None where none up to `verdict.MAX_FURTHER_RUNS` would)."""
+    """When undecided: the fewest further full-length runs at each deciding point, over two or more sessions, that
+    settle it with probability `verdict.POWER` or more if the figures hold (`verdict.further_runs_power`, Student's t
+    kept); None where none up to `verdict.MAX_FURTHER_RUNS` would, or no spread was measured."""
+    settle_probability: float | None = None
+    """The probability that `further_runs` settle it."""
     deciding: tuple[DecidingPoint, ...] = ()
     """When undecided: the stock and tuned points the matched shape is interpolated between."""
     settles_to: str | None = None

@@ -236,6 +236,28 @@ def with_width(lo: float | None, hi: float | None) -> tuple[float | None, float 
     return lo, hi
 
 
+def wider_than_figure(value: Any, lo: Any, hi: Any) -> Any:
+    """Whether a run's own 95% interval is wider than its figure (hi − lo > value): for a rate, an interval that wide
+    reaches down to zero or below it, so the run measured no steady state (the host changed speed under it: a loaded
+    CPU's 0.72 steps/s run spanned [−47.8, 69.1]). Such a run is flagged, its own interval is no evidence, and it is
+    never anyone's repeat. Floats (None: False) or polars expressions (null stays null)."""
+    if value is None or lo is None or hi is None:
+        return False
+    return (hi - lo) > value
+
+
+def window_interval(rates: Sequence[float]) -> tuple[float, float, float, int, float]:
+    """A run's figure and its own 95% interval from its timing windows' rates: (median, lo, hi, windows, coverage).
+    The interval is the wider of the median's order-statistic interval (`median_ci`, which treats windows as
+    independent) and the batch-means interval (`batch_means_ci`, which does not: neighbouring windows of one run are
+    strongly correlated). One function for every place a run's own interval is printed (the boards, `compare`,
+    `bench`'s summary)."""
+    ci = median_ci(rates)
+    batched = batch_means_ci(rates)
+    lo, hi = (ci.lo, ci.hi) if batched is None else (min(ci.lo, batched[0]), max(ci.hi, batched[1]))
+    return ci.median, lo, hi, ci.n, ci.coverage
+
+
 def _log_comb(n: int, k: int) -> float:
     """log C(n, k), finite for any n (math.comb's integer grows to n bits)."""
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
@@ -585,17 +607,6 @@ def with_between_run_deviation(within: Any, sd: float, z: Any, chi: Any, runs: i
         return within * np.exp(sd * z / (chi * np.sqrt(runs)))
 
 
-def with_more_runs(within: Any, figure: float, sd: float, z: Any, runs: int, runs_after: int) -> Any:
-    """The same resamples as they would spread with `runs_after` runs like the present ones, the spread taken as
-    measured (normal, no longer t): the windows' part's deviations from ln `figure` shrunk by √(runs / runs_after)
-    and the between-run part sd · z / √runs_after (the standard error of a mean of n' runs)."""
-    import numpy as np
-
-    centre = np.log(figure)
-    moved = np.exp(centre + (np.log(within) - centre) * np.sqrt(runs / runs_after))
-    return moved * np.exp(sd * z / np.sqrt(runs_after))
-
-
 def percentile_interval(draws: Any, confidence: float = 0.95) -> tuple[float, float]:
     """The bootstrap percentile interval: the (1 − c)/2 and (1 + c)/2 quantiles of the resampled statistic, finite
     draws only (B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", 1993, §13.3)."""
@@ -729,6 +740,48 @@ def interpolations(xs: Sequence[float], ys: Any, at: Any) -> Any:
         frac = (at - xs[i]) / (xs[i + 1] - xs[i])
         out[inside] = (ys[:, i] + (ys[:, i + 1] - ys[:, i]) * frac)[inside]
     return out
+
+
+def t_power(delta: float, df: float, confidence: float = 0.95) -> float:
+    """The probability that a future two-sided t interval of `confidence` with `df` degrees of freedom excludes a
+    threshold its estimate is `delta` standard errors from: P(|T| > t_{df,(1+c)/2}) for T noncentral t with `df` and
+    noncentrality `delta` (the power of the two-sided one-sample t test: D. C. Montgomery, "Design and Analysis of
+    Experiments", 9th ed., §2.4.4 and ch. 3's sample-size curves), as E_u[Φ(δ − t·u/√df) + Φ(−δ − t·u/√df)] over
+    u = √V, V chi-square with `df` (the estimated spread's own uncertainty, which a normal quantile leaves out),
+    integrated by Simpson's rule over u's density 2·u^(df−1)·e^(−u²/2) / (2^(df/2)·Γ(df/2))."""
+    if df <= 0:
+        raise ValueError("a t interval needs positive degrees of freedom")
+    crit = student_t_quantile(0.5 + confidence / 2, df) / math.sqrt(df)
+    log_norm = math.log(2) - (df / 2) * math.log(2) - math.lgamma(df / 2)
+
+    def phi(x: float) -> float:
+        return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+
+    def f(u: float) -> float:
+        if u > 0:
+            density = math.exp(log_norm + (df - 1) * math.log(u) - u * u / 2)
+        else:  # u^(df−1) at 0: 1 for one degree of freedom, 0 for more
+            density = math.exp(log_norm) if df == 1 else 0.0
+        return density * (phi(delta - crit * u) + phi(-delta - crit * u))
+
+    top, steps = math.sqrt(df) + 12.0, 4000
+    h = top / steps
+    total = f(0.0) + f(top) + sum((4 if i % 2 else 2) * f(i * h) for i in range(1, steps))
+    return min(1.0, max(0.0, total * h / 3))
+
+
+def settle_probability(
+    estimate: float, lo: float, hi: float, df: float, variance_after: float, df_after: float, threshold: float,
+    confidence: float = 0.95,
+) -> float:  # fmt: skip
+    """How likely further runs settle a three-way decision (`three_way`) about a ratio now estimated at `estimate`
+    with the 95% interval [lo, hi] from a spread of `df` degrees of freedom, if the figure holds: the interval's
+    standard error in ln units, (ln hi − ln lo) / (2·t_{df}), scaled by √`variance_after` (n / (n + k) for k further
+    runs joining n), and `t_power` of its distance from `threshold` with the `df_after` degrees of freedom the
+    further runs give the spread. A planning figure: it takes the present estimate as the truth."""
+    se = (math.log(hi) - math.log(lo)) / (2 * student_t_quantile(0.5 + confidence / 2, df))
+    delta = (math.log(estimate) - math.log(threshold)) / (se * math.sqrt(variance_after))
+    return t_power(delta, df_after, confidence)
 
 
 def three_way(lo: float, hi: float, threshold: float) -> str:

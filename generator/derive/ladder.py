@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+import generator.derive.evidence as evidence
 from generator import configurations
 from runners import engines, metrics
 
@@ -126,7 +127,7 @@ def pooled_spreads(ranked_runs: pl.DataFrame) -> dict[tuple[str, str, str, int],
     figure pooled over every configuration (`KEYS`) with two or more ranked runs (`metrics.pooled_log_sd`), as
     `configurations.pooled_spreads` is for training."""
     groups = (
-        ranked_runs.filter(pl.col("value").is_not_null())
+        ranked_runs.filter(pl.col("value").is_not_null() & ~configurations.flagged("value", "lo", "hi"))
         .group_by(*SPREAD_KEYS, *KEYS)
         .agg(pl.col("value"))
         .sort(*SPREAD_KEYS, *KEYS)
@@ -175,9 +176,11 @@ def rows(ranked: pl.DataFrame, spreads: Spreads | None = None) -> pl.DataFrame:
         key = (row.get("engine"), row.get("kind"), row.get("accelerator"), row.get("accelerator_count"))
         spread = (spreads or {}).get(key)  # type: ignore[arg-type]  # a key with a null never matches
         figures = [x for x in row["figures"] if x is not None]
-        own = list(zip(row["lows"], row["highs"], strict=True))
-        repetitions = any(lo is not None for lo, _ in own)
+        own = [(x, lo, hi) for x, lo, hi in zip(row["figures"], row["lows"], row["highs"], strict=True)
+               if x is not None]  # fmt: skip
+        repetitions = any(lo is not None for _, lo, _ in own)
         hardware = f"{key[3]} × {key[2]}" + (f", {key[1]} tests" if key[1] else "")
+        found = evidence.interval(figures, own, spread, board=spreads is not None)
         if not figures:
             out.append((None, None, "no figure"))
         elif spread is None and len(figures) == 1 and not repetitions:
@@ -188,12 +191,13 @@ def rows(ranked: pl.DataFrame, spreads: Spreads | None = None) -> pl.DataFrame:
                     f"one run, one measurement: no interval (no repeats by {key[0]} of its kind on its hardware)",
                 )
             )
-        elif spread is None and len(figures) == 1 and spreads is not None:
-            out.append((None, None, configurations.unreplicated(key[0], hardware, own[0])))
+        elif found.unreplicated:
+            out.append((None, None, configurations.unreplicated(key[0], hardware, own[0][1:])))
         else:
-            lo, hi = metrics.with_width(*metrics.repeat_interval(figures, own, spread))
             text = configurations.basis(len(figures), spread, f"{hardware} by {key[0]}" if spread else hardware)
-            out.append((lo, hi, text if repetitions or len(figures) > 1 else text + "; one measurement a run"))
+            text = text if repetitions or len(figures) > 1 else text + "; one measurement a run"
+            flagged = f"; {found.flagged} run(s): {evidence.FLAGGED}" if found.flagged else ""
+            out.append((found.lo, found.hi, text + flagged))
     lows, highs, bases = zip(*out, strict=True) if out else ((), (), ())
     grouped = grouped.drop("figures", "lows", "highs").with_columns(
         lo=pl.Series(lows, dtype=pl.Float64),
@@ -209,7 +213,7 @@ def repeats(runs: pl.DataFrame) -> pl.DataFrame:
     (`metrics.relative_spread`). `runs`: the runs that count (finished, verified), each with its figure in `value`."""
     keys = [*KEYS, "kind", "accelerator", "accelerator_count", "shared_host"]
     groups = (
-        runs.filter(pl.col("value").is_not_null())
+        runs.filter(pl.col("value").is_not_null() & ~configurations.flagged("value", "lo", "hi"))
         .sort("started_at", "run_id")
         .group_by(keys, maintain_order=True)
         .agg(pl.col("run_id"), values=pl.col("value"))

@@ -83,17 +83,14 @@ def window_rates(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def window_intervals(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
-    """Steps/s per complete window of steady steps, pooled over trials: median and 95% interval per run. The
-    interval is the wider of the median's order-statistic interval (which treats windows as independent) and the
-    batch-means interval (which does not: neighbouring windows of one run are strongly correlated). Also the mean
+    """Steps/s per complete window of steady steps, pooled over trials: median and 95% interval per run
+    (`metrics.window_interval`, the one function for a run's own interval). Also the mean
     steady step time over those windows (`steady_step_s`), which the end-to-end reading adds up."""
     out = []
     for run_id, rates in window_rates(runs, rows).iter_rows():
-        ci = metrics.median_ci(rates)
-        batched = metrics.batch_means_ci(rates)
-        lo, hi = (ci.lo, ci.hi) if batched is None else (min(ci.lo, batched[0]), max(ci.hi, batched[1]))
+        median, lo, hi, n, coverage = metrics.window_interval(rates)
         steady_step_s = sum(1 / r for r in rates) / len(rates)
-        out.append((run_id, ci.median, lo, hi, ci.n, ci.coverage, max(rates), steady_step_s))
+        out.append((run_id, median, lo, hi, n, coverage, max(rates), steady_step_s))
     return pl.DataFrame(out, schema=SUMMARY_SCHEMA, orient="row")
 
 
@@ -627,6 +624,7 @@ def repeats(summary: pl.DataFrame) -> pl.DataFrame:
     keys = [*CONFIG_KEYS, "shared_host"]
     groups = (
         _comparable(summary)
+        .filter(~configurations.flagged())  # a run that measured no steady state is nobody's repeat
         .sort("started_at")
         .group_by(keys, maintain_order=True)
         .agg(

@@ -417,6 +417,7 @@ def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> d
         seed=sweep_draws.SEED,
         headline=verdict.HEADLINE,
         max_runs=verdict.MAX_FURTHER_RUNS,
+        power=verdict.POWER,
     )
 
 

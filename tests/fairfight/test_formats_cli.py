@@ -21,6 +21,8 @@ from tests.runners.test_store import ROWS, _run
 H100 = ROOT / "data" / "h100"
 AMP = "20261201T032125Z-train-gpt-1.27b-1gpu-mb8-ddp-amp-stock-feae69"
 TUNED = "20261201T032458Z-train-gpt-1.27b-1gpu-mb8-ddp-tuned-1f987a"
+AMP_REPEAT = "20261130T171925Z-train-gpt-1.27b-1gpu-mb8-ddp-amp-stock-b1c87e"
+"""A repeat of AMP: torch's between-run spread on one H200, without which each run is unreplicated (undecided)."""
 
 
 def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -73,7 +75,7 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data"
     (data / "h100").mkdir(parents=True)
-    for stem in (AMP, TUNED):
+    for stem in (AMP, TUNED, AMP_REPEAT):
         shutil.copy(H100 / f"{stem}.parquet", data / "h100")
     columns = ["suite", "workload", "kind", "variant", "settings_hash", "figure", "a", "a_lo", "a_hi", "b", "b_lo"]
     argv = ["compare", TUNED, AMP, "--data-dir", str(data)]

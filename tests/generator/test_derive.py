@@ -31,6 +31,7 @@ def _summary(rates: list[float], shared: list[bool]) -> pl.DataFrame:
             "started_at": [start + timedelta(hours=i) for i in range(n)],
             "steps_per_s": rates,
             "steps_per_s_lo": [r * 0.99 for r in rates],
+            "steps_per_s_hi": [r * 1.01 for r in rates],
             "shared_host": shared,
         }
     )

@@ -90,7 +90,8 @@ def test_a_served_point_of_one_run_has_no_range_over_runs() -> None:
 def _training(run: str, figure: float, parity: bool | None, settings: str = "h1") -> dict:
     return {
         "run_id": run, "origin": "measured", "retracted_by": None, "status": "ok", "unverified": None,
-        "steps_per_s": figure, "steps_per_s_lo": figure * 0.99, "loss_parity_ok": parity,
+        "steps_per_s": figure, "steps_per_s_lo": figure * 0.99, "steps_per_s_hi": figure * 1.01,
+        "loss_parity_ok": parity,
         "accelerator": "NVIDIA H200", "accelerator_count": 1, "suite": "s", "workload": "w", "settings_hash": settings,
         "engine": "torch",
     }  # fmt: skip

@@ -1,0 +1,67 @@
+"""The interval step of the one evidence mechanism (identity → per-run figure → between-run spread → interval →
+agreement → rank → decision): how a configuration's runs become one figure's 95% interval, for every board row
+(`configurations.rows`, `ladder.rows`) and for each side of `compare`, so that a run shows one interval wherever it
+is printed.
+
+The formula is `metrics.repeat_interval`; what this module adds is the rules around it, in one place:
+- a run whose own interval is wider than its figure (`metrics.wider_than_figure`) measured no steady state: its
+  own interval is left out (it would reach below zero for a rate), and it is flagged (`Interval.flagged`);
+- a configuration of one run whose engine has no pooled spread of its kind on its hardware is unreplicated: no
+  between-run interval (on a board; `board=False` keeps the run's own span, for a unit test of other rules);
+- no interval of zero width (`metrics.with_width`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runners import metrics
+
+FLAGGED = "its own interval is wider than its figure (no steady state measured): flagged, its span left out"
+"""What a run flagged by `metrics.wider_than_figure` is said to be."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Interval:
+    """One configuration's figure and 95% interval, as every page and command shows it."""
+
+    value: float | None
+    """The median of its runs' figures."""
+    lo: float | None
+    hi: float | None
+    """Null where there is none (unreplicated, one measurement, no figure): never lo = hi."""
+    unreplicated: bool
+    """One run and no between-run spread of its engine's on its hardware: nothing says where a second run lands."""
+    flagged: int
+    """How many of its runs had an own interval wider than their figure (left out of the span)."""
+
+
+def interval(
+    figures: Sequence[float | None],
+    own: Sequence[tuple[float | None, float | None, float | None]],
+    spread: metrics.PooledSpread | None,
+    *,
+    board: bool = True,
+) -> Interval:
+    """A configuration's figure and interval from its runs' `figures` and every run's own (figure, lo, hi) in `own`
+    (its runs', and any other measurement its interval must not exclude: a run stopped by its time budget as
+    (x, x, x)), with its engine's pooled between-run spread of its kind on its hardware (`spread`, or None)."""
+    values = [x for x in figures if x is not None]
+    kept: list[tuple[float | None, float | None]] = []
+    flagged = 0
+    for x, lo, hi in own:
+        if metrics.wider_than_figure(x, lo, hi):
+            flagged += 1
+            kept.append((None, None))
+        else:
+            kept.append((lo, hi))
+    if not values:
+        return Interval(value=None, lo=None, hi=None, unreplicated=False, flagged=flagged)
+    value = statistics.median(values)
+    alone = spread is None and len(values) == 1 and len(own) <= 1
+    if alone and board:
+        return Interval(value=value, lo=None, hi=None, unreplicated=True, flagged=flagged)
+    lo, hi = metrics.with_width(*metrics.repeat_interval(values, kept, spread))
+    return Interval(value=value, lo=lo, hi=hi, unreplicated=False, flagged=flagged)
