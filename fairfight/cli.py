@@ -1,7 +1,7 @@
 """The `fairfight` command: one entry point for everything Fair Fight does.
 
     fairfight --version
-    fairfight list | bench | claim | import | retract        (runners/: run suites, write result files)
+    fairfight list | bench | slurm | claim | import | retract        (runners/: run suites, write result files)
     fairfight validate | site | release | compare | publish  (generator/: check, build and ship the site)
     fairfight wheelhouse build | install                     (fairfight/wheelhouse.py: hosts without a network)
 
@@ -47,6 +47,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(name="bench", module="runners.bench", run="run_suite",
             help="run a suite and append one result file per run under data/",
             needs="the engine's packages: `pip install '.[torch]'` (or [mlx], [llama]) in a checkout; see `nox -l`"),
+    Command(name="slurm", module="runners.slurm",
+            help="write the batch script of a suite slice over several nodes and submit it with sbatch (or print it)"),
     Command(name="claim", module="runners.claims",
             help="import claims (numbers reported elsewhere) from a TOML file into data/"),
     Command(name="import", module="runners.imports",

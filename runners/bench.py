@@ -38,6 +38,7 @@ from runners import (
     provenance,
     record,
     schema,
+    slurm,
     spec,
     store,
     streams,
@@ -228,8 +229,35 @@ def _end_runs_and_exit(signum: int, _frame: object) -> None:
             os.killpg(proc.pid, signal.SIGKILL)  # whatever of the group is left
     lifetime.end_descendants()  # and whatever left the group (setsid), re-parented to the bench
     name = signal.Signals(signum).name
-    print(f"\nbench: {name}: the running run was cancelled and its processes ended; no file written", file=sys.stderr)
+    written = _record_slurm_ending(signum)
+    said = f"the failure record says why: {written}" if written else "no file written"
+    print(f"\nbench: {name}: the running run was cancelled and its processes ended; {said}", file=sys.stderr)
     os._exit(128 + signum)
+
+
+_ENDING: list[tuple[argparse.Namespace, spec.Suite, spec.Workload, spec.Variant, str, datetime]] = []
+"""While a run runs on the node that writes its failure record: `write_failure`'s arguments for it, but the last two."""
+
+
+def _record_slurm_ending(signum: int) -> Path | None:
+    """Under Slurm, a job cancelled or stopped at its time limit (the bench gets SIGTERM) leaves the running run's
+    failure record with Slurm's reason, not a silent gap; a file this process had begun under data/ is removed first
+    (store.write_run's `.tmp-*`), and a record already written stays as it is. None outside Slurm or when none."""
+    if not _ENDING:
+        return None
+    try:
+        reason = slurm.ended_by_slurm(signum)
+        if reason is None:
+            return None
+        args, suite, work, variant, run_id, started = _ENDING[0]
+        for partial in Path(args.data_dir, suite.name).glob(f"*/.tmp-*-{os.getpid()}.parquet"):
+            partial.unlink(missing_ok=True)
+        if store.find(args.data_dir, suite.name, run_id) is not None:
+            return None
+        return write_failure(args, suite, work, variant, run_id, started, "failed", reason)
+    except Exception as e:  # a record is owed, but the handler must still end the bench
+        print(f"bench: could not write the failure record of the run Slurm ended: {e}", file=sys.stderr)
+        return None
 
 
 def _group_alive(pgid: int) -> bool:
@@ -413,7 +441,12 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
             cmd = runner_command(work, variant, run_args, run_id, out)
             if watch is not None:
                 watch.start()
+            if nodes.writes_failures(
+                run_args
+            ):  # a job Slurm ends leaves this run's failure record (_end_runs_and_exit)
+                _ENDING[:] = [(run_args, suite, work, variant, run_id, started)]
             code, err = _run_teeing_stderr(cmd, env | runner_env(work.device, variant), limit)
+            _ENDING.clear()
             intruded = watch.finish() if watch is not None else []
             if intruded:
                 refused = {run_id: _intrusion_text(intruded)}

@@ -141,6 +141,14 @@ PATHS: dict[tuple[str, str], Field] = {
     ("hardware", "energy.gpus"): Field("list[str]", low=1, high=1024),
     ("hardware", "energy.counter_update_s"): Field("number", low=0, strict=True, high=60),
     ("hardware", "energy.sample_interval_s"): Field("number", low=0, strict=True, high=60),
+    # the Slurm job the run ran in (runners/slurm.py `facts`); absent outside one
+    ("hardware", "slurm"): Field("object"),
+    ("hardware", "slurm.job_id"): Field("str", low=1, high=40),
+    ("hardware", "slurm.nodelist"): Field("str", high=4000),
+    ("hardware", "slurm.nodes"): Field("list[str]", high=1024),
+    ("hardware", "slurm.partition"): Field("str", high=200, nullable=True),
+    ("hardware", "slurm.gpus_per_node"): Field("int", low=0, high=1 << 12, nullable=True),
+    ("hardware", "slurm.node_name"): Field("str", high=253, nullable=True),
     ("software", "packages"): Field("list[str]", high=MAX_PACKAGES),  # each entry: PACKAGE
     ("software", "packages_omitted"): _COUNT,
     ("calibration", "matmul_flops"): _POS_NUM,

@@ -370,6 +370,11 @@ def hardware(device: str, count: int) -> dict[str, object]:
             info["gpus"] = gpus
     else:
         info.update(accelerator=info["cpu_model"], accelerator_memory_gib=info["ram_gib"])
+    from runners import slurm  # the job this runs in, under Slurm (job id, nodes, partition, GPUs per node)
+
+    job = slurm.facts()
+    if job is not None:
+        info["slurm"] = job
     return info
 
 
