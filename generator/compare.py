@@ -156,7 +156,7 @@ def load_dataset(data_dir: Path) -> Dataset:
             rest["run_floors"], {tuple(k): v for k, v in rest["kind_floors"]}, found, bad,
         )  # fmt: skip
     runcache.use(folder)
-    loaded = load.load(data_dir, None if folder is None else folder / "loaded", lean=True)
+    loaded = load.load(data_dir, folder, lean=True)
     results = derive.results(*checks.checked(editions.audited(loaded, data_dir)[0]))
     made = dataset(Path(data_dir), results, found, bad)
     if folder is not None:
