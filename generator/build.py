@@ -38,6 +38,7 @@ from generator import (
     render,
     repository,
     runcache,
+    store,
     suite_names,
     versions,
 )
@@ -79,20 +80,51 @@ def build(
     declared = {p.file for p in pages.SITE if p.supplied}
     if set(supplied) - declared:
         raise ValueError(f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/pages.py")
-    # Nothing leaves `out_dir` until the new site is whole: it is built in a stage beside it (one file system, so
-    # the swap is a rename), then swapped in; a build that raises leaves the previous site as it was.
-    target = Path(os.path.realpath(out_dir))  # a link to the site's folder stays a link to the new one
-    stage = _stage_for(target)
-    try:
-        loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, repo_url, supplied)
-        _swap(stage / "site", target)
-    except BaseException as error:
-        error.add_note(f"the build failed and replaced nothing: {out_dir} is exactly as it was before the build began")
-        raise
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)  # after the swap, the previous site
-    pending.record()  # what the published run pages were made from, once they are published
+    # One build at a time per store: a second waits for the first, saying so (generator/store.py).
+    cache_dir = runcache.folder_for(work_dir)
+    runcache.use(cache_dir)  # every cache of this build is an entry of the one store in there
+    kept = store.active()
+    assert kept is not None
+    with kept.locked():
+        # Nothing leaves `out_dir` until the new site is whole: it is built in a stage beside it (one file system, so
+        # the swap is a rename), then swapped in; a build that raises leaves the previous site as it was.
+        target = Path(os.path.realpath(out_dir))  # a link to the site's folder stays a link to the new one
+        stage = _stage_for(target)
+        try:
+            loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, repo_url, supplied)
+            _swap(stage / "site", target)
+        except BaseException as error:
+            error.add_note(
+                f"the build failed and replaced nothing: {out_dir} is exactly as it was before the build began"
+            )
+            raise
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)  # after the swap, the previous site
+        pending.record(target / "runs")  # what the published run pages were made from, once they are published
+        kept.prune()  # the store keeps what this build used
+        _drop_old_layouts(work_dir, cache_dir)
     return loaded
+
+
+OLD_LAYOUTS = (
+    "runs-kept", "cache/outputs", "cache/pages", "cache/svg", "cache/downloads", "cache/loaded", "cache/compare",
+    "cache/jinja", "cache/run-pages.json",
+)  # fmt: skip
+"""What builds before the one store left in a work folder (`build/runs-kept` was never cleaned)."""
+
+
+def _drop_old_layouts(work_dir: Path, cache_dir: Path) -> None:
+    """Remove the caches of the layouts before the one store, and their tables (`figures-*`, `arrays-*`)."""
+    for name in OLD_LAYOUTS:
+        path = work_dir / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            path.unlink()
+    for pattern in ("figures-*", "arrays-*"):
+        for path in cache_dir.glob(pattern):
+            if path.is_file() or path.is_symlink():
+                path.unlink()
 
 
 STAGE_INFIX = ".build-"
@@ -174,11 +206,10 @@ def _build_staged(
         # the script bundle (seconds to make when not cached) is made while the data loads
         bundle = side.submit(vega_bundle)
         cache_dir = runcache.folder_for(work_dir)
-        runcache.use(cache_dir)  # per-run figures a file alone decides, kept by its sha256 for the next build
         files = load.result_files(data_dir)  # listed once (0.5 s at 50,000 files), for the key and the load
         # the key before loading: a file changed meanwhile makes the next key differ
         data_key = compare_cache.key(data_dir, files)
-        loaded = load.load(data_dir, cache_dir / "loaded", files=files, lean=True)
+        loaded = load.load(data_dir, cache_dir, files=files, lean=True)
         bundle_text = bundle.result()
     docs = work_dir / "docs"
     if docs.exists():
@@ -205,7 +236,8 @@ def _build_staged(
     # kept where their inputs did not change; the rest are rendered by a worker process while this one writes the
     # other pages and runs MkDocs, then moved into the staged site.
     kept = stage / "runs"
-    _linked(out_dir / "runs", kept)
+    manifest = render.runs.Stored(store.at(cache_dir), f"run pages published at {out_dir}")
+    _linked(out_dir / "runs", kept, manifest.read().get("files"))
     results = derive.results(loaded, summary)
     # what `compare` selects from, kept for it (its rejected files are the records', not the manifests')
     manifests = set(editions.scan(data_dir)[1])
@@ -222,7 +254,6 @@ def _build_staged(
             results.page_runs, results.runs, results.every_run.runs, results.kind_floors
         )
         page_runs = suite_names.with_titles(page_runs)
-        manifest = work_dir / "cache" / "run-pages.json"
         pending = render.runs.start_run_pages(
             kept, page_runs, results.samples, manifest, pool, repo_url, records=results.records
         )
@@ -231,18 +262,26 @@ def _build_staged(
     return loaded, pending
 
 
-def _linked(previous: Path, into: Path) -> None:
+def _linked(previous: Path, into: Path, recorded: object) -> None:
     """The files of the folder `previous` (if any) hard-linked into the new folder `into` (copied where the file system
-    cannot link): the stage replaces a file it changes (`render.runs._put`), never writes into it."""
+    cannot link), where each is the file the last build published (`recorded`: name → stat key, the manifest's): a
+    file written since, and every other file of its run, is left out and made again; a changed shared file (a package
+    list) leaves everything out. The stage replaces a file it changes (`render.runs._put`), never writes into it."""
     into.mkdir(parents=True)
-    if not previous.is_dir():
+    if not previous.is_dir() or not isinstance(recorded, dict):
         return
-    for entry in os.scandir(previous):
-        if entry.is_file(follow_symlinks=False):
-            try:
-                os.link(entry.path, into / entry.name)
-            except OSError:
-                shutil.copy2(entry.path, into / entry.name)
+    entries = [e for e in os.scandir(previous) if e.is_file(follow_symlinks=False)]
+    changed = {e.name for e in entries if recorded.get(e.name) != load.stat_key(Path(e.path))}
+    if any(name.startswith(render.runs.PACKAGES_PREFIX) for name in changed):
+        return
+    stale = {render.runs._run_of(name) for name in changed}
+    for entry in entries:
+        if render.runs._run_of(entry.name) in stale:
+            continue
+        try:
+            os.link(entry.path, into / entry.name)
+        except OSError:
+            shutil.copy2(entry.path, into / entry.name)
 
 
 def _render_pool(runs: int) -> contextlib.AbstractContextManager[ProcessPoolExecutor | None]:
@@ -286,7 +325,7 @@ def _build_rest(
 
     from generator import page_cache  # MkDocs' plugin: imported where MkDocs is
 
-    chart_sink = pages.Charts(docs, work_dir / "cache" / "svg")
+    chart_sink = pages.Charts(docs, store.active())
     built_with = versions.generator()
     nav, nav_editions, nav_served = render.boards.write_pages(
         results, docs, chart_sink, data_dir, repo_url, built_with, frozen
@@ -302,7 +341,7 @@ def _build_rest(
     os.environ["SOURCE_DATE_EPOCH"] = str(int(newest.timestamp()) if isinstance(newest, datetime) else 0)
     loaded_config = load_config(str(config_path), docs_dir=str(docs.resolve()), site_dir=str(out_dir.resolve()))
     # pages whose Markdown did not change get last build's conversion back (most pages, after one new run)
-    page_cache.add_to(loaded_config, runcache.folder_for(work_dir) / "pages")
+    page_cache.add_to(loaded_config, store.at(runcache.folder_for(work_dir)))
     mkdocs_build(loaded_config)
     for source_map in out_dir.rglob("*.map"):  # the theme's source maps: 1.5 MB no reader needs
         source_map.unlink()

@@ -126,7 +126,7 @@ def flatten(runs: pl.DataFrame) -> pl.DataFrame:
     if hashes.null_count() or hashes.is_duplicated().any():
         return _flatten(runs)  # a run without its file's digest, or two of one content: nothing to key them by
     tag = repr(runs.schema)
-    cached = FLAT.read_frame(tag)
+    cached = FLAT.read_frame(tag, "sha256", hashes.to_list())
     todo = runs if cached is None else runs.join(cached.select("sha256"), on="sha256", how="anti")
     if cached is not None and not todo.height:
         return runs.join(cached, on="sha256", how="left", maintain_order="left")

@@ -162,7 +162,7 @@ def load_dataset(data_dir: Path) -> Dataset:
             {tuple(k): metrics.PooledSpread(*v) for k, v in rest.get("spreads", [])},
         )  # fmt: skip
     runcache.use(folder)
-    loaded = load.load(data_dir, None if folder is None else folder / "loaded", lean=True)
+    loaded = load.load(data_dir, folder, lean=True)
     results = derive.results(*checks.checked(editions.audited(loaded, data_dir)[0]))
     made = dataset(Path(data_dir), results, found, bad)
     if folder is not None:

@@ -2,16 +2,17 @@
 files), kept from the last site build or compare of the same data, so that `compare A B` on tens of thousands of
 runs reads one table instead of loading and deriving every file.
 
-Its key is everything the table is derived from: the code and the libraries (`fingerprint`), each result file's and
-manifest's path, size, inode and times (a changed, added or removed file changes it: `load.stat_key`), and the commit
-git has checked out (history's verdicts on rewritten files). The key also names the table's own sha256: a table that
-is not what was written is rebuilt, never trusted. The floors and rejected files are stored as JSON, never as
-pickles: a cache file is data, and data is hostile.
+Two blobs of the build store (kind `compare`): the table as Arrow and the rest as JSON (never a pickle: a cache file
+is data, and data is hostile). Their key is everything the table is derived from: each result file's and manifest's
+path, size, inode and times (a changed, added or removed file changes it: `load.stat_key`), and the last commit that
+touched the data folder (history's verdicts on rewritten files): a commit of docs or code leaves it, and the store
+adds the code and libraries (`fingerprint`) to every key. Each blob is read only when its bytes hash to their noted
+sha256.
 """
 
 from __future__ import annotations
 
-import hashlib
+import io
 import json
 import os
 from pathlib import Path
@@ -19,54 +20,52 @@ from typing import Any
 
 import polars as pl
 
-from generator import fingerprint, history, load
-from runners.cache import file_sha256
+from generator import history, load, store
 
-
-def _code_digest() -> str:
-    """The code and the libraries the figures are made with (`fingerprint`)."""
-    return fingerprint.fingerprint()
+KIND = "compare"
+"""The store's kind for the table."""
 
 
 def key(data_dir: Path, entries: list[Path] | None = None) -> str:
-    """What the table of `data_dir` is derived from, as one digest (computed before loading, so a file that changes
+    """What the table of `data_dir` is derived from, as one text (computed before loading, so a file that changes
     meanwhile makes the next key differ, never the other way round). `entries`: `load.result_files(data_dir)`, when
     the caller has listed them (the site build lists them once, for this and the load)."""
     data_dir = Path(data_dir)
-    digest = hashlib.sha256(_code_digest().encode())
-    found = history.repo(data_dir)
-    digest.update(b"head:" + (found.head.encode() if found else b"-"))
+    lines = [f"data commit:{_data_commit(data_dir)}"]
     entries = load.result_files(data_dir) if entries is None else entries
     manifests = sorted((data_dir / "editions").glob("*")) if (data_dir / "editions").is_dir() else []
     prefix = str(data_dir) + os.sep  # what every path found under it starts with: relpath is 30 times slower
     for path in [*entries, *manifests]:
         text = str(path)
         rel = text[len(prefix) :] if text.startswith(prefix) else os.path.relpath(path, data_dir)
-        digest.update(f"{rel}\0{load.stat_key(path)}\n".encode())
-    return digest.hexdigest()
+        lines.append(f"{rel}\0{load.stat_key(path)}")
+    return "\n".join(lines)
+
+
+def _data_commit(data_dir: Path) -> str:
+    """The last commit that changed anything under `data_dir` ("-" outside a git checkout)."""
+    if history.repo(data_dir) is None:
+        return "-"
+    out = history._git(data_dir, "log", "-1", "--format=%H", "--", ".")
+    return out.strip() if out else "-"
 
 
 def save(folder: Path, data_key: str, runs: pl.DataFrame, rest: dict[str, Any]) -> None:
-    """Keep the table (`runs`) and the rest (JSON-able) under `folder/compare`, for `data_key`."""
-    where = Path(folder) / "compare"
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-        (where / "key.txt").unlink(missing_ok=True)  # no key while half-written
-        runs.write_ipc(where / "runs.arrow", compression="zstd")
-        (where / "rest.json").write_text(json.dumps(rest))
-        sums = [file_sha256(where / name) for name in ("runs.arrow", "rest.json")]
-        (where / "key.txt").write_text("\n".join([data_key, *sums]))
-    except OSError:  # a read-only or full disk: compare derives it next time
-        return
+    """Keep the table (`runs`) and the rest (JSON-able) in the store of the cache folder `folder`, for `data_key`."""
+    kept = store.at(folder)
+    buffer = io.BytesIO()
+    runs.write_ipc(buffer, compression="zstd")
+    kept.put(KIND, f"runs {data_key}", buffer.getvalue())
+    kept.put(KIND, f"rest {data_key}", json.dumps(rest).encode())
 
 
 def read(folder: Path, data_key: str) -> tuple[pl.DataFrame, dict[str, Any]] | None:
-    """The table kept for `data_key`, or None (none kept, another key, or not the bytes its key names)."""
-    where = Path(folder) / "compare"
+    """The table kept for `data_key`, or None (none kept, or not the bytes their notes name)."""
+    kept = store.at(folder)
+    runs, rest = kept.get(KIND, f"runs {data_key}"), kept.get(KIND, f"rest {data_key}")
+    if runs is None or rest is None:
+        return None
     try:
-        written = (where / "key.txt").read_text().split("\n")
-        if written[0] != data_key or written[1:] != [file_sha256(where / n) for n in ("runs.arrow", "rest.json")]:
-            return None
-        return pl.read_ipc(where / "runs.arrow"), json.loads((where / "rest.json").read_text())
-    except Exception:  # missing or damaged: derived again
+        return pl.read_ipc(io.BytesIO(runs)), json.loads(rest)
+    except Exception:  # whole bytes of another shape: derived again
         return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import multiprocessing
 import os
@@ -24,9 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from generator import columns, fingerprint, progress, runcache, slugs
+from generator import columns, progress, runcache, slugs
+from generator import store as build_store
 from runners import bounds, layout, metrics, retract, schema, store
-from runners.cache import file_sha256
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,12 +450,6 @@ def stat_key(path: Path) -> str:
     return f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
-def _fingerprint() -> str:
-    """What a cached check depends on: the code and the libraries that make output (`fingerprint`: the record checks,
-    the schema, the engine registry, the suite files, the layout's reading and whatever they use)."""
-    return fingerprint.fingerprint()
-
-
 def _frame(table: pa.Table) -> pl.DataFrame:
     """`pl.from_arrow` of a table, which gives a DataFrame (it is typed to give a Series too, for arrays)."""
     frame = pl.from_arrow(table)
@@ -462,26 +457,27 @@ def _frame(table: pa.Table) -> pl.DataFrame:
     return frame
 
 
-CACHE_FILES = ("heads.arrow", "rows.arrow")
-
-
-def _cache_key(lean: bool) -> str:
-    """The cache's first key line: the code's fingerprint, and whether its rows are lean (`_lean`)."""
-    return f"{_fingerprint()} lean" if lean else _fingerprint()
+CACHE_FILES = ("heads", "rows")
 
 
 def _cached(cache_dir: Path | None, lean: bool = False) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-    """Heads and rows of files checked by an earlier build with the same code, or None. The key names the code and
-    each cache file's sha256: a cache file changed or damaged since it was written is rebuilt, never trusted."""
-    if cache_dir is None or not (cache_dir / "key.txt").exists():
+    """Heads and rows of files checked by an earlier build with the same code, or None: two entries of the build store
+    in `cache_dir` (kind `loaded`), each read only once its bytes hash to the sha256 noted beside them (the store's
+    key holds the code and the libraries)."""
+    if cache_dir is None:
+        return None
+    kept = build_store.at(cache_dir)
+    found = [kept.file(LOADED, f"{name} lean={lean}") for name in CACHE_FILES]
+    if any(f is None for f in found):
         return None
     try:
-        key = (cache_dir / "key.txt").read_text().split("\n")
-        if key[0] != _cache_key(lean) or key[1:] != [file_sha256(cache_dir / name) for name in CACHE_FILES]:
-            return None
-        return pl.read_ipc(cache_dir / "heads.arrow"), pl.read_ipc(cache_dir / "rows.arrow")
-    except Exception:  # a damaged cache is only a slower build
+        return tuple(pl.read_ipc(f[0]) for f in found if f is not None)  # type: ignore[return-value]
+    except Exception:  # whole bytes that are not a table: only a slower build
         return None
+
+
+LOADED = "loaded"
+"""The store's kind for the load's cache."""
 
 
 def _read_all(
@@ -556,18 +552,21 @@ def _read_all(
     if row is not None and not row["_file"].is_sorted():  # never (each part is in order): rather sort than mix
         row = row.sort("_file", maintain_order=True)
     if cache_dir is not None and todo and head is not None and row is not None:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        (cache_dir / "key.txt").unlink(missing_ok=True)  # no key while half-written: an interrupted write is unused
         good = [r for r in reads if r.run_id is not None]
         where = pl.DataFrame(
             {"_file": [r.index for r in good], "path": [r.rel for r in good], "sha256": [r.sha256 for r in good],
              "stat": [stats[r.index] for r in good]},
             schema={"_file": pl.Int32, "path": pl.String, "sha256": pl.String, "stat": pl.String},
         )  # fmt: skip
-        head.join(where, on="_file").write_ipc(cache_dir / "heads.arrow", compression="zstd")
-        row.write_ipc(cache_dir / "rows.arrow", compression="zstd")
-        sums = [file_sha256(cache_dir / name) for name in CACHE_FILES]
-        (cache_dir / "key.txt").write_text("\n".join([_cache_key(lean), *sums]))
+        kept = build_store.at(cache_dir)
+        written = head.join(where, on="_file")
+        with contextlib.suppress(OSError):  # a read-only or full disk: the files were read anyway
+            kept.put_file(LOADED, f"heads lean={lean}", lambda tmp: written.write_ipc(tmp, compression="zstd"))
+            kept.put_file(LOADED, f"rows lean={lean}", lambda tmp: row.write_ipc(tmp, compression="zstd"))
+    elif cache_dir is not None:
+        kept = build_store.at(cache_dir)  # nothing new: the entries read are this build's
+        for name in CACHE_FILES:
+            kept.has(LOADED, f"{name} lean={lean}")
     return reads, head, row
 
 

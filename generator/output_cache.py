@@ -4,36 +4,24 @@ what it is made from: a warm build makes again only what a new run changed, not 
 A board's lists and its JSON hold every run of the board, so making them costs a build in proportion to the runs
 even when a new run lands elsewhere; a chart's spec costs altair tens of milliseconds however few rows it draws.
 
-An entry's name is the sha256 of its kind, the code and libraries that make output (`fingerprint`: every module,
-template and library version, never a hand-kept list) and its inputs: a frame by its schema, its height and polars'
-hash of each row (`hash_rows`, as the downloads' parts are keyed), anything else by its `repr`; a column whose values
-polars hashes alike but a page writes differently (a float column holding `-0.0`, equal to `0.0`; a categorical,
-whose hash may follow its codes) is hashed as its text. Its file holds its bytes after their
-own sha256: an entry whose bytes are not those it names (damaged, half-written) is made again and replaced, never
-trusted.
-
-The entries live under the build's cache folder (`runcache.active()`, in `OUTPUTS`); nothing is kept without one,
-so a library call or a test makes everything afresh. A build keeps only the entries it used (`keep_used`): the
-folder holds one build's outputs, as the page cache holds one build's pages.
+An entry is a blob of the build store (`store`, kind `output-<name>`) keyed by its inputs: a frame by its schema, its
+height and polars' hash of each row (`hash_rows`, as the downloads' parts are keyed), anything else by its `repr`; a
+column whose values polars hashes alike but a page writes differently (a float column holding `-0.0`, equal to `0.0`;
+a categorical, whose hash may follow its codes) is hashed as its text. The store adds the code and libraries that
+make output (`fingerprint`) to every key, checks an entry's bytes against their own sha256 on reading, and keeps only
+what a build used. Without a store in use (a library call, a test) everything is made afresh.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from generator import fingerprint, runcache
-
-OUTPUTS = "outputs"
-"""The folder under the build's cache folder that holds the entries."""
-
-_used: set[str] = set()  # the entries this build read or made, by file name (`keep_used` removes the others)
+from generator import store
 
 
 class Kind:
@@ -42,13 +30,9 @@ class Kind:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def fingerprint(self) -> str:
-        """The code's and libraries' part of every key (`fingerprint`, read once per process)."""
-        return hashlib.sha256(f"{self.name} {fingerprint.fingerprint()}".encode()).hexdigest()
-
     def key(self, *inputs: object) -> str:
-        """The name of the entry made from `inputs` (frames by their rows, anything else by its repr)."""
-        digest = hashlib.sha256(self.fingerprint().encode())
+        """The store key of the entry made from `inputs` (frames by their rows, anything else by its repr)."""
+        digest = hashlib.sha256(self.name.encode())
         for value in inputs:
             digest.update(b"\0")
             if isinstance(value, pl.DataFrame):
@@ -59,34 +43,18 @@ class Kind:
         return f"{self.name}-{digest.hexdigest()}"
 
     def made(self, make: Callable[[], bytes], *inputs: object) -> bytes:
-        """What `make()` returns for `inputs`: the entry kept for them when there is one whose bytes are whole, else
-        made and kept."""
-        folder = runcache.active()
-        if folder is None:
+        """What `make()` returns for `inputs`: the store's entry for them when there is a whole one, else made and
+        kept."""
+        kept = store.active()
+        if kept is None:
             return make()
         if any(isinstance(v, pl.DataFrame) and pl.Object in v.schema.dtypes() for v in inputs):
             return make()  # polars cannot hash an object column: made each time
-        name = self.key(*inputs)
-        path = folder / OUTPUTS / name
-        _used.add(name)
-        kept = _read(path)
-        if kept is not None:
-            return kept
-        data = make()
-        _write(path, data)
-        return data
+        return kept.made(KIND, self.key(*inputs), make)
 
 
-def keep_used() -> None:
-    """Remove the entries this build did not use (outputs since changed or gone), then start counting afresh."""
-    folder = runcache.active()
-    used = set(_used)
-    _used.clear()
-    if folder is None or not (folder / OUTPUTS).is_dir():
-        return
-    for path in (folder / OUTPUTS).iterdir():
-        if path.name not in used and not path.name.startswith("."):
-            path.unlink(missing_ok=True)
+KIND = "outputs"
+"""The store's kind for every output kept here (the key names the `Kind`)."""
 
 
 def _row_hashes(frame: pl.DataFrame) -> bytes:
@@ -116,24 +84,3 @@ def _hashable(dtype: Any) -> Any:
     if isinstance(dtype, pl.Struct):
         return pl.Struct({f.name: _hashable(f.dtype) for f in dtype.fields})
     return dtype
-
-
-def _read(path: Path) -> bytes | None:
-    """An entry's bytes, when its file holds them whole after their sha256 (None: missing or damaged)."""
-    try:
-        stored = path.read_bytes()
-    except OSError:
-        return None
-    digest, _, data = stored.partition(b"\n")
-    return data if digest == hashlib.sha256(data).hexdigest().encode() else None
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Keep `data` at `path` after its sha256, written aside then renamed (a reader never sees half an entry)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
-        os.replace(tmp, path)
-    except OSError:  # a read-only or full disk: the output was made anyway
-        return

@@ -8,9 +8,10 @@ the search index) still runs on every page, so the site is what a full conversio
 
 An entry is keyed by everything a conversion reads: the page's Markdown (as the plugins before this one left it), its
 place in the site, the names of every file of the site (a link resolves to a page only where that page exists), the
-Markdown settings of the configuration, and the code and libraries that make output (`fingerprint`: this module, the
-versions of Markdown and its extensions, Pygments, MkDocs and MkDocs Material among them). A build keeps only the
-entries it used, so the folder holds one build's pages. A missing, damaged or foreign entry is converted again.
+Markdown settings of the configuration; the build store (`store`, kind `pages`) adds the code and libraries that make
+output (`fingerprint`: this module, the versions of Markdown and its extensions, Pygments, MkDocs and MkDocs Material
+among them), reads an entry only when its bytes hash to their noted sha256, and keeps only the entries a build used.
+A missing, damaged or foreign entry is converted again.
 """
 
 from __future__ import annotations
@@ -18,23 +19,21 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.toc import AnchorLink, get_toc
 
-from generator import fingerprint, progress
+from generator import progress, store
 
 NAME = "fairfight/page-cache"
 """The plugin's name among the configuration's plugins (`add_to`)."""
 
 
 class PageCache(BasePlugin):  # no plugin options: it is added in code (`add_to`), not by mkdocs.yml
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, kept: store.Store) -> None:
         super().__init__()
-        self.folder = Path(folder)
+        self.store = kept
         self.site_key = ""
         self.hits = self.misses = 0
         self._wanted: dict[str, str] = {}  # page src_uri -> its entry's key, for pages converted afresh
@@ -78,7 +77,7 @@ class PageCache(BasePlugin):  # no plugin options: it is added in code (`add_to`
             "directory_urls": config["use_directory_urls"],
             "validation": str(config["validation"]),
         }
-        digest = hashlib.sha256(fingerprint.fingerprint().encode())  # this module, Markdown's extensions, MkDocs, ...
+        digest = hashlib.sha256()  # the store's key adds this module, Markdown's extensions, MkDocs (`fingerprint`)
         digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
         digest.update("\n".join(sorted(f.src_uri for f in files)).encode())
         self.site_key = digest.hexdigest()
@@ -136,18 +135,15 @@ class PageCache(BasePlugin):  # no plugin options: it is added in code (`add_to`
         return output
 
     def on_post_build(self, *, config: Any) -> None:
-        """Drop the entries this build did not use: pages since changed or gone."""
         self._writing.close()
-        if not self.folder.is_dir():
-            return
-        for path in self.folder.glob("*.json"):
-            if path.stem not in self._used:
-                path.unlink(missing_ok=True)
 
     def _read(self, key: str) -> dict[str, Any] | None:
+        data = self.store.get(KIND, key)
+        if data is None:
+            return None
         try:
-            entry = json.loads((self.folder / f"{key}.json").read_text())
-        except (OSError, ValueError):  # none yet, or damaged: converted again
+            entry = json.loads(data)
+        except ValueError:  # whole bytes that are not an entry: converted again
             return None
         return entry if isinstance(entry, dict) and entry.get("key") == key else None
 
@@ -163,15 +159,12 @@ class PageCache(BasePlugin):  # no plugin options: it is added in code (`add_to`
         self._store(key, entry)
 
     def _store(self, key: str, entry: dict[str, Any]) -> None:
-        path = self.folder / f"{key}.json"
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(entry))
-            os.replace(tmp, path)
-            self._used.add(key)
-        except OSError:  # a read-only or full disk: the page was converted anyway
-            return
+        self.store.put(KIND, key, json.dumps(entry).encode())
+        self._used.add(key)
+
+
+KIND = "pages"
+"""The store's kind for converted pages and their search entries."""
 
 
 def _token(anchor: AnchorLink) -> dict[str, Any]:
@@ -184,8 +177,8 @@ def _token(anchor: AnchorLink) -> dict[str, Any]:
     }
 
 
-def add_to(config: Any, folder: Path) -> PageCache:
-    """Add the cache (entries under `folder`) to a loaded MkDocs configuration's plugins."""
-    plugin = PageCache(folder)
+def add_to(config: Any, kept: store.Store) -> PageCache:
+    """Add the cache (entries in the build store `kept`) to a loaded MkDocs configuration's plugins."""
+    plugin = PageCache(kept)
     config.plugins[NAME] = plugin
     return plugin

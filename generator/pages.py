@@ -5,13 +5,14 @@ Every generated page is declared in one place (`build.py` calls these functions)
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import html
 import inspect
 import json
 import multiprocessing
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import SITE_SRC, columns, fingerprint, output_cache, readable, runcache, suite_names, svg_draw
+from generator import SITE_SRC, columns, output_cache, readable, store, suite_names, svg_draw
 from generator.slugs import run_href as run_href  # the loader's collision check names pages by them too
 from generator.slugs import slug as slug  # the pages, charts and run files are named by it
 from generator.words import counted as counted  # the templates' filters; derive-side code imports words
@@ -105,26 +106,28 @@ def kept_spec(draw: Callable[..., alt.TopLevelMixin], *inputs: Any, **options: A
 
 class Charts:
     """Places charts on pages: an inert JSON spec rendered by the local vega bundle (assets/js/charts.js), plus a
-    static SVG for readers without JavaScript, made offline by vl-convert and cached by the spec's hash and the code and
-    libraries that draw it (`fingerprint`).
+    static SVG for readers without JavaScript, made offline by vl-convert and kept in the build store (kind `svg`) by
+    the spec's hash (the store adds the code and libraries that draw it, `fingerprint`: vl-convert's version,
+    `_fixed_width`).
 
-    SVGs not in the cache are drawn by worker processes while the pages are written (`svg_draw`: vl-convert holds
-    the GIL); `finish()` waits for them and must be called before the docs directory is built."""
+    SVGs not in the store are drawn by worker processes while the pages are written (`svg_draw`: vl-convert holds
+    the GIL); `finish()` waits for them and must be called before the docs directory is built. `cache`: the store (or
+    a folder holding one of its own); None: the build's store, or none (every SVG drawn)."""
 
-    def __init__(self, docs: Path, cache: Path) -> None:
+    def __init__(self, docs: Path, cache: store.Store | Path | None = None) -> None:
         self.out = docs / "assets" / "charts"
-        self.cache = cache
+        self.store = cache if isinstance(cache, store.Store) else store.Store(cache) if cache else store.active()
         self.out.mkdir(parents=True, exist_ok=True)
-        self.cache.mkdir(parents=True, exist_ok=True)
-        self._pool: ProcessPoolExecutor | None = None  # started at the first SVG the cache lacks
-        self._drawn: dict[str, Future[Path]] = {}  # spec hash → its cached SVG, each drawn once
-        self._pending: list[tuple[Future[Path], Path]] = []
+        self._pool: ProcessPoolExecutor | None = None  # started at the first SVG the store lacks
+        self._drawn: dict[str, Future[Path]] = {}  # spec hash → its SVG (in the store, or drawn aside), drawn once
+        self._pending: list[tuple[str, Future[Path], Path]] = []
+        self._aside = Path(tempfile.mkdtemp(prefix="fairfight-svg-"))
 
     def _draw(self, key: str, spec: dict[str, Any]) -> Future[Path]:
-        cached = self.cache / f"{key}.svg"
-        if cached.exists():
+        found = self.store.file(SVG_KIND, key) if self.store is not None else None
+        if found is not None:
             done: Future[Path] = Future()
-            done.set_result(cached)
+            done.set_result(found[0])
             return done
         if self._pool is None:
             workers = max(1, min((os.cpu_count() or 1) - 1, SVG_WORKERS))
@@ -132,30 +135,35 @@ class Charts:
         # room on the left: a browser draws the labels in its own font, wider than vl-convert measured them,
         # and the left axis's labels were cut off at the image's edge
         static = _fixed_width(spec) | {"padding": {"left": 80, "top": 5, "right": 5, "bottom": 5}}
-        return self._pool.submit(svg_draw.draw, cached, static)
+        return self._pool.submit(svg_draw.draw, self._aside / f"{key}.svg", static)
 
     def svg_to(self, spec: dict[str, Any], target: Path) -> None:
         """Have `target` hold the static SVG of `spec` once `finish()` returns."""
-        # the spec, and the code and libraries that draw it (`fingerprint`: vl-convert's version, `_fixed_width`)
-        key = hashlib.sha256((fingerprint.fingerprint() + json.dumps(spec, sort_keys=True)).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()  # the store adds the code
         if key not in self._drawn:
             self._drawn[key] = self._draw(key, spec)
-        self._pending.append((self._drawn[key], target))
+        self._pending.append((key, self._drawn[key], target))
 
     def finish(self) -> None:
-        """Wait for every SVG and put it in place (raising the first error, if any); then remove the cached SVGs this
-        sink did not use (charts since changed or gone), so the folder holds one build's."""
+        """Wait for every SVG, keep the ones drawn in the store and put each in place (raising the first error, if
+        any)."""
         try:
-            for drawn, target in self._pending:
-                target.write_bytes(drawn.result().read_bytes())
+            kept: dict[str, bytes] = {}
+            for key, drawn, target in self._pending:
+                if key not in kept:
+                    path = drawn.result()
+                    kept[key] = path.read_bytes()
+                    if path.parent == self._aside and self.store is not None:
+                        self.store.put(SVG_KIND, key, kept[key])
+                target.write_bytes(kept[key])
         finally:
             self._pending.clear()
             if self._pool is not None:
                 self._pool.shutdown(cancel_futures=True)
                 self._pool = None
-        for old in self.cache.glob("*.svg"):
-            if old.stem not in self._drawn:
-                old.unlink(missing_ok=True)
+            self._drawn.clear()  # what was drawn aside is in the store now, or gone
+            shutil.rmtree(self._aside, ignore_errors=True)
+            self._aside.mkdir()
 
     def image(self, chart_id: str, spec: dict[str, Any], alt_text: str, depth: int = 0) -> str:
         """The chart of `spec` as its static SVG only, for a page that must stay light (the home page): no Vega."""
@@ -198,6 +206,8 @@ class Charts:
         )
 
 
+SVG_KIND = "svg"
+"""The store's kind for static SVGs."""
 SVG_WORKERS = 2
 """Processes drawing static SVGs at most (one fewer than the cores, at least one)."""
 
@@ -260,13 +270,26 @@ def claim_unknowns(config: str) -> str:
     return ", ".join(columns.parsed(config).get("claim", {}).get("unknown", [])) or "–"
 
 
+class _Compiled(jinja2.BytecodeCache):
+    """Jinja's compiled templates as blobs of the build store (kind `jinja`): a flipped byte in a compiled template
+    changed words on pages, so they are read only when their bytes hash to the sha256 noted beside them, as every
+    entry is. Jinja's own bucket key (the template's name and source checksum) is the store key."""
+
+    def __init__(self, kept: store.Store) -> None:
+        self.store = kept
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        data = self.store.get("jinja", f"{bucket.key} {bucket.checksum}")
+        if data is not None:
+            bucket.bytecode_from_string(data)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self.store.put("jinja", f"{bucket.key} {bucket.checksum}", bucket.bytecode_to_string())
+
+
 def environment() -> jinja2.Environment:
-    folder = runcache.active()  # a site build's cache: the templates compiled once, not once a build
-    compiled = None
-    if folder is not None:
-        with contextlib.suppress(OSError):  # a read-only or full disk: compiled afresh
-            (folder / "jinja").mkdir(parents=True, exist_ok=True)
-            compiled = jinja2.FileSystemBytecodeCache(str(folder / "jinja"))
+    kept = store.active()  # a site build's store: the templates compiled once, not once a build
+    compiled = None if kept is None else _Compiled(kept)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         bytecode_cache=compiled,

@@ -7,27 +7,26 @@ machine's cache (`FAIRFIGHT_CACHE`, runners/cache.py: builds and weights shared 
 one data folder's files, and two data folders sharing it would only evict each other's. Nothing is
 cached until a command calls `use(folder)`, so a library call or a test computes everything afresh.
 
-Each table is one Arrow file with a key beside it: the code and libraries that make output (`fingerprint`: every module
-and library version, never a hand-kept list) and the file's own sha256. A table whose code changed, or whose bytes are
-not those its key names (damaged, half-written, or replaced by another build meanwhile), is ignored and rebuilt, never
-trusted. An entry is keyed by its file's sha256 (and whatever else of its record the figure takes), so a changed or
-removed file's entry is never used again; new entries are added to the table (an edition's or a single file's figures
-must not displace the site's), so entries of files long gone stay until the folder is removed (about a kilobyte a run).
+Every table is the build store's (`store`: the rows primitive, kind `figures`), keyed by its name and the shape of
+its inputs; the store adds the code and libraries that make output (`fingerprint`) to the key and checks the table's
+bytes against their own sha256 on reading. An entry is keyed by its file's sha256 (and whatever else of its record the
+figure takes), so a changed or removed file's entry is never used again; a build asks for the entries of the files it
+holds (`ask`, or by reading them), and the store keeps those rows only (`store.prune`). `compare` and `validate` add
+entries and remove none, so an edition's or a single file's figures never displace the site's.
 """
 
 from __future__ import annotations
 
-import hashlib
+import io
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from generator import fingerprint
-from runners.cache import file_sha256
+from generator import store
 
 ENV = "FAIRFIGHT_SITE_CACHE"
 _folder: Path | None = None
@@ -50,95 +49,110 @@ def command_folder() -> Path | None:
 
 
 def use(folder: Path | None) -> None:
-    """Cache per-run figures under `folder` from now on in this process (None: cache nothing)."""
+    """Cache per-run figures, and every other entry of the build store, under `folder` from now on in this process
+    (None: cache nothing)."""
     global _folder
     _folder = None if folder is None else Path(folder)
+    store.use(_folder)
 
 
 def active() -> Path | None:
     return _folder
 
 
+KIND = "figures"
+"""The store's kind for every table here."""
+
+
+class _Asked(dict[str, Any]):
+    """A table's entries, each one looked up counted as asked for (the store keeps those: `store.prune`)."""
+
+    def __init__(self, entries: dict[str, Any], ask: Callable[[Iterable[str]], None]) -> None:
+        super().__init__(entries)
+        self._ask = ask
+
+    def __contains__(self, key: object) -> bool:
+        found = super().__contains__(key)
+        if found:
+            self._ask([str(key)])
+        return found
+
+    def __getitem__(self, key: str) -> Any:
+        value = super().__getitem__(key)
+        self._ask([key])
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if super().__contains__(key):
+            self._ask([key])
+        return super().get(key, default)
+
+
 class Table:
     """One kind of per-run figure: entries (a key: a JSON value) under `name`, valid while the code and the libraries
-    are unchanged (`fingerprint`)."""
+    are unchanged (the store's key)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self._kept: set[str] = set()
 
-    def _fingerprint(self) -> str:
-        return hashlib.sha256(f"{self.name} {fingerprint.fingerprint()}".encode()).hexdigest()
+    def _tag(self, tag: str = "") -> str:
+        return f"{self.name} {tag}"
 
-    def _paths(self, folder: Path) -> tuple[Path, Path]:
-        return folder / f"figures-{self.name}.arrow", folder / f"figures-{self.name}.key"
+    def ask(self, keys: Iterable[str]) -> None:
+        """Count `keys` as this build's: `store.prune` keeps their entries."""
+        kept = store.active()
+        if kept is not None:
+            kept.ask_rows(KIND, self._tag(), "key", keys)
 
     def read(self) -> dict[str, Any]:
-        """Every entry cached (empty without a cache folder, or with one whose table is stale or damaged)."""
-        frame = self._load(self._fingerprint())
+        """Every entry cached (empty without a store, or with one whose table is stale or damaged); each one looked up
+        is counted as asked for."""
+        kept = store.active()
+        frame = None if kept is None else kept.read_rows(KIND, self._tag(), "key")
         if frame is None:
+            self._kept = set()
             return {}
         try:
-            return {k: json.loads(v) for k, v in frame.select("key", "value").iter_rows()}
+            entries = {k: json.loads(v) for k, v in frame.select("key", "value").iter_rows()}
         except Exception:  # a table of another shape: only a slower run
-            return {}
+            entries = {}
+        self._kept = set(entries)
+        return _Asked(entries, self.ask)
 
     def write(self, entries: Mapping[str, Any]) -> None:
-        """Replace the table with `entries`."""
+        """Replace the table with `entries` (those not read before counted as asked for)."""
+        kept = store.active()
+        if kept is None:
+            return
+        self.ask(set(entries) - self._kept)
         frame = pl.DataFrame(
             {"key": list(entries), "value": [json.dumps(v) for v in entries.values()]},
             schema={"key": pl.String, "value": pl.String},
         )
-        self._store(frame, self._fingerprint())
-
-    def _load(self, fingerprint: str) -> pl.DataFrame | None:
-        """The table, when its key names `fingerprint` and the table's own sha256 (None without a cache folder, or with
-        one whose table is missing, stale or damaged)."""
-        if _folder is None:
-            return None
-        table, key = self._paths(_folder)
-        try:
-            named, digest = key.read_text().split("\n")
-            if named != fingerprint or digest != file_sha256(table):
-                return None
-            return pl.read_ipc(table)
-        except Exception:  # missing, stale or damaged: only a slower run
-            return None
-
-    def _store(self, frame: pl.DataFrame, fingerprint: str) -> None:
-        """Replace the table with `frame`, its key naming `fingerprint` (nothing without a cache folder)."""
-        if _folder is None:
-            return
-        table, key = self._paths(_folder)
-        try:
-            _folder.mkdir(parents=True, exist_ok=True)
-            tmp = table.with_name(f".{table.name}.{os.getpid()}.tmp")
-            frame.write_ipc(tmp, compression="zstd")
-            digest = file_sha256(tmp)
-            key.unlink(missing_ok=True)  # no key while the table changes: a reader in between rebuilds
-            os.replace(tmp, table)
-            tmp_key = key.with_name(f".{key.name}.{os.getpid()}.tmp")
-            tmp_key.write_text(f"{fingerprint}\n{digest}")
-            os.replace(tmp_key, key)
-        except OSError:  # a read-only or full disk: the figures were computed anyway
-            return
+        kept.write_rows(KIND, self._tag(), frame)
+        self._kept = set(entries)
 
 
 class Frames(Table):
-    """One kind of per-run row: a frame with one row per result file, keyed by its sha256 (the `sha256` column), valid
+    """One kind of per-run row: a frame with one row per result file, keyed by its sha256 (the `key` column), valid
     while the code and libraries are unchanged and for inputs of one shape (`tag`, e.g. the input frame's schema).
     What a warm build would otherwise work out again for every run from its run-level columns."""
 
-    def read_frame(self, tag: str) -> pl.DataFrame | None:
-        """Every row cached for inputs tagged `tag` (None without a cache folder, or with one whose table is stale,
-        damaged or made for other inputs)."""
-        return self._load(self._tagged(tag))
+    def read_frame(self, tag: str, key: str, asked: Iterable[str]) -> pl.DataFrame | None:
+        """Every row cached for inputs tagged `tag`, keyed by the column `key` (None without a store, or with one
+        whose table is stale, damaged or made for other inputs); `asked`: the keys this build holds."""
+        kept = store.active()
+        if kept is None:
+            return None
+        kept.ask_rows(KIND, self._tag(tag), key, asked)
+        return kept.read_rows(KIND, self._tag(tag), key)
 
     def write_frame(self, frame: pl.DataFrame, tag: str) -> None:
         """Replace the table with `frame` (for inputs tagged `tag`)."""
-        self._store(frame, self._tagged(tag))
-
-    def _tagged(self, tag: str) -> str:
-        return hashlib.sha256(f"{self._fingerprint()} {tag}".encode()).hexdigest()
+        kept = store.active()
+        if kept is not None:
+            kept.write_rows(KIND, self._tag(tag), frame)
 
     def by_file(
         self, runs: pl.DataFrame, inputs: list[str], compute: Callable[[pl.DataFrame], pl.DataFrame]
@@ -154,7 +168,7 @@ class Frames(Table):
         parts = [pl.col(c).cast(pl.String).fill_null("∅") for c in ("sha256", *inputs)]
         keyed = runs.select("run_id", _key=pl.concat_str(parts, separator="|"))
         tag = repr(runs.select(inputs).schema)
-        cached = self.read_frame(tag)
+        cached = self.read_frame(tag, "_key", keyed["_key"].to_list())
         todo = keyed if cached is None else keyed.join(cached.select("_key"), on="_key", how="anti")
         table = cached
         if todo.height:
@@ -178,61 +192,33 @@ def _one_per_run(runs: pl.DataFrame, figures: pl.DataFrame) -> pl.DataFrame:
 
 class Arrays:
     """Numpy arrays worked out from many runs at once (the verdict's resamples), kept whole under the key of what they
-    were made from: a build whose inputs are the same reads them back instead of working them out again. A few sets
-    are kept (`KEPT`: the site's and its editions' each have their own key), the least recently used dropped first.
-    Each set is one `.npz` (no pickles: loaded with `allow_pickle=False`) with its own sha256 in its key file."""
-
-    KEPT = 8
+    were made from: a build whose inputs are the same reads them back instead of working them out again. Each set is
+    one `.npz` blob of the store (no pickles: loaded with `allow_pickle=False`)."""
 
     def __init__(self, name: str) -> None:
-        self.table = Table(name)
-
-    def _paths(self, key: str) -> tuple[Path, Path] | None:
-        if _folder is None:
-            return None
-        digest = hashlib.sha256(f"{self.table._fingerprint()} {key}".encode()).hexdigest()[:32]
-        stem = _folder / f"arrays-{self.table.name}-{digest}"
-        return stem.with_suffix(".npz"), stem.with_suffix(".key")
+        self.name = name
 
     def read(self, key: str) -> dict[str, Any] | None:
-        """The arrays kept under `key` (None without a cache folder, or when none are, or they are damaged)."""
+        """The arrays kept under `key` (None without a store, or when none are, or they are damaged)."""
         import numpy as np
 
-        paths = self._paths(key)
-        if paths is None:
+        kept = store.active()
+        data = None if kept is None else kept.get(KIND, f"arrays {self.name} {key}")
+        if data is None:
             return None
-        data, named = paths
         try:
-            if named.read_text() != file_sha256(data):
-                return None
-            with np.load(data, allow_pickle=False) as kept:
-                out = {name: kept[name] for name in kept.files}
-            os.utime(named)  # recently used: kept longest
-            return out
-        except Exception:  # missing or damaged: only a slower run
+            with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+                return {name: arrays[name] for name in arrays.files}
+        except Exception:  # whole bytes of another shape: only a slower run
             return None
 
     def write(self, key: str, arrays: Mapping[str, Any]) -> None:
-        """Keep `arrays` under `key`, dropping the least recently used sets beyond `KEPT`."""
+        """Keep `arrays` under `key`."""
         import numpy as np
 
-        paths = self._paths(key)
-        if paths is None or _folder is None:
+        kept = store.active()
+        if kept is None:
             return
-        data, named = paths
-        try:
-            _folder.mkdir(parents=True, exist_ok=True)
-            tmp = data.with_name(f".{data.stem}.{os.getpid()}.tmp.npz")
-            np.savez(tmp, **arrays)
-            digest = file_sha256(tmp)
-            named.unlink(missing_ok=True)  # no key while the data changes: a reader in between works it out again
-            os.replace(tmp, data)
-            tmp_key = named.with_name(f".{named.name}.{os.getpid()}.tmp")
-            tmp_key.write_text(digest)
-            os.replace(tmp_key, named)
-            sets = sorted(_folder.glob(f"arrays-{self.table.name}-*.key"), key=lambda p: p.stat().st_mtime_ns)
-            for old in sets[: -self.KEPT]:
-                old.unlink(missing_ok=True)
-                old.with_suffix(".npz").unlink(missing_ok=True)
-        except OSError:  # a read-only or full disk: the arrays were worked out anyway
-            return
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        kept.put(KIND, f"arrays {self.name} {key}", buffer.getvalue())

@@ -119,6 +119,7 @@ def remember(entries: Mapping[str, dict[str, float] | None]) -> None:
     if not entries or runcache.active() is None:
         return
     cached = SERVED_FIGURES.read()
+    SERVED_FIGURES.ask(entries)  # the loaded files' entries: this build's
     if not entries.keys() <= cached.keys():
         SERVED_FIGURES.write(cached | dict(entries))
 

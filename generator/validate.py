@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         whole_dir = set(load.result_files(data_dir)) <= set(group)
         # the load cache holds a whole folder's files: a few files named alone are read as they are (their figures
         # still come from the cache of per-run figures)
-        cache = folder / "loaded" if folder is not None and whole_dir else None
+        cache = folder if whole_dir else None
         loaded, integrity = editions.audited(load.load(data_dir, cache, files=group, lean=True), data_dir)
         progress.stage(f"checking the figures of {loaded.runs.height:,} run(s)")
         loaded, summary = checks.checked(loaded)

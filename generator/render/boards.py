@@ -116,7 +116,6 @@ def write_pages(
     nav_editions = edition_pages.write_pages(env, docs, results, frozen or [], data_dir)
     nav_served = _served_models(env, docs, results, chart_sink)
     catalog.write_catalog_pages(env, docs, results, chart_sink, built_with or [])
-    output_cache.keep_used()  # the lists, board JSONs and chart specs of this build: the next one starts from them
     return nav, nav_editions, nav_served
 
 

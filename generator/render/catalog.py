@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 import generator.render.lists as lists
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
-from generator import fields, fingerprint, load, output_cache, pages
+from generator import fields, load, output_cache, pages, store
 from generator.derive import claims
 from generator.derive.results import Results
 from runners import metrics, schema
@@ -152,7 +152,7 @@ def write_downloads(
     cache = _downloads_cache(docs)
     used: set[str] = set()
     every = records if records is not None else load.Loaded(runs=summary, rows=rows)
-    begun = _BEGUN.pop(cache, None)
+    begun = _BEGUN.pop(docs, None)
     with (
         contextlib.nullcontext(begun[2])
         if begun is not None and begun[0] is summary and begun[1] is every
@@ -174,9 +174,6 @@ def write_downloads(
             used.add(key)
             files.append(_listed(path, name.removeprefix("downloads/"), frame_rows, digest))
         samples.close()  # the worker's memory (a batch of served points' every row, kept by its allocator) back now
-    for old in cache.iterdir() if cache.exists() else ():  # parts no run holds any more, and their notes
-        if old.name.removesuffix(parts.DIGEST_SUFFIX) not in used and not old.name.startswith("."):
-            shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
     # what each column holds, as generator/fields.py declares it: the record's own columns (runners/schema.py), the
     # config flattened (generator/columns.py) and every derived figure
     what = {f.name: f.what for f in fields.RUN}
@@ -192,7 +189,7 @@ def _listed(path: Path, name: str, rows: int, sha256: str | None = None) -> dict
     return dict(name=name, rows=rows, size=path.stat().st_size, sha256=sha256 or file_sha256(path))
 
 
-def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
+def _runs_csv(flat: pl.DataFrame, path: Path, cache: store.Store) -> set[str]:
     """`flat` as one gzipped CSV at `path`, made of a gzip member per part of its runs; each member is cached by
     the rows it holds (polars' row hashes), so only the parts whose rows changed are written and compressed again.
     Returns the cache keys it used. A part is keyed by its rows as they are and the code that makes them CSV text
@@ -205,17 +202,19 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: Path) -> set[str]:
         raise ValueError("runs.csv: run ids repeat; each run's row must be one")
     schema = repr(flat.schema)
     hashes = flat.hash_rows(seed=0).to_list()
-    keys, start = [], 0
+    keys, start, members_at = [], 0, []
     for first, (_, members) in enumerate(parts.grouped(names).items()):
         key = _RUNS_CSV.key(schema, first == 0, hashes[start : start + len(members)])
-        parts.kept(cache, key, functools.partial(_csv_part, flat.slice(start, len(members)), first == 0))
+        members_at.append(
+            parts.kept(cache, key, functools.partial(_csv_part, flat.slice(start, len(members)), first == 0))[0]
+        )
         keys.append(key)
         start += len(members)
     if not keys:  # no runs: the header alone
         path.write_bytes(parts.gzipped(lists.csv_ready(flat).write_csv()))
     with open(path, "ab" if not keys else "wb") as out:
-        for key in keys:
-            with open(cache / key, "rb") as member:
+        for member_path in members_at:
+            with open(member_path, "rb") as member:
                 shutil.copyfileobj(member, out)
     return set(keys)
 
@@ -232,9 +231,8 @@ change to them makes every part again)."""
 
 def _sample_parts(summary: pl.DataFrame, records: load.Loaded) -> Iterator[tuple[str, str, int, list[str]]]:
     """Each samples part as (its path under the site, its cache key, rows, its runs in load order): keyed by its runs'
-    ids and their files' sha256 (a file's rows never change while its bytes do not), and by the code and the
-    libraries that write it (`fingerprint`: a changed writer writes every part again)."""
-    made_by = fingerprint.fingerprint()
+    ids and their files' sha256 (a file's rows never change while its bytes do not) and the order its rows are
+    written in; the store adds the code and the libraries that write it (a changed writer writes every part again)."""
     rows = records.rows
     where = parts.samples_paths(summary)
     sha = dict(zip(summary["run_id"].to_list(), summary["sha256"].to_list(), strict=True))
@@ -249,8 +247,11 @@ def _sample_parts(summary: pl.DataFrame, records: load.Loaded) -> Iterator[tuple
     for name in sorted(slices):
         if not name:
             continue  # rows of a run the summary does not hold (none: the checks keep them together)
-        key = "samples-" + parts.key_of(made_by, name, sorted((r, sha[r]) for r in members[name]))
         spans = slices[name]
+        # its runs' files, and the order their rows are written in (the load's: a file moved to its month folder
+        # moves its rows, with the same bytes); the store adds the code
+        order = [run_id for run_id, _ in spans]
+        key = "samples-" + parts.key_of(name, sorted((r, sha[r]) for r in members[name]), order)
         yield name, key, sum(length for _, length in spans), [run_id for run_id, _ in spans]
 
 
@@ -264,14 +265,14 @@ class _Parts:
     """Ends the worker, if any, once every part is in (`_samples_writer`'s end does too)."""
 
 
-def _downloads_cache(docs: Path) -> Path:
-    """Where the downloads' parts are cached, for the site whose Markdown is written into `docs`."""
-    return docs.parent / "cache" / "downloads"
+def _downloads_cache(docs: Path) -> store.Store:
+    """Where the downloads' parts are kept: the build's store, else one in the work folder of `docs`."""
+    return store.active() or store.at(docs.parent / "cache")
 
 
 _BEGUN: dict[Path, tuple[pl.DataFrame, load.Loaded, _Parts]] = {}
-"""Samples parts begun by `samples_begun`, by their cache folder, with the summary and records they are made of:
-`write_downloads` takes them from here, as the page modules between the build and it need not carry them."""
+"""Samples parts begun by `samples_begun`, by the docs folder they are for, with the summary and records they are
+made of: `write_downloads` takes them from here, as the page modules between the build and it need not carry them."""
 
 
 @contextlib.contextmanager
@@ -282,11 +283,11 @@ def samples_begun(summary: pl.DataFrame, records: load.Loaded, docs: Path) -> It
     5,000 runs, nearly the 9.6 s the main thread took to write them itself)."""
     cache = _downloads_cache(docs)
     with _samples_writer(summary, records, cache) as samples:
-        _BEGUN[cache] = (summary, records, samples)
+        _BEGUN[docs] = (summary, records, samples)
         try:
             yield
         finally:
-            _BEGUN.pop(cache, None)
+            _BEGUN.pop(docs, None)
 
 
 PARTS_POOL_FROM = 200
@@ -294,7 +295,7 @@ PARTS_POOL_FROM = 200
 
 
 @contextlib.contextmanager
-def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: Path) -> Iterator[_Parts]:
+def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: store.Store) -> Iterator[_Parts]:
     """Each samples part (`_sample_parts`) with a function putting its bytes at a path (for `parts.placed`). Parts not
     in `cache` are written by a worker process, begun here, when they hold many runs (`PARTS_POOL_FROM`): each part's
     lean rows and its held-out runs' files go to the worker (`load.subset`), which reads those files again, joins and
@@ -309,12 +310,12 @@ def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: Path) ->
     if sum(len(ids) for ids in todo.values()) < PARTS_POOL_FROM:
         yield _Parts(here, lambda: None)
         return
-    cache.mkdir(parents=True, exist_ok=True)
+    cache.root.mkdir(parents=True, exist_ok=True)
     pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))  # this process runs polars' pool
     try:
         made = {}
         for key, ids in todo.items():  # submitted at once: the pool pickles a part's rows only as the worker is free
-            written = cache / f".{key}.{os.getpid()}.made"
+            written = cache.root / f".{key}.{os.getpid()}.made"
             job = pool.submit(_write_samples, written, load.subset(records, ids), ids)
             made[key] = functools.partial(_written, job, written)
         yield _Parts([(name, key, rows, made.get(key, make)) for name, key, rows, make in here], pool.shutdown)

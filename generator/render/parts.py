@@ -4,7 +4,8 @@ Runs are cut into parts at content-defined boundaries (as rsync and backup tools
 to 0 modulo `RUNS_PER_PART` starts a new part, so parts hold about that many runs each, and a new run changes only
 the part it sorts into; only when it is a boundary itself (one in `RUNS_PER_PART`) does it split that part in two.
 A part is named after the run that starts it, so its name stays put as runs are added around it. Each part's
-bytes are cached by what it holds, and an unchanged part is linked into the new site, not written again.
+bytes are kept in the build store by what it holds, and an unchanged part is linked into the new site, not
+written again.
 """
 
 from __future__ import annotations
@@ -13,14 +14,12 @@ import gzip
 import hashlib
 import os
 import shutil
-import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import polars as pl
 
-from generator import pages
-from runners.cache import file_sha256
+from generator import pages, store
 
 RUNS_PER_PART = 512
 """About how many runs a part holds: at 50,000 runs, about a hundred parts per download."""
@@ -53,9 +52,9 @@ def grouped(names: dict[str, str]) -> dict[str, list[str]]:
     return out
 
 
-def placed(target: Path, cache: Path, key: str, make: Callable[[Path], None]) -> str:
-    """Put at `target` the bytes that `make(path)` writes, from `cache` when a part of the same `key` was made
-    before (`kept`; hard-linked where the file system allows, copied otherwise). Returns their sha256."""
+def placed(target: Path, cache: store.Store, key: str, make: Callable[[Path], None]) -> str:
+    """Put at `target` the bytes that `make(path)` writes, from the store `cache` when a part of the same `key` was
+    made before (`kept`; hard-linked where the file system allows, copied otherwise). Returns their sha256."""
     cached, digest = kept(cache, key, make)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.unlink(missing_ok=True)
@@ -66,47 +65,19 @@ def placed(target: Path, cache: Path, key: str, make: Callable[[Path], None]) ->
     return digest
 
 
-DIGEST_SUFFIX = ".sha256"
-"""Beside each cached part, `<key>.sha256` names its bytes' sha256 (`kept`)."""
+KIND = "downloads"
+"""The store's kind for download parts."""
 
 
-def kept(cache: Path, key: str, make: Callable[[Path], None]) -> tuple[Path, str]:
-    """The part `key` in `cache` and its bytes' sha256: the one kept, when its bytes hash to the sha256 noted beside it,
+def kept(cache: store.Store, key: str, make: Callable[[Path], None]) -> tuple[Path, str]:
+    """The part `key` in the store `cache` and its bytes' sha256: the one kept, when whole (the store checks it),
     else made by `make(path)` and kept (a damaged, half-written or foreign entry is made again, never published)."""
-    cache.mkdir(parents=True, exist_ok=True)
-    cached, noted = cache / key, cache / f"{key}{DIGEST_SUFFIX}"
-    digest = _digest(cached)
-    try:
-        if digest is not None and noted.read_text() == digest:
-            return cached, digest
-    except OSError:  # no note
-        pass
-    noted.unlink(missing_ok=True)  # no note while the part changes: a reader in between makes it again
-    tmp = cache / f".{key}.{os.getpid()}.tmp"
-    make(tmp)
-    digest = file_sha256(tmp)
-    if cached.is_dir() and not cached.is_symlink():
-        shutil.rmtree(cached)
-    tmp.replace(cached)
-    tmp_note = cache / f".{key}{DIGEST_SUFFIX}.{os.getpid()}.tmp"
-    tmp_note.write_text(digest)
-    tmp_note.replace(noted)
-    return cached, digest
+    return cache.made_file(KIND, key, make)
 
 
-def noted(cache: Path, key: str) -> bool:
-    """Whether the part `key` and its note are in `cache` (without reading it: `kept` checks its bytes)."""
-    return (cache / key).is_file() and (cache / f"{key}{DIGEST_SUFFIX}").is_file()
-
-
-def _digest(path: Path) -> str | None:
-    """The sha256 of the regular file at `path` (None: missing, or a folder, a link or a device, never read)."""
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return None
-        return file_sha256(path)
-    except OSError:
-        return None
+def noted(cache: store.Store, key: str) -> bool:
+    """Whether the part `key` is in `cache` (without reading it: `kept` checks its bytes)."""
+    return cache.has(KIND, key)
 
 
 def key_of(*parts: object) -> str:

@@ -34,7 +34,7 @@ from markupsafe import Markup
 
 import generator.render.lists as lists  # not `from generator.render`: the package imports this module
 import generator.render.parts as parts
-from generator import charts, columns, commits, fingerprint, load, pages, reproduce, versions
+from generator import charts, columns, commits, fingerprint, load, pages, reproduce, store, versions
 from generator.progress import Progress
 from runners import bounds
 
@@ -415,7 +415,7 @@ class Pending:
     jobs: list[Future[int]]
     keys: dict[str, str]
     """Per run id, the digest of what its page is made from (the manifest's content)."""
-    manifest: Path | None
+    manifest: Path | Stored | None
     rendered: int
     progress: Progress | None = None
     """Pages written so far, shown on a terminal while the workers render them."""
@@ -450,21 +450,54 @@ class Pending:
             self.record()
         return self.rendered
 
-    def record(self) -> None:
-        """Write the manifest: what each page now published was made from (after `finish`)."""
+    def record(self, site_runs: Path | None = None) -> None:
+        """Write the manifest: what each page now published was made from (after `finish`). `site_runs`: the folder
+        the pages were published in, whose files' stat keys the manifest then holds (`Stored`)."""
         if self.manifest is None:
+            return
+        manifest: dict[str, Any] = {"pages": self.keys, "rows": self.finished}
+        if isinstance(self.manifest, Stored):
+            manifest["files"] = published_files(site_runs) if site_runs is not None else {}
+            self.manifest.write(manifest)
             return
         self.manifest.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.manifest.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pages": self.keys, "rows": self.finished}, sort_keys=True))
+        tmp.write_text(json.dumps(manifest, sort_keys=True))
         tmp.replace(self.manifest)
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """The run pages' manifest as a blob of the build store (kind `run-pages`), one per published folder (`key`)."""
+
+    store: store.Store
+    key: str
+
+    def read(self) -> dict[str, Any]:
+        data = self.store.get("run-pages", self.key)
+        try:
+            found = json.loads(data) if data is not None else {}
+        except ValueError:
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def write(self, manifest: dict[str, Any]) -> None:
+        self.store.put("run-pages", self.key, json.dumps(manifest, sort_keys=True).encode())
+
+
+def published_files(folder: Path) -> dict[str, str]:
+    """Each file of a published run pages' folder by its stat key (size, inode, times: `load.stat_key`): a file whose
+    stat key is another when the next build links it was written to since, and is not kept."""
+    if not folder.is_dir():
+        return {}
+    return {entry.name: load.stat_key(Path(entry.path)) for entry in os.scandir(folder)}
 
 
 def start_run_pages(
     stage: Path,
     summary: pl.DataFrame,
     rows: pl.DataFrame,
-    manifest: Path | None = None,
+    manifest: Path | Stored | None = None,
     pool: Executor | None = None,
     repo_url: str | None = None,
     records: load.Loaded | None = None,
@@ -488,7 +521,10 @@ def start_run_pages(
     # made into dicts and dumped took seconds of a warm build)
     code_digest = hashlib.sha256(f"{code}{pl.__version__}{keyed.schema!r}".encode()).hexdigest()[:16]
     keys = {i: f"{code_digest}-{h:016x}" for i, h in zip(ids, keyed.hash_rows(seed=0).to_list(), strict=True)}
-    recorded = json.loads(manifest.read_text()) if manifest is not None and manifest.exists() else {}
+    if isinstance(manifest, Stored):
+        recorded = manifest.read()
+    else:
+        recorded = json.loads(manifest.read_text()) if manifest is not None and manifest.exists() else {}
     before: dict[str, str] = recorded.get("pages", {}) if isinstance(recorded.get("pages"), dict) else {}
     rows_before: dict[str, str] = recorded.get("rows", {}) if isinstance(recorded.get("rows"), dict) else {}
     current = {pages.slug(i) for i in ids}

@@ -136,9 +136,10 @@ def test_a_warm_build_after_a_damaged_download_part_is_the_cold_build(
     it, and never read through a link)."""
     data, warm, cold = small_data(tmp_path), tmp_path / "warm", tmp_path / "cold"
     build.build(data, warm, tmp_path / "work")
-    cache = tmp_path / "work" / "cache" / "downloads"
-    samples = [p for p in sorted(cache.glob("samples-*")) if p.suffix != ".sha256"]
-    csvs = [p for p in sorted(cache.glob("runs-*")) if p.suffix != ".sha256"]
+    cache = tmp_path / "work" / "cache" / "store" / "downloads"
+    entries = sorted(p for p in cache.iterdir() if not p.name.endswith(".note"))
+    samples = [p for p in entries if p.read_bytes().startswith(b"PAR1")]
+    csvs = [p for p in entries if p.read_bytes().startswith(b"\x1f\x8b")]
     assert samples and csvs
     _damaged(samples[0], samples_damage, csvs[0])
     _damaged(csvs[0], csv_damage, samples[-1])

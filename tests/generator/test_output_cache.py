@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import generator.render.lists as lists
-from generator import charts, checks, derive, load, output_cache, pages, render, runcache
+from generator import charts, checks, derive, load, output_cache, pages, render, runcache, store
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -30,6 +30,18 @@ def _pages(results: derive.Results, docs: Path, svg: Path) -> dict[str, bytes]:
     return {p.relative_to(docs).as_posix(): p.read_bytes() for p in sorted(docs.rglob("*")) if p.is_file()}
 
 
+def _use(monkeypatch: pytest.MonkeyPatch, folder: Path | None) -> None:
+    """Keep outputs in the store of the cache folder `folder` (None: none) for this test."""
+    monkeypatch.setattr(runcache, "_folder", folder)
+    monkeypatch.setattr(store, "_active", None if folder is None else store.Store(folder / store.FOLDER))
+
+
+def _entries(folder: Path) -> list[Path]:
+    """The outputs' entries (their bytes, not their notes) in the store of the cache folder `folder`."""
+    kind = folder / store.FOLDER / output_cache.KIND
+    return sorted(p for p in kind.iterdir() if not p.name.endswith(store.NOTE) and not p.name.startswith("."))
+
+
 def _counting(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[int]:
     calls: list[int] = []
     real = getattr(module, name)
@@ -41,23 +53,26 @@ def test_a_warm_write_reads_every_list_board_and_chart_back_byte_for_byte(
     committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(lists, "SHOWN", 3)  # every board's lists long enough to be written as CSVs
-    monkeypatch.setattr(runcache, "_folder", None)
+    _use(monkeypatch, None)
     fresh = _pages(committed, tmp_path / "fresh", tmp_path / "svg")
     assert any(name.startswith("downloads/lists/") for name in fresh)
-    monkeypatch.setattr(runcache, "_folder", tmp_path / "cache")
+    _use(monkeypatch, tmp_path / "cache")
     cold = _pages(committed, tmp_path / "cold", tmp_path / "svg")
-    kept = {p.name.split("-")[0] for p in (tmp_path / "cache" / output_cache.OUTPUTS).iterdir()}
-    assert kept == {"list", "board", "chart"}
+    assert len(_entries(tmp_path / "cache")) > 3
 
-    stale = tmp_path / "cache" / output_cache.OUTPUTS / "chart-spec-of-a-chart-gone"
+    stale = tmp_path / "cache" / store.FOLDER / output_cache.KIND / ("0" * 64)
     stale.write_bytes(b"x")
-    reads = _counting(monkeypatch, output_cache, "_read")
-    writes = _counting(monkeypatch, output_cache, "_write")  # a miss writes its entry
+    _use(monkeypatch, tmp_path / "cache")  # a new build's store: it counts what it uses afresh
+    reads = _counting(monkeypatch, store.Store, "get")
+    writes = _counting(monkeypatch, store.Store, "put")  # a miss writes its entry
     boards = _counting(monkeypatch, render.boards, "board_rows")
     warm = _pages(committed, tmp_path / "warm", tmp_path / "svg")
     assert reads and not writes and not boards  # every output answered by the cache
     assert warm == cold == fresh
+    active = store.active()
+    assert active is not None and active.prune() >= 1
     assert not stale.exists()  # a build keeps only the entries it used
+    assert len(_entries(tmp_path / "cache")) == len(active._used[output_cache.KIND])  # each one read
 
 
 def test_a_changed_row_misses_and_a_damaged_entry_is_made_again(
@@ -73,22 +88,22 @@ def test_a_changed_row_misses_and_a_damaged_entry_is_made_again(
         lists.bounded(frame, docs, page, "failures")
         return target.read_bytes()
 
-    monkeypatch.setattr(runcache, "_folder", None)
+    _use(monkeypatch, None)
     fresh = written(failures)
     first = pl.int_range(pl.len()) == 0
     changed = failures.with_columns(pl.when(first).then(pl.lit("x")).otherwise("error").alias("error"))
     fresh_changed = written(changed)
     assert fresh_changed != fresh
 
-    monkeypatch.setattr(runcache, "_folder", tmp_path / "cache")
+    _use(monkeypatch, tmp_path / "cache")
     assert written(failures) == fresh
     csvs = _counting(monkeypatch, lists, "csv_ready")
     assert written(failures) == fresh and not csvs  # kept
     assert written(changed) == fresh_changed and len(csvs) == 1  # one cell changed: made again
 
-    monkeypatch.setattr(runcache, "_folder", tmp_path / "damaged")
+    _use(monkeypatch, tmp_path / "damaged")
     assert written(failures) == fresh and len(csvs) == 2
-    (entry,) = (tmp_path / "damaged" / output_cache.OUTPUTS).iterdir()
+    (entry,) = _entries(tmp_path / "damaged")
     entry.write_bytes(entry.read_bytes()[:-8] + b"damaged!")  # its bytes no longer those its sha256 names
     assert written(failures) == fresh and len(csvs) == 3  # made again, not trusted
     assert written(failures) == fresh and len(csvs) == 3  # and kept whole again
@@ -103,9 +118,9 @@ def test_a_chart_spec_is_kept_by_its_inputs(
     def fresh(frame: pl.DataFrame) -> str:
         return json.dumps(charts.throughput(frame).to_dict(validate=False), sort_keys=True)
 
-    monkeypatch.setattr(runcache, "_folder", tmp_path)
+    _use(monkeypatch, tmp_path)
     assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked)
-    writes = _counting(monkeypatch, output_cache, "_write")
+    writes = _counting(monkeypatch, store.Store, "put")
     assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked) and not writes
     assert json.dumps(pages.kept_spec(charts.throughput, changed), sort_keys=True) == fresh(changed)
     assert len(writes) == 1 and fresh(changed) != fresh(ranked)
@@ -116,6 +131,6 @@ def test_a_negative_zero_is_a_changed_input(tmp_path: Path, monkeypatch: pytest.
     zero = pl.DataFrame({"step": [1, 2], "loss": [0.0, 1.5]})
     negative = zero.with_columns(pl.Series("loss", [-0.0, 1.5]))
     kind = output_cache.Kind("test")
-    monkeypatch.setattr(runcache, "_folder", tmp_path)
+    _use(monkeypatch, tmp_path)
     assert kind.made(lambda: zero.write_csv().encode(), zero) == b"step,loss\n1,0.0\n2,1.5\n"
     assert kind.made(lambda: negative.write_csv().encode(), negative) == b"step,loss\n1,-0.0\n2,1.5\n"

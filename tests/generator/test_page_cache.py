@@ -11,7 +11,7 @@ import yaml
 from mkdocs.commands.build import build as mkdocs_build
 from mkdocs.config import load_config
 
-from generator import page_cache
+from generator import page_cache, store
 
 
 def _site(root: Path, pages: dict[str, str]) -> Path:
@@ -33,7 +33,7 @@ def _site(root: Path, pages: dict[str, str]) -> Path:
 
 def _build(root: Path, out: Path, cache: Path | None) -> page_cache.PageCache | None:
     config = load_config(str(root / "mkdocs.yml"), site_dir=str(out))
-    plugin = page_cache.add_to(config, cache) if cache is not None else None
+    plugin = page_cache.add_to(config, store.Store(cache)) if cache is not None else None
     mkdocs_build(config)
     return plugin
 
@@ -87,10 +87,10 @@ def test_a_damaged_entry_is_converted_again(tmp_path, monkeypatch) -> None:
     root = _site(tmp_path / "src", PAGES)
     cache = tmp_path / "cache"
     _build(root, tmp_path / "first", cache)
-    entries = sorted(cache.glob("*.json"))
+    entries = sorted(p for p in (cache / page_cache.KIND).iterdir() if not p.name.endswith(store.NOTE))
     assert entries  # the pages' conversions and their search entries
     for entry in entries:
-        entry.write_text(entry.read_text()[:40])  # cut short, as a full disk would leave it
+        entry.write_bytes(entry.read_bytes()[:40])  # cut short, as a full disk would leave it
     again = _build(root, tmp_path / "again", cache)
     assert again is not None and (again.hits, again.misses) == (0, 2)
     assert _files(tmp_path / "again") == _files(tmp_path / "first")

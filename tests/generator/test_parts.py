@@ -10,6 +10,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
+from generator import store
 from generator.render import parts
 
 
@@ -47,8 +48,9 @@ def test_a_part_is_made_once_and_linked_after(tmp_path: Path) -> None:
         made.append(path)
         path.write_text("rows")
 
-    parts.placed(tmp_path / "site" / "one.parquet", tmp_path / "cache", "k1", make)
-    parts.placed(tmp_path / "site2" / "one.parquet", tmp_path / "cache", "k1", make)
+    kept = store.Store(tmp_path / "cache")
+    parts.placed(tmp_path / "site" / "one.parquet", kept, "k1", make)
+    parts.placed(tmp_path / "site2" / "one.parquet", kept, "k1", make)
     assert len(made) == 1 and (tmp_path / "site2" / "one.parquet").read_text() == "rows"
 
 

@@ -11,10 +11,24 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, compare, compare_cache, derive, fingerprint, load, progress, runcache, serving
+from generator import checks, compare, compare_cache, derive, fingerprint, load, progress, runcache, serving, store
 from runners import metrics
 
 DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def _entries(folder: Path, kind: str) -> list[Path]:
+    """The store's entries of `kind` (their bytes, not their notes) in the cache folder `folder`."""
+    where = folder / store.FOLDER / kind
+    return sorted(p for p in where.iterdir() if not p.name.endswith(store.NOTE) and not p.name.startswith("."))
+
+
+def _flip(entries: list[Path]) -> None:
+    """One byte of each entry changed: its bytes no longer those its note names."""
+    for entry in entries:
+        raw = bytearray(entry.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF
+        entry.write_bytes(bytes(raw))
 
 
 def _served_files() -> list[Path]:
@@ -33,7 +47,7 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
     try:
         runcache.use(tmp_path)
         first = serving.test_summary(summary, loaded.rows)
-        assert (tmp_path / "figures-served.arrow").exists() and (tmp_path / "figures-served.key").exists()
+        assert _entries(tmp_path, runcache.KIND)
         calls: list[int] = []
         real = metrics.requests_from_columns
         monkeypatch.setattr(metrics, "requests_from_columns", lambda *cols: (calls.append(1), real(*cols))[1])
@@ -41,10 +55,7 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
         assert calls == []  # every figure came from the cache
         assert fresh.equals(first) and fresh.equals(again)  # and is the figure computed afresh, to the bit
         # a damaged table is rebuilt, never trusted: one byte changed, and the figures are computed again
-        table = tmp_path / "figures-served.arrow"
-        raw = bytearray(table.read_bytes())
-        raw[len(raw) // 2] ^= 0xFF
-        table.write_bytes(bytes(raw))
+        _flip(_entries(tmp_path, runcache.KIND))
         assert serving.SERVED_FIGURES.read() == {}
         rebuilt = serving.test_summary(summary, loaded.rows)
         assert calls and fresh.equals(rebuilt)
@@ -119,17 +130,15 @@ def test_a_table_of_other_code_is_not_used(tmp_path: Path, monkeypatch: pytest.M
 
 def test_a_damaged_load_cache_is_rebuilt(tmp_path: Path) -> None:
     files = _served_files()[:2]
-    cache = tmp_path / "loaded"
+    cache = tmp_path / "cache"
     cold = load.load(DATA, cache, files=files)
-    (cache / "rows.arrow").write_bytes(b"not arrow")
+    for entry in _entries(cache, load.LOADED):
+        entry.write_bytes(b"not arrow")
     again = load.load(DATA, cache, files=files)
     assert again.runs.equals(cold.runs) and again.rows.equals(cold.rows)
     assert load._cached(cache) is not None  # rewritten whole
-    # readable but not what the key names (a byte changed): not trusted either
-    rows = cache / "rows.arrow"
-    raw = bytearray(rows.read_bytes())
-    raw[-20] ^= 0x01
-    rows.write_bytes(bytes(raw))
+    # readable but not what the note names (a byte changed): not trusted either
+    _flip(_entries(cache, load.LOADED)[:1])
     assert load._cached(cache) is None
 
 
@@ -175,7 +184,7 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
     monkeypatch.setenv(runcache.ENV, str(tmp_path / "cache"))
     try:
         first = compare.load_dataset(data)
-        assert (tmp_path / "cache" / "compare" / "key.txt").exists()
+        assert len(_entries(tmp_path / "cache", compare_cache.KIND)) == 2
         monkeypatch.setattr(derive, "results", lambda *a: pytest.fail("derived again, with the table kept"))
         kept = compare.load_dataset(data)
         assert _same(fresh, first) and _same(fresh, kept)
@@ -187,8 +196,8 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
         after = compare.load_dataset(data)
         assert gone.stem not in after.runs["run_id"].to_list() and after.runs.height == fresh.runs.height - 1
         # a damaged table is not trusted
-        table = tmp_path / "cache" / "compare" / "runs.arrow"
-        table.write_bytes(table.read_bytes()[:-8] + b"\0" * 8)
+        for table in _entries(tmp_path / "cache", compare_cache.KIND):
+            table.write_bytes(table.read_bytes()[:-8] + b"\0" * 8)
         assert compare_cache.read(tmp_path / "cache", compare_cache.key(data)) is None
     finally:
         runcache.use(None)
@@ -215,10 +224,7 @@ def test_flattened_columns_come_from_the_cache_by_file_content(tmp_path: Path, m
         assert worked == [part.height, runs.height - part.height]
         again = columns.flatten(runs.reverse())
         assert worked[-1] == runs.height - part.height and again.equals(fresh.reverse())  # nothing worked out
-        table = tmp_path / "figures-flat.arrow"
-        raw = bytearray(table.read_bytes())
-        raw[len(raw) // 2] ^= 0xFF
-        table.write_bytes(bytes(raw))
+        _flip(_entries(tmp_path, runcache.KIND))
         assert columns.flatten(runs).equals(fresh) and worked[-1] == runs.height
         other = runs.drop("path")  # inputs of another shape: not the cached ones' columns
         assert columns.flatten(other).equals(real(other))
@@ -272,10 +278,8 @@ def test_the_verdicts_resamples_come_back_from_the_cache_to_the_bit(
         other = {r: {**s, elsewhere: metrics.PooledSpread(0.5, 3, 1)} for r, s in spreads.items()}
         assert same(fresh, sweep_draws.draws(points, summary, loaded.rows, other, fight.devices)) and calls == []
         # a damaged set is drawn again, never trusted
-        (kept,) = tmp_path.glob("arrays-sweep-draws-*.npz")
-        raw = bytearray(kept.read_bytes())
-        raw[len(raw) // 2] ^= 0xFF
-        kept.write_bytes(bytes(raw))
+        _flip(_entries(tmp_path, runcache.KIND))
+        sets = len(_entries(tmp_path, runcache.KIND))
         assert same(fresh, sweep_draws.draws(points, summary, loaded.rows, spreads, fight.devices)) and calls
         # a sweep run's file changed (another sha256): its draws are made afresh, under another key
         calls.clear()
@@ -284,7 +288,7 @@ def test_the_verdicts_resamples_come_back_from_the_cache_to_the_bit(
             sha256=pl.when(pl.col("run_id") == one).then(pl.lit("0" * 64)).otherwise(pl.col("sha256"))
         )
         sweep_draws.draws(points, changed, loaded.rows, spreads, fight.devices)
-        assert calls and len(list(tmp_path.glob("arrays-sweep-draws-*.npz"))) == 2
+        assert calls and len(_entries(tmp_path, runcache.KIND)) == sets + 1
     finally:
         runcache.use(None)
 
