@@ -368,7 +368,8 @@ def _inference_board(
         unranked=unranked,
         unranked_spans=configurations.unranked_spans(unranked, TEST_FIGURE),
         shown_unranked=unranked.filter(pl.col("status") == "ok"),
-        config=(measured if measured.height else current)["config"][0],
+        # a board whose every run is retracted still names its test (from the retracted runs' own config)
+        config=next(f for f in (measured, current, tests) if f.height)["config"][0],
         failures=current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok")).sort("started_at"),
         imported=imported,
         drawn=drawn,
@@ -390,7 +391,7 @@ def _serving_board(
     measured = current.filter(pl.col("origin") == "measured")
     ranked, unranked = serving.board(tests, spreads)
     # the test as its newest run ran it (a served point's request count has changed; each run's row says its own)
-    config = (measured if measured.height else current).sort("started_at")["config"][-1]
+    config = next(f for f in (measured, current, tests) if f.height).sort("started_at")["config"][-1]
     parsed = columns.parsed(config)
     parsed = parsed if isinstance(parsed, dict) else {}
     model = columns.object_at(parsed, "model").get("name")
