@@ -54,12 +54,19 @@ def per_run(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             .otherwise(pl.col("n_tokens").cast(pl.Float64))
         )
         .group_by("run_id")
-        .agg(energy_j=pl.col("energy_j").sum(), tokens=pl.col("tokens").sum(), seconds=pl.col("test_time_s").sum())
+        .agg(*(pl.col(c).sort_by("trial") for c in ("energy_j", "tokens", "test_time_s")))
+        .select(  # summed as lists, in trial order: the sum depends on the run's own values alone
+            "run_id",
+            energy_j=pl.col("energy_j").list.sum(),
+            tokens=pl.col("tokens").list.sum(),
+            seconds=pl.col("test_time_s").list.sum(),
+        )
     )
     training = (
-        energy.filter(pl.col("step").is_not_null())
+        energy.filter(pl.col("step").is_not_null(), pl.col("trial") == 0)  # the steps below are trial 0's
         .group_by("run_id")
-        .agg(energy_j=pl.col("value").sum(), last_step=pl.col("step").max())
+        .agg(joules=pl.col("value").sort_by("trial", "step"), last_step=pl.col("step").max())
+        .with_columns(energy_j=pl.col("joules").list.sum())
         .join(runs.filter(pl.col("kind") == "train"), on="run_id")
         .with_columns(steps=pl.col("last_step") + 1 - pl.col("warmup_steps"))
         .select(

@@ -72,7 +72,10 @@ def window_rates(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .join(runs.lazy().select("run_id", "warmup_steps", "window_steps"), on="run_id")
         .with_columns(window=(pl.col("step") - pl.col("warmup_steps")) // pl.col("window_steps"))
         .group_by("run_id", "trial", "window")
-        .agg(elapsed=pl.col("value").sum(), n=pl.len(), window_steps=pl.col("window_steps").first())
+        # each window's values in step order, summed as one list: a float sum that depends on the window's own
+        # values alone (a group_by sum's depends on how the frame's other runs chunk it: a warm build differed)
+        .agg(times=pl.col("value").sort_by("step"), n=pl.len(), window_steps=pl.col("window_steps").first())
+        .with_columns(elapsed=pl.col("times").list.sum())
         .filter(pl.col("n") == pl.col("window_steps"))
         .with_columns(rate=pl.col("window_steps") / pl.col("elapsed"))
         .sort("run_id", "trial", "window")  # in time order: batch means need neighbours side by side

@@ -132,12 +132,6 @@ def test_a_warm_build_after_each_data_operation_is_the_cold_build(tmp_path: Path
         assert _differing(snapshot(warm), _cold(data, tmp_path / "cold")) == [], f"after: {name}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="derive/summary.window_rates sums a window's step times with polars' group_by, whose float sum depends on "
-    "the frame's other runs: a training run's interval cached from one build differs in the last digit from a cold "
-    "build's (issue 57: fixed summation order; generator/derive/ is not this change's)",
-)
 def test_a_warm_build_after_a_new_training_run_is_the_cold_build(tmp_path: Path) -> None:
     """(a) A training run added: the warm build's site is the cold build's, every byte of every file."""
     data = small_data(tmp_path)
