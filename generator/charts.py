@@ -498,7 +498,7 @@ def side_by_side(rows: pl.DataFrame) -> alt.LayerChart:
         pl.when(pl.col("decode_checked")).then(pl.lit("cross-checked")).otherwise(pl.lit("not cross-checked"))
         .alias("checked"),
     )  # fmt: skip
-    title = ["decode tokens/s (bars)", "bandwidth bound (ticks)"]  # two lines: one is cut at a phone's width
+    title = ["decode tokens/s (bars)", "copy bound (ticks)"]  # two lines: one is cut at a phone's width
     base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("median"), title=None, axis=ROW_AXIS))
     colour = alt.Color("engine:N", title="engine")
     bars = base.mark_bar(strokeWidth=2).encode(
@@ -515,7 +515,7 @@ def side_by_side(rows: pl.DataFrame) -> alt.LayerChart:
             alt.Tooltip("variant:N"),
             alt.Tooltip("checked:N"),
             alt.Tooltip("median:Q", format=",.1f", title="tokens/s"),
-            alt.Tooltip("limit:Q", format=",.1f", title="bandwidth bound"),
+            alt.Tooltip("limit:Q", format=",.1f", title="copy bound (a reference, not a ceiling)"),
         ],
     )
     whiskers = base.mark_errorbar(ticks=True, color="black").encode(x=alt.X("lo:Q", title=title), x2="hi:Q")

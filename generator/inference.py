@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
+import generator.derive.copy_bound as copy_bound
 import generator.derive.ladder as ladder
 import generator.derive.summary as derive
 from runners import engines, metrics, schema
@@ -37,7 +38,8 @@ def is_inference(summary: pl.DataFrame) -> pl.Series:
 def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per inference run: its test, weights, and tokens/s over repetitions (median with a 95% interval,
     mean ± standard deviation), llama.cpp's own counters' rate, the bytes a decoded token reads and the MBU
-    against the datasheet bandwidth; the engine's own tool's record of the same test, weights and settings is paired
+    against the datasheet bandwidth (with beside it the fraction of the copy bound calibrated on its hardware model,
+    `metrics.copy_bound_fraction`); the engine's own tool's record of the same test, weights and settings is paired
     with the runner's (`bench_*` columns; `bench_ratio` is runner / tool of the means, the runner's figure being its
     timing of the tool's own path where it has one, `tool_path_rate`, and `test_ratio` its test's). `depth_fills` is
     how many repetitions decoded their depth (null in records older than the runner's depth-state reuse, which
@@ -73,6 +75,12 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             mbu_datasheet=pl.when(pl.col("kind") == "tg").then(
                 metrics.mbu(pl.col("decode_bytes_per_token"), pl.col("rate_mean"), pl.col("datasheet_bandwidth"))
+            ),
+            # beside MBU, never instead of it: the copy bandwidth calibrated on its hardware model (`copy_bound`)
+            copy_fraction=pl.when(pl.col("kind") == "tg").then(
+                metrics.copy_bound_fraction(
+                    pl.col("decode_bytes_per_token"), pl.col("rate_mean"), copy_bound.per_gpu(summary)
+                )
             ),
             paired_run=pl.coalesce(
                 pl.when(pl.col("origin") == "imported").then(pl.col("pairs_with")),

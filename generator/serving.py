@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
+import generator.derive.copy_bound as copy_bound
 import generator.derive.energy as energy
 import generator.derive.ladder as ladder
 import generator.derive.summary as derive
@@ -129,7 +130,9 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
     figures. Offline: output tokens/s over repetitions (median with a 95% interval, mean ± sd), total tokens/s and
     requests/s (means). Served: `metrics.serving_metrics` of its requests (throughputs, goodput, mean/median/p99 of
     TTFT, TPOT, ITL and end-to-end latency). At one request in flight, the decode rate is 1000 / median TPOT and its
-    MBU is the bytes a decoded token reads × that rate ÷ the datasheet bandwidth. vLLM's bench tool's record of the
+    MBU is the bytes a decoded token reads × that rate ÷ the datasheet bandwidth, and beside it `copy_fraction` the same
+    over the copy bandwidth calibrated on its hardware model (`copy_bound`; `metrics.copy_bound_fraction`, not an MBU).
+    vLLM's bench tool's record of the
     same test is paired with the runner's (`bench_*` columns; ratios are runner / tool), and each served figure's
     agreement tolerance on the run's hardware is beside it (`tool_tolerances`: `tol_out`, `tol_ttft`, `tol_tpot`).
     `read`: every row of the given runs (`load.full_rows`) where `rows` leaves their per-request samples out."""
@@ -188,7 +191,13 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
                 pl.col("decode_bytes_per_token"),
                 pl.col("decode_rate"),
                 pl.col("datasheet_bandwidth") * pl.col("accelerator_count"),
-            )
+            ),
+            # beside MBU, never instead of it: its hardware model's calibrated copy bandwidth, every GPU's
+            copy_fraction=metrics.copy_bound_fraction(
+                pl.col("decode_bytes_per_token"),
+                pl.col("decode_rate"),
+                copy_bound.per_gpu(summary) * pl.col("accelerator_count"),
+            ),
         )
     )
     bench = out.filter(pl.col("engine").is_in(list(tools))).select(

@@ -7,9 +7,11 @@ cross-checks), never from a second reading of the runs:
   request in flight (1000 / median TPOT), its interval scaled to it where the point has one (one served run has none).
 - prefill: the pp test at depth 0 (llama.cpp, MLX); vLLM measures no prefill apart from its TTFT.
 - TTFT at one request: vLLM's median, measured as served; llama.cpp and MLX serve nothing here, so theirs is computed
-  (the pp test's time for the prompt plus one tg token) and says so.
-- MBU against the copy bandwidth calibrated on the same hardware model (`copy_bandwidths`), and the limit it implies:
-  the tokens/s at which a decoded token's bytes take exactly the copy time (`metrics.bandwidth_bound_tokens_per_s`).
+  (the pp test's time for the prompt plus one tg token: no queue, no tokenizer, no HTTP) and is a lower bound, said so.
+- MBU, the site's one definition: against the datasheet bandwidth (`metrics.mbu`, as on every board); beside it the
+  fraction of the measured copy bound (`metrics.copy_bound_fraction`) against the copy bandwidth calibrated on the same
+  hardware model (`copy_bandwidths`), and that bound: the tokens/s at which a decoded token's bytes take exactly the
+  copy time (`metrics.bandwidth_bound_tokens_per_s`). A copy reads and writes, so a decode can pass it.
 A row is a variant's newest configuration that ranks (cross-checked against its own tool); a variant with none shows
 its newest finished run, marked "not cross-checked" with the board's reason. Precision families are named by bits per
 weight read (`precision_family`): rows of one family read weights within ~10% of each other's bytes.
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+import generator.derive.copy_bound as copy_bound
 from generator import serving
 from runners import metrics
 
@@ -63,7 +66,8 @@ ROW_SCHEMA = {
     "ttft_measured": pl.Boolean,
     "peak_mem_gib": pl.Float64,
     "copy_bytes_per_s": pl.Float64,
-    "mbu_copy": pl.Float64,
+    "mbu_datasheet": pl.Float64,
+    "copy_fraction": pl.Float64,
     "limit_tokens_per_s": pl.Float64,
 }
 """One engine's row of a side-by-side board (decode and prefill tokens/s with intervals, each from its own board)."""
@@ -76,15 +80,8 @@ def precision_family(bits_per_weight: float | None) -> int | None:
     return min(FAMILIES, key=lambda f: abs(math.log2(bits_per_weight / f)))
 
 
-def copy_bandwidths(summary: pl.DataFrame) -> dict[str, float]:
-    """Per hardware model, the device copy bandwidth calibrated in the same job as the runs that measured one (bytes
-    read + written per second, `runners/calibrate.py`): the median of every measured run's own."""
-    found = (
-        summary.filter((pl.col("origin") == "measured") & pl.col("copy_bytes_per_s").is_not_null())
-        .group_by("accelerator")
-        .agg(pl.col("copy_bytes_per_s").median())
-    )
-    return dict(found.iter_rows())
+copy_bandwidths = copy_bound.copy_bandwidths
+"""Per hardware model, the calibrated copy bandwidth the copy bound is drawn at (`copy_bound.copy_bandwidths`)."""
 
 
 def _newest_per_variant(ranked: pl.DataFrame, unranked: pl.DataFrame) -> dict[tuple[str, str], dict]:
@@ -208,9 +205,20 @@ def _row(decode: dict, prefill: dict | None, ttft_ms: float | None, measured: bo
         "mean_power_w": decode.get("mean_power_w"),
         "energy_note": decode.get("energy_note"),
         "copy_bytes_per_s": copy,
-        "mbu_copy": metrics.mbu(per_token, decode["value"], copy) if copy and per_token and decode["value"] else None,
+        "mbu_datasheet": _mbu(per_token, decode["value"], decode["accelerator"]),
+        "copy_fraction": (
+            metrics.copy_bound_fraction(per_token, decode["value"], copy)
+            if copy and per_token and decode["value"]
+            else None
+        ),
         "limit_tokens_per_s": metrics.bandwidth_bound_tokens_per_s(per_token, copy) if copy and per_token else None,
     }
+
+
+def _mbu(per_token: float | None, rate: float | None, accelerator: str) -> float | None:
+    """MBU against the datasheet bandwidth of one GPU of `accelerator` (`metrics.mbu`), None without one."""
+    bandwidth = (metrics.datasheet_memory(accelerator) or (None, None))[1]
+    return metrics.mbu(per_token, rate, bandwidth) if per_token and rate and bandwidth else None
 
 
 def boards(rows: pl.DataFrame) -> list[dict]:
@@ -246,7 +254,8 @@ KV_DEPTH_SCHEMA = {
     "suite": pl.String, "model_name": pl.String, "accelerator": pl.String, "variant": pl.String, "weights": pl.String,
     "kv_type": pl.String, "cache_pair": pl.String, "depth": pl.Int64, "n_tokens": pl.Int64, "run_id": pl.String,
     "checked": pl.Boolean, "reason": pl.String, "rate": pl.Float64, "rate_lo": pl.Float64, "rate_hi": pl.Float64,
-    "weight_gib": pl.Float64, "kv_gib": pl.Float64, "kv_share": pl.Float64, "mbu_copy": pl.Float64,
+    "weight_gib": pl.Float64, "kv_gib": pl.Float64, "kv_share": pl.Float64, "mbu_datasheet": pl.Float64,
+    "copy_fraction": pl.Float64,
 }  # fmt: skip
 """One llama.cpp generation test's row of the KV-cache table."""
 
@@ -255,9 +264,9 @@ def kv_depth_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.Data
     """llama.cpp's generation tests at every KV-cache depth on one GPU, one row per variant and depth, each the
     variant's row of that test's board as the decode rows above are (`_newest_per_variant`: the same figure and
     interval as the board, and whether it was cross-checked): tokens/s, the weight bytes and KV-cache bytes a decoded
-    token reads (`metrics.kv_bytes_read_per_token`), the cache's share of them, and MBU against the calibrated copy
-    bandwidth. `cache_pair` names the variant's settings but for its KV cache's types, so a variant and the same one
-    with another cache pair up (`cache_ratios`)."""
+    token reads (`metrics.kv_bytes_read_per_token`), the cache's share of them, MBU (datasheet) and the fraction of the
+    calibrated copy bound. `cache_pair` names the variant's settings but for its KV cache's types, so a variant and the
+    same one with another cache pair up (`cache_ratios`)."""
     bandwidth = copy_bandwidths(summary)
     tg = (pl.col("engine") == "llamacpp") & (pl.col("kind") == "tg")
     ranked, unranked = _one_gpu(ranked).filter(tg), _one_gpu(unranked).filter(tg)
@@ -282,7 +291,10 @@ def kv_depth_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.Data
                     "checked": row["checked"], "reason": row["reason"], "rate": row["value"], "rate_lo": row["lo"],
                     "rate_hi": row["hi"], "weight_gib": row["weight_bytes_per_token"] / 2**30,
                     "kv_gib": kv / 2**30, "kv_share": kv / per_token if per_token else None,
-                    "mbu_copy": metrics.mbu(per_token, row["value"], copy) if per_token and copy else None,
+                    "mbu_datasheet": _mbu(per_token, row["value"], accelerator),
+                    "copy_fraction": (
+                        metrics.copy_bound_fraction(per_token, row["value"], copy) if per_token and copy else None
+                    ),
                 }
             )  # fmt: skip
     return pl.DataFrame(out, schema=KV_DEPTH_SCHEMA).sort("suite", "model_name", "accelerator", "variant", "depth")

@@ -2,7 +2,11 @@
 (`--set key=value`, which names the run `variant[key=value]`, or an environment variable a sweep set, `env_changes`),
 set over its base (the variant as the suite file writes it, at the same workload, micro-batch, hardware, device count
 and steps, from the same harness commit where one ran there), with the ratio and its 95% interval
-(`tuning.effect`, `metrics.ratio_interval`) and its memory against the base's. Pure: the summary in, plain rows out.
+(`tuning.effect`, `metrics.ratio_interval`) and its steady-state memory against the base's (`tuning.memory_ratio`).
+Each run's interval is the one its board row would have alone (`evidence.interval`, with its engine's pooled
+between-run spread on its hardware and device count, `configurations.pooled_spreads`): a run's own interval holds only
+its windows, and two runs of identical settings move further apart than that. A run whose engine has no such spread
+is unreplicated: no interval, so no effect is claimed. Pure: the summary and the spreads in, plain rows out.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.evidence as evidence
 from generator import tuning
+from runners import metrics
 
 PLACEMENT = ("CUDA_VISIBLE_DEVICES=", "HIP_VISIBLE_DEVICES=", "ROCR_VISIBLE_DEVICES=")
 """Environment changes that say which devices ran, not how: never a setting."""
@@ -44,16 +50,30 @@ def _changes(variant: str, env: str | None) -> tuple[str, str]:
     return base, ", ".join(part for part in (settings, *envs) if part)
 
 
-def _figure(run: dict[str, Any]) -> dict[str, Any]:
-    """What `tuning.effect` reads of a run."""
-    return {"label": run["variant"], **{k: run[k] for k in ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")}}
+def _figure(run: dict[str, Any], spreads: dict[tuple[str, str, int], metrics.PooledSpread]) -> dict[str, Any]:
+    """What `tuning.effect` reads of a run: its figure and the interval its board row would have alone
+    (`evidence.interval` with its engine's spread on its hardware; null where it is unreplicated), and
+    `unreplicated`."""
+    x = run["steps_per_s"]
+    spread = spreads.get((str(run.get("engine")), str(run["accelerator"]), int(run["accelerator_count"] or 0)))
+    found = evidence.interval([x], [(x, run["steps_per_s_lo"], run["steps_per_s_hi"])], spread)
+    return {"label": run["variant"], "steps_per_s": found.value, "steps_per_s_lo": found.lo,
+            "steps_per_s_hi": found.hi, "unreplicated": found.unreplicated}  # fmt: skip
 
 
-def rows(summary: pl.DataFrame) -> list[dict[str, Any]]:
+def rows(
+    summary: pl.DataFrame, spreads: dict[tuple[str, str, int], metrics.PooledSpread] | None = None
+) -> list[dict[str, Any]]:
     """One row per changed run (by suite file order of workloads as the summary has them, then micro-batch and
-    change): its figure, `base` (the base run's row, or None where none ran at its shape), `base_same_commit`,
-    `effect` (`tuning.effect` of the change over its base) and `memory_ratio`. A change measured at one shape only
-    names in `not_measured_at` the micro-batches its base variant ran at on that workload and hardware without it."""
+    change): its figure and interval (`_figure`: widened by `spreads`, `configurations.pooled_spreads` of steps/s, as a
+    board row's), `base` (the base run's row, or None where none ran at its shape), `base_same_commit`, `effect`
+    (`tuning.effect` of the change over its base) and `memory_ratio` (`tuning.memory_ratio`). A change measured at
+    one shape only names in `not_measured_at` the micro-batches its base variant ran at on that workload and hardware
+    without it."""
+    spreads = spreads or {}
+    for name, dtype in (("engine", pl.String), ("peak_mem_steady_gib", pl.Float64)):
+        if name not in summary.columns:  # a summary of runs that never recorded it
+            summary = summary.with_columns(pl.lit(None, dtype=dtype).alias(name))
     runs = _counted(summary)
     parsed = [_changes(v, e) for v, e in runs.select("variant", pl.col("env_changes")).iter_rows()]
     runs = runs.with_columns(
@@ -65,7 +85,8 @@ def rows(summary: pl.DataFrame) -> list[dict[str, Any]]:
     # each lookup below once as a dict (a filter of every base per changed run took 21 s at 50,000 runs); a key
     # with a null never matches, as a filter on it would not
     near = [k for k in SHAPE if k not in ("micro_batch", "steps_requested")]
-    kept = ["run_id", "variant", "harness_commit", "steps_per_s", "steps_per_s_lo", "steps_per_s_hi", "peak_mem_gib"]
+    kept = ["run_id", "variant", "engine", "accelerator", "accelerator_count", "harness_commit", "steps_per_s",
+            "steps_per_s_lo", "steps_per_s_hi", "peak_mem_gib", "peak_mem_steady_gib"]  # fmt: skip
     same_shape_of: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     elsewhere_of: dict[tuple[Any, ...], set[Any]] = {}
     for base_run in bases.select(*dict.fromkeys([*SHAPE, *kept])).iter_rows(named=True):
@@ -83,24 +104,22 @@ def rows(summary: pl.DataFrame) -> list[dict[str, Any]]:
         same_shape = same_shape_of.get((*(run[k] for k in SHAPE), run["base_variant"]), [])
         same_commit = [b for b in same_shape if b["harness_commit"] == run["harness_commit"]]
         base = (same_commit or same_shape)[-1] if same_shape else None
-        figure = _figure(run)
-        base_figure = None if base is None else _figure(base)
+        figure = _figure(run, spreads)
+        base_figure = None if base is None else _figure(base, spreads)
         elsewhere = elsewhere_of.get((*(run[k] for k in near), run["base_variant"]), set())
         measured_at = measured_of.get(tuple(run[k] for k in where), set())
-        memory = (
-            run["peak_mem_gib"] / base["peak_mem_gib"]
-            if base is not None and run["peak_mem_gib"] and base["peak_mem_gib"]
-            else None
-        )
+        memory = tuning.memory_ratio(base, run)
         out.append({
             "run_id": run["run_id"], "suite": run["suite"], "workload": run["workload"], "variant": run["variant"],
             "base_variant": run["base_variant"], "change": run["change"], "micro_batch": run["micro_batch"],
             "accelerator": run["accelerator"], "accelerator_count": run["accelerator_count"],
             "steps_requested": run["steps_requested"], "harness_commit": run["harness_commit"],
-            "steps_per_s": run["steps_per_s"], "steps_per_s_lo": run["steps_per_s_lo"],
-            "steps_per_s_hi": run["steps_per_s_hi"], "peak_mem_gib": run["peak_mem_gib"],
-            "base": None if base is None else {k: base[k] for k in ("run_id", "steps_per_s", "steps_per_s_lo",
-                                                                   "steps_per_s_hi", "peak_mem_gib", "harness_commit")},
+            "steps_per_s": figure["steps_per_s"], "steps_per_s_lo": figure["steps_per_s_lo"],
+            "steps_per_s_hi": figure["steps_per_s_hi"], "unreplicated": figure["unreplicated"],
+            "peak_mem_gib": run["peak_mem_gib"], "peak_mem_steady_gib": run["peak_mem_steady_gib"],
+            "base": None if base is None or base_figure is None else {
+                **{k: base[k] for k in ("run_id", "peak_mem_gib", "peak_mem_steady_gib", "harness_commit")},
+                **{k: base_figure[k] for k in ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi", "unreplicated")}},
             "base_same_commit": bool(same_commit),
             "effect": tuning.effect(base_figure, figure), "memory_ratio": memory,
             "not_measured_at": sorted(elsewhere - measured_at),

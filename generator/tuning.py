@@ -1,6 +1,7 @@
 """What tuning bought: the ladder from stock to the best tuned configuration of the seed's fight, one rung per
 configuration in the suite file's order, at each micro-batch measured, each with its figure, what it bought over the
-rung below and over stock (ratios with 95% intervals, `metrics.ratio_interval`) and its memory. Pure: the sweep's
+rung below and over stock (ratios with 95% intervals, `metrics.ratio_interval`, of the points' intervals, which hold the
+between-run spread as a board row's do) and its steady-state memory. Pure: the sweep's
 points (`verdict.sweep`, as `sweep_draws.compute` returns them) in, plain rows out; no template, no chart, so that it
 can move into generator/derive/ whole."""
 
@@ -15,13 +16,14 @@ import polars as pl
 from runners import metrics, schema
 
 COLUMNS = ("label", "variant", "tier", "micro_batch", "steps_per_s", "steps_per_s_lo", "steps_per_s_hi",
-           "peak_mem_gib", "runs", "run_ids")  # fmt: skip
+           "peak_mem_gib", "peak_mem_steady_gib", "runs", "run_ids")  # fmt: skip
 """What a rung reads from a sweep point."""
 
 
 def effect(base: dict[str, Any] | None, row: dict[str, Any]) -> dict[str, Any] | None:
     """row ÷ base in steps/s with its 95% interval and what the interval settles ("faster", "slower", or "not
-    settled" where it holds 1); None without a base or where either figure lacks a usable interval."""
+    settled" where it holds 1); None without a base or where either figure lacks a usable interval (an unreplicated
+    run has none: nothing says where its second run would land)."""
     if base is None or base is row:
         return None
     a, a_lo, a_hi = base["steps_per_s"], base["steps_per_s_lo"], base["steps_per_s_hi"]
@@ -37,8 +39,8 @@ def ladder(points: pl.DataFrame, order: Sequence[str]) -> list[dict[str, Any]]:
     """Per micro-batch measured (ascending), the rungs: every configuration (`label`) of the variants in `order` (the
     suite file's order: stock first, each next variant adding what its description says), in that order, with
     `over_previous` (this rung ÷ the rung below) and `over_stock` (÷ the stock rung at the same micro-batch, the first
-    rung of tier "stock"), each `effect` or None, and `memory_ratio` (peak memory ÷ stock's). A variant outside
-    `order` goes last, by name."""
+    rung of tier "stock"), each `effect` or None, and `memory_ratio` (`memory_ratio`: steady-state memory ÷ stock's).
+    A variant outside `order` goes last, by name."""
     if not points.height:
         return []
     rank = {name: i for i, name in enumerate(order)}
@@ -51,21 +53,41 @@ def ladder(points: pl.DataFrame, order: Sequence[str]) -> list[dict[str, Any]]:
         stock = next((r for r in rungs if r["tier"] == "stock"), None)
         previous = None
         for rung in rungs:
-            memory = rung["peak_mem_gib"] / stock["peak_mem_gib"] if stock and stock["peak_mem_gib"] else None
+            memory = memory_ratio(stock, rung)
             out.append(rung | {"micro_batch": micro_batch, "over_previous": effect(previous, rung),
                                "over_stock": effect(stock, rung), "memory_ratio": memory})  # fmt: skip
             previous = rung
     return out
 
 
+def memory_ratio(base: dict[str, Any] | None, row: dict[str, Any]) -> float | None:
+    """row's steady-state device memory (`peak_mem_steady_gib`: the peak over the steady steps, without the warm-up's
+    compilation transient) ÷ base's; None where either lacks it. The whole-run peak is not divided: a compiled
+    variant's step-0 transient would make the ratio about compilation, not about what the setting holds."""
+    if base is None or not base.get("peak_mem_steady_gib") or row.get("peak_mem_steady_gib") is None:
+        return None
+    return float(row["peak_mem_steady_gib"]) / float(base["peak_mem_steady_gib"])
+
+
+UNDECIDED = "undecided"
+"""What the fastest figure is called where its interval does not settle it over every other rung."""
+
+
 def best_per_micro_batch(rungs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """The fastest rung at each micro-batch (by its figure), the end of that micro-batch's ladder."""
+    """The fastest rung at each micro-batch (by its figure), the end of that micro-batch's ladder, with `fastest`:
+    "fastest" where its `effect` over every other rung of that micro-batch is settled "faster", else `UNDECIDED`, and
+    `undecided_with`: the labels of the rungs it is not settled over (none settles which of them is fastest)."""
     best: dict[int, dict[str, Any]] = {}
     for rung in rungs:
         mb = rung["micro_batch"]
         if rung["steps_per_s"] is not None and (mb not in best or rung["steps_per_s"] > best[mb]["steps_per_s"]):
             best[mb] = rung
-    return best
+    out: dict[int, dict[str, Any]] = {}
+    for mb, top in best.items():
+        others = [r for r in rungs if r["micro_batch"] == mb and r is not top and r["steps_per_s"] is not None]
+        open_ = [r["label"] for r in others if (e := effect(r, top)) is None or e["settled"] != "faster"]
+        out[mb] = top | {"fastest": UNDECIDED if open_ else "fastest", "undecided_with": open_}
+    return out
 
 
 @dataclass(frozen=True)

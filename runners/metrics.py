@@ -829,6 +829,17 @@ def mbu(bytes_per_token: Any, tokens_per_s: Any, bandwidth_bytes_per_s: Any) -> 
     return bytes_per_token * tokens_per_s / bandwidth_bytes_per_s
 
 
+def copy_bound_fraction(bytes_per_token: Any, tokens_per_s: Any, copy_bytes_per_s: Any) -> Any:
+    """A decode's rate as a fraction of the measured copy bound (`bandwidth_bound_tokens_per_s` at the device-copy
+    bandwidth calibrated on the GPU, runners/calibrate.py): bytes a token reads × tokens/s ÷ copy bandwidth. Not MBU,
+    which is against the datasheet bandwidth (`mbu`, the one MBU the site publishes): a device copy counts the bytes it
+    reads and the bytes it writes, so a decode, which mostly reads, can run above it (a fraction above 1 is no error),
+    and the fraction is a reference to what this GPU's memory did in the same kind of job, never a ceiling. Same
+    arithmetic as `mbu` (Databricks' achieved bandwidth over a bandwidth), another denominator."""
+    _positive("copy bandwidth", copy_bytes_per_s)
+    return bytes_per_token * tokens_per_s / copy_bytes_per_s
+
+
 def decode_bytes_per_token(weight_bytes: Any, kv_bytes_per_token_of_depth: Any, depth: Any, n_tokens: Any) -> Any:
     """Bytes one decoded token of a generation test reads: every weight once (the file's, less the embedding table,
     of which one row is looked up) and the KV cache so far, which holds the depth plus, on average over the test, half
@@ -861,7 +872,7 @@ def grouped_quant_bytes_per_weight(bits: int, group_size: int, scale_bytes: floa
 def computed_ttft_ms(n_prompt: Any, prefill_tokens_per_s: Any, decode_tokens_per_s: Any) -> Any:
     """Time to first token of one request from an engine's prompt-processing and generation tests, for an engine
     measured without a server: the prompt's time at the pp rate plus one generated token's (ms). Not a served TTFT:
-    no queueing, tokenisation or HTTP is in it."""
+    no queueing, tokenisation or HTTP is in it, so it is a lower bound on what a served request would see."""
     _positive("rates", prefill_tokens_per_s, decode_tokens_per_s)
     return 1000 * (n_prompt / prefill_tokens_per_s + 1 / decode_tokens_per_s)
 
@@ -869,8 +880,9 @@ def computed_ttft_ms(n_prompt: Any, prefill_tokens_per_s: Any, decode_tokens_per
 def bandwidth_bound_tokens_per_s(bytes_per_token: Any, bandwidth_bytes_per_s: Any) -> Any:
     """The fastest a batch-1 decode can run when each token must read `bytes_per_token` at `bandwidth_bytes_per_s`:
     bandwidth ÷ bytes per token (the memory roof of the roofline model: Williams, Waterman and Patterson,
-    "Roofline: an insightful visual performance model for multicore architectures", CACM 52(4), 2009). MBU is a
-    decode's rate over this bound."""
+    "Roofline: an insightful visual performance model for multicore architectures", CACM 52(4), 2009). At the
+    datasheet bandwidth a decode's rate over this bound is its MBU (`mbu`); at the measured copy bandwidth, its
+    `copy_bound_fraction`."""
     _positive("bytes per token", bytes_per_token)
     return bandwidth_bytes_per_s / bytes_per_token
 

@@ -186,7 +186,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         latency=dict(sorted(points.partition_by("suite", "model_name", as_dict=True).items())),
         verdict=the_verdict,
         claim_checks=claims.checks(summary, the_verdict.matched if the_verdict else {}),
-        tuning=tuning.tuning(the_verdict, summary, single_settings.rows(summary)),
+        tuning=tuning.tuning(the_verdict, summary, single_settings.rows(summary, training_spreads["steady"])),
         side_by_side=side_by_side.derive(
             *side_by_side.test_rows([(b.ranked, b.unranked) for b in boards.values() if b.kind != "training"]),
             summary,

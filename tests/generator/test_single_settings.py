@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
+import generator.derive.evidence as evidence
 from generator import single_settings
 from runners import metrics
 
 
 def _summary() -> pl.DataFrame:
-    rows = [  # run id, variant, env changes, micro-batch, steps, commit, steps/s, lo, hi, memory, status
+    rows = [  # run id, variant, env changes, micro-batch, steps, commit, steps/s, lo, hi, memory (steady), status
         ("base", "ddp-tuned", "CUDA_VISIBLE_DEVICES=0,1", 4, 120, "c1", 14.0, 13.8, 14.2, 30.0, "ok"),
         ("old-base", "ddp-tuned", "", 4, 120, "c0", 13.0, 12.9, 13.1, 30.0, "ok"),
         ("bucket", "ddp-tuned[bucket_cap_mb=400]", "", 4, 120, "c1", 14.1, 13.9, 14.3, 30.0, "ok"),
@@ -26,12 +27,14 @@ def _summary() -> pl.DataFrame:
         ("sweep", "ddp-tuned", "", 2, 300, "c1", 20.0, 19.9, 20.1, 25.0, "ok"),
     ]  # fmt: skip
     keys = ("run_id", "variant", "env_changes", "micro_batch", "steps_requested", "harness_commit", "steps_per_s",
-            "steps_per_s_lo", "steps_per_s_hi", "peak_mem_gib", "status")  # fmt: skip
+            "steps_per_s_lo", "steps_per_s_hi", "peak_mem_steady_gib", "status")  # fmt: skip
     return pl.DataFrame(
         [
             dict(zip(keys, r, strict=True))
             | {
                 "suite": "h100",
+                "engine": "torch",
+                "peak_mem_gib": 99.0,  # the whole run's peak (a compile transient): never what a ratio divides
                 "workload": "w",
                 "kind": None,
                 "origin": "measured",
@@ -47,12 +50,22 @@ def _summary() -> pl.DataFrame:
     )
 
 
+SPREAD = {("torch", "GPU", 2): metrics.PooledSpread(0.01, 6, 3)}
+"""torch's between-run spread on 2 × GPU: 1% (6 degrees of freedom), wider than the runs' own intervals."""
+
+
+def _widened(x: float, lo: float, hi: float) -> tuple[float, float, float]:
+    found = evidence.interval([x], [(x, lo, hi)], SPREAD[("torch", "GPU", 2)])
+    assert found.lo is not None and found.hi is not None
+    return x, found.lo, found.hi
+
+
 def test_each_change_over_its_base_of_the_same_commit_and_shape() -> None:
-    found = {r["run_id"]: r for r in single_settings.rows(_summary())}
+    found = {r["run_id"]: r for r in single_settings.rows(_summary(), SPREAD)}
     assert set(found) == {"bucket", "hook", "nccl", "orphan"}  # a failed run is no measurement; a base is no change
     bucket = found["bucket"]
     assert bucket["change"] == "bucket_cap_mb=400" and bucket["base"]["run_id"] == "base" and bucket["base_same_commit"]
-    ratio, lo, hi = metrics.ratio_interval(14.0, 13.8, 14.2, 14.1, 13.9, 14.3)
+    ratio, lo, hi = metrics.ratio_interval(*_widened(14.0, 13.8, 14.2), *_widened(14.1, 13.9, 14.3))
     assert (bucket["effect"]["ratio"], bucket["effect"]["lo"], bucket["effect"]["hi"]) == (ratio, lo, hi)
     assert bucket["effect"]["settled"] == "not settled" and bucket["memory_ratio"] == 1.0
     assert bucket["not_measured_at"] == [2]  # its base also ran at micro-batch 2; the change did not
@@ -64,3 +77,26 @@ def test_each_change_over_its_base_of_the_same_commit_and_shape() -> None:
     assert not nccl["base_same_commit"]  # none at its commit: the last to start at its shape, said so
     orphan = found["orphan"]
     assert orphan["base"] is None and orphan["effect"] is None
+
+
+def test_a_single_run_effect_is_widened_by_its_engines_spread_as_a_board_row() -> None:
+    """A change 1.5% faster than its base with tight own intervals: settled on the runs' own windows alone, "not
+    settled" once each run's interval holds the between-run spread its board row would (`evidence.interval`)."""
+    tight = {"base": 14.0, "bucket": 14.21}  # each run's own interval ±0.1%
+    x = pl.col("run_id").replace_strict(tight, default=None, return_dtype=pl.Float64)
+    summary = _summary().with_columns(
+        steps_per_s=pl.coalesce(x, pl.col("steps_per_s")),
+        steps_per_s_lo=pl.coalesce(x * 0.999, pl.col("steps_per_s_lo")),
+        steps_per_s_hi=pl.coalesce(x * 1.001, pl.col("steps_per_s_hi")),
+    )
+    bucket = {r["run_id"]: r for r in single_settings.rows(summary, SPREAD)}["bucket"]
+    assert metrics.ratio_interval(14.0, 14.0 * 0.999, 14.0 * 1.001, 14.21, 14.21 * 0.999, 14.21 * 1.001)[1] > 1
+    assert bucket["effect"]["settled"] == "not settled"
+    assert (bucket["steps_per_s_lo"], bucket["steps_per_s_hi"]) == _widened(14.21, 14.21 * 0.999, 14.21 * 1.001)[1:]
+
+
+def test_without_its_engines_spread_a_single_run_is_unreplicated_and_claims_no_effect() -> None:
+    found = {r["run_id"]: r for r in single_settings.rows(_summary(), {})}
+    hook = found["hook"]  # 13.0 against 14.0 on its own windows: "slower" until nothing says where a rerun lands
+    assert hook["unreplicated"] and hook["steps_per_s_lo"] is None and hook["effect"] is None
+    assert hook["base"]["run_id"] == "base" and hook["base"]["unreplicated"]

@@ -1,0 +1,23 @@
+"""The measured copy bound's reference bandwidth: per hardware model, the device copy bandwidth calibrated in the same
+job as the runs that measured one (bytes read + written per second, `runners/calibrate.py`), the median of every
+measured run's own. Inference and serving runs calibrate nothing of their own, so every page that sets a decode
+beside the copy bound (the boards, "One GPU, every engine") takes this one figure per hardware model."""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def copy_bandwidths(summary: pl.DataFrame) -> dict[str, float]:
+    """Per hardware model (`accelerator`), the median of every measured run's own calibrated copy bandwidth."""
+    found = (
+        summary.filter((pl.col("origin") == "measured") & pl.col("copy_bytes_per_s").is_not_null())
+        .group_by("accelerator")
+        .agg(pl.col("copy_bytes_per_s").median())
+    )
+    return dict(found.iter_rows())
+
+
+def per_gpu(summary: pl.DataFrame) -> pl.Expr:
+    """`copy_bandwidths` of each row's hardware model, as an expression (null where none was calibrated)."""
+    return pl.col("accelerator").replace_strict(copy_bandwidths(summary), default=None, return_dtype=pl.Float64)
