@@ -378,26 +378,26 @@ def test_a_one_run_row_gets_the_spread_pooled_over_its_kind_on_its_hardware() ->
 
 
 def test_a_setting_a_record_lacks_reads_as_its_default_so_one_configuration_is_one_row() -> None:
-    """ddp-amp-stock on one H200: two runs recorded before `compile_loss` existed and two after, written out as its
-    default (false): one configuration, one row of its three finished runs (the fourth stopped on its time budget and
-    is inside the row's interval)."""
+    """ddp-amp-stock on one H200: two runs recorded before `compile_loss` existed and the others after, written out as
+    its default (false): one configuration, one row of its finished runs (one stopped on its time budget and is inside
+    the row's interval)."""
     _, summary = _committed()
     stock = summary.filter(
         (pl.col("workload") == "train-gpt-1.27b-1gpu-mb8") & (pl.col("variant") == "ddp-amp-stock")
         & (pl.col("micro_batch") == 8) & (pl.col("origin") == "measured")
     )  # fmt: skip
-    assert stock.height == 4 and stock["settings_hash"].n_unique() == 1
+    # the four of 2026-11-30/12-01, and the repeats on later host starts (issue 61), which write it out
+    assert stock.height >= 4 and stock["settings_hash"].n_unique() == 1
     assert set(stock["settings"].map_elements(lambda t: json.loads(t)["settings"]["compile_loss"], pl.Boolean)) == {
         False
     }
     row = derive.leaderboards(summary)[("h100", "train-gpt-1.27b-1gpu-mb8")].filter(
         pl.col("variant") == "ddp-amp-stock"
     )
-    assert row["runs"].to_list() == [3]
-    assert (
-        row["steps_per_s_lo"][0] <= stock["steps_per_s"].min()
-        and row["steps_per_s_hi"][0] >= stock["steps_per_s"].max()
-    )
+    finished = stock.filter(pl.col("status") == "ok")
+    assert finished.height == stock.height - 1 and row["runs"].to_list() == [finished.height]
+    stopped = stock.filter(pl.col("status") != "ok")["steps_per_s"][0]
+    assert row["steps_per_s_lo"][0] <= stopped <= row["steps_per_s_hi"][0]
 
 
 def test_a_sweep_point_says_it_is_one_and_each_engine_and_device_count_has_its_calibrated_peak() -> None:

@@ -174,9 +174,9 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tmp_path / "data"
-    for path in load.result_files(DATA)[:40]:
-        (data / path.parent.name).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, data / path.parent.name / path.name)
+    for path in load.result_files(DATA)[:40]:  # where each lies, suite and month folders alike
+        (data / path.relative_to(DATA)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, data / path.relative_to(DATA))
     monkeypatch.delenv(runcache.ENV, raising=False)
     monkeypatch.chdir(tmp_path)  # no build/cache here: nothing kept, nothing written
     fresh = compare.load_dataset(data)
