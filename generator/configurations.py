@@ -187,7 +187,7 @@ def rows(ranked_runs: pl.DataFrame, spreads: Spreads, stopped: pl.DataFrame | No
     if stopped is not None:
         for suite, workload, settings_hash, figure in stopped.select(*KEYS, "steps_per_s").iter_rows():
             others.setdefault((suite, workload, settings_hash), []).append(figure)
-    from generator.derive import evidence  # the derive package imports this module: not at the top
+    import generator.derive.evidence as evidence  # the derive package imports this module: not at the top
 
     out: list[tuple[str, str, str, float | None, float | None, str]] = []
     for row in grouped.iter_rows(named=True):

@@ -38,7 +38,7 @@ from runners import (
     provenance,
     record,
     schema,
-    slurm,
+    slurm_job,
     spec,
     store,
     streams,
@@ -246,7 +246,7 @@ def _record_slurm_ending(signum: int) -> Path | None:
     if not _ENDING:
         return None
     try:
-        reason = slurm.ended_by_slurm(signum)
+        reason = slurm_job.ended_by_slurm(signum)
         if reason is None:
             return None
         args, suite, work, variant, run_id, started = _ENDING[0]

@@ -370,9 +370,9 @@ def hardware(device: str, count: int) -> dict[str, object]:
             info["gpus"] = gpus
     else:
         info.update(accelerator=info["cpu_model"], accelerator_memory_gib=info["ram_gib"])
-    from runners import slurm  # the job this runs in, under Slurm (job id, nodes, partition, GPUs per node)
+    from runners import slurm_job  # the job this runs in, under Slurm (job id, nodes, partition, GPUs per node)
 
-    job = slurm.facts()
+    job = slurm_job.facts()
     if job is not None:
         info["slurm"] = job
     return info

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import load, validate
+from generator import store as gstore
 from runners import layout, provenance, schema, store
 
 
@@ -235,7 +236,8 @@ def test_the_load_cache_reuses_unchanged_files_and_rechecks_changed_ones(tmp_pat
             data, schema.make_table(_run(run_id=f"r{i}", started_at=datetime(2026, 11, i + 1, tzinfo=UTC)), ROWS)
         )
     cold = load.load(data, cache)
-    assert (cache / "heads.arrow").exists() and (cache / "rows.arrow").exists()
+    kept = cache / gstore.FOLDER / load.LOADED  # the build store's entries of the load cache: heads and rows
+    assert len([p for p in kept.iterdir() if not p.name.endswith(gstore.NOTE) and not p.name.startswith(".")]) == 2
     checked: list[str] = []
     real = load._read_checked
     monkeypatch.setattr(
