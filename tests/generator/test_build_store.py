@@ -23,6 +23,20 @@ RUNS = (
 )
 
 
+def count_rendered(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The run ids whose run pages the builds from here on render (each time one is rendered), in a list the caller
+    reads and clears."""
+    rendered: list[str] = []
+    real_render = render.runs._render
+
+    def counted(stage: Path, runs: list[dict[str, object]], *args: object, **kwargs: object) -> int:
+        rendered.extend(str(r["run_id"]) for r in runs)
+        return real_render(stage, runs, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(render.runs, "_render", counted)
+    return rendered
+
+
 def small_data(folder: Path) -> Path:
     """A data folder holding `RUNS`' committed files."""
     data = folder / "data"
@@ -87,14 +101,7 @@ def test_a_new_version_of_the_generator_renders_no_run_page_again(
     """Two builds whose only difference is the generator's version give byte-identical run pages, a warm build at a
     new version renders none of them again, and the version reaches the run pages' one shared footer script."""
     data = small_data(tmp_path)
-    rendered: list[str] = []
-    real_render = render.runs._render
-
-    def counted(stage: Path, runs: list[dict[str, object]], *args: object, **kwargs: object) -> int:
-        rendered.extend(str(r["run_id"]) for r in runs)
-        return real_render(stage, runs, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(render.runs, "_render", counted)
+    rendered = count_rendered(monkeypatch)
     monkeypatch.setattr(versions, "generator", _versioned("1.0.0"))
     build.build(data, tmp_path / "one", tmp_path / "work-one")
     monkeypatch.setattr(versions, "generator", _versioned("1.0.1.dev1+gabcdef0"))

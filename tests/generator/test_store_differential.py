@@ -17,7 +17,7 @@ import pytest
 
 from generator import build, compare_cache, fingerprint, render, store
 from runners import layout, retract
-from tests.generator.test_build_store import ROOT, RUNS, small_data, snapshot
+from tests.generator.test_build_store import ROOT, RUNS, count_rendered, small_data, snapshot
 
 OTHERS = (  # committed H200 records the operations add
     "20261129T175040Z-train-gpt-1.27b-mb4-ddp-tuned-ae4fb9",
@@ -259,14 +259,7 @@ def test_a_commit_of_docs_alone_renders_no_run_page_and_keeps_compares_table(
     out, work = tmp_path / "site", tmp_path / "work"
     build.build(data, out, work)
     key = compare_cache.key(data)
-    rendered: list[str] = []
-    real_render = render.runs._render
-
-    def counted(stage: Path, runs: list[dict[str, object]], *args: object, **kwargs: object) -> int:
-        rendered.extend(str(r["run_id"]) for r in runs)
-        return real_render(stage, runs, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(render.runs, "_render", counted)
+    rendered = count_rendered(monkeypatch)
     page = site_src / "docs" / "methodology.md"
     page.write_text(page.read_text() + "\nA sentence added by a docs-only commit.\n")
     (repo / "README.md").write_text("docs\n")
