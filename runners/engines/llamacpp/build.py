@@ -363,6 +363,35 @@ def _judge(chosen: Plan, src: Path) -> dict[str, Any]:
     return result
 
 
+def _control(faulted: Plan, src: Path, jobs: int | None, seen: dict[str, Any]) -> None:
+    """Where only the bindings' decode faulted (llama-bench ran the same kernels on the same files cleanly), judge a
+    build with no optional instruction set before blaming one: if it faults too, the instruction sets are not the
+    cause (on the H200 image the bindings died with SIGSEGV in every build, the baseline's included, and dropping one
+    set after another cost five builds before an error that blamed the CPU), and the build stops with what the
+    fault handler saw. It is kept in a folder of its own (`<out>/<cpu|cuda>-control`, or the user cache's entry a
+    host without optional sets would use)."""
+    base, backend = faulted.base, "cuda" if faulted.cuda else "cpu"
+    key = cache.short_hash(key_inputs(faulted.cuda, []))
+    out = faulted.where.parent if faulted.where.name == backend else None  # --out keeps one folder per backend
+    where = out / f"{backend}-control" if out is not None else base / f"{VERSION}-{backend}-{key}"
+    control = Plan(cuda=faulted.cuda, base=base, on=(), refuted=(), key=key, where=where, checked=None)
+    print("only the bindings' decode faulted: checking a build with no optional set first", file=sys.stderr)
+    if not compiled(control):
+        _compile(src, control, jobs)
+    result = kernels.check(where / "build" / "bin", base / "isa-check-models", control.cuda, src)
+    kernels.record(base, key, result)
+    print(f"  {result['result']}: {result['summary']}", file=sys.stderr, flush=True)
+    if result["result"] != "ok":
+        stack = next((r.get("stderr", "") for r in result["runs"] if r["verdict"] != "ran"), "")
+        raise BuildError(
+            f"decoding through llama-cpp-python's bindings faults on this host with no optional instruction set "
+            f"too ({result['summary']}), while llama-bench ran the same kernels on the same files cleanly "
+            f"({seen['summary']} with {' '.join(faulted.on)}): not a fault of the CPU's instruction sets, so no "
+            f"set was dropped. Check the Python environment the bindings load in (another libggml, libgomp or "
+            f"numpy's libraries loaded first); the record: {kernels.records_file(base)}\n{stack[-1500:]}"
+        )
+
+
 def make(out: Path | None = None, sdist: Path | None = None, cuda: bool = False, jobs: int | None = None) -> Plan:
     """Configure and build the libraries and llama-bench (skipped when a finished build with the same inputs is
     there), and judge the build by its own kernels on this host (skipped when this boot's record already has); where
@@ -381,8 +410,12 @@ def make(out: Path | None = None, sdist: Path | None = None, cuda: bool = False,
             else:
                 print(f"llama.cpp already built in {chosen.where / 'build'} (same inputs): reusing it", file=sys.stderr)
             # a new build is judged anew, a kept one once per boot
-            if (fresh or chosen.checked is None) and _judge(chosen, src)["result"] != "ok":
-                continue
+            if fresh or chosen.checked is None:
+                judged = _judge(chosen, src)
+                if judged["result"] != "ok":
+                    if chosen.on and kernels.only_bindings_faulted(judged):
+                        _control(chosen, src, jobs, judged)
+                    continue
             break
         else:  # unreachable: `plan` raises once no optional set is left to drop
             raise BuildError(f"llama.cpp's kernels kept faulting on this host: {kernels.records_file(base)}")

@@ -40,6 +40,8 @@ TIMEOUT_S = 300
 """A tiny model's every test ends in seconds; past this the build hung (a verdict, like a fault)."""
 FAULTS = (signal.SIGILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE)
 """The signals an instruction the CPU cannot run (or runs wrong) ends a process with."""
+STDERR_KEPT = 1500
+"""Characters of a faulted run's standard error kept in its evidence (the fault handler's stack ends it)."""
 
 
 class CheckError(RuntimeError):
@@ -108,7 +110,8 @@ print("decoded")
 def run_bindings(bindings: Path, bin_dir: Path, weights: str, model: Path) -> dict[str, Any]:
     """One file decoded through the bindings, with one thread and with several, `REPETITIONS` contexts each."""
     path = os.pathsep.join(p for p in (str(bindings), os.environ.get("PYTHONPATH", "")) if p)
-    env = os.environ | {"LLAMA_CPP_LIB_PATH": str(bin_dir), "PYTHONPATH": path}
+    # Python's fault handler prints the stack a fault ended, kept in the evidence: where the decode died
+    env = os.environ | {"LLAMA_CPP_LIB_PATH": str(bin_dir), "PYTHONPATH": path, "PYTHONFAULTHANDLER": "1"}
     evidence: dict[str, Any] = {"weights": weights, "command": f"llama_cpp decode of {model.name}", "tests": 0}
     began = time.monotonic()
     for n in threads():
@@ -119,7 +122,8 @@ def run_bindings(bindings: Path, bin_dir: Path, weights: str, model: Path) -> di
             return evidence | {"verdict": f"hung ({TIMEOUT_S} s)"}
         evidence["amx"] = evidence.get("amx", False) or "AMX model buffer" in done.stderr
         if done.returncode < 0 and signal.Signals(-done.returncode) in FAULTS:
-            return evidence | {"verdict": f"faulted ({signal.Signals(-done.returncode).name})"}
+            verdict = f"faulted ({signal.Signals(-done.returncode).name})"
+            return evidence | {"verdict": verdict, "threads": n, "stderr": done.stderr[-STDERR_KEPT:]}
         if done.returncode != 0 or "decoded" not in done.stdout:
             raise CheckError(
                 f"decoding the tiny {weights} file through llama-cpp-python ({n} threads) ended with exit "
@@ -148,7 +152,8 @@ def run_one(bench: Path, weights: str, model: Path, cuda: bool = False) -> dict[
     # ggml logs the weights' buffer by type when it loads a model ("AMX model buffer size = ..."): the AMX kernels ran
     evidence["amx"] = any("AMX model buffer" in line for line in done.stderr.splitlines())
     if done.returncode < 0 and signal.Signals(-done.returncode) in FAULTS:
-        return evidence | {"verdict": f"faulted ({signal.Signals(-done.returncode).name})", "tests": 0}
+        verdict = f"faulted ({signal.Signals(-done.returncode).name})"
+        return evidence | {"verdict": verdict, "tests": 0, "stderr": done.stderr[-STDERR_KEPT:]}
     how = f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0 else f"exit {done.returncode}"
     try:
         results = json.loads(done.stdout) if done.returncode == 0 else None
@@ -180,6 +185,16 @@ def check(bin_dir: Path, model_folder: Path, cuda: bool = False, bindings: Path 
         "threads": list(threads()),
         "runs": runs,
     }
+
+
+def only_bindings_faulted(result: dict[str, Any]) -> bool:
+    """Whether a check's faults were all in the bindings' decode, llama-bench having run every file cleanly: the same
+    compiled kernels on the same files, so the instruction sets are suspect only once a build without any optional
+    set decodes cleanly there (`build.make`'s control). On the H200 image, the bindings' decode died with SIGSEGV
+    in every build, the baseline's included, while llama-bench ran the AMX kernels cleanly."""
+    bench = [r for r in result["runs"] if not r["command"].startswith("llama_cpp")]
+    faulted = [r for r in result["runs"] if r["verdict"] != "ran"]
+    return bool(faulted) and all(r["verdict"] == "ran" for r in bench) and all(r not in bench for r in faulted)
 
 
 def summary(runs: list[dict[str, Any]]) -> str:

@@ -244,6 +244,38 @@ def test_a_set_the_probe_vouches_for_but_the_kernels_fault_on_is_dropped(
     assert recorded["llama.cpp isa refuted"].startswith(f"{group} (faulted (SIG")
 
 
+@pytest.mark.engine
+def test_a_fault_only_in_the_bindings_is_not_taken_for_the_instruction_sets(
+    llama_build: dict[str, str], tmp_path: Path
+) -> None:
+    """On the H200 image (an Intel Xeon VM with AMX), llama-bench ran every build's kernels cleanly, the AMX ones
+    included, while the bindings' decode died with SIGSEGV in every build, the baseline's too; the check took each
+    fault for the newest set's and built five times before blaming the CPU. Here the bindings package the check
+    loads is one whose first call dereferences a null pointer (a real SIGSEGV in the decode's process, standing in
+    for that image's, which cannot be made on this host) and the build is the fixture's real one: llama-bench runs,
+    the decode faults, the evidence keeps the fault handler's stack, and the check says the fault is the bindings'
+    alone, which `build.make` answers with a build with no optional set before it drops one."""
+    bindings = tmp_path / "bindings"
+    (bindings / "llama_cpp").mkdir(parents=True)
+    (bindings / "llama_cpp" / "__init__.py").write_text(
+        "import ctypes\n\ndef llama_backend_init():\n    ctypes.string_at(0)  # a null pointer: SIGSEGV\n"
+    )
+    where = Path(llama_build["LLAMA_BENCH"]).parents[2]
+    result = kernels.check(where / "build" / "bin", tmp_path / "models", bindings=bindings)
+    bench = [r for r in result["runs"] if not r["command"].startswith("llama_cpp")]
+    decodes = [r for r in result["runs"] if r["command"].startswith("llama_cpp")]
+    assert [r["verdict"] for r in bench] == ["ran"] * 3
+    assert [r["verdict"] for r in decodes] == ["faulted (SIGSEGV)"] * 3, decodes
+    assert result["result"] == "faulted" and kernels.only_bindings_faulted(result)
+    assert all("Fatal Python error: Segmentation fault" in r["stderr"] for r in decodes)
+    assert all("llama_backend_init" in r["stderr"] for r in decodes)  # the stack names where the decode died
+    # a fault of llama-bench itself (the CI Xeon's SIGILL at `tilezero`) is the instruction sets' to answer for
+    bench_fault = result | {"runs": [bench[0] | {"verdict": "faulted (SIGILL)"}, *result["runs"][1:]]}
+    assert not kernels.only_bindings_faulted(bench_fault)
+    clean = result | {"runs": [r | {"verdict": "ran"} for r in result["runs"]]}
+    assert not kernels.only_bindings_faulted(clean)
+
+
 @pytest.fixture(scope="session")
 def llama_bench_data(
     tmp_path_factory: pytest.TempPathFactory, llama_build: dict[str, str]
