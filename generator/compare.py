@@ -40,7 +40,7 @@ from generator import (
     runcache,
 )
 from generator.derive import evidence
-from runners import formats, metrics
+from runners import formats, metrics, schema
 
 SELECTORS = """\
 A and B are each one of:
@@ -154,6 +154,9 @@ def load_dataset(data_dir: Path) -> Dataset:
     found, bad = editions.scan(data_dir)
     data_key = compare_cache.key(data_dir) if folder is not None else ""
     kept = compare_cache.read(folder, data_key) if folder is not None else None
+    # a file rejected for a start in the future may be accepted now: the table is derived again, as cold
+    if kept is not None and any(schema.changes_with_time(p) for _, problems in kept[1]["rejected"] for p in problems):
+        kept = None
     if kept is not None:
         runs, rest = kept
         return Dataset(

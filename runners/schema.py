@@ -66,6 +66,14 @@ PHASES = ("warmup", "steady", "run")
 UTC_TS = pa.timestamp("us", tz="UTC")
 CLOCK_SKEW = timedelta(hours=1)
 """How far a run's start may lie past this machine's clock (hosts' clocks differ a little)."""
+IN_THE_FUTURE = "is in the future"
+"""The one verdict of `check_run` that time undoes: a table that kept it (compare's) holds only until then."""
+
+
+def changes_with_time(problem: str) -> bool:
+    """Whether a problem `check_run` found may be gone later with the file unchanged (a start in the future)."""
+    return problem.endswith(IN_THE_FUTURE)
+
 
 # name, type, nullable, what it holds
 _COLUMNS: list[tuple[str, pa.DataType, bool, str]] = [
@@ -412,7 +420,7 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
     problems += [Problem(0, key, message) for key, message in bounds.json_problems(first)]
     latest = datetime.now(UTC) + CLOCK_SKEW
     if first["started_at"] > latest:
-        problems.append(Problem(0, "started_at", f"{first['started_at']:%Y-%m-%d %H:%M} UTC is in the future"))
+        problems.append(Problem(0, "started_at", f"{first['started_at']:%Y-%m-%d %H:%M} UTC {IN_THE_FUTURE}"))
     engines = {"measured": RUNNER_ENGINES, "imported": IMPORTED_ENGINES}.get(first["origin"])
     if engines is not None and first["engine"] not in engines:
         problems.append(

@@ -246,6 +246,33 @@ def test_implausible_values_are_rejected_and_control_characters_shown(bench_data
     assert "\u202e" not in pages.pre("x\u202ey") and "\x1b" not in bounds.neutral("\x1b[31m")
 
 
+@pytest.mark.bench
+def test_a_run_rejected_for_a_start_in_the_future_is_compared_once_its_time_comes(
+    bench_data, data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`compare` keeps its table by the data's files: a run rejected because it started past this clock (with the
+    skew allowed) stayed rejected from that table after its time came, while a cold `compare` accepted it (issue 57).
+    Time is moved by widening the allowed skew past the run's start: the clock itself cannot be moved here."""
+    from datetime import UTC, datetime, timedelta
+
+    from generator import compare, runcache
+
+    soon = (datetime.now(UTC) + schema.CLOCK_SKEW + timedelta(minutes=5)).replace(microsecond=0)
+    submit(data, doctored(_source(bench_data), "soon", started_at=soon, ended_at=soon))
+    monkeypatch.setenv(runcache.ENV, str(tmp_path / "cache"))
+    try:
+        before = compare.load_dataset(data)
+        assert [Path(r.path).name for r in before.rejected if "in the future" in " ".join(r.problems)] == [
+            "soon.parquet"
+        ]
+        monkeypatch.setattr(schema, "CLOCK_SKEW", schema.CLOCK_SKEW + timedelta(minutes=10))
+        after = compare.load_dataset(data)
+        assert "soon" in after.runs["run_id"].to_list()
+        assert not [r for r in after.rejected if Path(r.path).name == "soon.parquet"]
+    finally:
+        runcache.use(None)
+
+
 # 7: a missing column is named
 
 
