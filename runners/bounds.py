@@ -356,6 +356,31 @@ def _node_problems(entries: list[Any]) -> list[tuple[str, str]]:
     return problems
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(document: Any, where: str) -> str | None:
+    """The dotted path of the first key or string of a parsed document that is not text (a lone surrogate), or None."""
+    stack: list[tuple[Any, str]] = [(document, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return path
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{path}.{key.encode('utf-8', 'backslashreplace').decode()[:60]}"
+                stack.append((value, f"{path}.{key[:60]}"))
+        elif isinstance(item, list):
+            stack.extend((value, f"{path}[{i}]") for i, value in enumerate(item))
+    return None
+
+
 def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, message) for each JSON column of a run (its row 0) that is not of its declared shape."""
     problems: list[tuple[str, str]] = []
@@ -379,6 +404,11 @@ def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
             continue
         if _depth(document, MAX_DEPTH) > MAX_DEPTH:
             problems.append((column, f"nested more than {MAX_DEPTH} levels deep"))
+            continue
+        # JSON may escape half of a UTF-16 pair (`"\ud800"`), which parses to a string no page or file can hold
+        lone = _lone_surrogate(document, column) if _SURROGATE_ESCAPE.search(text) else None
+        if lone:
+            problems.append((lone, "a lone surrogate (half of a UTF-16 pair): not text"))
             continue
         documents[column] = document
         if column == "environment":
