@@ -172,6 +172,10 @@ def read_one(path: Path, content: bytes | None = None) -> tuple[pa.Table | None,
 
 def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, dict[str, Any] | None, list[str]]:
     """`read_one`, also returning the good table's row 0 as a dict (its run-level values)."""
+    for part in _placed(Path(path)):  # the names a checkout holds: refused before a byte is read
+        unportable = bounds.portable_name_problem(part)
+        if unportable:
+            return None, None, [f"file or folder name {unportable}: rename it (a run's file is named after its run id)"]
     try:
         if content is None:
             content = read_bounded(Path(path))

@@ -221,10 +221,38 @@ UNIT_NAME = re.compile(r"[A-Za-z0-9_./%() -]{0,32}")
 """A row's unit (`s`, `tokens/s`, `GiB`)."""
 
 
+_DEVICE_NAMES = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"{port}{n}" for port in ("COM", "LPT") for n in [*"123456789", "¹", "²", "³"]]
+)
+"""Names Windows keeps for devices, whatever the extension after them and in any case (`nul.parquet`, `Com1.txt`)."""
+_UNPORTABLE = re.compile(r'[<>:"|?*\\\x00-\x1f]')
+"""Characters no Windows file name holds (macOS refuses `:` in Finder, and `/` everywhere)."""
+
+
+def portable_name_problem(name: str) -> str | None:
+    """Why a checkout on Windows or macOS cannot hold a file or folder of this name (None when it can): a device name
+    (CON, PRN, AUX, NUL, COM1-9, LPT1-9, with any extension, any case), a trailing dot or space, or one of
+    `<>:"|?*`, a backslash or a control character."""
+    device = name.split(".", 1)[0].rstrip(" ").upper()
+    if device in _DEVICE_NAMES:
+        return (
+            f"{name[:80]!r}: {device} is a device name on Windows, whatever follows it, so no checkout there can "
+            "hold it"
+        )
+    if name.endswith((".", " ")):
+        return f"{name[:80]!r}: ends in a dot or a space, which Windows drops, so a checkout there holds another name"
+    bad = _UNPORTABLE.search(name)
+    if bad:
+        return f"{name[:80]!r}: holds {bad.group()!r}, which no Windows file name may hold"
+    return None
+
+
 def name_problem(column: str, value: str) -> str | None:
-    """Why a run-level name may not be used (None when it may)."""
+    """Why a run-level name may not be used (None when it may): not a plain name, or a suite or run id (a folder's
+    and a file's name) that no checkout on Windows can hold (`portable_name_problem`)."""
     if NAMES[column].fullmatch(value):
-        return None
+        portable = portable_name_problem(value) if column in ("suite", "run_id") else None
+        return None if portable is None else f"{portable}: rename it"
     return (
         f"{value[:80]!r}{'…' if len(value) > 80 else ''} is not a plain name (letters, digits and . _ + -"
         f"{', then [settings]' if column == 'variant' else ''}; at most {100 if column != 'run_id' else 200} "
