@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from generator import columns, progress, runcache, slugs
 from generator import store as build_store
-from runners import bounds, layout, metrics, retract, schema, store
+from runners import bounds, footer, layout, metrics, retract, schema, store
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +172,10 @@ def read_one(path: Path, content: bytes | None = None) -> tuple[pa.Table | None,
 
 def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, dict[str, Any] | None, list[str]]:
     """`read_one`, also returning the good table's row 0 as a dict (its run-level values)."""
+    for part in _placed(Path(path)):  # the names a checkout holds: refused before a byte is read
+        unportable = bounds.portable_name_problem(part)
+        if unportable:
+            return None, None, [f"file or folder name {unportable}: rename it (a run's file is named after its run id)"]
     try:
         if content is None:
             content = read_bounded(Path(path))
@@ -182,7 +186,13 @@ def _read_checked(path: Path, content: bytes | None) -> tuple[pa.Table | None, d
         problem = metadata_problem(meta)
         if problem:
             return None, None, [problem]
-        table = _read_record(source, meta)
+        # the key-value entries as the footer holds them: the run entry is read from this list, one way, and a
+        # file that another reader would read otherwise is refused (runners/layout.py footer_problem)
+        entries = footer.key_values(content, meta.metadata or {})
+        problem = layout.footer_problem(entries)
+        if problem:
+            return None, None, [problem]
+        table = _read_record(source, meta, dict(entries))
     except layout.LayoutError as e:  # read, but its layout does not give a record: the message names the field
         return None, None, [str(e)]
     except Exception as e:  # any unreadable file: truncated, not Parquet, wrong encoding, not a regular file
@@ -219,12 +229,11 @@ def data_folder(path: Path) -> Path:
     return path.parents[len(_placed(path)) - 1]
 
 
-def _read_record(source: pa.BufferReader, meta: pq.FileMetaData) -> pa.Table:
+def _read_record(source: pa.BufferReader, meta: pq.FileMetaData, kv: dict[bytes, bytes | None]) -> pa.Table:
     """One file's table in the record's columns, whatever its layout (runners/layout.py): a schema-3 file's rows with
     its run-level fields from its metadata, an older file's columns as they are. Strings that repeat on every row stay
     dictionary-encoded (the old layout's run-level columns: a file of 4,000 rows would otherwise expand its config
     JSON 4,000 times; the new one's run id)."""
-    kv = meta.metadata or {}
     names = set(meta.schema.to_arrow_schema().names)  # a missing column is named by the schema check
     wanted = ["run_id"] if layout.RUN_KEY in kv else _DICT_COLUMNS
     dictionary = [c for c in wanted if c in names]
@@ -832,7 +841,8 @@ def _read_again(root: Path, rel: str, sha256: str) -> pl.DataFrame:
     if hashlib.sha256(content).hexdigest() != sha256:
         raise ValueError(f"{rel}: changed since this build loaded it (its sha256 is no longer {sha256}): build again")
     source = pa.BufferReader(content)
-    table = schema.upgrade(_read_record(source, pq.ParquetFile(source).metadata))
+    meta = pq.ParquetFile(source).metadata
+    table = schema.upgrade(_read_record(source, meta, dict(footer.key_values(content, meta.metadata or {}))))
     samples = table.select(_SAMPLE_COLUMNS)
     if not samples.schema.equals(_SAMPLE_SCHEMA):
         samples = samples.cast(_SAMPLE_SCHEMA)

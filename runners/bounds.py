@@ -221,10 +221,38 @@ UNIT_NAME = re.compile(r"[A-Za-z0-9_./%() -]{0,32}")
 """A row's unit (`s`, `tokens/s`, `GiB`)."""
 
 
+_DEVICE_NAMES = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"{port}{n}" for port in ("COM", "LPT") for n in [*"123456789", "¹", "²", "³"]]
+)
+"""Names Windows keeps for devices, whatever the extension after them and in any case (`nul.parquet`, `Com1.txt`)."""
+_UNPORTABLE = re.compile(r'[<>:"|?*\\\x00-\x1f]')
+"""Characters no Windows file name holds (macOS refuses `:` in Finder, and `/` everywhere)."""
+
+
+def portable_name_problem(name: str) -> str | None:
+    """Why a checkout on Windows or macOS cannot hold a file or folder of this name (None when it can): a device name
+    (CON, PRN, AUX, NUL, COM1-9, LPT1-9, with any extension, any case), a trailing dot or space, or one of
+    `<>:"|?*`, a backslash or a control character."""
+    device = name.split(".", 1)[0].rstrip(" ").upper()
+    if device in _DEVICE_NAMES:
+        return (
+            f"{name[:80]!r}: {device} is a device name on Windows, whatever follows it, so no checkout there can "
+            "hold it"
+        )
+    if name.endswith((".", " ")):
+        return f"{name[:80]!r}: ends in a dot or a space, which Windows drops, so a checkout there holds another name"
+    bad = _UNPORTABLE.search(name)
+    if bad:
+        return f"{name[:80]!r}: holds {bad.group()!r}, which no Windows file name may hold"
+    return None
+
+
 def name_problem(column: str, value: str) -> str | None:
-    """Why a run-level name may not be used (None when it may)."""
+    """Why a run-level name may not be used (None when it may): not a plain name, or a suite or run id (a folder's
+    and a file's name) that no checkout on Windows can hold (`portable_name_problem`)."""
     if NAMES[column].fullmatch(value):
-        return None
+        portable = portable_name_problem(value) if column in ("suite", "run_id") else None
+        return None if portable is None else f"{portable}: rename it"
     return (
         f"{value[:80]!r}{'…' if len(value) > 80 else ''} is not a plain name (letters, digits and . _ + -"
         f"{', then [settings]' if column == 'variant' else ''}; at most {100 if column != 'run_id' else 200} "
@@ -356,6 +384,31 @@ def _node_problems(entries: list[Any]) -> list[tuple[str, str]]:
     return problems
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(document: Any, where: str) -> str | None:
+    """The dotted path of the first key or string of a parsed document that is not text (a lone surrogate), or None."""
+    stack: list[tuple[Any, str]] = [(document, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return path
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{path}.{key.encode('utf-8', 'backslashreplace').decode()[:60]}"
+                stack.append((value, f"{path}.{key[:60]}"))
+        elif isinstance(item, list):
+            stack.extend((value, f"{path}[{i}]") for i, value in enumerate(item))
+    return None
+
+
 def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, message) for each JSON column of a run (its row 0) that is not of its declared shape."""
     problems: list[tuple[str, str]] = []
@@ -379,6 +432,11 @@ def json_problems(first: dict[str, Any]) -> list[tuple[str, str]]:
             continue
         if _depth(document, MAX_DEPTH) > MAX_DEPTH:
             problems.append((column, f"nested more than {MAX_DEPTH} levels deep"))
+            continue
+        # JSON may escape half of a UTF-16 pair (`"\ud800"`), which parses to a string no page or file can hold
+        lone = _lone_surrogate(document, column) if _SURROGATE_ESCAPE.search(text) else None
+        if lone:
+            problems.append((lone, "a lone surrogate (half of a UTF-16 pair): not text"))
             continue
         documents[column] = document
         if column == "environment":

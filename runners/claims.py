@@ -50,8 +50,17 @@ class Claim:
     """What the source does not say that a reproduction would need."""
 
     def __post_init__(self) -> None:
-        if not (self.id.isascii() and self.id.replace("-", "").isalnum()):
-            raise spec.SpecError(f"claim id {self.id!r}: letters, digits and '-' only")
+        # `isalnum` alone takes Arabic-Indic digits and other scripts' letters, which no plain name holds
+        if not (self.id.isascii() and self.id.replace("-", "").isalnum()) or len(self.id) > 100:
+            raise spec.SpecError(
+                f"claim {self.id[:80]!r}, field 'id': ASCII letters, digits and '-' only, at most 100 characters"
+            )
+        # each of these names a folder, a page or a chart label: refused here, by name, not by the store's traceback
+        for name in ("suite", "workload", "engine", "variant"):
+            value = getattr(self, name)
+            problem = bounds.name_problem(name, value) if isinstance(value, str) else f"{value!r} is not a string"
+            if problem:
+                raise spec.SpecError(f"claim {self.id!r}, field {name!r}: {problem}")
         for name, value, high in (
             ("steps_per_s", self.steps_per_s, MAX_STEPS_PER_S),
             ("steps", self.steps, MAX_STEPS),
@@ -117,7 +126,11 @@ def import_claims(path: Path, data_dir: Path) -> list[str]:
         if target is not None:
             lines.append(f"{claim.id}: already imported ({target}); records are never rewritten")
             continue
-        lines.append(f"{claim.id}: wrote {store.write_run(data_dir, claim_table(claim, now))}")
+        try:
+            written = store.write_run(data_dir, claim_table(claim, now))
+        except ValueError as e:  # a record the store's checks refuse: a sentence naming the claim, not a traceback
+            raise spec.SpecError(f"{path}: claim {claim.id!r}: {e}") from None
+        lines.append(f"{claim.id}: wrote {written}")
     return lines
 
 

@@ -4,11 +4,19 @@ schema 3 stores the run-level fields once, in the file's key-value metadata).
 `to_file` turns a record's table into the file's (schema 3); `record` turns a file's table, as read, back into the
 record's, whatever version wrote it; `read` does both halves of reading one file for the runners' own uses (a bench's
 summary of the file it wrote, a retraction's target). The loader (generator/load.py) reads through `record` too.
+
+One reading: both read the run entry from the footer's own list of key-value entries (runners/footer.py), after
+`footer_problem` has refused a file that another reader would read otherwise (an entry twice, a near-miss or foreign
+key, an `ARROW:schema` that re-adds a run or retypes a column); `utf8_problem` and `text_problem` refuse text that is
+not text, by field.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,10 +25,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from runners import bounds, schema
+from runners import bounds, footer, schema
 
 RUN_KEY = b"fairfight.run"
 """The Parquet key-value metadata key whose value is the run-level fields, one JSON object."""
+ARROW_SCHEMA_KEY = b"ARROW:schema"
+"""pyarrow's serialized Arrow schema (base64), which Arrow readers take over the Parquet schema's own types and
+whose metadata they show as the table's: files of schema 1 and 2 carry it (`pq.write_table` wrote them)."""
+ALLOWED_KEYS = (RUN_KEY, ARROW_SCHEMA_KEY)
+"""The only key-value metadata keys a result file may hold: any other is one that some reader interprets (pandas'
+`pandas` index, Spark's row schema, a near miss of ours) while another ignores it, so it is refused, never passed
+over."""
 ROW_FIELDS = ["trial", "step", "phase", "metric", "value", "unit"]
 FILE_COLUMNS = ["run_id", *ROW_FIELDS]
 """A schema-3 file's columns: the tidy rows, each with its run's id."""
@@ -67,8 +82,97 @@ def write(table: pa.Table, where: Path | str) -> None:
         writer.add_key_value_metadata(rows.schema.metadata)
 
 
+def _key(key: bytes) -> str:
+    return repr(key[:60].decode("utf-8", "replace"))
+
+
+def _folded(key: bytes) -> str:
+    """A key as a reader that forgives case, spaces and punctuation would take it: `Fairfight.Run ` is fairfightrun."""
+    return "".join(c for c in key.decode("utf-8", "replace").casefold() if c.isalnum())
+
+
+def footer_problem(entries: list[tuple[bytes, bytes | None]]) -> str | None:
+    """Why a file's key-value metadata (every entry as its footer holds it: `footer.key_values`) gives readers more
+    than one reading, or None: a key written twice (pyarrow shows one, polars the other), a near miss of one of ours
+    (`fairfight.run `, `Fairfight.Run`: one reader's key, not another's), a key outside `ALLOWED_KEYS`, an entry
+    without its value, or an `ARROW:schema` that says anything the file's own columns and run entry do not
+    (`_arrow_schema_problem`)."""
+    seen: dict[bytes, int] = {}
+    for key, _ in entries:
+        seen[key] = seen.get(key, 0) + 1
+    for key, count in seen.items():
+        if count > 1:
+            return (
+                f"key {_key(key)} (Parquet key-value metadata): written {count} times in the footer, and readers "
+                "disagree about which one they show (pyarrow one, polars another): refused, write the file through "
+                "runners/store.py"
+            )
+    ours = {_folded(k): k for k in ALLOWED_KEYS}
+    for key, value in entries:
+        if key in ALLOWED_KEYS:
+            if value is None:
+                return f"key {_key(key)} (Parquet key-value metadata): an entry without its value"
+            continue
+        folded = _folded(key)
+        near = ours.get(folded) or (RUN_KEY if folded.startswith("fairfight") else None)
+        if near is not None:
+            return (
+                f"key {_key(key)} (Parquet key-value metadata): a near miss of {_key(near)} (case, spaces or "
+                "punctuation), which one reader would take for it and another ignore: refused"
+            )
+        return (
+            f"key {_key(key)} (Parquet key-value metadata): not a key Fair Fight writes (only "
+            f"{RUN_KEY.decode()}, and {ARROW_SCHEMA_KEY.decode()} as pyarrow writes it), and another reader would "
+            "interpret it: refused"
+        )
+    found = dict(entries)
+    arrow = found.get(ARROW_SCHEMA_KEY)
+    return None if arrow is None else _arrow_schema_problem(arrow, RUN_KEY in found)
+
+
+def _arrow_schema_problem(value: bytes, run_entry: bool) -> str | None:
+    """Why a file's `ARROW:schema` would make Arrow readers see another file than ours, or None: metadata on it or a
+    field (where `pq.read_table` finds a second run entry, or anything else it would pass on), or a column typed unlike
+    the declared schema's (`FILE_SCHEMA` beside a run entry, `schema.SCHEMA` for the column layouts; every committed
+    file's holds exactly that)."""
+    where = f"key {_key(ARROW_SCHEMA_KEY)} (Parquet key-value metadata)"
+    try:
+        embedded = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(value, validate=True)))
+    except (ValueError, binascii.Error, pa.ArrowException) as e:
+        return f"{where}: not a serialized Arrow schema ({str(e)[:120]}): refused"
+    named = {_key(k) for k in (embedded.metadata or {})}
+    if named:
+        return (
+            f"{where}: the embedded schema carries metadata ({', '.join(sorted(named))[:200]}), which Arrow readers "
+            "show as the table's and Fair Fight never writes there: refused"
+        )
+    declared = FILE_SCHEMA if run_entry else schema.SCHEMA
+    for field in embedded:
+        if field.metadata:
+            return f"{where}: the embedded schema's field {field.name[:60]!r} carries metadata: refused"
+        if field.name not in declared.names:
+            return f"{where}: the embedded schema declares a column {field.name[:60]!r} the record has not: refused"
+        want = declared.field(field.name).type
+        if not field.type.equals(want):
+            return (
+                f"{where}: field {field.name[:60]!r} typed {field.type} in the embedded schema, but {want} in the "
+                "record's: Arrow readers would read another type than Fair Fight does, so the file is refused"
+            )
+    return None
+
+
 def _field(name: str) -> str:
     return f"field '{RUN_KEY.decode()}.{name}'"
+
+
+def text_problem(value: str) -> str | None:
+    """Why a string is not text a page or a file can hold (a lone UTF-16 surrogate, which no UTF-8 writer encodes and
+    strict JSON readers differ on), or None."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"a lone surrogate ({value[e.start]!r}) at character {e.start:,}: not text"
+    return None
 
 
 def _checked_value(name: str, value: Any) -> Any:
@@ -82,6 +186,9 @@ def _checked_value(name: str, value: Any) -> Any:
     if pa.types.is_string(dtype):
         if not isinstance(value, str):
             raise LayoutError(f"{_field(name)}: a JSON {type(value).__name__}, expected a string")
+        problem = text_problem(value)
+        if problem:
+            raise LayoutError(f"{_field(name)}: {problem}")
         return value
     if pa.types.is_integer(dtype):
         if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
@@ -140,11 +247,14 @@ def _constant(value: Any, dtype: pa.DataType, n: int, zeros: pa.Array) -> pa.Arr
     return pa.repeat(pa.scalar(value, dtype), n)
 
 
-def record(table: pa.Table, metadata: dict[bytes, bytes] | None) -> pa.Table:
+def record(table: pa.Table, metadata: Mapping[bytes, bytes | None] | None) -> pa.Table:
     """A file's table as read (its Parquet key-value `metadata` beside it) as the record's table (`schema.SCHEMA`'s
     columns, at the version the file was written with: `schema.upgrade` goes on from there). A column-layout file
     (schema 1, 2) is returned as it is; a schema-3 file gets its run-level columns from its metadata. LayoutError
-    names the field when the layout is broken."""
+    names the field when the layout is broken, and a string column whose bytes are not text."""
+    problem = utf8_problem(table)
+    if problem:
+        raise LayoutError(problem)
     text = (metadata or {}).get(RUN_KEY)
     if text is None:
         if "schema_version" in table.column_names and table.num_rows:
@@ -196,6 +306,28 @@ def record(table: pa.Table, metadata: dict[bytes, bytes] | None) -> pa.Table:
     return pa.table(columns)
 
 
+def utf8_problem(table: pa.Table) -> str | None:
+    """The first string column (row and field) whose bytes are not UTF-8 (a lone surrogate written as CESU-8 bytes,
+    say), or None: Parquet readers do not all check, and Python's would fail later naming no field."""
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            continue
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid:
+            plain = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in column.chunks]
+            values = pa.chunked_array(plain, kind).cast(pa.large_binary())
+            row = 0
+            for row, raw in enumerate(values.to_pylist()):  # noqa: B007  (the row at fault is what is named)
+                try:
+                    (raw or b"").decode("utf-8")
+                except UnicodeDecodeError:
+                    break
+            return f"row {row}, field {name[:60]!r}: bytes that are not UTF-8 text (a string column holds text)"
+    return None
+
+
 def _distinct(col: pa.ChunkedArray) -> list[Any]:
     if pa.types.is_dictionary(col.type):
         return list({v for chunk in col.chunks for v in chunk.dictionary.to_pylist()})
@@ -204,7 +336,12 @@ def _distinct(col: pa.ChunkedArray) -> list[Any]:
 
 def read(path: Path) -> pa.Table:
     """One result file's record (any version, not upgraded nor checked): what a runner reads back of a file it
-    wrote, or of a run it retracts."""
-    source = pq.ParquetFile(path)
-    metadata = source.metadata.metadata
-    return record(source.read(), metadata)
+    wrote, or of a run it retracts. Its run entry is read as the loader reads it: from the footer's own list, a file
+    that gives readers two readings refused (`footer_problem`)."""
+    content = Path(path).read_bytes()
+    source = pq.ParquetFile(pa.BufferReader(content))
+    entries = footer.key_values(content, source.metadata.metadata or {})
+    problem = footer_problem(entries)
+    if problem:
+        raise LayoutError(problem)
+    return record(source.read(), dict(entries))

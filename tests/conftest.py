@@ -228,5 +228,15 @@ def write_as_submitted(table: pa.Table, path: Path, **options: object) -> Path:
         if k in run_fields
     }
     rows = table.select([c for c in table.column_names if c not in run_fields or c == "run_id"])
-    pq.write_table(rows.replace_schema_metadata({layout.RUN_KEY: json.dumps(run).encode()}), path, **options)  # type: ignore[arg-type]
+    return write_footer_once(rows.replace_schema_metadata({layout.RUN_KEY: json.dumps(run).encode()}), path, **options)
+
+
+def write_footer_once(table: pa.Table, path: Path, **options: object) -> Path:
+    """A table written with its schema's metadata as the footer's key-value entries and no `ARROW:schema`, as the
+    store writes (runners/layout.py `write`): a file whose `ARROW:schema` held the run entry a second time is refused
+    for that alone (layout.footer_problem), whatever else is wrong with it."""
+    with pq.ParquetWriter(path, table.schema.remove_metadata(), store_schema=False, **options) as writer:  # type: ignore[arg-type]
+        writer.write_table(table.replace_schema_metadata(None))
+        if table.schema.metadata:
+            writer.add_key_value_metadata(table.schema.metadata)
     return path

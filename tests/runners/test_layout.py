@@ -16,7 +16,7 @@ import pytest
 
 from generator import derive, load, validate
 from runners import layout, schema, store
-from tests.conftest import ROOT, run_module
+from tests.conftest import ROOT, run_module, write_footer_once
 from tests.runners.test_store import ROWS, _run
 
 TUNED = ROOT / "data" / "cpu-smoke" / "20261129T182303Z-train-gpt-tiny-mb4-ddp-tuned-4c2956.parquet"
@@ -99,7 +99,7 @@ def _hostile(data: Path, name: str, run: dict | None = None, text: bytes | None 
         table = table.replace_schema_metadata({layout.RUN_KEY: text})
     path = data / "cpu-smoke" / folder / f"{name}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path)
+    write_footer_once(table, path)
     return path
 
 

@@ -17,6 +17,7 @@ import pytest
 from generator import load, validate
 from generator import store as gstore
 from runners import layout, provenance, schema, store
+from tests.conftest import write_footer_once
 
 
 def _run(**over: object) -> dict[str, object]:
@@ -163,7 +164,7 @@ def test_loader_reports_bad_files_by_name_and_keeps_good_ones(tmp_path: Path) ->
     store.write_run(tmp_path / "data", schema.make_table(_run(), ROWS))
     (tmp_path / "data" / "cpu-smoke" / "garbage.parquet").write_text("not parquet")
     table = layout.to_file(schema.make_table(_run(run_id="r2"), ROWS)).drop_columns(["unit"])
-    pq.write_table(table, tmp_path / "data" / "cpu-smoke" / "r2.parquet")
+    write_footer_once(table, tmp_path / "data" / "cpu-smoke" / "r2.parquet")
     (tmp_path / "data" / "cpu-smoke" / ".tmp-r3-1.parquet").write_text("a half-written temporary file")
     loaded = load.load(tmp_path / "data")
     assert loaded.runs["run_id"].to_list() == ["r1"]
