@@ -100,7 +100,13 @@ class Ended:
     """Processes it left running when it ended, which were ended with it."""
     output_bytes: int
     isolation: str
-    """`read-only checkout and data folder` (confine.py), or `none` and why."""
+    """`WHOLE_ROOT` or `NAMED_ONLY` (confine.py), or `none` and why."""
+
+
+WHOLE_ROOT = "read-only file system but its own home folder"
+"""The isolation a record names where every mount but the engine's home was read-only to it (`confine`)."""
+NAMED_ONLY = "read-only checkout and data folder"
+"""Where the kernel refused that, but allowed the checkout and the data folder to be made read-only."""
 
 
 def run(
@@ -120,13 +126,19 @@ def run(
     Raises OSError if the command cannot be started."""
     lifetime.become_subreaper()
     usual = lifetime.die_with_parent()  # the engine ends with the runner, the runner with the bench
-    confined = confine.read_only_hook(list(read_only), usual) if read_only else None
     isolation = "none: not asked for" if not read_only else "none: not available here (not Linux, or switched off)"
     proc = None
-    if confined is not None:
+    ways = [  # the strictest view the kernel allows: the whole file system read-only but its home, else the named
+        (confine.whole_root_hook([cwd], list(read_only), usual), WHOLE_ROOT),
+        (confine.read_only_hook(list(read_only), usual), NAMED_ONLY),
+    ]
+    for confined, how in ways if read_only else []:
+        if confined is None:
+            break
         try:
             proc = _start(command, cwd, env, confined)
-            isolation = "read-only checkout and data folder"
+            isolation = how
+            break
         except subprocess.SubprocessError:  # the kernel (or a container's seccomp) refused the namespaces
             isolation = "none: this kernel refused an unprivileged user and mount namespace"
     if proc is None:

@@ -16,6 +16,7 @@ import pytest
 
 from generator import load
 from runners import layout, schema
+from runners.engines.external import untrusted
 from tests.conftest import ROOT, TRAIN
 from tests.runners.engines.test_external import STEPS, _bench, _engine
 
@@ -130,10 +131,40 @@ def test_an_engine_cannot_write_into_the_data_folder_or_the_code(tmp_path: Path)
         head, _, out = _bench(data, _planting(tmp_path, data, planted_module), "outside")
         assert "REFUSED record errno 30" in out and "REFUSED module errno 30" in out, out
         assert head["status"] == "ok" and not planted_module.exists(), out
-        assert json.loads(head["config"])["external"]["isolation"] == "read-only checkout and data folder"
+        assert json.loads(head["config"])["external"]["isolation"] == untrusted.WHOLE_ROOT
         assert load.load(data).runs["engine"].to_list() == ["external"]
     finally:
         planted_module.unlink(missing_ok=True)
+
+
+@pytest.mark.skipif(not _confinable(), reason="this kernel refuses unprivileged user and mount namespaces")
+def test_an_engine_writes_nowhere_but_its_own_home(tmp_path: Path) -> None:
+    """Where the kernel allows it, the whole file system is read-only to the engine but its own home (HOME and
+    TMPDIR, deleted after it): a file beside the bench's data (here in the test's folder, on /tmp) and one in a
+    shared /dev/shm never appear, its home takes what it writes, and the record says how it was confined (issue 57).
+    Before: only the checkout and the data folder were read-only, and both files were written."""
+    outside = tmp_path / "outside" / "planted.txt"
+    outside.parent.mkdir()
+    shared = Path("/dev/shm") / f"fairfight-planted-{os.getpid()}"
+    body = """
+import os
+settings = spec["variant"]["settings"]
+for what, path in (("outside", settings["outside"]), ("shm", settings["shared"]),
+                   ("home", os.path.join(os.environ["TMPDIR"], "scratch.txt"))):
+    try:
+        open(path, "w").write("planted")
+        print(f"WROTE {what}", file=sys.stderr, flush=True)
+    except OSError as e:
+        print(f"REFUSED {what} errno {e.errno}", file=sys.stderr, flush=True)
+"""
+    try:
+        variants = _engine(tmp_path, body + STEPS, outside=str(outside), shared=str(shared))
+        head, _, out = _bench(tmp_path / "data", variants, "outside")
+        assert "REFUSED outside errno 30" in out and "WROTE home" in out, out
+        assert not outside.exists() and not shared.exists(), out  # its /dev/shm is a tmpfs of its own
+        assert head["status"] == "ok" and json.loads(head["config"])["external"]["isolation"] == untrusted.WHOLE_ROOT
+    finally:
+        shared.unlink(missing_ok=True)
 
 
 def test_an_engine_that_writes_into_the_data_folder_or_the_code_is_caught_and_its_file_set_aside(
@@ -215,26 +246,26 @@ def test_a_daemon_an_engine_leaves_behind_ends_with_the_run(tmp_path: Path) -> N
     Before: the daemon outlived the bench and went on writing. Now it is ended with the run (the runner and the
     bench are subreapers: an orphan is re-parented to them and killed)."""
     marker = f"fairfight-test-daemon-{os.getpid()}-{tmp_path.name}"
-    beats = tmp_path / "beats.txt"
     variants = _engine(
         tmp_path,
         """
-import subprocess
+import os, subprocess
 settings = spec["variant"]["settings"]
+beats = os.path.join(os.environ["TMPDIR"], "beats.txt")  # its own home: the one place it may write
 loop = "import sys, time\\nwhile True:\\n    open(sys.argv[1], 'a').write('beat\\\\n')\\n    time.sleep(0.1)\\n"
-subprocess.Popen([sys.executable, "-c", loop, settings["beats"], settings["marker"]], start_new_session=True,
+subprocess.Popen([sys.executable, "-c", loop, beats, settings["marker"]], start_new_session=True,
                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-while not __import__("os").path.exists(settings["beats"]):
+while not os.path.exists(beats):
     pass
+print("DAEMON BEATING", file=sys.stderr, flush=True)
 """
         + STEPS,
-        beats=str(beats),
         marker=marker,
     )
     try:
         head, _, out = _bench(tmp_path / "data", variants, "outside")
         assert head["status"] == "ok", out
-        assert beats.exists() and _processes_with(marker) == [], "the daemon outlived the bench"
+        assert "DAEMON BEATING" in out and _processes_with(marker) == [], "the daemon outlived the bench"
     finally:
         for pid in _processes_with(marker):
             os.kill(pid, signal.SIGKILL)
