@@ -254,6 +254,7 @@ SERVING_OWN: tuple[Field, ...] = (
     Field("tol_out", _F, "latest", "the tolerance output tokens/s agree within on its hardware"),
     Field("tol_ttft", _F, "latest", "the tolerance median TTFT agrees within"),
     Field("tol_tpot", _F, "latest", "the tolerance median TPOT agrees within"),
+    Field("tool_repeats", pl.UInt32, "latest", "the most unflagged tool records of one served point on its hardware"),
 )
 """A serving test's own columns (`serving.test_summary`), after the run summary's."""
 

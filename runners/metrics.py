@@ -346,13 +346,22 @@ has measured something else, and does not rank. llama.cpp's runner and llama-ben
 test in data/h100 where both finished, and vLLM's offline runner and `vllm bench throughput` within 0.5%."""
 
 
-def agreement_tolerance(tool_spreads: Sequence[float], floor: float = OWN_TOOL_REL_TOL) -> float:
-    """The relative gap allowed between a runner's figure and its engine's tool's where the tool's own repeats of
-    identical tests were measured: the largest relative spread among them (`relative_spread`), never below `floor`.
-    A runner cannot be asked to agree with the tool more closely than the tool agrees with itself (the idea of a
-    repeatability limit: ISO 5725-6:1994, §4.1, the largest difference two results of the same method may show);
-    `vllm bench serve`'s own repeats of one served point on 2 × H200 moved 1.9-31.6% of their median in median TTFT."""
-    return max([floor, *tool_spreads])
+TOOL_REPEATS_MIN = 3
+"""The fewest records of one test by an engine's own tool that may widen its agreement tolerance: two records give one
+difference, and one odd session (a loaded host, a server in another state) is then the whole estimate (on 2 × H200
+one such pair once widened the served tolerance to 35%); with three, one odd record is outvoted by two."""
+
+
+def agreement_tolerance(
+    tool_repeats: Sequence[Sequence[float]], floor: float = OWN_TOOL_REL_TOL, least: int = TOOL_REPEATS_MIN
+) -> float:
+    """The relative gap allowed between a runner's figure and its engine's tool's, from the tool's own repeats of
+    identical tests (`tool_repeats`: each test's figures, one a record): the largest relative spread
+    (`relative_spread`) among the tests the tool repeated `least` or more times, never below `floor`; where no test
+    was repeated that often, the floor. A runner cannot be asked to agree with the tool more closely than the tool
+    agrees with itself (the idea of a repeatability limit: ISO 5725-6:1994, §4.1, the largest difference two results
+    of the same method may show), but fewer than `least` repeats do not say how closely that is (`TOOL_REPEATS_MIN`)."""
+    return max([floor, *(relative_spread(list(v)) for v in tool_repeats if len(v) >= max(least, 2))])
 
 
 def within(ratio: Any, tol: Any) -> Any:
