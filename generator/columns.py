@@ -63,6 +63,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("n_tokens", "config", "$.workload.n_tokens", pl.Int64, "pp/tg: tokens processed or generated"),
     Column("depth", "config", "$.workload.depth", pl.Int64, "pp/tg: tokens already in the KV cache"),
     Column("depth_fills", "config", "$.workload.depth_fills", pl.Int64, "pp/tg: how often the depth was decoded"),
+    Column(
+        "untimed_repetitions",
+        "config",
+        "$.workload.untimed_repetitions",
+        pl.Int64,
+        "pp/tg: whole repetitions run untimed first (null: a record from before they existed)",
+    ),
     Column("weights", "config", "$.variant.settings.weights", pl.String, "pp/tg: the weights' format"),
     Column("model_sha256", "config", "$.model_file.sha256", pl.String, "the model file's sha256"),
     Column("model_bytes", "config", "$.model_file.bytes", pl.Float64, "the model file's size"),

@@ -216,6 +216,13 @@ INFERENCE_OWN: tuple[Field, ...] = (
     _SHARED_BY_NAME["bench_status"],
     _SHARED_BY_NAME["bench_ratio"],
     Field("test_ratio", _F, "latest", "runner / tool of the test's own mean tokens/s"),
+    Field(
+        "cold_first_dropped",
+        pl.Boolean,
+        "max",
+        "its first repetition, timed cold before the untimed warm-up "
+        "existed, left out of its figures (a row: any of its runs')",
+    ),
 )
 """An inference test's own columns (`inference.test_summary`), after the run summary's."""
 
