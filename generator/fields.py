@@ -86,6 +86,8 @@ DERIVED: tuple[Field, ...] = (
     Field("weights_label", _S, "latest", "pp/tg/served: its weights as its own record names them (`weights.label`)"),
     Field("optimizer_settings", _S, "latest", "lr, betas, eps and weight decay as the variant wrote them out"),
     Field("shared_host", _B, "latest", "other jobs may have used the host: a note and fewer GPUs than the host has"),
+    Field("busy_host", _B, "latest", "its host's load average around it above its cores (`metrics.busy_host`)"),
+    Field("gpu_processes", _I, "latest", "compute processes on its host's GPUs before or after it, the more"),
     Field("full_length", _B, "latest", "it asked for all of its workload's steps"),
     Field("suite_scale", _B, "latest", "it ran on its workload's device count"),
     Field("sweep_point", _B, "latest", "another micro-batch or sequence than its workload's"),

@@ -301,9 +301,9 @@ def tool_tolerances(tests: pl.DataFrame) -> pl.DataFrame:
 def tool_repeat(columns: Sequence[str]) -> pl.Expr:
     """Whether a record is a repeat of the serving tool's that may set a tolerance: a served point of a serving
     engine's own tool that finished and that nothing the gate reads flags: not retracted, not `unverified`, not run on
-    a host it shared with other work (`shared_host`), and its own interval not wider than its figure
-    (`configurations.flagged`). A record the gate would not trust beside a runner's cannot widen what every runner is
-    held to. `columns`: the frame's (a synthetic frame may lack a fact; then nothing is flagged by it)."""
+    a host it shared with other work (`shared_host`), and neither its own interval wider than its figure nor recorded
+    on a busy host (`configurations.flagged`). A record the gate would not trust beside a runner's cannot widen what
+    every runner is held to. `columns`: the frame's (a synthetic frame may lack a fact; nothing is flagged by it)."""
     keep = pl.col("engine").is_in(list(bench_tools())) & (pl.col("kind") == "serve") & (pl.col("status") == "ok")
     if "retracted_by" in columns:
         keep &= pl.col("retracted_by").is_null()
@@ -312,7 +312,7 @@ def tool_repeat(columns: Sequence[str]) -> pl.Expr:
     if "shared_host" in columns:
         keep &= ~pl.col("shared_host").fill_null(False)
     if {"out_lo", "out_hi"} <= set(columns):
-        keep &= ~configurations.flagged("out_rate", "out_lo", "out_hi")
+        keep &= ~configurations.flagged("out_rate", "out_lo", "out_hi", columns)
     return keep
 
 

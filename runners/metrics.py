@@ -258,6 +258,29 @@ def window_interval(rates: Sequence[float]) -> tuple[float, float, float, int, f
     return ci.median, lo, hi, ci.n, ci.coverage
 
 
+def repetition_interval(values: Sequence[float]) -> tuple[float, float | None, float | None, int, float | None] | None:
+    """A test run's figure and its own 95% interval from its repetitions' values: (median, lo, hi, repetitions,
+    coverage), the median's order-statistic interval (`median_ci`: with fewer than six repetitions the range and its
+    exact coverage), never of zero width (`with_width`: one repetition, or all equal, has lo, hi and coverage None).
+    None without a value. One function for every place a test run's own interval is printed (the boards, `compare`,
+    `bench`'s summary)."""
+    if not values:
+        return None
+    ci = median_ci(values)
+    lo, hi = with_width(ci.lo, ci.hi)
+    return ci.median, lo, hi, ci.n, None if lo is None else ci.coverage
+
+
+def busy_host(load_1m: Any, cpu_cores: Any) -> Any:
+    """Whether a host was busy while a run was recorded: its 1-minute load average (at the run's start or end, the
+    larger) above its core count, so that runnable work queued for a core and the run's own processes waited for CPU
+    (a CPU run benched twice on one host gave 11.9 steps/s, then 0.72 under load). Floats (None: False) or polars
+    expressions (null stays null)."""
+    if load_1m is None or cpu_cores is None:
+        return False
+    return load_1m > cpu_cores
+
+
 def _log_comb(n: int, k: int) -> float:
     """log C(n, k), finite for any n (math.comb's integer grows to n bits)."""
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)

@@ -127,7 +127,9 @@ def pooled_spreads(ranked_runs: pl.DataFrame) -> dict[tuple[str, str, str, int],
     figure pooled over every configuration (`KEYS`) with two or more ranked runs (`metrics.pooled_log_sd`), as
     `configurations.pooled_spreads` is for training."""
     groups = (
-        ranked_runs.filter(pl.col("value").is_not_null() & ~configurations.flagged("value", "lo", "hi"))
+        ranked_runs.filter(
+            pl.col("value").is_not_null() & ~configurations.flagged("value", "lo", "hi", ranked_runs.columns)
+        )
         .group_by(*SPREAD_KEYS, *KEYS)
         .agg(pl.col("value"))
         .sort(*SPREAD_KEYS, *KEYS)
@@ -213,7 +215,7 @@ def repeats(runs: pl.DataFrame) -> pl.DataFrame:
     (`metrics.relative_spread`). `runs`: the runs that count (finished, verified), each with its figure in `value`."""
     keys = [*KEYS, "kind", "accelerator", "accelerator_count", "shared_host"]
     groups = (
-        runs.filter(pl.col("value").is_not_null() & ~configurations.flagged("value", "lo", "hi"))
+        runs.filter(pl.col("value").is_not_null() & ~configurations.flagged("value", "lo", "hi", runs.columns))
         .sort("started_at", "run_id")
         .group_by(keys, maintain_order=True)
         .agg(pl.col("run_id"), values=pl.col("value"))
