@@ -327,28 +327,32 @@ def agreement_clause(rows: pl.DataFrame) -> str:
         return default
     label = engines.tool_labels()
     tools = ", ".join(label.get(t, t) for t in bench_tools())
-    parts = []
     applied = (
         rows.filter(pl.col("kind") == "serve")
         .select("accelerator", "accelerator_count", *TOLERANCES, "tool_repeats")
         .unique()
-        .sort("accelerator", "accelerator_count")
+        .sort("accelerator_count", "accelerator")
     )
+    groups: dict[tuple[float, ...], list[tuple[str, int | None]]] = {}
     for acc, count, out, ttft, tpot, repeats in applied.iter_rows():
-        where = f"on {count} × {acc}"
-        tols = [floor if t is None else t for t in (out, ttft, tpot)]
+        tols = tuple(floor if t is None else t for t in (out, ttft, tpot))
+        groups.setdefault(tols, []).append((f"{count} × {acc}", repeats))
+    parts = []
+    for tols, where in groups.items():
+        on = " and ".join(w for w, _ in where)
         if all(t == floor for t in tols):
             parts.append(
-                f"{where} ±{_pct(floor)} on output tokens/s, median TTFT and median TPOT (the floor: {tools} repeated "
-                f"no served point {metrics.TOOL_REPEATS_MIN} or more times there)"
+                f"±{_pct(floor)} on output tokens/s, median TTFT and median TPOT on {on} (the floor: {tools} repeated "
+                f"no served point there {metrics.TOOL_REPEATS_MIN} or more times)"
             )
         else:
+            most = max((r or 0) for _, r in where)
             parts.append(
-                f"{where} output tokens/s ±{_pct(tols[0])}, median TTFT ±{_pct(tols[1])}, median TPOT "
-                f"±{_pct(tols[2])} (the largest spread of {tools}'s own repeats of one served point there, "
-                f"{repeats or 0} records at most, never below the ±{_pct(floor)} floor)"
+                f"±{_pct(tols[0])} on output tokens/s, ±{_pct(tols[1])} on median TTFT and ±{_pct(tols[2])} on median "
+                f"TPOT on {on} (the largest spread of {tools}'s own repeats of one served point there, {most} records "
+                f"at most, never below the ±{_pct(floor)} floor)"
             )
-    return "; ".join(parts)
+    return " and within ".join(parts)
 
 
 def _pct(x: float) -> str:
