@@ -63,6 +63,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("n_tokens", "config", "$.workload.n_tokens", pl.Int64, "pp/tg: tokens processed or generated"),
     Column("depth", "config", "$.workload.depth", pl.Int64, "pp/tg: tokens already in the KV cache"),
     Column("depth_fills", "config", "$.workload.depth_fills", pl.Int64, "pp/tg: how often the depth was decoded"),
+    Column(
+        "untimed_repetitions",
+        "config",
+        "$.workload.untimed_repetitions",
+        pl.Int64,
+        "pp/tg: whole repetitions run untimed first (null: a record from before they existed)",
+    ),
     Column("weights", "config", "$.variant.settings.weights", pl.String, "pp/tg: the weights' format"),
     Column("model_sha256", "config", "$.model_file.sha256", pl.String, "the model file's sha256"),
     Column("model_bytes", "config", "$.model_file.bytes", pl.Float64, "the model file's size"),
@@ -96,6 +103,22 @@ COLUMNS: tuple[Column, ...] = (
     Column("driver", "hardware", "$.driver", pl.String, "the GPU driver"),
     Column("cuda", "hardware", "$.cuda", pl.String, "the CUDA version"),
     Column("energy_method", "hardware", "$.energy.method", pl.String, "how its GPU energy was measured"),
+    Column("load_1m_start", "hardware", "$.host_load.load_1m_start", pl.Float64, "host load average before the run"),
+    Column("load_1m_end", "hardware", "$.host_load.load_1m_end", pl.Float64, "host load average after the run"),
+    Column(
+        "gpu_processes_start",
+        "hardware",
+        "$.host_load.gpu_processes_start",
+        pl.Int64,
+        "compute processes on the host's GPUs before the run",
+    ),
+    Column(
+        "gpu_processes_end",
+        "hardware",
+        "$.host_load.gpu_processes_end",
+        pl.Int64,
+        "compute processes on the host's GPUs after the run",
+    ),
     Column("energy_counter_update_s", "hardware", "$.energy.counter_update_s", pl.Float64, "energy counter's step"),
     Column("energy_sample_interval_s", "hardware", "$.energy.sample_interval_s", pl.Float64, "power sampled every"),
     Column("calibrated_matmul_flops", "calibration", "$.matmul_flops", pl.Float64, "matmul peak, same job"),
@@ -153,6 +176,11 @@ def _flatten(runs: pl.DataFrame) -> pl.DataFrame:
         # and it used fewer of the host's GPUs than the host has (both recorded by the runner)
         shared_host=pl.col("note").is_not_null()
         & (pl.col("host_accelerator_count") > pl.col("accelerator_count")).fill_null(False),
+        # the bench's view of the host around the run (records from before it kept one: not known, so not busy)
+        busy_host=metrics.busy_host(pl.max_horizontal("load_1m_start", "load_1m_end"), pl.col("cpu_cores")).fill_null(
+            False
+        ),
+        gpu_processes=pl.max_horizontal("gpu_processes_start", "gpu_processes_end"),
     )
     return table.join(_derived(runs), on="run_id", how="left").join(gpu_hosts(runs), on="run_id", how="left")
 

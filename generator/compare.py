@@ -541,7 +541,8 @@ def _side_figure(
     """A side's figure and interval as its board row has them (`evidence.interval`: the median of its runs'
     figures, widened by its engine's pooled between-run spread of its kind on its hardware; none where it is
     unreplicated), and its flags: runs that measured no steady state (`metrics.wider_than_figure`: their own span is
-    left out) or ran beside other jobs on a shared host."""
+    left out), ran beside other jobs on a shared host, were recorded on a busy host (`metrics.busy_host`) or beside
+    other processes on its GPUs (the bench's `hardware.host_load`)."""
     left_out = [{"run_id": r, "reason": why} for r, why in runs.filter(pl.col("excluded").is_not_null())
                 .select("run_id", "excluded").iter_rows()]  # fmt: skip
     out = {"value": None, "lo": None, "hi": None, "runs": counted["run_id"].to_list(), "left_out": left_out,
@@ -559,6 +560,16 @@ def _side_figure(
     flags = [f"{r}: {evidence.FLAGGED}" for r, (x, low, high) in zip(counted["run_id"], own, strict=True)
              if metrics.wider_than_figure(x, low, high)]  # fmt: skip
     flags += [f"{r}: ran beside other jobs on a shared host" for r in counted.filter(pl.col("shared_host"))["run_id"]]
+    flags += [
+        f"{r}: recorded on a busy host (load average {load:g} above its {cores} cores)"
+        for r, load, cores in counted.filter(pl.col("busy_host"))
+        .select("run_id", pl.max_horizontal("load_1m_start", "load_1m_end"), "cpu_cores")
+        .iter_rows()
+    ]
+    flags += [
+        f"{r}: {n} other process(es) on its host's GPUs"
+        for r, n in counted.filter(pl.col("gpu_processes") > 0).select("run_id", "gpu_processes").iter_rows()
+    ]
     n = counted.height
     hardware = f"{first['accelerator_count']} × {first['accelerator']}"
     if found.unreplicated:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -105,11 +106,16 @@ def measured_runs(summary: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def flagged(value: str = "steps_per_s", lo: str = "steps_per_s_lo", hi: str = "steps_per_s_hi") -> pl.Expr:
-    """Whether a run's own interval is wider than its figure (`metrics.wider_than_figure`): it measured no steady
-    state, so it is nobody's repeat (a 16× slowdown on a loaded host would otherwise be its configuration's A/A
-    spread, and hide itself). Training runs by their steady-state windows in either reading."""
-    return metrics.wider_than_figure(pl.col(value), pl.col(lo), pl.col(hi)).fill_null(False)
+def flagged(
+    value: str = "steps_per_s", lo: str = "steps_per_s_lo", hi: str = "steps_per_s_hi", columns: Sequence[str] = ()
+) -> pl.Expr:
+    """Whether a run is no evidence of its configuration's speed: its own interval is wider than its figure
+    (`metrics.wider_than_figure`: it measured no steady state), or, where the frame has the column (`columns`), it was
+    recorded on a busy host (`busy_host`: its load average above its cores). Such a run is nobody's repeat (a 16×
+    slowdown on a loaded host would otherwise be its configuration's A/A spread, and hide itself). Training runs by
+    their steady-state windows in either reading."""
+    out = metrics.wider_than_figure(pl.col(value), pl.col(lo), pl.col(hi)).fill_null(False)
+    return out | pl.col("busy_host").fill_null(False) if "busy_host" in columns else out
 
 
 SPREAD_KEYS = ("engine", "accelerator", "accelerator_count")
@@ -122,7 +128,7 @@ def pooled_spreads(summary: pl.DataFrame, figure: str = "steps_per_s") -> Spread
     interval."""
     groups = (
         measured_runs(summary)
-        .filter(pl.col(figure).is_not_null() & ~flagged())
+        .filter(pl.col(figure).is_not_null() & ~flagged(columns=summary.columns))
         .group_by(*SPREAD_KEYS, *KEYS)
         .agg(pl.col(figure))
         .sort(*SPREAD_KEYS, *KEYS)

@@ -86,6 +86,8 @@ DERIVED: tuple[Field, ...] = (
     Field("weights_label", _S, "latest", "pp/tg/served: its weights as its own record names them (`weights.label`)"),
     Field("optimizer_settings", _S, "latest", "lr, betas, eps and weight decay as the variant wrote them out"),
     Field("shared_host", _B, "latest", "other jobs may have used the host: a note and fewer GPUs than the host has"),
+    Field("busy_host", _B, "latest", "its host's load average around it above its cores (`metrics.busy_host`)"),
+    Field("gpu_processes", _I, "latest", "compute processes on its host's GPUs before or after it, the more"),
     Field("full_length", _B, "latest", "it asked for all of its workload's steps"),
     Field("suite_scale", _B, "latest", "it ran on its workload's device count"),
     Field("sweep_point", _B, "latest", "another micro-batch or sequence than its workload's"),
@@ -216,6 +218,13 @@ INFERENCE_OWN: tuple[Field, ...] = (
     _SHARED_BY_NAME["bench_status"],
     _SHARED_BY_NAME["bench_ratio"],
     Field("test_ratio", _F, "latest", "runner / tool of the test's own mean tokens/s"),
+    Field(
+        "cold_first_dropped",
+        pl.Boolean,
+        "max",
+        "its first repetition, timed cold before the untimed warm-up "
+        "existed, left out of its figures (a row: any of its runs')",
+    ),
 )
 """An inference test's own columns (`inference.test_summary`), after the run summary's."""
 
@@ -254,6 +263,7 @@ SERVING_OWN: tuple[Field, ...] = (
     Field("tol_out", _F, "latest", "the tolerance output tokens/s agree within on its hardware"),
     Field("tol_ttft", _F, "latest", "the tolerance median TTFT agrees within"),
     Field("tol_tpot", _F, "latest", "the tolerance median TPOT agrees within"),
+    Field("tool_repeats", pl.UInt32, "latest", "the most unflagged tool records of one served point on its hardware"),
 )
 """A serving test's own columns (`serving.test_summary`), after the run summary's."""
 

@@ -7,6 +7,8 @@ Every formula comes from `runners.metrics`; this module only groups, joins and o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 import generator.derive.copy_bound as copy_bound
@@ -43,13 +45,17 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     with the runner's (`bench_*` columns; `bench_ratio` is runner / tool of the means, the runner's figure being its
     timing of the tool's own path where it has one, `tool_path_rate`, and `test_ratio` its test's). `depth_fills` is
     how many repetitions decoded their depth (null in records older than the runner's depth-state reuse, which
-    decoded it on every repetition, and in llama-bench's)."""
-    runs = summary.filter(is_inference(summary))
+    decoded it on every repetition, and in llama-bench's). A record made before its engine ran an untimed warm-up
+    repetition (`ran_cold_first`) has its first, cold, repetition left out of all of these (`cold_first_dropped`)."""
+    runs = summary.filter(is_inference(summary)).with_columns(cold_first_dropped=ran_cold_first(summary.columns))
     tags = bench_tags()
+    cold = runs.filter(pl.col("cold_first_dropped"))["run_id"].implode()
     reps = (
         rows.filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("phase") == "steady")
         .pivot(on="metric", index=["run_id", "trial"], values="value", aggregate_function="first")
         .sort("run_id", "trial")
+        # a record made before its engine's untimed warm-up timed its first repetition cold: left out of every figure
+        .filter(~(pl.col("run_id").is_in(cold) & (pl.col("trial") == pl.col("trial").min().over("run_id"))))
     )
     for name in ("tokens_per_s", "llama_time_s", "llama_tokens", "tool_path_tokens_per_s"):
         if name not in reps.columns:
@@ -111,6 +117,17 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         / pl.col("bench_rate"),
         test_ratio=pl.col("rate_mean") / pl.col("bench_rate"),
     )
+
+
+def ran_cold_first(columns: Sequence[str]) -> pl.Expr:
+    """Whether a record timed its first repetition cold: its engine (or the engine whose tool made it) gained an
+    untimed warm-up repetition later, and the record lacks the field that says it ran one (the registry's
+    `engines.cold_first_repetition`). `columns`: the frame's (a field no loaded record has is absent from every one)."""
+    out = pl.lit(False)
+    for engine, field in engines.cold_first_repetition().items():
+        lacks = pl.col(field).is_null() if field in columns else pl.lit(True)
+        out = out | ((pl.col("engine") == engine) & lacks)
+    return out
 
 
 def board(tests: pl.DataFrame, spreads: ladder.Spreads | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -18,7 +18,7 @@ import generator.derive.copy_bound as copy_bound
 import generator.derive.energy as energy
 import generator.derive.ladder as ladder
 import generator.derive.summary as derive
-from generator import columns, runcache
+from generator import columns, configurations, runcache
 from runners import engines, metrics
 
 KINDS = ("offline", "serve")
@@ -278,29 +278,86 @@ TOLERANCES = {"tol_out": "out_rate", "tol_ttft": "median_ttft_ms", "tol_tpot": "
 
 def tool_tolerances(tests: pl.DataFrame) -> pl.DataFrame:
     """Per hardware model and device count, each served figure's agreement tolerance (`metrics.agreement_tolerance`)
-    from `vllm bench serve`'s own repeats: its finished records of one served point (one configuration) on that
-    hardware, two or more of them."""
+    from the serving tool's own repeats there: its records of one served point (one configuration), counted only where
+    `metrics.TOOL_REPEATS_MIN` or more of them pass `tool_repeat` (else the floor, `metrics.OWN_TOOL_REL_TOL`), and
+    `tool_repeats`, the most such records of one point (what the board's rule sentence says the tolerance rests on)."""
     keys = ["accelerator", "accelerator_count"]
-    tool = tests.filter(
-        pl.col("engine").is_in(list(bench_tools())) & (pl.col("kind") == "serve") & (pl.col("status") == "ok")
-    )
+    tool = tests.filter(tool_repeat(tests.columns))
     groups = tool.group_by(*keys, "suite", "workload", "settings_hash").agg(
-        *(pl.col(c).drop_nulls() for c in TOLERANCES.values())
+        *(pl.col(c).drop_nulls() for c in TOLERANCES.values()), repeats=pl.len()
     )
     out = []
     for (acc, count), group in groups.group_by(keys, maintain_order=True):
-        tolerances = {
-            name: metrics.agreement_tolerance(
-                [metrics.relative_spread(v) for v in group[figure].to_list() if len(v) >= 2]
-            )
-            for name, figure in TOLERANCES.items()
-        }
-        out.append({"accelerator": acc, "accelerator_count": count, **tolerances})
+        tolerances = {name: metrics.agreement_tolerance(group[figure].to_list()) for name, figure in TOLERANCES.items()}
+        repeats = group["repeats"].max()
+        out.append({"accelerator": acc, "accelerator_count": count, **tolerances, "tool_repeats": repeats})
     schema: dict[str, pl.DataType | type[pl.DataType]] = {
         "accelerator": pl.String,
         "accelerator_count": tests.schema["accelerator_count"],
     }
-    return pl.DataFrame(out, schema=schema | dict.fromkeys(TOLERANCES, pl.Float64))  # fmt: skip
+    return pl.DataFrame(out, schema=schema | dict.fromkeys(TOLERANCES, pl.Float64) | {"tool_repeats": pl.UInt32})
+
+
+def tool_repeat(columns: Sequence[str]) -> pl.Expr:
+    """Whether a record is a repeat of the serving tool's that may set a tolerance: a served point of a serving
+    engine's own tool that finished and that nothing the gate reads flags: not retracted, not `unverified`, not run on
+    a host it shared with other work (`shared_host`), and neither its own interval wider than its figure nor recorded
+    on a busy host (`configurations.flagged`). A record the gate would not trust beside a runner's cannot widen what
+    every runner is held to. `columns`: the frame's (a synthetic frame may lack a fact; nothing is flagged by it)."""
+    keep = pl.col("engine").is_in(list(bench_tools())) & (pl.col("kind") == "serve") & (pl.col("status") == "ok")
+    if "retracted_by" in columns:
+        keep &= pl.col("retracted_by").is_null()
+    if "unverified" in columns:
+        keep &= pl.col("unverified").is_null()
+    if "shared_host" in columns:
+        keep &= ~pl.col("shared_host").fill_null(False)
+    if {"out_lo", "out_hi"} <= set(columns):
+        keep &= ~configurations.flagged("out_rate", "out_lo", "out_hi", columns)
+    return keep
+
+
+def agreement_clause(rows: pl.DataFrame) -> str:
+    """What a served board's runs were held to by the tool (`tool_tolerances`), per hardware and device count among
+    `rows` (the board's ranked and unranked rows), as its rule sentence says it: the floor, or each figure's widened
+    tolerance and the repeats it rests on. Without served rows, the floor on every figure both report."""
+    floor = metrics.OWN_TOOL_REL_TOL
+    default = f"±{_pct(floor)} on every figure both report"
+    needed = {"accelerator", "accelerator_count", *TOLERANCES, "tool_repeats"}
+    if rows.is_empty() or not needed <= set(rows.columns) or not rows["kind"].eq("serve").any():
+        return default
+    label = engines.tool_labels()
+    tools = ", ".join(label.get(t, t) for t in bench_tools())
+    applied = (
+        rows.filter(pl.col("kind") == "serve")
+        .select("accelerator", "accelerator_count", *TOLERANCES, "tool_repeats")
+        .unique()
+        .sort("accelerator_count", "accelerator")
+    )
+    groups: dict[tuple[float, ...], list[tuple[str, int | None]]] = {}
+    for acc, count, out, ttft, tpot, repeats in applied.iter_rows():
+        tols = tuple(floor if t is None else t for t in (out, ttft, tpot))
+        groups.setdefault(tols, []).append((f"{count} × {acc}", repeats))
+    parts = []
+    for tols, where in groups.items():
+        on = " and ".join(w for w, _ in where)
+        if all(t == floor for t in tols):
+            parts.append(
+                f"±{_pct(floor)} on output tokens/s, median TTFT and median TPOT on {on} (the floor: {tools} repeated "
+                f"no served point there {metrics.TOOL_REPEATS_MIN} or more times)"
+            )
+        else:
+            most = max((r or 0) for _, r in where)
+            parts.append(
+                f"±{_pct(tols[0])} on output tokens/s, ±{_pct(tols[1])} on median TTFT and ±{_pct(tols[2])} on median "
+                f"TPOT on {on} (the largest spread of {tools}'s own repeats of one served point there, {most} records "
+                f"at most, never below the ±{_pct(floor)} floor)"
+            )
+    return " and within ".join(parts)
+
+
+def _pct(x: float) -> str:
+    """A tolerance as the rule sentences and unranked reasons print it: a percentage to 0.1, no trailing .0."""
+    return f"{x * 100:.1f}".removesuffix(".0") + "%"
 
 
 _SERVED_COLUMNS = (

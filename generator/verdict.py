@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+import generator.derive.evidence as evidence
 from generator import configurations, owed_evidence, readable, slugs
 from generator.verdict_answer import Answer, DecidingPoint, Reading, Tuned
 from runners import metrics, schema
@@ -132,7 +133,7 @@ def sweep(
     stock claim's engine, of the fight's model on its device count (any workload of the suite training the same
     model), of a variant the suite file gives the fight's workload, verified, unretracted, loss parity passed, at
     least `SWEEP_MIN_STEPS` steps. Where a point has full-length runs only those count. Each reading's figure is the
-    median over runs; its interval `metrics.repeat_interval` with the between-run spread pooled on the hardware
+    median over runs; its interval `evidence.interval` with the between-run spread pooled on the hardware
     (`spreads`, per reading: `configurations.pooled_spreads`), as a board row's is. `label` names the curve: its
     variant, and what differs where the variant has several curves."""
     model = pl.col("model_name")
@@ -224,23 +225,27 @@ def _readable(text: str) -> str:
 
 
 def _intervals(points: pl.DataFrame, devices: int, spreads: dict[str, configurations.Spreads]) -> pl.DataFrame:
-    """Each point's interval for each reading (`metrics.repeat_interval`), with the basis of the steady one named."""
+    """Each point's interval for each reading, as a board row's (`evidence.interval`: the reading's pooled spread, its
+    runs' own intervals, a run that measured no steady state left out, none where the point is unreplicated), with
+    the basis of the steady one named."""
     columns: dict[str, list[Any]] = {"steps_per_s_lo": [], "steps_per_s_hi": [], "end_to_end_lo": [],
                                      "end_to_end_hi": [], "interval_basis": []}  # fmt: skip
     for row in points.iter_rows(named=True):
         key = (row["engine"], row["accelerator"], devices)
         steady = spreads.get("steady", {}).get(key)
-        lo, hi = metrics.repeat_interval(row["figures"], list(zip(row["own_lo"], row["own_hi"], strict=True)), steady)
-        columns["steps_per_s_lo"].append(lo)
-        columns["steps_per_s_hi"].append(hi)
-        e2e = [x for x in row["end_to_end_figures"] if x is not None]
-        e2e_lo, e2e_hi = (
-            metrics.repeat_interval(e2e, [], spreads.get("end_to_end", {}).get(key)) if e2e else (None, None)
-        )
-        columns["end_to_end_lo"].append(e2e_lo)
-        columns["end_to_end_hi"].append(e2e_hi)
+        own = list(zip(row["figures"], row["own_lo"], row["own_hi"], strict=True))
+        found = evidence.interval(row["figures"], own, steady)
+        columns["steps_per_s_lo"].append(found.lo)
+        columns["steps_per_s_hi"].append(found.hi)
+        # a run's end-to-end figure has no interval of its own: the reading's spread alone widens it
+        e2e = evidence.interval(row["end_to_end_figures"], [], spreads.get("end_to_end", {}).get(key))
+        columns["end_to_end_lo"].append(e2e.lo)
+        columns["end_to_end_hi"].append(e2e.hi)
+        hardware = f"{devices} × {row['accelerator']}"
         columns["interval_basis"].append(
-            configurations.basis(row["runs"], steady, f"{devices} × {row['accelerator']} by {row['engine']}")
+            configurations.unreplicated(row["engine"], hardware, own[0][1:])
+            if found.unreplicated
+            else configurations.basis(row["runs"], steady, f"{hardware} by {row['engine']}")
         )
     return points.with_columns(
         *(pl.Series(name, values, dtype=pl.String if name == "interval_basis" else pl.Float64)

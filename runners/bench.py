@@ -344,16 +344,36 @@ def _why(path: Path, lines: int = 6) -> str:
 
 
 def summarize(path: Path, window_steps: int) -> dict[str, object]:
-    """One summary line of a result file: status, steps, median steps/s with its interval."""
-    t = layout.read(path).select(["status", "phase", "metric", "value", "trial"]).to_pylist()
+    """One summary line of a training run's file (`bench_report.COLUMNS`): status, steps completed, and its median
+    steps/s over timing windows with its own 95% interval (`metrics.window_interval`, as the boards and `compare`
+    have it), the host's load around it and its flags."""
+    table = layout.read(path)
+    t = table.select(["status", "phase", "metric", "value", "trial"]).to_pylist()
     times = [r["value"] for r in t if r["metric"] == "step_time_s" and r["phase"] == "steady"]
     steps = sum(r["value"] for r in t if r["metric"] == "steps_completed")
-    line: dict[str, object] = {"status": t[0]["status"], "steps": int(steps), "steps_per_s": None}
     rates = metrics.window_rates(times, window_steps)
-    if rates:
-        ci = metrics.median_ci(rates)
-        line["steps_per_s"] = f"{ci.median:.3g} [{ci.lo:.3g}, {ci.hi:.3g}]"
-    return line
+    figure = metrics.window_interval(rates)[:3] if rates else (None, None, None)
+    return _summary(table, t[0]["status"], figure, "steps/s", int(steps), "steps")
+
+
+def _summary(
+    table: object, status: str, figure: Sequence[float | None], unit: str, count: int, count_of: str, **more: object
+) -> dict[str, object]:
+    """A run's summary fields from its figure (median, low, high) and its record's host facts (`hardware.host_load`,
+    `cpu_cores`), with its flags (`bench_report.flags_of`)."""
+    hardware = json.loads(table.column("hardware")[0].as_py() or "{}")  # type: ignore[attr-defined]
+    load = hardware.get("host_load") or {}
+    processes = [x for x in (load.get("gpu_processes_start"), load.get("gpu_processes_end")) if x is not None]
+    host = {
+        "load_1m_start": load.get("load_1m_start"),
+        "load_1m_end": load.get("load_1m_end"),
+        "cpu_cores": hardware.get("cpu_cores"),
+        "gpu_processes": max(processes) if processes else None,
+    }
+    value, low, high = figure
+    return {"status": status, "figure": value, "low": low, "high": high, "unit": unit if value is not None else None,
+            "count": count, "count_of": count_of, **more, **host,
+            "flags": bench_report.flags_of(value, low, high, host)}  # fmt: skip
 
 
 def _inference_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[spec.Inference, spec.Variant, list]]:
@@ -445,14 +465,16 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
                 run_args
             ):  # a job Slurm ends leaves this run's failure record (_end_runs_and_exit)
                 _ENDING[:] = [(run_args, suite, work, variant, run_id, started)]
+            before = provenance.host_load()
             code, err = _run_teeing_stderr(cmd, env | runner_env(work.device, variant), limit)
+            host = provenance.host_load_around(before, provenance.host_load())
             _ENDING.clear()
             intruded = watch.finish() if watch is not None else []
             if intruded:
                 refused = {run_id: _intrusion_text(intruded)}
                 print("    " + refused[run_id], flush=True)
             else:
-                refused = write_records(out, run_args.data_dir, {run_id: identity})
+                refused = write_records(out, run_args.data_dir, {run_id: identity}, host)
             elsewhere = nodes.elsewhere(out) if nodes.multi(run_args) else None
         path = store.find(run_args.data_dir, suite.name, run_id)
         if path is None and (elsewhere or not nodes.writes_failures(run_args)):
@@ -463,16 +485,12 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
             error = _failure_text(refused.get(run_id), code, err)
             path = write_failure(run_args, suite, work, variant, run_id, started, status, error)
         line = summarize(path, work.window_steps)
-        summary.append(
-            {
-                "workload": work.name,
-                "variant": label,
-                **line,
-                "wall_s": f"{time.perf_counter() - t0:.0f}",
-                "file": str(path),
-            }
+        done = bench_report.line(
+            workload=work.name, variant=label, **line, wall_s=round(time.perf_counter() - t0, 1), file=str(path)
         )
-        print(f"    {line['status']}: {line['steps']} steps, steps/s {line['steps_per_s']}", flush=True)
+        summary.append(done)
+        flags = "; ".join(done["flags"]) or "no flags"
+        print(f"    {line['status']}: {line['count']} steps, {bench_report.display(done)} ({flags})", flush=True)
         if line["status"] != "ok":
             print(_why(path), flush=True)
     first = len(sweep) + 1  # a variant's tests run in one process: they are numbered together, after training's
@@ -505,8 +523,8 @@ def _not_written_here(
         print(f"    {status}: no record from this node ({where})", flush=True)
         tail = [line for line in (err or "").splitlines() if line.strip()][-6:]
         print("\n".join(f"      | {line[:300]}" for line in tail), flush=True)
-    return {"workload": workload, "variant": label, "status": status, "steps": "-", "steps_per_s": None,
-            "wall_s": f"{wall_s:.0f}", "file": where}  # fmt: skip
+    return bench_report.line(workload=workload, variant=label, status=status, wall_s=round(wall_s, 1), file=where,
+                             flags=[])  # fmt: skip
 
 
 def run_inference(
@@ -531,6 +549,7 @@ def run_inference(
     with tempfile.TemporaryDirectory() as tmp:
         measured = Path(tmp) / "tests.jsonl"
         cmd = [sys.executable, "-m", runner, *common, "--out", str(measured)]
+        before = provenance.host_load()
         code, err = _run_teeing_stderr(
             cmd + (["--note", args.note] if args.note else []), env, entry.time_budget_s + GRACE_S
         )
@@ -539,6 +558,7 @@ def run_inference(
             args.data_dir,
             {record.test_run_id(stamp, t.workload, variant.name): run_identity(suite.name, t.workload, variant)
              for t in tests},
+            provenance.host_load_around(before, provenance.host_load()),
         )  # fmt: skip
     lines = []
     for test in tests:
@@ -550,13 +570,13 @@ def run_inference(
             path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
             print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
         lines.append(
-            {
-                "workload": test.workload,
-                "variant": variant.name,
+            bench_report.line(
+                workload=test.workload,
+                variant=variant.name,
                 **summarize_test(path),
-                "wall_s": f"{time.perf_counter() - t0:.0f}",
-                "file": str(path),
-            }
+                wall_s=round(time.perf_counter() - t0, 1),
+                file=str(path),
+            )
         )
     if checker is None:
         return lines
@@ -566,6 +586,7 @@ def run_inference(
     # the cross-check (llama-bench when one built from the same source is there; mlx_lm.benchmark comes with mlx-lm)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "tool.jsonl"
+        before = provenance.host_load()
         code, err = _run_teeing_stderr(
             [sys.executable, "-m", checker, *common, "--out", str(out)], env, entry.time_budget_s + GRACE_S
         )
@@ -574,14 +595,15 @@ def run_inference(
             args.data_dir,
             {record.test_run_id(stamp, t.workload, f"{variant.name}-{tool}"):
              run_identity(suite.name, t.workload, variant, tool=tool) for t in tests},
+            provenance.host_load_around(before, provenance.host_load()),
         )  # fmt: skip
     for test in tests:
         path = store.find(args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}"))
         if path is not None:
             lines.append(
-                {"workload": test.workload, "variant": f"{variant.name} ({tool})", **summarize_test(path)}
-                | {"wall_s": f"{time.perf_counter() - t0:.0f}", "file": str(path)}
-            )
+                bench_report.line(workload=test.workload, variant=f"{variant.name} ({tool})", **summarize_test(path),
+                                  wall_s=round(time.perf_counter() - t0, 1), file=str(path))
+            )  # fmt: skip
     if code != 0:
         print(f"    {tool} cross-check failed (exit {code}); the runner's records stand", flush=True)
     return lines
@@ -610,9 +632,11 @@ def run_serving(
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "tests.jsonl"
         # vLLM's CPU backend takes the AMX guard too (its oneDNN kernels pick what the CPU advertises)
+        before = provenance.host_load()
         code, err = _run_teeing_stderr(
             [*cmd, "--out", str(out)], env | runner_env(entry.device, variant), entry.time_budget_s + GRACE_S
         )
+        host = provenance.host_load_around(before, provenance.host_load())
         # the runner's records and its tool's
         expected = {record.test_run_id(stamp, t.workload, variant.name): run_identity(suite.name, t.workload, variant)
                     for t in tests}  # fmt: skip
@@ -620,7 +644,7 @@ def run_serving(
             record.test_run_id(stamp, t.workload, f"{variant.name}-{engine.tool}"):
             run_identity(suite.name, t.workload, variant, tool=engine.tool) for t in tests
         }  # fmt: skip
-        refused = write_records(out, args.data_dir, expected)
+        refused = write_records(out, args.data_dir, expected, host)
     lines = []
     for test in tests:
         run_id = record.test_run_id(stamp, test.workload, variant.name)
@@ -630,16 +654,18 @@ def run_serving(
             error = _failure_text(refused.get(run_id), code, err)
             path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
             print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
-        lines.append({"workload": test.workload, "variant": variant.name, **summarize_serving(path)})
+        lines.append(bench_report.line(workload=test.workload, variant=variant.name, **summarize_serving(path),
+                                       file=str(path)))  # fmt: skip
         bench = store.find(
             args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{engine.tool}")
         )
         if bench is not None:
             lines.append(
-                {"workload": test.workload, "variant": f"{variant.name} ({engine.tool})", **summarize_serving(bench)}
-            )
+                bench_report.line(workload=test.workload, variant=f"{variant.name} ({engine.tool})",
+                                  **summarize_serving(bench), file=str(bench))
+            )  # fmt: skip
     for line in lines:
-        line |= {"wall_s": f"{time.perf_counter() - t0:.0f}"}
+        line["wall_s"] = round(time.perf_counter() - t0, 1)
     return lines
 
 
@@ -672,21 +698,26 @@ def _write_unfinished_test(
 
 
 def summarize_serving(path: Path) -> dict[str, object]:
-    """One summary line of a serving test's file: offline output tokens/s (mean ± sd over repetitions), or a served
-    point's output tokens/s and median TTFT and TPOT."""
-    t = layout.read(path).select(["status", "trial", "step", "metric", "value"]).to_pylist()
-    line: dict[str, object] = {"status": t[0]["status"], "steps": 0, "steps_per_s": None, "file": str(path)}
+    """One summary line of a serving test's file: offline, the median output tokens/s over repetitions with its own
+    95% interval (`metrics.repetition_interval`); a served point, its output tokens/s over its requests (no interval)
+    with its median TTFT and TPOT."""
+    table = layout.read(path)
+    t = table.select(["status", "trial", "step", "metric", "value"]).to_pylist()
+    status = t[0]["status"]
     rates = [r["value"] for r in t if r["metric"] == "output_tokens_per_s"]
     if rates:
-        return line | {"steps": len(rates), "steps_per_s": f"{_mean_sd(rates)} output tokens/s"}
+        found = metrics.repetition_interval(rates)
+        figure = found[:3] if found else (None, None, None)
+        return _summary(table, status, figure, "output tokens/s", len(rates), "repetitions")
     if any(r["metric"] == "duration_s" for r in t):
         requests, duration = metrics.requests_from_rows(t)
         m = metrics.serving_metrics(requests, duration, float("inf"), float("inf"))
         if "median_ttft_ms" in m:
-            text = f"{m['output_tokens_per_s']:,.1f} output tokens/s, TTFT {m['median_ttft_ms']:,.1f} ms"
-            text += f", TPOT {m.get('median_tpot_ms', float('nan')):,.2f} ms (medians)"
-            return line | {"steps": int(m["completed_requests"]), "steps_per_s": text}
-    return line
+            latencies = {"median_ttft_ms": m["median_ttft_ms"], "median_tpot_ms": m.get("median_tpot_ms")}
+            figure = (m["output_tokens_per_s"], None, None)
+            return _summary(table, status, figure, "output tokens/s", int(m["completed_requests"]), "requests",
+                            **latencies)  # fmt: skip
+    return _summary(table, status, (None, None, None), "output tokens/s", 0, "requests")
 
 
 def run_identity(suite: str, workload: str, variant: spec.Variant, label: str | None = None, tool: str | None = None
@@ -712,14 +743,17 @@ def _intrusion_text(found: list[str]) -> str:
     )
 
 
-def write_records(out: Path, data_dir: Path, expected: dict[str, dict[str, str]]) -> dict[str, str]:
+def write_records(
+    out: Path, data_dir: Path, expected: dict[str, dict[str, str]], host: dict[str, object] | None = None
+) -> dict[str, str]:
     """Write the result file of every record a runner handed over (`record.emit`: a JSON line each) whose run id is
     one the bench gave it (`expected`, with what the record must say it is: `run_identity`): the bench alone writes
     result files, and decides whose they are. A line the store refuses, for a run the bench did not start, or that
     claims another engine, variant, workload, tier or origin than the bench started, is reported and skipped; two
     records of one run (a runner hands over one: another process wrote to its file) are both refused. A run without
     a written record then gets a failure record, which says why its record was refused (returned: reason by run
-    id)."""
+    id). `host`: the host's load around the runner (`provenance.host_load_around`), kept in each record's hardware as
+    `host_load` (the runner cannot see the host before it started)."""
     written: dict[str, Path] = {}
     refused: dict[str, str] = {}
     lines, problem = _handover_lines(out)
@@ -748,6 +782,8 @@ def write_records(out: Path, data_dir: Path, expected: dict[str, dict[str, str]]
                     "process wrote to it, so none is written"
                 )
             run, rows = _record_of(line_obj)  # type: ignore[arg-type]
+            if host is not None and isinstance(run.get("hardware"), str):
+                run["hardware"] = json.dumps(json.loads(run["hardware"]) | {"host_load": host}, sort_keys=True)
             for key, want in expected[run_id].items():
                 if run.get(key) != want:
                     raise ValueError(
@@ -821,17 +857,11 @@ def write_test_failure(
 
 
 def summarize_test(path: Path) -> dict[str, object]:
-    """One summary line of an inference test's file: status, repetitions, tokens/s mean ± standard deviation."""
-    t = layout.read(path).select(["status", "metric", "value"]).to_pylist()
+    """One summary line of an inference test's file: status, repetitions, and the median tokens/s over them with its
+    own 95% interval (`metrics.repetition_interval`, as the boards and `compare` have it)."""
+    table = layout.read(path)
+    t = table.select(["status", "metric", "value"]).to_pylist()
     rates = [r["value"] for r in t if r["metric"] == "tokens_per_s"]
-    line: dict[str, object] = {"status": t[0]["status"], "steps": len(rates), "steps_per_s": None}
-    if rates:
-        line["steps_per_s"] = f"{_mean_sd(rates)} tokens/s"
-    return line
-
-
-def _mean_sd(values: list[float]) -> str:
-    """`mean ± sample standard deviation`, as llama-bench prints its repetitions."""
-    mean = sum(values) / len(values)
-    sd = (sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1)) ** 0.5
-    return f"{mean:,.1f} ± {sd:,.1f}"
+    found = metrics.repetition_interval(rates)
+    figure = found[:3] if found else (None, None, None)
+    return _summary(table, t[0]["status"], figure, "tokens/s", len(rates), "repetitions")

@@ -10,9 +10,73 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from runners import formats
+from runners import formats, metrics
 
-COLUMNS = ("workload", "variant", "status", "steps", "steps_per_s", "wall_s", "file")
+COLUMNS = (
+    "workload",
+    "variant",
+    "status",
+    "figure",
+    "low",
+    "high",
+    "unit",
+    "count",
+    "count_of",
+    "median_ttft_ms",
+    "median_tpot_ms",
+    "wall_s",
+    "load_1m_start",
+    "load_1m_end",
+    "cpu_cores",
+    "gpu_processes",
+    "flags",
+    "file",
+)
+"""One summary line of a run, every value a number, a name or a list of flags (never a display string): `figure`
+and its own 95% interval `low`, `high` in `unit` (training: steps/s over timing windows, `metrics.window_interval`;
+tests: tokens/s or output tokens/s over repetitions, `metrics.repetition_interval`; a served point: its output
+tokens/s over its requests, no interval), `count` of `count_of` (steps, repetitions or requests), a served point's
+median TTFT and TPOT, the session's seconds so far, the host's 1-minute load average before the run started and after
+it ended with its core count, compute processes on its GPUs then (the larger count; none of them the run's own), and
+`flags`: why the run is no evidence of its speed (`flags_of`)."""
+
+
+def line(**values: Any) -> dict[str, Any]:
+    """A summary line with every column, those not given None."""
+    unknown = set(values) - set(COLUMNS)
+    if unknown:
+        raise ValueError(f"not a summary column: {sorted(unknown)}")
+    return dict.fromkeys(COLUMNS) | values
+
+
+def flags_of(figure: float | None, low: float | None, high: float | None, host: dict[str, Any]) -> list[str]:
+    """Why a run's figure is no evidence of its speed, as `compare` flags it: its own interval wider than the figure
+    (`metrics.wider_than_figure`), a busy host (`metrics.busy_host`: its load average above its core count), other
+    processes on its GPUs."""
+    out = []
+    if metrics.wider_than_figure(figure, low, high):
+        out.append("own interval wider than its figure: no steady state measured")
+    loads = [x for x in (host.get("load_1m_start"), host.get("load_1m_end")) if x is not None]
+    if loads and metrics.busy_host(max(loads), host.get("cpu_cores")):
+        out.append(f"busy host: load average {max(loads):g} above its {host.get('cpu_cores')} cores")
+    if host.get("gpu_processes"):
+        out.append(f"{host['gpu_processes']} other process(es) on its GPUs")
+    return out
+
+
+def display(row: dict[str, Any]) -> str:
+    """A line's figure as people read it: `12.3 [11.9, 12.6] steps/s`, a served point's latencies beside it."""
+    if row.get("figure") is None:
+        return "–"
+    text = f"{row['figure']:,.4g}"
+    if row.get("low") is not None:
+        text += f" [{row['low']:,.4g}, {row['high']:,.4g}]"
+    text += f" {row['unit']}"
+    if row.get("median_ttft_ms") is not None:
+        text += f", TTFT {row['median_ttft_ms']:,.1f} ms"
+    if row.get("median_tpot_ms") is not None:
+        text += f", TPOT {row['median_tpot_ms']:,.2f} ms (medians)"
+    return text
 
 
 @contextlib.contextmanager
@@ -34,23 +98,35 @@ def progress_to_stderr(fmt: str) -> Iterator[None]:
 
 
 def text(rows: Sequence[dict[str, Any]]) -> str:
-    """The table people read: steps/s median [95% interval] (tokens/s for tests), one run a line."""
-    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in COLUMNS}
-    lines = ["", "summary (steps/s: median [95% interval] over windows)"]
-    if any("tokens/s" in str(r["steps_per_s"]) for r in rows):
-        lines.append("inference tests: tokens/s mean ± sd over repetitions (the steps column counts repetitions)")
-    if any("output tokens/s" in str(r["steps_per_s"]) for r in rows):
-        lines.append(
-            "serving tests: offline mean ± sd over repetitions; served points: medians over requests (steps: requests)"
-        )
-    lines.append("  ".join(c.ljust(widths[c]) for c in COLUMNS).rstrip())
-    lines += ["  ".join(str(r[c]).ljust(widths[c]) for c in COLUMNS).rstrip() for r in rows]
+    """The table people read, one run a line: its figure with its 95% interval (`display`), what it counted, and its
+    flags."""
+    shown = ("workload", "variant", "status", "result", "n", "wall_s", "flags", "file")
+    cells = [
+        {
+            "workload": str(r.get("workload")),
+            "variant": str(r.get("variant")),
+            "status": str(r.get("status")),
+            "result": display(r),
+            "n": f"{r['count']} {r['count_of']}" if r.get("count") is not None else "–",
+            "wall_s": "–" if r.get("wall_s") is None else f"{r['wall_s']:.0f}",
+            "flags": "; ".join(r.get("flags") or []) or "–",
+            "file": str(r.get("file")),
+        }
+        for r in rows
+    ]
+    widths = {c: max(len(c), *(len(x[c]) for x in cells)) for c in shown}
+    lines = [
+        "",
+        "summary (figure: median [its own 95% interval]; training over timing windows, tests over repetitions)",
+    ]
+    lines.append("  ".join(c.ljust(widths[c]) for c in shown).rstrip())
+    lines += ["  ".join(x[c].ljust(widths[c]) for c in shown).rstrip() for x in cells]
     return "\n".join(lines)
 
 
 def table(rows: Sequence[dict[str, Any]]) -> formats.Table:
     ok = sum(r["status"] == "ok" for r in rows)
-    return formats.Table(columns=COLUMNS, rows=[tuple(r[c] for c in COLUMNS) for r in rows],
+    return formats.Table(columns=COLUMNS, rows=[tuple(r.get(c) for c in COLUMNS) for r in rows],
                          notes=(f"{ok} of {len(rows)} run(s) ok",))  # fmt: skip
 
 

@@ -141,6 +141,13 @@ PATHS: dict[tuple[str, str], Field] = {
     ("hardware", "energy.gpus"): Field("list[str]", low=1, high=1024),
     ("hardware", "energy.counter_update_s"): Field("number", low=0, strict=True, high=60),
     ("hardware", "energy.sample_interval_s"): Field("number", low=0, strict=True, high=60),
+    # the host's load around the run (runners/provenance.py `host_load`, asked by the bench before the runner starts
+    # and after it ends): null where the OS or nvidia-smi could not tell; absent in records from before it was kept
+    ("hardware", "host_load"): Field("object"),
+    ("hardware", "host_load.load_1m_start"): Field("number", low=0, high=1e6, nullable=True),
+    ("hardware", "host_load.load_1m_end"): Field("number", low=0, high=1e6, nullable=True),
+    ("hardware", "host_load.gpu_processes_start"): Field("int", low=0, high=1 << 20, nullable=True),
+    ("hardware", "host_load.gpu_processes_end"): Field("int", low=0, high=1 << 20, nullable=True),
     # the Slurm job the run ran in (runners/slurm.py `facts`); absent outside one
     ("hardware", "slurm"): Field("object"),
     ("hardware", "slurm.job_id"): Field("str", low=1, high=40),

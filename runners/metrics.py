@@ -258,6 +258,29 @@ def window_interval(rates: Sequence[float]) -> tuple[float, float, float, int, f
     return ci.median, lo, hi, ci.n, ci.coverage
 
 
+def repetition_interval(values: Sequence[float]) -> tuple[float, float | None, float | None, int, float | None] | None:
+    """A test run's figure and its own 95% interval from its repetitions' values: (median, lo, hi, repetitions,
+    coverage), the median's order-statistic interval (`median_ci`: with fewer than six repetitions the range and its
+    exact coverage), never of zero width (`with_width`: one repetition, or all equal, has lo, hi and coverage None).
+    None without a value. One function for every place a test run's own interval is printed (the boards, `compare`,
+    `bench`'s summary)."""
+    if not values:
+        return None
+    ci = median_ci(values)
+    lo, hi = with_width(ci.lo, ci.hi)
+    return ci.median, lo, hi, ci.n, None if lo is None else ci.coverage
+
+
+def busy_host(load_1m: Any, cpu_cores: Any) -> Any:
+    """Whether a host was busy while a run was recorded: its 1-minute load average (at the run's start or end, the
+    larger) above its core count, so that runnable work queued for a core and the run's own processes waited for CPU
+    (a CPU run benched twice on one host gave 11.9 steps/s, then 0.72 under load). Floats (None: False) or polars
+    expressions (null stays null)."""
+    if load_1m is None or cpu_cores is None:
+        return False
+    return load_1m > cpu_cores
+
+
 def _log_comb(n: int, k: int) -> float:
     """log C(n, k), finite for any n (math.comb's integer grows to n bits)."""
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
@@ -346,13 +369,22 @@ has measured something else, and does not rank. llama.cpp's runner and llama-ben
 test in data/h100 where both finished, and vLLM's offline runner and `vllm bench throughput` within 0.5%."""
 
 
-def agreement_tolerance(tool_spreads: Sequence[float], floor: float = OWN_TOOL_REL_TOL) -> float:
-    """The relative gap allowed between a runner's figure and its engine's tool's where the tool's own repeats of
-    identical tests were measured: the largest relative spread among them (`relative_spread`), never below `floor`.
-    A runner cannot be asked to agree with the tool more closely than the tool agrees with itself (the idea of a
-    repeatability limit: ISO 5725-6:1994, §4.1, the largest difference two results of the same method may show);
-    `vllm bench serve`'s own repeats of one served point on 2 × H200 moved 1.9-31.6% of their median in median TTFT."""
-    return max([floor, *tool_spreads])
+TOOL_REPEATS_MIN = 3
+"""The fewest records of one test by an engine's own tool that may widen its agreement tolerance: two records give one
+difference, and one odd session (a loaded host, a server in another state) is then the whole estimate (on 2 × H200
+one such pair once widened the served tolerance to 35%); with three, one odd record is outvoted by two."""
+
+
+def agreement_tolerance(
+    tool_repeats: Sequence[Sequence[float]], floor: float = OWN_TOOL_REL_TOL, least: int = TOOL_REPEATS_MIN
+) -> float:
+    """The relative gap allowed between a runner's figure and its engine's tool's, from the tool's own repeats of
+    identical tests (`tool_repeats`: each test's figures, one a record): the largest relative spread
+    (`relative_spread`) among the tests the tool repeated `least` or more times, never below `floor`; where no test
+    was repeated that often, the floor. A runner cannot be asked to agree with the tool more closely than the tool
+    agrees with itself (the idea of a repeatability limit: ISO 5725-6:1994, §4.1, the largest difference two results
+    of the same method may show), but fewer than `least` repeats do not say how closely that is (`TOOL_REPEATS_MIN`)."""
+    return max([floor, *(relative_spread(list(v)) for v in tool_repeats if len(v) >= max(least, 2))])
 
 
 def within(ratio: Any, tol: Any) -> Any:

@@ -378,6 +378,30 @@ def hardware(device: str, count: int) -> dict[str, object]:
     return info
 
 
+def host_load() -> dict[str, object]:
+    """The host's load now: its 1-minute load average (`os.getloadavg`; None where the OS keeps none) and how many
+    compute processes run on its GPUs (`nvidia-smi --query-compute-apps`; None without nvidia-smi or where it fails).
+    The bench asks before it starts a runner and after the runner ends, so neither count includes the run itself."""
+    try:
+        load: float | None = round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        load = None
+    processes = None
+    if shutil.which("nvidia-smi") is not None and _nvidia_smi_csv("gpu=index").strip():
+        processes = len(nvidia_smi_query("compute-apps=pid"))
+    return {"load_1m": load, "gpu_processes": processes}
+
+
+def host_load_around(before: dict[str, object], after: dict[str, object]) -> dict[str, object]:
+    """A record's `hardware.host_load` from `host_load` asked before its runner started and after it ended."""
+    return {
+        "load_1m_start": before.get("load_1m"),
+        "load_1m_end": after.get("load_1m"),
+        "gpu_processes_start": before.get("gpu_processes"),
+        "gpu_processes_end": after.get("gpu_processes"),
+    }
+
+
 def hardware_in_child(device: str, count: int) -> dict[str, object]:
     """`hardware` probed by a child process, for runners whose process must not import torch (its CUDA path does):
     torch beside llama.cpp aborts the process on the bench hosts' image ("free(): invalid pointer"), a CUDA context

@@ -127,7 +127,9 @@ def pooled_spreads(ranked_runs: pl.DataFrame) -> dict[tuple[str, str, str, int],
     figure pooled over every configuration (`KEYS`) with two or more ranked runs (`metrics.pooled_log_sd`), as
     `configurations.pooled_spreads` is for training."""
     groups = (
-        ranked_runs.filter(pl.col("value").is_not_null() & ~configurations.flagged("value", "lo", "hi"))
+        ranked_runs.filter(
+            pl.col("value").is_not_null() & ~configurations.flagged("value", "lo", "hi", ranked_runs.columns)
+        )
         .group_by(*SPREAD_KEYS, *KEYS)
         .agg(pl.col("value"))
         .sort(*SPREAD_KEYS, *KEYS)
@@ -213,7 +215,7 @@ def repeats(runs: pl.DataFrame) -> pl.DataFrame:
     (`metrics.relative_spread`). `runs`: the runs that count (finished, verified), each with its figure in `value`."""
     keys = [*KEYS, "kind", "accelerator", "accelerator_count", "shared_host"]
     groups = (
-        runs.filter(pl.col("value").is_not_null() & ~configurations.flagged("value", "lo", "hi"))
+        runs.filter(pl.col("value").is_not_null() & ~configurations.flagged("value", "lo", "hi", runs.columns))
         .sort("started_at", "run_id")
         .group_by(keys, maintain_order=True)
         .agg(pl.col("run_id"), values=pl.col("value"))
@@ -233,16 +235,24 @@ def rank(rows: pl.DataFrame) -> pl.DataFrame:
     return rows.with_columns(rank=pl.Series(ranks, dtype=pl.Int64))
 
 
-RANK_RULE = (
-    "One row per configuration (variant settings, test, devices, hardware, engine version); only finished runs on "
-    "known hardware rank, and where the engine has its own benchmark tool "
-    f"({', '.join(sorted(engines.tool_labels().values()))}) "
-    f"only beside that tool's record of the same test agreeing within ±{metrics.OWN_TOOL_REL_TOL * 100:g}% on every "
-    "figure both report; a row's figure is the median of its runs'; its 95% interval is exp(mean ln ± t·s/√n) with "
-    "the between-run spread s of its engine's own repeats of its kind of test, pooled over every configuration it "
-    "repeated on its hardware (never another engine's), never narrower than its runs' own intervals nor excluding a "
-    "run; a row of one run whose engine has no such repeats is unreplicated: no interval; "
-    "a row's rank is one plus the number of rows "
-    "whose interval lies wholly above its own (no row is ranked below one it overlaps; ranks can repeat and skip), "
-    "and a row without an interval has no rank (it could overlap any row)."
-)
+def rank_rule(agreement: str | None = None) -> str:
+    """The boards' rank rule, with the agreement with the engine's own tool that the board applied (`agreement`: a
+    served board's `serving.agreement_clause`; by default the floor on every figure both report)."""
+    agreement = agreement or f"±{metrics.OWN_TOOL_REL_TOL * 100:g}% on every figure both report"
+    return (
+        "One row per configuration (variant settings, test, devices, hardware, engine version); only finished runs on "
+        "known hardware rank, and where the engine has its own benchmark tool "
+        f"({', '.join(sorted(engines.tool_labels().values()))}) "
+        f"only beside that tool's record of the same test agreeing within {agreement}; "
+        "a row's figure is the median of its runs'; its 95% interval is exp(mean ln ± t·s/√n) with "
+        "the between-run spread s of its engine's own repeats of its kind of test, pooled over every configuration it "
+        "repeated on its hardware (never another engine's), never narrower than its runs' own intervals nor excluding "
+        "a run; a row of one run whose engine has no such repeats is unreplicated: no interval; "
+        "a row's rank is one plus the number of rows "
+        "whose interval lies wholly above its own (no row is ranked below one it overlaps; ranks can repeat and skip), "
+        "and a row without an interval has no rank (it could overlap any row)."
+    )
+
+
+RANK_RULE = rank_rule()
+"""The rank rule of a board held to the floor tolerance (inference and offline boards)."""

@@ -93,6 +93,9 @@ class Board:
     """Serving: the finished measured runs, oldest first (their decoding figures)."""
     beside: pl.DataFrame = field(default_factory=_empty)
     """Serving at one request in flight: llama.cpp's generation on the same model."""
+    rank_rule: str = ladder.RANK_RULE
+    """Inference and serving: the rank rule as the board applied it (`ladder.rank_rule`; a served board names the
+    agreement tolerance it held its runs to on each hardware, `serving.agreement_clause`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -419,6 +422,7 @@ def _serving_board(
         decoding=measured.filter(pl.col("status") == "ok").sort("started_at", "run_id"),
         beside=beside if one_in_flight else beside.clear(),
         best=_best_ranked(ranked),
+        rank_rule=ladder.rank_rule(serving.agreement_clause(measured)),
     )
 
 

@@ -627,7 +627,7 @@ def repeats(summary: pl.DataFrame) -> pl.DataFrame:
     keys = [*CONFIG_KEYS, "shared_host"]
     groups = (
         _comparable(summary)
-        .filter(~configurations.flagged())  # a run that measured no steady state is nobody's repeat
+        .filter(~configurations.flagged(columns=summary.columns))  # no steady state, or a busy host: nobody's repeat
         .sort("started_at")
         .group_by(keys, maintain_order=True)
         .agg(
@@ -679,18 +679,17 @@ def scaling(summary: pl.DataFrame) -> pl.DataFrame:
 
 def repetition_intervals(samples: pl.DataFrame, prefix: str) -> pl.DataFrame:
     """Per run (`run_id` and a list column of its repetitions' values, nulls dropped): the median with its 95%
-    interval and the interval's exact coverage (`metrics.median_ci`), as `{prefix}_med`, `_lo`, `_hi`, `_coverage`,
-    and the number of repetitions. One repetition (or all equal) has no interval: `_lo`, `_hi` and `_coverage` are
-    null, never an interval of zero width (`metrics.with_width`)."""
+    interval and the interval's exact coverage (`metrics.repetition_interval`), as `{prefix}_med`, `_lo`, `_hi`,
+    `_coverage`, and the number of repetitions. One repetition (or all equal) has no interval: `_lo`, `_hi` and
+    `_coverage` are null, never an interval of zero width (`metrics.with_width`)."""
     stats: list[tuple[str, float | None, float | None, float | None, float | None, int]] = []
     for run_id, values in samples.iter_rows():
-        values = [v for v in values or [] if v is not None]
-        ci = metrics.median_ci(values) if values else None
-        if ci is None:
+        found = metrics.repetition_interval([v for v in values or [] if v is not None])
+        if found is None:
             stats.append((run_id, None, None, None, None, 0))
             continue
-        lo, hi = metrics.with_width(ci.lo, ci.hi)
-        stats.append((run_id, ci.median, lo, hi, None if lo is None else ci.coverage, ci.n))
+        median, lo, hi, n, coverage = found
+        stats.append((run_id, median, lo, hi, coverage, n))
     names = [f"{prefix}_med", f"{prefix}_lo", f"{prefix}_hi", f"{prefix}_coverage"]
     schema = {"run_id": pl.String, **dict.fromkeys(names, pl.Float64), "repetitions": pl.Int64}
     return pl.DataFrame(stats, schema=schema, orient="row")

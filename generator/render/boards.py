@@ -27,7 +27,6 @@ from generator import (
     tuning_page,
     verdict,
 )
-from generator.derive import ladder
 from generator.derive.results import Board, Results
 from runners import llama_files, metrics, schema
 
@@ -445,7 +444,7 @@ def _inference_board(
         rows=board.ranked.to_dicts(),
         **_listed(path, slug, unranked=board.shown_unranked, imported=board.imported, failures=board.failures),
         weights=_weights(board.ranked, board.shown_unranked, board.imported),
-        rank_rule=ladder.RANK_RULE,
+        rank_rule=board.rank_rule,
         json_name=_board_json(path, board, "tokens/s", ("value", "lo", "hi")),
         chart=chart_sink.html_of(
             pages.chart_id(slug, "tokens"), charts.test_throughput, board.drawn, "tokens/s", depth=1
@@ -488,7 +487,7 @@ def _serving_board(
         config=config,
         work=config["workload"],
         rows=board.ranked.to_dicts(),
-        rank_rule=ladder.RANK_RULE,
+        rank_rule=board.rank_rule,
         json_name=_board_json(path, board, "output tokens/s", ("value", "lo", "hi")),
         scaling=scaling.to_dicts(),
         scaling_chart=chart_sink.html_of(pages.chart_id(slug, "tp-scaling"), charts.tp_scaling, scaling, depth=1)

@@ -51,6 +51,11 @@ class Engine:
     tool_times_more: bool = False
     """Whether the tool times more than the test (mlx_lm.benchmark's prompt time includes the first decode step): the
     runner then also times the tool's own path (`tool_path_tokens_per_s`), and only that is compared with the tool."""
+    untimed_warm_up: str | None = None
+    """The workload field its tests' records (and its tool's, made beside them) carry since whole repetitions run
+    untimed before the timed ones: a record without it timed its first repetition cold (llama.cpp's first after a cache
+    clear ran 17-43% below the rest on an H200), so the generator leaves that repetition out of the record's figures.
+    A record that has the field, whatever its value, timed what it meant to (`cold_first_repetition`)."""
     tool_needs_env: str | None = None
     """A variable without which the tool cannot run here (llama-bench's binary), so the cross-check is skipped."""
     python_env: str | None = None
@@ -132,6 +137,7 @@ ENGINES: dict[str, Engine] = {
             test_runner="runners.engines.llamacpp.runner",
             tool="llama-bench",
             tool_runner="runners.engines.llamacpp.tool",
+            untimed_warm_up="untimed_repetitions",  # from commit 133c837 (2026-12-01)
             tool_needs_env="LLAMA_BENCH",
             failure_config="runners.engines.llamacpp.runner:failure_config",
             importer="runners.engines.llamacpp.importer:import_file",
@@ -204,6 +210,16 @@ def own_tools() -> dict[str, str]:
 def tools_of(kind: str) -> tuple[str, ...]:
     """The own tools of the engines that run tests of `kind` (`inference`, `serving`), as their records name them."""
     return tuple(e.tool for e in ENGINES.values() if e.tool and kind in e.kinds)
+
+
+def cold_first_repetition() -> dict[str, str]:
+    """Per record engine (an engine and its own tool), the workload field whose absence says a record timed its first
+    repetition cold (`Engine.untimed_warm_up`)."""
+    out: dict[str, str] = {}
+    for e in ENGINES.values():
+        if e.untimed_warm_up:
+            out |= {name: e.untimed_warm_up for name in (e.name, e.tool) if name}
+    return out
 
 
 def tool_labels() -> dict[str, str]:

@@ -99,16 +99,24 @@ def test_bench_summary(tmp_path: Path) -> None:
     proc = run_module(
         "fairfight", "bench", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-1dev",
         "--variants", str(ROOT / "examples" / "engines" / "numpy.toml"), "--variant", "numpy-bigram",
-        "--steps", "12", "--data-dir", str(data), "--format", "json",
+        "--steps", "25", "--data-dir", str(data), "--format", "json",
     )  # fmt: skip
     summary = json.loads(proc.stdout)
     (run,) = summary["runs"]
     assert summary["suite"] == "cpu-smoke" and summary["exit_status"] == 0
-    assert run["status"] == "ok" and run["steps"] == 12 and Path(run["file"]).is_file()
+    assert run["status"] == "ok" and (run["count"], run["count_of"]) == (25, "steps") and Path(run["file"]).is_file()
     assert "[1/1]" in proc.stderr  # the progress is still shown, on standard error
+    # numbers, not display strings (3 windows of 5 steady steps after 10 warm-up steps); the host's load around the
+    # run, kept in its record by the bench (issue 55)
+    assert run["unit"] == "steps/s" and isinstance(run["figure"], float) and isinstance(run["wall_s"], float)
+    assert isinstance(run["load_1m_start"], float) and isinstance(run["load_1m_end"], float)
+    from runners import layout
+
+    hardware = json.loads(layout.read(Path(run["file"])).column("hardware")[0].as_py())
+    assert hardware["host_load"]["load_1m_start"] == run["load_1m_start"]
     from runners import bench_report
 
     html = rendered(bench_report.render("md", "cpu-smoke", summary["runs"], 0))
     assert html.tables == 1 and html.rows[0] == list(bench_report.COLUMNS) and html.rows[1][2] == "ok"
     lines = list(csv.reader(io.StringIO(bench_report.render("csv", "cpu-smoke", summary["runs"], 0), newline="")))
-    assert lines[0] == list(bench_report.COLUMNS) and lines[1][6] == run["file"]
+    assert lines[0] == list(bench_report.COLUMNS) and lines[1][bench_report.COLUMNS.index("file")] == run["file"]

@@ -32,9 +32,14 @@ FAST, SLOW = (
 )
 
 
-def _copy(run_id: str, step_times: list[float], data: Path) -> None:
-    """The committed ddp-amp-stock record under another run id, its steady step times replaced."""
+def _copy(run_id: str, step_times: list[float], data: Path, host_load: dict | None = None) -> None:
+    """The committed ddp-amp-stock record under another run id, its steady step times replaced (and `host_load` in
+    its hardware, as the bench now records it)."""
     table = pq.read_table(CPU / f"{AMP}.parquet")
+    if host_load is not None:
+        hardware = json.loads(table["hardware"][0].as_py()) | {"host_load": host_load}
+        column = pa.array([json.dumps(hardware, sort_keys=True)] * table.num_rows)
+        table = table.set_column(table.schema.get_field_index("hardware"), "hardware", column)
     steady = pc.and_(pc.equal(table["metric"], "step_time_s"), pc.equal(table["phase"], "steady"))
     values = table["value"].to_pylist()
     times = iter(step_times)
@@ -97,3 +102,35 @@ def test_without_any_repeats_the_flagged_slowdown_is_undecided_and_still_fails(
     assert compare.fails(row) and not compare.fails(row, "faster")
     status, out = _cli(capsys, FAST, SLOW, "--data", str(data))
     assert status == 1 and "flagged and beyond 5%: fails" in out and evidence.FLAGGED in out
+
+
+BUSY = {"load_1m_start": 1.2, "load_1m_end": 7.5, "gpu_processes_start": None, "gpu_processes_end": None}
+"""The host's load around a run as the bench records it: 7.5 at its end, on the record's 2-core CPU."""
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["quiet host", "busy host"])
+def test_a_steady_slowdown_recorded_on_a_busy_host_is_flagged_and_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], busy: bool
+) -> None:
+    """A steady 11.9 -> 8.0 steps/s of one configuration: with no load recorded, the two runs are each other's repeat
+    and their 39% spread reads the change as "same" (exit 0); recorded on a busy host (load average above the core
+    count, as the bench keeps it), B is nobody's repeat and flagged, and a flagged row beyond the threshold fails: the
+    load cannot hide a regression."""
+    data = tmp_path / "data"
+    (data / "cpu-smoke").mkdir(parents=True)
+    _copy(FAST, [1 / 11.9] * 50, data, {k: 0.3 if k.startswith("load") else None for k in BUSY})
+    _copy(SLOW, [1 / 8.0] * 50, data, BUSY if busy else None)
+    ds = compare.load_dataset(data)
+    slow = ds.runs.filter(ds.runs["run_id"] == SLOW).row(0, named=True)
+    assert slow["busy_host"] is busy and not metrics.wider_than_figure(slow["value"], slow["lo"], slow["hi"])
+    (row,) = compare.compare(FAST, SLOW, ds).rows
+    if busy:  # nobody's repeat: no spread, undecided, flagged, and beyond the threshold it fails
+        assert not ds.spreads and not ds.run_floors
+        assert row["verdict"] == "undecided"
+        assert row["flags"] == [f"B {SLOW}: recorded on a busy host (load average 7.5 above its 2 cores)"]
+        assert compare.fails(row)
+        status, out = _cli(capsys, FAST, SLOW, "--data", str(data))
+        assert status == 1 and "busy host" in out
+    else:  # without the load kept, the two runs are each other's repeat, and their spread hides the slowdown
+        assert row["verdict"] == "same" and row["flags"] == [] and not compare.fails(row)
+        assert _cli(capsys, FAST, SLOW, "--data", str(data))[0] == 0
