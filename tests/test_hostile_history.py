@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from generator import editions, history
-from tests.conftest import ROOT, TRAIN, committed, run_module
+from tests.conftest import ROOT, TRAIN, committed, run_module, write_as_submitted
+from tests.test_hostile_files import doctored
 
 GENUINE = sorted((ROOT / "data" / "cpu-smoke").glob("*.parquet"))
 """The five committed runs of cpu-smoke's training workload (started 2026-11-29)."""
@@ -69,11 +70,22 @@ def test_the_latest_manifest_deleted_committed_or_in_the_work_tree_is_named(data
 
 
 def test_a_deleted_committed_run_is_named_with_its_commit_and_the_editions_that_froze_it(data: Path) -> None:
-    """Before: `git rm` of a committed run (frozen or not) left validate at exit 0, naming nothing. Now the file is
-    named where it was, with the commit and the editions that froze it."""
+    """Before: `git rm` of a committed run that no edition froze left validate at exit 0, naming nothing (a frozen
+    one was named only as missing from its editions, without the commit). Now each file is named where it was, with
+    the commit, and the editions that froze it."""
+    late = data / "cpu-smoke" / "committed-after-e2.parquet"
+    write_as_submitted(doctored(TUNED, late.stem), late)
+    committed(data.parent, "a run after e2")
+    assert validate(data).returncode == 0
+    git(data.parent, "rm", "-q", f"data/cpu-smoke/{late.name}")
+    git(data.parent, "commit", "-q", "-m", "drop the run no edition froze")
+    commit = git(data.parent, "rev-parse", "HEAD")[:12]
+    proc = validate(data)
+    assert proc.returncode == 1, proc.stdout
+    assert f"{late}: deleted in commit {commit} after it was committed: result files" in proc.stdout
     victim = data / "cpu-smoke" / TUNED.name
     git(data.parent, "rm", "-q", f"data/cpu-smoke/{TUNED.name}")
-    git(data.parent, "commit", "-q", "-m", "drop a run")
+    git(data.parent, "commit", "-q", "-m", "drop a frozen run")
     commit = git(data.parent, "rev-parse", "HEAD")[:12]
     proc = validate(data)
     assert proc.returncode == 1, proc.stdout
@@ -167,10 +179,10 @@ def test_two_first_editions_are_told_apart_by_git_and_neither_is_trusted_outside
     committed(tmp_path, "edition e1")
     forged(out, "e0", "2026-11-30T10:00:00Z", None)
     committed(tmp_path, "a forged edition")
-    assert history.added_order(out, "editions") == {"data/editions/e1.json": 0, "data/editions/e0.json": 1}
     kept, bad = editions.scan(out)
     assert [e.name for e in kept] == ["e1"] and [Path(r.path).name for r in bad] == ["e0.json"], bad
     assert "this one was made outside the chain, or back-dated" in bad[0].problems[0]
+    assert history.added_order(out, "editions") == {"data/editions/e1.json": 0, "data/editions/e0.json": 1}
     shutil.rmtree(tmp_path / ".git")
     kept, bad = editions.scan(out)
     assert kept == [] and sorted(Path(r.path).name for r in bad) == ["e0.json", "e1.json"]
