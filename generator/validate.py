@@ -34,8 +34,8 @@ def run(args: argparse.Namespace) -> int:
     files: list[Path] = []
     groups: dict[Path, list[Path]] = {}
     data = getattr(args, "data", None)
-    # (target, whether it is a data folder by its naming: `--data`, or the default)
-    targets = [*((t, False) for t in args.files), *([(data, True)] if data else [])] or [(Path("data"), True)]
+    # (target, whether it is a data folder by its naming: only the default is; `--data` is the same as naming it)
+    targets = [(t, False) for t in [*args.files, *([data] if data else [])]] or [(Path("data"), True)]
     for target, is_data in targets:
         if not target.exists():
             print(f"error: {target}: no such file or folder (run from the folder that holds data/, or name files)",
