@@ -12,8 +12,9 @@ Editions are evidence, checked wherever files are loaded (the site, `validate`, 
   manifest records, when they still hash to the frozen sha256) or says which runs it cannot show;
 - manifests form a hash chain: each records the sha256 of the one before it (`previous`), so rewriting any edition
   but the latest breaks the next one's link. The chain is followed by its links, each to an edition dated before
-  it, never by the dates alone: an edition off it (a forged one, back-dated before the first) is the one rejected;
-  where two chains are as long, the one whose first manifest git added first stands (outside git, neither);
+  it, never by the dates alone: an edition off it (a forged one, back-dated before the first) is the one rejected.
+  Where two editions claim the same place, the one whose manifest git added first stands; outside git (or where git
+  added both at once), the one that begins the longer chain, and where they are as long, neither;
 - in a git checkout (generator/history.py), a committed manifest or result file that git shows modified or moved
   after it was committed (in a later commit, or in the work tree) is rejected where it is now; one deleted or moved
   away (the latest manifest too, which no chain can anchor) is named where it was, with the commit that did it (or
@@ -232,9 +233,10 @@ def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
 def _chained(kept: list[tuple[str, Edition]], bad: list[load.Rejected], added: dict[str, int]) -> list[Edition]:
     """The editions of the chain, oldest first; each edition off it, and each link of it that does not hold, is added
     to `bad`. The chain follows the links, never the dates alone (a back-dated edition must not displace a genuine
-    one): each `previous` names an edition dated before it. It is the longest run of links from a first edition
-    (`previous` null; or, where the one it follows was removed, the first left, which is rejected itself); where two
-    are as long, the one whose manifest git added first (`added`), and where git cannot tell, neither. On the chain, a
+    one): each `previous` names an edition dated before it. It begins at a first edition (`previous` null; or, where
+    the one it follows was removed, the first left, which is rejected itself) and goes on through the editions that
+    follow: of two first editions, or two that follow one, the one whose manifest git added first (`added`), then the
+    one that begins the longer chain, then a true first edition; where none of these tells, neither. On the chain, a
     link whose sha256 is not its predecessor's means that manifest was rewritten after the next was made: it is
     rejected, and the chain goes on."""
     by_name = {edition.name: (rel, edition) for rel, edition in kept}
@@ -261,8 +263,9 @@ def _chained(kept: list[tuple[str, Edition]], bad: list[load.Rejected], added: d
     for _, edition in reversed(kept):  # newest first: every link goes forward in time, so children come first
         depth[edition.name] = 1 + max((depth[c] for c in children.get(edition.name, [])), default=0)
 
-    def rank(name: str) -> tuple[int, bool, int]:
-        return depth[name], starts.get(name, "") is None, -added.get(by_name[name][0], len(added))
+    def rank(name: str) -> tuple[int, int, bool]:
+        # git's word first: a forger may write a longer chain, but cannot add it before the genuine one was added
+        return -added.get(by_name[name][0], len(added)), depth[name], starts.get(name, "") is None
 
     def pick(names: list[str]) -> tuple[str | None, list[str]]:
         """The best of `names` and those as good (every one of them, when none is best)."""
@@ -292,7 +295,7 @@ def _chained(kept: list[tuple[str, Edition]], bad: list[load.Rejected], added: d
         elif name not in on_chain and chain:
             problems.setdefault(name, (
                 f"field 'previous': null, but the editions' chain begins at {chain[0]!r} ({len(chain)} edition(s), "
-                "linked by their manifests' sha256): this one was made outside the chain, or back-dated"))  # fmt: skip
+                "each following the one before): this one was made outside the chain, or back-dated"))  # fmt: skip
     for parent, followers in children.items():
         for name in followers:
             if name in on_chain:

@@ -6,6 +6,7 @@ contributor would, with git's own commands; each failed on the code before."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -187,3 +188,16 @@ def test_two_first_editions_are_told_apart_by_git_and_neither_is_trusted_outside
     kept, bad = editions.scan(out)
     assert kept == [] and sorted(Path(r.path).name for r in bad) == ["e0.json", "e1.json"]
     assert "git cannot say which was made first" in bad[0].problems[0]
+
+
+def test_a_longer_forged_chain_does_not_displace_the_one_git_added_first(data: Path) -> None:
+    """Three forged editions, back-dated before the first and chained to each other, committed after the genuine
+    two: a chain longer than the genuine one, which git's order of adding them still tells apart."""
+    previous = None
+    for i, name in enumerate(("f1", "f2", "f3")):
+        path = forged(data, name, f"2026-11-2{i}T10:00:00Z", previous)
+        previous = {"name": name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    committed(data.parent, "a forged chain")
+    kept, bad = editions.scan(data)
+    assert [e.name for e in kept] == ["e1", "e2"], bad
+    assert sorted(Path(r.path).name for r in bad) == ["f1.json", "f2.json", "f3.json"]
