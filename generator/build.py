@@ -76,6 +76,7 @@ def build(
     `supplied` holds the Markdown of the pages the caller makes (`pages.SITE` entries marked supplied: the
     `fairfight` command supplies its reference)."""
     supplied = dict(supplied or {})
+    data_dir = load.canonical(data_dir)  # however it is named, one folder, its files under the same paths
     repo_url = repository.resolve(repo_url)  # no --repo-url: the project's metadata, else none (the pages say so)
     declared = {p.file for p in pages.SITE if p.supplied}
     if set(supplied) - declared:
@@ -226,7 +227,8 @@ def _build_staged(
     (docs / versions.FOOTER_SCRIPT).write_text(versions.footer_script(versions.generator()))
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
-    loaded, _ = editions.audited(loaded, data_dir)  # a file an edition froze, or git committed, never changes
+    # a file an edition froze, or git committed, never changes; `gone`: what git shows deleted or moved away
+    loaded, gone = editions.audited(loaded, data_dir)
     progress.stage(f"checking and deriving the figures of {loaded.runs.height:,} run(s)")
     loaded, summary = checks.checked(loaded)
     loaded.rejected.extend(editions.scan(data_dir)[1])
@@ -257,7 +259,7 @@ def _build_staged(
         pending = render.runs.start_run_pages(
             kept, page_runs, results.samples, manifest, pool, repo_url, records=results.records
         )
-        _build_rest(results, frozen, docs, data_dir, site, work_dir, site_url, repo_url, sorted(supplied))
+        _build_rest(results, frozen, docs, data_dir, site, work_dir, site_url, repo_url, sorted(supplied), gone)
         pending.finish(site, record=False)
     return loaded, pending
 
@@ -318,8 +320,10 @@ def _build_rest(
     site_url: str | None = None,
     repo_url: str | None = None,
     supplied: list[str] | None = None,
+    gone: list[tuple[str, str]] | None = None,
 ) -> None:
-    """Every page but the run pages: Markdown from the templates, charts, then MkDocs into `out_dir`."""
+    """Every page but the run pages: Markdown from the templates, charts, then MkDocs into `out_dir`. `gone`: the
+    committed files history lost, and what an edition froze that is missing (`editions.audited`)."""
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
@@ -328,7 +332,7 @@ def _build_rest(
     chart_sink = pages.Charts(docs, store.active())
     built_with = versions.generator()
     nav, nav_editions, nav_served = render.boards.write_pages(
-        results, docs, chart_sink, data_dir, repo_url, built_with, frozen
+        results, docs, chart_sink, data_dir, repo_url, built_with, frozen, gone
     )
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = mkdocs_config(pages.nav(nav, nav_editions, nav_served, supplied or []), built_with, site_url)

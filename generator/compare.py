@@ -151,6 +151,7 @@ def load_dataset(data_dir: Path) -> Dataset:
     cache folder (`runcache.command_folder`), the table the last build or compare of the same data kept
     (`compare_cache`), when its key still holds."""
     folder = runcache.command_folder()
+    shown, data_dir = Path(data_dir), load.canonical(data_dir)  # loaded as the site loads it, named as it was given
     found, bad = editions.scan(data_dir)
     data_key = compare_cache.key(data_dir) if folder is not None else ""
     kept = compare_cache.read(folder, data_key) if folder is not None else None
@@ -160,14 +161,14 @@ def load_dataset(data_dir: Path) -> Dataset:
     if kept is not None:
         runs, rest = kept
         return Dataset(
-            Path(data_dir), runs, [load.Rejected(p, tuple(problems)) for p, problems in rest["rejected"]],
+            shown, runs, [load.Rejected(p, tuple(problems)) for p, problems in rest["rejected"]],
             rest["run_floors"], {tuple(k): v for k, v in rest["kind_floors"]}, found, bad,
             {tuple(k): metrics.PooledSpread(*v) for k, v in rest.get("spreads", [])},
         )  # fmt: skip
     runcache.use(folder)
     loaded = load.load(data_dir, folder, lean=True)
     results = derive.results(*checks.checked(editions.audited(loaded, data_dir)[0]))
-    made = dataset(Path(data_dir), results, found, bad)
+    made = dataset(shown, results, found, bad)
     if folder is not None:
         keep(folder, data_key, made)
     return made

@@ -11,9 +11,16 @@ Editions are evidence, checked wherever files are loaded (the site, `validate`, 
   the edition, and a missing one named; the edition's own board shows the frozen bytes (from git, at the commit the
   manifest records, when they still hash to the frozen sha256) or says which runs it cannot show;
 - manifests form a hash chain: each records the sha256 of the one before it (`previous`), so rewriting any edition
-  but the latest breaks the next one's link, and the chain's order must agree with the editions' dates;
-- in a git checkout, a committed manifest or result file that git shows changed after it was committed (a later
-  commit, or the work tree) is rejected, which anchors the latest manifest too (generator/history.py).
+  but the latest breaks the next one's link. The chain is followed by its links, each to an edition dated before
+  it, never by the dates alone: an edition off it (a forged one, back-dated before the first) is the one rejected.
+  Where two editions claim the same place, the one whose manifest git added first stands; outside git (or where git
+  added both at once), the one that begins the longer chain, and where they are as long, neither;
+- in a git checkout (generator/history.py), a committed manifest or result file that git shows modified or moved
+  after it was committed (in a later commit, or in the work tree) is rejected where it is now; one deleted or moved
+  away (the latest manifest too, which no chain can anchor) is named where it was, with the commit that did it (or
+  "in the work tree"): `validate` lists it as missing and exits 1, and the site names it on the home page, on
+  Rejected files, on the editions page and on every board of its suite, and the editions that froze its run say
+  so on their pages (tests/test_hostile_history.py).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import itertools
 import json
 import re
 import sys
@@ -66,6 +74,7 @@ def release(name: str, data_dir: Path, now: datetime | None = None) -> Path:
     holds a rejected file, or an earlier edition's integrity is broken."""
     if not NAME.match(name):
         raise SystemExit(f"edition name {name!r}: use letters, digits, '.', '_' and '-' (at most 64)")
+    data_dir = load.canonical(data_dir)  # the paths it freezes are those the site loads
     path = editions_dir(data_dir) / f"{name}.json"
     if path.exists():
         raise SystemExit(f"edition {name!r} exists ({path}); editions are never rewritten: choose a new name")
@@ -216,48 +225,105 @@ def scan(data_dir: Path) -> tuple[list[Edition], list[load.Rejected]]:
         bad += [load.Rejected(rel, (f"field 'name': {names} would have the same page: every one is rejected",))
                 for rel, _ in same]  # fmt: skip
     kept.sort(key=lambda item: (datetime.fromisoformat(item[1].created_at), item[1].name))
-    return _chained(kept, bad), bad
+    # which manifest git added first settles a tie between two chains (a forger's is added later)
+    added = (history.added_order(data_dir, "editions") or {}) if len(kept) > 1 else {}
+    return _chained(kept, bad, added), bad
 
 
-def _chained(kept: list[tuple[str, Edition]], bad: list[load.Rejected]) -> list[Edition]:
-    """The editions whose chain holds, oldest first; each link that does not hold is added to `bad`. An edition's
-    `previous` must name the edition dated before it and that manifest's sha256: a mismatch means that manifest
-    was rewritten after the next was made (it is rejected); a name that does not follow the order means one was
-    removed, added or re-dated (the edition claiming it is rejected)."""
-    out: list[Edition] = []
-    for i, (rel, edition) in enumerate(kept):
-        before = kept[i - 1][1] if i else None
+def _chained(kept: list[tuple[str, Edition]], bad: list[load.Rejected], added: dict[str, int]) -> list[Edition]:
+    """The editions of the chain, oldest first; each edition off it, and each link of it that does not hold, is added
+    to `bad`. The chain follows the links, never the dates alone (a back-dated edition must not displace a genuine
+    one): each `previous` names an edition dated before it. It begins at a first edition (`previous` null; or, where
+    the one it follows was removed, the first left, which is rejected itself) and goes on through the editions that
+    follow: of two first editions, or two that follow one, the one whose manifest git added first (`added`), then the
+    one that begins the longer chain, then a true first edition; where none of these tells, neither. On the chain, a
+    link whose sha256 is not its predecessor's means that manifest was rewritten after the next was made: it is
+    rejected, and the chain goes on."""
+    by_name = {edition.name: (rel, edition) for rel, edition in kept}
+    when = {edition.name: datetime.fromisoformat(edition.created_at) for _, edition in kept}
+    children: dict[str, list[str]] = {}
+    starts: dict[str, str | None] = {}  # a chain's possible first edition -> why it is rejected itself (None: a root)
+    refused = {Path(r.path).stem for r in bad}  # manifests rejected already (unreadable, or rewritten as git shows)
+    for _, edition in kept:
         link = edition.previous
-        if before is None and link is not None:
-            bad.append(load.Rejected(rel, (
-                f"field 'previous': follows edition {link['name']!r}, which is not here (or is dated after it): an "
-                "edition was removed or re-dated",)))  # fmt: skip
-            continue
-        if before is not None and link is None:
-            bad.append(load.Rejected(rel, (
-                f"field 'previous': null, but edition {before.name!r} is dated before it: it was made outside the "
-                "chain, or re-dated",)))  # fmt: skip
-            continue
-        if before is not None and link is not None and link["name"] != before.name:
-            bad.append(load.Rejected(rel, (
-                f"field 'previous': follows edition {link['name']!r}, but the edition dated before it is "
-                f"{before.name!r}: an edition was removed, added or re-dated",)))  # fmt: skip
-            continue
-        if before is not None and link is not None and link["sha256"] != before.sha256:
-            before_rel = kept[i - 1][0]
-            bad.append(load.Rejected(before_rel, (
-                f"this manifest's sha256 is {before.sha256}, but edition {edition.name!r}, made after it, recorded "
-                f"{link['sha256']}: it was rewritten after that edition was made",)))  # fmt: skip
-            if out and out[-1] is before:
-                out.pop()
-        out.append(edition)
-    return out
+        if link is None:
+            starts[edition.name] = None
+        elif link["name"] not in by_name:
+            starts[edition.name] = f"field 'previous': follows edition {link['name']!r}, which is " + (
+                "rejected (see its own line)" if link["name"] in refused else "not here: an edition was removed"
+            )
+        elif when[link["name"]] >= when[edition.name]:
+            starts[edition.name] = (
+                f"field 'previous': follows edition {link['name']!r}, dated {by_name[link['name']][1].created_at}, not "
+                f"before this one ({edition.created_at}): one of them was re-dated"
+            )
+        else:
+            children.setdefault(link["name"], []).append(edition.name)
+    depth: dict[str, int] = {}
+    for _, edition in reversed(kept):  # newest first: every link goes forward in time, so children come first
+        depth[edition.name] = 1 + max((depth[c] for c in children.get(edition.name, [])), default=0)
+
+    def rank(name: str) -> tuple[int, int, bool]:
+        # git's word first: a forger may write a longer chain, but cannot add it before the genuine one was added
+        return -added.get(by_name[name][0], len(added)), depth[name], starts.get(name, "") is None
+
+    def pick(names: list[str]) -> tuple[str | None, list[str]]:
+        """The best of `names` and those as good (every one of them, when none is best)."""
+        best = max(map(rank, names), default=None)
+        tied = [n for n in names if rank(n) == best]
+        return (tied[0], []) if len(tied) == 1 else (None, tied)
+
+    chain: list[str] = []
+    problems: dict[str, str] = {}
+    first, tied = pick(list(starts))
+    while True:
+        if tied:
+            names = ", ".join(repr(n) for n in tied)
+            place = f"follow {chain[-1]!r} with" if chain else "begin"
+            for name in tied:
+                problems.setdefault(name, (
+                    f"field 'previous': editions {names} each {place} a chain of {depth[name]} edition(s), and git "
+                    "cannot say which was made first: every one is rejected"))  # fmt: skip
+        if first is None:
+            break
+        chain.append(first)
+        first, tied = pick(children.get(first, []))
+    on_chain = set(chain)
+    for name, why in starts.items():
+        if why is not None:
+            problems.setdefault(name, why)
+        elif name not in on_chain and chain:
+            problems.setdefault(name, (
+                f"field 'previous': null, but the editions' chain begins at {chain[0]!r} ({len(chain)} edition(s), "
+                "each following the one before): this one was made outside the chain, or back-dated"))  # fmt: skip
+    for parent, followers in children.items():
+        for name in followers:
+            if name in on_chain:
+                continue
+            if parent in on_chain:
+                at = chain.index(parent) + 1
+                then = f"the chain goes on with {chain[at]!r}" if at < len(chain) else "the chain ends there"
+                problems.setdefault(name, f"field 'previous': follows edition {parent!r}, but {then}: this one was "
+                                          "made outside the chain")  # fmt: skip
+            else:
+                problems.setdefault(name, f"field 'previous': follows edition {parent!r}, which is not on the chain "
+                                          "of editions (rejected)")  # fmt: skip
+    for before, after in itertools.pairwise(chain):
+        link, edition = by_name[after][1].previous, by_name[before][1]
+        if link is not None and link["sha256"] != edition.sha256:
+            problems.setdefault(before, (
+                f"this manifest's sha256 is {edition.sha256}, but edition {after!r}, made after it, recorded "
+                f"{link['sha256']}: it was rewritten after that edition was made"))  # fmt: skip
+    bad += [load.Rejected(rel, (problems[edition.name],)) for rel, edition in kept if edition.name in problems]
+    return [by_name[name][1] for name in chain if name not in problems]
 
 
 def audited(loaded: load.Loaded, data_dir: Path) -> tuple[load.Loaded, list[tuple[str, str]]]:
-    """The loaded files less those history says were rewritten: each file git shows changed after it was committed,
-    and each whose bytes differ from what an edition froze, is rejected by name. Returns them, and (manifest, problem)
-    for each run an edition froze whose file is missing (named, not rejected: there is no file to reject)."""
+    """The loaded files less those history says were rewritten: each file git shows changed or moved after it was
+    committed, and each whose bytes differ from what an edition froze, is rejected by name. Returns them, and (file,
+    problem) for what is gone: each committed result file or manifest that git shows deleted or moved away (with the
+    commit, and the editions that froze it), and each run an edition froze whose file is missing otherwise (named,
+    not rejected: there is no file to reject)."""
     import polars as pl
 
     rewritten = history.rewritten(data_dir) or {}
@@ -266,28 +332,37 @@ def audited(loaded: load.Loaded, data_dir: Path) -> tuple[load.Loaded, list[tupl
     for path in loaded.runs["path"].to_list():
         if path in rewritten:
             bad.setdefault(path, []).append(f"this result file was {rewritten[path]}")
-    current = {r: (s, p) for r, s, p in loaded.runs.select("run_id", "sha256", "path").iter_rows()}
+    # a run whose file was moved here is not here for the editions: it is named where they froze it
+    moved = {path for path, why in rewritten.items() if why.startswith("moved here from ")}
+    current = {r: (s, p) for r, s, p in loaded.runs.select("run_id", "sha256", "path").iter_rows() if p not in moved}
+    gone = dict(history.removed(data_dir, rewritten))
+    froze: dict[str, list[str]] = {}  # a file git shows gone -> the editions that froze it
     missing: list[tuple[str, str]] = []
     data_name = Path(data_dir).name
     for edition in found:
         manifest = f"{data_name}/editions/{edition.name}.json"
         for run_id, frozen in edition.runs.items():
-            if run_id not in current:
-                where = edition.paths.get(run_id, f"?/{run_id}.parquet")
-                missing.append((manifest, f"{run_id}: frozen in edition {edition.name!r} ({data_name}/{where}), its "
-                                          "result file is missing"))  # fmt: skip
+            where = f"{data_name}/{edition.paths.get(run_id, f'?/{run_id}.parquet')}"
+            if run_id not in current and where in gone:
+                froze.setdefault(where, []).append(repr(edition.name))
+            elif run_id not in current:
+                missing.append((manifest, f"{run_id}: frozen in edition {edition.name!r} ({where}), its result file "
+                                          "is missing"))  # fmt: skip
             elif current[run_id][0] != frozen:
                 sha, path = current[run_id]
                 bad.setdefault(path, []).append(
                     f"field 'sha256': {sha}, but edition {edition.name!r} froze this run as {frozen}: the file was "
                     "changed after it was released (result files are never rewritten)"
                 )
+    for path, why in gone.items():
+        editions_ = f" (frozen in edition {', '.join(froze[path])})" if path in froze else ""
+        missing.append((path, f"{why.replace(' after it was committed', f' after it was committed{editions_}', 1)}"))
     if not bad:
         return loaded, missing
-    gone = pl.Series(list(bad), dtype=pl.String).implode()
-    ids = loaded.runs.filter(pl.col("path").is_in(gone))["run_id"].implode()
+    rejected_paths = pl.Series(list(bad), dtype=pl.String).implode()
+    ids = loaded.runs.filter(pl.col("path").is_in(rejected_paths))["run_id"].implode()
     rejected = [*loaded.rejected, *(load.Rejected(path, tuple(problems)) for path, problems in sorted(bad.items()))]
-    runs = loaded.runs.filter(~pl.col("path").is_in(gone))
+    runs = loaded.runs.filter(~pl.col("path").is_in(rejected_paths))
     rows = loaded.rows.filter(~pl.col("run_id").is_in(ids))
     return dataclasses.replace(loaded, runs=runs, rows=rows, rejected=rejected), missing
 
@@ -345,11 +420,12 @@ def frozen(loaded: load.Loaded, data_dir: Path) -> list[Frozen]:
 
     current = dict(loaded.runs.select("run_id", "sha256").iter_rows())
     repo = history.repo(data_dir)
+    changed = history.rewritten(data_dir) or {}
     out = []
     for edition in read_editions(data_dir):
         ids = list(edition.runs)
         same = [r for r in ids if current.get(r) == edition.runs[r]]
-        recovered, problems = _frozen_elsewhere(edition, [r for r in ids if r not in same], data_dir, repo)
+        recovered, problems = _frozen_elsewhere(edition, [r for r in ids if r not in same], data_dir, repo, changed)
         runs = pl.concat([loaded.runs.filter(pl.col("run_id").is_in(same)), recovered.runs], how="vertical_relaxed")
         rows = pl.concat([loaded.rows.filter(pl.col("run_id").is_in(same)), recovered.rows], how="vertical_relaxed")
         # the versions git gave are read whole (`load_contents`); the others' samples are read again from data/
@@ -360,17 +436,20 @@ def frozen(loaded: load.Loaded, data_dir: Path) -> list[Frozen]:
 
 
 def _frozen_elsewhere(
-    edition: Edition, ids: list[str], data_dir: Path, repo: history.Repo | None
+    edition: Edition, ids: list[str], data_dir: Path, repo: history.Repo | None, changed: dict[str, str]
 ) -> tuple[load.Loaded, list[str]]:
     """The frozen bytes of runs whose files no longer hold them (changed, missing, or rejected now), from git at the
     edition's commit, where they hash to what the edition froze; and a line for each run, saying where its frozen
-    figures came from or that they cannot be shown."""
+    figures came from or that they cannot be shown, and what git says became of its file (`changed`: the commit that
+    deleted or moved it)."""
     contents: dict[str, bytes] = {}
     problems = []
     data_name = Path(data_dir).name
     for run_id in ids:
         where = edition.paths.get(run_id)
         state = _state(Path(data_dir) / where if where else None, edition.runs[run_id])
+        if where and f"{data_name}/{where}" in changed and state == "missing":
+            state = changed[f"{data_name}/{where}"].partition(":")[0]  # "moved to ... in commit ..."
         blob = None
         if repo is not None and edition.commit and where:
             blob = history.show(data_dir, edition.commit, f"{data_name}/{where}", load.MAX_FILE_BYTES)

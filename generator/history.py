@@ -3,8 +3,9 @@ committed result files and manifests were changed after they were first committe
 
 Result files and edition manifests are append-only: once committed, a file is never modified, renamed or deleted.
 A change git holds (in a later commit, or uncommitted in the work tree) is a rewrite of history, and the site and
-`validate` name it. Outside a git checkout (a tarball, an installed copy) none of this can be checked, and the
-editions page says so.
+`validate` name it with the commit that made it: a modified or moved file is rejected where it is now, and a deleted
+or moved-away one is named where it was (`removed`). Outside a git checkout (a tarball, an installed copy) none of
+this can be checked, and the editions page says so.
 """
 
 from __future__ import annotations
@@ -62,37 +63,85 @@ def uncommitted(data_dir: Path) -> list[str] | None:
     return sorted(_relative(found, data_dir, entry[3:]) for entry in out.split("\0") if len(entry) > 3)
 
 
+NEVER = "result files and manifests are never rewritten, moved or deleted (retract a run with a new record instead)"
+"""Why a change git holds to a committed file is named: the rule it breaks, and what to do instead."""
+
+
 def rewritten(data_dir: Path) -> dict[str, str] | None:
-    """Each committed file under `data_dir` that git shows changed after it was added, by the loader's name: modified
-    or deleted in a later commit, or modified in the work tree since. None outside a git checkout."""
+    """Each committed file under `data_dir` that git shows changed after it was added, by the loader's name, with what
+    happened to it and the commit that did it: modified, deleted or moved (renamed with the same bytes, which git's
+    exact rename detection pairs: the old path "moved to" the new, the new "moved here from" the old) in a later
+    commit, or modified, deleted or moved in the work tree since. None outside a git checkout."""
     found = repo(data_dir)
     if found is None:
         return None
     out: dict[str, str] = {}
+
+    def name(path: str) -> str:
+        return _relative(found, data_dir, path)
+
     log = _git(
-        Path(data_dir), "log", "--format=commit %H", "--name-status", "--no-renames", "--diff-filter=MDT", "--", "."
-    )
+        Path(data_dir), "log", "--format=commit %H", "--name-status", "--find-renames=100%", "--diff-filter=MDRT",
+        "--", ".",
+    )  # fmt: skip
     commit = ""
     for line in (log or "").splitlines():
         if line.startswith("commit "):
-            commit = line.removeprefix("commit ")
+            commit = line.removeprefix("commit ")[:12]
         elif "\t" in line:
-            status, path = line.split("\t", 1)
-            verb = {"M": "modified", "D": "deleted", "T": "changed in type"}.get(status[:1], "changed")
+            status, *paths = line.split("\t")
             # the log runs newest first: the first mention is the latest change
-            out.setdefault(
-                _relative(found, data_dir, path),
-                f"{verb} in commit {commit[:12]} after it was committed: result files and manifests are never "
-                "rewritten (retract a run with a new record instead)",
-            )
-    changes = _git(Path(data_dir), "status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=no", "--", ".")
-    for entry in (changes or "").split("\0"):
-        if len(entry) > 3 and set(entry[:2]) & set("MDT"):
-            out.setdefault(
-                _relative(found, data_dir, entry[3:]),
-                "changed since it was committed (uncommitted changes in the work tree): result files and manifests "
-                "are never rewritten",
-            )
+            if status.startswith("R") and len(paths) == 2:
+                old, new = (name(p) for p in paths)
+                out.setdefault(old, f"moved to {new} in commit {commit} after it was committed: {NEVER}")
+                out.setdefault(new, f"moved here from {old} in commit {commit} after it was committed: {NEVER}")
+                continue
+            verb = {"M": "modified", "D": "deleted", "T": "changed in type"}.get(status[:1], "changed")
+            out.setdefault(name(paths[0]), f"{verb} in commit {commit} after it was committed: {NEVER}")
+    changes = _git(
+        Path(data_dir), "status", "--porcelain=v1", "-z", "--find-renames=100%", "--untracked-files=no", "--", "."
+    )
+    entries = (changes or "").split("\0")
+    uncommitted = "in the work tree (not committed) after it was committed"
+    i = 0
+    while i < len(entries):
+        entry, i = entries[i], i + 1
+        if len(entry) <= 3:
+            continue
+        status, path = entry[:2], name(entry[3:])
+        if status[0] == "R" and i < len(entries):  # a staged move: `XY new`, then the old path as an entry of its own
+            old, i = name(entries[i]), i + 1
+            out.setdefault(old, f"moved to {path} {uncommitted}: {NEVER}")
+            out.setdefault(path, f"moved here from {old} {uncommitted}: {NEVER}")
+        elif "D" in status:
+            out.setdefault(path, f"deleted {uncommitted}: {NEVER}")
+        elif set(status) & set("MT"):
+            out.setdefault(path, f"changed since it was committed (uncommitted changes in the work tree): {NEVER}")
+    return out
+
+
+def removed(data_dir: Path, changed: dict[str, str]) -> list[tuple[str, str]]:
+    """Of `changed` (`rewritten`), each file that is no longer there, deleted or moved away, with why: what the
+    history lost, which no file left to reject can say."""
+    root = Path(data_dir).resolve().parent
+    return sorted((path, why) for path, why in changed.items() if not os.path.lexists(root / path))
+
+
+def added_order(data_dir: Path, folder: str = ".") -> dict[str, int] | None:
+    """Each file under `data_dir` (or its `folder`) that a commit added, by the loader's name, with its order: 0 for
+    the commit that added the first, higher for later ones (files added by one commit share it). None outside a git
+    checkout."""
+    found = repo(data_dir)
+    if found is None:
+        return None
+    log = _git(Path(data_dir), "log", "--reverse", "--format=commit %H", "--name-only", "--diff-filter=A", "--", folder)
+    out: dict[str, int] = {}
+    order = -1
+    for line in (log or "").splitlines():
+        if line.startswith("commit "):
+            order += 1
+        elif line:
+            out.setdefault(_relative(found, data_dir, line), order)  # the first commit that added it
     return out
 
 

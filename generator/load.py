@@ -68,6 +68,28 @@ MAX_UNCOMPRESSED_BYTES = 512 << 20
 decompress to 0.8 MB): a small file of zeros compressed a thousandfold is refused before a page is read."""
 
 
+def canonical(data_dir: Path) -> Path:
+    """A data folder's one name: absolute, `..` and links resolved, so that every way of naming it (`--data
+    data/cpu-smoke/..`, `--data ./data`, a link to it) loads the same files under the same paths (`data/<suite>/...`,
+    relative to its parent) and builds the same site."""
+    return Path(os.path.realpath(data_dir))
+
+
+def misplaced(rel: str) -> str | None:
+    """Why a file at `rel` (its path from the data folder's parent, `data/<suite>/<run>.parquet`) is not where a
+    result file may lie, from its path alone: in its suite's folder or a month folder of it, and nowhere else (a
+    folder deeper, a suite folder inside another, a file at the top); None where it may. That its folder is its own
+    suite's and its month its run's is checked once it is read (runners/store.py `placement_problem`)."""
+    under = rel.split("/")[1:]
+    if len(under) == 2 or (len(under) == 3 and store.MONTH.fullmatch(under[1])):
+        return None
+    where = f"in folder {'/'.join(under[:-1])!r}/ of the data folder" if len(under) > 1 else "at its data folder's top"
+    return (
+        f"{where}: a result file lives in data/<suite>/ or data/<suite>/<YYYY-MM>/ and nowhere else (deeper, or in "
+        "another folder): refused unread, never published (move it to its suite's folder)"
+    )
+
+
 def result_files(data_dir: Path) -> list[Path]:
     """Every `*.parquet` entry under data_dir (whatever it is: a link or a FIFO of that name is listed, to be refused
     by name, never opened) and every linked folder (never followed), sorted, skipping hidden names (the store's
@@ -379,6 +401,10 @@ def _read_files(
     served: dict[str, Any] = {}
     for index, path in indexed:
         rel = path.relative_to(root_parent).as_posix()
+        # by its path alone: whatever it holds, it is not published from there (a linked folder is named as a link)
+        if rel.endswith(".parquet") and (where := misplaced(rel)):
+            reads.append(_Read(index, rel, "", None, (where,)))
+            continue
         try:
             content = contents[index] if contents is not None else read_bounded(path)
         except (OSError, ValueError) as e:
@@ -670,7 +696,7 @@ def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None
     unchanged file is not read and checked again. `lean`: the rows less the per-request samples (`HELD_OUT`), which
     stay in their files until `full_rows` reads them (the site build, `validate` and `compare`: memory for what the
     figures need, not for every token's time)."""
-    root = Path(data_dir)
+    root = Path(data_dir) if files is not None else canonical(data_dir)  # named files: relative to it as named
     reads, heads, rows = _read_all(result_files(root) if files is None else files, root.parent, cache_dir, lean)
     rejected: list[Rejected] = []
     copies: dict[str, list[_Read]] = {}

@@ -3,8 +3,10 @@
 Every check the build makes: each file's schema and values (runners/schema.py), duplicate run ids and names that
 become one page, retractions that name no loaded run, derived figures that cannot be (generator/checks.py), and
 history (generator/editions.py `audited`): every file against every edition that froze it, the editions' hash chain,
-and in a git checkout any committed file changed since. Exit status 0 when every file
-is good, 1 otherwise; each problem names the file, the row and the field. `--format json|csv|md` prints the problems
+and in a git checkout any committed file changed, moved or deleted since (named with the commit, when a whole data
+folder is checked); and where each file lies (data/<suite>/ or data/<suite>/<YYYY-MM>/, nothing deeper: a folder
+named is checked against its data folder). Exit status 0 when every file is good and nothing is missing, 1
+otherwise; each problem names the file, the row and the field. `--format json|csv|md` prints the problems
 as data (one row each: file, status, problem) for a program or a pull-request comment.
 """
 
@@ -18,7 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from generator import checks, editions, load, progress, runcache
-from runners import formats
+from runners import formats, store
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
@@ -30,21 +32,35 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     files: list[Path] = []
-    targets = [*args.files, *([args.data] if getattr(args, "data", None) else [])]
-    for target in targets or [Path("data")]:
+    groups: dict[Path, list[Path]] = {}
+    data = getattr(args, "data", None)
+    # (target, whether it is a data folder by its naming: only the default is; `--data` is the same as naming it)
+    targets = [(t, False) for t in [*args.files, *([data] if data else [])]] or [(Path("data"), True)]
+    for target, is_data in targets:
         if not target.exists():
             print(f"error: {target}: no such file or folder (run from the folder that holds data/, or name files)",
                   file=sys.stderr)  # fmt: skip
             return 2
-        # absolute, never resolved: a link is refused by name (load.not_regular), not followed to what it names
-        is_dir = target.is_dir() and not target.is_symlink()
-        files.extend(Path(os.path.abspath(p)) for p in (load.result_files(target) if is_dir else [target]))
+        if target.is_dir() and not target.is_symlink():
+            # every file under a folder is checked against its data folder: one deeper than a suite's month folder,
+            # or elsewhere, is refused by name (load.misplaced), as the site refuses it
+            named = load.canonical(target)
+            data_dir = named if is_data else _data_folder(named)
+            found = load.result_files(named)
+            groups.setdefault(data_dir, []).extend(found)
+            files.extend(found)
+            continue
+        # a file: its folders resolved, never the file itself (a link is refused by name, load.not_regular)
+        path = load.canonical(target.parent) / target.name
+        groups.setdefault(load.data_folder(path), []).append(path)
+        files.append(path)
     fmt = getattr(args, "format", "text")
     problems: list[dict[str, str]] = []  # {file, status, problem}: what the text prints, one line each
     rejected = 0
     folder = runcache.command_folder()
     runcache.use(folder)
-    for data_dir, group in sorted(_groups(files).items()):
+    for data_dir, listed in sorted(groups.items()):
+        group = sorted(set(listed), key=lambda file: file.parts)
         whole_dir = set(load.result_files(data_dir)) <= set(group)
         # the load cache holds a whole folder's files: a few files named alone are read as they are (their figures
         # still come from the cache of per-run figures)
@@ -73,7 +89,11 @@ def run(args: argparse.Namespace) -> int:
     status = 1 if counts["rejected"] or counts["missing"] else 0
     line = (
         f"{counts['checked']} file(s) checked, {counts['rejected']} with problems"
-        + (f", {counts['missing']} missing file(s) an edition froze" if counts["missing"] else "")
+        + (
+            f", {counts['missing']} missing (deleted or moved after they were committed, or frozen by an edition)"
+            if counts["missing"]
+            else ""
+        )
         + f", {counts['unverified']} unverified"
     )
     table = formats.Table(columns=("file", "status", "problem"), rows=[tuple(p.values()) for p in problems],
@@ -83,13 +103,20 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _groups(files: list[Path]) -> dict[Path, list[Path]]:
-    """Each file with its data folder (data/<suite>/<run>.parquet, or data/<suite>/<YYYY-MM>/<run>.parquet): editions
-    and git history are the folder's."""
-    groups: dict[Path, list[Path]] = {}
-    for f in sorted(set(files)):
-        groups.setdefault(load.data_folder(f), []).append(f)
-    return groups
+def _data_folder(folder: Path) -> Path:
+    """The data folder a folder named on the command line belongs to (editions and git history are the data
+    folder's): a month folder's suite's parent; a suite's folder's parent (it holds result files or month folders
+    itself); else the folder itself (it holds suites' folders, or editions)."""
+    if store.MONTH.fullmatch(folder.name):
+        return folder.parent.parent
+    if (folder / "editions").is_dir():
+        return folder
+    with os.scandir(folder) as entries:
+        suite = any(
+            e.name.endswith(".parquet") or (store.MONTH.fullmatch(e.name) and e.is_dir(follow_symlinks=False))
+            for e in entries
+        )
+    return folder.parent if suite else folder
 
 
 def _text(problems: list[dict[str, str]], line: str) -> str:

@@ -57,14 +57,24 @@ def write_pages(
     repo_url: str | None = None,
     built_with: list[dict[str, str]] | None = None,
     frozen: list[tuple[editions.Frozen, Results]] | None = None,
+    gone: list[tuple[str, str]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]]]:
     """Render every generated page into `docs` from `results` (`derive.results`), and each edition's page from its
     own (`frozen`: each edition's records and their `derive.results`, oldest first); returns the leaderboard, edition
     and served-model nav entries. Each board is written by the writer of its kind (`_WRITERS`: training, inference
     or serving), which returns its home-page row and, for a board with claims, the claims' row. `repo_url` (the
     repository's address) links each row's harness commits; `built_with` (`versions.generator`) goes on the
-    downloads page."""
+    downloads page. `gone` (`editions.audited`): each committed file git shows deleted or moved away, and each run
+    an edition froze whose file is missing, with why: named on the home page, on Rejected files, on the editions
+    page and on every board of the file's suite."""
     env = pages.environment()
+    lost = [{"path": path, "problem": problem} for path, problem in gone or []]
+    by_suite: dict[str, list[dict[str, str]]] = {}
+    for line in lost:
+        parts = line["path"].split("/")
+        if len(parts) >= 3 and parts[1] != "editions":  # data/<suite>/...: the suite's boards carry it
+            by_suite.setdefault(parts[1], []).append(line)
+    env.globals["gone_by_suite"] = by_suite
     repo = commits.repo_base(repo_url)
     # a row's harness commits (`commits.cell`) and a board's note when its ranked rows mix them (`_mixed_commits.md.j2`)
     env.filters.update(commits=functools.partial(commits.cell, repo=repo))
@@ -101,10 +111,11 @@ def write_pages(
         boards=index_rows,
         claims=claim_rows,
         rejected=results.rejected,
+        gone=lost,
         total_runs=results.measured_count,
         failed_runs=results.failed_count,
     )
-    pages.render(env, "rejected.md.j2", docs / "rejected.md", rejected=results.rejected)
+    pages.render(env, "rejected.md.j2", docs / "rejected.md", rejected=results.rejected, gone=lost)
     pages.render(env, "errata.md.j2", docs / "errata.md", errata=results.errata.to_dicts())
     _side_by_side(env, docs, results, chart_sink)
     tuning_page.write(env, docs, results.tuning)
@@ -112,7 +123,7 @@ def write_pages(
         {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
         for (_, _, name), entries in sorted(grouped.items())
     ]
-    nav_editions = edition_pages.write_pages(env, docs, results, frozen or [], data_dir)
+    nav_editions = edition_pages.write_pages(env, docs, results, frozen or [], data_dir, lost)
     nav_served = _served_models(env, docs, results, chart_sink)
     catalog.write_catalog_pages(env, docs, results, chart_sink, built_with or [])
     return nav, nav_editions, nav_served

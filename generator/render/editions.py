@@ -22,9 +22,11 @@ def write_pages(
     results: Results,
     frozen: list[tuple[editions.Frozen, Results]],
     data_dir: Path,
+    gone: list[dict[str, str]] | None = None,
 ) -> list[dict[str, str]]:
-    """The editions index (with changelogs) and one frozen page per edition, each with every board (of every kind)
-    of its own `derive.results`; returns nav entries."""
+    """The editions index (with changelogs, and `gone`: what history lost, each line naming the commit) and one
+    frozen page per edition, each with every board (of every kind) of its own `derive.results`; returns nav
+    entries."""
     current = dict(results.runs.select("run_id", "sha256").iter_rows())
     git = history.repo(data_dir) is not None
     entries, previous, nav = [], None, []
@@ -65,6 +67,7 @@ def write_pages(
         added=_added(results.runs, pending["added"], docs, docs / "editions.md", "since-latest-edition"),
         latest=previous,
         git=git,
+        gone=gone or [],
     )
     return nav
 
