@@ -175,8 +175,8 @@ DERIVED: tuple[Field, ...] = (
 _SHARED = (
     Field("datasheet_bandwidth", _F, "latest", "its hardware's datasheet memory bandwidth, bytes/s"),
     Field("repetitions", _I, "latest", "repetitions its figure is made of"),
-    Field("mbu_datasheet", _F, "latest", "memory-bandwidth utilization of decoding against the datasheet"),
-    Field("copy_fraction", _F, "latest", "decoding's fraction of its hardware's calibrated copy bound (not MBU)"),
+    Field("mbu_datasheet", _F, "median", "memory-bandwidth utilization of decoding against the datasheet"),
+    Field("copy_fraction", _F, "median", "decoding's fraction of its hardware's calibrated copy bound (not MBU)"),
     Field("paired_run", _S, "latest", "an own tool's record: the runner's record it checks"),
     Field("bench_run", _S, "latest", "the own tool's record of the same test"),
     Field("bench_rate", _F, "latest", "that record's throughput, tokens/s"),
