@@ -29,13 +29,18 @@ GENUINE = sorted((ROOT / "data" / "cpu-smoke").glob("*.parquet"))
 TUNED = ROOT / "data" / "cpu-smoke" / "20261129T182303Z-train-gpt-tiny-mb4-ddp-tuned-4c2956.parquet"
 
 
-@pytest.fixture
-def data(tmp_path: Path) -> Path:
-    out = tmp_path / "data"
+def genuine_copy(folder: Path) -> Path:
+    """A data folder under `folder` holding a copy of cpu-smoke's genuine board (`GENUINE`)."""
+    out = folder / "data"
     (out / "cpu-smoke").mkdir(parents=True)
     for path in GENUINE:
         shutil.copy(path, out / "cpu-smoke")
     return out
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    return genuine_copy(tmp_path)
 
 
 def doctored(source: Path, run_id: str, config: Callable[[dict], object] | None = None, **columns: object) -> pa.Table:

@@ -11,12 +11,8 @@ from pathlib import Path
 import pytest
 
 from generator import checks, editions, load
-from tests.conftest import ROOT, committed, run_module, write_as_submitted
-from tests.test_hostile_files import doctored
-
-GENUINE = sorted((ROOT / "data" / "cpu-smoke").glob("*.parquet"))
-"""The five committed runs of cpu-smoke's training workload (started 2026-11-29)."""
-TUNED = ROOT / "data" / "cpu-smoke" / "20261129T182303Z-train-gpt-tiny-mb4-ddp-tuned-4c2956.parquet"
+from tests.conftest import committed, run_module, write_as_submitted
+from tests.test_hostile_files import GENUINE, TUNED, doctored, genuine_copy
 
 MISPLACED = {
     "deeper-than-a-month": ("cpu-smoke", "2026-11", "cpu-smoke"),
@@ -29,11 +25,7 @@ month must be (its parent is named for its suite, or is its run's month in a fol
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
-    out = tmp_path / "data"
-    (out / "cpu-smoke").mkdir(parents=True)
-    for path in GENUINE:
-        shutil.copy(path, out / "cpu-smoke")
-    return out
+    return genuine_copy(tmp_path)
 
 
 def misplace(data: Path) -> dict[str, Path]:

@@ -15,21 +15,14 @@ import pytest
 from generator import build
 from runners import layout
 from tests.generator.test_build_store import snapshot
-from tests.test_one_reading import GENUINE, _run_entry, _target, write_footer
+from tests.test_hostile_files import GENUINE, genuine_copy
+from tests.test_one_reading import _run_entry, _target, write_footer
 from tests.test_portable_names import _renamed
 
 
 @pytest.fixture(autouse=True)
 def _no_shared_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FAIRFIGHT_SITE_CACHE", raising=False)  # each build's cache is its own work folder's
-
-
-def _data(folder: Path) -> Path:
-    data = folder / "data"
-    (data / "cpu-smoke").mkdir(parents=True)
-    for path in GENUINE:
-        shutil.copy(path, data / "cpu-smoke")
-    return data
 
 
 def _two_run_entries(data: Path) -> Path:
@@ -52,9 +45,9 @@ def _windows_name(data: Path) -> Path:
     "plant", [_two_run_entries, _misplaced, _windows_name], ids=["two run entries", "misplaced", "CON"]
 )
 def test_the_site_with_a_hostile_file_is_the_site_without_it_but_its_rejected_line(tmp_path: Path, plant) -> None:
-    clean = _data(tmp_path / "clean")
+    clean = genuine_copy(tmp_path / "clean")
     build.build(clean, tmp_path / "clean-site", tmp_path / "clean-work")
-    hostile = _data(tmp_path / "hostile")
+    hostile = genuine_copy(tmp_path / "hostile")
     planted = plant(hostile)
     build.build(hostile, tmp_path / "hostile-site", tmp_path / "hostile-work")
     without, with_it = snapshot(tmp_path / "clean-site"), snapshot(tmp_path / "hostile-site")

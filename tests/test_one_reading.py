@@ -7,7 +7,6 @@ twice), by editing the footer's bytes; each test but the committed files' failed
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -20,20 +19,15 @@ import pytest
 from generator import checks, load
 from runners import footer, layout, schema, store
 from tests.conftest import ROOT, run_module
+from tests.test_hostile_files import GENUINE, TUNED, genuine_copy
 
-GENUINE = sorted((ROOT / "data" / "cpu-smoke").glob("*.parquet"))
-TUNED = ROOT / "data" / "cpu-smoke" / "20261129T182303Z-train-gpt-tiny-mb4-ddp-tuned-4c2956.parquet"
 RUN_ID = "20261129T182303Z-train-gpt-tiny-mb4-ddp-tuned-57a57a"
 """The hostile file's run: TUNED's record under an id of its own, so the genuine board is untouched."""
 
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
-    out = tmp_path / "data"
-    (out / "cpu-smoke").mkdir(parents=True)
-    for path in GENUINE:
-        shutil.copy(path, out / "cpu-smoke")
-    return out
+    return genuine_copy(tmp_path)
 
 
 def _record() -> pa.Table:

@@ -3,7 +3,6 @@ is a committed record renamed as a submitter would; each test failed on the code
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,19 +11,13 @@ import pytest
 
 from generator import load
 from runners import store
-from tests.conftest import ROOT, run_module
-
-GENUINE = sorted((ROOT / "data" / "cpu-smoke").glob("*.parquet"))
-TUNED = ROOT / "data" / "cpu-smoke" / "20261129T182303Z-train-gpt-tiny-mb4-ddp-tuned-4c2956.parquet"
+from tests.conftest import run_module
+from tests.test_hostile_files import TUNED, genuine_copy
 
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
-    out = tmp_path / "data"
-    (out / "cpu-smoke").mkdir(parents=True)
-    for path in GENUINE:
-        shutil.copy(path, out / "cpu-smoke")
-    return out
+    return genuine_copy(tmp_path)
 
 
 def _renamed(data: Path, run_id: str, suite: str = "cpu-smoke") -> Path:
