@@ -148,6 +148,8 @@ PATHS: dict[tuple[str, str], Field] = {
     ("hardware", "host_load.load_1m_end"): Field("number", low=0, high=1e6, nullable=True),
     ("hardware", "host_load.gpu_processes_start"): Field("int", low=0, high=1 << 20, nullable=True),
     ("hardware", "host_load.gpu_processes_end"): Field("int", low=0, high=1 << 20, nullable=True),
+    ("hardware", "host_load.cpu_mhz_start"): Field("number", low=0, high=1e5, nullable=True),
+    ("hardware", "host_load.cpu_mhz_end"): Field("number", low=0, high=1e5, nullable=True),
     # the Slurm job the run ran in (runners/slurm.py `facts`); absent outside one
     ("hardware", "slurm"): Field("object"),
     ("hardware", "slurm.job_id"): Field("str", low=1, high=40),

@@ -379,8 +379,9 @@ def hardware(device: str, count: int) -> dict[str, object]:
 
 
 def host_load() -> dict[str, object]:
-    """The host's load now: its 1-minute load average (`os.getloadavg`; None where the OS keeps none) and how many
-    compute processes run on its GPUs (`nvidia-smi --query-compute-apps`; None without nvidia-smi or where it fails).
+    """The host's load now: its 1-minute load average (`os.getloadavg`; None where the OS keeps none), how many
+    compute processes run on its GPUs (`nvidia-smi --query-compute-apps`; None without nvidia-smi or where it fails)
+    and the CPUs' clock (`cpu_mhz`).
     The bench asks before it starts a runner and after the runner ends, so neither count includes the run itself."""
     try:
         load: float | None = round(os.getloadavg()[0], 2)
@@ -389,7 +390,26 @@ def host_load() -> dict[str, object]:
     processes = None
     if shutil.which("nvidia-smi") is not None and _nvidia_smi_csv("gpu=index").strip():
         processes = len(nvidia_smi_query("compute-apps=pid"))
-    return {"load_1m": load, "gpu_processes": processes}
+    return {"load_1m": load, "gpu_processes": processes, "cpu_mhz": cpu_mhz()}
+
+
+def cpu_mhz() -> float | None:
+    """The CPUs' mean clock now, MHz, as Linux reports it (`cpu MHz` in /proc/cpuinfo, else cpufreq's current
+    frequency); None where neither is readable (another OS, a VM that hides it). A throttled or power-saving host is
+    slow for a reason no engine owns: the record keeps it beside the load."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+        found = [float(line.split(":", 1)[1]) for line in text.splitlines() if line.startswith("cpu MHz")]
+    except (OSError, ValueError, IndexError):
+        found = []
+    if not found:
+        try:
+            files = sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_cur_freq"))
+            found = [int(f.read_text()) / 1000 for f in files]
+        except (OSError, ValueError):
+            found = []
+    mean = sum(found) / len(found) if found else None
+    return round(mean, 1) if mean is not None and 0 < mean < 1e5 else None
 
 
 def host_load_around(before: dict[str, object], after: dict[str, object]) -> dict[str, object]:
@@ -399,6 +419,8 @@ def host_load_around(before: dict[str, object], after: dict[str, object]) -> dic
         "load_1m_end": after.get("load_1m"),
         "gpu_processes_start": before.get("gpu_processes"),
         "gpu_processes_end": after.get("gpu_processes"),
+        "cpu_mhz_start": before.get("cpu_mhz"),
+        "cpu_mhz_end": after.get("cpu_mhz"),
     }
 
 

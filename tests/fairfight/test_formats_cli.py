@@ -114,6 +114,7 @@ def test_bench_summary(tmp_path: Path) -> None:
 
     hardware = json.loads(layout.read(Path(run["file"])).column("hardware")[0].as_py())
     assert hardware["host_load"]["load_1m_start"] == run["load_1m_start"]
+    assert set(hardware["host_load"]) >= {"cpu_mhz_start", "cpu_mhz_end"}  # null where the OS does not tell
     from runners import bench_report
 
     html = rendered(bench_report.render("md", "cpu-smoke", summary["runs"], 0))

@@ -99,6 +99,12 @@ def test_flags_are_compares() -> None:
 def test_the_host_load_is_read_from_this_machine() -> None:
     now = provenance.host_load()
     assert isinstance(now["load_1m"], float) and now["load_1m"] >= 0
-    around = provenance.host_load_around(now, {"load_1m": 2.5, "gpu_processes": 0})
+    around = provenance.host_load_around(now, {"load_1m": 2.5, "gpu_processes": 0, "cpu_mhz": 2400.0})
     assert around == {"load_1m_start": now["load_1m"], "load_1m_end": 2.5,
-                      "gpu_processes_start": now["gpu_processes"], "gpu_processes_end": 0}  # fmt: skip
+                      "gpu_processes_start": now["gpu_processes"], "gpu_processes_end": 0,
+                      "cpu_mhz_start": now["cpu_mhz"], "cpu_mhz_end": 2400.0}  # fmt: skip
+    # the CPUs' clock where Linux tells it (/proc/cpuinfo's `cpu MHz`, else cpufreq): a throttled host is recorded
+    info = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []
+    freq = list(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_cur_freq"))
+    readable = any(line.startswith("cpu MHz") for line in info) or bool(freq)
+    assert (now["cpu_mhz"] is not None and 0 < now["cpu_mhz"] < 1e5) if readable else now["cpu_mhz"] is None
