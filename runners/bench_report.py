@@ -119,6 +119,8 @@ def text(rows: Sequence[dict[str, Any]]) -> str:
         "",
         "summary (figure: median [its own 95% interval]; training over timing windows, tests over repetitions)",
     ]
+    if any(r.get("count_of") == "requests" for r in rows):
+        lines.append("served points: output tokens/s over their requests, no interval; TTFT and TPOT are medians")
     lines.append("  ".join(c.ljust(widths[c]) for c in shown).rstrip())
     lines += ["  ".join(x[c].ljust(widths[c]) for c in shown).rstrip() for x in cells]
     return "\n".join(lines)

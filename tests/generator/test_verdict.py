@@ -178,7 +178,7 @@ def test_a_sweep_that_does_not_bracket_the_claim_says_so_on_the_home_page(tmp_pa
                    t975=None, draws=sweep_draws.DRAWS, seed=sweep_draws.SEED, headline="steady",
                    max_runs=verdict.MAX_FURTHER_RUNS, power=verdict.POWER)  # fmt: skip
     out = pages.render(pages.environment(), "index.md.j2", tmp_path / "index.md", verdict=context, boards=[],
-                       claims=[], rejected=[], total_runs=0, failed_runs=0)  # fmt: skip
+                       claims=[], rejected=[], gone=[], total_runs=0, failed_runs=0)  # fmt: skip
     text = out.read_text()
     assert "## The verdict" in text and "Not answered yet" in text and "1.54×" in text
     assert "The sparse-first trainer itself | **claim only**" in text
@@ -256,7 +256,7 @@ def test_the_home_page_answers_in_both_readings_in_the_seeds_words(tmp_path: Pat
                    seed=sweep_draws.SEED, headline="steady", max_runs=verdict.MAX_FURTHER_RUNS,
                    power=verdict.POWER)  # fmt: skip
     text = pages.render(pages.environment(), "index.md.j2", tmp_path / "index.md", verdict=context, boards=[],
-                        claims=[], rejected=[], total_runs=0, failed_runs=0).read_text()  # fmt: skip
+                        claims=[], rejected=[], gone=[], total_runs=0, failed_runs=0).read_text()  # fmt: skip
     assert "**undecided**: whether tuned DDP closes the gap to 1.1× is not settled by the evidence" in text
     assert "**Tuned PyTorch closes the gap to 1.1×**, and runs at or above the claimed 21.7 steps/s" in text
     assert f"**{said.ddp.further_runs} more full-length run" in text and "over two or more sessions" in text

@@ -190,7 +190,7 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
         "runners", "bench", "--suite", "cpu-smoke", "--variant", "vllm-cpu", "--data-dir", str(data),
         FAIRFIGHT_VLLM_PYTHON=vllm_python, FAIRFIGHT_CACHE=str(cache),
     )  # fmt: skip
-    assert "serving tests:" in proc.stdout, proc.stdout
+    assert "served points: output tokens/s over their requests" in proc.stdout, proc.stdout
     files = sorted((data / "cpu-smoke").rglob("*.parquet"))
     names = [f.name for f in files]
     for test in ENTRY.tests():
