@@ -32,7 +32,7 @@ def _files(data: Path) -> dict[str, Path]:
 @pytest.mark.bench
 def test_bench_writes_one_valid_record_per_variant(bench_data) -> None:
     data, proc = bench_data
-    assert "summary (steps/s: median [95% interval] over windows)" in proc.stdout
+    assert "summary (figure: median [its own 95% interval]; training over timing windows" in proc.stdout
     for variant in VARIANTS:
         assert variant in proc.stdout
     work = SMOKE.workloads[0]
