@@ -79,4 +79,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from runners import lifetime
+
+    lifetime.leave(main())  # not sys.exit: native thread pools torn down at exit can abort it (lifetime.leave)
