@@ -105,6 +105,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("energy_method", "hardware", "$.energy.method", pl.String, "how its GPU energy was measured"),
     Column("load_1m_start", "hardware", "$.host_load.load_1m_start", pl.Float64, "host load average before the run"),
     Column("load_1m_end", "hardware", "$.host_load.load_1m_end", pl.Float64, "host load average after the run"),
+    Column("cpu_busy_s", "hardware", "$.host_load.cpu_busy_s", pl.Float64, "host CPUs' busy seconds during the run"),
+    Column("cpu_own_s", "hardware", "$.host_load.cpu_own_s", pl.Float64, "the run's own CPU seconds"),
+    Column("host_wall_s", "hardware", "$.host_load.wall_s", pl.Float64, "wall seconds between those readings"),
     Column(
         "gpu_processes_start",
         "hardware",
@@ -177,9 +180,10 @@ def _flatten(runs: pl.DataFrame) -> pl.DataFrame:
         shared_host=pl.col("note").is_not_null()
         & (pl.col("host_accelerator_count") > pl.col("accelerator_count")).fill_null(False),
         # the bench's view of the host around the run (records from before it kept one: not known, so not busy)
-        busy_host=metrics.busy_host(pl.max_horizontal("load_1m_start", "load_1m_end"), pl.col("cpu_cores")).fill_null(
-            False
-        ),
+        others_cpu_cores=metrics.others_cores(pl.col("cpu_busy_s"), pl.col("cpu_own_s"), pl.col("host_wall_s")),
+        busy_host=metrics.busy_host(
+            pl.col("cpu_busy_s"), pl.col("cpu_own_s"), pl.col("host_wall_s"), pl.col("cpu_cores")
+        ).fill_null(False),
         gpu_processes=pl.max_horizontal("gpu_processes_start", "gpu_processes_end"),
     )
     return table.join(_derived(runs), on="run_id", how="left").join(gpu_hosts(runs), on="run_id", how="left")

@@ -562,9 +562,9 @@ def _side_figure(
              if metrics.wider_than_figure(x, low, high)]  # fmt: skip
     flags += [f"{r}: ran beside other jobs on a shared host" for r in counted.filter(pl.col("shared_host"))["run_id"]]
     flags += [
-        f"{r}: recorded on a busy host (load average {load:g} above its {cores} cores)"
-        for r, load, cores in counted.filter(pl.col("busy_host"))
-        .select("run_id", pl.max_horizontal("load_1m_start", "load_1m_end"), "cpu_cores")
+        f"{r}: recorded on a busy host (other processes took {others:.2g} of its {cores} cores while it ran)"
+        for r, others, cores in counted.filter(pl.col("busy_host"))
+        .select("run_id", "others_cpu_cores", "cpu_cores")
         .iter_rows()
     ]
     flags += [

@@ -111,9 +111,9 @@ def flagged(
 ) -> pl.Expr:
     """Whether a run is no evidence of its configuration's speed: its own interval is wider than its figure
     (`metrics.wider_than_figure`: it measured no steady state), or, where the frame has the column (`columns`), it was
-    recorded on a busy host (`busy_host`: its load average above its cores). Such a run is nobody's repeat (a 16×
-    slowdown on a loaded host would otherwise be its configuration's A/A spread, and hide itself). Training runs by
-    their steady-state windows in either reading."""
+    recorded on a busy host (`busy_host`: others took CPU time it waited for, `metrics.busy_host`). Such a run is
+    nobody's repeat (a 16× slowdown on a loaded host would otherwise be its configuration's A/A spread, and hide
+    itself). Training runs by their steady-state windows in either reading."""
     out = metrics.wider_than_figure(pl.col(value), pl.col(lo), pl.col(hi)).fill_null(False)
     return out | pl.col("busy_host").fill_null(False) if "busy_host" in columns else out
 

@@ -364,9 +364,14 @@ def _summary(
     hardware = json.loads(table.column("hardware")[0].as_py() or "{}")  # type: ignore[attr-defined]
     load = hardware.get("host_load") or {}
     processes = [x for x in (load.get("gpu_processes_start"), load.get("gpu_processes_end")) if x is not None]
+    others = metrics.others_cores(load.get("cpu_busy_s"), load.get("cpu_own_s"), load.get("wall_s"))
     host = {
         "load_1m_start": load.get("load_1m_start"),
         "load_1m_end": load.get("load_1m_end"),
+        "others_cpu_cores": None if others is None else round(others, 2),
+        "busy_host": metrics.busy_host(
+            load.get("cpu_busy_s"), load.get("cpu_own_s"), load.get("wall_s"), hardware.get("cpu_cores")
+        ),
         "cpu_cores": hardware.get("cpu_cores"),
         "gpu_processes": max(processes) if processes else None,
     }

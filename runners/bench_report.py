@@ -27,6 +27,8 @@ COLUMNS = (
     "wall_s",
     "load_1m_start",
     "load_1m_end",
+    "others_cpu_cores",
+    "busy_host",
     "cpu_cores",
     "gpu_processes",
     "flags",
@@ -37,7 +39,9 @@ and its own 95% interval `low`, `high` in `unit` (training: steps/s over timing 
 tests: tokens/s or output tokens/s over repetitions, `metrics.repetition_interval`; a served point: its output
 tokens/s over its requests, no interval), `count` of `count_of` (steps, repetitions or requests), a served point's
 median TTFT and TPOT, the session's seconds so far, the host's 1-minute load average before the run started and after
-it ended with its core count, compute processes on its GPUs then (the larger count; none of them the run's own), and
+it ended, the cores' worth of CPU time other processes took while it ran (`metrics.others_cores`) and whether that
+made the host busy (`metrics.busy_host`), its core count, compute processes on its GPUs then (the larger count; none
+of them the run's own), and
 `flags`: why the run is no evidence of its speed (`flags_of`)."""
 
 
@@ -51,14 +55,14 @@ def line(**values: Any) -> dict[str, Any]:
 
 def flags_of(figure: float | None, low: float | None, high: float | None, host: dict[str, Any]) -> list[str]:
     """Why a run's figure is no evidence of its speed, as `compare` flags it: its own interval wider than the figure
-    (`metrics.wider_than_figure`), a busy host (`metrics.busy_host`: its load average above its core count), other
-    processes on its GPUs."""
+    (`metrics.wider_than_figure`), a busy host (`host["busy_host"]`, `metrics.busy_host`: others took CPU time the
+    run waited for), other processes on its GPUs."""
     out = []
     if metrics.wider_than_figure(figure, low, high):
         out.append("own interval wider than its figure: no steady state measured")
-    loads = [x for x in (host.get("load_1m_start"), host.get("load_1m_end")) if x is not None]
-    if loads and metrics.busy_host(max(loads), host.get("cpu_cores")):
-        out.append(f"busy host: load average {max(loads):g} above its {host.get('cpu_cores')} cores")
+    if host.get("busy_host"):
+        out.append(f"busy host: other processes took {host.get('others_cpu_cores'):g} of its {host.get('cpu_cores')}"
+                   " cores while it ran")  # fmt: skip
     if host.get("gpu_processes"):
         out.append(f"{host['gpu_processes']} other process(es) on its GPUs")
     return out

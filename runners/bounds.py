@@ -150,6 +150,10 @@ PATHS: dict[tuple[str, str], Field] = {
     ("hardware", "host_load.gpu_processes_end"): Field("int", low=0, high=1 << 20, nullable=True),
     ("hardware", "host_load.cpu_mhz_start"): Field("number", low=0, high=1e5, nullable=True),
     ("hardware", "host_load.cpu_mhz_end"): Field("number", low=0, high=1e5, nullable=True),
+    # CPU seconds around the run (`provenance.host_load_around`): the host's busy time, the run's own, the wall time
+    ("hardware", "host_load.cpu_busy_s"): Field("number", low=0, high=1e12, nullable=True),
+    ("hardware", "host_load.cpu_own_s"): Field("number", low=0, high=1e12, nullable=True),
+    ("hardware", "host_load.wall_s"): Field("number", low=0, strict=True, high=1e9, nullable=True),
     # the Slurm job the run ran in (runners/slurm.py `facts`); absent outside one
     ("hardware", "slurm"): Field("object"),
     ("hardware", "slurm.job_id"): Field("str", low=1, high=40),

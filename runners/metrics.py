@@ -271,14 +271,39 @@ def repetition_interval(values: Sequence[float]) -> tuple[float, float | None, f
     return ci.median, lo, hi, ci.n, None if lo is None else ci.coverage
 
 
-def busy_host(load_1m: Any, cpu_cores: Any) -> Any:
-    """Whether a host was busy while a run was recorded: its 1-minute load average (at the run's start or end, the
-    larger) above its core count, so that runnable work queued for a core and the run's own processes waited for CPU
-    (a CPU run benched twice on one host gave 11.9 steps/s, then 0.72 under load). Floats (None: False) or polars
-    expressions (null stays null)."""
-    if load_1m is None or cpu_cores is None:
+OTHERS_SHARE = 0.10
+"""A busy host: others took at least this share of its cores while a run ran (`busy_host`)."""
+SATURATED = 0.90
+"""... and the host's CPUs were at least this busy in all, so what others took, the run waited for."""
+
+
+def others_cores(cpu_busy_s: Any, cpu_own_s: Any, wall_s: Any) -> Any:
+    """Cores' worth of CPU time that other processes took while a run ran: the host's busy CPU seconds (a
+    hypervisor's steal included) less the run's own (the bench and every process it reaped), over the wall seconds
+    (`provenance.host_load_around`); never below zero (the busy counter ticks in 10 ms, the run's own in µs).
+    Floats (None where one is missing or no time passed) or polars expressions (`bounds` holds wall_s above zero)."""
+    values = (cpu_busy_s, cpu_own_s, wall_s)
+    if all(isinstance(x, float | int) for x in values):
+        return max(cpu_busy_s - cpu_own_s, 0.0) / wall_s if wall_s > 0 else None
+    if any(x is None or isinstance(x, float | int) for x in values):
+        return None
+    return (cpu_busy_s - cpu_own_s).clip(lower_bound=0.0) / wall_s
+
+
+def busy_host(cpu_busy_s: Any, cpu_own_s: Any, wall_s: Any, cpu_cores: Any) -> Any:
+    """Whether a host was busy while a run was recorded: other processes took at least `OTHERS_SHARE` of its cores
+    (`others_cores`) and its CPUs were `SATURATED` in all, so the run's own processes waited for CPU (a CPU run
+    benched twice on one host gave 11.9 steps/s, then 0.72 beside another job). Judged by CPU time, not the load
+    average: a load average read after a run still holds the run's own processes (it decays over a minute), which
+    flagged every CPU run that used its cores. An idle 2-core VM's others take 0.004 cores. Floats (a missing value:
+    False) or polars expressions (null stays null)."""
+    others = others_cores(cpu_busy_s, cpu_own_s, wall_s)
+    if others is None or cpu_cores is None:
         return False
-    return load_1m > cpu_cores
+    if isinstance(others, float):
+        own = cpu_own_s / wall_s
+        return others >= OTHERS_SHARE * cpu_cores and others + own >= SATURATED * cpu_cores
+    return (others >= OTHERS_SHARE * cpu_cores) & (others + cpu_own_s / wall_s >= SATURATED * cpu_cores)
 
 
 def _log_comb(n: int, k: int) -> float:

@@ -380,9 +380,11 @@ def hardware(device: str, count: int) -> dict[str, object]:
 
 def host_load() -> dict[str, object]:
     """The host's load now: its 1-minute load average (`os.getloadavg`; None where the OS keeps none), how many
-    compute processes run on its GPUs (`nvidia-smi --query-compute-apps`; None without nvidia-smi or where it fails)
-    and the CPUs' clock (`cpu_mhz`).
-    The bench asks before it starts a runner and after the runner ends, so neither count includes the run itself."""
+    compute processes run on its GPUs (`nvidia-smi --query-compute-apps`; None without nvidia-smi or where it fails),
+    the CPUs' clock (`cpu_mhz`) and the CPU-time counters `host_load_around` turns into what others took (`cpu_time`).
+    The bench asks before it starts a runner and after the runner ends, so neither GPU count includes the run itself;
+    the load average after it does (it decays over a minute), which is why a busy host is judged by CPU time instead
+    (`metrics.busy_host`)."""
     try:
         load: float | None = round(os.getloadavg()[0], 2)
     except (AttributeError, OSError):
@@ -390,7 +392,29 @@ def host_load() -> dict[str, object]:
     processes = None
     if shutil.which("nvidia-smi") is not None and _nvidia_smi_csv("gpu=index").strip():
         processes = len(nvidia_smi_query("compute-apps=pid"))
-    return {"load_1m": load, "gpu_processes": processes, "cpu_mhz": cpu_mhz()}
+    return {"load_1m": load, "gpu_processes": processes, "cpu_mhz": cpu_mhz(), **cpu_time()}
+
+
+def cpu_time() -> dict[str, float | None]:
+    """CPU-time counters now, in seconds: every CPU's busy time since boot (/proc/stat's first line: user, nice,
+    system, irq, softirq and steal, the time a hypervisor gave this VM's CPUs to other guests; None where there is no
+    /proc/stat), the CPU time of this process and of the children it has reaped (`getrusage`: a runner and every
+    process the runner itself waited for), and a monotonic clock. Busy time less our own, over the wall time between
+    two readings, is what other processes took while a run ran."""
+    import resource
+    import time
+
+    busy = None
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+        if fields[0] == "cpu":
+            user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[1:9])
+            busy = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        busy = None
+    own = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+              for f in ("ru_utime", "ru_stime"))  # fmt: skip
+    return {"cpu_busy_s": busy, "cpu_own_s": own, "clock_s": time.monotonic()}
 
 
 def cpu_mhz() -> float | None:
@@ -421,7 +445,20 @@ def host_load_around(before: dict[str, object], after: dict[str, object]) -> dic
         "gpu_processes_end": after.get("gpu_processes"),
         "cpu_mhz_start": before.get("cpu_mhz"),
         "cpu_mhz_end": after.get("cpu_mhz"),
+        # CPU seconds between the two readings: the whole host's busy time, and the run's own (this process and the
+        # children it reaped); with the wall seconds, what others took (`metrics.busy_host`)
+        "cpu_busy_s": _between(before, after, "cpu_busy_s"),
+        "cpu_own_s": _between(before, after, "cpu_own_s"),
+        "wall_s": _between(before, after, "clock_s"),
     }
+
+
+def _between(before: dict[str, object], after: dict[str, object], key: str) -> float | None:
+    """after[key] - before[key], rounded to 10 ms; None where either is missing or the counter went back."""
+    a, b = before.get(key), after.get(key)
+    if not isinstance(a, int | float) or not isinstance(b, int | float) or b < a:
+        return None
+    return round(b - a, 2)
 
 
 def hardware_in_child(device: str, count: int) -> dict[str, object]:

@@ -18,7 +18,7 @@ from generator import configurations, inference, serving
 COLUMNS = ["run_id", "suite", "workload", "kind", "settings_hash", "settings", "variant", "engine", "engine_version",
            "accelerator", "accelerator_count", "shared_host", "harness_commit", "started_at", "status", "origin",
            "sha256", "figure", "value", "lo", "hi", "tokens_per_step", "tokens_per_s", "tokens_per_s_lo",
-           "tokens_per_s_hi", "excluded", "note", "busy_host", "load_1m_start", "load_1m_end", "cpu_cores",
+           "tokens_per_s_hi", "excluded", "note", "busy_host", "others_cpu_cores", "cpu_cores",
            "gpu_processes"]  # fmt: skip
 """The columns of `every_run`."""
 

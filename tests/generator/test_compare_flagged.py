@@ -104,22 +104,34 @@ def test_without_any_repeats_the_flagged_slowdown_is_undecided_and_still_fails(
     assert status == 1 and "flagged and beyond 5%: fails" in out and evidence.FLAGGED in out
 
 
-BUSY = {"load_1m_start": 1.2, "load_1m_end": 7.5, "gpu_processes_start": None, "gpu_processes_end": None}
-"""The host's load around a run as the bench records it: 7.5 at its end, on the record's 2-core CPU."""
+BUSY = {
+    "load_1m_start": 1.2,
+    "load_1m_end": 3.5,
+    "gpu_processes_start": None,
+    "gpu_processes_end": None,
+    "cpu_busy_s": 118.8,
+    "cpu_own_s": 60.0,
+    "wall_s": 60.0,
+}
+"""The host around a run as the bench records it, on the record's 2-core CPU: for 60 s, the run used 60 CPU seconds
+and the host's CPUs were busy 118.8 s, so others took 0.98 cores of a saturated host."""
+QUIET = BUSY | {"load_1m_start": 0.3, "load_1m_end": 2.1, "cpu_busy_s": 60.3}
+"""The same run alone: others took 0.005 cores. Its load average after it, 2.1, still holds its own processes: above
+the core count, and no sign of a busy host."""
 
 
 @pytest.mark.parametrize("busy", [False, True], ids=["quiet host", "busy host"])
 def test_a_steady_slowdown_recorded_on_a_busy_host_is_flagged_and_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], busy: bool
 ) -> None:
-    """A steady 11.9 -> 8.0 steps/s of one configuration: with no load recorded, the two runs are each other's repeat
-    and their 39% spread reads the change as "same" (exit 0); recorded on a busy host (load average above the core
-    count, as the bench keeps it), B is nobody's repeat and flagged, and a flagged row beyond the threshold fails: the
-    load cannot hide a regression."""
+    """A steady 11.9 -> 8.0 steps/s of one configuration: both alone on their host, the two runs are each other's
+    repeat and their 39% spread reads the change as "same" (exit 0); recorded on a busy host (others took CPU time
+    from a saturated host, as the bench keeps it), B is nobody's repeat and flagged, and a flagged row beyond the
+    threshold fails: the load cannot hide a regression."""
     data = tmp_path / "data"
     (data / "cpu-smoke").mkdir(parents=True)
-    _copy(FAST, [1 / 11.9] * 50, data, {k: 0.3 if k.startswith("load") else None for k in BUSY})
-    _copy(SLOW, [1 / 8.0] * 50, data, BUSY if busy else None)
+    _copy(FAST, [1 / 11.9] * 50, data, QUIET)
+    _copy(SLOW, [1 / 8.0] * 50, data, BUSY if busy else QUIET)
     ds = compare.load_dataset(data)
     slow = ds.runs.filter(ds.runs["run_id"] == SLOW).row(0, named=True)
     assert slow["busy_host"] is busy and not metrics.wider_than_figure(slow["value"], slow["lo"], slow["hi"])
@@ -127,10 +139,11 @@ def test_a_steady_slowdown_recorded_on_a_busy_host_is_flagged_and_fails(
     if busy:  # nobody's repeat: no spread, undecided, flagged, and beyond the threshold it fails
         assert not ds.spreads and not ds.run_floors
         assert row["verdict"] == "undecided"
-        assert row["flags"] == [f"B {SLOW}: recorded on a busy host (load average 7.5 above its 2 cores)"]
+        took = "other processes took 0.98 of its 2 cores while it ran"
+        assert row["flags"] == [f"B {SLOW}: recorded on a busy host ({took})"]
         assert compare.fails(row)
         status, out = _cli(capsys, FAST, SLOW, "--data", str(data))
         assert status == 1 and "busy host" in out
-    else:  # without the load kept, the two runs are each other's repeat, and their spread hides the slowdown
+    else:  # both alone on their host: each other's repeat, and their spread hides the slowdown
         assert row["verdict"] == "same" and row["flags"] == [] and not compare.fails(row)
         assert _cli(capsys, FAST, SLOW, "--data", str(data))[0] == 0
