@@ -70,6 +70,7 @@ COMMANDS: tuple[Command, ...] = (
             help="build a wheelhouse from the lock for a host without a network, or install from one"),
 )  # fmt: skip
 BY_NAME = {c.name: c for c in COMMANDS}
+OWN_PACKAGES = ("fairfight", "runners", "generator")
 
 
 def version_line() -> str:
@@ -145,6 +146,15 @@ def main(argv: list[str] | None = None) -> int:
         return int(run(args) or 0)
     except spec.SpecError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        # A library the command imports only when it gets that far (publish builds the site with altair; the light
+        # install has none of it): say what to install, as for a module missing at the start. A module of our own
+        # missing is a defect, and keeps its traceback.
+        if e.name is None or e.name.partition(".")[0] in OWN_PACKAGES:
+            raise
+        print(f"error: {e.name} is not installed here; `fairfight {command.name}` needs {command.needs}",
+              file=sys.stderr)  # fmt: skip
         return 2
     except BrokenPipeError:  # `fairfight list | head`: the reader left; nothing is wrong
         sys.stderr.close()

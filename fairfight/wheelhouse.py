@@ -55,7 +55,10 @@ def parse_size(text: str) -> int:
 
 def group_names(pyproject: Path, group: str) -> list[str]:
     """The normalised package names a dependency group lists (its own requirements, includes followed)."""
-    groups = tomllib.loads(pyproject.read_text()).get("dependency-groups", {})
+    try:
+        groups = tomllib.loads(pyproject.read_text()).get("dependency-groups", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise WheelhouseError(f"{pyproject}: unreadable ({e}); give a Fair Fight checkout's pyproject.toml") from None
     if group not in groups:
         raise WheelhouseError(f"no dependency group {group!r} in {pyproject}; groups: {', '.join(sorted(groups))}")
     names: list[str] = []
@@ -130,6 +133,14 @@ def build(
     group: str, python: str, platform: str, out: Path, part_size: int, pyproject: Path, locks: list[Path]
 ) -> list[Path]:
     """Make GROUP's wheelhouse under `out`: the parts of `<group>-py<python>-<platform>.tar`; returns them."""
+    absent = [str(f) for f in (pyproject, *locks) if not f.is_file()]
+    if not pyproject.is_file() or all(not lk.is_file() for lk in locks):
+        # `pip install` carries the tool, not the checkout's pyproject.toml and locks that a wheelhouse is made from
+        raise WheelhouseError(
+            f"{', '.join(absent)}: not found; `wheelhouse build` reads a checkout's dependency groups and locks, "
+            "which an installed fairfight does not carry: run it in a checkout of Fair Fight (`python -m fairfight "
+            "wheelhouse build ...` there, or `nox -s wheelhouse -- GROUP`), or name them with --pyproject and --lock"
+        )
     names = group_names(pyproject, group)
     lock = next((lk for lk in locks if lk.exists() and set(names) <= set(_lock_packages(lk))), None)
     if lock is None:
@@ -249,8 +260,15 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     b.add_argument("--platform", default="manylinux_2_28_x86_64", help="the host's platform tag (default: %(default)s)")
     b.add_argument("--part-size", default="50M", help="largest part (default: 50M, MiB); parts travel one per call")
     b.add_argument("--out", type=Path, default=Path("build/wheelhouse"), help="where parts go (default: %(default)s)")
-    b.add_argument("--lock", type=Path, action="append", default=None, help="lock file(s) to read")
-    b.add_argument("--pyproject", type=Path, default=CHECKOUT / "pyproject.toml", help=argparse.SUPPRESS)
+    b.add_argument(
+        "--lock",
+        type=Path,
+        action="append",
+        default=None,
+        help="lock file(s) to read (default: the checkout's pylock.hosts.toml, then pylock.toml)",
+    )
+    b.add_argument("--pyproject", type=Path, default=CHECKOUT / "pyproject.toml",
+                   help="the pyproject.toml whose dependency groups are read (default: the checkout's)")  # fmt: skip
     i = sub.add_parser("install", help="install a wheelhouse offline (from its parts or an unpacked folder)")
     i.add_argument("source", type=Path, help="the folder holding the parts (*.tar.part000-of-NNN, ...)")
     i.add_argument("--target", type=Path, default=None, help="install into this folder (put it on PYTHONPATH)")

@@ -25,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 
 from runners import (
+    arguments,
     bench_report,
     cpu_isa,
     engines,
@@ -82,7 +83,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     formats.add_format_arg(p, "the summary at the end (progress goes to standard error unless text)")
     p.add_argument(
         "--variants",
-        type=Path,
+        type=arguments.existing_file,
         default=None,
         metavar="FILE",
         help="variants of engines Fair Fight does not ship (engine 'external', runners/engines/external/runner.py): "

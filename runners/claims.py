@@ -10,14 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import tomllib
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 
-from runners import bounds, schema, spec, store
+from runners import arguments, bounds, schema, spec, store
 
 MAX_STEPS_PER_S = 1e9
 """Most steps per second a claim may report: a step of any model that trains does not take a nanosecond."""
@@ -76,7 +75,7 @@ class Claim:
 
 
 def load_claims(path: Path) -> list[Claim]:
-    raw = tomllib.loads(Path(path).read_text())
+    raw = spec.read_toml(Path(path))
     if set(raw) != {"claims"}:
         raise spec.SpecError(f"{path}: expected only [[claims]] tables, found {sorted(raw)}")
     return [spec.build(Claim, table, f"{path}: [[claims]] #{i + 1}") for i, table in enumerate(raw["claims"])]
@@ -135,7 +134,7 @@ def import_claims(path: Path, data_dir: Path) -> list[str]:
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", type=Path, help="a claims TOML file, e.g. runners/claims/seed.toml")
+    p.add_argument("file", type=arguments.existing_file, help="a claims TOML file, e.g. runners/claims/seed.toml")
     p.add_argument("--data-dir", type=Path, default=Path("data"))
 
 

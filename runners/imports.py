@@ -41,7 +41,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from runners import engines, spec
+from runners import arguments, engines, spec
 
 
 def whole(value: Any) -> bool:
@@ -78,7 +78,7 @@ def as_imported(run: dict[str, Any], engine: str, source: str, ended: datetime, 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("tool", choices=list(engines.IMPORTED_ENGINES), help="whose output the file is")
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=arguments.existing_file, help="the tool's output")
     p.add_argument("--suite", required=True)
     p.add_argument("--inference", help="the suite's [[inference]] entry the results are for (llama-bench, MLX)")
     p.add_argument("--serving", help="the suite's [[serving]] entry the result is for (vllm-bench)")
@@ -92,7 +92,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     suite = spec.load_suite(args.suite)
     if args.variant not in suite.variants:
-        raise spec.SpecError(f"{suite.name}: no variant {args.variant!r}")
+        raise spec.SpecError(f"{suite.name}: {arguments.unknown('variant', args.variant, suite.variants)}")
     variant = suite.variants[args.variant]
     serving = any(e.tool == args.tool and "serving" in e.kinds for e in engines.ENGINES.values())
     named = args.serving if serving else args.inference

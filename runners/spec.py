@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from runners import engines, metrics
+from runners import arguments, engines, metrics
 
 SUITES_DIR = Path(__file__).parent / "suites"
 VARIANTS_FILE = SUITES_DIR / "variants.toml"
@@ -443,15 +443,20 @@ def build(cls: type, data: dict[str, Any], where: str, **extra: Any) -> Any:
         raise SpecError(f"{where}: {e}") from None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's tables, or a SpecError naming the file and what is wrong with it."""
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"{path}: not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{path}: not valid TOML: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise SpecError(f"{path}: cannot be read ({e.strerror or e})") from None
 
 
 def load_variants(path: Path = VARIANTS_FILE) -> dict[str, Variant]:
-    raw = _read_toml(path)
+    raw = read_toml(path)
     unknown = sorted(set(raw) - {"variants"})
     if unknown:
         raise SpecError(f"{path}: unknown top-level key {unknown[0]!r}; expected only [variants.NAME] tables")
@@ -461,17 +466,24 @@ def load_variants(path: Path = VARIANTS_FILE) -> dict[str, Variant]:
     }
 
 
+def suite_names() -> list[str]:
+    """The suites Fair Fight ships (runners/suites/NAME.toml), by name."""
+    return sorted(p.stem for p in SUITES_DIR.glob("*.toml") if p.stem != "variants")
+
+
 def load_suite(name_or_path: str | Path, variants_path: Path = VARIANTS_FILE, external: Path | None = None) -> Suite:
     """Load `runners/suites/NAME.toml` (or an explicit path) and resolve its models and variants. `external` is a
     variants file of engines Fair Fight does not ship (engine `external`): its variants join every training
     workload."""
     path = Path(name_or_path)
     if not path.suffix:
-        path = SUITES_DIR / f"{name_or_path}.toml"
+        if not path.parent.parts and str(name_or_path) in suite_names():
+            path = SUITES_DIR / f"{name_or_path}.toml"
+        else:
+            raise SpecError(arguments.unknown("suite", str(name_or_path), suite_names()))
     if not path.is_file():
-        known = sorted(p.stem for p in SUITES_DIR.glob("*.toml") if p.stem != "variants")
-        raise SpecError(f"{path}: no such suite file; known suites: {known}")
-    raw = _read_toml(path)
+        raise SpecError(f"{path}: no such suite file; the suites are {', '.join(suite_names())}")
+    raw = read_toml(path)
     unknown = sorted(set(raw) - {"suite", "models", "workloads", "inference", "serving"})
     if unknown:
         raise SpecError(

@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import bounds, lifetime, provenance, record, schema, spec, streams
+from runners import arguments, bounds, lifetime, provenance, record, schema, spec, streams
 from runners.engines.external import untrusted
 
 CONTRACT = 1
@@ -228,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m runners.engines.external.runner", description=(__doc__ or "").partition("\n")[0]
     )
     p.add_argument("--suite", required=True)
-    p.add_argument("--variants", required=True, type=Path, help="the file of outside engines' variants")
+    p.add_argument(
+        "--variants", required=True, type=arguments.existing_file, help="the file of outside engines' variants"
+    )
     p.add_argument("--workload", required=True)
     p.add_argument("--variant", required=True)
     p.add_argument("--out", required=True, type=Path, help="the JSON Lines file the bench reads the record from")

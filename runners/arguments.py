@@ -1,0 +1,42 @@
+"""What a person types at a command, read the same way by every command: a file that must be there, and a name among
+known ones (with a did-you-mean).
+
+Standard library only, and in `runners/` (which the generator may import): `bench`, `slurm`, `import` and `list` name
+a suite the same way. Each rule is one function, so that two commands cannot drift apart on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def existing_file(text: str) -> Path:
+    """An argparse `type` for an input file: a missing or unreadable one is refused while the arguments are read, with
+    a sentence naming it (argparse prints it after `error:` and exits 2), never a traceback from deep in the command."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text}: not a file (a folder or a device)")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"{text}: cannot be read ({e.strerror or e})") from None
+    return path
+
+
+def unknown(kind: str, name: str, known: Iterable[str]) -> str:
+    """What to say when `name` is not one of `known`: "no suite 'h10'; did you mean 'h100'?", or the known names where
+    none is close (difflib's ratio, as Python's own "did you mean" for names)."""
+    names = sorted(set(known))
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if close:
+        return f"no {kind} {name!r}; did you mean {close[0]!r}?"
+    if not names:
+        return f"no {kind} {name!r}; there are none"
+    return f"no {kind} {name!r}; the {kind}s are {', '.join(names)}"
+
