@@ -40,7 +40,7 @@ from generator import (
     runcache,
 )
 from generator.derive import evidence
-from runners import formats, metrics, schema
+from runners import arguments, formats, metrics, schema
 
 SELECTORS = """\
 A and B are each one of:
@@ -229,17 +229,17 @@ def select(text: str, ds: Dataset) -> Side:
     if text.startswith("@"):
         return _commit(text, text[1:].removeprefix("commit="), ds)
     base, *narrowing = text.split("@")
-    if base.endswith(".parquet"):
-        base = Path(base).stem
+    base = arguments.run_id(base)
     ids = ds.runs["run_id"]
-    if base in ids:
+    runs = arguments.matching_runs(base, ids)  # the one rule every command reads a run id by (retract too)
+    if runs == [base]:
         matches = [("run", base)]
     else:
         rejected = [r for r in ds.rejected if Path(r.path).stem == base]
         if rejected:
             path, problem = rejected[0].path, rejected[0].problems[0]
             raise UsageError(f"{base}: its file {path} was rejected ({problem}); a rejected file is not compared")
-        matches = [("run", r) for r in ids.filter(ids.str.starts_with(base))]
+        matches = [("run", r) for r in runs]
         if _HEX.fullmatch(base.lower()):
             hashes = ds.runs["settings_hash"].unique().sort()
             matches += [("configuration", h) for h in hashes.filter(hashes.str.starts_with(base.lower()))]

@@ -1,8 +1,9 @@
-"""What a person types at a command, read the same way by every command: a file that must be there, and a name among
-known ones (with a did-you-mean).
+"""What a person types at a command, read the same way by every command: a file that must be there, a name among
+known ones (with a did-you-mean), and a run id.
 
-Standard library only, and in `runners/` (which the generator may import): `bench`, `slurm`, `import` and `list` name
-a suite the same way. Each rule is one function, so that two commands cannot drift apart on it.
+Standard library only, and in `runners/` (which the generator may import): `retract` on a bench host and `compare` on
+the site's machine read a run id by the same rule, and `bench`, `slurm`, `import` and `list` name a suite the same
+way. Each rule is one function, so that two commands cannot drift apart on it.
 """
 
 from __future__ import annotations
@@ -40,3 +41,18 @@ def unknown(kind: str, name: str, known: Iterable[str]) -> str:
         return f"no {kind} {name!r}; there are none"
     return f"no {kind} {name!r}; the {kind}s are {', '.join(names)}"
 
+
+def run_id(text: str) -> str:
+    """The run id `text` names: the id itself, or a result file's path (`data/h100/2026-12/ID.parquet`), whose name is
+    the id."""
+    return Path(text).stem if text.endswith(".parquet") else text
+
+
+def matching_runs(text: str, ids: Iterable[str]) -> list[str]:
+    """The run ids `text` names among `ids`: the one it is exactly (or whose file it is), else every id it begins (a
+    unique prefix names one run; several mean "give more of it", which the caller says)."""
+    key = run_id(text)
+    ids = list(ids)
+    if key in ids:
+        return [key]
+    return sorted({i for i in ids if i.startswith(key)})

@@ -19,18 +19,27 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from runners import layout, provenance, schema, spec, store
+from runners import arguments, layout, provenance, schema, spec, store
 
 PREFIX = "retraction-"
 
 
 def find_run(data_dir: Path, run_id: str) -> Path:
-    """The result file of `run_id` under data_dir, or a SpecError saying what to do."""
-    hits = sorted(p for p in Path(data_dir).rglob(f"{run_id}.parquet") if not p.name.startswith("."))
-    if not hits:
+    """The result file of the run `run_id` names under data_dir (its id, a unique prefix of it, or its file's path:
+    the rule `compare` reads runs by, `arguments.matching_runs`), or a SpecError saying what to do."""
+    files: dict[str, list[Path]] = {}
+    for p in sorted(Path(data_dir).rglob("*.parquet")):
+        if not p.name.startswith("."):
+            files.setdefault(p.stem, []).append(p)
+    named = arguments.matching_runs(run_id, files)
+    if not named:
         raise spec.SpecError(f"no result file for run {run_id!r} under {data_dir}/: check the id on the run's page")
+    if len(named) > 1:
+        shown = ", ".join(named[:3]) + (f", … ({len(named) - 3} more)" if len(named) > 3 else "")
+        raise spec.SpecError(f"{run_id!r} is ambiguous: it begins {len(named)} runs ({shown}); give more of it")
+    hits = files[named[0]]
     if len(hits) > 1:
-        raise spec.SpecError(f"run {run_id!r} has {len(hits)} files under {data_dir}/: {[str(h) for h in hits]}")
+        raise spec.SpecError(f"run {named[0]!r} has {len(hits)} files under {data_dir}/: {[str(h) for h in hits]}")
     return hits[0]
 
 
@@ -68,10 +77,11 @@ def retract(data_dir: Path, run_id: str, reason: str, now: datetime | None = Non
     """Write the retraction of `run_id`; refuses an empty reason, an unknown run, a retraction, or a second one."""
     if not reason.strip():
         raise spec.SpecError("--reason is required: say why the run no longer counts")
-    if run_id.startswith(PREFIX):
-        raise spec.SpecError(f"{run_id!r} is itself a retraction; retractions are not retracted")
     path = find_run(data_dir, run_id)
+    if path.stem.startswith(PREFIX):
+        raise spec.SpecError(f"{path.stem!r} is itself a retraction; retractions are not retracted")
     target = layout.read(path).slice(0, 1).to_pylist()[0]
+    run_id = target["run_id"]
     existing = store.find(data_dir, target["suite"], PREFIX + run_id)
     if existing is not None:
         raise spec.SpecError(f"run {run_id!r} is already retracted by {existing}; records are never rewritten")
@@ -80,7 +90,7 @@ def retract(data_dir: Path, run_id: str, reason: str, now: datetime | None = Non
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_id", help="the run to retract (its id, as on its page)")
+    p.add_argument("run_id", help="the run to retract: its id as on its page, a unique prefix of it, or its file")
     p.add_argument("--reason", required=True, help="why the run no longer counts; shown on the site")
     p.add_argument("--data-dir", type=Path, default=Path("data"))
 

@@ -13,7 +13,7 @@ import pytest
 
 from generator import derive, load
 from runners import layout, retract, store
-from tests.conftest import run_module
+from tests.conftest import ROOT, run_module
 
 REASON = "ran with a <b>stale</b> bucket setting & a debug build"
 
@@ -76,3 +76,30 @@ def test_a_retraction_points_at_the_run_and_takes_it_out_of_every_ranking(bench_
     board_page = (site / "leaderboards" / "cpu-smoke-train-gpt-tiny-mb4.html").read_text()
     assert 'id="retracted"' in board_page and REASON in html.unescape(board_page) and REASON not in board_page
     assert "ghost-run" in (site / "rejected.html").read_text()
+
+
+def test_retract_takes_the_run_ids_compare_takes(tmp_path: Path) -> None:
+    """One rule for a run id in every command (runners/arguments.matching_runs): its id, a unique prefix of it, or its
+    file's path; a prefix of several is refused by both. Real result files, copied from data/."""
+    from generator import compare
+
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "data" / "cpu-smoke", data / "cpu-smoke")
+    target = next(p for p in sorted(data.rglob("*.parquet")) if "-ddp-tuned-" in p.name)
+    prefix = target.stem[: target.stem.index("-ddp-tuned-") + len("-ddp-tuned")]
+    assert [p for p in data.rglob(f"{prefix}*.parquet")] == [target]  # a unique prefix
+
+    ds = compare.load_dataset(data)
+    assert compare.select(prefix, ds).runs["run_id"].to_list() == [target.stem]
+    assert retract.find_run(data, prefix) == target
+    assert retract.find_run(data, str(target)) == retract.find_run(data, target.stem) == target
+
+    several = target.stem[:9]  # the day: every run of it
+    with pytest.raises(compare.UsageError, match="is ambiguous"):
+        compare.select(several, ds)
+    proc = run_module("fairfight", "retract", several, "--reason", "x", "--data-dir", str(data), check=False)
+    assert proc.returncode == 2 and f"'{several}' is ambiguous: it begins" in proc.stderr
+
+    proc = run_module("fairfight", "retract", prefix, "--reason", "a stale setting", "--data-dir", str(data))
+    written = store.find(data, "cpu-smoke", f"retraction-{target.stem}")  # named by the run's whole id
+    assert written is not None and f"wrote {written}" in proc.stdout
