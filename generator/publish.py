@@ -27,10 +27,9 @@ class PublishError(Exception):
     """A publish that cannot go ahead; the message says what to do."""
 
 
-def to_folder(site: Path, target: Path) -> Path:
-    """Replace `target`'s contents with the built `site` (written beside it, then swapped in)."""
-    if not (site / "index.html").is_file():
-        raise PublishError(f"{site}: not a built site (no index.html); build it with `fairfight site` first")
+def check_folder(target: Path, site: Path) -> None:
+    """Refuse a folder `to_folder` could not publish into, before a site is built for it: inside or holding the site,
+    not a folder, holding someone's files, or where nothing can be written."""
     target, site = target.resolve(), site.resolve()
     if target == site or target.is_relative_to(site) or site.is_relative_to(target):
         raise PublishError(f"{target}: inside the site being published, or holding it; choose a folder outside {site}")
@@ -40,6 +39,48 @@ def to_folder(site: Path, target: Path) -> Path:
         raise PublishError(
             f"{target}: not empty and not published here before (no {MARKER}); choose an empty folder or remove it"
         )
+    parent = target.parent
+    while not parent.exists():  # the folders still to make: the nearest one there must take them
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise PublishError(
+            f"{target}: cannot be written ({parent} is not a folder this user may write in); the site is staged beside "
+            "the folder and swapped in, so its parent must be writable"
+        )
+
+
+def check_branch(*, remote: str, branch: str, push: bool) -> None:
+    """Refuse a branch `to_branch` could not commit to or push, before a site is built for it: outside a git checkout,
+    a name git refuses, the branch checked out here (its files would be replaced under the work), a remote that is not
+    there, or no ghp-import (MkDocs brings it)."""
+    if _run_git("rev-parse", "--git-dir") is None:
+        raise PublishError(
+            f"{Path.cwd()}: not in a git checkout; --gh-pages commits the site to a branch of the repository it runs "
+            "in: run it there, or publish into a folder"
+        )
+    if _run_git("check-ref-format", "--branch", branch) is None:
+        raise PublishError(f"--branch {branch!r}: not a name git takes for a branch")
+    if _run_git("symbolic-ref", "--quiet", "--short", "HEAD") == branch:
+        raise PublishError(
+            f"--branch {branch}: checked out here; publishing would replace this checkout's branch with the site: "
+            "switch to another branch, or name another with --branch"
+        )
+    if push and _run_git("remote", "get-url", remote) is None:
+        remotes = (_run_git("remote") or "").split()
+        have = f"its remotes: {', '.join(remotes)}" if remotes else "it has none"
+        raise PublishError(
+            f"--remote {remote}: no such remote in this repository ({have}); name one with --remote, or commit "
+            "without pushing (--no-push)"
+        )
+    import ghp_import  # noqa: F401  (missing: the command says which install has it, before any build)
+
+
+def to_folder(site: Path, target: Path) -> Path:
+    """Replace `target`'s contents with the built `site` (written beside it, then swapped in)."""
+    if not (site / "index.html").is_file():
+        raise PublishError(f"{site}: not a built site (no index.html); build it with `fairfight site` first")
+    check_folder(target, site)
+    target, site = target.resolve(), site.resolve()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         staged = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
@@ -90,6 +131,15 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
+def _run_git(*args: str) -> str | None:
+    """What `git ARGS` prints in the current folder, or None where it fails (or git is missing)."""
+    try:
+        done = subprocess.run(["git", *args], capture_output=True, text=True)
+    except OSError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
 def _rev(name: str) -> str | None:
     """The object `name` names in the current repository, or None where there is none."""
     done = subprocess.run(["git", "rev-parse", "--verify", "-q", name], capture_output=True, text=True)
@@ -117,6 +167,14 @@ def run(args: argparse.Namespace) -> int:
         print("error: name a folder to publish into, or --gh-pages (one of them)", file=sys.stderr)
         return 2
     site = args.site
+    try:  # the target first: a bad one is refused before minutes of building, not after
+        if args.gh_pages:
+            check_branch(remote=args.remote, branch=args.branch, push=not args.no_push)
+        else:
+            check_folder(args.target, site or args.work / "publish" / "site")
+    except PublishError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if site is None:
         from generator import build
 

@@ -97,3 +97,39 @@ def test_republishing_the_same_data_to_gh_pages_adds_no_commit(tmp_path) -> None
     files[-1].unlink()
     run_module(*publish_args, cwd=repo, **env)
     assert _git(repo, "rev-list", "--count", "gh-pages").strip() == "2"
+
+
+def test_a_bad_target_is_refused_before_anything_is_built(tmp_path) -> None:
+    """Each target publish cannot use is refused in a sentence, and the build (minutes on real data) never starts: its
+    work folder is not made. Real folders and real git repositories."""
+    data = tmp_path / "data"
+    run_module("runners", "claim", "runners/claims/seed.toml", "--data-dir", str(data))  # a small real data folder
+    work = tmp_path / "work"
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "thesis.tex").write_text("years of work")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "--allow-empty", "-m", "start")
+    outside = tmp_path / "not-a-checkout"
+    outside.mkdir()
+    env = {"PYTHONPATH": str(ROOT), "GIT_CEILING_DIRECTORIES": str(tmp_path)}  # tmp_path may sit in a repository
+    cases = [
+        ((str(theirs),), ROOT, "not empty and not published here before"),
+        ((str(a_file / "www"),), ROOT, "is not a folder this user may write in"),
+        ((str(work / "publish" / "site" / "www"),), ROOT, "inside the site being published"),
+        (("--gh-pages",), outside, "not in a git checkout"),
+        (("--gh-pages",), repo, "--remote origin: no such remote in this repository (it has none)"),
+        (("--gh-pages", "--no-push", "--branch", "a..b"), repo, "--branch 'a..b': not a name git takes"),
+        (("--gh-pages", "--no-push", "--branch", "main"), repo, "--branch main: checked out here"),
+    ]
+    for target, cwd, said in cases:
+        argv = ("fairfight", "publish", *target, "--data", str(data), "--work", str(work))
+        proc = run_module(*argv, cwd=cwd, check=False, **env)
+        assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, (target, proc.stderr)
+        assert not work.exists(), target  # nothing was built
+    assert sorted(p.name for p in theirs.iterdir()) == ["thesis.tex"]
+    assert _git(repo, "branch", "--list").split() == ["*", "main"]  # no branch made
