@@ -1,23 +1,31 @@
-"""Fair Fight's version, from git: `0.1.0` at the tag `v0.1.0`, `0.1.1.devN+g<sha>` N commits after it (with
-`.dirty` when the tool's files have uncommitted changes), as setuptools-scm's default scheme (guess-next-dev,
-node-and-date) names them.
+"""Fair Fight's version, from git: `0.1.0` at the tag `v0.1.0`, `0.1.1.dev<YYYYMMDDhhmmss>+g<sha>` at any other commit
+(the commit's own UTC time; `.dirty` when the tool's files have uncommitted changes).
+
+Everything in it is the commit's own, so every clone of a commit names it alike: a shallow clone (CI's `--depth 1`)
+holds neither the commits since the last tag nor, often, the tag itself, so the count setuptools-scm's default scheme
+uses (guess-next-dev, `.devN` for N commits since the tag) named one commit two ways, shallow and full. The base is
+`LAST_RELEASE`, kept in this file (a release commit sets it to the version it tags), or the release tag on the commit
+itself (a clone of that commit fetches the tags that point at it); the dev number is the committer time, which orders
+commits as their count did along one branch (setuptools-scm's date-based schemes do the same).
 
 The build reads it here too (pyproject.toml `[tool.hatch.version]`, hatchling's `code` source runs this file on its
 own, so it imports the standard library only): no build plugin to fetch, which a host without a network could not.
-Built from an sdist (no `.git`), the version is the one its PKG-INFO carries. Until the first release is tagged,
-`LAST_RELEASE` stands for the tag and N counts every commit.
+Built from an sdist (no `.git`), the version is the one its PKG-INFO carries.
 """
 
 from __future__ import annotations
 
 import re
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 LAST_RELEASE = "0.1.0"
-"""The version released before any tag existed: the base of the development versions until `v0.1.0` is tagged."""
+"""The last version released: the base of the development versions after it. Tagging `vX.Y.Z`, set it to X.Y.Z in the
+commit the tag names, so that the commits after it are X.Y.(Z+1)'s development however deep their clone."""
 ROOT = Path(__file__).resolve().parent.parent
-TAG = re.compile(r"^v(?P<version>\d+(?:\.\d+)*)-(?P<distance>\d+)-g(?P<sha>[0-9a-f]+)$")
+TAG = re.compile(r"^v(?P<version>\d+(?:\.\d+)*)$")
+"""A release tag: `v0.1.0`."""
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -37,25 +45,27 @@ def next_patch(release: str) -> str:
 
 
 def from_git(root: Path = ROOT) -> str | None:
-    """The version of the checkout at `root`, or None where `root` is not one (or git is missing)."""
+    """The version of the checkout at `root`, or None where `root` is not one (or git is missing). Read from the commit
+    alone (its id, its time, the tags on it), never from the history a clone happens to hold."""
     if not (root / ".git").exists():
         return None
-    sha = _git(root, "rev-parse", "--short=7", "HEAD")
-    if sha is None:
+    head = _git(root, "show", "-s", "--format=%H %ct", "HEAD")
+    if head is None:
         return None
-    described = _git(root, "describe", "--tags", "--long", "--match", "v[0-9]*")
-    found = TAG.match(described or "")
-    if found:
-        release, distance = found["version"], int(found["distance"])
-    else:
-        count = _git(root, "rev-list", "--count", "HEAD")
-        release, distance = LAST_RELEASE, int(count) if count and count.isdigit() else 0
+    commit, seconds = head.split()
+    tags = _git(root, "tag", "--points-at", "HEAD") or ""
+    released = [found["version"] for t in tags.split() if (found := TAG.match(t))]
     status = _git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)data")
     dirty = bool(status)  # a new result under data/ is not a change to the tool
-    if distance == 0 and found and not dirty:
-        return release
-    local = f"g{sha}" + (".dirty" if dirty else "")
-    return f"{next_patch(release)}.dev{distance}+{local}"
+    if released:
+        release = max(released, key=lambda v: [int(p) for p in v.split(".")])
+        if not dirty:
+            return release
+    else:
+        release = LAST_RELEASE
+    when = datetime.fromtimestamp(int(seconds), UTC).strftime("%Y%m%d%H%M%S")
+    local = f"g{commit[:7]}" + (".dirty" if dirty else "")  # 7 digits always: git's --short grows with the clone
+    return f"{next_patch(release)}.dev{when}+{local}"
 
 
 def from_pkg_info(root: Path = ROOT) -> str | None:

@@ -73,7 +73,7 @@ def test_the_sdist_carries_the_tool_not_the_results(tmp_path) -> None:
     assert names and not any(n.startswith(("data/", ".llsrc/", ".whl/", "build/", "site/")) for n in names)
     assert {"pyproject.toml", "runners/bench.py", "generator/build.py", "site_src/mkdocs.yml"} <= set(names)
 
-    # its version is the checkout's, from git (runners/version.py): 0.1.1.devN+g<sha> between tags
+    # its version is the checkout's, from git (runners/version.py): 0.1.1.dev<commit time>+g<sha> between tags
     from runners import version
 
     expected = version.from_git(ROOT)
