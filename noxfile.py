@@ -35,8 +35,8 @@ LOCK = ROOT / "pylock.toml"
 
 def _constraints(session: nox.Session) -> Path:
     """pylock.toml (`nox -s lock`) as a pip constraints file: every package at its locked version, whatever the
-    installer. For what no audience lock covers (lint, types, the scale benchmarks), for installs without uv (pip reads
-    no PEP 751 lock), and as the pins the audience locks are resolved within."""
+    installer. For what no audience lock covers (lint, types, the scale benchmarks), and as the pins the audience locks
+    are resolved within."""
     lock = nox.project.load_toml(LOCK)
     lines = [f"{p['name']}=={p['version']}" + (f" ; {p['marker']}" if "marker" in p else "") for p in lock["packages"]]
     path = Path(session.virtualenv.location or ROOT / "build") / "pylock-constraints.txt"
@@ -55,7 +55,8 @@ AUDIENCES = {
 }
 """The locks per audience (locks/pylock.NAME.toml, `nox -s lock`): (extras, dependency groups) of each, the project's
 own dependencies included, at pylock.toml's versions. `uv pip install -r locks/pylock.site.toml` checks every file's
-hash; then `uv pip install --no-deps .` adds Fair Fight itself."""
+hash; then `uv pip install --no-deps .` adds Fair Fight itself. Without uv, pip installs the same files, each checked
+against the lock's sha256 (`_hashed_requirements`)."""
 
 
 def _audience_lock(name: str) -> Path:
@@ -68,25 +69,47 @@ name that build, which a machine whose pip find-links hold torch's CPU build doe
 
 
 def _install_locked(session: nox.Session, audience: str) -> bool:
-    """Install an audience's lock with its hashes checked, then the project (editable, no dependencies): with uv,
-    which installs PEP 751 locks. False where it cannot (pip): the caller holds the install to the lock instead.
+    """Install an audience's lock with its hashes checked, then the project (editable, no dependencies). uv installs
+    the PEP 751 lock itself; pip, which reads none, gets the same pins and sha256s as a requirements file in its
+    hash-checking mode (`--require-hashes`), so a machine without uv (`pip install nox && nox -s site`) checks the same
+    hashes. False where the audience has no lock: the caller holds the install to pylock.toml's versions instead.
 
     Where pip's find-links hold a CPU build of the locked torch (our CPU machines: /opt/wheels), that build replaces
     the lock's CUDA one (3 GB): the lock goes in without torch and CUDA_ONLY, every other file's hash checked, and torch
     comes from that folder alone at the locked version, without its hash checked (the lock holds PyPI's files only)."""
     lock = _audience_lock(audience)
-    if session.venv_backend != "uv" or not lock.exists():
+    if not lock.exists():
         return False
     local = _local_torch(lock)
-    if local is None:
-        session.install("-r", str(lock))
+    if local is not None:
+        session.log(f"torch {local[0]}: this machine's CPU build from {local[1]} (its hash is not in the lock)")
+    source = lock if local is None else _without_cuda_torch(session, lock)
+    if session.venv_backend == "uv":
+        session.install("-r", str(source))
     else:
+        session.install("--require-hashes", "-r", str(_hashed_requirements(session, source)))
+    if local is not None:
         version, folder = local
-        session.log(f"torch {version}: this machine's CPU build from {folder} (its hash is not in the lock)")
-        session.install("-r", str(_without_cuda_torch(session, lock)))
         session.install("--no-deps", "--no-index", "--find-links", str(folder), f"torch=={version}")
     session.install("--no-deps", "-e", ".")
     return True
+
+
+def _hashed_requirements(session: nox.Session, lock: Path) -> Path:
+    """`lock` as a pip requirements file: each package at its version, under its marker, with the sha256 of every file
+    the lock names for it (its wheels and sdist: pip takes whichever fits this machine and refuses any other bytes)."""
+    lines = []
+    for package in nox.project.load_toml(lock)["packages"]:
+        files = [*package.get("wheels", []), *([package["sdist"]] if "sdist" in package else [])]
+        if not files:
+            session.error(f"{lock}: {package['name']} {package['version']} names no file to check; `nox -s lock`")
+        marker = f" ; {package['marker']}" if "marker" in package else ""
+        hashes = "".join(f" \\\n    --hash=sha256:{f['hashes']['sha256']}" for f in files)
+        lines.append(f"{package['name']}=={package['version']}{marker}{hashes}")
+    path = Path(session.virtualenv.location or ROOT / "build") / f"{lock.stem}-hashes.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def _local_torch(lock: Path) -> tuple[str, Path] | None:
@@ -166,7 +189,7 @@ def site(session: nox.Session) -> None:
 def _tests_install(session: nox.Session) -> None:
     """What both test sessions install: locks/pylock.tests.toml (the project's every engine extra and the tests group)
     with its hashes checked, and the project, plus pip (the llama.cpp build installs llama-cpp-python's Python half
-    with it; a uv environment has none). Without uv, the same held to pylock.toml as constraints. pip's find-links go
+    with it; a uv environment has none). Without uv, pip installs the same lock, hashes checked. pip's find-links go
     along as UV_FIND_LINKS, so that uv takes our machines' CPU build of torch as pip does (uv reads no pip
     configuration; without find-links both fetch the same wheel from the index)."""
     if session.venv_backend == "uv" and (links := _pip_find_links()):

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -117,3 +118,40 @@ def test_a_nox_session_installs_its_audiences_lock(tmp_path: Path) -> None:
         kept = copy.read_text().split("[[packages]]\n")
         assert set(kept[1:]) < set(lock.read_text().split("[[packages]]\n")[1:])  # entries verbatim, none added
         assert "torch" not in _packages(copy) and set(installed) <= set(_packages(copy))
+
+
+def test_without_uv_a_nox_session_checks_the_locks_hashes_with_pip(tmp_path: Path) -> None:
+    """`pip install nox && nox -s validate` on a machine without uv: nox makes a virtualenv and pip installs, and pip
+    reads no PEP 751 lock. The session still installs the site audience's lock with every file's sha256 checked (pip's
+    `--require-hashes`, from the lock's own hashes), and a file whose hash is not the lock's is refused. A real nox
+    and pip into a temporary folder (`--force-venv-backend virtualenv` stands for the machine without uv)."""
+    nox_command = shutil.which("nox")
+    assert nox_command, "this test runs nox as a user does: install it (`pip install nox`)"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH") and not k.startswith("NOX_")}
+    done = subprocess.run([nox_command, "-f", str(ROOT / "noxfile.py"), "-s", "validate", "--install-only",
+                           "--force-venv-backend", "virtualenv", "--envdir", str(tmp_path / "envs")],
+                          capture_output=True, text=True, env=env, timeout=900)  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    venv = tmp_path / "envs" / "validate"
+    hashed = venv / "pylock.site-hashes.txt"
+    assert f"pip install --require-hashes -r {hashed}" in said, said[-3000:]
+    lock = _packages(ROOT / "locks" / "pylock.site.toml")
+    text = hashed.read_text()
+    for entries in lock.values():  # every file the lock names, by its hash
+        for entry in entries:
+            for file in [*entry.get("wheels", []), *([entry["sdist"]] if "sdist" in entry else [])]:
+                assert f"--hash=sha256:{file['hashes']['sha256']}" in text
+    listed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format", "json"],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    installed = {canonicalize_name(p["name"]): p["version"] for p in json.loads(listed)}
+    for name in ("fairfight", "pip", "setuptools", "wheel"):
+        installed.pop(name, None)
+    assert installed and all(v in {e["version"] for e in lock.get(n, [])} for n, v in installed.items()), installed
+
+    bad = tmp_path / "bad.txt"  # every hash changed (one alone would leave pip the package's other files)
+    bad.write_text(re.sub(r"sha256:([0-9a-f])", lambda m: "sha256:" + ("0" if m[1] != "0" else "1"), text))
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "w")], check=True)
+    refused = subprocess.run([str(tmp_path / "w" / "bin" / "python"), "-m", "pip", "install", "--require-hashes",
+                              "-r", str(bad)], capture_output=True, text=True)  # fmt: skip
+    assert refused.returncode != 0 and "DO NOT MATCH THE HASHES" in refused.stderr, refused.stderr[-2000:]
