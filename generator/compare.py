@@ -89,9 +89,15 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
         parser.epilog = SELECTORS
         parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
-        "a", metavar="A", help="the baseline: RUN_ID, HASH[@COMMIT][@workload=NAME], @COMMIT or edition:NAME"
+        "a", metavar="A", nargs="?", help="the baseline: RUN_ID, HASH[@COMMIT][@workload=NAME], @COMMIT or edition:NAME"
     )
-    parser.add_argument("b", metavar="B", help="compared with A: the same forms")
+    parser.add_argument("b", metavar="B", nargs="?", help="compared with A: the same forms")
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="instead of comparing, list the harness commits with runs and the pairs of them that share "
+        "configurations (what `compare @A @B` has rows for)",
+    )
     parser.add_argument(
         "--data-dir",
         "--data",
@@ -650,12 +656,39 @@ def render(report: Report) -> str:
     return "\n".join([*lines, "", report.summary])
 
 
+def commit_list(ds: Dataset, fmt: str) -> str:
+    """`compare --list`: the harness commits the data holds, and the pairs of them that share configurations."""
+    groups = compare_select.commits(ds.runs)
+    pairs = compare_select.shared(ds.runs)
+    listed = [{"commit": g[0], "label": compare_select.label(g, ds.runs)} for g in groups]
+    shared = [{"a": a[0], "b": b[0], "configurations": n} for a, b, n in pairs]
+    data = {"commits": listed, "pairs": shared}
+
+    def text() -> str:
+        lines = [f"{len(groups)} harness commits with runs in {ds.data_dir}/ (by their latest run, oldest first):"]
+        lines += [f"  {c['label']}" for c in listed]
+        lines += ["", f"{len(pairs)} of {len(groups) * (len(groups) - 1) // 2} pairs share configurations"
+                  " (`fairfight compare @A @B` has a row for each shared one):"]  # fmt: skip
+        lines += [f"  @{a[0][:12]} @{b[0][:12]}: {n} configuration{'s' * (n > 1)}" for a, b, n in pairs]
+        return "\n".join(lines)
+
+    table = formats.Table(columns=("a", "b", "configurations"),
+                          rows=[(p["a"], p["b"], p["configurations"]) for p in shared])  # fmt: skip
+    return formats.render(fmt, text=text, data=data, table=table)
+
+
 def main(args: argparse.Namespace) -> int:
     fmt = getattr(args, "format", "text")
     try:
+        listing = getattr(args, "list", False)
+        if (listing and args.a is not None) or (not listing and args.b is None):
+            raise UsageError("give A and B to compare, or --list (and neither A nor B) to see which commits can be")
         if not Path(args.data).is_dir():
             raise UsageError(f"--data-dir {args.data}: no such folder (run from the repository root, or pass it)")
         ds = load_dataset(args.data)
+        if listing:
+            sys.stdout.write(commit_list(ds, fmt))
+            return 0
         report = compare(args.a, args.b, ds, args.threshold, getattr(args, "fail_on", "slower"),
                          getattr(args, "only_changed", False))  # fmt: skip
     except UsageError as e:

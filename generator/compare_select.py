@@ -15,6 +15,8 @@ from collections.abc import Iterable
 
 import polars as pl
 
+from generator import configurations
+
 HEX = re.compile(r"[0-9a-f]{4,40}")
 """What a commit (or a settings hash) prefix looks like: at least 4 hex digits, as git's shortest abbreviation."""
 
@@ -52,6 +54,21 @@ def matching(prefix: str, runs: pl.DataFrame) -> list[list[str]]:
 def runs_at(group: list[str], runs: pl.DataFrame) -> pl.DataFrame:
     """The runs made at one commit (every recorded form of it), less retractions (not measurements)."""
     return runs.filter(pl.col("harness_commit").is_in(group) & (pl.col("origin") != "retraction"))
+
+
+def shared(runs: pl.DataFrame) -> list[tuple[list[str], list[str], int]]:
+    """Every pair of commits (as `commits` groups them, older first) that measured at least one configuration (suite,
+    workload, settings hash) in common, with how many: the rows `compare @A @B` has. Two commits that share none give
+    an empty comparison, as most pairs do where each commit measured its own sweep."""
+    groups = commits(runs)
+    measured = [set(runs_at(g, runs).drop_nulls(configurations.KEYS).select(configurations.KEYS).iter_rows())
+                for g in groups]  # fmt: skip
+    return [
+        (groups[i], groups[j], len(measured[i] & measured[j]))
+        for i in range(len(groups))
+        for j in range(i + 1, len(groups))
+        if measured[i] & measured[j]
+    ]
 
 
 def label(group: list[str], runs: pl.DataFrame) -> str:

@@ -85,3 +85,21 @@ def test_bad_and_ambiguous_commits_exit_2_and_list_candidates_briefly(
     assert "is ambiguous: it begins" in message and "more)" in message and len(message) < 400
     with pytest.raises(compare.UsageError, match="A is a commit, B a run"):
         compare.compare(f"@{A}", ds.runs["run_id"][0], ds)
+
+
+def test_list_names_the_commits_and_the_pairs_that_share_configurations(
+    data: Path, ds: compare.Dataset, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, _ = _cli(capsys, "--list", "--data-dir", str(data), "--format", "json")
+    listed = json.loads(out)
+    assert status == 0
+    commits = [c["commit"] for c in listed["commits"]]
+    assert len(commits) == 2 and {c[:7] for c in commits} == {A, B}
+    (pair,) = listed["pairs"]  # the only pair, and it shares what compare @A @B has a row for
+    assert pair["configurations"] == len(compare.compare(f"@{pair['a']}", f"@{pair['b']}", ds).rows) >= 5
+    status, out, _ = _cli(capsys, "--list", "--data-dir", str(data))
+    assert status == 0 and "2 harness commits with runs in" in out and "1 of 1 pairs share configurations" in out
+    assert f"@{pair['a'][:12]} @{pair['b'][:12]}: {pair['configurations']} configurations" in out
+    for argv in (("--list", A), (A,)):  # --list with a selector, or one selector alone
+        status, _, err = _cli(capsys, *argv, "--data-dir", str(data))
+        assert status == 2 and "give A and B to compare, or --list" in err
