@@ -246,9 +246,22 @@ def _placed(path: Path) -> tuple[str, ...]:
 
 
 def data_folder(path: Path) -> Path:
-    """The data folder a result file lies in: two folders up (data/<suite>/), three from a month folder
-    (data/<suite>/<YYYY-MM>/)."""
+    """The data folder a result file named on its own lies in: the nearest folder above it that shows itself one
+    (`_is_data_folder`: it holds editions, it is a checkout's `data/`, or the `data/` of the folder the command runs
+    in), so that a file deeper than its place is judged from that folder and refused by `misplaced` as the site
+    refuses it; else, outside any, two folders up (data/<suite>/), three from a month folder (data/<suite>/<YYYY-MM>/).
+    `path`'s folders resolved (`canonical`)."""
+    default = canonical(Path("data"))
+    for folder in path.parents:
+        if folder == default or _is_data_folder(folder):
+            return folder
     return path.parents[len(_placed(path)) - 1]
+
+
+def _is_data_folder(folder: Path) -> bool:
+    """A folder that shows itself a data folder: it holds `editions/` (only a data folder has them), or it is named
+    `data` at the top of a git checkout (the project's layout)."""
+    return (folder / "editions").is_dir() or (folder.name == "data" and (folder.parent / ".git").exists())
 
 
 def _read_record(source: pa.BufferReader, meta: pq.FileMetaData, kv: dict[bytes, bytes | None]) -> pa.Table:

@@ -59,6 +59,25 @@ def test_result_files_deeper_or_elsewhere_are_refused_by_name_by_the_loader_and_
     assert proc.returncode == 1 and all(f"{p}: in folder" in proc.stdout for p in placed.values()), proc.stdout
 
 
+def test_a_misplaced_file_named_alone_is_judged_from_its_data_folder(data: Path) -> None:
+    """Before: `validate data/cpu-smoke/cpu-smoke/X.parquet` took `data/cpu-smoke/` for the file's data folder (two
+    folders up), found the file in a folder named for its suite and exited 0; so did the other two places. Now a file
+    named alone is judged from the data folder above it (the `data/` of the folder validate runs in, or of a git
+    checkout), refused by its path as the site refuses it, and its genuine neighbour named alone still passes."""
+    placed = misplace(data)
+    genuine = sorted((data / "cpu-smoke").glob("*.parquet"))[0]
+    for path in placed.values():
+        proc = run_module("generator.validate", str(path), check=False, cwd=data.parent)  # ./data: the default
+        assert proc.returncode == 1 and f"{path}: in folder" in proc.stdout, (path, proc.stdout)
+    committed(data.parent)  # from anywhere else, the checkout's data/
+    for path in [*placed.values(), genuine]:
+        proc = run_module("generator.validate", str(path), check=False, cwd=data.parent.parent)
+        if path == genuine:
+            assert proc.returncode == 0 and "1 file(s) checked, 0 with problems" in proc.stdout, proc.stdout
+        else:
+            assert proc.returncode == 1 and f"{path}: in folder" in proc.stdout, (path, proc.stdout)
+
+
 def test_release_freezes_only_what_the_loader_accepts_and_validate_accepts_its_manifest(
     data: Path, tmp_path: Path
 ) -> None:
