@@ -194,11 +194,17 @@ def _reported(value: Any) -> str:
 
 SVG_WIDTH, SVG_PANEL = 720, 150
 PLOT_X, PLOT_W = 40, SVG_WIDTH - 50  # the plot area inside each panel
+SVG_BUCKETS = PLOT_W // 2
+"""Buckets of steps a static samples chart draws, two pixel columns each (`sample_texts`)."""
 
 
 def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
     """Per run, in one vectorised pass over every row: the polyline points of its static samples SVG, for step
     time (ms) and loss of trial 0 (the interactive chart reads the run's CSV instead).
+
+    Steps are cut into at most `SVG_BUCKETS` buckets of equal length, two pixel columns each, and each bucket is drawn
+    by its lowest and highest value in the order the steps ran (one point where they are one): a one-step spike in a
+    2,000-step run is drawn, where every other step alone could skip it, and the axis labels are the run's true range.
 
     Columns: run_id, then for m in (time, loss): `{m}_points`, `{m}_lo`, `{m}_hi`, `{m}_warm_x` (where the
     warm-up shading ends)."""
@@ -221,41 +227,48 @@ def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
                 n=pl.len().over("_run"),
                 warm=(pl.col("phase") == "warmup").sum().over("_run"),
             )
-            .with_columns(stride=pl.max_horizontal(pl.lit(1), pl.col("n") // PLOT_W))
+            .with_columns(size=(pl.col("n") + SVG_BUCKETS - 1) // SVG_BUCKETS)  # steps a bucket (at least 1)
+            .with_columns(last=pl.max_horizontal((pl.col("n") + pl.col("size") - 1) // pl.col("size") - 1, pl.lit(1)))
         )
-        # about one point per pixel column (every stride-th step), log scale for step times
-        drawn = (
-            per.filter((pl.col("i") % pl.col("stride") == 0) & ((pl.col("v") > 0) if log else pl.lit(True)))
-            .with_columns(y=pl.col("v").log10() if log else pl.col("v"))
-            .with_columns(
-                k=pl.int_range(pl.len()).over("_run"),
-                m=pl.len().over("_run"),
-                lo=pl.col("y").min().over("_run"),
-                hi=pl.col("y").max().over("_run"),
-            )
-            .with_columns(
-                span=pl.when(pl.col("hi") > pl.col("lo")).then(pl.col("hi") - pl.col("lo")).otherwise(1.0),
-                last=pl.max_horizontal(pl.col("m") - 1, pl.lit(1)),
-            )
-            .group_by("_run")
+        # a bucket's lowest and highest value, in the order they ran; log scale for step times
+        buckets = (
+            per.filter((pl.col("v") > 0) if log else pl.lit(True))
+            .with_columns(y=pl.col("v").log10() if log else pl.col("v"), bucket=pl.col("i") // pl.col("size"))
+            .group_by("_run", "bucket", maintain_order=True)
             .agg(
-                pl.col("run_id").first(),
-                pl.format(
-                    "{},{}",
-                    (PLOT_X + PLOT_W * pl.col("k") / pl.col("last")).round(1),
-                    (10 + (SVG_PANEL - 30) * (1 - (pl.col("y") - pl.col("lo")) / pl.col("span"))).round(1),
-                )
-                .str.join(" ")
-                .alias(f"{name}_points"),
-                pl.col("lo").first().alias(f"{name}_lo"),
-                pl.col("hi").first().alias(f"{name}_hi"),
-                (
-                    PLOT_X
-                    + PLOT_W
-                    * pl.min_horizontal(pl.col("warm").first() // pl.col("stride").first(), pl.col("last").first())
-                    / pl.col("last").first()
-                ).alias(f"{name}_warm_x"),
+                pl.col("run_id", "size", "last", "warm").first(),
+                low=pl.col("y").min(),
+                high=pl.col("y").max(),
+                low_first=pl.col("y").arg_min() <= pl.col("y").arg_max(),
             )
+            .with_columns(
+                y=pl.when(pl.col("low") == pl.col("high"))
+                .then(pl.concat_list("low"))
+                .when(pl.col("low_first"))
+                .then(pl.concat_list("low", "high"))
+                .otherwise(pl.concat_list("high", "low"))
+            )
+            .explode("y")
+            .with_columns(lo=pl.col("y").min().over("_run"), hi=pl.col("y").max().over("_run"))
+            .with_columns(span=pl.when(pl.col("hi") > pl.col("lo")).then(pl.col("hi") - pl.col("lo")).otherwise(1.0))
+        )
+        drawn = buckets.group_by("_run", maintain_order=True).agg(
+            pl.col("run_id").first(),
+            pl.format(
+                "{},{}",
+                (PLOT_X + PLOT_W * pl.col("bucket") / pl.col("last")).round(1),
+                (10 + (SVG_PANEL - 30) * (1 - (pl.col("y") - pl.col("lo")) / pl.col("span"))).round(1),
+            )
+            .str.join(" ")
+            .alias(f"{name}_points"),
+            pl.col("lo").first().alias(f"{name}_lo"),
+            pl.col("hi").first().alias(f"{name}_hi"),
+            (
+                PLOT_X
+                + PLOT_W
+                * pl.min_horizontal(pl.col("warm").first() // pl.col("size").first(), pl.col("last").first())
+                / pl.col("last").first()
+            ).alias(f"{name}_warm_x"),
         )
         drawn = drawn.drop("_run")
         out = drawn if out is None else out.join(drawn, on="run_id", how="full", coalesce=True)

@@ -248,3 +248,27 @@ def test_a_commit_with_many_runs_of_the_configuration_links_its_latest_and_this_
         latest = next(r for r in table.split("<tr>") if r.startswith("<td><code>56489c6d541d"))
         assert re.findall(r'<a href="([^"]+)\.html">', latest) == [pages.slug(r) for r in few]
         assert "earlier" not in latest
+
+
+def test_a_one_step_spike_is_drawn_on_the_static_chart() -> None:
+    """A 2,000-step run at 10 ms a step but one 100 ms step at step 1,001: the static SVG draws each bucket of steps
+    by its lowest and highest value, so the spike is drawn and labels the axis (before: every other step was drawn,
+    the spike fell between two, and the axis read 10 ms at the top)."""
+    steps = 2000
+    rows = pl.DataFrame(
+        {
+            "run_id": ["r"] * steps,
+            "trial": [0] * steps,
+            "step": list(range(steps)),
+            "phase": ["warmup"] * 10 + ["steady"] * (steps - 10),
+            "metric": ["step_time_s"] * steps,
+            "value": [0.1 if i == 1001 else 0.01 for i in range(steps)],
+        },
+        schema_overrides={"trial": pl.Int32, "step": pl.Int32},
+    )
+    texts = render.runs.sample_texts(rows).row(0, named=True)
+    points = [tuple(map(float, p.split(","))) for p in texts["time_points"].split()]
+    assert texts["time_hi"] == pytest.approx(2.0) and texts["time_lo"] == pytest.approx(1.0)  # log10 of 100, 10 ms
+    assert len(points) <= 2 * render.runs.SVG_BUCKETS and sum(y == 10.0 for _, y in points) == 1  # the spike, once
+    assert all(render.runs.PLOT_X <= x <= render.runs.PLOT_X + render.runs.PLOT_W for x, _ in points)
+    assert [x for x, _ in points] == sorted(x for x, _ in points)  # drawn left to right
