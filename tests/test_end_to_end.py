@@ -240,6 +240,10 @@ def test_repeats_and_scaling_reach_the_leaderboard(built_site: Path) -> None:
     assert single["note"] == SCALING_NOTE and not single["suite_scale"] and single["full_length"]
     assert not single["shared_host"]  # a note alone is not a shared host: a CPU run used the whole host
     assert single["parity_baseline"] == single["run_id"]  # its own device count is its own baseline
+    two = stock.filter(pl.col("accelerator_count") == 2)
+    if two["busy_host"].any():  # other work took this host's CPUs as a run ran: it is rightly nobody's repeat
+        took = two.filter(pl.col("busy_host")).select("others_cpu_cores", "cpu_cores").row(0)
+        pytest.skip(f"the host was busy while a repeat ran (others took {took[0]:.2f} of {took[1]} cores): no repeat")
     repeats = derive.repeats(summary).filter(pl.col("variant") == "ddp-fp32-stock").row(0, named=True)
     assert repeats["runs"] == 2 and repeats["accelerator_count"] == 2
     mid = (repeats["highest"] + repeats["lowest"]) / 2

@@ -155,4 +155,7 @@ def test_a_run_that_uses_every_core_is_not_a_busy_host() -> None:
     if around["cpu_busy_s"] is None:
         pytest.skip("no /proc/stat on this OS: the host's busy time is not read")
     assert around["cpu_own_s"] >= 0.8 * cores  # the children's seconds, counted as the run's
+    others = metrics.others_cores(around["cpu_busy_s"], around["cpu_own_s"], around["wall_s"])
+    if others >= metrics.OTHERS_SHARE * cores:  # a shared machine (other tests, another job) was busy meanwhile
+        pytest.skip(f"other processes took {others:.2f} of {cores} cores meanwhile: this host is not quiet")
     assert not metrics.busy_host(around["cpu_busy_s"], around["cpu_own_s"], around["wall_s"], cores), around
