@@ -256,6 +256,8 @@ def _build_staged(
             results.page_runs, results.runs, results.every_run.runs, results.kind_floors
         )
         page_runs = suite_names.with_titles(page_runs)
+        # the history charts' shared specs, one script for every run page (their data stays on each page)
+        (docs / render.runs.HISTORY_SCRIPT).write_text(commit_history_page.script(page_runs["history_chart"].to_list()))
         pending = render.runs.start_run_pages(
             kept, page_runs, results.samples, manifest, pool, repo_url, records=results.records
         )

@@ -1,21 +1,28 @@
 """The history section of a run page: its configuration's figure at each harness commit with the band of identical
 repeats around the latest (generator/commit_history.py derives it, `charts.commit_history` draws it). Each run gets
-its configuration's chart spec and table as columns of the run pages' frame, so a run page is re-rendered when its
-configuration's history changes (the run pages' cache keys hash their row)."""
+its configuration's chart data and table as columns of the run pages' frame, so a run page is re-rendered when its
+configuration's history changes (the run pages' cache keys hash their row). The chart's spec less its data is one
+per figure and band (`shared_spec`), written once for every page (`script`, render/runs.py `HISTORY_SCRIPT`): a page
+holds only its points (each page held its own 4 KB spec)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from collections.abc import Sequence
 
 import altair as alt
 import polars as pl
 
 from generator import charts, commit_history, runcache
 
-HISTORY_COLUMNS = ["history_spec", "history_band", "history_points", "history_excluded"]
-SPECS = runcache.Table("history-specs")
-"""Each history chart's Vega-Lite JSON, by its inputs (a warm build draws only a changed configuration's again)."""
+HISTORY_COLUMNS = ["history_chart", "history_data", "history_band", "history_points", "history_excluded"]
+SPECS = runcache.Table("history-data")
+"""Each history chart's shared spec's name and data, by its inputs (a warm build draws only a changed
+configuration's again)."""
+BAND_DATA, POINTS_DATA = "band", "commits"
+"""The names of a history chart's two datasets: the A/A band and the commits' points."""
 
 
 def with_history(
@@ -25,8 +32,9 @@ def with_history(
     kind_floors: dict[tuple[str, str, int, bool], float],
 ) -> pl.DataFrame:
     """`page_runs` with `history_band` (a struct: commits, figure, center, spread, band_lo, band_hi, outside,
-    floor_basis), `history_points` (a list: one struct per commit) and `history_spec` (the chart's Vega-Lite JSON,
-    escaped for a <script> block; only where the configuration ran at two or more commits), null for a run whose
+    floor_basis), `history_points` (a list: one struct per commit), `history_chart` (its shared spec's name,
+    `chart_name`) and `history_data` (the chart's datasets as JSON, escaped for a <script> block; both only where the
+    configuration ran at two or more commits), null for a run whose
     configuration has no counted run; and `history_excluded`, why a run does not count. `runs`: one row per run with
     the figure its kind ranks by (`Results.every_run.runs`, what `compare` selects from); `kind_floors`: the A/A
     floors (`Results.kind_floors`)."""
@@ -36,14 +44,14 @@ def with_history(
     bands = commit_history.bands(points, runs, kind_floors)
     figures = points.group_by(commit_history.KEYS).agg(pl.col("figure").last())
     bands = bands.join(figures, on=commit_history.KEYS, how="left")
-    specs: list[tuple[str, str, str, str | None]] = []
+    specs: list[tuple[str, str, str, str | None, str | None]] = []
     made, kept = SPECS.read(), {}
     # each configuration's points, split once (a filter per configuration went over every point each time)
     by_key = points.partition_by(commit_history.KEYS, as_dict=True, maintain_order=True)
     for band in bands.iter_rows(named=True):
         key = (band["suite"], band["workload"], band["settings_hash"])
         if band["commits"] < 2:
-            specs.append((*key, None))
+            specs.append((*key, None, None))
             continue
         # (a null in the key matches nothing, as a comparison with null does)
         mine = by_key.get(key, points.clear()) if None not in key else points.clear()
@@ -52,18 +60,18 @@ def with_history(
         inputs = json.dumps([mine.write_json(), band, alt.__version__, alt.theme.active], default=str, sort_keys=True)
         spec_key = hashlib.sha256(inputs.encode()).hexdigest()
         if spec_key in made:
-            spec = made[spec_key]
+            name, data = made[spec_key]
         else:
-            # unvalidated, as `pages.Charts` draws every chart: altair's JSON-schema check took 3 of a warm build's
-            # seconds, and the browser tests render these charts (tests/test_browser_tables.py)
-            chart = charts.commit_history(mine, band, band["figure"])
-            spec = json.dumps(chart.to_dict(validate=False), separators=(",", ":"))
-            spec = spec.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-        kept[spec_key] = spec
-        specs.append((*key, spec))
+            name = chart_name(band["figure"], band.get("band_lo") is not None)
+            spec, datasets = split(charts.commit_history(mine, band, band["figure"]))
+            if spec != shared_spec(name):  # one spec per name, whatever the points: never a page's chart drawn wrong
+                raise AssertionError(f"history chart {name!r}: its spec is not the shared one")
+            data = _escaped(json.dumps(datasets, separators=(",", ":")))
+        kept[spec_key] = [name, data]
+        specs.append((*key, name, data))
     if kept.keys() != made.keys():
         SPECS.write(kept)  # this build's charts only: a configuration's older histories are never drawn again
-    spec_frame = pl.DataFrame(specs, schema=[*commit_history.KEYS, "history_spec"], orient="row")
+    spec_frame = pl.DataFrame(specs, schema=[*commit_history.KEYS, "history_chart", "history_data"], orient="row")
     table = (
         points.sort("order")
         .group_by(commit_history.KEYS, maintain_order=True)
@@ -92,3 +100,49 @@ def with_history(
         .join(per_config, on=commit_history.KEYS, how="left", maintain_order="left")
         .join(excluded, on="run_id", how="left", maintain_order="left")
     )
+
+
+def chart_name(figure: str, banded: bool) -> str:
+    """A history chart's shared spec's name: its figure (steps/s, tokens/s, ...) and whether it draws an A/A band."""
+    return f"{figure}|{'band' if banded else 'no band'}"
+
+
+def split(chart: alt.LayerChart) -> tuple[dict, dict[str, list]]:
+    """A history chart's Vega-Lite spec less its data, and its datasets by their names (`BAND_DATA`, `POINTS_DATA`).
+    Unvalidated, as `pages.Charts` draws every chart: altair's JSON-schema check took seconds of a warm build, and the
+    browser tests render these charts (tests/test_browser_tables.py)."""
+    spec = chart.to_dict(validate=False)
+    found = spec.pop("datasets", {})
+    names = {old: BAND_DATA if rows and "label" in rows[0] else POINTS_DATA for old, rows in found.items()}
+    if sorted(names.values()) not in ([POINTS_DATA], [BAND_DATA, POINTS_DATA]):
+        raise AssertionError(f"a history chart's datasets are not a band and its points: {sorted(names.values())}")
+    for layer in spec.get("layer", []):
+        layer["data"] = {"name": names[layer["data"]["name"]]}
+    return spec, {names[old]: rows for old, rows in found.items()}
+
+
+@functools.cache
+def _shared(name: str, theme: str) -> str:
+    figure, _, banded = name.rpartition("|")
+    band = {"band_lo": 0.0, "band_hi": 1.0, "center": 0.5} if banded == "band" else None
+    empty = pl.DataFrame(schema={"harness_commit": pl.String, "dirty": pl.Boolean, "order": pl.Int64,
+                                 "first_started_at": pl.Datetime("us", "UTC"), "runs": pl.Int64, "value": pl.Float64,
+                                 "lo": pl.Float64, "hi": pl.Float64})  # fmt: skip
+    return json.dumps(split(charts.commit_history(empty, band, figure))[0], sort_keys=True)
+
+
+def shared_spec(name: str) -> dict:
+    """The spec every history chart named `name` draws with its own data, in the active theme."""
+    return json.loads(_shared(name, str(alt.theme.active)))
+
+
+def script(names: Sequence[str | None]) -> str:
+    """The history charts' script (render/runs.py `HISTORY_SCRIPT`): the shared spec of every history chart `names`
+    holds, by name."""
+    specs = {name: shared_spec(name) for name in sorted({n for n in names if n})}
+    return "window.FF_HISTORY = " + _escaped(json.dumps(specs, separators=(",", ":"), sort_keys=True)) + ";\n"
+
+
+def _escaped(text: str) -> str:
+    """JSON that a <script> block holds as it is (no `</script>` can end it early)."""
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

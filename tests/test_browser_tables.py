@@ -200,11 +200,11 @@ def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(comm
 
 def test_a_configurations_history_across_harness_commits_renders_served_and_from_disk(committed_site: Path) -> None:
     """A run page whose configuration ran at several harness commits draws its figure at each commit with the A/A band
-    around the latest, served and opened from disk (its data is inside its spec, so it needs no fetch); every commit in
-    its table links run pages that exist."""
+    around the latest, served and opened from disk (its data is on the page and its spec comes with a script tag, so it
+    needs no fetch); every commit in its table links run pages that exist."""
     import html as html_lib
 
-    pages = [p for p in sorted((committed_site / "runs").glob("*.html")) if "-history-spec" in p.read_text()]
+    pages = [p for p in sorted((committed_site / "runs").glob("*.html")) if "-history-data" in p.read_text()]
     assert len(pages) > 10  # configurations of the committed runs that ran at two or more harness commits
     banded = next(p for p in pages if "The shaded band around the latest" in p.read_text())
     text = banded.read_text()
@@ -258,7 +258,7 @@ def test_every_board_says_where_a_rows_history_across_commits_is(committed_site:
         ranking = text[text.index('id="ranking"') :]
         for link in set(re.findall(r'href="\.\./(runs/[^"#]+\.html)"', ranking[: ranking.find("</table>")])):
             page = (committed_site / html_lib.unescape(link)).read_text()
-            drawn += '<h2 id="history">' in page and "-history-spec" in page
+            drawn += '<h2 id="history">' in page and "-history-data" in page
     assert drawn > 5
 
 

@@ -24,7 +24,7 @@ import generator.render.parts as parts  # not `from generator.render`: the packa
 from generator import fields, load, output_cache, pages, store
 from generator.derive import claims
 from generator.derive.results import Results
-from runners import metrics, schema
+from runners import bounds, metrics, schema
 from runners.cache import file_sha256
 
 
@@ -166,7 +166,7 @@ def write_downloads(
         flat.write_parquet(path, compression="zstd", statistics=False)
         files.append(_listed(path, "runs.parquet", flat.height))
         path = out / "runs.csv.gz"
-        used |= _runs_csv(flat, path, cache)
+        used |= _runs_csv(flat.drop(PARQUET_ONLY, strict=False), path, cache)
         files.append(_listed(path, "runs.csv.gz", flat.height))
         for name, key, frame_rows, make in samples.listed:
             path = staged / name.removeprefix("downloads/")
@@ -177,10 +177,19 @@ def write_downloads(
     # what each column holds, as generator/fields.py declares it: the record's own columns (runners/schema.py), the
     # config flattened (generator/columns.py) and every derived figure
     what = {f.name: f.what for f in fields.RUN}
-    columns = {name: (json.dumps(str(dtype)), what.get(name, "")) for name, dtype in flat.schema.items()}
+    columns = {
+        name: (json.dumps(str(dtype)), what.get(name, "") + (" (runs.parquet only)" if name in PARQUET_ONLY else ""))
+        for name, dtype in flat.schema.items()
+    }
     pages.render(
         env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns, built_with=built_with or []
     )
+
+
+PARQUET_ONLY = tuple(bounds.JSON_LIMITS)
+"""The record's JSON columns (config, hardware, software, environment, calibration), whole in runs.parquet and left
+out of runs.csv.gz, which has their fields as columns: they were three quarters of the CSV's text (a package list is
+up to 40,000 characters, past what a spreadsheet cell holds)."""
 
 
 def _listed(path: Path, name: str, rows: int, sha256: str | None = None) -> dict[str, object]:

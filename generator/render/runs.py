@@ -403,6 +403,9 @@ def _code_key(stylesheets: list[str]) -> str:
 
 CSV_PLACEHOLDER = "@csv@"
 """Stands for the run's CSV file name in the shared samples spec (charts.js puts the page's `data-csv` there)."""
+HISTORY_SCRIPT = "assets/js/run-history.js"
+"""The history charts' shared specs, by name (`commit_history_page.script`): loaded by a <script> tag, so a page
+opened from disk, where a browser refuses to fetch a file, still draws its chart."""
 SAMPLES_SPEC = "assets/js/run-samples.vl.json"
 """The samples chart's one spec, shared by every run page (3 KB a page when each page held its own copy)."""
 
@@ -723,10 +726,11 @@ def _render(
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",
             repo_url=repo_url,
             built_with_script=f"../{versions.FOOTER_SCRIPT}",
+            history_script=HISTORY_SCRIPT,
             checkout=commits.valid(run["harness_commit"]),  # a hostile value never reaches a shell block
             stylesheets=stylesheets,
             chart_json=chart_json,
-            chart_id=f"chart-run-{slug}",
+            chart_id="chart-run",  # one run a page: its ids need not name it
             svg_name=svg_name,
         )
         _put(stage / f"{slug}.html", html.encode())

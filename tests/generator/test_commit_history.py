@@ -113,7 +113,7 @@ def test_a_history_chart_kept_in_the_site_cache_is_the_one_drawn_afresh(tmp_path
         page_runs = runs.select("run_id", *commit_history.KEYS)
         summary = runs.select("run_id", harness_dirty=pl.lit(False))
         out = commit_history_page.with_history(page_runs, summary, runs, {("train", "GPU", 2, False): 0.10})
-        return out["history_spec"].to_list()
+        return [None if d is None else f"{c} {d}" for c, d in out.select("history_chart", "history_data").rows()]
 
     changed = _runs().with_columns(value=pl.when(pl.col("run_id") == "r4").then(13.0).otherwise(pl.col("value")))
     try:
@@ -131,3 +131,32 @@ def test_a_history_chart_kept_in_the_site_cache_is_the_one_drawn_afresh(tmp_path
         assert history(changed) == fresh_changed  # a changed point is drawn again
     finally:
         runcache.use(None)
+
+
+def test_a_history_chart_is_the_shared_spec_with_its_own_data() -> None:
+    """A run page holds its history chart's data and names its spec, one for every chart of its figure and band
+    (`commit_history_page.script` writes them once): put together, the chart is the one drawn for it alone, and the
+    page carries none of the spec (each page held its own 4 KB copy)."""
+    import json
+
+    from generator import commit_history_page
+
+    runs = _runs()
+    page_runs = runs.select("run_id", *commit_history.KEYS)
+    summary = runs.select("run_id", harness_dirty=pl.lit(False))
+    out = commit_history_page.with_history(page_runs, summary, runs, {("train", "GPU", 2, False): 0.10})
+    name, data = out.select("history_chart", "history_data").row(0)
+    assert name == "steps/s|band" and '"layer"' not in data and "</" not in data
+    points = commit_history.points(runs)
+    (band,) = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.10}).to_dicts()
+    drawn = charts.commit_history(points, band, "steps/s").to_dict(validate=False)
+    shared = commit_history_page.shared_spec(name)
+    whole = shared | {"datasets": json.loads(data)}
+    renamed = {old: "band" if rows and "label" in rows[0] else "commits" for old, rows in drawn["datasets"].items()}
+    for layer in drawn["layer"]:
+        layer["data"] = {"name": renamed[layer["data"]["name"]]}
+    drawn["datasets"] = {renamed[old]: rows for old, rows in drawn["datasets"].items()}
+    assert json.loads(json.dumps(drawn, sort_keys=True)) == whole
+    script = commit_history_page.script([name, None, name])
+    prefix = "window.FF_HISTORY = "
+    assert script.startswith(prefix) and json.loads(script[len(prefix) : -2]) == {name: shared}

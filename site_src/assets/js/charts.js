@@ -57,7 +57,23 @@
       })
       .then(function (text) { return JSON.parse(text.split("@csv@").join(el.dataset.csv)); });
   }
+  // A run page's history chart names a spec that every run page shares, loaded by a script tag (window.FF_HISTORY,
+  // so a page opened from disk draws it too), and its own data (data-values), the spec's datasets.
+  function history(el) {
+    var spec = JSON.parse(JSON.stringify((window.FF_HISTORY || {})[el.dataset.history] || null));
+    var holder = document.getElementById(el.dataset.values);
+    if (!spec || !holder) return Promise.reject(new Error("no history chart named " + el.dataset.history));
+    spec.datasets = JSON.parse(holder.textContent);
+    return Promise.resolve(spec);
+  }
   function render() {
+    document.querySelectorAll("div.ff-chart[data-history]").forEach(function (el) {
+      if (el.dataset.rendered || typeof vegaEmbed !== "function") return;
+      el.dataset.rendered = "1";
+      history(el)
+        .then(function (ready) { return vegaEmbed(el, ready, { actions: false, renderer: "svg" }); })
+        .catch(function (err) { el.textContent = "Chart failed to render: " + err; });
+    });
     document.querySelectorAll("div.ff-chart[data-spec], div.ff-chart[data-spec-src]").forEach(function (el) {
       if (el.dataset.rendered || typeof vegaEmbed !== "function") return;
       var holder = el.dataset.spec ? document.getElementById(el.dataset.spec) : null;
