@@ -116,15 +116,7 @@ def test_a_cancelled_job_leaves_a_failure_record_with_its_reason(slurm: dict[str
     time.sleep(3)
     subprocess.run(["scancel", job], check=True, env=slurm)
     _wait_gone(slurm, job, 120)
-    data = tmp_path / "data"
-    files = sorted(data.rglob("*.parquet"))
-    assert len(files) == 1, (files, _log(tmp_path, job))
-    assert not [p for p in data.rglob("*") if p.is_file() and p.name.startswith(".tmp-")]
-    head = layout.read(files[0]).to_pylist()[0]
-    assert head["status"] == "failed"
-    assert f"Slurm ended job {job} (CANCELLED" in head["error"], head["error"]
-    assert json.loads(head["hardware"])["slurm"]["job_id"] == job
-    assert load.load(load.data_folder(files[0])).rejected == []
+    _ended_by_slurm(tmp_path, job, "CANCELLED")
 
 
 @pytest.mark.bench
@@ -134,12 +126,17 @@ def test_a_job_past_its_time_limit_leaves_a_failure_record_saying_so(slurm: dict
     (SIGTERM, then SIGKILL after KillWait), and the record says it reached its time limit, with nothing partial left."""
     job = _submit(slurm, tmp_path, "--steps", "1000000", "--time", "1")
     _wait_gone(slurm, job, 300)
-    data = tmp_path / "data"
+    _ended_by_slurm(tmp_path, job, "TIMEOUT: it reached its time limit (00:01:00)")
+
+
+def _ended_by_slurm(tmp: Path, job: str, state: str) -> None:
+    """The job left one valid failure record naming it, with Slurm's reason (`state`), and nothing partial."""
+    data = tmp / "data"
     files = sorted(data.rglob("*.parquet"))
-    assert len(files) == 1, (files, _log(tmp_path, job))
+    assert len(files) == 1, (files, _log(tmp, job))
     assert not [p for p in data.rglob("*") if p.is_file() and p.name.startswith(".tmp-")]
     head = layout.read(files[0]).to_pylist()[0]
     assert head["status"] == "failed"
-    assert f"Slurm ended job {job} (TIMEOUT: it reached its time limit (00:01:00))" in head["error"], head["error"]
+    assert f"Slurm ended job {job} ({state}" in head["error"], head["error"]
     assert json.loads(head["hardware"])["slurm"]["job_id"] == job
     assert load.load(load.data_folder(files[0])).rejected == []
