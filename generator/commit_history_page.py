@@ -116,8 +116,9 @@ def split(chart: alt.LayerChart) -> tuple[dict, dict[str, list]]:
     names = {old: BAND_DATA if rows and "label" in rows[0] else POINTS_DATA for old, rows in found.items()}
     if sorted(names.values()) not in ([POINTS_DATA], [BAND_DATA, POINTS_DATA]):
         raise AssertionError(f"a history chart's datasets are not a band and its points: {sorted(names.values())}")
-    for layer in spec.get("layer", []):
-        layer["data"] = {"name": names[layer["data"]["name"]]}
+    for holder in (spec, *spec.get("layer", [])):  # altair names a dataset all layers share once, at the top
+        if "data" in holder:
+            holder["data"] = {"name": names[holder["data"]["name"]]}
     return spec, {names[old]: rows for old, rows in found.items()}
 
 

@@ -133,7 +133,8 @@ def test_a_history_chart_kept_in_the_site_cache_is_the_one_drawn_afresh(tmp_path
         runcache.use(None)
 
 
-def test_a_history_chart_is_the_shared_spec_with_its_own_data() -> None:
+@pytest.mark.parametrize("floors", [{("train", "GPU", 2, False): 0.10}, {}], ids=["with a band", "no band"])
+def test_a_history_chart_is_the_shared_spec_with_its_own_data(floors: dict) -> None:
     """A run page holds its history chart's data and names its spec, one for every chart of its figure and band
     (`commit_history_page.script` writes them once): put together, the chart is the one drawn for it alone, and the
     page carries none of the spec (each page held its own 4 KB copy)."""
@@ -144,17 +145,18 @@ def test_a_history_chart_is_the_shared_spec_with_its_own_data() -> None:
     runs = _runs()
     page_runs = runs.select("run_id", *commit_history.KEYS)
     summary = runs.select("run_id", harness_dirty=pl.lit(False))
-    out = commit_history_page.with_history(page_runs, summary, runs, {("train", "GPU", 2, False): 0.10})
+    out = commit_history_page.with_history(page_runs, summary, runs, floors)
     name, data = out.select("history_chart", "history_data").row(0)
-    assert name == "steps/s|band" and '"layer"' not in data and "</" not in data
+    assert name == ("steps/s|band" if floors else "steps/s|no band") and '"layer"' not in data and "</" not in data
     points = commit_history.points(runs)
-    (band,) = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.10}).to_dicts()
+    (band,) = commit_history.bands(points, runs, floors).to_dicts()
     drawn = charts.commit_history(points, band, "steps/s").to_dict(validate=False)
     shared = commit_history_page.shared_spec(name)
     whole = shared | {"datasets": json.loads(data)}
     renamed = {old: "band" if rows and "label" in rows[0] else "commits" for old, rows in drawn["datasets"].items()}
-    for layer in drawn["layer"]:
-        layer["data"] = {"name": renamed[layer["data"]["name"]]}
+    for holder in (drawn, *drawn["layer"]):  # a dataset every layer shares is named once, at the top
+        if "data" in holder:
+            holder["data"] = {"name": renamed[holder["data"]["name"]]}
     drawn["datasets"] = {renamed[old]: rows for old, rows in drawn["datasets"].items()}
     assert json.loads(json.dumps(drawn, sort_keys=True)) == whole
     script = commit_history_page.script([name, None, name])
