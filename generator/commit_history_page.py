@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import altair as alt
 import polars as pl
 
-from generator import charts, commit_history, runcache
+from generator import charts, commit_history, pages, runcache
 
 HISTORY_COLUMNS = ["history_chart", "history_data", "history_band", "history_points", "history_excluded"]
 SPECS = runcache.Table("history-data")
@@ -66,7 +66,7 @@ def with_history(
             spec, datasets = split(charts.commit_history(mine, band, band["figure"]))
             if spec != shared_spec(name):  # one spec per name, whatever the points: never a page's chart drawn wrong
                 raise AssertionError(f"history chart {name!r}: its spec is not the shared one")
-            data = _escaped(json.dumps(datasets, separators=(",", ":")))
+            data = pages.script_safe(json.dumps(datasets, separators=(",", ":")))
         kept[spec_key] = [name, data]
         specs.append((*key, name, data))
     if kept.keys() != made.keys():
@@ -141,9 +141,4 @@ def script(names: Sequence[str | None]) -> str:
     """The history charts' script (render/runs.py `HISTORY_SCRIPT`): the shared spec of every history chart `names`
     holds, by name."""
     specs = {name: shared_spec(name) for name in sorted({n for n in names if n})}
-    return "window.FF_HISTORY = " + _escaped(json.dumps(specs, separators=(",", ":"), sort_keys=True)) + ";\n"
-
-
-def _escaped(text: str) -> str:
-    """JSON that a <script> block holds as it is (no `</script>` can end it early)."""
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return "window.FF_HISTORY = " + pages.script_safe(json.dumps(specs, separators=(",", ":"), sort_keys=True)) + ";\n"

@@ -104,6 +104,11 @@ def kept_spec(draw: Callable[..., alt.TopLevelMixin], *inputs: Any, **options: A
     return json.loads(CHART_SPEC.made(spec, *key, *inputs))
 
 
+def script_safe(text: str) -> str:
+    """JSON that a <script> block holds as it is: no `</script>` (nor `<!--`, nor an entity) can end or change it."""
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 class Charts:
     """Places charts on pages: an inert JSON spec rendered by the local vega bundle (assets/js/charts.js), plus a
     static SVG for readers without JavaScript, made offline by vl-convert and kept in the build store (kind `svg`) by
@@ -195,8 +200,7 @@ class Charts:
     def _placed(self, chart_id: str, spec: dict[str, Any], depth: int) -> str:
         svg_name = f"{chart_id}.svg"
         self.svg_to(spec, self.out / svg_name)
-        text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-        text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        text = script_safe(json.dumps(spec, sort_keys=True, separators=(",", ":")))
         src = "../" * depth + f"assets/charts/{svg_name}"
         return Markup(
             f'<div class="ff-chart" id="{chart_id}" data-spec="{chart_id}-spec" data-svg="{src}">'
