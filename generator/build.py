@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import multiprocessing
 import os
 import shutil
@@ -210,7 +211,9 @@ def _build_staged(
         files = load.result_files(data_dir)  # listed once (0.5 s at 50,000 files), for the key and the load
         # the key before loading: a file changed meanwhile makes the next key differ
         data_key = compare_cache.key(data_dir, files)
-        loaded = load.load(data_dir, cache_dir, files=files, lean=True)
+        # the rows a lean load holds out are put aside in the stage as the files are read: the downloads and the
+        # run pages' CSVs take them from there (a file read and decoded again cost more than its first read)
+        loaded = load.load(data_dir, cache_dir, files=files, lean=True, held=stage / "held")
         bundle_text = bundle.result()
     docs = work_dir / "docs"
     if docs.exists():
@@ -275,7 +278,7 @@ def _linked(previous: Path, into: Path, recorded: object) -> None:
     if not previous.is_dir() or not isinstance(recorded, dict):
         return
     entries = [e for e in os.scandir(previous) if e.is_file(follow_symlinks=False)]
-    changed = {e.name for e in entries if recorded.get(e.name) != load.stat_key(Path(e.path))}
+    changed = {e.name for e in entries if recorded.get(e.name) != load.stat_key(e.path)}  # a str: no Path made
     if any(name.startswith(render.runs.PACKAGES_PREFIX) for name in changed):
         return
     stale = {render.runs._run_of(name) for name in changed}
@@ -351,9 +354,23 @@ def _build_rest(
     mkdocs_build(loaded_config)
     for source_map in out_dir.rglob("*.map"):  # the theme's source maps: 1.5 MB no reader needs
         source_map.unlink()
+    _drop_unused_search_languages(out_dir)
     for staged in sorted((work_dir / render.catalog.STAGED_DOWNLOADS).glob("*")):
         os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
     (out_dir / BUILT_MARKER).write_text("built by Fair Fight (`fairfight site`); the next build replaces this folder\n")
+
+
+def _drop_unused_search_languages(site: Path) -> None:
+    """The theme's search scripts for languages other than English (`assets/javascripts/lunr/`: Thai and Japanese
+    word splitters and 30 stemmers, about 1 MB) leave the site when the search index is English alone: its worker
+    loads one of them only for a language the index names (material/templates/assets/javascripts/workers)."""
+    index = site / "search" / "search_index.json"
+    try:
+        languages = json.loads(index.read_text())["config"]["lang"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # no index, or one this code does not know: the scripts stay
+    if languages == ["en"]:
+        shutil.rmtree(site / "assets" / "javascripts" / "lunr", ignore_errors=True)
 
 
 def mkdocs_config(

@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.ipc
 import pyarrow.parquet as pq
 
 from generator import columns, progress, runcache, slugs
@@ -50,6 +51,9 @@ class Loaded:
     """Per run, how many of its file's rows `rows` leaves out (none: `rows` holds every row of the run)."""
     root: Path | None = None
     """What the runs' `path`s are relative to (the data folder's parent): where `full_rows` reads held-out rows."""
+    held_in: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    """Per run read by this load with a `held` folder, where its every row was put aside as it was read: (Arrow IPC
+    file, first record batch, batches); `full_rows` takes them from there instead of reading the file again."""
 
 
 HELD_OUT = tuple(m for m in metrics.SERVED_SAMPLES if m != "duration_s")
@@ -274,7 +278,8 @@ def _read_record(source: pa.BufferReader, meta: pq.FileMetaData, kv: dict[bytes,
     dictionary = [c for c in wanted if c in names]
     # ParquetFile.read: no dataset layer and no thread pool, about half read_table's cost on small files
     # no pre-buffering: the whole file is in memory already
-    table = pq.ParquetFile(source, read_dictionary=dictionary, pre_buffer=False).read(use_threads=False)
+    # the footer parsed once: `meta` is these bytes' own (parsed again, it was a fifth of a file's read)
+    table = pq.ParquetFile(source, metadata=meta, read_dictionary=dictionary, pre_buffer=False).read(use_threads=False)
     # whatever other metadata the file carries is dropped, never passed on (polars reads field metadata)
     table = pa.Table.from_arrays(
         table.columns, schema=pa.schema([f.remove_metadata() for f in table.schema]).remove_metadata()
@@ -392,6 +397,8 @@ class _Read:
     sha256: str
     run_id: str | None
     problems: tuple[str, ...]
+    held: tuple[str, int, int] | None = None
+    """Where a lean read put the file's every row aside (`Loaded.held_in`), if it did."""
 
 
 def _read_files(
@@ -400,6 +407,7 @@ def _read_files(
     contents: dict[int, bytes] | None = None,
     lean: bool = False,
     figures: bool = False,
+    held: Path | None = None,
 ) -> tuple[list[_Read], pa.Table | None, pa.Table | None, dict[str, Any]]:
     """Read and check files: the unit of work of one worker (or of this process, for a small data dir).
 
@@ -407,11 +415,64 @@ def _read_files(
     files, each concatenated once and tagged with the file's index in `_file` (tables cross processes far faster
     as two large tables than as thousands of small ones). `lean`: the rows less `HELD_OUT` samples (`_lean`), the
     heads counting them in `_held`. `figures`: also each served point's figures (`serving.file_figures`, by their
-    cache key), worked out while the file's every row is in hand (a lean load leaves its samples out)."""
+    cache key), worked out while the file's every row is in hand (a lean load leaves its samples out). `held`: a
+    folder of this build's own where a lean read puts each file's every row aside when it holds samples out, in one
+    Arrow IPC file per part (`Loaded.held_in`): taken back from there, a cold build's downloads and run pages do not
+    read and decode those files a second time."""
+    reads: list[_Read] = []
+    heads: list[dict[str, Any]] = []
+    rows: list[pa.Table] = []
+    served: dict[str, Any] = {}
+    aside = _Aside(held / f"{indexed[0][0]}-{os.getpid()}.arrow") if held is not None and lean and indexed else None
+    try:
+        _read_each(indexed, root_parent, contents, lean, figures, aside, reads, heads, rows, served)
+    finally:
+        if aside is not None:
+            aside.close()
+    if not heads:
+        return reads, None, None, served
+    return reads, pa.Table.from_pylist(heads, schema=_HEAD_SCHEMA), pa.concat_tables(rows), served
+
+
+class _Aside:
+    """A part's rows put aside (`_read_files`' `held`): one Arrow IPC file, zstd-compressed, opened at its first
+    table; `put` returns where a table's batches went."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.writer: pa.ipc.RecordBatchFileWriter | None = None
+        self.batches = 0
+
+    def put(self, table: pa.Table) -> tuple[str, int, int]:
+        if self.writer is None:
+            options = pa.ipc.IpcWriteOptions(compression="zstd")
+            self.writer = pa.ipc.new_file(str(self.path), _SAMPLE_SCHEMA, options=options)
+        batches = table.to_batches()
+        for batch in batches:
+            self.writer.write_batch(batch)
+        first, self.batches = self.batches, self.batches + len(batches)
+        return str(self.path), first, len(batches)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def _read_each(
+    indexed: list[tuple[int, Path]],
+    root_parent: Path,
+    contents: dict[int, bytes] | None,
+    lean: bool,
+    figures: bool,
+    aside: _Aside | None,
+    reads: list[_Read],
+    heads: list[dict[str, Any]],
+    rows: list[pa.Table],
+    served: dict[str, Any],
+) -> None:
+    """`_read_files`' loop: each file's outcome, head, rows and served figures appended to the lists given."""
     from generator import serving  # a module of the derivation, which imports this one
 
-    reads, heads, rows = [], [], []
-    served: dict[str, Any] = {}
     for index, path in indexed:
         rel = path.relative_to(root_parent).as_posix()
         # by its path alone: whatever it holds, it is not published from there (a linked folder is named as a link)
@@ -436,9 +497,11 @@ def _read_files(
         samples = table.select(_SAMPLE_COLUMNS)
         if not samples.schema.equals(_SAMPLE_SCHEMA):
             samples = samples.cast(_SAMPLE_SCHEMA)
+        every = samples
         samples = samples.append_column("_file", tag)
         kept = _lean(samples) if lean else samples
         head["_held"] = samples.num_rows - kept.num_rows
+        put = aside.put(every) if aside is not None and head["_held"] else None
         if (
             figures
             and serving.may_be_served(first["config"])
@@ -447,10 +510,7 @@ def _read_files(
             served[entry[0]] = entry[1]
         heads.append(head)
         rows.append(kept)
-        reads.append(_Read(index, rel, digest, head["run_id"], ()))
-    if not heads:
-        return reads, None, None, served
-    return reads, pa.Table.from_pylist(heads, schema=_HEAD_SCHEMA), pa.concat_tables(rows), served
+        reads.append(_Read(index, rel, digest, head["run_id"], (), put))
 
 
 def _lean(rows: pa.Table) -> pa.Table:
@@ -485,7 +545,7 @@ def _digest(path: Path) -> str:
         return ""
 
 
-def stat_key(path: Path) -> str:
+def stat_key(path: str | os.PathLike[str]) -> str:
     """What says, without reading it, that a file is the one hashed before: its size, inode, and modification and
     change times in nanoseconds (git's index uses the same). Writing a file, replacing it or renaming another over it
     changes its change time, which no program can set back; "" for an entry that cannot be a result file."""
@@ -529,7 +589,7 @@ LOADED = "loaded"
 
 
 def _read_all(
-    files: list[Path], root_parent: Path, cache_dir: Path | None = None, lean: bool = False
+    files: list[Path], root_parent: Path, cache_dir: Path | None = None, lean: bool = False, held: Path | None = None
 ) -> tuple[list[_Read], pl.DataFrame | None, pl.DataFrame | None]:
     """Every file read and checked, in `files` order; spread over the machine's cores when there are many.
 
@@ -570,14 +630,14 @@ def _read_all(
         if len(todo) < PARALLEL_FROM or workers < 2:
             size = max(1, len(todo) // 20)
             for i in range(0, len(todo), size):
-                parts.append(_as_frames(_read_files(todo[i : i + size], root_parent, None, lean, figures)))
+                parts.append(_as_frames(_read_files(todo[i : i + size], root_parent, None, lean, figures, held)))
                 bar.advance(len(todo[i : i + size]))
         else:
             size = -(-len(todo) // (workers * 16))
             chunks = [todo[i : i + size] for i in range(0, len(todo), size)]  # in order: no sort afterwards
             # spawn, not fork: this process may already run polars' and arrow's thread pools
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                args = (root_parent, None, lean, figures)
+                args = (root_parent, None, lean, figures, held)
                 work = pool.map(_read_part, chunks, *([arg] * len(chunks) for arg in args))
                 for chunk, part in zip(chunks, work, strict=True):
                     parts.append(part)
@@ -634,13 +694,13 @@ cache: taken from every head's JSON again, it was 0.7 s of a warm build at 50,00
 
 
 def _read_part(
-    indexed: list[tuple[int, Path]], root_parent: Path, contents: None, lean: bool, figures: bool
+    indexed: list[tuple[int, Path]], root_parent: Path, contents: None, lean: bool, figures: bool, held: Path | None
 ) -> tuple[list[_Read], pl.DataFrame | None, pl.DataFrame | None, dict[str, Any]]:
     """A worker's part (`_read_files`), its tables made polars frames there: a frame crosses to this process as
     polars' own buffers, while an Arrow table arrives as views of its pickle, which a zero-copy conversion then kept
     whole (the text of every part, read or not: 1.1 GB more for the rest of a cold build at 50,000 runs), and its
     text is converted on the workers' cores."""
-    return _as_frames(_read_files(indexed, root_parent, contents, lean, figures))
+    return _as_frames(_read_files(indexed, root_parent, contents, lean, figures, held))
 
 
 def _renumbered(earlier: pl.DataFrame, reuse: dict[int, int]) -> pl.DataFrame:
@@ -703,14 +763,23 @@ def load_contents(data_dir: Path, contents: dict[str, bytes]) -> Loaded:
     return Loaded(runs=runs.drop("_file", "_held"), rows=_with_run_ids(_frame(rows), runs), rejected=rejected)
 
 
-def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None = None, lean: bool = False) -> Loaded:
+def load(
+    data_dir: Path,
+    cache_dir: Path | None = None,
+    files: list[Path] | None = None,
+    lean: bool = False,
+    held: Path | None = None,
+) -> Loaded:
     """Load every good result file under data_dir (or just `files`, named relative to data_dir's parent); report
     the others. `cache_dir` (the site build's) keeps the checked contents of files by path and sha256, so an
     unchanged file is not read and checked again. `lean`: the rows less the per-request samples (`HELD_OUT`), which
     stay in their files until `full_rows` reads them (the site build, `validate` and `compare`: memory for what the
-    figures need, not for every token's time)."""
+    figures need, not for every token's time). `held`: an empty folder of the caller's, kept while it uses the
+    records, where the files read (not those taken from the cache) put their every row aside (`Loaded.held_in`)."""
     root = Path(data_dir) if files is not None else canonical(data_dir)  # named files: relative to it as named
-    reads, heads, rows = _read_all(result_files(root) if files is None else files, root.parent, cache_dir, lean)
+    if held is not None:
+        held.mkdir(parents=True, exist_ok=True)
+    reads, heads, rows = _read_all(result_files(root) if files is None else files, root.parent, cache_dir, lean, held)
     rejected: list[Rejected] = []
     copies: dict[str, list[_Read]] = {}
     for read in reads:
@@ -765,9 +834,10 @@ def load(data_dir: Path, cache_dir: Path | None = None, files: list[Path] | None
     runs = heads.join(kept_files, on="_file")
     if len(kept) < len(reads):  # a duplicate or a bad retraction: drop its rows (bad files brought none)
         rows = rows.filter(pl.col("_file").is_in(kept_files["_file"].implode()))
-    held = {run_id: n for run_id, n in runs.select("run_id", "_held").iter_rows() if n}
+    held_out = {run_id: n for run_id, n in runs.select("run_id", "_held").iter_rows() if n}
+    held_in = {r.run_id: r.held for r in kept if r.held is not None and r.run_id is not None and r.run_id in held_out}
     return Loaded(runs=runs.drop("_file", "_held", _MODEL).sort("started_at", "run_id"), rows=_with_run_ids(rows, runs),
-                  rejected=rejected, held_out=held, root=root.parent)  # fmt: skip
+                  rejected=rejected, held_out=held_out, root=root.parent, held_in=held_in)  # fmt: skip
 
 
 def _with_run_ids(rows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
@@ -811,7 +881,9 @@ def full_rows(loaded: Loaded, run_ids: Sequence[str]) -> pl.DataFrame:
         .iter_rows()
     }
     frames = [
-        _read_again(root, *where[run_id]) if root is not None and run_id in held else frame
+        (_put_aside(run_id, loaded.held_in[run_id]) if run_id in loaded.held_in else _read_again(root, *where[run_id]))
+        if root is not None and run_id in held
+        else frame
         for run_id, frame in run_slices(loaded.rows, run_ids)
     ]  # a run held out kept its file's first row, so it is in `rows`, in its place
     # one chunk per run, as slices of the rows were (Parquet's row groups follow chunks: the same bytes as before)
@@ -842,6 +914,7 @@ def subset(loaded: Loaded, run_ids: Sequence[str]) -> Loaded:
         rows=pl.concat([frame for _, frame in slices], rechunk=False) if slices else loaded.rows.clear(),
         held_out={run_id: loaded.held_out[run_id] for run_id in ids if loaded.held_out.get(run_id)},
         root=loaded.root,
+        held_in={run_id: loaded.held_in[run_id] for run_id in ids if run_id in loaded.held_in},
     )
 
 
@@ -868,6 +941,16 @@ def _spans(rows: pl.DataFrame) -> dict[str, tuple[int, int]] | None:
 
     _SPANS[key] = (weakref.ref(rows, forget), spans)
     return spans
+
+
+def _put_aside(run_id: str, where: tuple[str, int, int]) -> pl.DataFrame:
+    """A run's every row as its load put them aside (`Loaded.held_in`: this build's own file, written by its read
+    of the run's file, whose checks those rows passed), as `_read_again` gives them."""
+    path, first, count = where
+    with pa.OSFile(path) as source:
+        reader = pa.ipc.open_file(source)
+        table = pa.Table.from_batches([reader.get_batch(i) for i in range(first, first + count)], schema=_SAMPLE_SCHEMA)
+    return _frame(table).with_columns(run_id=pl.lit(run_id, dtype=pl.String)).select(_ROW_COLUMNS)
 
 
 def _read_again(root: Path, rel: str, sha256: str) -> pl.DataFrame:

@@ -169,3 +169,28 @@ def test_new_files_rows_go_in_among_the_cached_ones_in_file_order(monkeypatch, s
 )  # fmt: skip
 def test_a_files_path_relative_to_the_data_folders_parent_is_pathlibs(path: str, folder: str) -> None:
     assert load._relative(Path(path), Path(folder)) == Path(path).relative_to(Path(folder)).as_posix()
+
+
+def test_rows_put_aside_as_the_files_are_read_give_every_row_without_reading_a_file_again(tmp_path: Path) -> None:
+    """A load given a `held` folder (the site build's stage) puts each served point's every row aside as it reads the
+    file: `full_rows` takes them from there, the same rows as a load of every row, and reads no file again (a copy
+    of the data changed after the load is never opened: re-reading it would be refused as changed)."""
+    data = tmp_path / "data"
+    for path in _files():
+        target = data / path.relative_to(DATA)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    files = load.result_files(data)
+    full = load.load(data, files=files)
+    lean = load.load(data, files=files, lean=True, held=tmp_path / "held")
+    assert lean.held_in.keys() == lean.held_out.keys() and lean.held_in
+    assert {Path(p).parent for p, _, _ in lean.held_in.values()} == {tmp_path / "held"}
+    for path in files:  # every file changes after the load: only rows put aside can still be read
+        path.write_bytes(path.read_bytes() + b"changed")
+    ids = full.runs["run_id"].to_list()
+    assert load.full_rows(lean, ids).equals(full.rows)
+    part = [r for r in ids if r in lean.held_in][:2]
+    assert load.full_rows(load.subset(lean, part), part).equals(full.rows.filter(pl.col("run_id").is_in(part)))
+    without = load.Loaded(lean.runs, lean.rows, held_out=lean.held_out, root=lean.root)
+    with pytest.raises(ValueError, match="changed since this build loaded it"):
+        load.full_rows(without, part)
