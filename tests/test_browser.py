@@ -191,3 +191,25 @@ def test_a_run_page_opened_from_disk_shows_its_static_chart_and_says_why(built_s
         page.goto(board.as_uri(), wait_until="load")
         page.locator("#chart-cpu-smoke-train-gpt-tiny-mb4_throughput svg path").first.wait_for(timeout=15_000)
         browser.close()
+
+
+def test_search_finds_pages_without_the_other_languages_scripts_and_the_home_title_is_the_sites_name(
+    served_site: str, built_site: Path
+) -> None:
+    """The theme's search scripts for other languages (about 1 MB) are not shipped for an English index, and search
+    still answers; the home page's title is the site's name once ("Fair Fight - Fair Fight" before)."""
+    assert not (built_site / "assets" / "javascripts" / "lunr").exists()
+    failed: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+        page.goto(served_site + "index.html", wait_until="networkidle")
+        assert page.title() == "Fair Fight"
+        page.locator("label.md-search__icon, label[for='__search']").first.click()
+        page.locator("input.md-search__input").fill("methodology")
+        results = page.locator(".md-search-result__item")
+        results.first.wait_for(timeout=15_000)
+        assert results.count() > 0
+        browser.close()
+    assert not failed, failed
