@@ -327,9 +327,10 @@ def engine_colour(data: pl.DataFrame, field: str, title: str) -> alt.Color:
     return alt.Color(f"{field}:N", scale=_engine_scale(data, field), title=title)
 
 
-def engine_stroke(data: pl.DataFrame, field: str) -> alt.Stroke:
-    """The outline in the same colours as `engine_colour` (a hollow bar keeps its engine's colour)."""
-    return alt.Stroke(f"{field}:N", scale=_engine_scale(data, field), legend=None)
+def engine_stroke(data: pl.DataFrame, field: str, title: str) -> alt.Stroke:
+    """The outline in the same colours and with the same title as `engine_colour` (a hollow bar keeps its engine's
+    colour): Vega-Lite then draws the two as one legend, where an outline without a legend hid the fill's too."""
+    return alt.Stroke(f"{field}:N", scale=_engine_scale(data, field), title=title)
 
 
 def _engine_scale(data: pl.DataFrame, field: str) -> alt.Scale:
@@ -369,7 +370,7 @@ def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
     title = f"{unit} (median of repetitions, 95% interval)"
     if not data["ranked"].all():
         title += "; hollow bars: runs that do not rank"
-    return _interval_bars(data, title, engine, described, ",.1f", engine_stroke(data, "engine"))
+    return _interval_bars(data, title, engine, described, ",.1f", engine_stroke(data, "engine", "measured by"))
 
 
 def sweep(
@@ -524,7 +525,7 @@ def side_by_side(rows: pl.DataFrame) -> alt.LayerChart:
     bars = base.mark_bar(strokeWidth=2).encode(
         x=alt.X("median:Q", title=title),
         color=engine_colour(data, "engine", "engine"),
-        stroke=engine_stroke(data, "engine"),
+        stroke=engine_stroke(data, "engine", "engine"),
         fillOpacity=alt.FillOpacity(
             "checked:N",
             scale=alt.Scale(domain=["cross-checked", "not cross-checked"], range=[0.85, 0.1]),

@@ -186,3 +186,19 @@ def test_an_engine_is_one_colour_on_every_chart() -> None:
     assert side(["vLLM"]) == {"vLLM": three["vLLM"]} and side(["llama.cpp"])["llama.cpp"] == tests["llamacpp"]
     assert len(set(three.values())) == 3 and tests["llama-bench"] not in three.values()  # a tool is not its engine
     assert set(tests) == {"llamacpp", "mlx", "llama-bench"}  # the legend lists the engines drawn, no others
+
+
+@pytest.mark.parametrize("name", ["test_throughput", "side_by_side"])
+def test_a_chart_coloured_by_engine_has_its_legend(name: str) -> None:
+    """The outline of a hollow bar had no legend, and Vega-Lite then drew none for the fill either: the reader could
+    not tell llama-bench's grey from the engine's colours. The outline carries the fill's field, scale and title, so
+    the two make one legend."""
+    rows = pl.DataFrame({"variant": ["a", "b"], "engine_name": ["MLX", "vLLM"], "decode": [1.0, 2.0],
+                         "decode_lo": [0.9, 1.9], "decode_hi": [1.1, 2.1], "limit_tokens_per_s": [3.0, 3.0],
+                         "decode_checked": [True, False]})  # fmt: skip
+    chart = charts.test_throughput(RUNS, "tokens/s") if name == "test_throughput" else charts.side_by_side(rows)
+    spec = chart.to_dict(validate=False)
+    (bars,) = [layer for layer in spec["layer"] if "stroke" in layer.get("encoding", {})]
+    colour, stroke = bars["encoding"]["color"], bars["encoding"]["stroke"]
+    assert colour.get("legend", {}) is not None and stroke.get("legend", {}) is not None
+    assert (stroke["field"], stroke["scale"], stroke["title"]) == (colour["field"], colour["scale"], colour["title"])
