@@ -5,6 +5,8 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
+from runners import engines
+
 THEME = "fairfight"
 TIER_COLORS = {"stock": "#8c8c8c", "tuned": "#1f6feb", "claim": "#d4a017"}
 
@@ -317,7 +319,28 @@ def tp_scaling(points: pl.DataFrame) -> alt.LayerChart:
     return (line + dots + full).properties(width="container", height=220)
 
 
-ENGINE_COLORS = {"llamacpp": "#1f6feb", "llama-bench": "#8c8c8c", "mlx": "#d9480f", "mlx-lm-benchmark": "#f4a261"}
+def engine_colour(data: pl.DataFrame, field: str, title: str) -> alt.Color:
+    """A colour by engine (`field` holds engines' or their own tools' record names, or engines' titles) from the one
+    map the engine registry gives (`engines.colours`): the same engine is the same colour on every chart. The scale
+    holds the engines present, in registry order, so the legend lists no engine the chart does not draw; a name the
+    registry does not know takes a spare colour after them."""
+    return alt.Color(f"{field}:N", scale=_engine_scale(data, field), title=title)
+
+
+def engine_stroke(data: pl.DataFrame, field: str, title: str) -> alt.Stroke:
+    """The outline in the same colours and with the same title as `engine_colour` (a hollow bar keeps its engine's
+    colour): Vega-Lite then draws the two as one legend, where an outline without a legend hid the fill's too."""
+    return alt.Stroke(f"{field}:N", scale=_engine_scale(data, field), title=title)
+
+
+def _engine_scale(data: pl.DataFrame, field: str) -> alt.Scale:
+    known = engines.colours()
+    present = set(data[field].drop_nulls().to_list())
+    domain = [name for name in known if name in present]
+    unknown = sorted(present - set(known))
+    spare = [c for c in engines.SPARE_COLOURS if c not in known.values()] or list(engines.SPARE_COLOURS)
+    colours = [known[name] for name in domain] + [spare[i % len(spare)] for i in range(len(unknown))]
+    return alt.Scale(domain=domain + unknown, range=colours)
 
 
 def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
@@ -341,14 +364,13 @@ def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
         pl.col("rate_lo").alias("lo"),
         pl.col("rate_hi").alias("hi"),
     )
-    scale = alt.Scale(domain=list(ENGINE_COLORS), range=list(ENGINE_COLORS.values()))
-    engine = alt.Color("engine:N", scale=scale, title="measured by")
+    engine = engine_colour(data, "engine", "measured by")
     described = [alt.Tooltip("variant:N"), alt.Tooltip("engine:N", title="measured by"), alt.Tooltip("accelerator:N"),
                  alt.Tooltip("ranked:N")]  # fmt: skip
     title = f"{unit} (median of repetitions, 95% interval)"
     if not data["ranked"].all():
         title += "; hollow bars: runs that do not rank"
-    return _interval_bars(data, title, engine, described, ",.1f", alt.Stroke("engine:N", scale=scale, legend=None))
+    return _interval_bars(data, title, engine, described, ",.1f", engine_stroke(data, "engine", "measured by"))
 
 
 def sweep(
@@ -500,11 +522,10 @@ def side_by_side(rows: pl.DataFrame) -> alt.LayerChart:
     )  # fmt: skip
     title = ["decode tokens/s (bars)", "copy bound (ticks)"]  # two lines: one is cut at a phone's width
     base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("median"), title=None, axis=ROW_AXIS))
-    colour = alt.Color("engine:N", title="engine")
     bars = base.mark_bar(strokeWidth=2).encode(
         x=alt.X("median:Q", title=title),
-        color=colour,
-        stroke=colour,
+        color=engine_colour(data, "engine", "engine"),
+        stroke=engine_stroke(data, "engine", "engine"),
         fillOpacity=alt.FillOpacity(
             "checked:N",
             scale=alt.Scale(domain=["cross-checked", "not cross-checked"], range=[0.85, 0.1]),

@@ -266,6 +266,14 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
+def changed(lower: str, upper: str) -> list[tuple[str, Any, Any]]:
+    """What changes from one configuration to another (canonical JSON each, as `curve_settings`): (name, before,
+    after) of every flattened key whose value differs, by name, the variant's name left out (what it is called is no
+    setting); a key one side lacks reads as None."""
+    a, b = _flat(json.loads(lower)), _flat(json.loads(upper))
+    return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k != "variant" and a.get(k) != b.get(k)]
+
+
 def differing(settings: dict[Any, str]) -> dict[Any, str]:
     """For settings (canonical JSON, by any key) that share a name: per key, `key=value` of its settings wherever
     another of them has another value, "" where none differs."""

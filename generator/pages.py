@@ -316,6 +316,7 @@ def environment() -> jinja2.Environment:
         slug=slug,
         run_href=run_href,
         readable=readable.settings,  # `key=json` settings as words (`compile_loss on`)
+        changes=readable.changes,  # (name, before, after) triples as lines of words (`compile off → on`)
         suite_title=suite_names.title,  # the suite file's title (`h100` holds H200 runs: "H200 bench")
     )
     return env

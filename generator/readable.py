@@ -38,6 +38,17 @@ def settings(text: str | None) -> str | None:
     return " · ".join(f"{_name(key)} {_value(key, value)}" for key, value in pairs)
 
 
+def changes(triples: list[tuple[str, Any, Any]]) -> list[str]:
+    """Settings' changes as a reader reads them (`configurations.changed`'s (name, before, after) triples): a line
+    per setting both sides have (`compile off → on`), then one line of the settings only the second has (`new:
+    param_dtype bf16 · …`) and one of those only the first has (`dropped: bucket_cap_mb 25 · …`): a change of
+    engine or parallelism brings its own settings, which changed nothing from a value the other side had."""
+    both = [f"{_name(k)} {_value(k, a)} → {_value(k, b)}" for k, a, b in triples if a is not None and b is not None]
+    new = [f"{_name(k)} {_value(k, b)}" for k, a, b in triples if a is None]
+    dropped = [f"{_name(k)} {_value(k, a)}" for k, a, b in triples if b is None]
+    return both + [f"{label}: {' · '.join(items)}" for label, items in (("new", new), ("dropped", dropped)) if items]
+
+
 def _name(key: str) -> str:
     return key.removeprefix("settings.").removeprefix("env.")
 

@@ -27,12 +27,13 @@ import polars as pl
 
 import generator.derive.copy_bound as copy_bound
 from generator import serving
-from runners import metrics
+from runners import engines, metrics
 
 FAMILIES = (4, 8, 16)
 """Bits per weight that name a precision family: 4-bit (Q4_K_M, ~4.8), 8-bit (Q8_0, ~8.5; FP8), 16-bit (F16, fp16)."""
-ENGINE_NAMES = {"llamacpp": "llama.cpp", "mlx": "MLX", "vllm": "vLLM"}
-"""The engines this page sets side by side, and how it names them."""
+ENGINE_NAMES = {name: engines.titles()[name] for name in ("llamacpp", "mlx", "vllm")}
+"""The engines this page sets side by side, and how it names them (the registry's titles: its charts' colours are
+keyed by them, `charts.engine_colour`)."""
 
 ROW_SCHEMA = {
     "suite": pl.String,

@@ -50,6 +50,57 @@ def _changes(variant: str, env: str | None) -> tuple[str, str]:
     return base, ", ".join(part for part in (settings, *envs) if part)
 
 
+STATUS_WORDS = {"failed": "failed", "oom": "ran out of memory", "timeout": "timed out",
+                "unsupported": "was unsupported"}  # fmt: skip
+"""How a base run that ended without a figure ended, as the "no base" reason says it."""
+
+
+def _counted_runs(n: int) -> str:
+    return "one run" if n == 1 else f"{n} runs"
+
+
+def no_base(change: dict[str, Any], tried: list[dict[str, Any]]) -> str:
+    """Why a change has no base, naming what is missing (the page's "no base: …"): `tried` are every training run of
+    the base variant unchanged on the change's suite, workload, hardware and device count, counted or not. In order:
+    the base never ran there; it ran there only at other micro-batches; it ran at this micro-batch only at other
+    lengths (the base must match the change's steps: a figure's warm-up share and window count depend on it); or its
+    runs of this shape did not count (how each ended)."""
+    base, mb, steps = change["base_variant"], change["micro_batch"], change["steps_requested"]
+    where = f"{change['workload']} on {change['accelerator_count']} × {change['accelerator']}"
+    if not tried:
+        return f"{base} never ran on {where}"
+    at_mb = [r for r in tried if r["micro_batch"] == mb]
+    if not at_mb:
+        others = ", ".join(str(m) for m in sorted({r["micro_batch"] for r in tried if r["micro_batch"] is not None}))
+        return f"no {base} run at micro-batch {mb} on {where}: it ran at micro-batch {others}"
+    same = [r for r in at_mb if r["steps_requested"] == steps]
+    if not same:
+        lengths = sorted({r["steps_requested"] for r in at_mb if r["steps_requested"] is not None})
+        counts = [f"{sum(r['steps_requested'] == n for r in at_mb)} of {n} steps" for n in lengths]
+        return (f"no {base} run of this length ({steps} steps) at micro-batch {mb}: its {_counted_runs(len(at_mb))} "
+                f"there are {_listed(counts)}")  # fmt: skip
+    ended = [_why_not_counted(r) for r in same]
+    said = _listed([f"{ended.count(w)} {w}" if len(same) > 1 else w for w in dict.fromkeys(ended)])
+    return f"its {_counted_runs(len(same))} of this shape ({steps} steps, micro-batch {mb}) {said}"
+
+
+def _why_not_counted(run: dict[str, Any]) -> str:
+    """Why a base run of the change's shape is not a base (`_counted`'s conditions, in its order)."""
+    if run["origin"] != "measured":
+        return f"is {run['origin']}, not measured"
+    if run["retracted_by"] is not None:
+        return "was retracted"
+    if run["status"] != "ok":
+        return STATUS_WORDS.get(str(run["status"]), f"ended {run['status']}")
+    if run["unverified"] is not None:
+        return "is unverified"
+    return "has no interval"
+
+
+def _listed(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
 def _figure(run: dict[str, Any], spreads: dict[tuple[str, str, int], metrics.PooledSpread]) -> dict[str, Any]:
     """What `tuning.effect` reads of a run: its figure and the interval its board row would have alone
     (`evidence.interval` with its engine's spread on its hardware; null where it is unreplicated), and
@@ -66,7 +117,8 @@ def rows(
 ) -> list[dict[str, Any]]:
     """One row per changed run (by suite file order of workloads as the summary has them, then micro-batch and
     change): its figure and interval (`_figure`: widened by `spreads`, `configurations.pooled_spreads` of steps/s, as a
-    board row's), `base` (the base run's row, or None where none ran at its shape), `base_same_commit`, `effect`
+    board row's), `base` (the base run's row, or None where none ran at its shape, with `no_base` saying why:
+    `no_base`), `base_same_commit`, `effect`
     (`tuning.effect` of the change over its base) and `memory_ratio` (`tuning.memory_ratio`). A change measured at
     one shape only names in `not_measured_at` the micro-batches its base variant ran at on that workload and hardware
     without it."""
@@ -74,14 +126,21 @@ def rows(
     for name, dtype in (("engine", pl.String), ("peak_mem_steady_gib", pl.Float64)):
         if name not in summary.columns:  # a summary of runs that never recorded it
             summary = summary.with_columns(pl.lit(None, dtype=dtype).alias(name))
-    runs = _counted(summary)
-    parsed = [_changes(v, e) for v, e in runs.select("variant", pl.col("env_changes")).iter_rows()]
-    runs = runs.with_columns(
+    training = summary.filter(pl.col("kind").is_null() | (pl.col("kind") == "train"))
+    parsed = [_changes(v, e) for v, e in training.select("variant", pl.col("env_changes")).iter_rows()]
+    training = training.with_columns(
         base_variant=pl.Series([b for b, _ in parsed], dtype=pl.String),
         change=pl.Series([c for _, c in parsed], dtype=pl.String),
     ).sort("started_at", "run_id")
+    runs = _counted(training)
     changed = runs.filter(pl.col("change") != "")
     bases = runs.filter(pl.col("change") == "")
+    # every run of a base variant unchanged, counted or not: what a change without a base says of it (`no_base`)
+    place = ["suite", "workload", "accelerator", "accelerator_count"]
+    tried_of: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    asked = ["micro_batch", "steps_requested", "origin", "retracted_by", "status", "unverified"]
+    for tried in training.filter(pl.col("change") == "").select(*place, "variant", *asked).iter_rows(named=True):
+        tried_of.setdefault((*(tried[k] for k in place), tried["variant"]), []).append(tried)
     # each lookup below once as a dict (a filter of every base per changed run took 21 s at 50,000 runs); a key
     # with a null never matches, as a filter on it would not
     near = [k for k in SHAPE if k not in ("micro_batch", "steps_requested")]
@@ -123,6 +182,8 @@ def rows(
             "base_same_commit": bool(same_commit),
             "effect": tuning.effect(base_figure, figure), "memory_ratio": memory,
             "not_measured_at": sorted(elsewhere - measured_at),
+            "no_base": None if base is not None else no_base(
+                run, tried_of.get((*(run[k] for k in place), run["base_variant"]), [])),
         })  # fmt: skip
     return sorted(out, key=lambda r: (r["suite"], r["workload"], r["accelerator_count"], r["micro_batch"],
                                       r["base_variant"], r["change"]))  # fmt: skip

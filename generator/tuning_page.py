@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from generator import pages, tuning
+from generator import pages, tuning, verdict
 
 
 def write(env: Any, docs: Path, figures: tuning.Tuning) -> None:
@@ -22,5 +22,6 @@ def write(env: Any, docs: Path, figures: tuning.Tuning) -> None:
         best=figures.best,
         described=figures.described,
         singles=figures.singles,
+        min_steps=verdict.SWEEP_MIN_STEPS,
         board=f"leaderboards/{pages.slug(fight.suite, fight.workload)}.md" if fight else None,
     )

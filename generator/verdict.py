@@ -136,6 +136,25 @@ def sweep(
     median over runs; its interval `evidence.interval` with the between-run spread pooled on the hardware
     (`spreads`, per reading: `configurations.pooled_spreads`), as a board row's is. `label` names the curve: its
     variant, and what differs where the variant has several curves."""
+    pinned = pl.col("variant").is_in(_defined_variants(the_fight))  # pinned variants only, no sweep settings
+    return _points(summary, the_fight, spreads, pinned)
+
+
+def changed_sweep(
+    summary: pl.DataFrame, the_fight: Fight, spreads: dict[str, configurations.Spreads] | None = None
+) -> pl.DataFrame:
+    """The points `sweep` would give runs that changed the settings of a variant the suite file gives the fight's
+    workload (`name[key=value]`), by the same rules: the configurations tuning.py's ladder climbs through between
+    two of the sweep's, never a point of the verdict's."""
+    base = pl.col("variant").str.replace(r"\[.*\]$", "")
+    changed = pl.col("variant").str.ends_with("]") & base.is_in(_defined_variants(the_fight))
+    return _points(summary, the_fight, spreads, changed)
+
+
+def _points(
+    summary: pl.DataFrame, the_fight: Fight, spreads: dict[str, configurations.Spreads] | None, variants: pl.Expr
+) -> pl.DataFrame:
+    """`sweep`'s points of the runs whose variant `variants` admits."""
     model = pl.col("model_name")
     optional = (
         ("mfu_datasheet_reference", pl.Float64),
@@ -167,7 +186,7 @@ def sweep(
             & pl.col("steps_per_s_lo").is_not_null()
             & (pl.col("loss_parity_ok") == True)  # noqa: E712 (null: no baseline, not a pass)
             & (pl.col("steps_completed") >= SWEEP_MIN_STEPS)
-            & pl.col("variant").is_in(_defined_variants(the_fight))  # pinned variants only, no sweep settings
+            & variants
         )
         .with_columns(any_full=pl.col("full_length").any().over("curve_hash", "micro_batch"))
         .filter(pl.col("full_length") | ~pl.col("any_full"))

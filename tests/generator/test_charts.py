@@ -154,3 +154,51 @@ def test_the_verdict_chart_marks_each_crossing_of_the_matched_shape() -> None:
         assert [d["text"] for d in data] == ["14.1", "24.6", "19.9"]
         assert {d["tokens_per_step"] for d in data} == {6000.0}
         assert spec["width"] == (250 if narrow else "container")
+
+
+def _engine_colours(chart: object) -> dict[str, str]:
+    """The colour each engine gets in a chart's spec: its colour scale's domain against its range (an empty map where
+    the chart leaves the colours to Vega's default scheme, which hands them out in the order the data has them)."""
+    spec = chart.to_dict(validate=False)  # type: ignore[attr-defined]
+    found: dict[str, str] = {}
+    for layer in [spec, *spec.get("layer", [])]:
+        scale = layer.get("encoding", {}).get("color", {}).get("scale", {})
+        if "domain" in scale and "range" in scale:
+            found |= dict(zip(scale["domain"], scale["range"], strict=True))
+    return found
+
+
+def test_an_engine_is_one_colour_on_every_chart() -> None:
+    """Issue 59: blue was llama.cpp on one chart, MLX or vLLM on another. Every chart that colours by engine takes the
+    registry's map (`engines.colours`): the inference test chart (engines by record name, beside their own tools) and
+    the side-by-side chart (engines by title), whichever engines each holds and in whatever order."""
+    from runners import engines
+
+    def side(names: list[str]) -> dict[str, str]:
+        same = {"decode": 50.0, "decode_lo": 49.0, "decode_hi": 51.0, "limit_tokens_per_s": 1e2, "decode_checked": True}
+        rows = pl.DataFrame([{"variant": f"v-{n}", "engine_name": n} | same for n in names])
+        return _engine_colours(charts.side_by_side(rows))
+
+    tests = _engine_colours(charts.test_throughput(RUNS, "tokens/s"))  # llamacpp, mlx and llama-bench
+    three = side(["vLLM", "MLX", "llama.cpp"])
+    title = engines.titles()
+    assert tests["llamacpp"] == three[title["llamacpp"]] and tests["mlx"] == three[title["mlx"]]
+    assert side(["vLLM"]) == {"vLLM": three["vLLM"]} and side(["llama.cpp"])["llama.cpp"] == tests["llamacpp"]
+    assert len(set(three.values())) == 3 and tests["llama-bench"] not in three.values()  # a tool is not its engine
+    assert set(tests) == {"llamacpp", "mlx", "llama-bench"}  # the legend lists the engines drawn, no others
+
+
+@pytest.mark.parametrize("name", ["test_throughput", "side_by_side"])
+def test_a_chart_coloured_by_engine_has_its_legend(name: str) -> None:
+    """The outline of a hollow bar had no legend, and Vega-Lite then drew none for the fill either: the reader could
+    not tell llama-bench's grey from the engine's colours. The outline carries the fill's field, scale and title, so
+    the two make one legend."""
+    rows = pl.DataFrame({"variant": ["a", "b"], "engine_name": ["MLX", "vLLM"], "decode": [1.0, 2.0],
+                         "decode_lo": [0.9, 1.9], "decode_hi": [1.1, 2.1], "limit_tokens_per_s": [3.0, 3.0],
+                         "decode_checked": [True, False]})  # fmt: skip
+    chart = charts.test_throughput(RUNS, "tokens/s") if name == "test_throughput" else charts.side_by_side(rows)
+    spec = chart.to_dict(validate=False)
+    (bars,) = [layer for layer in spec["layer"] if "stroke" in layer.get("encoding", {})]
+    colour, stroke = bars["encoding"]["color"], bars["encoding"]["stroke"]
+    assert colour.get("legend", {}) is not None and stroke.get("legend", {}) is not None
+    assert (stroke["field"], stroke["scale"], stroke["title"]) == (colour["field"], colour["scale"], colour["title"])

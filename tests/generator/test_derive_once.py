@@ -35,6 +35,7 @@ ONCE = [
     "serving.latency_points",
     "verdict.fight",
     "verdict.sweep",
+    "verdict.changed_sweep",
     "verdict.answer",
     "verdict.owed",
     "sweep_draws.compute",

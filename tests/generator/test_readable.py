@@ -29,3 +29,11 @@ def test_the_words_are_still_escaped_on_a_page() -> None:
     env = pages.environment()
     out = env.from_string("{{ d | readable | text }}").render(d='settings.x="<script>"')
     assert "<script>" not in out and "x &#60;script&#62;" in out
+
+
+def test_a_rungs_changes_read_as_words_with_new_and_dropped_settings_apart() -> None:
+    triples = [("settings.compile", False, True), ("settings.param_dtype", None, "bf16"),
+               ("settings.bucket_cap_mb", 25.0, None), ("settings.reduce_dtype", None, "fp32")]  # fmt: skip
+    assert readable.changes(triples) == [
+        "compile off → on", "new: param_dtype bf16 · reduce_dtype fp32", "dropped: bucket_cap_mb 25.0"
+    ]  # fmt: skip

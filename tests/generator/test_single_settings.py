@@ -100,3 +100,29 @@ def test_without_its_engines_spread_a_single_run_is_unreplicated_and_claims_no_e
     hook = found["hook"]  # 13.0 against 14.0 on its own windows: "slower" until nothing says where a rerun lands
     assert hook["unreplicated"] and hook["steps_per_s_lo"] is None and hook["effect"] is None
     assert hook["base"]["run_id"] == "base" and hook["base"]["unreplicated"]
+
+
+def test_a_change_without_a_base_says_what_is_missing() -> None:
+    """Issue 59: two 120-step changes of fsdp2-compile said "fsdp2-compile did not run at this shape" although it had
+    run at their micro-batch, at other lengths. The reason names what is missing: the length, the micro-batch, or how
+    the runs of the change's shape ended."""
+    summary = _summary()
+    orphan = {r["run_id"]: r for r in single_settings.rows(summary, SPREAD)}["orphan"]
+    assert orphan["no_base"] == "fsdp2-compile never ran on w on 2 × GPU"
+    full = summary.filter(pl.col("run_id") == "base").with_columns(variant=pl.lit("fsdp2-compile"), env_changes=None)
+    runs = [full.with_columns(run_id=pl.lit(f"full-{i}"), steps_requested=pl.lit(2000, pl.Int64)) for i in range(4)]
+    runs.append(full.with_columns(run_id=pl.lit("short"), steps_requested=pl.lit(200, pl.Int64)))
+    with_lengths = pl.concat([summary, *runs], how="vertical_relaxed")
+    orphan = {r["run_id"]: r for r in single_settings.rows(with_lengths, SPREAD)}["orphan"]
+    assert orphan["base"] is None and orphan["effect"] is None  # a base of another length is no base
+    assert orphan["no_base"] == (
+        "no fsdp2-compile run of this length (120 steps) at micro-batch 4: its 5 runs there are 1 of 200 steps and "
+        "4 of 2000 steps"
+    )
+    elsewhere = full.with_columns(run_id=pl.lit("mb2"), micro_batch=pl.lit(2, pl.Int64))
+    orphan = {r["run_id"]: r for r in single_settings.rows(pl.concat([summary, elsewhere]), SPREAD)}["orphan"]
+    assert orphan["no_base"] == "no fsdp2-compile run at micro-batch 4 on w on 2 × GPU: it ran at micro-batch 2"
+    timed_out = full.with_columns(run_id=pl.lit("timed-out"), status=pl.lit("timeout"))
+    orphan = {r["run_id"]: r for r in single_settings.rows(pl.concat([summary, timed_out]), SPREAD)}["orphan"]
+    assert orphan["no_base"] == "its one run of this shape (120 steps, micro-batch 4) timed out"
+    assert {r["run_id"]: r for r in single_settings.rows(summary, SPREAD)}["bucket"]["no_base"] is None

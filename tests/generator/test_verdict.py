@@ -324,3 +324,19 @@ def test_no_sweep_point_excludes_one_of_its_runs(committed: dict) -> None:
         for run_id in p["run_ids"]:
             assert p["steps_per_s_lo"] <= figures[run_id] <= p["steps_per_s_hi"], (p["label"], run_id)
             assert p["end_to_end_lo"] <= e2e[run_id] <= p["end_to_end_hi"], (p["label"], run_id)
+
+
+def test_runs_that_changed_a_variants_settings_are_tuning_steps_never_sweep_points() -> None:
+    """`changed_sweep`: a run of `ddp-amp-stock[compile=true]` is a point of the ladder's climb (tuning.py), by the
+    sweep's rules, and never a point of the verdict's sweep; a changed variant the suite does not give is neither."""
+    summary = _summary(
+        [_point("ddp-amp-stock", "stock", m, r) for m, r in STOCK]
+        + [_point("ddp-amp-stock[compile=true]", "stock", 4, 12.0, settings={"compile": True})]
+        + [_point("my-variant[compile=true]", "tuned", 4, 12.5, settings={"compile": True})]
+    )
+    fight = verdict.fight(summary)
+    assert fight is not None
+    assert "ddp-amp-stock[compile=true]" not in verdict.sweep(summary, fight)["variant"].to_list()
+    changed = verdict.changed_sweep(summary, fight)
+    assert changed["variant"].to_list() == ["ddp-amp-stock[compile=true]"] and changed["micro_batch"].to_list() == [4]
+    assert changed["steps_per_s"].to_list() == [12.0] and changed["label"].to_list() == ["ddp-amp-stock[compile=true]"]
