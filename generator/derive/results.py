@@ -15,6 +15,7 @@ import polars as pl
 import generator.derive.catalog as catalog
 import generator.derive.claims as claims
 import generator.derive.ladder as ladder
+import generator.derive.lead as lead
 import generator.derive.runs as every_runs
 import generator.derive.summary as runs_derive
 from generator import (
@@ -96,6 +97,11 @@ class Board:
     rank_rule: str = ladder.RANK_RULE
     """Inference and serving: the rank rule as the board applied it (`ladder.rank_rule`; a served board names the
     agreement tolerance it held its runs to on each hardware, `serving.agreement_clause`)."""
+
+    @property
+    def answer(self) -> lead.Lead:
+        """The board's answer in one line (`lead.board_lead` of its ranking, by its kind's figure)."""
+        return lead.board_lead(self.ranked, TRAINING_FIGURE if self.kind == "training" else TEST_FIGURE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
