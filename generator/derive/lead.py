@@ -1,5 +1,5 @@
-"""What a board says first: its answer in one line (its ranking's first row, its figure and interval, how many
-rows, and whether the top is settled).
+"""What a board and a run page say first: a board's answer in one line (its ranking's first row, its figure and
+interval, how many rows, and whether the top is settled) and a run's standing (ranked, or why not).
 
 Nothing here makes a figure or a decision of its own: the top is settled exactly when no other row shares the first
 row's rank, and a rank is `metrics.ranks_with_ties` (one plus the rows whose interval lies wholly above a row's), so a
@@ -61,4 +61,41 @@ def board_lead(ranked: pl.DataFrame, figure: tuple[str, str, str]) -> Lead:
         rows=ranked.height,
         placed=sum(r is not None for r in ranks),
         tied=tied,
+    )
+
+
+STANDING_SCHEMA = {"run_id": pl.String, "board_rank": pl.Int64, "standing": pl.String}
+"""A run's standing on its board (`standings`): its configuration's rank (null: none), and in words."""
+
+
+def standings(boards: list[tuple[pl.DataFrame, pl.DataFrame]]) -> pl.DataFrame:
+    """Every run a board lists, with its standing: a ranked row's runs by its rank ("ranked N"), or "on its board's
+    ranking, no rank: <how its interval was made>" for a row without an interval; an unranked run by its own reason
+    ("not ranked: <reason>"). `boards`: each board's ranked rows and unranked runs (`Board.ranked`,
+    `Board.unranked`)."""
+    out: list[tuple[str, int | None, str]] = []
+    for ranked, unranked in boards:
+        for run_ids, rank, basis in ranked.select("run_ids", "rank", "interval_basis").iter_rows():
+            said = f"ranked {rank} on its board" if rank is not None else f"on its board's ranking, no rank: {basis}"
+            out += [(run_id, rank, said) for run_id in run_ids]
+        reasons = unranked.select("run_id", "unranked").iter_rows()
+        out += [(run_id, None, f"not ranked: {why}") for run_id, why in reasons]
+    return pl.DataFrame(out, schema=STANDING_SCHEMA, orient="row").unique("run_id", keep="first", maintain_order=True)
+
+
+def standing_elsewhere() -> pl.Expr:
+    """The standing of a run no board lists, from its own record: what it is (a claim, an imported tool record, a
+    retracted run, a stopped run, one on another device count than its workload's), null where none of these is so."""
+    return (
+        pl.when(pl.col("retracted_by").is_not_null())
+        .then(pl.lit("not ranked: retracted"))
+        .when(pl.col("origin") == "claim")
+        .then(pl.lit("not ranked: a claim, reported elsewhere and not reproduced"))
+        .when(pl.col("origin") == "imported")
+        .then(pl.lit("not ranked: the engine's own tool's record, imported to cross-check a runner's"))
+        .when(pl.col("status") != "ok")
+        .then(pl.lit("not ranked: it did not finish (status ") + pl.col("status") + pl.lit(")"))
+        .when(pl.col("suite_scale").not_())
+        .then(pl.lit("not ranked: not on its workload's device count (its board's scaling section shows it)"))
+        .otherwise(pl.lit(None, dtype=pl.String))
     )

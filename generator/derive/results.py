@@ -181,7 +181,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         rejected=loaded.rejected,
         tests=tests,
         served=served,
-        page_runs=with_test_figures(summary, tests, served),
+        page_runs=_with_standing(with_test_figures(summary, tests, served), boards),
         every_run=every_runs.every_run(summary, tests, served, repeats),
         boards=boards,
         repeats=repeats,
@@ -240,6 +240,15 @@ def with_test_figures(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.Dat
     frames = [f.select("run_id", *[c for c in f.columns if c not in summary.columns]) for f in (tests, served)]
     figures = pl.concat(frames, how="diagonal_relaxed")  # a run is an inference test or a serving test, not both
     return summary.join(figures, on="run_id", how="left")
+
+
+def _with_standing(page_runs: pl.DataFrame, boards: dict[tuple[str, str], Board]) -> pl.DataFrame:
+    """The run pages' rows with each run's place on its board (`lead.standings`; for a run no board lists, what its
+    own record says: `lead.standing_elsewhere`)."""
+    listed = lead.standings([(b.ranked, b.unranked) for b in boards.values()])
+    return page_runs.join(listed, on="run_id", how="left").with_columns(
+        standing=pl.coalesce(pl.col("standing"), lead.standing_elsewhere())
+    )
 
 
 def _boards(

@@ -1,6 +1,7 @@
-"""What a board says first (`derive.lead`, issue 59): its answer is its ranking's first row with its own figure and
-interval, and the top is settled exactly when the rank rule (`ladder.rank`, which is `metrics.ranks_with_ties`)
-gives no other row rank 1. Synthetic boards ranked by the real rank code."""
+"""What a board and a run page say first (`derive.lead`, issue 59): a board's answer is its ranking's first row with
+its own figure and interval, and the top is settled exactly when the rank rule (`ladder.rank`, which is
+`metrics.ranks_with_ties`) gives no other row rank 1; a run's standing is its configuration's rank or the reason its
+board gives, and a run no board lists says what its record is. Synthetic boards ranked by the real rank code."""
 
 from __future__ import annotations
 
@@ -51,3 +52,32 @@ def test_a_row_without_an_interval_ranks_nowhere_and_settles_nothing() -> None:
     assert beside.settled and beside.rows == 2 and beside.placed == 1
     empty = lead.board_lead(_board(("a", 1.0, 0.5, 1.5)).clear(), TEST_FIGURE)
     assert empty.first is None and empty.rows == 0 and not empty.settled
+
+
+def test_every_run_a_board_lists_has_its_rank_or_its_boards_reason() -> None:
+    ranked = _board(("a", 120.0, 110.0, 130.0), ("b", 115.0, 105.0, 125.0), ("u", 10.0, None, None))
+    unranked = pl.DataFrame({"run_id": ["run-short"], "unranked": ["a short run: 120 steps asked"]})
+    got = {r["run_id"]: (r["board_rank"], r["standing"]) for r in lead.standings([(ranked, unranked)]).to_dicts()}
+    assert got == {
+        "run-a": (1, "ranked 1 on its board"),
+        "run-b": (1, "ranked 1 on its board"),
+        "run-u": (None, "on its board's ranking, no rank: unreplicated: one run"),
+        "run-short": (None, "not ranked: a short run: 120 steps asked"),
+    }
+
+
+def test_a_run_no_board_lists_says_what_its_record_is() -> None:
+    runs = pl.DataFrame(
+        {
+            "retracted_by": [None, None, None, None, "r-1", None],
+            "origin": ["claim", "imported", "measured", "measured", "measured", "measured"],
+            "status": ["ok", "ok", "oom", "ok", "ok", "ok"],
+            "suite_scale": [True, True, True, False, True, True],
+        },
+        schema_overrides={"retracted_by": pl.String},
+    )
+    said = runs.select(lead.standing_elsewhere()).to_series().to_list()
+    assert said[0].startswith("not ranked: a claim") and said[1].startswith("not ranked: the engine's own tool")
+    assert said[2] == "not ranked: it did not finish (status oom)"
+    assert "device count" in said[3] and said[4] == "not ranked: retracted"
+    assert said[5] is None  # nothing its record says: the page says nothing rather than guess
