@@ -89,8 +89,8 @@ def test_each_boards_answer_says_what_its_own_rows_say(committed_site: Path) -> 
         text = board.read_text()
         found = re.search(r'<p class="ff-lead">(.*?)</p>', text, re.S)
         assert found, board.name
-        said = html.unescape(re.sub(r"<[^>]+>", "", found[1])).replace("&#95;", "_")
-        said = " ".join(said.split())
+        said = " ".join(html.unescape(re.sub(r"<[^>]+>", "", found[1])).split())
+        assert "&#" not in said, (board.name, said)  # a name escaped once, never twice
         rows = [r for r in json.loads(board.with_suffix(".json").read_text())["rows"] if r["verified"]]
         if not rows:
             assert said.startswith("No row ranks yet"), (board.name, said)
@@ -112,6 +112,7 @@ def test_each_boards_answer_says_what_its_own_rows_say(committed_site: Path) -> 
         elif ties:
             undecided += 1
             assert "The top is undecided" in said and words.counted(len(ties), "other row") in said, (board.name, said)
+            assert all(r["variant"] in said for r in ties), (board.name, said)  # the rows it overlaps, by name
         else:
             settled += 1
             assert "The top is settled" in said, (board.name, said)
