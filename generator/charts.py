@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import collections
+
 import altair as alt
 import polars as pl
 
+from generator import readable
 from runners import engines
 
 THEME = "fairfight"
@@ -50,14 +53,22 @@ def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str =
 
 
 def _row_label(board: pl.DataFrame) -> pl.Expr:
-    """A board row's label on its charts: its variant and the first six digits of its configuration's hash (the
-    board's Configuration column), so two configurations of one variant stay two labels and fit a phone's width."""
+    """A board row's label on its charts: its variant, and where the board has other rows of that name, what sets
+    this one apart in words (its `differs`, as the ranking writes it: "compile_loss on"), so two configurations of
+    one variant stay two labels; the first six digits of its configuration's hash (the board's Configuration
+    column) only where no such words tell two rows apart."""
     variant = pl.col("variant")
     cut = pl.when(variant.str.len_chars() > 20).then(variant.str.slice(0, 18) + pl.lit("…")).otherwise(variant)
     if "settings_hash" not in board.columns:  # one run per label (a loss curve): its time and random suffix
         stamp = pl.col("run_id").str.slice(0, 15) + pl.lit("…") + pl.col("run_id").str.slice(-6)
         return pl.format("{} · {}", cut, stamp).alias("run")
-    return pl.format("{} · {}", cut, pl.col("settings_hash").str.slice(0, 6)).alias("run")
+    if "differs" not in board.columns:
+        return pl.format("{} · {}", cut, pl.col("settings_hash").str.slice(0, 6)).alias("run")
+    rows = board.select(cut.alias("cut"), "settings_hash", "differs").rows()
+    said = {h: f"{c} · {readable.settings(d)}" if d else c for c, h, d in rows}
+    repeated = {label for label, n in collections.Counter(said.values()).items() if n > 1}
+    labels = {h: f"{label} · {h[:6]}" if label in repeated else label for h, label in said.items()}
+    return pl.col("settings_hash").replace_strict(labels, default=None, return_dtype=pl.String).alias("run")
 
 
 ROW_AXIS = alt.Axis(labelLimit=190)

@@ -327,7 +327,12 @@ TESTS = _union(RUN, INFERENCE_OWN)
 """Inference tests (`Results.tests`)."""
 SERVED = _union(RUN, SERVING_OWN)
 """Serving tests (`Results.served`)."""
-PAGE_RUNS = _union(RUN, INFERENCE_OWN, SERVING_OWN)
+STANDING: tuple[Field, ...] = (
+    Field("board_rank", _I, "latest", "its configuration's rank on its board (null: none)"),
+    Field("standing", _S, "latest", "ranked, or why not, in words (`derive.lead`; null: nothing to say)"),
+)
+"""A run page's own columns: what its lead line says of its place on its board."""
+PAGE_RUNS = _union(RUN, INFERENCE_OWN, SERVING_OWN, STANDING)
 """The runs with their tests' own figures (`Results.page_runs`)."""
 BOARDS: dict[str, tuple[Field, ...]] = {
     "training": _union(RUN, TRAINING_BOARD_OWN),

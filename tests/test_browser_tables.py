@@ -281,9 +281,15 @@ BARS = """() => {
 
 
 def _drawn_run(label: str) -> tuple[str, str] | None:
-    """(variant, run id's last part) of the run a bar's accessible label names ('run: VARIANT · … · abc123')."""
-    found = re.search(r"run: (?:unranked: )?([^;]+?)(?: · [^;]+)? · ([0-9a-f]{6})(?:;|$)", label)
-    return (found[1].split(" · ")[0], found[2]) if found else None
+    """(variant, run id's last part) of the run a bar's accessible label names ('run: VARIANT · … · abc123'); a
+    training row's bar names its variant and, in words, what sets it apart ('run: VARIANT · compile_loss on'): its
+    variant and no part."""
+    found = re.search(r"run: (?:unranked: )?([^;]+)", label)
+    if not found:
+        return None
+    parts = found[1].split(" · ")
+    last = parts[-1] if len(parts) > 1 and re.fullmatch(r"[0-9a-f]{6}", parts[-1]) else ""
+    return parts[0], last
 
 
 @pytest.mark.timeout(900)

@@ -15,6 +15,7 @@ import polars as pl
 import generator.derive.catalog as catalog
 import generator.derive.claims as claims
 import generator.derive.ladder as ladder
+import generator.derive.lead as lead
 import generator.derive.runs as every_runs
 import generator.derive.summary as runs_derive
 from generator import (
@@ -97,6 +98,11 @@ class Board:
     """Inference and serving: the rank rule as the board applied it (`ladder.rank_rule`; a served board names the
     agreement tolerance it held its runs to on each hardware, `serving.agreement_clause`)."""
 
+    @property
+    def answer(self) -> lead.Lead:
+        """The board's answer in one line (`lead.board_lead` of its ranking, by its kind's figure)."""
+        return lead.board_lead(self.ranked, TRAINING_FIGURE if self.kind == "training" else TEST_FIGURE)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Results:
@@ -175,7 +181,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         rejected=loaded.rejected,
         tests=tests,
         served=served,
-        page_runs=with_test_figures(summary, tests, served),
+        page_runs=_with_standing(with_test_figures(summary, tests, served), boards),
         every_run=every_runs.every_run(summary, tests, served, repeats),
         boards=boards,
         repeats=repeats,
@@ -234,6 +240,15 @@ def with_test_figures(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.Dat
     frames = [f.select("run_id", *[c for c in f.columns if c not in summary.columns]) for f in (tests, served)]
     figures = pl.concat(frames, how="diagonal_relaxed")  # a run is an inference test or a serving test, not both
     return summary.join(figures, on="run_id", how="left")
+
+
+def _with_standing(page_runs: pl.DataFrame, boards: dict[tuple[str, str], Board]) -> pl.DataFrame:
+    """The run pages' rows with each run's place on its board (`lead.standings`; for a run no board lists, what its
+    own record says: `lead.standing_elsewhere`)."""
+    listed = lead.standings([(b.ranked, b.unranked) for b in boards.values()])
+    return page_runs.join(listed, on="run_id", how="left").with_columns(
+        standing=pl.coalesce(pl.col("standing"), lead.standing_elsewhere())
+    )
 
 
 def _boards(

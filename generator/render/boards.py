@@ -83,6 +83,7 @@ def write_pages(
     grouped: dict[Section, list[tuple[tuple, dict[str, str]]]] = {}
     # the board templates title a board by the hardware its runs used
     env.globals["ran_on"] = {key: board.ran_on for key, board in results.boards.items()}
+    env.globals["headings"] = {key: _heading(board) for key, board in results.boards.items()}
     env.globals["quantized_weights"] = frozenset(llama_files.QUANT_TYPES)  # such boards say quality is not measured
     env.globals["run_links"] = lists.RUN_LINKS  # a ranked row links its latest runs; its board's JSON has them all
     # the fight's board says where its claims meet our figures: the verdict's matched shape (None: not answered)
@@ -190,6 +191,17 @@ def _nav_words(board: Board) -> tuple[Section, str, tuple]:
     return (0, 0.0, "Training"), board.workload, (board.suite, board.workload)
 
 
+def _heading(board: Board) -> str:
+    """A board's title in the navigation's words, with what its runs ran on: a training board by its workload
+    ("train-gpt-1.27b-mb4 · 2 × H200"), a test by its model and what it runs ("llama-8b · generate 128 · 4,096 in
+    cache · 1 × H200"), not by its record name (which the page still gives, under What ran)."""
+    _, words, _ = _nav_words(board)
+    ran_on = board.ran_on or suite_names.title(board.suite)
+    if board.kind == "training":
+        return f"{words} · {ran_on}"
+    return f"{board.newest.get('model_name') or board.suite} · {words} · {ran_on}"
+
+
 def _served_models(env: Any, docs: Path, results: Results, chart_sink: pages.Charts) -> list[dict[str, str]]:
     """A page per served model (`serving/<suite>-<model>.md`): latency against throughput per GPU, a line per
     tensor-parallel size; returns its navigation entries."""
@@ -238,6 +250,7 @@ def _training_board(
         workload=workload,
         config=config,
         rows=ranked.to_dicts(),
+        answer=board.answer,
         claims=board.claims.to_dicts(),
         retracted=board.retracted.to_dicts(),
         **_listed(path, slug, unranked=board.shown_unranked, failures=board.failures),
@@ -453,6 +466,7 @@ def _inference_board(
         kind=config["workload"]["kind"],
         config=config,
         rows=board.ranked.to_dicts(),
+        answer=board.answer,
         **_listed(path, slug, unranked=board.shown_unranked, imported=board.imported, failures=board.failures),
         weights=_weights(board.ranked, board.shown_unranked, board.imported),
         rank_rule=board.rank_rule,
@@ -498,6 +512,7 @@ def _serving_board(
         config=config,
         work=config["workload"],
         rows=board.ranked.to_dicts(),
+        answer=board.answer,
         rank_rule=board.rank_rule,
         json_name=_board_json(path, board, "output tokens/s", ("value", "lo", "hi")),
         scaling=scaling.to_dicts(),

@@ -202,3 +202,33 @@ def test_a_chart_coloured_by_engine_has_its_legend(name: str) -> None:
     colour, stroke = bars["encoding"]["color"], bars["encoding"]["stroke"]
     assert colour.get("legend", {}) is not None and stroke.get("legend", {}) is not None
     assert (stroke["field"], stroke["scale"], stroke["title"]) == (colour["field"], colour["scale"], colour["title"])
+
+
+def test_a_rows_label_says_in_words_what_sets_it_apart_from_rows_of_its_name() -> None:
+    """Issue 59: two configurations of one variant are labelled by their differing settings as the ranking writes
+    them ("compile_loss on"), not by a hash; a variant alone on its board by its name; the hash only where the words
+    would not tell two rows apart. The labels feed every board chart (`throughput` shown here)."""
+    board = pl.DataFrame(
+        {
+            "variant": ["fsdp2-float8", "fsdp2-float8", "ddp-tuned", "twin", "twin"],
+            "settings_hash": ["aaaaaa111111", "bbbbbb222222", "cccccc333333", "dddddd444444", "eeeeee555555"],
+            "differs": ["settings.compile_loss=true", "settings.compile_loss=false", "", "same", "same"],
+            "tier": ["tuned"] * 5,
+            "accelerator": ["NVIDIA H200"] * 5,
+            "accelerator_count": [1] * 5,
+            "steps_per_s": [11.1, 10.9, 9.0, 5.0, 4.0],
+            "steps_per_s_lo": [11.0, 10.8, 8.9, 4.9, 3.9],
+            "steps_per_s_hi": [11.2, 11.0, 9.1, 5.1, 4.1],
+        }
+    )
+    labels = board.select(charts._row_label(board))["run"].to_list()
+    assert labels == [
+        "fsdp2-float8 · compile_loss on",
+        "fsdp2-float8 · compile_loss off",
+        "ddp-tuned",
+        "twin · same · dddddd",
+        "twin · same · eeeeee",
+    ]
+    spec = charts.throughput(board).to_dict()
+    drawn = {row["run"] for rows in spec["datasets"].values() for row in rows}
+    assert drawn == set(labels)

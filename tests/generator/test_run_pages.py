@@ -108,7 +108,8 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     assert gpus, "no GPU table"
     rows = {
         cells[0]: cells[1:]
-        for cells in (re.findall(r"<t[dh]>(.*?)</t[dh]>", row) for row in re.findall(r"<tr>(.*?)</tr>", gpus.group(1)))
+        # a value cell names its GPU (data-label) for the phone's cards
+        for cells in (re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row) for row in re.findall(r"<tr>(.*?)</tr>", gpus[1]))
     }
     assert rows[""] == ["GPU 0", "GPU 1"]
     assert rows["SM clock (MHz)"] == ["345", "1980"] and rows["SM max (MHz)"] == ["1980", "1980"]
