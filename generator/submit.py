@@ -31,6 +31,8 @@ from runners import formats, store
 
 SUMMARY = "SUMMARY.md"
 REPORT = "validate.txt"
+MARK = "Made by `fairfight submit`"
+"""What the summary of a submission's folder says, and what tells a previous submission's folder."""
 MADE_HERE = {SUMMARY, REPORT, "data"}
 """What a submission's folder holds: one that holds only these is a previous submission, written over."""
 
@@ -97,10 +99,19 @@ def run(args: argparse.Namespace) -> int:
         results = derive.results(*checks.checked(editions.audited(loaded, merged)[0]))
         ds = compare.dataset(Path(args.data), results)
         summary = _summary(new, outcome, results, ds, loaded, args)
-    _write(out, new, summary, outcome.text() + "\n")
+        # validate checks the files as they lie; beside the committed ones a file may still be rejected (a name
+        # that becomes another run's page): the summary names it, and the submission fails as validate would
+        merged_out = [r for r in loaded.rejected if Path(r.path).name in {n.path.name for n in new}]
+    try:
+        _write(out, new, summary, outcome.text() + "\n")
+    except OSError as e:  # a full or read-only disk, or a file changed while it was copied: the old folder stands
+        print(f"submit: --out {out}: not written: {e}", file=sys.stderr)
+        return 1
     print(f"wrote {out}/: {len(new)} file(s) under data/, {SUMMARY} (the pull request's description) and {REPORT}")
     print(f"validate: {outcome.line}")
-    return outcome.status
+    for r in merged_out:
+        print(f"submit: {r.path}: rejected beside the committed files: {'; '.join(r.problems)}", file=sys.stderr)
+    return outcome.status or (1 if merged_out else 0)
 
 
 def _new_files(named: list[Path], data_dir: Path) -> list[New]:
@@ -170,6 +181,11 @@ def _out_folder(out: Path) -> Path:
         if others:
             raise Refused(f"--out {out}: holds {', '.join(others[:3])}, which no submission wrote: name an empty or "
                           "new folder")  # fmt: skip
+        summary = out / SUMMARY
+        # replaced whole: only a folder this command wrote (its summary says so), never one that merely holds data/
+        if any(out.iterdir()) and not (summary.is_file() and MARK in summary.read_text(errors="replace")):
+            raise Refused(f"--out {out}: not empty and not a previous submission (no {SUMMARY} of `fairfight "
+                          "submit`): name an empty or new folder")  # fmt: skip
     return out
 
 
@@ -224,6 +240,12 @@ def _write(out: Path, new: list[New], summary: str, report: str) -> None:
 # --- the summary ----------------------------------------------------------------------------------------------------
 
 
+def _md(text: object) -> str:
+    """A value from a record, as Markdown text: escaped, since every value that came from a result file is hostile
+    until checked (a pull request's description is rendered)."""
+    return formats.md_escape(str(text))
+
+
 def _summary(
     new: list[New],
     outcome: validate.Outcome,
@@ -237,7 +259,7 @@ def _summary(
     lines = [
         f"# Results: {len(new)} run(s) of {', '.join(sorted({n.suite for n in new}))}",
         "",
-        f"Made by `fairfight submit` against `{args.data}` (the committed data these runs join). `fairfight validate` "
+        f"{MARK} against `{args.data}` (the committed data these runs join). `fairfight validate` "
         f"on these files: **{'passed' if passed else 'failed'}** ({outcome.line}).",
         "",
     ]
@@ -263,29 +285,49 @@ def _one(
     own = [p for p in outcome.problems if Path(p["file"]).name == n.path.name]
     rejected = [p["problem"] for p in own if p["status"] == "rejected"]
     unverified = [p["problem"] for p in own if p["status"] == "unverified"]
-    out = [f"## {n.run_id}", "", f"- file: `{n.place}`", f"- sha256: `{n.sha256}`"]
+    out = [f"## {_md(n.run_id)}", "", f"- file: `{n.place}`", f"- sha256: `{n.sha256}`"]
     if rejected or record is None or figure is None:
         why = rejected or [p for r in ds.rejected if Path(r.path).name == n.path.name for p in r.problems]
-        out += ["- validate: **rejected**; the site would leave it out:", *(f"  - {p}" for p in why), ""]
+        out += ["- validate: **rejected**; the site would leave it out:", *(f"  - {_md(p)}" for p in why), ""]
         return out
     out.append("- validate: accepted" + (", unverified (not ranked):" if unverified else ""))
-    out += [f"  - {p}" for p in unverified]
+    out += [f"  - {_md(p)}" for p in unverified]
     what = f"{record['variant']} · {record['engine']} {record['engine_version']}"
     hardware = f"{figure['accelerator_count']} × {figure['accelerator']}"
-    out.append(f"- run: {what} on {hardware}, {record['status']}, configuration `{figure['settings_hash']}`")
+    out.append(
+        f"- run: {_md(what)} on {_md(hardware)}, {_md(record['status'])}, configuration `{figure['settings_hash']}`"
+    )
     board = results.boards.get((n.suite, figure["workload"]))
     if board is None:
-        out.append(f"- board: none (a {figure['kind']} run of {n.suite} · {figure['workload']} is on no board)")
+        out.append(
+            f"- board: none (a {_md(figure['kind'])} run of {_md(n.suite)} · {_md(figure['workload'])} is on no board)"
+        )
     else:
         href = f"leaderboards/{slugs.slug(board.suite, board.workload)}.html"  # the page the site writes
         title = f"{board.workload} · {board.ran_on or board.suite}"
-        out.append(f"- board: joins **{title}** (`{href}`)")
+        out.append(f"- board: joins **{_md(title)}** (`{href}`)")
+        out += _standing(board, figure)
     if figure["excluded"]:
-        out.append(f"- counts: no: {figure['excluded']}")
+        out.append(f"- counts: no: {_md(figure['excluded'])}")
     elif figure["note"]:
-        out.append(f"- counts: yes, not on the board: {figure['note']}")
+        out.append(f"- counts: yes, not on the board: {_md(figure['note'])}")
     out += ["", *_comparison(figure, ds, threshold, new_ids), ""]
     return out
+
+
+def _standing(board: Any, figure: dict[str, Any]) -> list[str]:
+    """Where the run's configuration stands on its board once merged: its rank (the board's own, ties shared), or
+    the board's reason the run does not rank."""
+    ranked, unranked = board.ranked, board.unranked
+    if {"settings_hash", "rank"} <= set(ranked.columns):
+        mine = ranked.filter(pl.col("settings_hash") == figure["settings_hash"])
+        if mine.height:
+            return [f"- rank once merged: {mine['rank'][0]} of {ranked.height} ranked configurations (ties share one)"]
+    if {"run_id", "unranked"} <= set(unranked.columns):
+        why = unranked.filter(pl.col("run_id") == figure["run_id"])["unranked"].drop_nulls()
+        if len(why):
+            return [f"- not ranked: {_md(why[0])}"]
+    return []
 
 
 def _comparison(figure: dict[str, Any], ds: compare.Dataset, threshold: float, new_ids: list[str]) -> list[str]:
@@ -331,14 +373,14 @@ def _checklist(
     for run_id, record in records.items():
         commit, dirty = record.get("harness_commit"), record.get("harness_dirty")
         if not commit:
-            commits.append(f"{run_id}: no harness commit recorded")
+            commits.append(f"{_md(run_id)}: no harness commit recorded")
             continue
         state = {True: "dirty (uncommitted changes outside data/)", False: "clean", None: "clean or dirty unknown"}
         known = _known_commit(commit, ds.data_dir)
-        commits.append(f"{run_id}: {commit[:12]}, {state[dirty]}" + ("" if known is None else
+        commits.append(f"{_md(run_id)}: {_md(commit[:12])}, {state[dirty]}" + ("" if known is None else
                        (", a commit of this checkout" if known else ", not a commit of this checkout")))  # fmt: skip
     clean = all(r.get("harness_commit") and r.get("harness_dirty") is False for r in records.values())
-    hardware = sorted({f"{f['accelerator_count']} × {f['accelerator']}" for f in figures.values()})
+    hardware = sorted({_md(f"{f['accelerator_count']} × {f['accelerator']}") for f in figures.values()})
     return [
         "## Checklist (Submitting, section 5)",
         "",

@@ -106,6 +106,9 @@ def test_mistakes_are_refused_before_anything_is_written(tmp_path: Path) -> None
     (out / "mine.txt").write_text("keep")
     _refused(_submit(str(COMMITTED[0]), "--data-dir", str(data), "--out", str(out)), "mine.txt")
     assert [p.name for p in out.iterdir()] == ["mine.txt"]
+    # nor is one that holds a data folder, as a checkout does: only a previous submission is replaced
+    _refused(_submit(str(COMMITTED[0]), "--data-dir", str(data), "--out", str(data.parent)), "not a previous")
+    assert sorted(p.name for p in data.rglob("*.parquet")) == sorted(p.name for p in COMMITTED)
 
 
 def test_a_rejected_file_is_named_and_nothing_is_written(tmp_path: Path) -> None:
