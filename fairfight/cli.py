@@ -2,7 +2,7 @@
 
     fairfight --version
     fairfight list | bench | slurm | claim | import | retract        (runners/: run suites, write result files)
-    fairfight validate | site | release | compare | publish  (generator/: check, build and ship the site)
+    fairfight validate | site | release | compare | submit | publish  (generator/: check, build, submit and ship)
     fairfight wheelhouse build | install                     (fairfight/wheelhouse.py: hosts without a network)
 
 Each command's arguments belong to its module (`add_cli_args`, and a function that runs it), which is imported
@@ -63,6 +63,9 @@ COMMANDS: tuple[Command, ...] = (
             help="freeze data/ into an immutable edition (data/editions/NAME.json)"),
     Command(name="compare", module="generator.compare", needs=_VALIDATE_NEEDS,
             help="compare two runs, configurations or editions: ratio, interval, A/A floor, faster/slower/same"),
+    Command(name="submit", module="generator.submit", run="run", needs=_VALIDATE_NEEDS,
+            help="make a pull request's folder of new result files: validated, compared with the boards they join, "
+                 "with a Markdown summary (no network)"),
     Command(name="publish", module="generator.publish", run="run", needs=_SITE_NEEDS, builds_site=True,
             help="rebuild the site and copy it into a folder (empty, or published there before), or commit it to a "
                  "gh-pages branch and push"),

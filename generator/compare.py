@@ -452,6 +452,14 @@ def compare(
             f"A is a {a.what}, B a {b.what}: an edition or a commit (every configuration in it) compares with "
             "another edition or commit (@COMMIT, edition:NAME), a run or a configuration with a run or a configuration"
         )
+    return compare_sides(a, b, ds, threshold, fail_on, only_changed)
+
+
+def compare_sides(
+    a: Side, b: Side, ds: Dataset, threshold: float = 0.05, fail_on: str = "slower", only_changed: bool = False
+) -> Report:
+    """`compare` of two sides already selected (`fairfight submit` makes its own: a new run, and the committed runs
+    of the configuration it reproduces)."""
     keys = [*TEST_KEYS] if a.what in MANY else ["suite", "workload"]
     cells_a = {k: g for k, g in a.runs.group_by(keys, maintain_order=True)}
     cells_b = {k: g for k, g in b.runs.group_by(keys, maintain_order=True)}

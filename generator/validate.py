@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -30,17 +31,49 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     formats.add_format_arg(p, "the problems and the counts")
 
 
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What validate found: one problem per line (file, status, problem), the counts, the exit status and the count
+    line the text ends with (`fairfight submit` keeps it in its folder as the report)."""
+
+    problems: list[dict[str, str]]
+    counts: dict[str, int]
+    status: int
+    line: str
+
+    def text(self) -> str:
+        return _text(self.problems, self.line)
+
+
+class NotFound(Exception):
+    """A file or folder named that does not exist (exit status 2)."""
+
+
 def run(args: argparse.Namespace) -> int:
-    files: list[Path] = []
-    groups: dict[Path, list[Path]] = {}
     data = getattr(args, "data", None)
     # (target, whether it is a data folder by its naming: only the default is; `--data` is the same as naming it)
     targets = [(t, False) for t in [*args.files, *([data] if data else [])]] or [(Path("data"), True)]
+    try:
+        outcome = check(targets)
+    except NotFound as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    fmt = getattr(args, "format", "text")
+    table = formats.Table(columns=("file", "status", "problem"), rows=[tuple(p.values()) for p in outcome.problems],
+                          notes=(outcome.line,))  # fmt: skip
+    data_ = {**outcome.counts, "problems": outcome.problems, "exit_status": outcome.status}
+    sys.stdout.write(formats.render(fmt, text=outcome.text, data=data_, table=table))
+    return outcome.status
+
+
+def check(targets: list[tuple[Path, bool]]) -> Outcome:
+    """Every check of the site build on `targets` (a file or folder, and whether it is a data folder by its naming);
+    NotFound for one that does not exist, before anything is read."""
+    files: list[Path] = []
+    groups: dict[Path, list[Path]] = {}
     for target, is_data in targets:
         if not target.exists():
-            print(f"error: {target}: no such file or folder (run from the folder that holds data/, or name files)",
-                  file=sys.stderr)  # fmt: skip
-            return 2
+            raise NotFound(f"{target}: no such file or folder (run from the folder that holds data/, or name files)")
         if target.is_dir() and not target.is_symlink():
             # every file under a folder is checked against its data folder: one deeper than a suite's month folder,
             # or elsewhere, is refused by name (load.misplaced), as the site refuses it
@@ -54,7 +87,6 @@ def run(args: argparse.Namespace) -> int:
         path = load.canonical(target.parent) / target.name
         groups.setdefault(load.data_folder(path), []).append(path)
         files.append(path)
-    fmt = getattr(args, "format", "text")
     problems: list[dict[str, str]] = []  # {file, status, problem}: what the text prints, one line each
     rejected = 0
     folder = runcache.command_folder()
@@ -96,11 +128,7 @@ def run(args: argparse.Namespace) -> int:
         )
         + f", {counts['unverified']} unverified"
     )
-    table = formats.Table(columns=("file", "status", "problem"), rows=[tuple(p.values()) for p in problems],
-                          notes=(line,))  # fmt: skip
-    data = {**counts, "problems": problems, "exit_status": status}
-    sys.stdout.write(formats.render(fmt, text=lambda: _text(problems, line), data=data, table=table))
-    return status
+    return Outcome(problems, counts, status, line)
 
 
 def _data_folder(folder: Path) -> Path:
