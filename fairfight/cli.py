@@ -2,7 +2,7 @@
 
     fairfight --version
     fairfight list | bench | slurm | claim | import | retract        (runners/: run suites, write result files)
-    fairfight validate | site | release | compare | publish  (generator/: check, build and ship the site)
+    fairfight validate | site | release | compare | wanted | publish  (generator/: check, build, ship)
     fairfight wheelhouse build | install                     (fairfight/wheelhouse.py: hosts without a network)
 
 Each command's arguments belong to its module (`add_cli_args`, and a function that runs it), which is imported
@@ -63,6 +63,9 @@ COMMANDS: tuple[Command, ...] = (
             help="freeze data/ into an immutable edition (data/editions/NAME.json)"),
     Command(name="compare", module="generator.compare", needs=_VALIDATE_NEEDS,
             help="compare two runs, configurations or editions: ratio, interval, A/A floor, faster/slower/same"),
+    Command(name="wanted", module="generator.wanted", run="run", needs=_VALIDATE_NEEDS,
+            help="list the runs that would settle the verdict's undecided answers and unreplicated board rows "
+                 "(those this host's hardware fits; --all every one)"),
     Command(name="publish", module="generator.publish", run="run", needs=_SITE_NEEDS, builds_site=True,
             help="rebuild the site and copy it into a folder (empty, or published there before), or commit it to a "
                  "gh-pages branch and push"),
