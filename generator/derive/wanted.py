@@ -102,14 +102,16 @@ def _undecided(the_verdict: verdict.Verdict, by_id: Mapping[str, dict[str, Any]]
         for tuned in said.tuned:
             if tuned.decision != "undecided" or not tuned.deciding:
                 continue
+            # tuned DDP in the home page's words, with the curve it is; any other curve by its label alone
             who = "tuned DDP" if tuned.variant == verdict.DDP_TUNED else tuned.label
-            settles = f"whether {who} closes the gap to {verdict.GAP_ASKED}× ({READING_WORDS[reading]}; {tuned.label})"
+            curve = f"; {tuned.label}" if who != tuned.label else ""
+            settles = f"whether {who} closes the gap to {verdict.GAP_ASKED}× ({READING_WORDS[reading]}{curve})"
             becomes = _becomes(tuned)
             for point in tuned.deciding:
                 row = points[(point.curve_hash, point.micro_batch)]
                 run = by_id[row["run_id"]]  # the point's latest run: its settings are the curve's
                 command, why = _command(run, leave_out=frozenset({"steps"}))
-                out.append(Wanted(kind=UNDECIDED, settles=settles, href="index.md", suite=run["suite"],
+                out.append(Wanted(kind=UNDECIDED, settles=settles, href="index.md#the-verdict", suite=run["suite"],
                                   workload=run["workload"], variant=row["variant"], label=point.label,
                                   micro_batch=point.micro_batch, settings_hash=point.curve_hash, device=run["device"],
                                   accelerator=row["accelerator"], accelerator_count=the_verdict.fight.devices,

@@ -97,3 +97,21 @@ def test_a_missing_data_folder_is_one_sentence(tmp_path: Path) -> None:
         done.stderr.strip() == f"wanted: --data-dir {tmp_path / 'none'}: no such folder (run from the repository "
         "root, or pass it)"
     )
+
+
+def test_the_page_groups_them_by_hardware_with_the_json_beside(committed: derive.Results, tmp_path: Path) -> None:
+    """wanted.md: a section per hardware, each answer or row in the words `fairfight wanted` prints, each run's
+    command; downloads/wanted.json holds every entry, as the command's JSON does less whether a host fits."""
+    from generator import pages, wanted_page
+
+    wanted_page.write(pages.environment(), tmp_path, committed.wanted)
+    page = (tmp_path / "wanted.md").read_text()
+    hardware = list(dict.fromkeys(e.hardware for e in committed.wanted))
+    assert [line[3:] for line in page.splitlines() if line.startswith("## ")] == hardware
+    ddp = [e for e in committed.wanted if e.settles.startswith(DDP_WORDS)]
+    assert ddp and f"**{pages.md_text(ddp[0].settles)}** ([the verdict](index.md#the-verdict)): " in page
+    for entry in committed.wanted:
+        assert f"<code>{pages.md_text(entry.command)}</code>" in page
+    assert f"[JSON]({wanted_page.DOWNLOAD})" in page
+    listed = json.loads((tmp_path / wanted_page.DOWNLOAD).read_text())
+    assert listed == [json.loads(json.dumps(e.to_json())) for e in committed.wanted]
