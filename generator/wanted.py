@@ -14,38 +14,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from generator.derive.wanted import Wanted
 from runners import formats
+from runners.wanted_runs import Host, this_host
 
 
-@dataclass(frozen=True, slots=True)
-class Host:
-    """The hardware a wanted run needs, as this host has it."""
-
-    cpu_model: str
-    gpus: tuple[str, ...]
-    """One name per GPU (nvidia-smi's, which is what a CUDA record's accelerator says)."""
-
-    def fits(self, entry: Wanted) -> bool:
-        if entry.device == "cpu":
-            return entry.accelerator == self.cpu_model
-        return self.gpus.count(entry.accelerator) >= entry.accelerator_count
-
-    def __str__(self) -> str:
-        if not self.gpus:
-            return f"CPU: {self.cpu_model}"
-        names = sorted(set(self.gpus))
-        return ", ".join(f"{self.gpus.count(n)} × {n}" for n in names)
-
-
-def this_host() -> Host:
-    from runners import provenance
-
-    return Host(provenance.cpu_model(), tuple(row[0] for row in provenance.nvidia_smi_query("gpu=name") if row))
+def fits_host(host: Host, entry: Wanted) -> bool:
+    """Whether `host` has the hardware `entry` needs (`wanted_runs.Host.fits`, the rule `bench --wanted` runs by)."""
+    return host.fits(entry.device, entry.accelerator, entry.accelerator_count)
 
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -78,11 +57,11 @@ def load_wanted(data_dir: Path) -> list[Wanted]:
 
 def listed(entries: Sequence[Wanted], host: Host, every: bool) -> list[tuple[Wanted, bool]]:
     """(entry, whether this host fits it) for each entry listed: every one with `every`, else those it fits."""
-    return [(e, fits) for e in entries if (fits := host.fits(e)) or every]
+    return [(e, fits) for e in entries if (fits := fits_host(host, e)) or every]
 
 
 def text(entries: Sequence[Wanted], shown: Sequence[tuple[Wanted, bool]], host: Host, every: bool) -> str:
-    fitting = sum(host.fits(e) for e in entries)
+    fitting = sum(fits_host(host, e) for e in entries)
     head = f"{_counted(len(entries), 'wanted run')}, {fitting} fit this host ({host})"
     lines = [head + ("" if every else "; --all lists every one")]
     settles = None

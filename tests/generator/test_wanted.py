@@ -15,6 +15,7 @@ import pytest
 
 from generator import checks, configurations, derive, load, wanted
 from generator.derive import wanted as derive_wanted
+from runners.wanted_runs import Host
 
 ROOT = Path(__file__).resolve().parents[2]
 DDP_WORDS = "whether tuned DDP closes the gap to 1.1×"
@@ -81,11 +82,13 @@ def test_by_default_only_what_this_host_can_run(committed: derive.Results) -> No
         text = wanted.text(entries, shown, here, every=False)
         assert text.startswith(f"{len(entries)} wanted runs, {len(shown)} fit this host (CPU: {here.cpu_model}); "
                                "--all lists every one")  # fmt: skip
-    two = wanted.Host("some CPU", ("NVIDIA H200", "NVIDIA H200"))
-    one = wanted.Host("some CPU", ("NVIDIA H200",))
+    two = Host("some CPU", ("NVIDIA H200", "NVIDIA H200"))
+    one = Host("some CPU", ("NVIDIA H200",))
     ddp = [e for e in entries if e.settles.startswith(DDP_WORDS)]
-    assert ddp and all(two.fits(e) and not one.fits(e) for e in ddp)  # the fight runs on 2 GPUs
-    assert all(not wanted.Host("some CPU", ("NVIDIA H100 80GB HBM3",) * 8).fits(e) for e in ddp)
+    assert ddp and all(
+        wanted.fits_host(two, e) and not wanted.fits_host(one, e) for e in ddp
+    )  # the fight runs on 2 GPUs
+    assert all(not wanted.fits_host(Host("some CPU", ("NVIDIA H100 80GB HBM3",) * 8), e) for e in ddp)
     assert {e.accelerator_count for e, _ in wanted.listed(entries, one, every=False)} <= {1}
 
 
