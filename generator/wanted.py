@@ -4,9 +4,9 @@
     fairfight wanted [--all] [--format text|json|csv|md] [--data-dir data]
 
 The data are loaded and derived as the site build derives them (`derive.results`), so the list is the Wanted runs
-page's. This host's hardware is found as a record finds it (runners/provenance.py): its GPUs by nvidia-smi's names,
-else its CPU model; a run fits where the host has its accelerator as many times as the run used it (a CPU run: the
-same CPU model, since only identical hardware pools a spread).
+page's. Which runs this host fits is `runners.wanted_runs.Host`'s rule, the one `bench --wanted` runs by: its GPUs
+by nvidia-smi's names, else its CPU model (runners/provenance.py); a run fits where the host has its accelerator as
+many times as the run used it (a CPU run: the same CPU model, since only identical hardware pools a spread).
 """
 
 from __future__ import annotations
