@@ -2,7 +2,7 @@
 
     fairfight --version
     fairfight list | bench | slurm | claim | import | retract        (runners/: run suites, write result files)
-    fairfight validate | site | release | compare | submit | publish  (generator/: check, build, submit and ship)
+    fairfight validate | site | release | compare | wanted | submit | publish   (generator/: check, build, ship)
     fairfight wheelhouse build | install                     (fairfight/wheelhouse.py: hosts without a network)
 
 Each command's arguments belong to its module (`add_cli_args`, and a function that runs it), which is imported
@@ -66,6 +66,9 @@ COMMANDS: tuple[Command, ...] = (
     Command(name="submit", module="generator.submit", run="run", needs=_VALIDATE_NEEDS,
             help="make a pull request's folder of new result files: validated, compared with the boards they join, "
                  "with a Markdown summary (no network)"),
+    Command(name="wanted", module="generator.wanted", run="run", needs=_VALIDATE_NEEDS,
+            help="list the runs that would settle the verdict's undecided answers and unreplicated board rows "
+                 "(those this host's hardware fits; --all every one)"),
     Command(name="publish", module="generator.publish", run="run", needs=_SITE_NEEDS, builds_site=True,
             help="rebuild the site and copy it into a folder (empty, or published there before), or commit it to a "
                  "gh-pages branch and push"),

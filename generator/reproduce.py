@@ -24,9 +24,12 @@ _SETTING = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,99}")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,99}")
 
 
-def command(run: dict[str, Any], config: dict[str, Any]) -> tuple[str | None, str | None]:
+def command(
+    run: dict[str, Any], config: dict[str, Any], bench: tuple[str, ...] = BENCH, leave_out: frozenset[str] = frozenset()
+) -> tuple[str | None, str | None]:
     """(the reproduce command, None), or (None, why there is none) for a record Fair Fight did not run or one whose
-    fields do not make a command."""
+    fields do not make a command. `bench`: the words that start it; `leave_out`: workload overrides (`OVERRIDE_FLAGS`'
+    keys) the command does not repeat (`steps`, for a full-length run of a shortened one's settings)."""
     # an engine's own tool, run by the bench beside its runner, says so with a command (one imported from elsewhere
     # has none); only that it has one is read from it
     by_bench = run.get("origin") == "imported" and isinstance(config.get("command"), str)
@@ -38,7 +41,7 @@ def command(run: dict[str, Any], config: dict[str, Any]) -> tuple[str | None, st
     overrides, sweep_env = _object(variant.get("overrides")), _object(variant.get("sweep_env"))
     if not isinstance(name, str) or record.variant_label(name, overrides, sweep_env) != run.get("variant"):
         return None, "its variant name is not what its recorded settings make"
-    tokens = [*BENCH, "--suite", run["suite"], "--workload", run["workload"], "--variant", name]
+    tokens = [*bench, "--suite", run["suite"], "--workload", run["workload"], "--variant", name]
     if run.get("engine") == "external":
         variants = config.get("external_variants")
         if not isinstance(variants, str) or not variants:
@@ -46,6 +49,8 @@ def command(run: dict[str, Any], config: dict[str, Any]) -> tuple[str | None, st
         tokens += ["--variants", variants]
     overridden = workload.get("overridden") or []
     for key in overridden if isinstance(overridden, list) else []:
+        if key in leave_out:
+            continue
         value = workload.get(key)
         if key not in OVERRIDE_FLAGS or isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             return None, f"its workload override {str(key)[:40]!r} is not one a bench session makes"

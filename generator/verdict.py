@@ -437,8 +437,8 @@ def _with_draws(
     if decision != "undecided":
         return out
     deciding = _deciding(points, stock_curve, matched, column) + _deciding(points, curve, matched, column)
-    out["deciding"] = tuple(DecidingPoint(label=r["label"], micro_batch=r["micro_batch"], runs=r["runs"],
-                                          full_length=r["full_length"]) for r in deciding)  # fmt: skip
+    out["deciding"] = tuple(DecidingPoint(label=r["label"], curve_hash=r["curve_hash"], micro_batch=r["micro_batch"],
+                                          runs=r["runs"], full_length=r["full_length"]) for r in deciding)  # fmt: skip
     df = min((draws[(r["curve_hash"], r["micro_batch"])].df for r in deciding), default=0)
     rate = metrics.interpolate(_curve(points, curve, column), matched)
     if not df or rate is None or not np.isfinite(lo) or not lo > 0:

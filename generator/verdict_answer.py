@@ -19,6 +19,8 @@ class DecidingPoint:
 
     label: str
     """Its curve's label (the sweep's `label`)."""
+    curve_hash: str
+    """Its curve (the sweep's `curve_hash`): what names its runs' settings, so the runs it wants can be found."""
     micro_batch: int
     runs: int
     """The runs the point has now."""

@@ -57,7 +57,7 @@ MAX_HANDOVER_BYTES = 1 << 30
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--suite", required=True, help="suite name (runners/suites/NAME.toml) or a path")
+    p.add_argument("--suite", default=None, help="suite name (runners/suites/NAME.toml) or a path")
     p.add_argument("--workload", action="append", help="only this workload (repeatable)")
     p.add_argument("--variant", action="append", help="only this variant (repeatable)")
     p.add_argument("--steps", type=int, default=None, help="run fewer steps than the workload says (short checks)")
@@ -88,6 +88,14 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="variants of engines Fair Fight does not ship (engine 'external', runners/engines/external/runner.py): "
         "they join every training workload",
+    )
+    p.add_argument(
+        "--wanted",
+        type=arguments.existing_file,
+        default=None,
+        metavar="FILE",
+        help="instead of --suite: run the wanted runs in FILE (`fairfight wanted --format json`, or the site's "
+        "downloads/wanted.json) that this host's hardware fits, each as many times as it says",
     )
 
 
@@ -408,6 +416,10 @@ def _serving_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[spe
 def run_suite(args: argparse.Namespace) -> int:
     """Check, then run every selected run; print the summary at the end in `--format`."""
     fmt = getattr(args, "format", "text")
+    if getattr(args, "wanted", None) is not None:
+        return _run_wanted(args)
+    if args.suite is None:
+        raise SystemExit("bench: give --suite NAME (runners/suites/NAME.toml or a path), or --wanted FILE")
     with bench_report.progress_to_stderr(fmt):
         done = _session(args)
     if isinstance(done, str):  # --dry-run: the plan
@@ -416,6 +428,43 @@ def run_suite(args: argparse.Namespace) -> int:
     suite, summary = done
     status = 0 if all(s["status"] == "ok" for s in summary) else 1
     sys.stdout.write(bench_report.render(fmt, suite, summary, status))
+    return status
+
+
+def _run_wanted(args: argparse.Namespace) -> int:
+    """`--wanted FILE`: each wanted run this host fits (`wanted_runs.fitting`), as many times as it says, one session
+    per run, the summaries printed together at the end (a dry run: each plan)."""
+    from runners import wanted_runs
+
+    given = [name for name in wanted_runs.SESSION_ONLY if getattr(args, name, None) is not None]
+    if given:
+        flags = ", ".join(f"--{n.replace('_', '-')}" for n in given)
+        raise SystemExit(f"bench --wanted: each wanted run gives its own suite and settings; leave out {flags}")
+    entries = wanted_runs.read(args.wanted)
+    host = wanted_runs.this_host()
+    todo = wanted_runs.fitting(entries, host)
+    fmt = getattr(args, "format", "text")
+    print(f"bench --wanted {args.wanted}: {len(todo)} of {len(entries)} wanted entries fit this host ({host})",
+          file=sys.stderr)  # fmt: skip
+    parser = argparse.ArgumentParser(prog="fairfight bench")
+    add_cli_args(parser)
+    summary: list[dict[str, object]] = []
+    suites: list[str] = []
+    for command, runs in todo.items():
+        sub = wanted_runs.bench_args(command, parser, args)
+        for _ in range(1 if args.dry_run else runs):
+            with bench_report.progress_to_stderr(fmt):
+                done = _session(sub)
+            if isinstance(done, str):  # --dry-run: the plan of one run, as many times as it is wanted
+                sys.stdout.write(f"{runs} × {command}\n" if fmt == "text" else "")
+                sys.stdout.write(done)
+                continue
+            suites.append(done[0])
+            summary += done[1]
+    if args.dry_run:
+        return 0
+    status = 0 if all(s["status"] == "ok" for s in summary) else 1
+    sys.stdout.write(bench_report.render(fmt, ", ".join(dict.fromkeys(suites)) or "wanted", summary, status))
     return status
 
 

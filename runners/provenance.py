@@ -136,6 +136,11 @@ def installed_build() -> tuple[str | None, bool | None]:
     return commit, dirty if isinstance(dirty, bool) else None
 
 
+def cpu_model() -> str:
+    """The host's CPU model as a CPU run's record names its accelerator (`hardware`)."""
+    return _cpu_model()
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

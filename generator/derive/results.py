@@ -18,6 +18,7 @@ import generator.derive.ladder as ladder
 import generator.derive.lead as lead
 import generator.derive.runs as every_runs
 import generator.derive.summary as runs_derive
+import generator.derive.wanted as wanted_runs
 from generator import (
     chart_rows,
     configurations,
@@ -151,6 +152,9 @@ class Results:
     catalog: catalog.Catalog
     errata: pl.DataFrame
     """Retracted records, newest retraction first."""
+    wanted: list[wanted_runs.Wanted]
+    """The runs that would settle each undecided answer of the verdict and each unreplicated board row
+    (`wanted_runs.wanted`)."""
     measured_count: int
     failed_count: int
 
@@ -203,6 +207,9 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         catalog=catalog.tables(summary),
         errata=summary.filter(pl.col("retracted_by").is_not_null()).sort(
             "retracted_at", "run_id", descending=[True, False]
+        ),
+        wanted=wanted_runs.wanted(
+            the_verdict, [(wanted_runs.board_href(*key), b.ranked) for key, b in boards.items()], summary
         ),
         measured_count=summary.filter(pl.col("origin") == "measured").height,
         failed_count=summary.filter(pl.col("status") != "ok").height,

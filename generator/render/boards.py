@@ -26,6 +26,7 @@ from generator import (
     sweep_draws,
     tuning_page,
     verdict,
+    wanted_page,
 )
 from generator.derive.results import Board, Results
 from runners import llama_files, metrics, schema
@@ -120,6 +121,7 @@ def write_pages(
     pages.render(env, "errata.md.j2", docs / "errata.md", errata=results.errata.to_dicts())
     _side_by_side(env, docs, results, chart_sink)
     tuning_page.write(env, docs, results.tuning)
+    wanted_page.write(env, docs, results.wanted)
     nav = [  # the boards by kind, then by model, smallest first: sections a reader can scan (a flat list ran to 60)
         {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
         for (_, _, name), entries in sorted(grouped.items())

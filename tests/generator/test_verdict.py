@@ -261,6 +261,7 @@ def test_the_home_page_answers_in_both_readings_in_the_seeds_words(tmp_path: Pat
     assert "**Tuned PyTorch closes the gap to 1.1×**, and runs at or above the claimed 21.7 steps/s" in text
     assert f"**{said.ddp.further_runs} more full-length run" in text and "over two or more sessions" in text
     assert f"settle it with probability {said.ddp.settle_probability:.1%}" in text
+    assert "([Wanted runs](wanted.md) has their commands)" in text  # where someone with the hardware picks them up
     assert f"P(gap > 1.1) = {said.ddp.p_gap_above:.1%}" in text
     steady, e2e = (
         line for line in text.splitlines() if line.startswith(("| Steady state (the headline)", "| End to end (warm"))
