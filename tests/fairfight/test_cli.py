@@ -13,8 +13,8 @@ from tests.conftest import ROOT, run_module
 
 
 def test_every_command_is_a_module_with_its_own_arguments() -> None:
-    wanted = {"bench", "list", "import", "claim", "retract", "validate", "site", "release", "compare", "submit", "wanted",
-              "publish", "wheelhouse"}  # fmt: skip
+    wanted = {"bench", "list", "import", "claim", "retract", "validate", "site", "release", "compare", "submit",
+              "wanted", "publish", "wheelhouse"}  # fmt: skip
     assert wanted <= set(cli.BY_NAME)
     for command in cli.COMMANDS:
         module = importlib.import_module(command.module)
