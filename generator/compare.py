@@ -308,6 +308,17 @@ def _configuration(text: str, settings_hash: str, narrowing: list[str], ds: Data
         if not narrowed.height:
             raise UsageError(f"{text!r}: configuration {settings_hash} has no run {said[-1]}; it has: {listed}")
         runs = narrowed
+    hardware = runs.select("accelerator", "accelerator_count").unique().sort("accelerator_count", "accelerator")
+    if hardware.height > 1:  # one side is one configuration on one hardware: one spread widens it (`SIDE_KEYS`)
+        where = "; ".join(
+            f"{n} × {a}: " + ", ".join(runs.filter((pl.col("accelerator") == a) & (pl.col("accelerator_count") == n))
+                                       ["run_id"].head(3).to_list())
+            for a, n in hardware.iter_rows()
+        )  # fmt: skip
+        raise UsageError(
+            f"{text!r}: configuration {settings_hash} ran on {hardware.height} kinds of hardware, which one figure "
+            f"cannot pool; compare runs of one of them by their ids ({where})"
+        )
     run = runs.row(runs.height - 1, named=True)
     scope = f" {' '.join(said)}" if said else ""
     label = f"configuration {settings_hash}{scope}  ({_describe(run)} · {runs.height} run{'s' * (runs.height > 1)})"

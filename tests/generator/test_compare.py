@@ -5,6 +5,7 @@ and a bad selector exits 2 with a message that names it."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 from datetime import UTC, datetime
@@ -105,6 +106,21 @@ def test_a_configuration_pools_its_runs_and_narrows_by_commit(ds: compare.Datase
         compare.select(f"{FSDP}@1234567", ds)
     with pytest.raises(compare.UsageError, match="narrows a configuration"):
         compare.select(f"{AA[0]}@49a084d", ds)
+
+
+def test_a_configuration_on_two_kinds_of_hardware_is_refused_with_its_runs(ds: compare.Dataset) -> None:
+    """A settings hash names no hardware: a configuration whose runs span two (here one of FSDP's runs relabelled as
+    4 GPUs, as a contributor's run on other hardware would land) is one side no spread can widen. It is refused in a
+    sentence naming each hardware's runs, where it stopped on an AssertionError's traceback."""
+    one = ds.runs.filter(pl.col("settings_hash") == FSDP)["run_id"][0]
+    moved = ds.runs.with_columns(
+        accelerator_count=pl.when(pl.col("run_id") == one).then(4).otherwise(pl.col("accelerator_count"))
+    )
+    mixed = dataclasses.replace(ds, runs=moved)
+    with pytest.raises(compare.UsageError, match=f"ran on 2 kinds of hardware.*4 × NVIDIA H200: {one}"):
+        compare.compare(FSDP, FSDP, mixed)
+    (row,) = compare.compare(f"{FSDP}@49a084d", f"{FSDP}@49a084d", ds).rows  # one hardware: compared as before
+    assert row["verdict"] == "same"
 
 
 def test_other_step_sizes_compare_by_tokens_per_second(ds: compare.Dataset) -> None:
