@@ -98,15 +98,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
         help="instead of comparing, list the harness commits with runs and the pairs of them that share "
         "configurations (what `compare @A @B` has rows for)",
     )
-    parser.add_argument(
-        "--data-dir",
-        "--data",
-        dest="data",
-        type=Path,
-        default=Path("data"),
-        metavar="DIR",
-        help="result files (default: data/ in the current directory)",
-    )
+    arguments.add_data_dir(parser)
     parser.add_argument(
         "--threshold",
         type=threshold,

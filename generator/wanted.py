@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.derive.wanted import Wanted
-from runners import formats
+from runners import arguments, formats
 from runners.wanted_runs import Host, this_host
 
 
@@ -34,15 +34,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
             "hardware, command, how many, and what the answer becomes if the figures hold."
         )
     parser.add_argument("--all", action="store_true", help="list every wanted run, not only those this host fits")
-    parser.add_argument(
-        "--data-dir",
-        "--data",
-        dest="data",
-        type=Path,
-        default=Path("data"),
-        metavar="DIR",
-        help="result files (default: data/ in the current directory)",
-    )
+    arguments.add_data_dir(parser)
     formats.add_format_arg(parser, "the wanted runs")
 
 

@@ -14,6 +14,19 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
+def add_data_dir(parser: argparse.ArgumentParser) -> None:
+    """`--data-dir DIR` (or `--data`) as the commands that read committed results name it (`args.data`)."""
+    parser.add_argument(
+        "--data-dir",
+        "--data",
+        dest="data",
+        type=Path,
+        default=Path("data"),
+        metavar="DIR",
+        help="result files (default: data/ in the current directory)",
+    )
+
+
 def existing_file(text: str) -> Path:
     """An argparse `type` for an input file: a missing or unreadable one is refused while the arguments are read, with
     a sentence naming it (argparse prints it after `error:` and exits 2), never a traceback from deep in the command."""
