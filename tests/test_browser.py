@@ -208,7 +208,7 @@ def test_search_finds_pages_without_the_other_languages_scripts_and_the_home_tit
         assert page.title() == "Fair Fight"
         box = page.locator("input.md-search__input")  # in the header at this width
         box.click()
-        box.fill("methodology")
+        box.press_sequentially("methodology", delay=20)  # the theme searches on keys typed: fill() types none
         results = page.locator(".md-search-result__item")
         results.first.wait_for(timeout=15_000)
         assert results.count() > 0
