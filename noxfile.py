@@ -304,11 +304,14 @@ def _engines_asked(args: list[str]) -> set[str] | None:
 
 @nox.session(name="bench-h100", default=False)
 def bench_h100(session: nox.Session) -> None:
-    """Run the seed's training suite (h100) on this host's GPUs (2 by default) and append result files.
+    """Run the h100 suite on this host's GPUs and append result files: the seed's 1.27B GPT training (1 and 2
+    GPUs) and Llama 8B to 70B tests for llama.cpp, MLX and vLLM.
 
+    This session installs torch alone: name what it runs (`-- --workload train-gpt-1.27b-mb4`, `-- --variant
+    ddp-tuned`), or set the other engines up first (each run page's Reproduce block has the line; Running suites).
     Extra arguments go to `fairfight bench`: `-- --steps 300` for short checks, `-- --world-size 1` for the one-GPU
-    point, `-- --variant ddp-tuned`. On a host without a network, with torch already installed, run
-    `python3 -m fairfight bench --suite h100` from the checkout (site_src/docs/offline-hosts.md).
+    point. On a host without a network, with torch already installed, run `python3 -m fairfight bench --suite h100`
+    from the checkout (site_src/docs/offline-hosts.md).
     """
     if not _install_locked(session, "torch"):
         _install(session, extras="torch")

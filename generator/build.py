@@ -78,7 +78,8 @@ def build(
     `fairfight` command supplies its reference)."""
     supplied = dict(supplied or {})
     data_dir = load.canonical(data_dir)  # however it is named, one folder, its files under the same paths
-    repo_url = repository.resolve(repo_url)  # no --repo-url: the project's metadata, else none (the pages say so)
+    # no --repo-url: the project's metadata, else this checkout's remote, else its path (the run pages say which)
+    source = repository.resolve(repo_url)
     declared = {p.file for p in pages.SITE if p.supplied}
     if set(supplied) - declared:
         raise ValueError(f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/pages.py")
@@ -93,7 +94,7 @@ def build(
         target = Path(os.path.realpath(out_dir))  # a link to the site's folder stays a link to the new one
         stage = _stage_for(target)
         try:
-            loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, repo_url, supplied)
+            loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, source, supplied)
             _swap(stage / "site", target)
         except BaseException as error:
             error.add_note(
@@ -197,7 +198,7 @@ def _build_staged(
     out_dir: Path,
     work_dir: Path,
     site_url: str | None,
-    repo_url: str | None,
+    source: repository.Source | None,
     supplied: dict[str, str],
 ) -> tuple[load.Loaded, render.runs.Pending]:
     """`build`'s work: the whole site into `stage / "site"`, the run pages of `out_dir` (the previous build's)
@@ -262,8 +263,9 @@ def _build_staged(
         # the history charts' shared specs, one script for every run page (their data stays on each page)
         (docs / render.runs.HISTORY_SCRIPT).write_text(commit_history_page.script(page_runs["history_chart"].to_list()))
         pending = render.runs.start_run_pages(
-            kept, page_runs, results.samples, manifest, pool, repo_url, records=results.records
+            kept, page_runs, results.samples, manifest, pool, source, records=results.records
         )
+        repo_url = source.address if source else None  # the boards link commits only to a web address
         _build_rest(results, frozen, docs, data_dir, site, work_dir, site_url, repo_url, sorted(supplied), gone)
         pending.finish(site, record=False)
     return loaded, pending

@@ -14,7 +14,7 @@ import re
 import shlex
 from typing import Any
 
-from runners import record
+from runners import engines, record
 
 BENCH = ("python", "-m", "runners", "bench")
 OVERRIDE_FLAGS = {"steps": "--steps", "micro_batch": "--micro-batch", "world_size": "--world-size",
@@ -66,6 +66,18 @@ def command(
     if any(not token.isprintable() for token in tokens):
         return None, "a value holds a character that is not printable"
     return " ".join(shlex.quote(token) for token in tokens), None
+
+
+def setup(run: dict[str, Any], config: dict[str, Any]) -> str | None:
+    """The set-up line a fresh clone runs before the command (`Engine.setup`, or `Engine.setup_gpu` for a run on a
+    GPU), for the engine that ran it or whose own tool did; None for an engine the registry gives none (an outside
+    engine brings its own)."""
+    by_tool = {e.tool: e for e in engines.ENGINES.values() if e.tool}
+    engine = engines.ENGINES.get(str(run.get("engine"))) or by_tool.get(str(run.get("engine")))
+    if engine is None:
+        return None
+    on_cpu = _object(config.get("workload")).get("device") == "cpu"
+    return engine.setup if on_cpu else engine.setup_gpu or engine.setup
 
 
 def _object(value: Any) -> dict[str, Any]:

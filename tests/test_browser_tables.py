@@ -134,22 +134,25 @@ def test_every_page_pairing_a_claim_with_our_figure_names_the_shape_and_links_th
     assert 'href="#the-verdict"' in home and 'href="index.html#the-verdict"' in claims
 
 
-def test_every_reproduce_block_names_the_repository_or_says_why_not(committed_site: Path) -> None:
+def test_every_reproduce_block_names_the_repository_or_the_checkout_it_was_built_from(committed_site: Path) -> None:
     """Built without --repo-url: each run page's Reproduce block clones the project's own address (pyproject's
-    [project.urls]) or, where the project names none, says so in words; it never invents an address."""
+    [project.urls]), else the building checkout's remote, else that checkout's path, and says which; it never
+    invents an address."""
+    from markupsafe import escape
+
     from generator import repository
 
-    url = repository.project_url()
+    source = repository.resolve(None)
+    assert source is not None  # the tests run from a checkout
     checked = 0
     for run_page in sorted((committed_site / "runs").glob("*.html"))[:40]:
         text = run_page.read_text()
         if "git clone" not in text:
             continue  # a claim or an imported record: nothing to reproduce
         checked += 1
-        if url:
-            assert f"git clone {url} fairfight" in text and f'Repository: <a href="{url}">' in text, run_page.name
-        else:
-            assert "This site names no repository" in text and "[project.urls]" in text, run_page.name
+        assert f"git clone {escape(source.shell)} fairfight" in text, run_page.name
+        assert escape(repository.FROM[source.kind]) in text, run_page.name
+        assert "REPOSITORY-URL" not in text, run_page.name
     assert checked > 10
 
 

