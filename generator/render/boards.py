@@ -16,6 +16,7 @@ import generator.render.lists as lists
 from generator import (
     chart_rows,
     charts,
+    commit_pairs_page,
     commits,
     configurations,
     editions,
@@ -122,6 +123,7 @@ def write_pages(
     _side_by_side(env, docs, results, chart_sink)
     tuning_page.write(env, docs, results.tuning)
     wanted_page.write(env, docs, results.wanted)
+    commit_pairs_page.write(env, docs, results.every_run.runs)
     nav = [  # the boards by kind, then by model, smallest first: sections a reader can scan (a flat list ran to 60)
         {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
         for (_, _, name), entries in sorted(grouped.items())
