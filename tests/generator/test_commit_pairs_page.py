@@ -38,3 +38,24 @@ def test_the_page_lists_what_compare_list_prints_with_each_command(tmp_path: Pat
 
 def test_the_page_is_in_the_navigation() -> None:
     assert any(p.file == "commits.md" and p.template == "commits.md.j2" for p in pages.SITE)
+
+
+def test_a_recorded_commit_that_is_markup_stays_text(tmp_path: Path) -> None:
+    """A record's harness commit is the submitter's text: on this page it is escaped, in the table and the list."""
+    from datetime import UTC, datetime
+
+    import polars as pl
+
+    hostile = "<img src=x onerror=alert(1)>|[x](javascript:alert(2))"
+    runs = pl.DataFrame(
+        {
+            "run_id": ["a", "b"], "harness_commit": [hostile, "c0ffee1234567"], "origin": ["measured", "measured"],
+            "suite": ["s", "s"], "workload": ["w", "w"], "settings_hash": ["h", "h"],
+            "started_at": [datetime(2026, 12, 1, tzinfo=UTC), datetime(2026, 12, 2, tzinfo=UTC)],
+        }
+    )  # fmt: skip
+    commit_pairs_page.write(pages.environment(), tmp_path, runs)
+    page = (tmp_path / "commits.md").read_text()
+    assert "<img" not in page and "](javascript:" not in page and "1 of 1 pairs" in page
+    (row,) = [line for line in page.splitlines() if line.startswith("| <code>")]
+    assert row.count(" | ") == 3  # the commit's "|" did not open a column
