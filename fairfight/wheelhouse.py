@@ -26,7 +26,7 @@ import tomllib
 import urllib.request
 from pathlib import Path
 
-from runners import cache
+from runners import arguments, cache
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 LOCKS = ("pylock.hosts.toml", "pylock.toml")
@@ -270,7 +270,9 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     b.add_argument("--pyproject", type=Path, default=CHECKOUT / "pyproject.toml",
                    help="the pyproject.toml whose dependency groups are read (default: the checkout's)")  # fmt: skip
     i = sub.add_parser("install", help="install a wheelhouse offline (from its parts or an unpacked folder)")
-    i.add_argument("source", type=Path, help="the folder holding the parts (*.tar.part000-of-NNN, ...)")
+    i.add_argument(
+        "source", type=arguments.existing_folder, help="the folder holding the parts (*.tar.part000-of-NNN, ...)"
+    )
     i.add_argument("--target", type=Path, default=None, help="install into this folder (put it on PYTHONPATH)")
     i.add_argument(
         "--skip-present", action="store_true", help="leave out packages this Python already has (any version)"

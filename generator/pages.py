@@ -369,6 +369,7 @@ SITE: tuple[Page, ...] = (
     Page("One GPU, every engine", "side-by-side.md", "side_by_side.md.j2"),
     Page("What tuning bought", "tuning.md", "tuning.md.j2"),
     Page("Wanted runs", "wanted.md", "wanted.md.j2"),
+    Page("Comparable commits", "commits.md", "commits.md.j2"),
     Page("Claims", "claims.md", "claims.md.j2"),
     Page("Failures", "failures.md", "failures.md.j2"),
     Page("Errata", "errata.md", "errata.md.j2"),

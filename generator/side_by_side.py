@@ -27,6 +27,7 @@ import polars as pl
 
 import generator.derive.copy_bound as copy_bound
 from generator import serving
+from generator.derive import decision
 from runners import engines, metrics
 
 FAMILIES = (4, 8, 16)
@@ -352,6 +353,8 @@ class SideBySide:
     the ratios between variants that differ only in their cache (`cache_ratios`), in `depth_order`."""
     bandwidths: dict[str, float]
     """The calibrated copy bandwidth of each hardware model the rows ran on."""
+    cards: list[decision.DecisionCard]
+    """Per (suite, model, hardware), which engine to pick at batch 1 in each precision family (`decision.cards`)."""
 
 
 def derive(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) -> SideBySide:
@@ -366,4 +369,28 @@ def derive(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) 
             depths.append((key, group, cache_ratios(group)))
     used = set(rows["accelerator"].to_list())
     bandwidths = {acc: bw for acc, bw in copy_bandwidths(summary).items() if acc in used}
-    return SideBySide(rows=rows, boards=boards(rows), depths=depths, bandwidths=bandwidths)
+    cards = decision.cards(rows.iter_rows(named=True), ENGINE_NAMES, generation_depths(ranked, unranked, rows))
+    return SideBySide(rows=rows, boards=boards(rows), depths=depths, bandwidths=bandwidths, cards=cards)
+
+
+def generation_depths(
+    ranked: pl.DataFrame, unranked: pl.DataFrame, rows: pl.DataFrame
+) -> dict[tuple[str, str, str, int, str], set[int]]:
+    """Per (suite, model, hardware, precision family, engine), the KV-cache depths at which the engine generated on
+    one GPU (a finished tg test, ranked or not); each of the page's decode rows counts at depth 0 (vLLM's served point
+    at one request carries a short prompt and no cache to speak of). What a decision card says was not measured is
+    the depths some engine reached there and another did not."""
+    tg = pl.concat([_one_gpu(ranked), _one_gpu(unranked).filter(pl.col("status") == "ok")], how="diagonal_relaxed")
+    tg = tg.filter((pl.col("kind") == "tg") & pl.col("value").is_not_null() & pl.col("depth").is_not_null())
+    out: dict[tuple[str, str, str, int, str], set[int]] = {}
+    cells = tg.select("suite", "model_name", "accelerator", "engine", "depth", "weight_bytes_per_token",
+                      "non_embedding_params")  # fmt: skip
+    for suite, model, accelerator, engine, depth, weight_bytes, params in cells.iter_rows():
+        bits = metrics.bits_per_weight(weight_bytes, params) if weight_bytes and params else None
+        family = precision_family(bits)
+        if family is not None:
+            out.setdefault((suite, model, accelerator, family, engine), set()).add(depth)
+    for suite, model, accelerator, family, engine in rows.select(*_GROUP, "family_bits", "engine").iter_rows():
+        if family is not None:
+            out.setdefault((suite, model, accelerator, family, engine), set()).add(0)
+    return out

@@ -43,6 +43,17 @@ def existing_file(text: str) -> Path:
     return path
 
 
+def existing_folder(text: str) -> Path:
+    """An argparse `type` for an input folder, refused like `existing_file`: a missing path or a file where a folder
+    belongs is named in a sentence while the arguments are read, not met as a traceback from a directory listing."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such folder")
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: not a folder (give the folder that holds the parts)")
+    return path
+
+
 def unknown(kind: str, name: str, known: Iterable[str]) -> str:
     """What to say when `name` is not one of `known`: "no suite 'h10'; did you mean 'h100'?", or the known names where
     none is close (difflib's ratio, as Python's own "did you mean" for names)."""

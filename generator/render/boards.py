@@ -16,6 +16,7 @@ import generator.render.lists as lists
 from generator import (
     chart_rows,
     charts,
+    commit_pairs_page,
     commits,
     configurations,
     editions,
@@ -29,7 +30,7 @@ from generator import (
     wanted_page,
 )
 from generator.derive.results import Board, Results
-from runners import llama_files, metrics, schema
+from runners import engines, llama_files, metrics, schema
 
 
 def _hardware_note(claim: dict, ours: dict | None) -> str | None:
@@ -122,6 +123,7 @@ def write_pages(
     _side_by_side(env, docs, results, chart_sink)
     tuning_page.write(env, docs, results.tuning)
     wanted_page.write(env, docs, results.wanted)
+    commit_pairs_page.write(env, docs, results.every_run.runs)
     nav = [  # the boards by kind, then by model, smallest first: sections a reader can scan (a flat list ran to 60)
         {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
         for (_, _, name), entries in sorted(grouped.items())
@@ -136,12 +138,13 @@ def _side_by_side(env: Any, docs: Path, results: Results, chart_sink: pages.Char
     """The page that sets every engine side by side on one model and GPU (`side_by_side`), with its charts."""
     derived = results.side_by_side
     models: dict[tuple[str, str, str], dict[str, Any]] = {}
+    cards = {(c.suite, c.model_name, c.accelerator): c for c in derived.cards}
     for board in derived.boards:
         key = (board["suite"], board["model_name"], board["accelerator"])
         title = (
             f"{board['model_name']} ({(board['total_params'] or 0) / 1e9:.1f}B parameters) · 1 × {board['accelerator']}"
         )
-        model = models.setdefault(key, {"title": title, "boards": []})
+        model = models.setdefault(key, {"title": title, "boards": [], "card": cards.get(key)})
         slug = pages.slug("side-by-side", *key, f"{board['family_bits']}bit")
         chart = chart_sink.html_of(f"chart-{slug}", charts.side_by_side, pl.DataFrame(board["rows"]))
         model["boards"].append(board | {"chart": chart})
@@ -163,6 +166,7 @@ def _side_by_side(env: Any, docs: Path, results: Results, chart_sink: pages.Char
         models=list(models.values()),
         depths=depths,
         bandwidths=derived.bandwidths,
+        colours=engines.colours(),
     )
 
 

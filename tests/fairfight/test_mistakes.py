@@ -91,3 +91,11 @@ def test_wheelhouse_build_outside_a_checkout_says_to_run_it_in_one(tmp_path: Pat
                       cwd=tmp_path, check=False, PYTHONPATH=str(installed))  # fmt: skip
     _refused(proc, "pyproject.toml", "not found", "run it in a checkout of Fair Fight")
     assert not (tmp_path / "out").exists()
+
+
+def test_wheelhouse_install_from_a_missing_or_non_folder_source_is_named(tmp_path: Path) -> None:
+    """The parts' folder is checked while the arguments are read (it stopped on os.listdir's traceback)."""
+    missing, a_file = tmp_path / "no-such-folder", tmp_path / "a-file"
+    a_file.write_text("not a wheelhouse")
+    _refused(run_module("fairfight", "wheelhouse", "install", str(missing), check=False), f"{missing}: no such folder")
+    _refused(run_module("fairfight", "wheelhouse", "install", str(a_file), check=False), f"{a_file}: not a folder")

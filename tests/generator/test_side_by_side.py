@@ -170,8 +170,8 @@ def test_the_page_names_the_copy_fraction_and_a_computed_ttft_as_a_lower_bound(d
     rows = derived["rows"]
     page = pages.render(
         pages.environment(), "side_by_side.md.j2", tmp_path / "side-by-side.md",
-        models=[{"title": "m", "boards": [b | {"chart": ""} for b in side_by_side.boards(rows)]}], depths=[],
-        bandwidths={},
+        models=[{"title": "m", "boards": [b | {"chart": ""} for b in side_by_side.boards(rows)], "card": None}],
+        depths=[], bandwidths={},
     ).read_text()  # fmt: skip
     computed = rows.filter(pl.col("ttft_measured").not_() & pl.col("ttft_ms").is_not_null())
     assert computed.height and page.count("(computed: lower bound)") == computed.height
