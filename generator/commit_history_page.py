@@ -66,7 +66,7 @@ def with_history(
             spec, datasets = split(charts.commit_history(mine, band, band["figure"]))
             if spec != shared_spec(name):  # one spec per name, whatever the points: never a page's chart drawn wrong
                 raise AssertionError(f"history chart {name!r}: its spec is not the shared one")
-            data = pages.script_safe(json.dumps(datasets, separators=(",", ":")))
+            data = pages.script_safe(json.dumps(drawn_values(datasets), separators=(",", ":")))
         kept[spec_key] = [name, data]
         specs.append((*key, name, data))
     if kept.keys() != made.keys():
@@ -120,6 +120,22 @@ def split(chart: alt.LayerChart) -> tuple[dict, dict[str, list]]:
         if "data" in holder:
             holder["data"] = {"name": names[holder["data"]["name"]]}
     return spec, {names[old]: rows for old, rows in found.items()}
+
+
+DRAWN_DIGITS = 6
+"""Significant digits a history chart's numbers keep on its page: more than the 4 its table prints and far finer than
+a pixel of the chart, where a float's 17 repeated on every run page weighed on a large site's size."""
+
+
+def drawn_values(value: object) -> object:
+    """`value` (a chart's datasets) with every float cut to `DRAWN_DIGITS` significant digits."""
+    if isinstance(value, float):
+        return float(f"{value:.{DRAWN_DIGITS}g}")
+    if isinstance(value, dict):
+        return {k: drawn_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [drawn_values(v) for v in value]
+    return value
 
 
 @functools.cache

@@ -373,6 +373,9 @@ def derive(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) 
     return SideBySide(rows=rows, boards=boards(rows), depths=depths, bandwidths=bandwidths, cards=cards)
 
 
+_STRINGS = ("suite", "model_name", "accelerator", "engine", "kind")
+
+
 def generation_depths(
     ranked: pl.DataFrame, unranked: pl.DataFrame, rows: pl.DataFrame
 ) -> dict[tuple[str, str, str, int, str], set[int]]:
@@ -381,8 +384,12 @@ def generation_depths(
     at one request carries a short prompt and no cache to speak of). What a decision card says was not measured is
     the depths some engine reached there and another did not."""
     tg = pl.concat([_one_gpu(ranked), _one_gpu(unranked).filter(pl.col("status") == "ok")], how="diagonal_relaxed")
-    tg = tg.filter((pl.col("kind") == "tg") & pl.col("value").is_not_null() & pl.col("depth").is_not_null())
     out: dict[tuple[str, str, str, int, str], set[int]] = {}
+    columns = ("suite", "model_name", "accelerator", "engine", "kind", "value", "depth", "weight_bytes_per_token",
+               "non_embedding_params")  # fmt: skip
+    if not set(columns) <= set(tg.columns):  # no inference test ran (a training-only data set): no column of theirs
+        tg = pl.DataFrame(schema={c: pl.String if c in _STRINGS else pl.Float64 for c in columns})
+    tg = tg.filter((pl.col("kind") == "tg") & pl.col("value").is_not_null() & pl.col("depth").is_not_null())
     cells = tg.select("suite", "model_name", "accelerator", "engine", "depth", "weight_bytes_per_token",
                       "non_embedding_params")  # fmt: skip
     for suite, model, accelerator, engine, depth, weight_bytes, params in cells.iter_rows():

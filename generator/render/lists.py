@@ -27,6 +27,10 @@ RUN_LINKS = 10
 """The most run links a ranked row shows (its latest; site_src/templates/_run_links.md.j2): a configuration
 repeated many times is one row, and the board's JSON lists every run of it."""
 
+PAGE_RUN_LINKS = 5
+"""The most run links a run page's row of one harness commit shows (its latest, and the page's own run): every run
+page of a configuration carries the row, so each link is repeated once a run; `runs.csv.gz` lists every run."""
+
 LEFT_OUT = (
     *(name for name, doc in schema.COLUMN_DOCS.items() if doc.startswith("JSON:")),
     "settings",

@@ -379,9 +379,9 @@ def _environment() -> jinja2.Environment:
     )
     # another run's page, beside this one: its file is named by its slug (`q4_k_m` becomes `q4-k-m`), not its id
     env.filters.update(fmt=pages.fmt, pct=pages.pct, page=lambda run_id: f"{pages.slug(run_id)}.html")
-    # a commit's runs of this configuration, as a ranked row's: at most its latest `RUN_LINKS` (and this run); all of
-    # them linked from every page of the configuration made each page grow with the runs (3 KB a page at 20,000)
-    env.globals["run_links"] = lists.RUN_LINKS
+    # a commit's runs of this configuration: at most its latest `PAGE_RUN_LINKS` (and this run); all of them linked
+    # from every page of the configuration made each page grow with the runs
+    env.globals["run_links"] = lists.PAGE_RUN_LINKS
     return env
 
 

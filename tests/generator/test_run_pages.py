@@ -219,7 +219,7 @@ def test_a_new_run_renders_its_own_page_and_keeps_the_others_byte_for_byte(tmp_p
 
 def test_a_commit_with_many_runs_of_the_configuration_links_its_latest_and_this_run(tmp_path: Path) -> None:
     """The 'Across harness commits' table names each commit's runs of this configuration: at most the latest
-    `RUN_LINKS`, and this run when it is an earlier one, then how many are left and where every run is listed (a
+    `PAGE_RUN_LINKS`, and this run when it is an earlier one, then how many are left and where every run is listed (a
     page linking them all grew with the runs: at 20,000 copies these tables were 49 of the run pages' 229 MB).
     Two commits of one committed CPU configuration, copied as the many-run benchmark copies them
     (tests/replicate.py)."""
@@ -246,7 +246,7 @@ def test_a_commit_with_many_runs_of_the_configuration_links_its_latest_and_this_
     )
     site = tmp_path / "site"
     render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
-    links = render.lists.RUN_LINKS
+    links = render.lists.PAGE_RUN_LINKS
     many, few = (sorted(v) for v in ids.values())  # copies of one record share its start: ordered by run id
     for run_id, listed in ((many[0], [many[0], *many[-(links - 1) :]]), (many[-1], many[-links:])):
         page = (site / "runs" / f"{pages.slug(run_id)}.html").read_text()

@@ -84,6 +84,9 @@ def test_every_figure_is_its_boards(derived: dict) -> None:
     assert families == [(4, ["llamacpp", "mlx", "vllm"]), (8, ["llamacpp", "mlx", "vllm"])]
 
 
+H200 = "NVIDIA H200"
+
+
 def test_a_table_holds_one_precision_family(derived: dict) -> None:
     boards = side_by_side.boards(derived["rows"])
     assert boards
@@ -92,13 +95,15 @@ def test_a_table_holds_one_precision_family(derived: dict) -> None:
         assert b["spread"] <= 0.15, b["model_name"]  # formats of one family: ~5% for GGUF Q4_K_M against MLX 4-bit
         assert {r["family_bits"] for r in b["rows"]} == {b["family_bits"]}
         assert set(b["missing"]) | set(b["engines"]) == set(side_by_side.ENGINE_NAMES.values())
-    sixteen = next(b for b in boards if b["model_name"] == "llama-14b" and b["family_bits"] == 16)
+    # on the H200 (the H100 ran llama.cpp alone)
+    key = ("llama-14b", H200, 16)
+    sixteen = next(b for b in boards if (b["model_name"], b["accelerator"], b["family_bits"]) == key)
     assert sixteen["engines"] == ["MLX", "llama.cpp", "vLLM"]  # the same fp16 values in all three
 
 
 def test_the_kv_cache_table_counts_the_records_own_bytes(derived: dict) -> None:
     depth = side_by_side.kv_depth_rows(*derived["board_rows"], derived["summary"])
-    seventy = depth.filter(pl.col("model_name") == "llama-70b")
+    seventy = depth.filter((pl.col("model_name") == "llama-70b") & (pl.col("accelerator") == H200))  # every depth
     assert sorted(set(seventy["depth"].to_list())) == [0, 4096, 16384, 32768]
     tests = derived["tests"].filter(pl.col("run_id").is_in(seventy["run_id"].implode()))
     for row in seventy.iter_rows(named=True):
@@ -110,7 +115,8 @@ def test_the_kv_cache_table_counts_the_records_own_bytes(derived: dict) -> None:
         # the figure and interval of the test's own board, as the decode rows above
         board = derived["tests"].filter(pl.col("workload") == run["workload"])
         ranked, _ = inference.board(board, derived["spreads"])
-        mine = ranked.filter(pl.col("variant") == row["variant"]).sort("started_at").row(-1, named=True)
+        mine = ranked.filter((pl.col("variant") == row["variant"]) & (pl.col("accelerator") == H200))
+        mine = mine.sort("started_at").row(-1, named=True)
         assert row["checked"]
         assert (row["rate"], row["rate_lo"], row["rate_hi"]) == (mine["value"], mine["lo"], mine["hi"])
     (ratio,) = side_by_side.cache_ratios(seventy)  # the one variant pair that differs only in its KV cache
