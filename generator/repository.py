@@ -13,8 +13,13 @@ KEYS = ("Repository", "Source", "Source Code", "Homepage")
 """The `[project.urls]` labels that name where the code lives, in the order they are taken."""
 
 
-def project_url(pyproject: Path = PYPROJECT) -> str | None:
-    """The repository address the project's metadata names, or None."""
+DOCUMENTATION_KEYS = ("Documentation", "Docs")
+"""The `[project.urls]` labels that name where the project's site is served (`documentation_url`)."""
+
+
+def project_url(pyproject: Path = PYPROJECT, keys: tuple[str, ...] = KEYS) -> str | None:
+    """The address the project's metadata names under the first of `keys` it has (by default the repository's),
+    or None."""
     urls: dict[str, str] = {}
     if pyproject.is_file():
         try:
@@ -29,9 +34,15 @@ def project_url(pyproject: Path = PYPROJECT) -> str | None:
             entries = []
         urls = dict(tuple(part.strip() for part in e.split(",", 1)) for e in entries if "," in e)
     lowered = {k.lower(): v for k, v in urls.items()}
-    return next((lowered[k.lower()] for k in KEYS if k.lower() in lowered), None)
+    return next((lowered[k.lower()] for k in keys if k.lower() in lowered), None)
 
 
 def resolve(repo_url: str | None) -> str | None:
     """The builder's address when given, else the project's."""
     return repo_url or project_url()
+
+
+def documentation_url(pyproject: Path = PYPROJECT) -> str | None:
+    """Where the project's metadata says its site is served (`[project.urls] Documentation`), or None: the build's
+    `site_url` when no `--site-url` is given."""
+    return project_url(pyproject, DOCUMENTATION_KEYS)

@@ -24,7 +24,9 @@ def test_publish_rebuilds_the_site_into_a_folder_and_never_over_other_files(tmp_
     out = run_module("fairfight", "publish", str(target), "--data", str(data), "--work", str(tmp_path / "w"),
                      "--site-url", "https://fairfight.example/").stdout  # fmt: skip
     assert f"→ {target}" in out and (target / "index.html").exists() and (target / publish.MARKER).exists()
-    assert "https://fairfight.example/" in (target / "sitemap.xml").read_text()
+    sitemap = (target / "sitemap.xml").read_text()  # every page, under the address given (empty without one)
+    assert "<loc>https://fairfight.example/methodology.html</loc>" in sitemap and sitemap.count("<url>") > 5
+    assert 'href="https://fairfight.example/assets/' in (target / "404.html").read_text()  # right at any depth
     # a second publish replaces what the first left, nothing of it survives
     (target / "stale.html").write_text("from an older edition")
     run_module("fairfight", "publish", str(target), "--site", str(built_site))
