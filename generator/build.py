@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import gzip
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import sys
 import time
@@ -80,6 +82,7 @@ def build(
     data_dir = load.canonical(data_dir)  # however it is named, one folder, its files under the same paths
     # no --repo-url: the project's metadata, else this checkout's remote, else its path (the run pages say which)
     source = repository.resolve(repo_url)
+    site_url = site_url or repository.documentation_url()  # none: an empty sitemap, a 404 page for the root's level
     declared = {p.file for p in pages.SITE if p.supplied}
     if set(supplied) - declared:
         raise ValueError(f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/pages.py")
@@ -357,6 +360,9 @@ def _build_rest(
     for source_map in out_dir.rglob("*.map"):  # the theme's source maps: 1.5 MB no reader needs
         source_map.unlink()
     _drop_unused_search_languages(out_dir)
+    if not site_url:
+        _relative_404(out_dir / "404.html")
+    precompress(out_dir)
     for staged in sorted((work_dir / render.catalog.STAGED_DOWNLOADS).glob("*")):
         os.replace(staged, out_dir / "downloads" / staged.name)  # large files skip MkDocs' copy
     (out_dir / BUILT_MARKER).write_text("built by Fair Fight (`fairfight site`); the next build replaces this folder\n")
@@ -373,6 +379,44 @@ def _drop_unused_search_languages(site: Path) -> None:
         return  # no index, or one this code does not know: the scripts stay
     if languages == ["en"]:
         shutil.rmtree(site / "assets" / "javascripts" / "lunr", ignore_errors=True)
+
+
+PRECOMPRESSED = ("assets/**/*.js", "assets/**/*.css", "assets/**/*.json", "search/*.json")
+"""The site's shared text files (scripts, style sheets, the search index), each served to every page that uses it:
+`precompress` writes a gzipped copy beside each. Per-page files (pages, chart SVGs, run files) get none: a site of
+50,000 runs must stay under its size bar."""
+
+
+def precompress(site: Path) -> list[Path]:
+    """`NAME.gz` beside each of the site's shared text files (`PRECOMPRESSED`), for a server that sends a stored
+    gzip (nginx's gzip_static, GitHub Pages compresses on its own): the same bytes every build (no time stamp and
+    no file name in the header, one level), written only where it is smaller. Returns the files written."""
+    written = []
+    for pattern in PRECOMPRESSED:
+        for path in sorted(site.glob(pattern)):
+            if not path.is_file() or path.is_symlink():
+                continue
+            raw = path.read_bytes()
+            packed = gzip.compress(raw, compresslevel=GZIP_LEVEL, mtime=0)
+            if len(packed) < len(raw):
+                target = path.with_name(path.name + ".gz")
+                target.write_bytes(packed)
+                written.append(target)
+    return written
+
+
+GZIP_LEVEL = 9
+"""The level of the precompressed copies: fixed, so the same file always gives the same bytes."""
+
+
+def _relative_404(page: Path) -> None:
+    """The 404 page, which MkDocs links root-absolutely ("/assets/...") when no site address is known, linked
+    relatively to the site's own folder instead: it then works wherever the site is served from when the missing
+    address is at the site's top level (`--site-url` makes it right everywhere, running.md says so)."""
+    if not page.is_file():
+        return
+    text = re.sub(r'((?:href|src)=")/(?!/)', r"\1", page.read_text())
+    page.write_text(text.replace('"base": "/"', '"base": "."'))
 
 
 def mkdocs_config(

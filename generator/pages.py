@@ -24,7 +24,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from generator import SITE_SRC, columns, output_cache, readable, store, suite_names, svg_draw
+from generator import SITE_SRC, charts, columns, output_cache, readable, store, suite_names, svg_draw
 from generator.slugs import run_href as run_href  # the loader's collision check names pages by them too
 from generator.slugs import slug as slug  # the pages, charts and run files are named by it
 from generator.words import counted as counted  # the templates' filters; derive-side code imports words
@@ -188,28 +188,45 @@ class Charts:
         source = f'<source media="(max-width: 600px)" srcset="{"../" * depth}assets/charts/{small}">'
         return Markup(str(wide).replace("<img ", f"<picture>{source}<img ").replace("></p>", "></picture></p>"))
 
-    def html(self, chart_id: str, chart: alt.TopLevelMixin, depth: int = 0) -> str:
+    def html(self, chart_id: str, chart: alt.TopLevelMixin, depth: int = 0, *, title: str, better: str = "max") -> str:
+        """`chart` placed as `html_of` places one; `title` and `better` name it (`charts.accessible_name`)."""
         # charts come from the tested functions in `charts`; the browser test renders every one, so skipping
         # altair's JSON-schema validation here (seconds on a busy site) loses no check
-        return self._placed(chart_id, chart.to_dict(validate=False), depth)
+        return self._placed(chart_id, chart.to_dict(validate=False), depth, (title, better))
 
     def html_of(self, chart_id: str, draw: Callable[..., alt.TopLevelMixin], *inputs: Any, depth: int = 0) -> str:
-        """As `html(chart_id, draw(*inputs), depth)`, the spec kept by what it is drawn from (`kept_spec`)."""
-        return self._placed(chart_id, kept_spec(draw, *inputs), depth)
+        """As `html(chart_id, draw(*inputs), depth)`, the spec kept by what it is drawn from (`kept_spec`) and named
+        by `draw`'s entry in `charts.NAMES`."""
+        return self._placed(chart_id, kept_spec(draw, *inputs), depth, charts.NAMES[draw.__name__])
 
-    def _placed(self, chart_id: str, spec: dict[str, Any], depth: int) -> str:
+    def _placed(self, chart_id: str, spec: dict[str, Any], depth: int, named: tuple[str, str]) -> str:
+        """The static SVG, named by the chart's title and finding, with its spec beside it: charts.js offers the
+        interactive chart (a button) and fetches the Vega bundle only when a reader presses it, so a page weighs its
+        text and images until then. The spec's description is the same name: Vega-Lite makes it the interactive
+        chart's aria-label, where Vega's own is "Vega visualization" for every chart."""
         svg_name = f"{chart_id}.svg"
-        self.svg_to(spec, self.out / svg_name)
-        text = script_safe(json.dumps(spec, sort_keys=True, separators=(",", ":")))
+        self.svg_to(spec, self.out / svg_name)  # drawn from the spec as made: the name changes no SVG
+        name = charts.accessible_name(named[0], spec, named[1])
+        text = script_safe(json.dumps(spec | {"description": name}, sort_keys=True, separators=(",", ":")))
         src = "../" * depth + f"assets/charts/{svg_name}"
+        # a phone takes a drawing of the same spec made narrow, its type at full size (the wide one shrunk to a
+        # phone's width had type too small to read)
+        narrow_name = f"{chart_id}-narrow.svg"
+        self.svg_to(_fixed_width(spec, NARROW_WIDTH), self.out / narrow_name)
+        narrow = f'<source media="(max-width: 600px)" srcset="{"../" * depth}assets/charts/{narrow_name}">'
+        label = html.escape(name)
         return Markup(
-            f'<div class="ff-chart" id="{chart_id}" data-spec="{chart_id}-spec" data-svg="{src}">'
-            f'<noscript><img src="{src}" alt="chart (static SVG)"></noscript></div>\n'
+            f'<div class="ff-chart" id="{chart_id}" data-spec="{chart_id}-spec" data-svg="{src}" data-lazy="1" '
+            f'role="figure" aria-label="{label}"><picture>{narrow}<img class="ff-chart-static" src="{src}" '
+            f'alt="{label}"></picture></div>\n'
             f'<script type="application/json" id="{chart_id}-spec">{text}</script>\n'
             f'<p class="ff-chart-svg"><a href="{src}">Static SVG of this chart</a></p>'
         )
 
 
+NARROW_WIDTH = 240
+"""The plot's width (px) of a chart's static drawing for a phone (`Charts._placed`): with its labels and padding it
+fits a 390 px screen at about three quarters of its size."""
 SVG_KIND = "svg"
 """The store's kind for static SVGs."""
 SVG_WORKERS = 2
@@ -426,8 +443,8 @@ def render(env: jinja2.Environment, template: str, out: Path, **context: Any) ->
         raise ValueError(f"{out.name}: not a page of generator/pages.py SITE; declare it there")
     out.parent.mkdir(parents=True, exist_ok=True)
     text = tables_out_of_search(env.get_template(template).render(**context))
-    if 'class="ff-chart"' in text:  # the Vega bundle (about 900 KB) loads only where a chart is drawn
+    if 'class="ff-chart"' in text:  # charts.js fetches the Vega bundle (about 900 KB) when a chart is opened
         up = "../" if out.parent.name in sections else ""
-        text += f'\n\n<script src="{up}assets/js/vega.js"></script>\n<script src="{up}assets/js/charts.js"></script>\n'
+        text += f'\n\n<script src="{up}assets/js/charts.js"></script>\n'
     out.write_text(text)
     return out

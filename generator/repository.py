@@ -53,8 +53,13 @@ class Source:
         return self.address if urlsplit(self.address).scheme in ("http", "https") else None
 
 
-def project_url(pyproject: Path = PYPROJECT) -> str | None:
-    """The repository address the project's metadata names, or None."""
+DOCUMENTATION_KEYS = ("Documentation", "Docs")
+"""The `[project.urls]` labels that name where the project's site is served (`documentation_url`)."""
+
+
+def project_url(pyproject: Path = PYPROJECT, keys: tuple[str, ...] = KEYS) -> str | None:
+    """The address the project's metadata names under the first of `keys` it has (by default the repository's),
+    or None."""
     urls: dict[str, str] = {}
     if pyproject.is_file():
         try:
@@ -69,7 +74,7 @@ def project_url(pyproject: Path = PYPROJECT) -> str | None:
             entries = []
         urls = dict(tuple(part.strip() for part in e.split(",", 1)) for e in entries if "," in e)
     lowered = {k.lower(): v for k, v in urls.items()}
-    return next((lowered[k.lower()] for k in KEYS if k.lower() in lowered), None)
+    return next((lowered[k.lower()] for k in keys if k.lower() in lowered), None)
 
 
 def checkout(start: Path = ROOT) -> Path | None:
@@ -130,3 +135,9 @@ def _git(where: Path, *args: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def documentation_url(pyproject: Path = PYPROJECT) -> str | None:
+    """Where the project's metadata says its site is served (`[project.urls] Documentation`), or None: the build's
+    `site_url` when no `--site-url` is given."""
+    return project_url(pyproject, DOCUMENTATION_KEYS)

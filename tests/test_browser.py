@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import http.server
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +40,18 @@ def serve(directory: Path) -> Iterator[str]:
 pytestmark = pytest.mark.bench  # every page of a site built from real torch runs (built_site)
 
 
+def open_charts(page) -> None:
+    """Press every chart's "Interactive chart" button on `page` (a chart shows its static SVG until then, and the
+    Vega bundle is fetched at the first press) and wait until each chart is drawn by Vega or says why not."""
+    page.evaluate("() => document.querySelectorAll('button.ff-chart-open').forEach(b => b.click())")
+    page.wait_for_function(
+        "() => Array.from(document.querySelectorAll('div.ff-chart'))"
+        ".every(el => el.querySelector('svg') || el.querySelector('p.ff-chart-note') || "
+        "(el.textContent.trim() && !el.querySelector('img.ff-chart-static')))",
+        timeout=15_000,
+    )
+
+
 @pytest.fixture(scope="module")
 def served_site(built_site: Path):
     with serve(built_site) as url:
@@ -60,6 +74,7 @@ def test_every_page_loads_clean_with_charts_and_working_links(served_site: str, 
         for rel in pages:
             response = page.goto(served_site + rel, wait_until="networkidle")
             assert response is not None and response.ok, rel
+            open_charts(page)
             for chart in page.locator("div.ff-chart").all():
                 chart.locator("svg").first.wait_for(timeout=15_000)  # vega rendered it from the local bundle
             for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))"):
@@ -71,6 +86,7 @@ def test_every_page_loads_clean_with_charts_and_working_links(served_site: str, 
             assert response.ok, f"broken internal link {link}"
         board = served_site + "leaderboards/cpu-smoke-train-gpt-tiny-mb4.html"
         page.goto(board, wait_until="networkidle")
+        open_charts(page)
         marks = page.locator("#chart-cpu-smoke-train-gpt-tiny-mb4_throughput svg path").count()
         assert marks > 0
         _check_sort_and_filter(page)
@@ -150,8 +166,9 @@ def test_every_section_is_reachable_from_the_home_page(
 def test_vega_loads_only_where_a_chart_is_drawn_and_the_home_page_stays_light(
     served_site: str, built_site: Path
 ) -> None:
-    """The Vega bundle (about 900 KB) is requested by a page only when the page draws a chart; the home page, with
-    every file it loads (the search index included), weighs at most 500 KB; no source maps are shipped."""
+    """The Vega bundle (about 900 KB) is requested by a page only when the page draws a chart as it loads (a run
+    page's); a board's charts show their static SVGs and fetch it only when opened (`test_a_board_page_*`); the home
+    page, with every file it loads, weighs at most 500 KB; no source maps are shipped."""
     assert not list(built_site.rglob("*.map"))
     checked = ["index.html", "methodology.html", "downloads.html", "leaderboards/cpu-smoke-train-gpt-tiny-mb4.html"]
     checked += [p.relative_to(built_site).as_posix() for p in sorted((built_site / "runs").glob("*.html"))[:2]]
@@ -163,7 +180,7 @@ def test_vega_loads_only_where_a_chart_is_drawn_and_the_home_page_stays_light(
             page.on("response", lambda r, sizes=sizes: sizes.__setitem__(r.url, len(r.body()) if r.ok else 0))
             page.goto(served_site + rel, wait_until="networkidle")
             page.wait_for_timeout(500)
-            charts = page.locator("div.ff-chart").count()
+            charts = page.locator("div.ff-chart:not([data-lazy])").count()
             vega = any(u.endswith("assets/js/vega.js") for u in sizes)
             assert vega == (charts > 0), (rel, charts, vega)
             if rel == "index.html":
@@ -189,6 +206,7 @@ def test_a_run_page_opened_from_disk_shows_its_static_chart_and_says_why(built_s
         assert page.evaluate("img => img.complete && img.naturalWidth > 0", image.element_handle())
         board = built_site / "leaderboards" / "cpu-smoke-train-gpt-tiny-mb4.html"
         page.goto(board.as_uri(), wait_until="load")
+        page.locator("#chart-cpu-smoke-train-gpt-tiny-mb4_throughput + button.ff-chart-open").click()
         page.locator("#chart-cpu-smoke-train-gpt-tiny-mb4_throughput svg path").first.wait_for(timeout=15_000)
         browser.close()
 
@@ -214,3 +232,106 @@ def test_search_finds_pages_without_the_other_languages_scripts_and_the_home_tit
         assert results.count() > 0
         browser.close()
     assert not failed, failed
+
+
+BOARD_BYTES = 700 * 1024
+"""What a board page may load, every response counted, before a reader opens a chart (issue 59)."""
+
+
+def test_a_board_page_weighs_at_most_700_kb_until_a_chart_is_opened_which_then_draws(
+    served_site: str, built_site: Path
+) -> None:
+    """The heaviest board page shows its charts as static SVGs, named, and loads at most `BOARD_BYTES` (every
+    response, the images below the first screen included) with no Vega bundle and no search index; pressing a
+    chart's "Interactive chart" fetches the bundle and draws it under the same name, with no console error."""
+    heaviest = max((built_site / "leaderboards").glob("*.html"), key=lambda p: p.stat().st_size)
+    rel = heaviest.relative_to(built_site).as_posix()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        sizes: dict[str, int] = {}
+        errors: list[str] = []
+        page.on("response", lambda r: sizes.__setitem__(r.url, len(r.body()) if r.ok else 0))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(served_site + rel, wait_until="networkidle")
+        page.evaluate("window.scrollTo(0, document.body.scrollHeight)")  # every image a reader scrolls to
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(500)
+        before = sum(sizes.values())
+        assert before <= BOARD_BYTES, (rel, before, sorted(sizes.items(), key=lambda kv: -kv[1])[:5])
+        assert not any(u.endswith("assets/js/vega.js") or "search_index" in u for u in sizes), sorted(sizes)
+        chart = page.locator("div.ff-chart[data-lazy]").first
+        name = chart.get_attribute("aria-label")
+        image = chart.locator("img.ff-chart-static")
+        assert image.get_attribute("alt") == name
+        assert page.evaluate("img => img.complete && img.naturalWidth > 0", image.element_handle())
+        chart.locator("xpath=following-sibling::button[1]").click()
+        chart.locator("svg path").first.wait_for(timeout=15_000)
+        assert any(u.endswith("assets/js/vega.js") for u in sizes)
+        assert chart.get_attribute("aria-label") == name and not chart.locator("img.ff-chart-static").count()
+        browser.close()
+    assert errors == []
+
+
+GENERIC_NAME = r"^\s*(chart|image|figure|vega visualization|.*static svg.*|the chart.*)?\s*$"
+"""An accessible name that tells a reader nothing about the chart (Vega's own, the old alt texts, none)."""
+
+
+def test_every_chart_has_a_specific_accessible_name(served_site: str, built_site: Path) -> None:
+    """On every page but the run pages, each chart (its static image, its container, and the interactive chart once
+    opened) is named by its title and finding: never empty, never generic, never the name of another chart of its
+    page."""
+    pages = sorted(p.relative_to(built_site).as_posix() for p in built_site.rglob("*.html")
+                   if p.name != "404.html" and p.parent.name != "runs")  # fmt: skip
+    problems: list[str] = []
+    named = 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page()
+        for rel in pages:
+            page.goto(served_site + rel, wait_until="networkidle")
+            names = page.evaluate(
+                """() => [
+                    ...Array.from(document.querySelectorAll('div.ff-chart')).map(el => {
+                        const img = el.querySelector('img');
+                        return [el.id, el.getAttribute('aria-label') || '', img ? img.getAttribute('alt') || '' : null];
+                    }),
+                    ...Array.from(document.querySelectorAll('p.ff-chart-static img'))
+                        .map(img => [img.getAttribute('src'), img.getAttribute('alt') || '', null]),
+                ]"""
+            )
+            open_charts(page)
+            drawn = page.evaluate(
+                """() => Array.from(document.querySelectorAll('[aria-roledescription="visualization"]'))
+                    .map(el => el.getAttribute('aria-label') || '')"""
+            )
+            seen: dict[str, str] = {}
+            for what, name, alt in names:
+                named += 1
+                if re.match(GENERIC_NAME, name, re.IGNORECASE):
+                    problems.append(f"{rel} {what}: generic name {name!r}")
+                if alt is not None and alt != name:
+                    problems.append(f"{rel} {what}: its image says {alt!r}, the chart {name!r}")
+                if name in seen:
+                    problems.append(f"{rel} {what}: named as {seen[name]}: {name!r}")
+                seen[name] = what
+            for name in drawn:
+                if name not in seen:
+                    problems.append(f"{rel}: an interactive chart named {name!r}, no chart's name")
+    assert named > 0 and problems == []
+
+
+def test_the_404_page_links_resolve_and_shared_assets_have_the_same_bytes_gzipped(built_site: Path) -> None:
+    """Built without a site address: the 404 page links nothing from the server's root ("/assets/..." was broken
+    under a subpath) and each of its links resolves to a file of the site; the shared scripts, style sheets and
+    search index each have a gzipped copy holding their bytes, and the pages have none."""
+    text = (built_site / "404.html").read_text()
+    links = re.findall(r'(?:href|src)="([^"#?]*)', text)
+    assert links and not [u for u in links if u.startswith("/")], [u for u in links if u.startswith("/")][:5]
+    local = [u for u in links if u and "://" not in u and not u.startswith("mailto:")]
+    assert [u for u in local if not (built_site / u).is_file()] == []
+    assert '"base": "."' in text
+    for name in ("assets/js/vega.js", "assets/js/charts.js", "search/search_index.json"):
+        assert gzip.decompress((built_site / f"{name}.gz").read_bytes()) == (built_site / name).read_bytes(), name
+    assert not list(built_site.glob("**/*.html.gz")) and not list((built_site / "assets" / "charts").glob("*.gz"))

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from tests.conftest import ROOT, run_module
-from tests.test_browser import CHROMIUM, FLAGS, serve
+from tests.test_browser import CHROMIUM, FLAGS, open_charts, serve
 
 FIGURES = {"Steps/s", "Tokens/s", "Output tokens/s"}
 INTERVALS = {"95% interval", "Interval"}
@@ -317,6 +317,7 @@ def test_every_chart_draws_unranked_runs_hollow_and_no_failed_run(
         page = browser.new_page(viewport={"width": width, "height": height})
         for rel in [*boards, "side-by-side.html"]:
             page.goto(url + rel, wait_until="load")
+            open_charts(page)
             page.wait_for_function("() => Array.from(document.querySelectorAll('div.ff-chart'))"
                                    ".every(el => el.querySelector('svg') || el.textContent.trim())")  # fmt: skip
             seen = page.evaluate(BARS)

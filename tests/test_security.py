@@ -13,7 +13,7 @@ from playwright.sync_api import sync_playwright
 
 from runners import layout, store
 from tests.conftest import TRAIN, run_module, write_as_submitted
-from tests.test_browser import CHROMIUM, FLAGS, serve
+from tests.test_browser import CHROMIUM, FLAGS, open_charts, serve
 
 PAYLOAD = (
     '<img src="https://evil.invalid/i.png" onerror="window.__pwned=1">'
@@ -116,6 +116,7 @@ def test_hostile_strings_render_inert_on_every_page(hostile_site: Path) -> None:
         page.on("request", lambda r: fired.append(f"request {r.url}") if not r.url.startswith(root) else None)
         for rel in pages:
             page.goto(root + rel, wait_until="networkidle")
+            open_charts(page)
             for chart in page.locator("div.ff-chart").all():
                 chart.locator("svg").first.wait_for(timeout=15_000)  # drawn, with the payload as data
             assert page.evaluate(MARK) == 0, f"the payload ran on {rel}"

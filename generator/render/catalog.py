@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 import generator.render.lists as lists
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
-from generator import fields, load, output_cache, pages, store
+from generator import charts, fields, load, output_cache, pages, store
 from generator.derive import claims
 from generator.derive.results import Results
 from runners import bounds, metrics, schema
@@ -89,6 +89,7 @@ def write_catalog_pages(
                 chart=chart_sink.html(
                     pages.chart_id(pages.slug(check.claim["run_id"]), "plausibility"),
                     plausibility_chart(check.curves, check.our_best),
+                    title=charts.NAMES["plausibility_chart"][0],
                 ),
             )
         )

@@ -22,9 +22,11 @@ def test_publish_rebuilds_the_site_into_a_folder_and_never_over_other_files(tmp_
     run_module("runners", "claim", "runners/claims/seed.toml", "--data-dir", str(data))  # a small real data folder
     target = tmp_path / "www"
     out = run_module("fairfight", "publish", str(target), "--data", str(data), "--work", str(tmp_path / "w"),
-                     "--site-url", "https://fairfight.example/").stdout  # fmt: skip
+                     "--site-url", "https://fairfight.example/ff/").stdout  # fmt: skip
     assert f"→ {target}" in out and (target / "index.html").exists() and (target / publish.MARKER).exists()
-    assert "https://fairfight.example/" in (target / "sitemap.xml").read_text()
+    sitemap = (target / "sitemap.xml").read_text()  # every page, under the address given (empty without one)
+    assert "<loc>https://fairfight.example/ff/methodology.html</loc>" in sitemap and sitemap.count("<url>") > 5
+    assert 'href="/ff/assets/' in (target / "404.html").read_text()  # under the subpath, at any depth
     # a second publish replaces what the first left, nothing of it survives
     (target / "stale.html").write_text("from an older edition")
     run_module("fairfight", "publish", str(target), "--site", str(built_site))

@@ -2,7 +2,29 @@
 // A placeholder is <div class="ff-chart" data-spec="ID" data-svg="URL"> plus <script type="application/json" id="ID">.
 // A page opened from disk (file://) cannot fetch the rows a run page's chart reads (browsers refuse it): such a chart
 // shows its static SVG instead, and says why.
+// A placeholder marked data-lazy holds its static SVG and gets an "Interactive chart" button: the Vega bundle (about
+// 900 KB, assets/js/vega.js beside this script) is fetched only when a reader presses one, so a board page weighs its
+// text and images until then (generator/pages.py `Charts`).
 (function () {
+  var self = document.currentScript;
+  var vegaSrc = self ? self.src.replace(/charts\.js(\?[^/]*)?$/, "vega.js") : "vega.js";
+  var loading = null;
+  function loadVega() {
+    if (typeof vegaEmbed === "function") return Promise.resolve();
+    if (!loading) {
+      loading = new Promise(function (resolve, reject) {
+        var script = document.createElement("script");
+        script.src = vegaSrc;
+        script.onload = function () { resolve(); };
+        script.onerror = function () {
+          loading = null;  // a later press tries again
+          reject(new Error(vegaSrc + ": could not be loaded"));
+        };
+        document.head.appendChild(script);
+      });
+    }
+    return loading;
+  }
   function readsFiles(spec) {
     var found = false;
     JSON.stringify(spec, function (key, value) {
@@ -20,7 +42,7 @@
     if (el.dataset.svg) {
       var img = document.createElement("img");
       img.src = el.dataset.svg;
-      img.alt = "the chart as a static SVG";
+      img.alt = el.getAttribute("aria-label") || "the chart as a static SVG";
       el.appendChild(img);
     }
   }
@@ -66,27 +88,66 @@
     spec.datasets = JSON.parse(holder.textContent);
     return Promise.resolve(spec);
   }
+  // The interactive chart's svg names itself as the placeholder does (the spec's description, which Vega-Lite makes
+  // the svg's aria-label): never Vega's generic "Vega visualization".
+  function embed(el, spec) {
+    var named = el.getAttribute("aria-label");
+    if (named && !spec.description) spec = Object.assign({}, spec, { description: named });
+    return vegaEmbed(el, spec, { actions: false, renderer: "svg" });
+  }
+  function draw(el) {
+    var holder = el.dataset.spec ? document.getElementById(el.dataset.spec) : null;
+    if (!holder && !el.dataset.specSrc) return;
+    el.dataset.rendered = "1";
+    if (window.location.protocol === "file:" && (!holder || readsFiles(JSON.parse(holder.textContent)))) {
+      fallBack(el);
+      return;
+    }
+    (holder ? Promise.resolve(JSON.parse(holder.textContent)) : shared(el))
+      .then(inlined)
+      .then(function (ready) { return embed(el, ready); })
+      .then(function () {  // the interactive chart in the static one's place
+        el.querySelectorAll("picture, img.ff-chart-static").forEach(function (img) { img.remove(); });
+      })
+      .catch(function (err) { el.textContent = "Chart failed to render: " + err; });
+  }
+  function offer(el) {
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "md-button ff-chart-open";
+    button.textContent = "Interactive chart";
+    button.setAttribute("aria-controls", el.id);
+    button.addEventListener("click", function () {
+      button.disabled = true;
+      button.textContent = "Loading the interactive chart…";
+      loadVega()
+        .then(function () {
+          button.remove();
+          draw(el);
+        })
+        .catch(function (err) {
+          button.disabled = false;
+          button.textContent = "Interactive chart (" + err.message + "; press to try again)";
+        });
+    });
+    el.parentNode.insertBefore(button, el.nextSibling);
+  }
   function render() {
+    document.querySelectorAll("div.ff-chart[data-lazy]").forEach(function (el) {
+      if (el.dataset.offered) return;
+      el.dataset.offered = "1";
+      offer(el);
+    });
     document.querySelectorAll("div.ff-chart[data-history]").forEach(function (el) {
       if (el.dataset.rendered || typeof vegaEmbed !== "function") return;
       el.dataset.rendered = "1";
       history(el)
-        .then(function (ready) { return vegaEmbed(el, ready, { actions: false, renderer: "svg" }); })
+        .then(function (ready) { return embed(el, ready); })
         .catch(function (err) { el.textContent = "Chart failed to render: " + err; });
     });
     document.querySelectorAll("div.ff-chart[data-spec], div.ff-chart[data-spec-src]").forEach(function (el) {
-      if (el.dataset.rendered || typeof vegaEmbed !== "function") return;
-      var holder = el.dataset.spec ? document.getElementById(el.dataset.spec) : null;
-      if (!holder && !el.dataset.specSrc) return;
-      el.dataset.rendered = "1";
-      if (window.location.protocol === "file:" && (!holder || readsFiles(JSON.parse(holder.textContent)))) {
-        fallBack(el);
-        return;
-      }
-      (holder ? Promise.resolve(JSON.parse(holder.textContent)) : shared(el))
-        .then(inlined)
-        .then(function (ready) { return vegaEmbed(el, ready, { actions: false, renderer: "svg" }); })
-        .catch(function (err) { el.textContent = "Chart failed to render: " + err; });
+      if (el.dataset.rendered || el.dataset.lazy || typeof vegaEmbed !== "function") return;
+      draw(el);
     });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", render);
