@@ -212,7 +212,7 @@ class Charts:
         # a phone takes a drawing of the same spec made narrow, its type at full size (the wide one shrunk to a
         # phone's width had type too small to read)
         narrow_name = f"{chart_id}-narrow.svg"
-        self.svg_to(_fixed_width(spec, NARROW_WIDTH), self.out / narrow_name)
+        self.svg_to(_wrapped_titles(_fixed_width(spec, NARROW_WIDTH)), self.out / narrow_name)
         narrow = f'<source media="(max-width: 600px)" srcset="{"../" * depth}assets/charts/{narrow_name}">'
         label = html.escape(name)
         return Markup(
@@ -240,6 +240,27 @@ def _fixed_width(spec: Any, width: int = 720) -> Any:
     if isinstance(spec, list):
         return [_fixed_width(v, width) for v in spec]
     return spec
+
+
+NARROW_TITLE = 34
+"""The most characters an axis title keeps on one line of a phone's drawing: past it the title takes a second line
+(drawn on one, the speedup axis's title ran past the drawing's right edge and was cut)."""
+
+
+def _wrapped_titles(spec: Any) -> Any:
+    """The spec with every encoding channel's title (a dict with a `field` or a `type`) longer than `NARROW_TITLE`
+    split at its last space before it into two lines (Vega-Lite draws a list of strings as lines)."""
+    if isinstance(spec, list):
+        return [_wrapped_titles(v) for v in spec]
+    if not isinstance(spec, dict):
+        return spec
+    out = {k: _wrapped_titles(v) for k, v in spec.items()}
+    title = out.get("title")
+    if ("field" in out or "type" in out) and isinstance(title, str) and len(title) > NARROW_TITLE:
+        cut = title.rfind(" ", 0, NARROW_TITLE + 1)
+        if cut > 0:
+            out["title"] = [title[:cut], title[cut + 1 :]]
+    return out
 
 
 def pre(value: Any) -> Markup:
