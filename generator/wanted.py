@@ -1,5 +1,5 @@
 """`fairfight wanted`: the runs that would settle the verdict's undecided answers and the boards' unreplicated rows
-(`derive.wanted`), by default those this host's hardware can make.
+(`derive.wanted`), by default those this host's hardware can make (every one where it can make none).
 
     fairfight wanted [--all] [--format text|json|csv|md] [--data-dir data]
 
@@ -48,14 +48,18 @@ def load_wanted(data_dir: Path) -> list[Wanted]:
 
 
 def listed(entries: Sequence[Wanted], host: Host, every: bool) -> list[tuple[Wanted, bool]]:
-    """(entry, whether this host fits it) for each entry listed: every one with `every`, else those it fits."""
-    return [(e, fits) for e in entries if (fits := fits_host(host, e)) or every]
+    """(entry, whether this host fits it) for each entry listed: every one with `every`, else those it fits, and
+    every one where it fits none (a contributor on a laptop sees what is wanted, each marked as not for this host;
+    `bench --wanted` runs only what fits whatever the list holds)."""
+    fitting = [(e, fits_host(host, e)) for e in entries]
+    every = every or not any(fits for _, fits in fitting)
+    return [(e, fits) for e, fits in fitting if fits or every]
 
 
 def text(entries: Sequence[Wanted], shown: Sequence[tuple[Wanted, bool]], host: Host, every: bool) -> str:
     fitting = sum(fits_host(host, e) for e in entries)
     head = f"{_counted(len(entries), 'wanted run')}, {fitting} fit this host ({host})"
-    lines = [head + ("" if every else "; --all lists every one")]
+    lines = [head + ("" if every else "; every one is listed" if not fitting else "; --all lists every one")]
     settles = None
     for entry, fits in shown:
         if entry.settles != settles:
