@@ -1,7 +1,7 @@
-"""The "Wanted runs" page and its download: the runs that would settle each undecided answer and unreplicated row
-(`Results.wanted`, derived in generator/derive/wanted.py), grouped by the hardware they need, so someone with that
-hardware can pick them up; `downloads/wanted.json` is what `fairfight wanted --format json --all` prints, less
-whether the host fits."""
+"""The "Wanted runs" page and its download: the runs that would settle each undecided answer and each unreplicated or
+unverified row (`Results.wanted`, derived in generator/derive/wanted.py), grouped by the hardware they need, so
+someone with that hardware can pick them up; `downloads/wanted.json` is what `fairfight wanted --format json --all`
+prints, less whether the host fits."""
 
 from __future__ import annotations
 

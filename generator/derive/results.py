@@ -209,7 +209,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
             "retracted_at", "run_id", descending=[True, False]
         ),
         wanted=wanted_runs.wanted(
-            the_verdict, [(wanted_runs.board_href(*key), b.ranked) for key, b in boards.items()], summary
+            the_verdict, [(wanted_runs.board_href(*key), b.ranked, b.unranked) for key, b in boards.items()], summary
         ),
         measured_count=summary.filter(pl.col("origin") == "measured").height,
         failed_count=summary.filter(pl.col("status") != "ok").height,

@@ -1,5 +1,6 @@
-"""Wanted runs: for every undecided answer of the verdict and every unreplicated board row, the runs that would settle
-it, on which hardware, with which command, how many, and what the answer becomes if the figures hold.
+"""Wanted runs: for every undecided answer of the verdict, every unreplicated board row and every configuration kept
+from a rank only by its engine's own tool, the runs that would settle it, on which hardware, with which command, how
+many, and what the answer becomes if the figures hold.
 
 Nothing here is a statistic of its own. An undecided answer's runs are the verdict's "further runs" advice
 (`verdict_answer.Tuned`: its deciding points, `further_runs` at each from `verdict.further_runs_power`, the probability
@@ -9,8 +10,11 @@ so a between-run spread, and the row an interval (`evidence.interval`). Each com
 (`reproduce.command`), started as `fairfight bench`, and for a sweep point shortened to fewer steps, without the
 shortening: the verdict asks for full-length runs.
 
-Unverified rows are not listed: today's reasons (no datasheet peak, no core count, no shapes or loss recorded) are
-settled by a table entry or a newer harness, and the records do not say which a run would fix.
+A configuration whose newest finished run does not rank because its engine's own tool did not run beside it, failed,
+or disagreed beyond the tolerance (`NOT_CROSS_CHECKED`, `ladder.unranked_reason`'s words) wants one more run of
+identical settings, which the bench session runs with the tool beside it. Other reasons not to rank (no datasheet
+peak, no core count, no shapes or loss recorded) are settled by a table entry or a newer harness, not by a run, and
+are not listed.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import polars as pl
 
 from generator import configurations, reproduce, slugs, verdict
 from generator.verdict_answer import Tuned
+from runners import engines
 
 BENCH = ("fairfight", "bench")
 """The words every wanted command starts with: the installed command a contributor types."""
@@ -31,14 +36,18 @@ READING_WORDS = {"steady": "steps/s read as the steady state", "end_to_end": "st
 """How each reading of steps/s (`verdict.READINGS`) is named beside its answer."""
 UNDECIDED = "undecided answer"
 UNREPLICATED = "unreplicated row"
+UNVERIFIED = "unverified row"
+NOT_CROSS_CHECKED = ("not cross-checked: ", " disagrees with ")
+"""The words of a finished run's `unranked` reason (`ladder.unranked_reason`) when only its engine's own tool stands
+between it and a rank: no tool record, a failed one, or a runner / tool ratio beyond the tolerance."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Wanted:
-    """One configuration's runs that would settle one undecided answer or one unreplicated row."""
+    """One configuration's runs that would settle one undecided answer or one unreplicated or unverified row."""
 
     kind: str
-    """`UNDECIDED` or `UNREPLICATED`."""
+    """`UNDECIDED`, `UNREPLICATED` or `UNVERIFIED`."""
     settles: str
     """What the runs settle, in the words of the page that states it."""
     href: str
@@ -80,15 +89,19 @@ class Wanted:
 
 
 def wanted(
-    the_verdict: verdict.Verdict | None, boards: Iterable[tuple[str, pl.DataFrame]], runs: pl.DataFrame
+    the_verdict: verdict.Verdict | None,
+    boards: Iterable[tuple[str, pl.DataFrame, pl.DataFrame]],
+    runs: pl.DataFrame,
 ) -> list[Wanted]:
     """Every wanted entry: the verdict's undecided answers' deciding points first (reading by reading, in
-    `verdict.READINGS`' order), then the boards' unreplicated rows. `boards`: (board href, ranked rows) pairs;
-    `runs`: the run summary (one row per run: the commands are built from its records)."""
+    `verdict.READINGS`' order), then each board's unreplicated rows and its unverified configurations. `boards`:
+    (board href, ranked rows, unranked runs) triples; `runs`: the run summary (one row per run: the commands are
+    built from its records)."""
     by_id = {r["run_id"]: r for r in runs.select(*_RUN_COLUMNS).iter_rows(named=True)}
     out = [] if the_verdict is None else _undecided(the_verdict, by_id)
-    for href, ranked in boards:
+    for href, ranked, unranked in boards:
         out += _unreplicated(href, ranked, by_id)
+        out += _unverified(href, ranked, unranked, by_id)
     return out
 
 
@@ -156,6 +169,46 @@ def _unreplicated(href: str, ranked: pl.DataFrame, by_id: Mapping[str, dict[str,
                           becomes=f"one more run of identical settings by {row['engine']} on {hardware} is the "
                           "repeat its interval needs: the row (and every unreplicated row of that engine, kind of "
                           "test and hardware) gets a between-run interval, and so a rank"))  # fmt: skip
+    return out
+
+
+def _unverified(
+    href: str, ranked: pl.DataFrame, unranked: pl.DataFrame, by_id: Mapping[str, dict[str, Any]]
+) -> list[Wanted]:
+    """A configuration with no ranked row and a finished run kept from a rank only by its engine's own tool
+    (`NOT_CROSS_CHECKED`; the newest such run speaks for it): one more run of identical settings, the tool beside it
+    as the bench session runs it.
+    A test the tool cannot run (a depth it does not fill) wants nothing: no run would settle it."""
+    needed = {"unranked", "status", "settings_hash", "variant", "accelerator", "accelerator_count", "run_id"}
+    if not unranked.height or not needed <= set(unranked.columns):
+        return []
+    tool_cannot = tuple(f" ({why})" for why in engines.tools_without_depth().values())
+    reason = pl.col("unranked")
+    left = unranked.filter(
+        (pl.col("status") == "ok")
+        & pl.any_horizontal(*(reason.str.contains(words, literal=True) for words in NOT_CROSS_CHECKED))
+        & ~pl.any_horizontal(*(reason.str.ends_with(why) for why in tool_cannot), pl.lit(False))
+    )
+    config = ["variant", "settings_hash", "accelerator", "accelerator_count"]
+    if ranked.height and set(config) <= set(ranked.columns):
+        left = left.join(ranked.select(config).unique(), on=config, how="anti")
+    order = "started_at" if "started_at" in left.columns else "run_id"
+    newest = left.sort(order).group_by(config, maintain_order=True).agg(pl.all().last(), runs_now=pl.len())
+    out: list[Wanted] = []
+    for row in newest.iter_rows(named=True):
+        run = by_id[row["run_id"]]
+        hardware = f"{row['accelerator_count']} × {row['accelerator']}"
+        command, why = _command(run)
+        out.append(Wanted(kind=UNVERIFIED, settles=f"{row['variant']} on {run['suite']} / {run['workload']}: "
+                          f"{row['unranked']}", href=href, suite=run["suite"], workload=run["workload"],
+                          variant=row["variant"], label=row["variant"], micro_batch=row.get("micro_batch"),
+                          settings_hash=row["settings_hash"], device=run["device"], accelerator=row["accelerator"],
+                          accelerator_count=row["accelerator_count"], command=command, why_no_command=why, runs=1,
+                          runs_now=row["runs_now"],
+                          full_length_now=True, if_figures_hold="cross-checked", probability=None,
+                          becomes=f"one more run of identical settings on {hardware}, its engine's own tool run "
+                          "beside it by the bench session: where the two agree within the tolerance the row is "
+                          "cross-checked and ranks; a disagreement that holds is the engine's, not noise"))  # fmt: skip
     return out
 
 

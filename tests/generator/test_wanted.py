@@ -15,6 +15,7 @@ import pytest
 
 from generator import checks, configurations, derive, load, wanted
 from generator.derive import wanted as derive_wanted
+from runners import engines
 from runners.wanted_runs import Host
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +76,38 @@ def test_every_unreplicated_row_wants_one_more_run(committed: derive.Results) ->
         assert entry.runs == 1 and entry.command is not None
         assert entry.command.startswith(f"fairfight bench --suite {entry.suite} --workload {entry.workload} ")
         assert entry.href == f"leaderboards/{entry.suite}-{entry.workload}.md"
+
+
+def test_every_configuration_kept_from_a_rank_only_by_its_tool_wants_one_more_run_beside_it(
+    committed: derive.Results,
+) -> None:
+    """A finished configuration whose newest run does not rank because its engine's own tool did not run, failed or
+    disagreed (the committed vLLM served points and MLX tests), and that has no ranked row, wants one run of the same
+    settings (the bench runs the tool beside it); one with a ranked row, or held back for another reason, wants none."""
+    expected = set()
+    cannot = tuple(f" ({why})" for why in engines.tools_without_depth().values())
+    for (suite, workload), board in committed.boards.items():
+        unranked = board.unranked
+        if not unranked.height or "unranked" not in unranked.columns:
+            continue
+        ranked = {(r["variant"], r["settings_hash"], r["accelerator"], r["accelerator_count"])
+                  for r in board.ranked.iter_rows(named=True)} if board.ranked.height else set()  # fmt: skip
+        newest: dict[tuple, dict] = {}  # each configuration's newest finished run, by its start
+        for run in unranked.filter(pl.col("status") == "ok").sort("started_at").iter_rows(named=True):
+            tool_only = any(w in run["unranked"] for w in derive_wanted.NOT_CROSS_CHECKED)
+            if tool_only and not run["unranked"].endswith(cannot):
+                key = (run["variant"], run["settings_hash"], run["accelerator"], run["accelerator_count"])
+                newest[key] = run
+        expected |= {(suite, workload, *key) for key in newest if key not in ranked}
+    unverified = [e for e in committed.wanted if e.kind == derive_wanted.UNVERIFIED]
+    got = [(e.suite, e.workload, e.variant, e.settings_hash, e.accelerator, e.accelerator_count) for e in unverified]
+    assert unverified and sorted(got) == sorted(expected)  # one entry per configuration, every one
+    for entry in unverified:
+        assert entry.runs == 1 and entry.command is not None and entry.if_figures_hold == "cross-checked"
+        assert any(w in entry.settles for w in derive_wanted.NOT_CROSS_CHECKED)
+        assert entry.command.startswith(f"fairfight bench --suite {entry.suite} --workload {entry.workload} ")
+    served = [e for e in unverified if "-serve-" in e.workload]
+    assert served and all("vllm bench" in e.settles for e in served)  # today's: TTFT against vllm bench serve
 
 
 def test_by_default_only_what_this_host_can_run_or_every_one_where_it_can_run_none(committed: derive.Results) -> None:
