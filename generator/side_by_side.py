@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import polars as pl
 
 import generator.derive.copy_bound as copy_bound
+import generator.derive.decision as decision
 from generator import serving
-from generator.derive import decision
 from runners import engines, metrics
 
 FAMILIES = (4, 8, 16)

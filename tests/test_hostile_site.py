@@ -52,8 +52,11 @@ def test_the_site_with_a_hostile_file_is_the_site_without_it_but_its_rejected_li
     build.build(hostile, tmp_path / "hostile-site", tmp_path / "hostile-work")
     without, with_it = snapshot(tmp_path / "clean-site"), snapshot(tmp_path / "hostile-site")
     differing = sorted(k for k in without.keys() | with_it.keys() if without.get(k, b"-") != with_it.get(k, b"-"))
-    # rejected.html lists it, the home page says a file was rejected (and the search index holds both pages' words)
-    assert differing == ["index.html", "rejected.html", "search/search_index.json"], differing
+    # rejected.html lists it, the home page says a file was rejected (and the search index, with its gzipped copy,
+    # holds both pages' words)
+    assert differing == ["index.html", "rejected.html", "search/search_index.json", "search/search_index.json.gz"], (
+        differing
+    )
     home = with_it["index.html"].decode()
     warning = re.search(r'<div class="admonition warning">\n<p class="admonition-title">1 result file\(s\) rejected'
                         r".*?</div>\n", home, re.S)  # fmt: skip
