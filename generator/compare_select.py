@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -91,3 +92,26 @@ def listing(prefix: str, matches: Iterable[tuple[str, str]], limit: int = 3) -> 
     if not prefix:
         return "an empty selector names everything: give a run id, a configuration hash, @COMMIT or edition:NAME"
     return f"{prefix!r} is ambiguous: it begins {'; '.join(parts)}; give more of it"
+
+
+@dataclass(frozen=True, slots=True)
+class Comparable:
+    """The harness commits of a data set and the pairs of them that measured a configuration in common: what the
+    "Comparable commits" page shows (`Results.comparable`), from the functions `compare --list` prints from."""
+
+    commits: list[tuple[str, str]]
+    """(the commit's longest recorded form, `label`), oldest first."""
+    pairs: list[tuple[str, str, int]]
+    """(older commit, newer commit, configurations in common), as `shared` gives them."""
+    possible: int
+    """How many pairs the commits make."""
+
+
+def comparable(runs: pl.DataFrame) -> Comparable:
+    """`Comparable` of one row per run (`Results.every_run.runs`, what `compare` selects from)."""
+    groups = commits(runs)
+    return Comparable(
+        commits=[(g[0], label(g, runs)) for g in groups],
+        pairs=[(a[0], b[0], n) for a, b, n in shared(runs)],
+        possible=len(groups) * (len(groups) - 1) // 2,
+    )

@@ -21,6 +21,7 @@ import generator.derive.summary as runs_derive
 import generator.derive.wanted as wanted_runs
 from generator import (
     chart_rows,
+    compare_select,
     configurations,
     fields,
     inference,
@@ -152,6 +153,9 @@ class Results:
     catalog: catalog.Catalog
     errata: pl.DataFrame
     """Retracted records, newest retraction first."""
+    comparable: compare_select.Comparable
+    """The harness commits and the pairs of them that measured a configuration in common (`compare_select.comparable`,
+    of `every_run.runs`)."""
     wanted: list[wanted_runs.Wanted]
     """The runs that would settle each undecided answer of the verdict and each unreplicated board row
     (`wanted_runs.wanted`)."""
@@ -178,6 +182,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     trained = {key: board.ranked for key, board in boards.items() if board.kind == "training"}
     the_verdict = sweep_draws.compute(summary, rows, training_spreads, trained)
     points = serving.latency_points(served)
+    every_run = every_runs.every_run(summary, tests, served, repeats)
     out = Results(
         records=loaded,
         runs=summary,
@@ -186,7 +191,8 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         tests=tests,
         served=served,
         page_runs=_with_standing(with_test_figures(summary, tests, served), boards),
-        every_run=every_runs.every_run(summary, tests, served, repeats),
+        every_run=every_run,
+        comparable=compare_select.comparable(every_run.runs),
         boards=boards,
         repeats=repeats,
         test_repeats=test_repeats,

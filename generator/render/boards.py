@@ -123,7 +123,7 @@ def write_pages(
     _side_by_side(env, docs, results, chart_sink)
     tuning_page.write(env, docs, results.tuning)
     wanted_page.write(env, docs, results.wanted)
-    commit_pairs_page.write(env, docs, results.every_run.runs)
+    commit_pairs_page.write(env, docs, results.comparable)
     nav = [  # the boards by kind, then by model, smallest first: sections a reader can scan (a flat list ran to 60)
         {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
         for (_, _, name), entries in sorted(grouped.items())

@@ -10,14 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from generator import checks, commit_pairs_page, derive, load, pages
+from generator import checks, commit_pairs_page, compare_select, derive, load, pages
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_page_lists_what_compare_list_prints_with_each_command(tmp_path: Path) -> None:
     results = derive.results(*checks.checked(load.load(ROOT / "data")))
-    commit_pairs_page.write(pages.environment(), tmp_path, results.every_run.runs)
+    commit_pairs_page.write(pages.environment(), tmp_path, results.comparable)
     page = (tmp_path / "commits.md").read_text()
     done = subprocess.run([sys.executable, "-m", "fairfight", "compare", "--list", "--format", "json"], cwd=ROOT,
                           capture_output=True, text=True, check=True)  # fmt: skip
@@ -54,7 +54,7 @@ def test_a_recorded_commit_that_is_markup_stays_text(tmp_path: Path) -> None:
             "started_at": [datetime(2026, 12, 1, tzinfo=UTC), datetime(2026, 12, 2, tzinfo=UTC)],
         }
     )  # fmt: skip
-    commit_pairs_page.write(pages.environment(), tmp_path, runs)
+    commit_pairs_page.write(pages.environment(), tmp_path, compare_select.comparable(runs))
     page = (tmp_path / "commits.md").read_text()
     assert "<img" not in page and "](javascript:" not in page and "1 of 1 pairs" in page
     (row,) = [line for line in page.splitlines() if line.startswith("| <code>")]
