@@ -86,11 +86,19 @@ def _figures(group: pl.DataFrame | None, slo_ttft_ms: float, slo_tpot_ms: float)
     """One served point's figures from its sample rows (None without samples or duration)."""
     if group is None:
         return None
-    columns_ = (group[c].to_list() for c in ("trial", "step", "metric", "value"))
-    requests, duration = metrics.requests_from_columns(*columns_)
-    if duration <= 0:
-        return None
-    return metrics.serving_metrics(requests, duration, slo_ttft_ms, slo_tpot_ms)
+    gaps = group.filter(pl.col("metric") == "itl_s")
+    if group["trial"].null_count() or gaps["step"].null_count():  # no integer order: the rows' own way decides
+        requests, duration = metrics.requests_from_columns(*(group[c].to_list() for c in _COLUMNS))
+        return metrics.serving_metrics(requests, duration, slo_ttft_ms, slo_tpot_ms) if duration > 0 else None
+    codes = group["metric"].replace_strict(
+        metrics.SERVED_SAMPLES, range(len(metrics.SERVED_SAMPLES)), default=-1, return_dtype=pl.Int8
+    )
+    steps = group["step"].fill_null(0).to_numpy()  # a step counts for a gap alone, and every gap has one
+    trials, values = (group[c].to_numpy() for c in ("trial", "value"))
+    return metrics.served_figures(trials, steps, codes.to_numpy(), values, slo_ttft_ms, slo_tpot_ms)
+
+
+_COLUMNS = ("trial", "step", "metric", "value")
 
 
 def may_be_served(config: str) -> bool:

@@ -957,7 +957,11 @@ def percentile(values: Sequence[float], q: float) -> float:
     (`np.percentile`, method "linear"), which vLLM's benchmark uses."""
     if not values:
         raise ValueError("percentile of no values")
-    xs = sorted(values)
+    return _percentile_of_sorted(sorted(values), q)
+
+
+def _percentile_of_sorted(xs: Sequence[float], q: float) -> float:
+    """`percentile` of values already in ascending order (a mean, a median and a p99 of one list sort it once)."""
     pos = (len(xs) - 1) * q / 100
     lo = math.floor(pos)
     hi = min(lo + 1, len(xs) - 1)
@@ -1031,39 +1035,123 @@ def serving_metrics(
     computes them: TPOT = (end-to-end − TTFT) ÷ (output tokens − 1) per request with more than one token; ITL pools
     every gap of every request; throughputs divide by the whole point's duration. Goodput (DistServe, Zhong et al.
     2024, §2.3; vLLM's `--goodput`) counts completed requests with TTFT ≤ `slo_ttft_ms` and TPOT ≤ `slo_tpot_ms`
-    (a one-token request's TPOT counts as 0) per second. Failed requests count in `failed_requests` only."""
+    (a one-token request's TPOT counts as 0) per second. Failed requests count in `failed_requests` only.
+    The formulas are `_served_figures`', which `served_figures` (a record's columns) shares."""
+    import numpy as np
+
+    done = [r for r in requests if r.ok and r.ttft_s is not None and r.e2e_s is not None]
+    return _served_figures(
+        len(requests),
+        np.array([r.ttft_s for r in done], dtype=np.float64),
+        np.array([r.e2e_s for r in done], dtype=np.float64),
+        np.array([r.prompt_tokens for r in done], dtype=np.int64),
+        np.array([r.output_tokens for r in done], dtype=np.int64),
+        np.array([g for r in done for g in r.itl_s], dtype=np.float64),
+        duration_s,
+        slo_ttft_ms,
+        slo_tpot_ms,
+    )
+
+
+def served_figures(
+    trials: Any, steps: Any, metrics: Any, values: Any, slo_ttft_ms: float, slo_tpot_ms: float
+) -> dict[str, float] | None:
+    """`serving_metrics(*requests_from_columns(...))` of a record's rows given as numpy arrays (trial, step, metric,
+    value; steps as integers; each row's metric as its index in `SERVED_SAMPLES`, -1 for another), to the bit, without
+    a Python object per row or per request (a served point holds thousands of rows: the loader works out each one's
+    figures as it reads the file); None where the duration is not positive. Picks what `requests_from_columns` picks:
+    per request (trial, in ascending order) the later of a repeated metric, its gaps in step order, the later of a
+    repeated step; the last `duration_s` row."""
+    import numpy as np
+
+    code = {name: i for i, name in enumerate(SERVED_SAMPLES)}
+    metrics = np.asarray(metrics)
+    values = np.asarray(values, dtype=np.float64)
+    trials = np.asarray(trials)
+    steps = np.asarray(steps)
+    durations = values[metrics == code["duration_s"]]
+    duration = float(durations[-1]) if len(durations) else 0.0
+    if duration <= 0:
+        return None
+    sampled = (metrics >= 0) & (metrics != code["duration_s"])
+    ids = np.unique(trials[sampled])  # the requests, in trial order
+
+    def last(metric: str) -> tuple[Any, Any]:
+        """Per request: whether it has a `metric` row, and the later such row's value (0 where none)."""
+        rows = metrics == code[metric]
+        t, v = trials[rows][::-1], values[rows][::-1]
+        found, first_from_end = np.unique(t, return_index=True)  # the first from the end: the later row
+        at = np.searchsorted(ids, found)
+        has, value = np.zeros(len(ids), dtype=bool), np.zeros(len(ids), dtype=np.float64)
+        has[at], value[at] = True, v[first_from_end]
+        return has, value
+
+    has_ok, ok = last("request_ok")
+    has_ttft, ttft = last("ttft_s")
+    has_e2e, e2e = last("e2e_s")
+    prompt, output = (np.trunc(last(m)[1]).astype(np.int64) for m in ("prompt_tokens", "output_tokens"))
+    done = has_ok & (ok != 0) & has_ttft & has_e2e  # bool(value): NaN is true, as in Python
+    gaps = metrics == code["itl_s"]
+    t, s, v = trials[gaps], steps[gaps], values[gaps]
+    order = np.lexsort((np.arange(len(t)), s, t))  # by request, then step, then row: a repeated step's later row last
+    t, s, v = t[order], s[order], v[order]
+    later = np.ones(len(t), dtype=bool)
+    later[:-1] = (t[1:] != t[:-1]) | (s[1:] != s[:-1])
+    keep = later & np.isin(t, ids[done])
+    return _served_figures(
+        len(ids), ttft[done], e2e[done], prompt[done], output[done], v[keep], duration, slo_ttft_ms, slo_tpot_ms
+    )
+
+
+def _served_figures(
+    requests: int,
+    ttft_s: Any,
+    e2e_s: Any,
+    prompt_tokens: Any,
+    output_tokens: Any,
+    itl_s: Any,
+    duration_s: float,
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+) -> dict[str, float]:
+    """`serving_metrics`' formulas over the completed requests' arrays (in request order; `itl_s` every gap of each
+    in turn); `requests` counts the failed ones too. Each element is computed as the per-request formula computes it
+    (the same operations in the same order), and the means add in request order with Python's `sum`: the figures do
+    not depend on which of the two paths made the arrays."""
+    import numpy as np
+
     if duration_s <= 0:
         raise ValueError(f"duration {duration_s} s: a served point takes time")
-    done = [r for r in requests if r.ok and r.ttft_s is not None and r.e2e_s is not None]
+    done = len(ttft_s)
     out: dict[str, float] = {
-        "completed_requests": float(len(done)),
-        "failed_requests": float(len(requests) - len(done)),
+        "completed_requests": float(done),
+        "failed_requests": float(requests - done),
         "duration_s": duration_s,
     }
     if not done:
         return out
-    ttft = [r.ttft_s * 1e3 for r in done]  # type: ignore[operator]
-    e2e = [r.e2e_s * 1e3 for r in done]  # type: ignore[operator]
-    tpot_all = [
-        (r.e2e_s - r.ttft_s) * 1e3 / (r.output_tokens - 1) if r.output_tokens > 1 else 0.0  # type: ignore[operator]
-        for r in done
-    ]
-    tpot = [t for t, r in zip(tpot_all, done, strict=True) if r.output_tokens > 1]
-    itl = [g * 1e3 for r in done for g in r.itl_s]
-    output = sum(r.output_tokens for r in done)
-    good = sum(1 for a, b in zip(ttft, tpot_all, strict=True) if a <= slo_ttft_ms and b <= slo_tpot_ms)
+    ttft = ttft_s * 1e3
+    e2e = e2e_s * 1e3
+    several = output_tokens > 1
+    tpot_all = np.zeros(done, dtype=np.float64)
+    tpot_all[several] = (e2e_s[several] - ttft_s[several]) * 1e3 / (output_tokens[several] - 1)
+    tpot = tpot_all[several]
+    itl = itl_s * 1e3
+    output = sum(output_tokens.tolist())  # Python's integers: a sum of hostile counts does not wrap around
+    good = int(np.count_nonzero((ttft <= slo_ttft_ms) & (tpot_all <= slo_tpot_ms)))
     out |= {
-        "request_throughput": len(done) / duration_s,
+        "request_throughput": done / duration_s,
         "output_tokens_per_s": output / duration_s,
-        "total_tokens_per_s": (output + sum(r.prompt_tokens for r in done)) / duration_s,
+        "total_tokens_per_s": (output + sum(prompt_tokens.tolist())) / duration_s,
         "goodput_requests_per_s": good / duration_s,
     }
     for name, values in (("ttft_ms", ttft), ("tpot_ms", tpot), ("itl_ms", itl), ("e2e_ms", e2e)):
-        if values:
+        if len(values):
+            ordered = np.sort(values).tolist()
             out |= {
-                f"mean_{name}": sum(values) / len(values),
-                f"median_{name}": percentile(values, 50),
-                f"p99_{name}": percentile(values, 99),
+                f"mean_{name}": sum(values.tolist()) / len(values),
+                f"median_{name}": _percentile_of_sorted(ordered, 50),
+                f"p99_{name}": _percentile_of_sorted(ordered, 99),
             }
     return out
 

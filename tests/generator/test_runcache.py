@@ -49,8 +49,7 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
         first = serving.test_summary(summary, loaded.rows)
         assert _entries(tmp_path, runcache.KIND)
         calls: list[int] = []
-        real = metrics.requests_from_columns
-        monkeypatch.setattr(metrics, "requests_from_columns", lambda *cols: (calls.append(1), real(*cols))[1])
+        _count_figures(monkeypatch, calls)
         again = serving.test_summary(summary, loaded.rows)
         assert calls == []  # every figure came from the cache
         assert fresh.equals(first) and fresh.equals(again)  # and is the figure computed afresh, to the bit
@@ -84,13 +83,20 @@ def test_the_load_works_out_served_figures_while_it_holds_each_file(
         served = summary.filter(pl.col("kind") == "serve")
         assert len(serving.SERVED_FIGURES.read()) == served.height > 0
         calls: list[int] = []
-        real = metrics.requests_from_columns
-        monkeypatch.setattr(metrics, "requests_from_columns", lambda *cols: (calls.append(1), real(*cols))[1])
+        _count_figures(monkeypatch, calls)
         monkeypatch.setattr(load, "_read_again", lambda *a: pytest.fail("a served file was read again"))
         again = serving.test_summary(summary, lean.rows, lambda ids: load.full_rows(lean, ids))
         assert calls == [] and again.equals(fresh)
     finally:
         runcache.use(None)
+
+
+def _count_figures(monkeypatch: pytest.MonkeyPatch, calls: list[int]) -> None:
+    """Count in `calls` every served point's figures worked out from its rows, by either path (`metrics.served_figures`
+    over the columns, or the requests' `requests_from_columns`)."""
+    for name in ("served_figures", "requests_from_columns"):
+        real = getattr(metrics, name)
+        monkeypatch.setattr(metrics, name, lambda *a, real=real: (calls.append(1), real(*a))[1])
 
 
 def test_columns_and_rows_give_one_served_point_the_same_requests() -> None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator import load
-from runners import schema, spec
+from runners import metrics, schema, spec
 from runners.engines.llamacpp import importer as llama_importer
 from tests.conftest import write_as_submitted
 from tests.runners.test_store import _run
@@ -179,3 +181,45 @@ def test_mlx_lm_benchmark_output_reads_or_names_the_line_and_field(trials: list[
         assert set(got) == set(TRIAL_FIELDS)
         for key, value in want.items():
             assert got[key] == float(value) or (math.isnan(got[key]) and math.isnan(float(value)))
+
+
+SERVED_ROWS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "trial": st.integers(min_value=0, max_value=2),  # few requests and steps: repeats are common
+            "step": st.integers(min_value=0, max_value=2),
+            "metric": st.sampled_from([*metrics.SERVED_SAMPLES, "loss", "itl_s", "itl_s", "request_ok", "ttft_s"]),
+            "value": st.one_of(
+                st.floats(min_value=-5.0, max_value=5.0, allow_nan=False),
+                st.integers(min_value=-1, max_value=40).map(float),
+                st.sampled_from([0.0, -0.0, 1.5, 2.999999, 1e18]),  # finite: the checks refuse a file with NaN
+            ),
+        }
+    ),
+    max_size=80,
+)
+
+
+@given(SERVED_ROWS, st.sampled_from([(1000.0, 50.0), (0.5, 0.5), (float("inf"), float("inf"))]))
+@settings(max_examples=400, deadline=None)
+def test_a_served_points_figures_from_its_columns_are_those_of_its_requests_to_the_bit(
+    rows: list[dict], slos: tuple[float, float]
+) -> None:
+    """`metrics.served_figures` (numpy over a record's columns, what the loader uses) gives exactly what
+    `serving_metrics(requests_from_rows(...))` gives for any rows: repeated metrics and steps, requests without a
+    field, failed requests, rows out of order, other metrics, hostile counts."""
+    requests, duration = metrics.requests_from_rows(rows)
+    expected = metrics.serving_metrics(requests, duration, *slos) if duration > 0 else None
+    code = {name: i for i, name in enumerate(metrics.SERVED_SAMPLES)}
+    columns = (
+        np.array([r["trial"] for r in rows], dtype=np.int32),
+        np.array([r["step"] for r in rows], dtype=np.int32),
+        np.array([code.get(r["metric"], -1) for r in rows], dtype=np.int8),
+        np.array([r["value"] for r in rows], dtype=np.float64),
+    )
+    got = metrics.served_figures(*columns, *slos)
+    assert (got is None) == (expected is None)
+    if got is not None and expected is not None:
+        assert got.keys() == expected.keys()
+        for key, value in expected.items():  # the same float, bit for bit
+            assert struct.pack("<d", got[key]) == struct.pack("<d", value), key
