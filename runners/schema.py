@@ -204,7 +204,7 @@ class Problem:
 
 def _set_version(table: pa.Table, version: int) -> pa.Table:
     at = table.column_names.index("schema_version")
-    return table.set_column(at, table.schema.field(at), pa.array([version] * table.num_rows, pa.int32()))
+    return table.set_column(at, table.schema.field(at), pa.repeat(pa.scalar(version, pa.int32()), table.num_rows))
 
 
 MLX_TF32_NOTE = (
@@ -231,6 +231,8 @@ def update_to_2(table: pa.Table) -> pa.Table:
         import json
 
         raw = table.column("config")[0].as_py()
+        if isinstance(raw, str) and "Device(gpu" not in raw and "\\u" not in raw:
+            return _set_version(table, 2)  # its text cannot name a GPU device, not even escaped: no JSON parsed
         env = table.column("environment")[0].as_py() if "environment" in table.column_names else None
         accelerator = str(table.column("accelerator")[0].as_py() or "")
         try:

@@ -159,3 +159,23 @@ def pq_read(path: Path) -> pa.Table:
     import pyarrow.parquet as pq
 
     return pq.read_table(path)
+
+
+def test_schema_2_migrates_a_record_whose_json_escapes_the_device_name(tmp_path: Path) -> None:
+    """The migration skips the JSON of a config whose text cannot name a GPU device (most records); a config that
+    spells it with JSON escapes (`Device\\u0028gpu`, ASCII-only JSON) names one all the same, and is migrated."""
+    import json
+
+    def change(config, environment, accelerator):
+        return config, environment, accelerator
+
+    path = _doctored(tmp_path, change)
+    table = pq_read(path)
+    at = table.column_names.index("config")
+    escaped = table.column("config")[0].as_py().replace("Device(gpu", "Device\\u0028gpu")
+    assert "Device(gpu" not in escaped and json.loads(escaped)["mlx_device"].startswith("Device(gpu")
+    table = table.set_column(
+        at, table.schema.field(at), pa.array([escaped] * table.num_rows, table.schema.field(at).type)
+    )
+    config = json.loads(schema.upgrade(table).column("config")[0].as_py())
+    assert config["migrated"] == [schema.MLX_TF32_NOTE] and config["variant"]["settings"]["tf32"] is True
