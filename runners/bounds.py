@@ -556,6 +556,6 @@ def _is_hidden(ch: str) -> bool:
 def neutral(text: str) -> str:
     """Text with control and format characters (bidi overrides, zero-width marks) replaced by a visible
     `⟨U+XXXX⟩`, so what a reader sees is what the file holds."""
-    if text.isascii() and text.isprintable():
+    if text.isprintable():  # Python's printable excludes every control and format character: none to show
         return text
     return "".join(f"⟨U+{ord(ch):04X}⟩" if _is_hidden(ch) else ch for ch in text)

@@ -246,6 +246,19 @@ def test_implausible_values_are_rejected_and_control_characters_shown(bench_data
     assert "\u202e" not in pages.pre("x\u202ey") and "\x1b" not in bounds.neutral("\x1b[31m")
 
 
+def test_every_character_shown_as_a_mark_is_one_python_calls_unprintable() -> None:
+    """`bounds.neutral` returns printable text as it is (str.isprintable: no scan of its characters); that is right
+    only while every character it marks (a control, a format character) is unprintable to Python, for every code point
+    of this Python's Unicode."""
+    import sys
+
+    from runners import bounds
+
+    marked = [chr(c) for c in range(sys.maxunicode + 1) if bounds._is_hidden(chr(c))]
+    assert len(marked) > 150 and not any(ch.isprintable() for ch in marked)
+    assert bounds.neutral("µs × 2 – fine") == "µs × 2 – fine" and bounds.neutral("a\u2066b") == "a⟨U+2066⟩b"
+
+
 @pytest.mark.bench
 def test_a_run_rejected_for_a_start_in_the_future_is_compared_once_its_time_comes(
     bench_data, data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
