@@ -247,32 +247,30 @@ def _build_staged(
     kept = stage / "runs"
     manifest = render.runs.Stored(store.at(cache_dir), f"run pages published at {out_dir}")
     _linked(out_dir / "runs", kept, manifest.read().get("files"))
-    # the downloads' samples parts need only the checked records: a worker writes them while this process derives
-    # (begun after deriving, the worker and the run pages' shared the two cores while one sat idle through it)
-    with render.catalog.samples_begun(summary, loaded, docs):
-        results = derive.results(loaded, summary)
-        # what `compare` selects from, kept for it (its rejected files are the records', not the manifests')
-        manifests = set(editions.scan(data_dir)[1])
-        made = compare.dataset(data_dir, results)
-        records_only = [r for r in made.rejected if r not in manifests]
-        compare.keep(cache_dir, data_key, dataclasses.replace(made, rejected=records_only))
-        frozen = edition_results(loaded, data_dir)
-        with _render_pool(summary.height) as pool:
-            # each run page's configuration across harness commits (`commit_history_page`) and its suite's title
-            page_runs = commit_history_page.with_history(
-                results.page_runs, results.runs, results.every_run.runs, results.kind_floors
-            )
-            page_runs = suite_names.with_titles(page_runs)
-            # the history charts' shared specs, one script for every run page (their data stays on each page)
-            (docs / render.runs.HISTORY_SCRIPT).write_text(
-                commit_history_page.script(page_runs["history_chart"].to_list())
-            )
-            pending = render.runs.start_run_pages(
-                kept, page_runs, results.samples, manifest, pool, source, records=results.records
-            )
-            repo_url = source.address if source else None  # the boards link commits only to a web address
-            _build_rest(results, frozen, docs, data_dir, site, work_dir, site_url, repo_url, sorted(supplied), gone)
-            pending.finish(site, record=False)
+    results = derive.results(loaded, summary)
+    # what `compare` selects from, kept for it (its rejected files are the records', not the manifests')
+    manifests = set(editions.scan(data_dir)[1])
+    made = compare.dataset(data_dir, results)
+    records_only = [r for r in made.rejected if r not in manifests]
+    compare.keep(cache_dir, data_key, dataclasses.replace(made, rejected=records_only))
+    frozen = edition_results(loaded, data_dir)
+    with (
+        _render_pool(summary.height) as pool,
+        render.catalog.samples_begun(results.runs, results.records, docs),  # the samples parts made meanwhile
+    ):
+        # each run page's configuration across harness commits (`commit_history_page`) and its suite's title
+        page_runs = commit_history_page.with_history(
+            results.page_runs, results.runs, results.every_run.runs, results.kind_floors
+        )
+        page_runs = suite_names.with_titles(page_runs)
+        # the history charts' shared specs, one script for every run page (their data stays on each page)
+        (docs / render.runs.HISTORY_SCRIPT).write_text(commit_history_page.script(page_runs["history_chart"].to_list()))
+        pending = render.runs.start_run_pages(
+            kept, page_runs, results.samples, manifest, pool, source, records=results.records
+        )
+        repo_url = source.address if source else None  # the boards link commits only to a web address
+        _build_rest(results, frozen, docs, data_dir, site, work_dir, site_url, repo_url, sorted(supplied), gone)
+        pending.finish(site, record=False)
     return loaded, pending
 
 
