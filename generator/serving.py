@@ -83,22 +83,18 @@ def _key(sha256: str, slo_ttft_ms: float | None, slo_tpot_ms: float | None) -> s
 
 
 def _figures(group: pl.DataFrame | None, slo_ttft_ms: float, slo_tpot_ms: float) -> dict[str, float] | None:
-    """One served point's figures from its sample rows (None without samples or duration)."""
+    """One served point's figures from its sample rows (None without samples or duration, or where a gap has no step:
+    a hostile file's order is never guessed, and its point stays without figures, unranked)."""
     if group is None:
         return None
-    gaps = group.filter(pl.col("metric") == "itl_s")
-    if group["trial"].null_count() or gaps["step"].null_count():  # no integer order: the rows' own way decides
-        requests, duration = metrics.requests_from_columns(*(group[c].to_list() for c in _COLUMNS))
-        return metrics.serving_metrics(requests, duration, slo_ttft_ms, slo_tpot_ms) if duration > 0 else None
+    if group.filter(pl.col("metric") == "itl_s")["step"].null_count():
+        return None  # a gap without its step has no place among its request's gaps: no figures, never a guessed order
     codes = group["metric"].replace_strict(
         metrics.SERVED_SAMPLES, range(len(metrics.SERVED_SAMPLES)), default=-1, return_dtype=pl.Int8
     )
     steps = group["step"].fill_null(0).to_numpy()  # a step counts for a gap alone, and every gap has one
     trials, values = (group[c].to_numpy() for c in ("trial", "value"))
     return metrics.served_figures(trials, steps, codes.to_numpy(), values, slo_ttft_ms, slo_tpot_ms)
-
-
-_COLUMNS = ("trial", "step", "metric", "value")
 
 
 def may_be_served(config: str) -> bool:

@@ -337,3 +337,29 @@ def test_each_runs_own_figures_come_from_the_cache_by_file_content(
         assert len(calls) == 1
     finally:
         runcache.use(None)
+
+
+def test_a_served_point_whose_gap_has_no_step_gets_no_figures_and_stops_nothing() -> None:
+    """A hostile served file may leave a gap's step null beside numbered ones (the schema lets step be null): its gaps
+    have no order, so the point gets no figures (it stays unranked) where the per-request code raised a TypeError
+    comparing None with a number, which stopped the load of every file."""
+    rows = [
+        {"trial": 0, "step": 0, "metric": "request_ok", "value": 1.0},
+        {"trial": 0, "step": 0, "metric": "ttft_s", "value": 0.1},
+        {"trial": 0, "step": 0, "metric": "e2e_s", "value": 0.5},
+        {"trial": 0, "step": 0, "metric": "output_tokens", "value": 3.0},
+        {"trial": 0, "step": None, "metric": "itl_s", "value": 0.2},
+        {"trial": 0, "step": 1, "metric": "itl_s", "value": 0.2},
+        {"trial": 0, "step": None, "metric": "duration_s", "value": 1.0},
+    ]
+    frame = pl.DataFrame(rows, schema={"trial": pl.Int32, "step": pl.Int32, "metric": pl.String, "value": pl.Float64})
+    with pytest.raises(TypeError):
+        metrics.requests_from_rows(rows)
+    config = '{"workload": {"kind": "serve", "serving": {"slo_ttft_ms": 1000, "slo_tpot_ms": 50}}}'
+    assert serving._figures(frame, 1000.0, 50.0) is None
+    numbered = frame.with_columns(step=pl.col("step").fill_null(2))
+    assert serving._figures(numbered, 1000.0, 50.0) is not None  # the same point with its steps: figures
+    found = serving.file_figures("0" * 64, config, frame)  # what the loader works out as it reads the file
+    assert found is not None and found[1] is None
+    again = serving.file_figures("0" * 64, config, numbered)
+    assert again is not None and again[1] is not None
