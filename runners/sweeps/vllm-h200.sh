@@ -10,10 +10,11 @@
 #
 # The wheelhouse is the `host-vllm` dependency group (pyproject.toml): vLLM 0.25.0, the release built for the image's
 # torch 2.11 + CUDA 13, and the small wheels the image lacks, at the versions pylock.hosts.toml pins. Made here
-# beforehand, in parts of 40 MiB (a call carries the working tree too, ~19 MiB, and 64 MiB in all):
-#   nox -s wheelhouse -- host-vllm --python 3.12 --platform manylinux_2_35_x86_64 --part-size 40M
+# beforehand, in parts of 36 MiB (a call carries the working tree too, 25 MiB on 2026-12-05, and 64 MiB in all:
+# `git ls-files -z | xargs -0 du -cb | tail -1` says what the tree is now):
+#   nox -s wheelhouse -- host-vllm --python 3.12 --platform manylinux_2_35_x86_64 --part-size 36M
 #   mkdir -p .vwh && cp build/wheelhouse/host-vllm-*.tar.part* .vwh/     (.vwh/ listed in .git/info/exclude)
-# then one `receive host-vllm-py3.12-manylinux_2_35_x86_64.tar.part000-of-007` call per part, and `install`.
+# then one `receive host-vllm-py3.12-manylinux_2_35_x86_64.tar.partNNN-of-MMM` call per part, and `install`.
 # A variant's records are written when its runner exits, so a call cut short by its limit keeps none of them: at 70B one
 # variant's offline test and served points take ~10 min (a server start is ~100 s, torch.compile ~90 s the first time),
 # so run ENTRY's tests in two calls, `llama-70b-throughput-i512-o128` then
