@@ -549,6 +549,10 @@ def _consistency_problems(first: dict[str, Any], documents: dict[str, dict[str, 
 _INVISIBLE = (set(range(0x20)) - {0x09, 0x0A, 0x0D}) | set(range(0x7F, 0xA0))
 
 
+_KEPT_WHITESPACE = dict.fromkeys(map(ord, "\t\n\r"))
+"""The controls shown as they are (`_INVISIBLE` leaves them out), removed before asking `str.isprintable`."""
+
+
 def _is_hidden(ch: str) -> bool:
     return ord(ch) in _INVISIBLE or unicodedata.category(ch) == "Cf"
 
@@ -557,5 +561,7 @@ def neutral(text: str) -> str:
     """Text with control and format characters (bidi overrides, zero-width marks) replaced by a visible
     `⟨U+XXXX⟩`, so what a reader sees is what the file holds."""
     if text.isprintable():  # Python's printable excludes every control and format character: none to show
+        return text
+    if text.translate(_KEPT_WHITESPACE).isprintable():  # printable but for tabs and line ends: none to show
         return text
     return "".join(f"⟨U+{ord(ch):04X}⟩" if _is_hidden(ch) else ch for ch in text)

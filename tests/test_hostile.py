@@ -257,6 +257,11 @@ def test_every_character_shown_as_a_mark_is_one_python_calls_unprintable() -> No
     marked = [chr(c) for c in range(sys.maxunicode + 1) if bounds._is_hidden(chr(c))]
     assert len(marked) > 150 and not any(ch.isprintable() for ch in marked)
     assert bounds.neutral("µs × 2 – fine") == "µs × 2 – fine" and bounds.neutral("a\u2066b") == "a⟨U+2066⟩b"
+    # lines and tabs are shown as they are, so text that is printable but for them is returned unscanned too: right
+    # while none of the three is marked, and a marked character beside them is still found
+    assert not any(bounds._is_hidden(ch) for ch in "\t\n\r")
+    assert bounds.neutral("a\tb\r\nc") == "a\tb\r\nc" and bounds.neutral("a\n\u202eb\t") == "a\n⟨U+202E⟩b\t"
+    assert bounds.neutral("x\n\x1b[31m") == "x\n⟨U+001B⟩[31m" and bounds.neutral("a\u00a0\nb") == "a\u00a0\nb"
 
 
 @pytest.mark.bench
