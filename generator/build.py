@@ -35,6 +35,7 @@ from generator import (
     compare_cache,
     derive,
     editions,
+    history,
     load,
     pages,
     progress,
@@ -97,7 +98,8 @@ def build(
         target = Path(os.path.realpath(out_dir))  # a link to the site's folder stays a link to the new one
         stage = _stage_for(target)
         try:
-            loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, source, supplied)
+            with history.once():  # git asked once what was rewritten: every step of the build sees one answer
+                loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, source, supplied)
             _swap(stage / "site", target)
         except BaseException as error:
             error.add_note(
@@ -208,10 +210,17 @@ def _build_staged(
     hard-linked into the stage as the pages to keep where their inputs did not change; returns the records and the
     run pages, whose manifest the caller writes once they are published."""
     site = stage / "site"
+    cache_dir = runcache.folder_for(work_dir)
+    # Run pages are many: the last build's are linked into the stage (the published ones stay where they are) and
+    # kept where their inputs did not change; the rest are rendered by a worker process while this one writes the
+    # other pages and runs MkDocs, then moved into the staged site.
+    kept = stage / "runs"
+    manifest = render.runs.Stored(store.at(cache_dir), f"run pages published at {out_dir}")
     with ThreadPoolExecutor(1) as side:
-        # the script bundle (seconds to make when not cached) is made while the data loads
+        # the script bundle (seconds to make when not cached) is made while the data loads, and the last build's run
+        # pages are linked meanwhile: a link per file, whose system calls leave this thread free to load
         bundle = side.submit(vega_bundle)
-        cache_dir = runcache.folder_for(work_dir)
+        linked = side.submit(lambda: _linked(out_dir / "runs", kept, manifest.read().get("files")))
         files = load.result_files(data_dir)  # listed once (0.5 s at 50,000 files), for the key and the load
         # the key before loading: a file changed meanwhile makes the next key differ
         data_key = compare_cache.key(data_dir, files)
@@ -219,6 +228,7 @@ def _build_staged(
         # run pages' CSVs take them from there (a file read and decoded again cost more than its first read)
         loaded = load.load(data_dir, cache_dir, files=files, lean=True, held=stage / "held")
         bundle_text = bundle.result()
+        linked.result()
     docs = work_dir / "docs"
     if docs.exists():
         shutil.rmtree(docs)
@@ -241,12 +251,6 @@ def _build_staged(
     loaded.rejected.extend(editions.scan(data_dir)[1])
     for r in loaded.rejected:
         print(f"rejected {r.path}: " + "; ".join(r.problems), file=sys.stderr)
-    # Run pages are many: the last build's are linked into the stage (the published ones stay where they are) and
-    # kept where their inputs did not change; the rest are rendered by a worker process while this one writes the
-    # other pages and runs MkDocs, then moved into the staged site.
-    kept = stage / "runs"
-    manifest = render.runs.Stored(store.at(cache_dir), f"run pages published at {out_dir}")
-    _linked(out_dir / "runs", kept, manifest.read().get("files"))
     results = derive.results(loaded, summary)
     # what `compare` selects from, kept for it (its rejected files are the records', not the manifests')
     manifests = set(editions.scan(data_dir)[1])

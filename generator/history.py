@@ -10,8 +10,10 @@ this can be checked, and the editions page says so.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,11 +69,38 @@ NEVER = "result files and manifests are never rewritten, moved or deleted (retra
 """Why a change git holds to a committed file is named: the rule it breaks, and what to do instead."""
 
 
+_asked: dict[str, dict[str, str] | None] | None = None
+"""`rewritten`'s answers while `once` holds (by the data folder's real path), else None: asked every time."""
+
+
+@contextlib.contextmanager
+def once() -> Iterator[None]:
+    """Ask git what was rewritten once per data folder while this holds (a site build asks for each of its steps:
+    the audit, the editions, the compare table), so every step sees the same answer."""
+    global _asked
+    outer, _asked = _asked, {} if _asked is None else _asked
+    try:
+        yield
+    finally:
+        _asked = outer
+
+
 def rewritten(data_dir: Path) -> dict[str, str] | None:
     """Each committed file under `data_dir` that git shows changed after it was added, by the loader's name, with what
     happened to it and the commit that did it: modified, deleted or moved (renamed with the same bytes, which git's
     exact rename detection pairs: the old path "moved to" the new, the new "moved here from" the old) in a later
-    commit, or modified, deleted or moved in the work tree since. None outside a git checkout."""
+    commit, or modified, deleted or moved in the work tree since. None outside a git checkout. Under `once`, git is
+    asked once per folder."""
+    if _asked is None:
+        return _rewritten(data_dir)
+    key = os.path.realpath(data_dir)
+    if key not in _asked:
+        _asked[key] = _rewritten(data_dir)
+    found = _asked[key]
+    return None if found is None else dict(found)  # a copy: a caller may change its own
+
+
+def _rewritten(data_dir: Path) -> dict[str, str] | None:
     found = repo(data_dir)
     if found is None:
         return None

@@ -667,10 +667,14 @@ def _read_all(
             schema={"_file": pl.Int32, "path": pl.String, "sha256": pl.String, "stat": pl.String},
         )  # fmt: skip
         kept = build_store.at(cache_dir)
-        written = head.join(where, on="_file")
-        with contextlib.suppress(OSError):  # a read-only or full disk: the files were read anyway
-            kept.put_file(LOADED, f"heads lean={lean}", lambda tmp: written.write_ipc(tmp, compression="zstd"))
-            kept.put_file(LOADED, f"rows lean={lean}", lambda tmp: row.write_ipc(tmp, compression="zstd"))
+        written, rows_written = head.join(where, on="_file"), row
+
+        def write() -> None:
+            with contextlib.suppress(OSError):  # a read-only or full disk: the files were read anyway
+                kept.put_file(LOADED, f"heads lean={lean}", lambda tmp: written.write_ipc(tmp, compression="zstd"))
+                kept.put_file(LOADED, f"rows lean={lean}", lambda tmp: rows_written.write_ipc(tmp, compression="zstd"))
+
+        kept.later(write)  # a build goes on meanwhile: nothing reads these entries before the next load
     elif cache_dir is not None:
         kept = build_store.at(cache_dir)  # nothing new: the entries read are this build's
         for name in CACHE_FILES:

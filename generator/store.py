@@ -36,6 +36,7 @@ import re
 import shutil
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -61,6 +62,8 @@ class Store:
         self.root = Path(root)
         self._used: dict[str, set[str]] = {}  # kind -> names of the entries this process read or wrote
         self._rows_used: dict[tuple[str, str], tuple[str, set[str]]] = {}  # (kind, name) -> key column, keys asked
+        self._held = False  # whether this process holds the lock (`locked`)
+        self._writing: list[tuple[threading.Thread, list[BaseException]]] = []  # `later`'s work, until `settle`
 
     # names ---------------------------------------------------------------------------------------------------------
     def name(self, kind: str, key: str) -> str:
@@ -129,6 +132,34 @@ class Store:
             tmp.unlink(missing_ok=True)
         return self._paths(kind, name)[0], digest
 
+    def later(self, work: Callable[[], None]) -> None:
+        """Run `work` (writes of entries nothing in this process reads again) on a thread of its own while a build
+        holds the lock: the store waits for it before it prunes or lets the lock go (`settle`). Run at once otherwise:
+        a command that holds no lock may leave before a thread is done."""
+        if not self._held:
+            work()
+            return
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                work()
+            except BaseException as error:  # raised where the build waits for it (`settle`)
+                failed.append(error)
+
+        thread = threading.Thread(target=run, name="store-later")
+        thread.start()
+        self._writing.append((thread, failed))
+
+    def settle(self) -> None:
+        """Wait for the work `later` began; the first that failed raises here."""
+        writing, self._writing = self._writing, []
+        for thread, _ in writing:
+            thread.join()
+        for _, failed in writing:
+            if failed:
+                raise failed[0]
+
     def made_file(self, kind: str, key: str, make: Callable[[Path], None]) -> tuple[Path, str]:
         """`file`, else `put_file`."""
         return self.file(kind, key) or self.put_file(kind, key, make)
@@ -165,6 +196,7 @@ class Store:
     def prune(self) -> int:
         """Remove every entry this process did not use, and the rows of a rows table that it did not ask for; returns
         how many files went. A build calls it once its site is published, holding the lock."""
+        self.settle()
         for (kind, name), (column, asked) in self._rows_used.items():
             data = self._read(kind, name)
             if data is None:
@@ -217,9 +249,14 @@ class Store:
                 handle.truncate()
                 handle.write(f"pid {os.getpid()}\n")
                 handle.flush()
+                self._held = True
                 yield
             finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+                try:
+                    self.settle()
+                finally:
+                    self._held = False
+                    fcntl.flock(handle, fcntl.LOCK_UN)
 
     # integrity -----------------------------------------------------------------------------------------------------
     def _read(self, kind: str, name: str) -> bytes | None:
