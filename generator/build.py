@@ -305,9 +305,7 @@ def _render_pool(runs: int) -> contextlib.AbstractContextManager[ProcessPoolExec
     site, where starting one costs more than it saves."""
     if runs < RENDER_POOL_FROM:
         return contextlib.nullcontext()
-    # a worker per core, though this process works beside them: once it has written the other pages it only waits,
-    # and with one core's worth of workers the run pages were the build's tail with a core idle
-    workers = max(1, min(os.cpu_count() or 1, 4))
+    workers = max(1, min((os.cpu_count() or 1) - 1, 4))
     return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
 
 
