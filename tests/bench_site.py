@@ -37,20 +37,26 @@ class Timed:
     wall_s: float
     peak_rss_bytes: int
     status: int
+    cpu_s: float
+    """User plus system time of the command and its reaped children, beside the wall time: on a 2-core host the wall
+    time also moves with whatever else runs there (one warm build of 50,206 runs took 14.7 s in the bench and 15-28 s
+    when timed again on 2026-12-06, while other work shared the cores at times); the CPU time says how much work the
+    command itself did."""
 
     def cell(self) -> str:
-        text = f"{self.wall_s:,.1f} s, {self.peak_rss_bytes / 1e9:.2f} GB"
+        text = f"{self.wall_s:,.1f} s ({self.cpu_s:,.0f} CPU-s), {self.peak_rss_bytes / 1e9:.2f} GB"
         return text if self.status == 0 else f"{text} (exit {self.status}{', killed' if self.status < 0 else ''})"
 
 
 # The command is started by a small launcher, not by this process: Linux carries a process's peak RSS across fork
 # and exec (the child's peak starts at its parent's), so a command forked from a parent that has read thousands of
-# files would report the parent's memory as its own. The launcher prints the command's exit status and its peak.
+# files would report the parent's memory as its own. The launcher prints the command's exit status, its peak and its
+# CPU time.
 LAUNCHER = """
 import os, subprocess, sys
 proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 _, status, usage = os.wait4(proc.pid, 0)
-print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime)
 """
 
 
@@ -63,8 +69,8 @@ def timed(argv: Sequence[str], cache: Path | None = None) -> Timed:
     done = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], cwd=ROOT, capture_output=True, text=True, check=True,
                           env=env)  # fmt: skip
     took = time.perf_counter() - t0
-    status, peak = (int(v) for v in done.stdout.split())
-    return Timed(took, peak, status)
+    status, peak, cpu = done.stdout.split()
+    return Timed(took, int(peak), int(status), float(cpu))
 
 
 def fairfight(*args: str) -> list[str]:
