@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from generator import runcache, weights
-from runners import metrics, schema
+from runners import engines, metrics, schema
 
 FLAT = runcache.Frames("flat")
 """Each file's flattened columns (`flatten`), by its sha256."""
@@ -306,12 +306,24 @@ def _derived(runs: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(out, schema=schema_, orient="row")
 
 
+def _prompt_form(work: dict[str, Any], engine: str) -> dict[str, Any]:
+    """A served point's prompt form (text or token ids) where it is not what its engine's records sent before they
+    said it (`engines.unrecorded_prompt_form`): text and token-id points of a runner never pool, while the records
+    written before the field keep the configuration (and hash) they had."""
+    if work.get("kind") != "serve":
+        return {}
+    before = engines.unrecorded_prompt_form(engine)
+    form = work.get("prompt_form", before)
+    return {"prompt_form": form} if form != before else {}
+
+
 def _settings(config: dict[str, Any], work: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
     """What makes two runs the same configuration (canonical, hashed by `settings_hash`): the variant and its
     settings (a key the record lacks read as the engine's default: `schema.settings_with_defaults`), the environment
     a sweep changed, micro-batch, sequence, steps asked, device count, hardware and the engine's version; for
     training, the model and everything that makes its work (`work`: the seed and the data and initial-weights
-    recipes, `schema.work_recipes`), so a run of other data or weights is never the same configuration."""
+    recipes, `schema.work_recipes`), so a run of other data or weights is never the same configuration; for a served
+    point, what its requests carried (`_prompt_form`)."""
     variant = object_at(config, "variant")
     training = "window_steps" in work
     model = object_at(config, "model")
@@ -334,5 +346,6 @@ def _settings(config: dict[str, Any], work: dict[str, Any], row: dict[str, Any])
         # llama.cpp's tests: whole repetitions run untimed first (none before the runner had them)
         **({"untimed_repetitions": work.get("untimed_repetitions", 0)} if work.get("kind") in ("pp", "tg") else {}),
         **({"requests": work["requests"]} if "requests" in work else {}),
+        **_prompt_form(work, row["engine"]),
         **({"model": model.get("name"), "work": schema.work_recipes(config)} if training else {}),
     }

@@ -75,6 +75,7 @@ PATHS: dict[tuple[str, str], Field] = {
     ("config", "workload.input_len"): _POS_INT,
     ("config", "workload.output_len"): _POS_INT,
     ("config", "workload.requests"): _POS_INT,
+    ("config", "workload.prompt_form"): Field("str", low=1, high=40),  # served: text or token ids
     ("config", "workload.serving"): Field("object"),
     ("config", "workload.serving.name"): _NAME,
     ("config", "workload.serving.slo_ttft_ms"): Field("number", low=0, strict=True, nullable=True),

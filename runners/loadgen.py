@@ -1,6 +1,6 @@
-"""A load generator for OpenAI-compatible completion servers: streamed requests of token-id prompts, closed-loop at a
-fixed concurrency or open-loop at a Poisson rate, timed per chunk as vLLM's `vllm bench serve` times them
-(`benchmarks/lib/endpoint_request_func.py`, `async_request_openai_completions`).
+"""A load generator for OpenAI-compatible completion servers: streamed requests of text or token-id prompts,
+closed-loop at a fixed concurrency or open-loop at a Poisson rate, timed per chunk as vLLM's `vllm bench serve` times
+them (`benchmarks/lib/endpoint_request_func.py`, `async_request_openai_completions`).
 
 Only the clock readings happen here; every figure made from them is `runners.metrics.serving_metrics`.
 """
@@ -17,8 +17,9 @@ from typing import Any
 from runners.metrics import ServedRequest
 
 
-def payload(model: str, prompt: list[int], output_len: int, sampling: dict[str, Any]) -> dict[str, Any]:
-    """The request body: `vllm bench serve`'s for the completions API, EOS ignored, usage in the last chunk."""
+def payload(model: str, prompt: str | list[int], output_len: int, sampling: dict[str, Any]) -> dict[str, Any]:
+    """The request body: `vllm bench serve`'s for the completions API, EOS ignored, usage in the last chunk. The
+    prompt is text (the server tokenizes it, as it does the tool's) or token ids (sent as they are)."""
     return {
         "model": model,
         "prompt": prompt,

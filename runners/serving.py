@@ -1,7 +1,8 @@
-"""What any serving engine's runner needs beside its engine: random token-id prompts, an OpenAI-compatible server's
-lifecycle (start on 127.0.0.1, wait for its health check, always stop the whole process group), a served point
-driven through the load generator (`runners/loadgen.py`), and the record rows of an offline test and of a served
-point. An engine's own folder keeps only what is its own: its settings, its command line, its tools
+"""What any serving engine's runner needs beside its engine: random token-id prompts (an engine's runner may send its
+own tool's text prompts instead: vLLM's does), an OpenAI-compatible server's lifecycle (start on 127.0.0.1, wait for
+its health check, always stop the whole process group), a served point driven through the load generator
+(`runners/loadgen.py`), its prompts' lengths as the server counted them held to the workload's (`prompt_tokens_off`),
+and the record rows of an offline test and of a served point. An engine's own folder keeps only what is its own: its settings, its command line, its tools
 (runners/engines/vllm/runner.py is the first user; add-an-engine.md shows a second).
 
 The figures made from these rows are `runners.metrics.serving_metrics`'s, for every engine alike.
@@ -16,7 +17,7 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +120,7 @@ def drive_point(
     server: Server,
     path: str,
     served_name: str,
-    asks: list[list[int]],
+    asks: Sequence[str | list[int]],
     output_len: int,
     sampling: dict[str, Any],
     *,
@@ -128,8 +129,9 @@ def drive_point(
     seed: int,
     meter: Any = None,
 ) -> tuple[list[Any], float, float | None]:
-    """One served point: the first `WARMUP_PROMPTS` of `asks` untimed, then the rest through the load generator at
-    `concurrency` (closed loop) or `request_rate` (open loop, Poisson), the server checked alive before and after.
+    """One served point: the first `WARMUP_PROMPTS` of `asks` (text or token ids) untimed, then the rest through the
+    load generator at `concurrency` (closed loop) or `request_rate` (open loop, Poisson), the server checked alive
+    before and after.
     Returns the requests (`metrics.ServedRequest`), the point's duration in seconds and, with an energy `meter`
     (`runners.energy.Meter`), the server's GPUs' joules over the timed requests (else None)."""
     from runners import loadgen
@@ -146,6 +148,21 @@ def drive_point(
     joules = meter.stop() if meter is not None else None
     server.alive()
     return requests, duration, joules
+
+
+def prompt_tokens_off(requests: Sequence[Any], input_len: int) -> str | None:
+    """Why a served point's requests are not its workload's, or None: every answered request's prompt, as the server
+    counted it (its usage), must be `input_len` tokens long. A text prompt is the server's to tokenize, and a prompt
+    of another length would time another workload."""
+    answered = [r for r in requests if r.ok]
+    off = sorted({r.prompt_tokens for r in answered if r.prompt_tokens != input_len})
+    if not off:
+        return None
+    n = sum(r.prompt_tokens != input_len for r in answered)
+    return (
+        f"the server counted {off} prompt tokens in {n} of {len(answered)} answered requests, not the workload's "
+        f"{input_len}: the point timed other prompts than its workload's, so it is not recorded as one"
+    )
 
 
 def offline_rows(result: dict[str, Any], num_prompts: int) -> list[dict[str, Any]]:

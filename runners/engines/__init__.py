@@ -63,6 +63,10 @@ class Engine:
     untimed before the timed ones: a record without it timed its first repetition cold (llama.cpp's first after a cache
     clear ran 17-43% below the rest on an H200), so the generator leaves that repetition out of the record's figures.
     A record that has the field, whatever its value, timed what it meant to (`cold_first_repetition`)."""
+    tool_prompt_form: str | None = None
+    """What its own tool's served requests carry (`text`: `vllm bench serve` tokenizes nothing itself), which records
+    said only from 2026-12-06 (`workload.prompt_form`): a record of the tool without the field sent this
+    (`unrecorded_prompt_form`)."""
     tool_needs_env: str | None = None
     """A variable without which the tool cannot run here (llama-bench's binary), so the cross-check is skipped."""
     python_env: str | None = None
@@ -187,6 +191,7 @@ ENGINES: dict[str, Engine] = {
             test_runner="runners.engines.vllm.runner",
             tool="vllm-bench",
             tool_label="vllm bench",
+            tool_prompt_form="text",  # its random dataset's text; the runner sent token ids until 2026-12-06
             python_env="FAIRFIGHT_VLLM_PYTHON",
             failure_config="runners.engines.vllm.runner:failure_config",
             devices_setting="tensor_parallel_size",
@@ -279,6 +284,14 @@ def cold_first_repetition() -> dict[str, str]:
         if e.untimed_warm_up:
             out |= {name: e.untimed_warm_up for name in (e.name, e.tool) if name}
     return out
+
+
+def unrecorded_prompt_form(engine: str) -> str:
+    """What a served record of `engine` (a record's engine: a runner's or a tool's) without `workload.prompt_form`
+    sent: its tool's own form for a tool that has one (`Engine.tool_prompt_form`), else token ids (every runner's
+    load generator sent nothing else before the field)."""
+    forms = {e.tool: e.tool_prompt_form for e in ENGINES.values() if e.tool and e.tool_prompt_form}
+    return forms.get(engine, "token ids")
 
 
 def tool_labels() -> dict[str, str]:

@@ -14,8 +14,10 @@ environment the bench host's caller script exports (runners/sweeps/vllm-h200.sh:
 Forms (each request its own prompt, never sent before: prefix caching is on in the variants, and a repeated prompt
 would skip its prefill):
   ids-ours            our load generator (`loadgen._one`, the runner's session) with random token ids, as the runner
+                      sent them until 2026-12-06
   text-ours           our load generator with the tool's text prompts (its random dataset: `get_samples` on the flags
-                      the runner gives `vllm bench serve`), which the server tokenizes
+                      the runner gives `vllm bench serve`), which the server tokenizes: what the runner sends since
+                      2026-12-06 (of the exact length only)
   text-tool           the tool's request function (`ASYNC_REQUEST_FUNCS["vllm"]`) and its session, text prompts: what
                       `vllm bench serve` sends
   ids-tool            the tool's request function and session with random token ids
@@ -57,10 +59,12 @@ FORMS = ("ids-ours", "text-ours", "text-tool", "ids-tool", "textids-ours", "ids-
 
 def tool_prompts(folder: Path, entry: Any, n: int, seed: int) -> tuple[list[str], list[int], Any, list[str]]:
     """`n` text prompts of `vllm bench serve --dataset-name random` on the runner's flags, their token counts as the
-    tool states them, the tool's tokenizer of the folder, and the flags this vLLM did not know."""
+    tool states them, the tool's tokenizer of the folder, and the flags this vLLM did not know. Every prompt the tool
+    makes, kept as the tool keeps it (the runner's own, `runners.engines.vllm.tool.text_prompts`, keeps only those
+    of the exact length)."""
     from vllm.benchmarks import serve as tool
 
-    from runners.engines.vllm.tool import known_flags
+    from runners.engines.vllm.tool import dataset_flags, known_flags
 
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
@@ -69,11 +73,7 @@ def tool_prompts(folder: Path, entry: Any, n: int, seed: int) -> tuple[list[str]
 
     parser = FlexibleArgumentParser(prog="vllm bench serve")
     tool.add_cli_args(parser)
-    flags = [
-        "--backend", "vllm", "--model", str(folder), "--tokenizer", str(folder), "--dataset-name", "random",
-        "--random-input-len", str(entry.input_len), "--random-output-len", str(entry.output_len),
-        "--random-range-ratio", "0", "--num-prompts", str(n), "--seed", str(seed),
-    ]  # fmt: skip
+    flags = dataset_flags(folder, entry.input_len, entry.output_len, n, seed)
     known, dropped = known_flags(parser, flags)
     args = parser.parse_args(known)
     tokenizer = tool.get_tokenizer(

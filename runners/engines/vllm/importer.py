@@ -92,7 +92,9 @@ def import_vllm_bench(
         return [f"{test.workload}: already imported ({run_id})"]
     settings = vllm_engine.resolve_settings(variant.settings)
     files = {"note": "the contributor's model, not made by Fair Fight: same shape, as the source says"}
-    config = vllm_engine.test_config(suite, entry, test, variant, settings, files, None)
+    # the tool's prompts are text, made by it (a served test's workload says `prompt_form: text`)
+    made = {"made_by": "vllm bench serve, run elsewhere"} if tool == "serve" else None
+    config = vllm_engine.test_config(suite, entry, test, variant, settings, files, None, made)
     config["variant"]["engine"] = "vllm-bench"
     kept = {k: v for k, v in result.items() if k not in vllm_engine.PER_REQUEST_FIELDS}
     config["imported"] = {"tool": tool, "file": path.name, "sha256": sha, "result": kept}

@@ -6,8 +6,10 @@ own benchmark tool run beside it on the same host and settings (`vllm bench thro
 Normally started by `python -m runners bench`, which writes a failure record for any test this process did not
 record. The model is the suite's Hugging Face folder (runners/llama_files.py: the same random weights as the GGUF
 files llama.cpp runs), or vLLM's own random weights (`weights = "dummy"`, and `dummy-fp8` / `dummy-awq` in FP8 or
-AWQ int4, `WEIGHTS`) from a folder of config and tokenizer only. Prompts are random token
-ids, EOS is ignored, and every engine setting is passed explicitly to the runner, the server and the bench tools.
+AWQ int4, `WEIGHTS`) from a folder of config and tokenizer only. The offline test's prompts
+are random token ids; a served point sends text, made as `vllm bench serve` makes its own (`tool.text_prompts`), so
+that the server tokenizes the runner's requests as it does the tool's. EOS is ignored, and every engine setting is
+passed explicitly to the runner, the server and the bench tools.
 
 The offline test runs in a child process (`offline`), so that its engine and GPU memory are gone before the
 server starts; the server is `python -m vllm.entrypoints.openai.api_server` on 127.0.0.1, always stopped at the
@@ -63,6 +65,10 @@ ENGINE_DEFAULTS = {
 the run page's diff from defaults."""
 SERVED_NAME = "fairfight"
 WARMUP_PROMPTS = serving.WARMUP_PROMPTS
+PROMPT_FORM = "text"
+"""What a served request carries (`workload.prompt_form`): text since 2026-12-06, as `vllm bench serve` sends; token
+ids before (a record without the field). Text costs the server a tokenization before prefill, which moved c1 TTFT by
+about 0.6 ms on an H100 (site_src/docs/methodology.md, "TTFT against vllm bench serve")."""
 
 
 def resolve_settings(settings: dict[str, Any]) -> dict[str, Any]:
@@ -272,8 +278,9 @@ def test_config(
     settings: dict[str, Any],
     files: dict[str, Any],
     note: str | None,
+    prompts: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The full configuration of one test's record."""
+    """The full configuration of one test's record; `prompts`: how a served test's prompts were made, where known."""
     from runners import metrics, record, spec
 
     model = suite.models[entry.model]
@@ -294,6 +301,9 @@ def test_config(
             "serving": json.loads(spec.to_json(entry)),
             "world_size": settings["tensor_parallel_size"],
             "device": entry.device,
+            # part of what makes a served point one configuration (generator/columns.py `_settings`)
+            **({"prompt_form": PROMPT_FORM} if test.kind == "serve" else {}),
+            **({"prompts": prompts} if prompts else {}),
         },
         "engine_defaults": ENGINE_DEFAULTS,
         "model_files": files,
@@ -330,10 +340,13 @@ class _Writer:
         error: str | None = None,
         tool: dict[str, Any] | None = None,
         energy: dict[str, object] | None = None,
+        prompts: dict[str, Any] | None = None,
     ) -> str:
         from runners import record
 
-        config = test_config(self.suite, self.entry, test, self.variant, self.settings, self.files, self.args.note)
+        config = test_config(
+            self.suite, self.entry, test, self.variant, self.settings, self.files, self.args.note, prompts
+        )
         name = self.variant.name + ("-vllm-bench" if tool else "")
         if tool:
             config["variant"]["engine"] = "vllm-bench"
@@ -426,7 +439,15 @@ PER_REQUEST_FIELDS = ("itls", "ttfts", "latencies", "generated_texts", "start_ti
 written before 2026-11-30 18:00 UTC kept both: the pop sat after a `return`)."""
 
 
-def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, env: dict[str, str]) -> None:
+def _bench_tool(
+    w: _Writer,
+    test: Any,
+    tool: str,
+    flags: list[str],
+    tmp: Path,
+    env: dict[str, str],
+    prompts: dict[str, Any] | None = None,
+) -> None:
     from runners.engines.vllm import tool as vllm_bench
 
     out = tmp / f"{tool}-{test.workload}.json"
@@ -452,12 +473,13 @@ def _bench_tool(w: _Writer, test: Any, tool: str, flags: list[str], tmp: Path, e
     for key in PER_REQUEST_FIELDS:
         result.pop(key, None)  # kept as rows; the rest of the tool's JSON goes into the record as it was
     kept = {"tool": tool, "command": "vllm bench " + tool + " " + " ".join(flags), "result": result}
-    path = w.write(test, rows, started, tool=kept)
+    path = w.write(test, rows, started, tool=kept, prompts=prompts)
     print(f"    {test.workload}: vllm bench {tool} → {path}", file=sys.stderr, flush=True)
 
 
 def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[str, str], cross_check: bool) -> None:
     from runners import energy, metrics, record
+    from runners.engines.vllm import tool as vllm_bench
 
     entry, settings = w.entry, w.settings
     started = datetime.now(UTC)
@@ -478,20 +500,30 @@ def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[
         for n, test in enumerate(tests):
             started = datetime.now(UTC)
             seed = entry.seed + 1000 * (n + 1)
+            made = None
             try:
-                asks = serving.prompts(w.files["vocab"], test.requests + WARMUP_PROMPTS, entry.input_len, seed)
+                # the tool's kind of prompt with the runner's own seed (the tool's is the next, as before): the same
+                # kind of request, other prompts (the dataset's prompts run through consecutive token ids from a
+                # random start, so two coincide, and prefix caching answers the second, only where their starts do)
+                asks, made = vllm_bench.text_prompts(
+                    folder, entry.input_len, entry.output_len, test.requests + WARMUP_PROMPTS, seed
+                )
                 requests, duration, joules = serving.drive_point(
                     server, "/v1/completions", SERVED_NAME, asks, entry.output_len, sampling(settings),
                     concurrency=test.concurrency, request_rate=test.request_rate, seed=seed, meter=meter,
                 )  # fmt: skip
-            except RuntimeError as e:
-                w.write(test, [], started, status=record.status_of_failure(str(e)), error=serving.tail(str(e)))
+                if wrong := serving.prompt_tokens_off(requests, entry.input_len):
+                    raise RuntimeError(wrong)
+            except (RuntimeError, ValueError) as e:
+                status, error = record.status_of_failure(str(e)), serving.tail(str(e))
+                w.write(test, [], started, status=status, error=error, prompts=made)
+                print(f"    {test.workload}: {status}: {serving.tail(str(e), 500)}", file=sys.stderr, flush=True)
                 continue
             rows = serving.served_rows(requests, duration)
             rows.insert(0, dict(trial=0, step=None, phase="run", metric="startup_s", value=server.startup_s, unit="s"))
             if joules is not None:  # the timed requests' energy, from the first sent to the last answered
                 rows.append(dict(trial=0, step=None, phase="steady", metric="energy_j", value=joules, unit="J"))
-            path = w.write(test, rows + idle_rows, started, energy=how)
+            path = w.write(test, rows + idle_rows, started, energy=how, prompts=made)
             m = metrics.serving_metrics(requests, duration, entry.slo_ttft_ms, entry.slo_tpot_ms)
             print(
                 f"    {test.workload}: {m.get('output_tokens_per_s', 0):,.1f} output tokens/s, median TTFT "
@@ -505,19 +537,19 @@ def run_served(w: _Writer, tests: list[Any], folder: Path, tmp: Path, env: dict[
                 if test.request_rate is not None:
                     load = ["--request-rate", str(test.request_rate)]
                 flags = [
-                    "--backend", "vllm", "--base-url", server.url, "--endpoint", "/v1/completions", "--model",
-                    str(folder), "--served-model-name", SERVED_NAME, "--tokenizer", str(folder), "--dataset-name",
-                    "random", "--random-input-len", str(entry.input_len), "--random-output-len",
-                    str(entry.output_len), "--random-range-ratio", "0", "--num-prompts", str(test.requests),
+                    *vllm_bench.dataset_flags(folder, entry.input_len, entry.output_len, test.requests, seed + 1),
+                    "--base-url", server.url, "--endpoint", "/v1/completions", "--served-model-name", SERVED_NAME,
                     # the same untimed warm-up as the runner's (on 2xH200 the tool's first c8 wave without one
                     # stalled ~0.7 s: TTFT 790-864 ms against 117 ms after it)
                     "--num-warmups", str(WARMUP_PROMPTS), *load, "--ignore-eos", "--temperature",
-                    str(settings["temperature"]), "--top-p", str(settings["top_p"]), "--seed", str(seed + 1),
+                    str(settings["temperature"]), "--top-p", str(settings["top_p"]),
                     "--percentile-metrics", "ttft,tpot,itl,e2el",
                     "--metric-percentiles", "50,99", "--save-detailed", "--goodput", f"ttft:{entry.slo_ttft_ms:g}",
                     f"tpot:{entry.slo_tpot_ms:g}", "--disable-tqdm",
                 ]  # fmt: skip
-                _bench_tool(w, test, "serve", flags, tmp, env)
+                # the tool keeps a prompt its dataset could not bring to the length asked (the runner draws again)
+                tool_made = {"made_by": "vllm bench serve", "seed": seed + 1}
+                _bench_tool(w, test, "serve", flags, tmp, env, prompts=tool_made)
     finally:
         server.stop()
 

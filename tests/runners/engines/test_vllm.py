@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +72,33 @@ def test_served_rows_round_trip_and_pass_the_record_checks() -> None:
     for r in rows:
         rule = schema.METRIC_RULES[r["metric"]]
         assert r["unit"] == rule.unit and r["value"] >= rule.low
+
+
+def test_a_point_whose_prompts_the_server_counted_otherwise_is_named() -> None:
+    """A text prompt is the server's to tokenize: a point is its workload's only if the server counted every answered
+    request's prompt at the workload's length (a failed request counts nothing and is a failure of its own)."""
+    good = [metrics.ServedRequest(True, 0.1, (0.02,), 0.12, 64, 2) for _ in range(3)]
+    failed = metrics.ServedRequest(False, None, (), None, 0, 0)
+    assert serving_core.prompt_tokens_off([*good, failed], 64) is None
+    off = serving_core.prompt_tokens_off([*good, metrics.ServedRequest(True, 0.1, (0.02,), 0.12, 66, 2)], 64)
+    assert off is not None and "counted [66] prompt tokens in 1 of 4 answered requests, not the workload's 64" in off
+
+
+def test_a_served_record_says_its_prompts_are_text_and_how_they_were_made() -> None:
+    settings = vllm_engine.resolve_settings(SMOKE.variants["vllm-cpu"].settings)
+    tests = {t.kind: t for t in ENTRY.tests()}
+    made = {"made_by": vllm_bench.PROMPTS_FROM, "seed": 1000, "drawn": 16, "kept": 16}
+    args = (SMOKE, ENTRY, tests["serve"], SMOKE.variants["vllm-cpu"], settings, {}, None)
+    work = vllm_engine.test_config(*args, made)["workload"]
+    assert work["prompt_form"] == "text" and work["prompts"] == made
+    assert "prompts" not in vllm_engine.test_config(*args)["workload"]  # how, where it is known
+    offline = vllm_engine.test_config(SMOKE, ENTRY, tests["offline"], *args[3:])["workload"]
+    assert "prompt_form" not in offline  # the offline test sends token ids through the LLM API
+    # the cross-check and the runner's own prompts start from one list of flags: the tool's random dataset
+    flags = vllm_bench.dataset_flags(Path("/m"), 64, 16, 24, 1001)
+    assert flags[flags.index("--dataset-name") + 1] == "random" and flags[flags.index("--seed") + 1] == "1001"
+    assert flags[flags.index("--random-input-len") + 1] == "64"
+    assert flags[flags.index("--random-range-ratio") + 1] == "0"
 
 
 def test_vllm_bench_serve_results_read_back_or_name_what_is_wrong() -> None:
@@ -212,12 +241,22 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
         assert row["completed_requests"] == sent[row["workload"]] and row["failed_requests"] == 0
         assert 0 < row["median_ttft_ms"] < row["median_e2e_ms"] and row["median_tpot_ms"] > 0
         assert row["bench_ratio"] is not None, row["workload"]
-    # every served request generated exactly output_len tokens (EOS ignored), by our client and by vLLM's tool
+    # every served request generated exactly output_len tokens (EOS ignored), by our client and by vLLM's tool; both
+    # sent text (the runner the tool's kind of prompt, with its own seed), and the server counted every one of the
+    # runner's prompts at input_len tokens (the tool keeps a prompt its dataset could not bring to length)
     for f in files:
         if "serve" in f.name:
             t = layout.read(f).to_pylist()
             outs = [r["value"] for r in t if r["metric"] == "output_tokens"]
             assert outs and set(outs) == {float(ENTRY.output_len)}, f.name
+            work = json.loads(t[0]["config"])["workload"]
+            assert work["prompt_form"] == "text", f.name
+            if "vllm-bench" in f.name:
+                assert work["prompts"]["made_by"] == "vllm bench serve", f.name
+                continue
+            assert work["prompts"]["made_by"] == vllm_bench.PROMPTS_FROM and work["prompts"]["kept"] > work["requests"]
+            prompts = [r["value"] for r in t if r["metric"] == "prompt_tokens"]
+            assert len(prompts) == work["requests"] and set(prompts) == {float(ENTRY.input_len)}, f.name
     config = json.loads(layout.read(files[0]).column("config")[0].as_py())
     assert config["variant"]["settings"]["max_num_seqs"] == 16 and config["engine_defaults"]["max_num_seqs"]
     site = tmp_path / "site"
@@ -231,6 +270,51 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
     (row,) = board["rows"]
     shown = html.unescape(page)
     assert (row["rank"] == 1 and "Decode tokens/s" in shown) or (row["rank"] is None and row["reason"] in shown)
+
+
+TEXT_PROMPTS = """
+import json, sys
+from pathlib import Path
+from runners import spec
+from runners.engines.vllm import runner, tool
+
+suite = spec.load_suite("cpu-smoke")
+entry = suite.serving_entry("llama-tiny")
+settings = runner.resolve_settings(suite.variants["vllm-cpu"].settings)
+folder = runner.model_folder(suite.models[entry.model], entry.seed, settings, Path(sys.argv[1]))
+from vllm.benchmarks import serve
+tokenizer = serve.get_tokenizer(str(folder))
+out = {}
+for seed in (1000, 1000, 1001):
+    texts, made = tool.text_prompts(folder, entry.input_len, entry.output_len, 24, seed)
+    lens = [len(tokenizer.encode(t)) for t in texts]
+    out.setdefault(str(seed), []).append({"texts": texts, "made": made, "lens": lens})
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.engine
+def test_the_runners_text_prompts_are_the_tools_kind_at_the_exact_length(tmp_path: Path, vllm_python: str) -> None:
+    """The runner's served prompts, made by `vllm bench serve`'s random dataset in vLLM's CPU build on the tiny Llama:
+    text, each encoded by the model's tokenizer (special tokens added, as a completion request adds them) to exactly
+    the entry's input length, though the dataset itself gives some prompts a few tokens more; the same for a seed,
+    others for the next (the tool's)."""
+    root = Path(__file__).resolve().parents[3]
+    script = tmp_path / "prompts.py"
+    script.write_text(TEXT_PROMPTS)
+    proc = subprocess.run(
+        [vllm_python, str(script), str(tmp_path / "models")], cwd=root, env=os.environ | {"PYTHONPATH": str(root)},
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    (a, b), (c,) = got["1000"], got["1001"]
+    assert len(a["texts"]) == 24 and all(isinstance(t, str) and t for t in a["texts"])
+    assert set(a["lens"]) == {ENTRY.input_len}
+    assert a["made"]["seed"] == 1000 and a["made"]["kept"] == 24 and a["made"]["drawn"] >= 24
+    # another seed, other prompts; not all of them: a prompt runs through consecutive token ids from a random start,
+    # so two draws share the prompts whose starts coincide (often, in a vocabulary of 512)
+    assert a == b and a["texts"] != c["texts"]
 
 
 def test_quantized_weights_are_declared_not_written_and_counted_in_their_format(tmp_path: Path) -> None:
@@ -354,6 +438,8 @@ def test_vllm_bench_output_from_elsewhere_imports_once_and_checked(tmp_path: Pat
     run = table.slice(0, 1).to_pylist()[0]
     assert (run["origin"], run["engine"], run["workload"]) == ("imported", "vllm-bench", "llama-14b-serve-c8-i512-o128")
     assert "ttfts" not in json.loads(run["config"])["imported"]["result"]  # the arrays are rows, not config
+    work = json.loads(run["config"])["workload"]
+    assert work["prompt_form"] == "text" and work["prompts"] == {"made_by": "vllm bench serve, run elsewhere"}
     # the same requests give the same figures as the record made on the bench host
     mine, here = (metrics.requests_from_rows(t.to_pylist()) for t in (table, record))
     assert metrics.serving_metrics(*mine, 1000, 50) == metrics.serving_metrics(*here, 1000, 50)
