@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import re
 import sys
 from pathlib import Path
@@ -24,6 +25,20 @@ from runners import layout, schema
 
 TAIL = re.compile(r"^(?P<head>\d{8}T\d{6}Z-.+-)(?P<tail>[0-9a-f]{6})$")
 QUOTED_ID = re.compile(r'"(\d{8}T\d{6}Z-[^"]+-[0-9a-f]{6})"')
+
+
+def with_workload(source: Path, folder: Path, run_id: str, **fields: object) -> Path:
+    """`source`'s record as run `run_id` in `folder`, its config's workload given `fields` (a field a runner writes
+    now and an older record lacks, say): the same rows otherwise. For tests of how such records read."""
+    table = pq.read_table(source)
+    config = json.loads(table.column("config")[0].as_py())
+    config["workload"].update(fields)
+    n = table.num_rows
+    table = table.set_column(table.schema.get_field_index("config"), "config", pa.array([json.dumps(config)] * n))
+    table = table.set_column(table.schema.get_field_index("run_id"), "run_id", pa.array([run_id] * n))
+    path = folder / f"{run_id}.parquet"
+    pq.write_table(table, path)
+    return path
 
 
 def copy_id(run_id: str, k: int) -> str:

@@ -6,17 +6,15 @@ its. Which engines gained the untimed repetition, and which field shows it, is o
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from generator import checks, columns, derive, inference, load
 from runners import engines
+from tests import replicate
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = ROOT / "data/h100/20261130T022839Z-llama-8b-pp512-d0-llamacpp-f16-f5705d.parquet"
@@ -36,16 +34,8 @@ def test_the_registry_names_the_engines_that_gained_an_untimed_repetition() -> N
 def _with_warm_up(source: Path, folder: Path) -> Path:
     """`source` as the runner writes it now: the same rows, its config saying one repetition ran untimed, under
     another run id."""
-    table = pq.read_table(source)
-    config = json.loads(table.column("config")[0].as_py())
-    config["workload"]["untimed_repetitions"] = 1
-    run_id = table.column("run_id")[0].as_py().replace("-f5705d", "-a0a0a0").replace("022839Z", "022840Z")
-    n = table.num_rows
-    table = table.set_column(table.schema.get_field_index("config"), "config", pa.array([json.dumps(config)] * n))
-    table = table.set_column(table.schema.get_field_index("run_id"), "run_id", pa.array([run_id] * n))
-    path = folder / f"{run_id}.parquet"
-    pq.write_table(table, path)
-    return path
+    run_id = source.stem.replace("-f5705d", "-a0a0a0").replace("022839Z", "022840Z")
+    return replicate.with_workload(source, folder, run_id, untimed_repetitions=1)
 
 
 def test_the_first_repetition_of_an_old_record_is_left_out_and_a_new_ones_is_kept(tmp_path: Path) -> None:

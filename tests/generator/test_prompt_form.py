@@ -11,11 +11,10 @@ import json
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from generator import columns, load
 from runners import engines
+from tests import replicate
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = ROOT / "data/h100/20261130T201439Z-llama-8b-serve-c1-i512-o128-vllm-tp1-6272d4.parquet"
@@ -26,17 +25,8 @@ TOOL = ROOT / "data/h100/20261130T201439Z-llama-8b-serve-c1-i512-o128-vllm-tp1-v
 
 def _saying(source: Path, folder: Path, form: str | None, suffix: str) -> Path:
     """`source` with its workload saying `form` (none: the field left out), under another run id."""
-    table = pq.read_table(source)
-    config = json.loads(table.column("config")[0].as_py())
-    if form is not None:
-        config["workload"]["prompt_form"] = form
-    run_id = table.column("run_id")[0].as_py().replace("-6272d4", f"-{suffix}")
-    n = table.num_rows
-    table = table.set_column(table.schema.get_field_index("config"), "config", pa.array([json.dumps(config)] * n))
-    table = table.set_column(table.schema.get_field_index("run_id"), "run_id", pa.array([run_id] * n))
-    path = folder / f"{run_id}.parquet"
-    pq.write_table(table, path)
-    return path
+    run_id = source.stem.replace("-6272d4", f"-{suffix}")
+    return replicate.with_workload(source, folder, run_id, **({} if form is None else {"prompt_form": form}))
 
 
 def test_text_and_token_id_points_are_two_configurations_and_old_records_keep_theirs(tmp_path: Path) -> None:
