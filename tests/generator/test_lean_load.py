@@ -114,7 +114,7 @@ def test_a_file_changed_after_a_lean_load_is_named_not_read(tmp_path: Path) -> N
     served = next(
         p for p in _files() if "-serve-" in p.name and pl.read_parquet(p)["metric"].is_in(load.HELD_OUT).any()
     )
-    copy = tmp_path / "data" / served.parent.name / served.name
+    copy = tmp_path / "data" / served.relative_to(DATA)  # in its suite's folder, or its month folder there
     copy.parent.mkdir(parents=True)
     shutil.copyfile(served, copy)
     lean = load.load(tmp_path / "data", lean=True)
@@ -130,10 +130,11 @@ def test_a_new_file_among_cached_ones_loads_lean_as_afresh(tmp_path: Path) -> No
     files = _files()[:4]
     data = tmp_path / "data"
     for f in files[1:]:
-        (data / f.parent.name).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, data / f.parent.name / f.name)
+        (data / f.relative_to(DATA)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, data / f.relative_to(DATA))
     load.load(data, tmp_path / "cache", lean=True)
-    shutil.copyfile(files[0], data / files[0].parent.name / files[0].name)  # sorts first: every index moves
+    (data / files[0].relative_to(DATA)).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(files[0], data / files[0].relative_to(DATA))  # sorts first: every index moves
     warm, cold = load.load(data, tmp_path / "cache", lean=True), load.load(data, lean=True)
     assert warm.runs.height == len(files) and warm.runs.equals(cold.runs) and warm.rows.equals(cold.rows)
     assert warm.held_out == cold.held_out

@@ -106,22 +106,49 @@ def _committed_served() -> pl.DataFrame:
     return serving.test_summary(summary, loaded.rows)
 
 
+H100 = ("NVIDIA H100 80GB HBM3", 1)
+"""The one hardware on which the committed data repeats `vllm bench serve` three times on one served point: the 8B at
+1 and 8 in flight, three runs each on one start of a bench host (2026-12-06)."""
+
+
 @pytest.mark.slow
-def test_committed_tool_records_give_the_floor() -> None:
-    """On the committed data `vllm bench serve` repeated no served point three times (the 14B on 2 × H200 twice, one
-    of them the anomalous session): every served figure is held to ±5%, where one pair once widened it to 35%."""
+def test_committed_tool_records_set_each_tolerance() -> None:
+    """On the committed data `vllm bench serve` repeated served points three times only on one H100 (the 8B at 1 and 8
+    in flight): there its three c8 records' median TTFTs (90.9-96.7 ms) spread 6.3%, which widens that figure's
+    tolerance, while its other figures spread less than the floor and keep it. Everywhere else no point has three
+    records (the 14B on 2 × H200 has two, one of them the anomalous session that once widened it to 35%): the floor.
+    Every ranked served point agrees with its tool within the tolerance its hardware was held to."""
     served = _committed_served()
     tolerances = serving.tool_tolerances(served)
-    assert tolerances.height >= 1
+    assert tolerances.height >= 2
+    held = {}
     for row in tolerances.iter_rows(named=True):
-        assert (row["tol_out"], row["tol_ttft"], row["tol_tpot"]) == (FLOOR, FLOOR, FLOOR), row
-        assert row["tool_repeats"] < metrics.TOOL_REPEATS_MIN, row
-    # every ranked served point agrees with its tool within ±5% on all three figures
+        hardware = (row["accelerator"], row["accelerator_count"])
+        held[hardware] = row
+        if hardware != H100:
+            assert (row["tol_out"], row["tol_ttft"], row["tol_tpot"]) == (FLOOR, FLOOR, FLOOR), row
+            assert row["tool_repeats"] < metrics.TOOL_REPEATS_MIN, row
+            continue
+        assert row["tool_repeats"] == metrics.TOOL_REPEATS_MIN and (row["tol_out"], row["tol_tpot"]) == (FLOOR, FLOOR)
+        c8 = served.filter(
+            pl.col("engine") == "vllm-bench",
+            pl.col("workload") == "llama-8b-serve-c8-i512-o128",
+            pl.col("accelerator") == H100[0],
+        )["median_ttft_ms"].to_list()
+        assert (
+            len(c8) == 3 and row["tol_ttft"] == pytest.approx(metrics.relative_spread(c8)) and row["tol_ttft"] > FLOOR
+        )
+    assert H100 in held
     for (_suite, _workload), tests in served.filter(pl.col("kind") == "serve").group_by("suite", "workload"):
         ranked, _ = serving.board(tests)
         for r in ranked.iter_rows(named=True):
-            for ratio in ("bench_ratio", "bench_ttft_ratio", "bench_tpot_ratio"):
-                assert abs(r[ratio] - 1) <= FLOOR, (r["run_ids"], ratio, r[ratio])
+            tol = held.get((r["accelerator"], r["accelerator_count"]), dict.fromkeys(serving.TOLERANCES, FLOOR))
+            for ratio, name in (
+                ("bench_ratio", "tol_out"),
+                ("bench_ttft_ratio", "tol_ttft"),
+                ("bench_tpot_ratio", "tol_tpot"),
+            ):
+                assert abs(r[ratio] - 1) <= tol[name] + 1e-12, (r["run_ids"], ratio, r[ratio], tol[name])
 
 
 @pytest.mark.slow
