@@ -335,6 +335,12 @@ def runtime_env(
         advertised = all(n in flags for n in BY_OPTION["AVX512"].cpuinfo)
         return env | ({"ATEN_CPU_CAPABILITY": "avx2" if avx2 else "default"} if advertised else {})
     best = "AVX512_CORE_BF16" if verdicts.get("AVX512_BF16") == "yes" else "AVX512_CORE"
+    if best == "AVX512_CORE_BF16" and "avx512_fp16" in flags:
+        # oneDNN's level just below AMX: its float8 matmul (torch._scaled_mm on a CPU, the fsdp2-float8 variant's
+        # CPU test) has no kernel under it ("could not create a primitive descriptor" at AVX512_CORE_BF16, and ran
+        # at AVX512_CORE_FP16, torch 2.13 on an Intel Xeon VM whose AMX faulted, 2026-12-06). AVX512-FP16 works on
+        # the ZMM state the AVX-512 probe already ran on; AMX needs tile state of its own, which is what faults.
+        best = "AVX512_CORE_FP16"
     return {"ONEDNN_MAX_CPU_ISA": best, "OPENBLAS_CORETYPE": "SKYLAKEX"}
 
 

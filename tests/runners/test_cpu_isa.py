@@ -76,6 +76,9 @@ def test_libraries_are_kept_off_amx_wherever_it_is_advertised_and_unproven() -> 
     assert cpu_isa.runtime_env(faulted, frozenset({"avx512f"})) == {}  # not advertised: no library would pick it
     not_built = ran | {"AMX_TILE": "not compiled: unknown flag"}
     assert cpu_isa.runtime_env(not_built, amx, amx_proven=True) == {}  # an old compiler says nothing of the CPU
+    # a Sapphire Rapids-class CPU: oneDNN kept at its level just below AMX, where its float8 matmul has a kernel
+    fp16 = cpu_isa.runtime_env(faulted, amx | {"avx512_fp16"})
+    assert fp16 == guard | {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_FP16"}
     avx512 = frozenset(f for o in ("AVX2", "AVX512") for f in cpu_isa.BY_OPTION[o].cpuinfo)
     no_avx512 = ran | {"AVX512": "faulted (SIGILL)"}
     assert cpu_isa.runtime_env(no_avx512, avx512) == {
