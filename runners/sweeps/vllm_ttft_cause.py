@@ -62,17 +62,9 @@ def tool_prompts(folder: Path, entry: Any, n: int, seed: int) -> tuple[list[str]
     tool states them, the tool's tokenizer of the folder, and the flags this vLLM did not know. Every prompt the tool
     makes, kept as the tool keeps it (the runner's own, `runners.engines.vllm.tool.text_prompts`, keeps only those
     of the exact length)."""
-    from vllm.benchmarks import serve as tool
+    from runners.engines.vllm.tool import dataset_flags, known_flags, tool_parser
 
-    from runners.engines.vllm.tool import dataset_flags, known_flags
-
-    try:
-        from vllm.utils.argparse_utils import FlexibleArgumentParser
-    except ImportError:  # older vLLM
-        from vllm.utils import FlexibleArgumentParser
-
-    parser = FlexibleArgumentParser(prog="vllm bench serve")
-    tool.add_cli_args(parser)
+    tool, parser = tool_parser("serve")
     flags = dataset_flags(folder, entry.input_len, entry.output_len, n, seed)
     known, dropped = known_flags(parser, flags)
     args = parser.parse_args(known)

