@@ -261,6 +261,17 @@ def test_a_commit_with_many_runs_of_the_configuration_links_its_latest_and_this_
         assert "earlier" not in latest
 
 
+def drawn(path: str) -> list[tuple[float, float]]:
+    """The points a static chart's path draws, each to a tenth of a pixel: `M x,y`, then `l` and each point's move from
+    the one before."""
+    start, _, moves = path.removeprefix("M").partition("l")
+    points = [tuple(map(float, start.split(",")))]
+    numbers = [float(n) for n in re.findall(r"-?\d*\.?\d+", moves)]
+    for dx, dy in zip(numbers[::2], numbers[1::2], strict=True):
+        points.append((round(points[-1][0] + dx, 1), round(points[-1][1] + dy, 1)))
+    return points
+
+
 def test_a_one_step_spike_is_drawn_on_the_static_chart() -> None:
     """A 2,000-step run at 10 ms a step but one 100 ms step at step 1,001: the static SVG draws each bucket of steps
     by its lowest and highest value, so the spike is drawn and labels the axis (before: every other step was drawn,
@@ -278,7 +289,7 @@ def test_a_one_step_spike_is_drawn_on_the_static_chart() -> None:
         schema_overrides={"trial": pl.Int32, "step": pl.Int32},
     )
     texts = render.runs.sample_texts(rows).row(0, named=True)
-    points = [tuple(map(float, p.split(","))) for p in texts["time_points"].split()]
+    points = drawn(texts["time_path"])
     assert texts["time_hi"] == pytest.approx(2.0) and texts["time_lo"] == pytest.approx(1.0)  # log10 of 100, 10 ms
     assert len(points) <= 2 * render.runs.SVG_BUCKETS and sum(y == 10.0 for _, y in points) == 1  # the spike, once
     assert all(render.runs.PLOT_X <= x <= render.runs.PLOT_X + render.runs.PLOT_W for x, _ in points)
