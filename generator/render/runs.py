@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import threading
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
@@ -199,15 +200,27 @@ SVG_BUCKETS = PLOT_W // 2
 """Buckets of steps a static samples chart draws, two pixel columns each (`sample_texts`)."""
 
 
+def _tenths(tenths: pl.Expr) -> pl.Expr:
+    """A whole number of tenths as the shortest decimal an SVG path reads (20 as `2`, 21 as `2.1`, -3 as `-.3`)."""
+    whole, tenth = tenths.abs() // 10, tenths.abs() % 10
+    return pl.concat_str(
+        pl.when(tenths < 0).then(pl.lit("-")).otherwise(pl.lit("")),
+        pl.when((whole == 0) & (tenth != 0)).then(pl.lit("")).otherwise(whole.cast(pl.String)),
+        pl.when(tenth == 0).then(pl.lit("")).otherwise(pl.lit(".") + tenth.cast(pl.String)),
+    )
+
+
 def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
-    """Per run, in one vectorised pass over every row: the polyline points of its static samples SVG, for step
-    time (ms) and loss of trial 0 (the interactive chart reads the run's CSV instead).
+    """Per run, in one vectorised pass over every row: the path of its static samples SVG, for step time (ms) and
+    loss of trial 0 (the interactive chart reads the run's CSV instead). Each point is to a tenth of a pixel; after the
+    first, each is written as its move from the one before (`l` in SVG's path data): fewer bytes than each point's two
+    coordinates, for the same line.
 
     Steps are cut into at most `SVG_BUCKETS` buckets of equal length, two pixel columns each, and each bucket is drawn
     by its lowest and highest value in the order the steps ran (one point where they are one): a one-step spike in a
     2,000-step run is drawn, where every other step alone could skip it, and the axis labels are the run's true range.
 
-    Columns: run_id, then for m in (time, loss): `{m}_points`, `{m}_lo`, `{m}_hi`, `{m}_warm_x` (where the
+    Columns: run_id, then for m in (time, loss): `{m}_path`, `{m}_lo`, `{m}_hi`, `{m}_warm_x` (where the
     warm-up shading ends)."""
     # each run's rows are contiguous (one file each): an integer id per block makes the windows cheap, and the
     # rows need sorting only if some file lists a metric's steps out of order
@@ -253,15 +266,15 @@ def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
             .with_columns(lo=pl.col("y").min().over("_run"), hi=pl.col("y").max().over("_run"))
             .with_columns(span=pl.when(pl.col("hi") > pl.col("lo")).then(pl.col("hi") - pl.col("lo")).otherwise(1.0))
         )
+        # each point to a tenth of a pixel, the first one absolute and each next one as its move from the last
+        x = (10 * (PLOT_X + PLOT_W * pl.col("bucket") / pl.col("last"))).round().cast(pl.Int64)
+        y = (10 * (10 + (SVG_PANEL - 30) * (1 - (pl.col("y") - pl.col("lo")) / pl.col("span")))).round().cast(pl.Int64)
+        moves = pl.concat_str(_tenths(x.diff()), pl.when(y.diff() < 0).then(pl.lit("")).otherwise(pl.lit(",")),
+                              _tenths(y.diff())).slice(1).str.join(" ")  # fmt: skip
+        start = pl.format("M{},{}", _tenths(x.first()), _tenths(y.first()))
         drawn = buckets.group_by("_run", maintain_order=True).agg(
             pl.col("run_id").first(),
-            pl.format(
-                "{},{}",
-                (PLOT_X + PLOT_W * pl.col("bucket") / pl.col("last")).round(1),
-                (10 + (SVG_PANEL - 30) * (1 - (pl.col("y") - pl.col("lo")) / pl.col("span"))).round(1),
-            )
-            .str.join(" ")
-            .alias(f"{name}_points"),
+            pl.when(pl.len() > 1).then(pl.format("{}l{}", start, moves)).otherwise(start).alias(f"{name}_path"),
             pl.col("lo").first().alias(f"{name}_lo"),
             pl.col("hi").first().alias(f"{name}_hi"),
             (
@@ -332,19 +345,19 @@ def _log_label(exponent: Any) -> str:
 
 
 def samples_svg(texts: dict[str, Any]) -> str:
-    """A static SVG of step time (log scale) and loss per step, for readers without JavaScript, from the points
+    """A static SVG of step time (log scale) and loss per step, for readers without JavaScript, from the paths
     `sample_texts` computed."""
 
     def panel(name: str, top: int, log: bool, label: str) -> str:
-        points = texts.get(f"{name}_points")
-        if not points:
+        path = texts.get(f"{name}_path")
+        if not path:
             return ""
         lo, hi, warm_x = texts[f"{name}_lo"], texts[f"{name}_hi"], texts[f"{name}_warm_x"]
         fmt = _log_label if log else _label
         return (
             f'<g transform="translate(0,{top})">'
             f'<rect x="{PLOT_X}" y="10" width="{warm_x - PLOT_X:.1f}" height="{SVG_PANEL - 30}" fill="#fdf3d8"/>'
-            f'<polyline fill="none" stroke="#1f6feb" stroke-width="1" points="{points}"/>'
+            f'<path fill="none" stroke="#1f6feb" stroke-width="1" d="{path}"/>'
             f'<text x="0" y="14" font-size="10">{fmt(hi)}</text>'
             f'<text x="0" y="{SVG_PANEL - 20}" font-size="10">{fmt(lo)}</text>'
             f'<text x="{PLOT_X}" y="8" font-size="11">{label}</text></g>'
@@ -607,7 +620,7 @@ def _feed(
         block_rows = rows if whole and len(block) == len(changed) else rows.filter(pl.col("run_id").is_in(wanted))
         texts = {row["run_id"]: row for row in sample_texts(block_rows).iter_rows(named=True)}
         with_rows = set(block_rows["run_id"].unique().to_list())  # the runs whose suite's samples file holds rows
-        charted = {i for i in with_rows if texts.get(i) and (texts[i]["time_points"] or texts[i]["loss_points"])}
+        charted = {i for i in with_rows if texts.get(i) and (texts[i]["time_path"] or texts[i]["loss_path"])}
         for i in range(0, len(todo), RENDER_CHUNK):
             chunk = todo[i : i + RENDER_CHUNK]
             in_chunk = [r["run_id"] for r in chunk]
@@ -695,7 +708,7 @@ def _render(
         chart_json, svg_name = None, None
         csv_name = csv_file(run_id) if run_id in with_csv else None
         run_texts = texts.get(run_id)
-        if csv_name and run_texts is not None and (run_texts.get("time_points") or run_texts.get("loss_points")):
+        if csv_name and run_texts is not None and (run_texts.get("time_path") or run_texts.get("loss_path")):
             chart_json = SAMPLES_SPEC
             svg_name = f"{slug}.svg"
             _put(stage / svg_name, samples_svg(run_texts).encode())
@@ -739,8 +752,25 @@ def _render(
             chart_id="chart-run",  # one run a page: its ids need not name it
             svg_name=svg_name,
         )
-        _put(stage / f"{slug}.html", html.encode())
+        _put(stage / f"{slug}.html", lean(html).encode())
     return len(runs)
+
+
+OPTIONAL_END_TAGS = re.compile(r"</t[dh]>\s*(?=</tr>|<t[dh][\s>])|</tr>\s*(?=<tr[\s>]|</tbody>|</thead>|</table>)")
+"""The end tags of table cells and rows where HTML lets a page leave them out (before the next cell or row, or where
+their row or table ends: https://html.spec.whatwg.org/multipage/syntax.html#optional-tags), with the line breaks
+between rows: tables are most of a run page, and the browser builds the same table without them."""
+QUOTE_IN_TEXT = re.compile(r"&#(34|39);(?=[^<>]*<)")
+"""An escaped quote in text, not in a tag (the next angle bracket opens a tag): only an attribute needs it escaped.
+Every `<` and `>` of a record's text is escaped, in a <script>'s JSON too (`pages.script_safe`), so the next bracket
+tells text from tag."""
+
+
+def lean(html: str) -> str:
+    """A rendered run page in fewer bytes, read by a browser as the same document: no optional end tags in its tables
+    (`OPTIONAL_END_TAGS`), and quotes in its text written as themselves (`QUOTE_IN_TEXT`)."""
+    html = OPTIONAL_END_TAGS.sub("", html)
+    return QUOTE_IN_TEXT.sub(lambda m: '"' if m[1] == "34" else "'", html)
 
 
 def _put(path: Path, data: bytes) -> None:

@@ -117,8 +117,8 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     assert gpus, "no GPU table"
     rows = {
         cells[0]: cells[1:]
-        # a value cell names its GPU (data-label) for the phone's cards
-        for cells in (re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row) for row in re.findall(r"<tr>(.*?)</tr>", gpus[1]))
+        # a value cell names its GPU (data-label) for the phone's cards; cells and rows without their optional end tags
+        for cells in (re.findall(r"<t[dh][^>]*>([^<]*)", row) for row in gpus[1].split("<tr>")[1:])
     }
     assert rows[""] == ["GPU 0", "GPU 1"]
     assert rows["SM clock (MHz)"] == ["345", "1980"] and rows["SM max (MHz)"] == ["1980", "1980"]
@@ -137,8 +137,8 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     listed = tmp_path / "site" / "runs" / packages.group(2)  # one file, shared by every run that lists the same
     assert listed.read_text() == "numpy==2.5.2\ntorch==2.11.0\ntriton==3.6.0\n"
     software_table = page[page.index("<h3>Software</h3>") : page.index('<p id="packages">')]
-    assert "<td>torch</td><td>2.11.0</td>" in software_table and "packages" not in software_table
-    assert "<td>gpus</td>" not in page  # not repeated as JSON in the hardware table
+    assert "<td>torch<td>2.11.0<" in software_table and "packages" not in software_table
+    assert "<td>gpus<" not in page  # not repeated as JSON in the hardware table
 
 
 def test_a_record_read_through_a_migration_says_so(rendered: Path) -> None:
@@ -252,12 +252,24 @@ def test_a_commit_with_many_runs_of_the_configuration_links_its_latest_and_this_
         page = (site / "runs" / f"{pages.slug(run_id)}.html").read_text()
         table = page[page.index('<details class="ff-history">') :]
         row = next(r for r in table.split("<tr>") if r.startswith("<td><code>6246a6fb6e92"))
-        assert re.findall(r'<a href="([^"]+)\.html">', row) == [pages.slug(r) for r in listed], run_id
-        assert ">this run</a>" in row
+        # this run is named where it stands, not linked: the link led to the page it is on
+        assert re.findall(r'<a href="([^"]+)\.html">', row) == [pages.slug(r) for r in listed if r != run_id], run_id
+        assert "this run" in row
         assert f"and {len(many) - len(listed)} earlier" in row and 'href="../downloads/runs.csv.gz"' in row
         latest = next(r for r in table.split("<tr>") if r.startswith("<td><code>56489c6d541d"))
         assert re.findall(r'<a href="([^"]+)\.html">', latest) == [pages.slug(r) for r in few]
         assert "earlier" not in latest
+
+
+def drawn(path: str) -> list[tuple[float, float]]:
+    """The points a static chart's path draws, each to a tenth of a pixel: `M x,y`, then `l` and each point's move from
+    the one before."""
+    start, _, moves = path.removeprefix("M").partition("l")
+    points = [tuple(map(float, start.split(",")))]
+    numbers = [float(n) for n in re.findall(r"-?\d*\.?\d+", moves)]
+    for dx, dy in zip(numbers[::2], numbers[1::2], strict=True):
+        points.append((round(points[-1][0] + dx, 1), round(points[-1][1] + dy, 1)))
+    return points
 
 
 def test_a_one_step_spike_is_drawn_on_the_static_chart() -> None:
@@ -277,8 +289,22 @@ def test_a_one_step_spike_is_drawn_on_the_static_chart() -> None:
         schema_overrides={"trial": pl.Int32, "step": pl.Int32},
     )
     texts = render.runs.sample_texts(rows).row(0, named=True)
-    points = [tuple(map(float, p.split(","))) for p in texts["time_points"].split()]
+    points = drawn(texts["time_path"])
     assert texts["time_hi"] == pytest.approx(2.0) and texts["time_lo"] == pytest.approx(1.0)  # log10 of 100, 10 ms
     assert len(points) <= 2 * render.runs.SVG_BUCKETS and sum(y == 10.0 for _, y in points) == 1  # the spike, once
     assert all(render.runs.PLOT_X <= x <= render.runs.PLOT_X + render.runs.PLOT_W for x, _ in points)
     assert [x for x, _ in points] == sorted(x for x, _ in points)  # drawn left to right
+
+
+def test_a_run_page_leaves_out_only_the_end_tags_and_escapes_html_lets_it() -> None:
+    """`lean`: a table's cells and rows lose their end tags (and the line breaks between rows), a quote in text is
+    itself; a quote in an attribute stays escaped, and a table's last row and cell end where the table does."""
+    page = (
+        "<table>\n<thead><tr><th>a</th><th>b</th></tr>\n</thead>\n<tbody>\n"
+        '<tr><td title="&#34;x&#39;">&#34;q&#34; it&#39;s</td><td></td></tr>\n'
+        '<tr><td><a href="r.html">r</a></td></tr>\n</tbody>\n</table>\n<p>&amp;#34;</p>'
+    )
+    assert render.runs.lean(page) == (
+        '<table>\n<thead><tr><th>a<th>b</thead>\n<tbody>\n<tr><td title="&#34;x&#39;">"q" it\'s'
+        '<td><tr><td><a href="r.html">r</a></tbody>\n</table>\n<p>&amp;#34;</p>'
+    )
