@@ -760,17 +760,13 @@ OPTIONAL_END_TAGS = re.compile(r"</t[dh]>\s*(?=</tr>|<t[dh][\s>])|</tr>\s*(?=<tr
 """The end tags of table cells and rows where HTML lets a page leave them out (before the next cell or row, or where
 their row or table ends: https://html.spec.whatwg.org/multipage/syntax.html#optional-tags), with the line breaks
 between rows: tables are most of a run page, and the browser builds the same table without them."""
-QUOTE_IN_TEXT = re.compile(r"&#(34|39);(?=[^<>]*<)")
-"""An escaped quote in text, not in a tag (the next angle bracket opens a tag): only an attribute needs it escaped.
-Every `<` and `>` of a record's text is escaped, in a <script>'s JSON too (`pages.script_safe`), so the next bracket
-tells text from tag."""
 
 
 def lean(html: str) -> str:
     """A rendered run page in fewer bytes, read by a browser as the same document: no optional end tags in its tables
-    (`OPTIONAL_END_TAGS`), and quotes in its text written as themselves (`QUOTE_IN_TEXT`)."""
-    html = OPTIONAL_END_TAGS.sub("", html)
-    return QUOTE_IN_TEXT.sub(lambda m: '"' if m[1] == "34" else "'", html)
+    (`OPTIONAL_END_TAGS`). Escaped quotes stay escaped: a page's JSON <script> may hold a record's literal `&#34;`,
+    which a rewrite of text could not tell from an escape."""
+    return OPTIONAL_END_TAGS.sub("", html)
 
 
 def _put(path: Path, data: bytes) -> None:

@@ -296,15 +296,15 @@ def test_a_one_step_spike_is_drawn_on_the_static_chart() -> None:
     assert [x for x, _ in points] == sorted(x for x, _ in points)  # drawn left to right
 
 
-def test_a_run_page_leaves_out_only_the_end_tags_and_escapes_html_lets_it() -> None:
-    """`lean`: a table's cells and rows lose their end tags (and the line breaks between rows), a quote in text is
-    itself; a quote in an attribute stays escaped, and a table's last row and cell end where the table does."""
+def test_a_run_page_leaves_out_only_the_end_tags_html_lets_it() -> None:
+    """`lean`: a table's cells and rows lose their end tags (and the line breaks between rows); every escape stays
+    (a JSON script may hold a record's literal `&#34;`), and a table's last row and cell end where the table does."""
     page = (
         "<table>\n<thead><tr><th>a</th><th>b</th></tr>\n</thead>\n<tbody>\n"
         '<tr><td title="&#34;x&#39;">&#34;q&#34; it&#39;s</td><td></td></tr>\n'
         '<tr><td><a href="r.html">r</a></td></tr>\n</tbody>\n</table>\n<p>&amp;#34;</p>'
     )
     assert render.runs.lean(page) == (
-        '<table>\n<thead><tr><th>a<th>b</thead>\n<tbody>\n<tr><td title="&#34;x&#39;">"q" it\'s'
+        '<table>\n<thead><tr><th>a<th>b</thead>\n<tbody>\n<tr><td title="&#34;x&#39;">&#34;q&#34; it&#39;s'
         '<td><tr><td><a href="r.html">r</a></tbody>\n</table>\n<p>&amp;#34;</p>'
     )
