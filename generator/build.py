@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -97,20 +98,26 @@ def build(
         # the swap is a rename), then swapped in; a build that raises leaves the previous site as it was.
         target = Path(os.path.realpath(out_dir))  # a link to the site's folder stays a link to the new one
         stage = _stage_for(target)
+        # the stage (after the swap, the previous site: a file per run page) is removed on a thread of its own, its
+        # system calls beside the manifest's and the store's work, and gone before the store is unlocked
+        remover = threading.Thread(target=shutil.rmtree, args=(stage,), kwargs={"ignore_errors": True})
         try:
-            with history.once():  # git asked once what was rewritten: every step of the build sees one answer
-                loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, source, supplied)
-            _swap(stage / "site", target)
-        except BaseException as error:
-            error.add_note(
-                f"the build failed and replaced nothing: {out_dir} is exactly as it was before the build began"
-            )
-            raise
+            try:
+                with history.once():  # git asked once what was rewritten: every step of the build sees one answer
+                    loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, source, supplied)
+                _swap(stage / "site", target)
+            except BaseException as error:
+                error.add_note(
+                    f"the build failed and replaced nothing: {out_dir} is exactly as it was before the build began"
+                )
+                raise
+            finally:
+                remover.start()
+            pending.record(target / "runs")  # what the published run pages were made from, once they are published
+            kept.prune()  # the store keeps what this build used
+            _drop_old_layouts(work_dir, cache_dir)
         finally:
-            shutil.rmtree(stage, ignore_errors=True)  # after the swap, the previous site
-        pending.record(target / "runs")  # what the published run pages were made from, once they are published
-        kept.prune()  # the store keeps what this build used
-        _drop_old_layouts(work_dir, cache_dir)
+            remover.join()
     return loaded
 
 
@@ -221,12 +228,13 @@ def _build_staged(
         # pages are linked meanwhile: a link per file, whose system calls leave this thread free to load
         bundle = side.submit(vega_bundle)
         linked = side.submit(lambda: _linked(out_dir / "runs", kept, manifest.read().get("files")))
-        files = load.result_files(data_dir)  # listed once (0.5 s at 50,000 files), for the key and the load
+        files = load.result_files(data_dir)  # listed and examined once, for the key and the load
+        stats = load.stat_keys(files)
         # the key before loading: a file changed meanwhile makes the next key differ
-        data_key = compare_cache.key(data_dir, files)
+        data_key = compare_cache.key(data_dir, files, stats)
         # the rows a lean load holds out are put aside in the stage as the files are read: the downloads and the
         # run pages' CSVs take them from there (a file read and decoded again cost more than its first read)
-        loaded = load.load(data_dir, cache_dir, files=files, lean=True, held=stage / "held")
+        loaded = load.load(data_dir, cache_dir, files=files, lean=True, held=stage / "held", stats=stats)
         bundle_text = bundle.result()
         linked.result()
     docs = work_dir / "docs"

@@ -26,19 +26,24 @@ KIND = "compare"
 """The store's kind for the table."""
 
 
-def key(data_dir: Path, entries: list[Path] | None = None) -> str:
+def key(data_dir: Path, entries: list[Path] | None = None, stats: list[str] | None = None) -> str:
     """What the table of `data_dir` is derived from, as one text (computed before loading, so a file that changes
     meanwhile makes the next key differ, never the other way round). `entries`: `load.result_files(data_dir)`, when
-    the caller has listed them (the site build lists them once, for this and the load)."""
+    the caller has listed them, and `stats` their `load.stat_keys` (the site build takes both once, for this and the
+    load)."""
     data_dir = Path(data_dir)
     lines = [f"data commit:{_data_commit(data_dir)}"]
-    entries = load.result_files(data_dir) if entries is None else entries
+    if entries is None:
+        entries, stats = load.result_files(data_dir), None
+    stats = load.stat_keys(entries) if stats is None else stats
+    if len(stats) != len(entries):
+        raise ValueError(f"{len(stats):,} stat keys for {len(entries):,} files")
     manifests = sorted((data_dir / "editions").glob("*")) if (data_dir / "editions").is_dir() else []
     prefix = str(data_dir) + os.sep  # what every path found under it starts with: relpath is 30 times slower
-    for path in [*entries, *manifests]:
+    for path, stat in [*zip(entries, stats, strict=True), *((m, load.stat_key(m)) for m in manifests)]:
         text = str(path)
         rel = text[len(prefix) :] if text.startswith(prefix) else os.path.relpath(path, data_dir)
-        lines.append(f"{rel}\0{load.stat_key(path)}")
+        lines.append(f"{rel}\0{stat}")
     return "\n".join(lines)
 
 

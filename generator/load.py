@@ -545,6 +545,11 @@ def _digest(path: Path) -> str:
         return ""
 
 
+def stat_keys(paths: Sequence[Path]) -> list[str]:
+    """`stat_key` of each path, in order: taken once by a build for both the compare key and the load."""
+    return [stat_key(path) for path in paths]
+
+
 def stat_key(path: str | os.PathLike[str]) -> str:
     """What says, without reading it, that a file is the one hashed before: its size, inode, and modification and
     change times in nanoseconds (git's index uses the same). Writing a file, replacing it or renaming another over it
@@ -589,12 +594,20 @@ LOADED = "loaded"
 
 
 def _read_all(
-    files: list[Path], root_parent: Path, cache_dir: Path | None = None, lean: bool = False, held: Path | None = None
+    files: list[Path],
+    root_parent: Path,
+    cache_dir: Path | None = None,
+    lean: bool = False,
+    held: Path | None = None,
+    stats: Sequence[str] | None = None,
 ) -> tuple[list[_Read], pl.DataFrame | None, pl.DataFrame | None]:
     """Every file read and checked, in `files` order; spread over the machine's cores when there are many.
 
     With a cache dir, a file whose path and sha256 match one an earlier build checked (with the same code) is
-    taken from the cache instead of being read and checked again; the cache is then rewritten."""
+    taken from the cache instead of being read and checked again; the cache is then rewritten. `stats`: the files'
+    `stat_key`s, taken by the caller before this reads any of them (else taken here)."""
+    if stats is not None and len(stats) != len(files):
+        raise ValueError(f"{len(stats):,} stat keys for {len(files):,} files")
     cached = _cached(cache_dir, lean)
     known: dict[tuple[str, str], tuple[int, str]] = {}
     hashed: dict[tuple[str, str], str] = {}  # (path, stat_key) -> the sha256 it had when cached
@@ -607,13 +620,13 @@ def _read_all(
     read_at: dict[int, _Read] = {}  # by index in `files`
     todo: list[tuple[int, Path]] = []
     reuse: dict[int, int] = {}  # a file's index in the cache: its index now
-    stats: dict[int, str] = {}
+    stats_at: dict[int, str] = {}
     with progress.Progress("checking the cache of result files", len(files) if known else 0) as bar:
         for index, path in enumerate(files):
             rel = _relative(path, root_parent)
-            stats[index] = stat_key(path)
+            stats_at[index] = stat_key(path) if stats is None else stats[index]
             # a file whose size, inode and times are those it had when cached is not read again to be hashed
-            digest = (hashed.get((rel, stats[index])) or _digest(path)) if known else ""
+            digest = (hashed.get((rel, stats_at[index])) or _digest(path)) if known else ""
             if (rel, digest) in known:
                 old, run_id = known[(rel, digest)]
                 reuse[old] = index
@@ -663,7 +676,7 @@ def _read_all(
         good = [r for r in reads if r.run_id is not None]
         where = pl.DataFrame(
             {"_file": [r.index for r in good], "path": [r.rel for r in good], "sha256": [r.sha256 for r in good],
-             "stat": [stats[r.index] for r in good]},
+             "stat": [stats_at[r.index] for r in good]},
             schema={"_file": pl.Int32, "path": pl.String, "sha256": pl.String, "stat": pl.String},
         )  # fmt: skip
         kept = build_store.at(cache_dir)
@@ -773,17 +786,20 @@ def load(
     files: list[Path] | None = None,
     lean: bool = False,
     held: Path | None = None,
+    stats: Sequence[str] | None = None,
 ) -> Loaded:
     """Load every good result file under data_dir (or just `files`, named relative to data_dir's parent); report
     the others. `cache_dir` (the site build's) keeps the checked contents of files by path and sha256, so an
     unchanged file is not read and checked again. `lean`: the rows less the per-request samples (`HELD_OUT`), which
     stay in their files until `full_rows` reads them (the site build, `validate` and `compare`: memory for what the
     figures need, not for every token's time). `held`: an empty folder of the caller's, kept while it uses the
-    records, where the files read (not those taken from the cache) put their every row aside (`Loaded.held_in`)."""
+    records, where the files read (not those taken from the cache) put their every row aside (`Loaded.held_in`).
+    `stats`: the `stat_key` of each of `files`, taken before any was read (`stat_keys`)."""
     root = Path(data_dir) if files is not None else canonical(data_dir)  # named files: relative to it as named
     if held is not None:
         held.mkdir(parents=True, exist_ok=True)
-    reads, heads, rows = _read_all(result_files(root) if files is None else files, root.parent, cache_dir, lean, held)
+    listed = result_files(root) if files is None else files
+    reads, heads, rows = _read_all(listed, root.parent, cache_dir, lean, held, None if files is None else stats)
     rejected: list[Rejected] = []
     copies: dict[str, list[_Read]] = {}
     for read in reads:

@@ -454,6 +454,12 @@ OWN = runcache.Frames("own")
 """Each run's figures from its own rows (`_own_figures`), kept by its file's sha256."""
 
 
+OWN_CHUNK = 10_000
+"""Runs whose own figures (`_own_figures`) are worked out at once: each is a run's alone, so a chunk gives the same rows
+as all of them together, and the window and quantile frames of every row of a cold build at once were the largest
+memory the build held."""
+
+
 def _own_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """Per run, what its own rows decide: its windows' interval (`window_intervals`), its step-time quantiles and its
     loss curve (`curve_first`, `curve_windows`: null where it has none). They depend on the file and on its warm-up and
@@ -461,6 +467,9 @@ def _own_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     build at 50,000 runs went to working out every run's again)."""
 
     def compute(part: pl.DataFrame) -> pl.DataFrame:
+        if part.height > OWN_CHUNK:  # a cold build's every run: a chunk at a time, each from its own rows alone
+            chunks = [compute(part.slice(i, OWN_CHUNK)) for i in range(0, part.height, OWN_CHUNK)]
+            return pl.concat(chunks, how="vertical_relaxed")
         wanted = rows if part.height == runs.height else rows.filter(pl.col("run_id").is_in(part["run_id"].implode()))
         curves = _loss_curves(part, wanted)
         curve = pl.DataFrame(

@@ -339,6 +339,20 @@ def test_each_runs_own_figures_come_from_the_cache_by_file_content(
         runcache.use(None)
 
 
+def test_each_runs_own_figures_are_the_same_worked_out_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold build works out the runs' own figures a chunk of runs at a time (`OWN_CHUNK`, to bound its memory):
+    chunks of 7 runs give the run summary of the committed data exactly as one chunk of every run does."""
+    from generator.derive import summary as summary_module
+
+    loaded = load.load(DATA, lean=True)
+    runcache.use(None)
+    whole = derive.run_summary(loaded.runs, loaded.rows)
+    monkeypatch.setattr(summary_module, "OWN_CHUNK", 7)
+    chunked = derive.run_summary(loaded.runs, loaded.rows)
+    assert whole.height == loaded.runs.height > 7 * 3
+    assert whole["windows"].drop_nulls().len() and whole.equals(chunked)
+
+
 def test_a_served_point_whose_gap_has_no_step_gets_no_figures_and_stops_nothing() -> None:
     """A hostile served file may leave a gap's step null beside numbered ones (the schema lets step be null): its gaps
     have no order, so the point gets no figures (it stays unranked) where the per-request code raised a TypeError
