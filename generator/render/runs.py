@@ -618,7 +618,7 @@ def _feed(
         wanted = pl.Series(block, dtype=pl.String).implode()
         todo = keyed.filter(pl.col("run_id").is_in(wanted)).to_dicts()
         block_rows = rows if whole and len(block) == len(changed) else rows.filter(pl.col("run_id").is_in(wanted))
-        texts = {row["run_id"]: row for row in sample_texts(block_rows).iter_rows(named=True)}
+        texts = _texts_of(block, block_rows)
         with_rows = set(block_rows["run_id"].unique().to_list())  # the runs whose suite's samples file holds rows
         charted = {i for i in with_rows if texts.get(i) and (texts[i]["time_path"] or texts[i]["loss_path"])}
         for i in range(0, len(todo), RENDER_CHUNK):
@@ -635,6 +635,22 @@ def _feed(
             job.add_done_callback(functools.partial(_count, progress))
         written |= _write_csvs(stage, todo, records, charted, rows_before)  # while the workers render the pages
     return jobs, written
+
+
+TEXT_BLOCK = 250
+"""Runs whose static charts' paths (`sample_texts`) are worked out at once: each run's are its own, and a feed block's
+training runs at once (thousands of steps each) were the largest memory a cold build held."""
+
+
+def _texts_of(block: list[str], rows: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """`sample_texts` of the runs `block` (whose rows are `rows`) by run id, `TEXT_BLOCK` runs at a time."""
+    texts: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(block), TEXT_BLOCK):
+        part = rows
+        if len(block) > TEXT_BLOCK:
+            part = rows.filter(pl.col("run_id").is_in(pl.Series(block[i : i + TEXT_BLOCK], dtype=pl.String).implode()))
+        texts |= {row["run_id"]: row for row in sample_texts(part).iter_rows(named=True)}
+    return texts
 
 
 POOL_FROM = 100

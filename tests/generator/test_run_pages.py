@@ -308,3 +308,31 @@ def test_a_run_page_leaves_out_only_the_end_tags_html_lets_it() -> None:
         '<table>\n<thead><tr><th>a<th>b</thead>\n<tbody>\n<tr><td title="&#34;x&#39;">&#34;q&#34; it&#39;s'
         '<td><tr><td><a href="r.html">r</a></tbody>\n</table>\n<p>&amp;#34;</p>'
     )
+
+
+def test_static_chart_paths_are_the_same_worked_out_a_few_runs_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold build works out the static charts' paths `TEXT_BLOCK` runs at a time (to bound its memory): five runs of
+    differing lengths and values, two at a time, give each run the texts all five at once give it."""
+    frames = []
+    for k in range(5):
+        steps = 40 + 17 * k
+        frames.append(
+            pl.DataFrame(
+                {
+                    "run_id": [f"r{k}"] * 2 * steps,
+                    "trial": [0] * 2 * steps,
+                    "step": [*range(steps), *range(steps)],
+                    "phase": (["warmup"] * 5 + ["steady"] * (steps - 5)) * 2,
+                    "metric": ["step_time_s"] * steps + ["loss"] * steps,
+                    "value": [0.01 * (1 + k) + 0.001 * (i % 7) for i in range(steps)]
+                    + [10.0 - 0.01 * i * (k + 1) for i in range(steps)],
+                },
+                schema_overrides={"trial": pl.Int32, "step": pl.Int32},
+            )
+        )
+    rows = pl.concat(frames)
+    block = [f"r{k}" for k in range(5)]
+    whole = {row["run_id"]: row for row in render.runs.sample_texts(rows).iter_rows(named=True)}
+    monkeypatch.setattr(render.runs, "TEXT_BLOCK", 2)
+    assert render.runs._texts_of(block, rows) == whole and len(whole) == 5
+    assert len({t["time_path"] for t in whole.values()}) == 5  # each run its own line
