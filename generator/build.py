@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -98,26 +97,23 @@ def build(
         # the swap is a rename), then swapped in; a build that raises leaves the previous site as it was.
         target = Path(os.path.realpath(out_dir))  # a link to the site's folder stays a link to the new one
         stage = _stage_for(target)
-        # the stage (after the swap, the previous site: a file per run page) is removed on a thread of its own, its
-        # system calls beside the manifest's and the store's work, and gone before the store is unlocked
-        remover = threading.Thread(target=shutil.rmtree, args=(stage,), kwargs={"ignore_errors": True})
         try:
-            try:
-                with history.once():  # git asked once what was rewritten: every step of the build sees one answer
-                    loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, source, supplied)
-                _swap(stage / "site", target)
-            except BaseException as error:
-                error.add_note(
-                    f"the build failed and replaced nothing: {out_dir} is exactly as it was before the build began"
-                )
-                raise
-            finally:
-                remover.start()
-            pending.record(target / "runs")  # what the published run pages were made from, once they are published
-            kept.prune()  # the store keeps what this build used
-            _drop_old_layouts(work_dir, cache_dir)
+            with history.once():  # git asked once what was rewritten: every step of the build sees one answer
+                loaded, pending = _build_staged(stage, data_dir, target, work_dir, site_url, source, supplied)
+            _swap(stage / "site", target)
+        except BaseException as error:
+            error.add_note(
+                f"the build failed and replaced nothing: {out_dir} is exactly as it was before the build began"
+            )
+            raise
         finally:
-            remover.join()
+            # after the swap, the previous site; removed before the manifest is taken: the published run pages kept
+            # from it are hard links to its files, and unlinking a name changes the file's change time, which the
+            # manifest records (a removal beside it left the next build seeing every kept page as changed)
+            shutil.rmtree(stage, ignore_errors=True)
+        pending.record(target / "runs")  # what the published run pages were made from, once they are published
+        kept.prune()  # the store keeps what this build used
+        _drop_old_layouts(work_dir, cache_dir)
     return loaded
 
 
