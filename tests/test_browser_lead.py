@@ -116,7 +116,8 @@ def test_each_boards_answer_says_what_its_own_rows_say(committed_site: Path) -> 
         else:
             settled += 1
             assert "The top is settled" in said, (board.name, said)
-    assert settled > 5 and undecided > 5 and unranked > 2  # the committed boards hold all three answers
+    # the committed boards hold all three answers (2026-12-06: 23 settled, 20 undecided, 1 with no row ranked yet)
+    assert settled > 5 and undecided > 5 and unranked >= 1
 
 
 def _one_of_each_layout(site: Path) -> list[str]:

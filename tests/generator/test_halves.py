@@ -33,6 +33,7 @@ PRESENTATION = {
         "start_run_pages",
     ): "the rows of the run pages still to render (the others are kept from the last build)",
     ("runs.py", "_feed"): "the rows of a block of the run pages still to render, a block at a time",
+    ("runs.py", "_texts_of"): "the rows of a few of a block's runs, for their static charts, a few runs at a time",
     ("runs.py", "_write_csvs"): "the rows of the charted runs, written beside their pages as the charts' data",
     ("parts.py", "samples_paths"): "cuts each suite's runs into download parts by id; every run is in one",
 }
