@@ -7,7 +7,9 @@ What a run's metered windows hold, by kind:
 - pp/tg and offline tests: each timed repetition; tokens = the test's tokens (offline: output tokens) per
   repetition, seconds = the repetitions' own times;
 - served points: the timed requests, first sent to last answered; tokens = its output tokens/s × its duration,
-  seconds = its duration (worked out with its figures, in generator/serving.py).
+  seconds = its duration. Those are known only from the point's figures, so `per_run` gives a served point its joules
+  and no figure; `generator/serving.py` works them out with the same `figures`, and the run page takes them from there
+  (`results.with_test_figures`).
 A run whose windows span fewer than `metrics.ENERGY_MIN_UPDATES` counter updates gets no figure (`energy_note` says
 why), and a run without energy rows gets none at all: nothing is estimated.
 """
@@ -22,6 +24,9 @@ COLUMNS = pl.Schema({"run_id": pl.String, "energy_j": pl.Float64, "energy_tokens
            "joules_per_token": pl.Float64, "tokens_per_joule": pl.Float64, "mean_power_w": pl.Float64,
            "energy_note": pl.String})  # fmt: skip
 """`per_run`'s columns."""
+
+FIGURES = tuple(c for c in COLUMNS if c not in ("run_id", "energy_j"))
+"""The columns `figures` makes: a served point's come from generator/serving.py, over its requests."""
 
 _METRICS = ["energy_j", "test_time_s", "output_tokens_per_s"]
 
@@ -79,7 +84,15 @@ def per_run(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     out = pl.concat([training, tests], how="diagonal_relaxed").join(
         runs, on="run_id", how="left"
     )  # a served point's tokens and seconds come from its figures (generator/serving.py)
-    return out.select("run_id", "energy_j", **figures("tokens", "seconds", "energy_counter_update_s")).cast(COLUMNS)
+    served = pl.col("kind") == "serve"  # its window has no test time: its figures come from serving.py's
+    return (
+        out.select(
+            "run_id", "energy_j", served.alias("served"), **figures("tokens", "seconds", "energy_counter_update_s")
+        )
+        .with_columns(pl.when(~pl.col("served")).then(pl.col(c)).alias(c) for c in FIGURES)
+        .drop("served")
+        .cast(COLUMNS)
+    )
 
 
 def figures(tokens: str | pl.Expr, seconds: str | pl.Expr, update_s: str | pl.Expr) -> dict[str, pl.Expr]:

@@ -14,6 +14,7 @@ import polars as pl
 
 import generator.derive.catalog as catalog
 import generator.derive.claims as claims
+import generator.derive.energy as energy
 import generator.derive.ladder as ladder
 import generator.derive.lead as lead
 import generator.derive.runs as every_runs
@@ -252,7 +253,17 @@ def with_test_figures(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.Dat
     the own tool's pair and ratio, MBU), so that its page leads with its result, as a training run's does."""
     frames = [f.select("run_id", *[c for c in f.columns if c not in summary.columns]) for f in (tests, served)]
     figures = pl.concat(frames, how="diagonal_relaxed")  # a run is an inference test or a serving test, not both
-    return summary.join(figures, on="run_id", how="left")
+    # a served point's energy figures are its board's (serving.py, over its requests): the summary has none for it
+    points = served.filter(pl.col("kind") == "serve").select("run_id", *energy.FIGURES)
+    points = points.rename({c: f"{c}_served" for c in energy.FIGURES}).with_columns(_point=pl.lit(True))
+    return (
+        summary.join(figures, on="run_id", how="left")
+        .join(points, on="run_id", how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("_point")).then(pl.col(f"{c}_served")).otherwise(pl.col(c)).alias(c) for c in energy.FIGURES
+        )
+        .drop("_point", *(f"{c}_served" for c in energy.FIGURES))
+    )
 
 
 def _with_standing(page_runs: pl.DataFrame, boards: dict[tuple[str, str], Board]) -> pl.DataFrame:

@@ -53,3 +53,42 @@ def test_a_window_shorter_than_the_counters_steps_gets_no_figure_and_says_why() 
     out = frame.select(**energy.figures("tokens", "s", "u"))
     assert out["tokens_per_joule"].to_list() == [None, pytest.approx(512 / 1400)]
     assert "fewer than 20 updates" in out["energy_note"][0] and out["energy_note"][1] is None
+
+
+def test_a_served_points_page_shows_its_boards_energy_figure(tmp_path: Path) -> None:
+    """A served point's window is its requests, first sent to last answered: its tokens are its output tokens/s × its
+    duration, known only from its figures (generator/serving.py). Its run page printed the summary's figure instead,
+    worked out as for a test with no test time: "no figure per token … over 0 s of timed windows" beside a board that
+    showed 4.7 J a token. The records are real: vLLM's 32B FP8 served at one request in flight on an H200 (2026-12-06),
+    with `vllm bench serve` beside it."""
+    from generator import commit_history_page, derive, pages, render
+
+    point = sorted((ROOT / "data" / "h100" / "2026-12").glob("20261206T065049Z-llama-32b-serve-c1-*.parquet"))
+    assert len(point) == 2, "the served point and its tool's record are committed under data/h100/2026-12"
+    summary, rows = _summary(tmp_path, point)
+    run_id = next(f.stem for f in point if "vllm-bench" not in f.name)
+    own = summary.row(by_predicate=pl.col("run_id") == run_id, named=True)
+    assert own["energy_j"] == pytest.approx(
+        rows.filter(pl.col("run_id") == run_id, pl.col("metric") == "energy_j")["value"].sum()
+    )
+    assert own["tokens_per_joule"] is None and own["energy_s"] is None  # not a 0 s window: serving.py's to work out
+
+    loaded, checked = checks.checked(load.load(tmp_path / "data"))
+    results = derive.results(loaded, checked)
+    page_run = results.page_runs.row(by_predicate=pl.col("run_id") == run_id, named=True)
+    tokens = page_run["output_tokens_per_s"] * page_run["duration_s"]
+    assert tokens == pytest.approx(16 * 128)  # its 16 requests of 128 output tokens each
+    assert page_run["energy_s"] == page_run["duration_s"] > 20
+    assert page_run["tokens_per_joule"] == pytest.approx(metrics.tokens_per_joule(own["energy_j"], tokens))
+    board_row = results.served.row(by_predicate=pl.col("run_id") == run_id, named=True)
+    assert board_row["tokens_per_joule"] == page_run["tokens_per_joule"]  # one figure, the board's and the page's
+
+    page_runs = commit_history_page.with_history(
+        results.page_runs, results.runs, results.every_run.runs, results.kind_floors
+    )
+    site = tmp_path / "site"
+    render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
+    page = (site / "runs" / f"{pages.slug(run_id)}.html").read_text()
+    row = page[page.index("GPU energy") :].split("</tr>")[0]
+    assert "tokens per joule" in row and "no figure per token" not in row
+    assert "4.665 J a token" in row and "over 23 s of timed windows" in row, row  # its duration, not 0 s
