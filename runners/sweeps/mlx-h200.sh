@@ -14,9 +14,9 @@
 #
 # The wheelhouse is the `host-mlx` dependency group (pyproject.toml): mlx-cuda-13 0.32.4 (its CUDA 13 libraries come
 # from the image's nvidia-* packages), mlx 0.32.4, mlx-lm 0.32.2 and sentencepiece (left to the image where it has
-# one), pinned by pylock.hosts.toml. Made here beforehand, in parts of 36 MiB (a part and the tree must fit in 64 MiB,
-# and the tree sent was 25 MiB on 2026-12-05: `git ls-files -z | xargs -0 du -cb | tail -1`):
-#   nox -s wheelhouse -- host-mlx --python 3.12 --platform manylinux_2_35_x86_64 --part-size 36M
+# one), pinned by pylock.hosts.toml. Made here beforehand, in parts of 28 MiB (a part and the tree must fit in 64 MiB,
+# and the tree sent was 29 MiB on 2026-12-06: `git ls-files -z | xargs -0 du -cb | tail -1`):
+#   nox -s wheelhouse -- host-mlx --python 3.12 --platform manylinux_2_35_x86_64 --part-size 28M
 #   mkdir -p .mwh && cp build/wheelhouse/host-mlx-*.tar.part* .mwh/     (.mwh/ listed in .git/info/exclude)
 # A call returns at most 8 files from $OUT (one variant's served points and their cross-checks are 6 or more):
 # write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.

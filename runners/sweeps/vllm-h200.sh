@@ -10,9 +10,10 @@
 #
 # The wheelhouse is the `host-vllm` dependency group (pyproject.toml): vLLM 0.25.0, the release built for the image's
 # torch 2.11 + CUDA 13, and the small wheels the image lacks, at the versions pylock.hosts.toml pins. Made here
-# beforehand, in parts of 36 MiB (a call carries the working tree too, 25 MiB on 2026-12-05, and 64 MiB in all:
-# `git ls-files -z | xargs -0 du -cb | tail -1` says what the tree is now):
-#   nox -s wheelhouse -- host-vllm --python 3.12 --platform manylinux_2_35_x86_64 --part-size 36M
+# beforehand, in parts of 28 MiB (a call carries the working tree too, 25 MiB on 2026-12-05 and 29 MiB on 2026-12-06,
+# when parts of 36 MiB no longer fitted: 64 MiB in all; `git ls-files -z | xargs -0 du -cb | tail -1` says what the
+# tree is now):
+#   nox -s wheelhouse -- host-vllm --python 3.12 --platform manylinux_2_35_x86_64 --part-size 28M
 #   mkdir -p .vwh && cp build/wheelhouse/host-vllm-*.tar.part* .vwh/     (.vwh/ listed in .git/info/exclude)
 # then one `receive host-vllm-py3.12-manylinux_2_35_x86_64.tar.partNNN-of-MMM` call per part, and `install`.
 # A variant's records are written when its runner exits, so a call cut short by its limit keeps none of them: at 70B one
