@@ -5,6 +5,7 @@ Every generated page is declared in one place (`build.py` calls these functions)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import inspect
@@ -98,10 +99,15 @@ def kept_spec(draw: Callable[..., alt.TopLevelMixin], *inputs: Any, **options: A
         # altair's JSON-schema validation here (seconds on a busy site) loses no check
         return json.dumps(draw(*inputs, **options).to_dict(validate=False)).encode()
 
-    source = inspect.getsourcefile(draw)
-    code = hashlib.sha256(Path(source).read_bytes()).hexdigest() if source else None
-    key = (draw.__module__, draw.__qualname__, code, alt.theme.active, sorted(options.items()))
+    key = (draw.__module__, draw.__qualname__, _source_hash(draw), alt.theme.active, sorted(options.items()))
     return json.loads(CHART_SPEC.made(spec, *key, *inputs))
+
+
+@functools.cache
+def _source_hash(draw: Callable[..., Any]) -> str | None:
+    """The sha256 of the file that defines `draw`: read once a process (a build's code does not change under it)."""
+    source = inspect.getsourcefile(draw)
+    return hashlib.sha256(Path(source).read_bytes()).hexdigest() if source else None
 
 
 def script_safe(text: str) -> str:

@@ -46,20 +46,22 @@ def env_changes(runs: pl.DataFrame) -> pl.DataFrame:
     set alike (an NCCL sweep, say), as `KEY=VALUE` text: what the image or an engine's launcher sets everywhere
     (torchrun's TORCH_* for every PyTorch run, none for MLX's) is omitted, and so is where a cache lives (`*_CACHE_DIR`:
     a path on the host, not a setting of the run)."""
-    envs = {
-        run_id: {k: v for k, v in json.loads(env).items() if not k.endswith("_CACHE_DIR")}
-        for run_id, env in runs.select("run_id", "environment").iter_rows()
-    }
+    parsed: dict[str, frozenset[tuple[str, Any]]] = {}  # runs of one host share their text: each read once
+
+    def items(env: str) -> frozenset[tuple[str, Any]]:
+        if env not in parsed:
+            parsed[env] = frozenset((k, v) for k, v in json.loads(env).items() if not k.endswith("_CACHE_DIR"))
+        return parsed[env]
+
     out = []
     for _, group in runs.filter(pl.col("origin") == "measured").group_by(
         "suite", "engine", "accelerator", "accelerator_count"
     ):
-        items = [set(envs[r].items()) for r in group["run_id"]]
-        common = set.intersection(*items)
-        out += [
-            (r, " ".join(f"{k}={v}" for k, v in sorted(s - common)))
-            for r, s in zip(group["run_id"], items, strict=True)
-        ]
+        texts = group["environment"].to_list()
+        distinct = {env: items(env) for env in texts}
+        common = frozenset.intersection(*distinct.values())
+        changes = {env: " ".join(f"{k}={v}" for k, v in sorted(s - common)) for env, s in distinct.items()}
+        out += [(r, changes[env]) for r, env in zip(group["run_id"], texts, strict=True)]
     return pl.DataFrame(out, schema={"run_id": pl.String, "env_changes": pl.String}, orient="row")
 
 
