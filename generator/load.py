@@ -737,7 +737,8 @@ def _renumbered(earlier: pl.DataFrame, reuse: dict[int, int], whole: bool = Fals
     table = pl.Series(lookup, dtype=pl.Int32)
     # gathered chunk by chunk of the rows: the new column chunked as the others are (one chunked unlike them is split
     # to match later, a copy of every row)
-    now = pl.concat([table.gather(chunk) for chunk in earlier["_file"].get_chunks()], rechunk=False)
+    chunks = earlier["_file"].get_chunks() or [earlier["_file"]]
+    now = pl.concat([table.gather(chunk) for chunk in chunks], rechunk=False)
     if whole:
         return earlier.with_columns(_file=now)
     return earlier.with_columns(_file=now).filter(pl.col("_file") >= 0)  # a file gone or changed: its rows go
