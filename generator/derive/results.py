@@ -255,14 +255,8 @@ def with_test_figures(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.Dat
     figures = pl.concat(frames, how="diagonal_relaxed")  # a run is an inference test or a serving test, not both
     # a served point's energy figures are its board's (serving.py, over its requests): the summary has none for it
     points = served.filter(pl.col("kind") == "serve").select("run_id", *energy.FIGURES)
-    points = points.rename({c: f"{c}_served" for c in energy.FIGURES}).with_columns(_point=pl.lit(True))
-    return (
-        summary.join(figures, on="run_id", how="left")
-        .join(points, on="run_id", how="left", maintain_order="left")
-        .with_columns(
-            pl.when(pl.col("_point")).then(pl.col(f"{c}_served")).otherwise(pl.col(c)).alias(c) for c in energy.FIGURES
-        )
-        .drop("_point", *(f"{c}_served" for c in energy.FIGURES))
+    return summary.join(figures, on="run_id", how="left").update(
+        points, on="run_id", include_nulls=True, maintain_order="left"
     )
 
 
