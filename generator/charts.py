@@ -476,12 +476,15 @@ def sweep(
 
 
 def latency_throughput(points: pl.DataFrame) -> alt.LayerChart:
-    """One model served: median TPOT against output tokens/s per GPU, a line per tensor-parallel size and weights
-    through its concurrencies, with the range of each point's runs both ways (the chart for choosing a TP size: lower
-    right is better)."""
+    """One model served: median TPOT against output tokens/s per GPU, a line per GPU model, tensor-parallel size and
+    weights through its concurrencies (a point of one GPU model never joins another's line), with the range of each
+    point's runs both ways (the chart for choosing a TP size: lower right is better)."""
     data = points.select(
         pl.format(
-            "TP {} · {}", pl.col("accelerator_count"), pl.col("weights_label").fill_null("weights not named")
+            "{} × {} · {}",
+            pl.col("accelerator_count"),
+            pl.col("accelerator").fill_null("GPU not named"),
+            pl.col("weights_label").fill_null("weights not named"),
         ).alias("tp"),
         "concurrency",
         "runs",
@@ -493,13 +496,16 @@ def latency_throughput(points: pl.DataFrame) -> alt.LayerChart:
         "tpot_hi",
     )
     x_title, y_title = "output tokens/s per GPU (median of runs)", "TPOT (ms, median of runs)"
-    base = alt.Chart(data).encode(color=alt.Color("tp:N", title="tensor-parallel size · weights"))
+    # a line per row of the legend, its label whole: a GPU model's name is long, and at a phone's width two to a row
+    # ran past the chart's edge
+    legend = alt.Legend(columns=1, labelLimit=0, titleLimit=0)
+    base = alt.Chart(data).encode(color=alt.Color("tp:N", title="GPUs (tensor-parallel) · weights", legend=legend))
     line = base.mark_line(point=True).encode(
         x=alt.X("per_gpu:Q", title=x_title),
         y=alt.Y("tpot_ms:Q", title=y_title, scale=alt.Scale(zero=False)),
         order="concurrency:Q",
         tooltip=[
-            alt.Tooltip("tp:N", title="TP · weights"),
+            alt.Tooltip("tp:N", title="GPUs · weights"),
             alt.Tooltip("concurrency:Q", title="in flight"),
             alt.Tooltip("per_gpu:Q", format=",.0f", title="tokens/s per GPU"),
             alt.Tooltip("tpot_ms:Q", format=".2f", title="TPOT (ms)"),

@@ -444,7 +444,7 @@ def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
             ttft_ms=pl.col("median_ttft_ms").median(),
             run_ids=pl.col("run_id").sort(),
         )
-        .sort("suite", "model_name", "weights_label", "accelerator_count", "concurrency")
+        .sort(*POINT_KEYS)  # every key: points that differ only by their GPU model would come in group_by's order
     )
     # a range over runs has a width only where they differ: one run's is none, never lo = hi (`metrics.with_width`)
     return points.with_columns(

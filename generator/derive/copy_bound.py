@@ -14,6 +14,7 @@ def copy_bandwidths(summary: pl.DataFrame) -> dict[str, float]:
         summary.filter((pl.col("origin") == "measured") & pl.col("copy_bytes_per_s").is_not_null())
         .group_by("accelerator")
         .agg(pl.col("copy_bytes_per_s").median())
+        .sort("accelerator")  # by name: group_by's order differs from build to build, and pages list these in order
     )
     return dict(found.iter_rows())
 

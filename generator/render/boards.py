@@ -210,7 +210,7 @@ def _heading(board: Board) -> str:
 
 def _served_models(env: Any, docs: Path, results: Results, chart_sink: pages.Charts) -> list[dict[str, str]]:
     """A page per served model (`serving/<suite>-<model>.md`): latency against throughput per GPU, a line per
-    tensor-parallel size; returns its navigation entries."""
+    GPU model, tensor-parallel size and weights; returns its navigation entries."""
     nav = []
     for (suite, model), group in results.latency.items():
         slug = pages.slug(suite, model)

@@ -76,6 +76,7 @@ CHARTS = {
         pl.DataFrame(
             {
                 "accelerator_count": [1, 1, 2],
+                "accelerator": ["NVIDIA H200", "NVIDIA H200", "NVIDIA H200"],
                 "weights_label": ["fp16", "fp16", "FP8, vLLM's own random values"],
                 "concurrency": [1, 8, 1],
                 "runs": [2, 1, 1],

@@ -87,6 +87,34 @@ def test_an_fp8_run_and_an_awq_run_are_two_served_points_never_one() -> None:
     assert awq["runs"] == 2 and awq["ttft_ms"] == 102.0 and sorted(awq["run_ids"]) == ["awq", "awq-again"]
 
 
+def test_points_of_two_gpu_models_are_two_lines_in_one_order_whatever_the_input_order() -> None:
+    """vLLM's 8B at one request in flight on an H100 and on an H200, same weights and tensor-parallel size: two points
+    in one fixed order (the sort left the GPU model out, and two builds of the same data drew the served-model chart's
+    points in group_by's order: different bytes), each on its own line of the chart, never one line joining them."""
+    from generator import charts
+
+    h100 = _served("h100-run", FP8, 30.0, 6.5, 152.0) | {"accelerator": "NVIDIA H100 80GB HBM3"}
+    h200 = _served("h200-run", FP8, 22.0, 4.8, 201.0)
+    orders = [serving.latency_points(pl.DataFrame(rows)) for rows in ([h100, h200], [h200, h100]) for _ in range(20)]
+    assert all(o.equals(orders[0]) for o in orders)
+    assert orders[0]["accelerator"].to_list() == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
+    spec = charts.latency_throughput(orders[0]).to_dict(validate=False)
+    lines = {row["tp"] for row in next(iter(spec["datasets"].values()))}
+    assert len(lines) == 2 and all(" × NVIDIA H" in line for line in lines), lines
+
+
+def test_calibrated_copy_bandwidths_come_in_one_order() -> None:
+    """ "One GPU, every engine" lists each hardware model's calibrated copy bandwidth in the order they come: two builds
+    of the same data listed H100 and H200 in either order (group_by's), so the page's bytes differed."""
+    from generator.derive import copy_bound
+
+    rows = [("NVIDIA H200", 4.21e12), ("NVIDIA H100 80GB HBM3", 3.02e12), ("NVIDIA H200", 4.20e12)] * 50
+    for order in (rows, rows[::-1]):
+        frame = pl.DataFrame(order, schema={"accelerator": pl.String, "copy_bytes_per_s": pl.Float64}, orient="row")
+        found = [copy_bound.copy_bandwidths(frame.with_columns(origin=pl.lit("measured"))) for _ in range(20)]
+        assert all(list(f) == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"] for f in found)
+
+
 def test_tensor_parallel_scaling_is_one_curve_per_weights() -> None:
     """The latest AWQ run on one GPU is never the base an FP8 run on two GPUs is scaled against, nor does it hide
     the FP8 run on one GPU: each weights format is its own curve."""
