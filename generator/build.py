@@ -26,26 +26,12 @@ from pathlib import Path
 import altair as alt
 import yaml
 
-from generator import (
-    SITE_SRC,
-    charts,
-    checks,
-    commit_history_page,
-    compare,
-    compare_cache,
-    derive,
-    editions,
-    history,
-    load,
-    pages,
-    progress,
-    render,
-    repository,
-    runcache,
-    store,
-    suite_names,
-    versions,
-)
+from generator import SITE_SRC, derive, load, progress, render, store
+from generator.commands import compare, compare_cache
+from generator.derive import checks
+from generator.load import editions, history
+from generator.render import charts, commit_history_page, pages, repository, suite_names, versions
+from generator.store import runcache
 from runners import cache
 
 
@@ -86,8 +72,10 @@ def build(
     site_url = site_url or repository.documentation_url()  # none: an empty sitemap, a 404 page for the root's level
     declared = {p.file for p in pages.SITE if p.supplied}
     if set(supplied) - declared:
-        raise ValueError(f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/pages.py")
-    # One build at a time per store: a second waits for the first, saying so (generator/store.py).
+        raise ValueError(
+            f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/render/pages.py"
+        )
+    # One build at a time per store: a second waits for the first, saying so (generator/store/).
     cache_dir = runcache.folder_for(work_dir)
     runcache.use(cache_dir)  # every cache of this build is an entry of the one store in there
     kept = store.active()
@@ -351,7 +339,7 @@ def _build_rest(
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
-    from generator import page_cache  # MkDocs' plugin: imported where MkDocs is
+    from generator.store import page_cache  # MkDocs' plugin: imported where MkDocs is
 
     chart_sink = pages.Charts(docs, store.active())
     built_with = versions.generator()
@@ -436,9 +424,9 @@ def _relative_404(page: Path) -> None:
 def mkdocs_config(
     nav: list[object], built_with: list[dict[str, str]], site_url: str | None = None
 ) -> dict[str, object]:
-    """site_src/mkdocs.yml completed for this build: the navigation (from the one table of pages, generator/pages.py
-    SITE), the footer's line naming the generator's versions (`versions.footer`, printed by the theme override in
-    site_src/overrides) and, when given, the site's address."""
+    """site_src/mkdocs.yml completed for this build: the navigation (from the one table of pages,
+    generator/render/pages.py SITE), the footer's line naming the generator's versions (`versions.footer`, printed by
+    the theme override in site_src/overrides) and, when given, the site's address."""
     config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
     config["nav"] = nav
     config["theme"]["custom_dir"] = str(SITE_SRC / "overrides")

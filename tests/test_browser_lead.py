@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from generator import words
+from generator.derive import words
 from tests.test_browser import CHROMIUM, FLAGS, serve
 from tests.test_browser_tables import committed_site as committed_site  # the fixture: one build for the module
 

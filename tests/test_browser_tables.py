@@ -121,7 +121,9 @@ def test_the_columns_a_reader_came_for_are_in_view(committed_site: Path, width: 
 def test_every_page_pairing_a_claim_with_our_figure_names_the_shape_and_links_the_verdict(committed_site: Path) -> None:
     """The home page's claims table, the fight's board and the claims page: each says at which micro-batch our
     figure was measured (not the claims' shape, which states no batch) and links the verdict."""
-    from generator import checks, load, sweep_draws
+    from generator import load
+    from generator.derive import checks
+    from generator.derive.verdict import draws as sweep_draws
 
     loaded, summary = checks.checked(load.load(ROOT / "data"))
     fight = sweep_draws.compute(summary, loaded.rows).fight
@@ -140,7 +142,7 @@ def test_every_reproduce_block_names_the_repository_or_the_checkout_it_was_built
     invents an address."""
     from markupsafe import escape
 
-    from generator import repository
+    from generator.render import repository
 
     source = repository.resolve(None)
     assert source is not None  # the tests run from a checkout
@@ -175,7 +177,9 @@ def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(comm
     """tuning.html: one row per sweep point of the seed's fight, every row linking run pages that exist."""
     import html as html_lib
 
-    from generator import checks, load, sweep_draws
+    from generator import load
+    from generator.derive import checks
+    from generator.derive.verdict import draws as sweep_draws
 
     loaded, summary = checks.checked(load.load(ROOT / "data"))
     points = sweep_draws.compute(summary, loaded.rows).points
@@ -185,7 +189,7 @@ def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(comm
     body = [row for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
     assert len(body) == points.height
     # one setting at a time: a row per changed run of the fight's suite, linking it and, where one ran, its base
-    from generator import single_settings
+    from generator.derive import single_settings
 
     fight = sweep_draws.compute(summary, loaded.rows).fight
     changed = [r for r in single_settings.rows(summary) if r["suite"] == fight.suite]
@@ -234,7 +238,7 @@ def test_the_suite_of_h200_runs_is_shown_by_its_title_and_keeps_its_name(committ
     """The suite named "h100" holds H200 runs: the navigation, the served models' page titles, its boards' headings
     and its run pages' breadcrumbs say its title ("H200 bench", from its suite file); its name stays in paths and
     names it once, as what records and commands use."""
-    from generator import suite_names
+    from generator.render import suite_names
 
     title = suite_names.title("h100")
     assert title != "h100"

@@ -12,7 +12,8 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from generator import commits, derive, load
+from generator import derive, load
+from generator.render import commits
 from runners import layout, metrics, schema, spec
 from tests.conftest import REPEAT_NOTE, SCALING_NOTE, TORCH_VARIANTS, run_module, write_as_submitted
 
@@ -182,9 +183,9 @@ def test_validate_names_file_row_and_field(bench_data, tmp_path: Path) -> None:
     values[row] = -1.0  # a negative step time
     bad = tmp_path / good.name
     write_as_submitted(table.set_column(table.column_names.index("value"), "value", pa.array(values)), bad)
-    ok = run_module("generator.validate", str(good))
+    ok = run_module("generator.commands.validate", str(good))
     assert "1 file(s) checked, 0 with problems" in ok.stdout
-    proc = run_module("generator.validate", str(bad), check=False)
+    proc = run_module("generator.commands.validate", str(bad), check=False)
     assert proc.returncode == 1
     assert f"{bad}: row {row}, field 'value': negative time -1.0 (metric 'step_time_s')" in proc.stdout
 

@@ -20,7 +20,9 @@ import pyarrow as pa
 import pyarrow.compute
 import pytest
 
-from generator import checks, derive, inference, load, pages, render, serving
+from generator import derive, load, render
+from generator.derive import checks, inference, serving
+from generator.render import pages
 from runners import layout, metrics, schema, store
 from tests.conftest import ROOT, TRAIN, run_module, write_as_submitted
 
@@ -125,7 +127,7 @@ def test_config_of_the_wrong_shape_is_rejected_and_the_site_still_builds(bench_d
     assert "config.workload.micro_batch" in found["mb-four.parquet"]
     assert "appears more than once" in found["dup-key.parquet"]
     assert "no-model.parquet" not in found  # no model section: allowed, the header shows dashes
-    proc = run_module("generator.validate", str(data), check=False)
+    proc = run_module("generator.commands.validate", str(data), check=False)
     assert proc.returncode == 1 and "mb-four.parquet: row 0, field 'config.workload.micro_batch'" in proc.stdout
     run_module("generator.build", "--data", str(data), "--out", str(tmp_path / "site"), "--work", str(tmp_path / "b"))
     board = (tmp_path / "site" / "leaderboards" / f"cpu-smoke-{TRAIN}.html").read_text()
@@ -163,7 +165,7 @@ def test_an_unknown_accelerator_is_unverified_not_ranked(bench_data, data) -> No
 
     boards = derive.leaderboards(summary)
     assert "misspelt-gpu" not in boards[("cpu-smoke", TRAIN)]["run_id"].to_list()
-    proc = run_module("generator.validate", str(data / "cpu-smoke" / "misspelt-gpu.parquet"), check=False)
+    proc = run_module("generator.commands.validate", str(data / "cpu-smoke" / "misspelt-gpu.parquet"), check=False)
     assert "accepted but unverified, so not ranked" in proc.stdout and "NVIDIA H2OO" in proc.stdout
 
 
@@ -273,7 +275,8 @@ def test_a_run_rejected_for_a_start_in_the_future_is_compared_once_its_time_come
     Time is moved by widening the allowed skew past the run's start: the clock itself cannot be moved here."""
     from datetime import UTC, datetime, timedelta
 
-    from generator import compare, runcache
+    from generator.commands import compare
+    from generator.store import runcache
 
     soon = (datetime.now(UTC) + schema.CLOCK_SKEW + timedelta(minutes=5)).replace(microsecond=0)
     submit(data, doctored(_source(bench_data), "soon", started_at=soon, ended_at=soon))

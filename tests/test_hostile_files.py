@@ -20,7 +20,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import checks, derive, editions, inference, load, pages, render, serving
+from generator import derive, load, render
+from generator.derive import checks, inference, serving
+from generator.load import editions
+from generator.render import pages
 from runners import claims
 from tests.conftest import ROOT, TRAIN, committed, run_module, write_as_submitted
 
@@ -127,7 +130,11 @@ def test_links_fifos_and_devices_under_data_are_refused_by_name_unread(data: Pat
     assert "a FIFO, not a regular file" in found["pipe.parquet"]
     assert "a symbolic link" in found["h100"]
     proc = subprocess.run(
-        [sys.executable, "-m", "generator.validate", str(data)], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "generator.commands.validate", str(data)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert (
         proc.returncode == 1
@@ -186,7 +193,7 @@ def test_a_file_edited_after_release_is_rejected_and_the_frozen_board_shows_what
     committed(data.parent, "edition e1")
     victim = data / "cpu-smoke" / TUNED.name
     _edited(victim, 0.5)
-    proc = run_module("generator.validate", str(data), check=False)
+    proc = run_module("generator.commands.validate", str(data), check=False)
     assert proc.returncode == 1, proc.stdout
     assert f"{TUNED.name}: field 'sha256'" in proc.stdout and "edition 'e1' froze this run" in proc.stdout
     assert "changed since it was committed" in proc.stdout
@@ -226,7 +233,7 @@ def test_a_rewritten_manifest_breaks_the_chain_and_git_anchors_the_latest(data: 
     assert "e1.json" in found and "changed since it was committed" in found["e1.json"]
     found = {Path(r.path).name: " ".join(r.problems) for r in editions.scan(outside)[1]}
     assert "rewritten after that edition was made" in found["e1.json"], found
-    proc = run_module("generator.validate", str(outside), check=False)
+    proc = run_module("generator.commands.validate", str(outside), check=False)
     assert proc.returncode == 1 and "e1.json: this manifest's sha256 is" in proc.stdout
     # the latest, rewritten: git says so
     subprocess.run(["git", "-C", str(data.parent), "checkout", "-q", "--", "."], check=True)

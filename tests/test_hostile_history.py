@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import editions, history
+from generator.load import editions, history
 from tests.conftest import ROOT, TRAIN, committed, run_module, write_as_submitted
 from tests.test_hostile_files import doctored
 
@@ -49,7 +49,7 @@ def data(tmp_path: Path) -> Path:
 
 
 def validate(data: Path) -> subprocess.CompletedProcess[str]:
-    return run_module("generator.validate", str(data), check=False)
+    return run_module("generator.commands.validate", str(data), check=False)
 
 
 def test_the_latest_manifest_deleted_committed_or_in_the_work_tree_is_named(data: Path) -> None:

@@ -43,7 +43,7 @@ def test_a_file_windows_cannot_hold_is_refused_by_validate_naming_it(data: Path,
     problems = {Path(r.path).name: " ".join(r.problems) for r in loaded.rejected}
     device = name.split(".")[0].upper()
     assert f"{device} is a device name on Windows" in problems[path.name], problems
-    proc = run_module("generator.validate", str(data), check=False)
+    proc = run_module("generator.commands.validate", str(data), check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     line = next(line for line in proc.stdout.splitlines() if line.startswith(str(path)))
     assert "device name on Windows" in line, proc.stdout

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 import generator.derive.evidence as evidence
-from generator import configurations
+from generator.derive import configurations
 from runners import engines, metrics
 
 KEYS = configurations.KEYS
@@ -164,7 +164,7 @@ def rows(ranked: pl.DataFrame, spreads: Spreads | None = None) -> pl.DataFrame:
         .group_by(KEYS, maintain_order=True)
         .agg(
             pl.col("value").median(),
-            *(configurations.aggregated(c, tests=True) for c in others),  # each as declared (generator/fields.py)
+            *(configurations.aggregated(c, tests=True) for c in others),  # each as declared (generator/load/fields.py)
             figures=pl.col("value"),
             lows=pl.col("lo"),
             highs=pl.col("hi"),

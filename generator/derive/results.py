@@ -20,20 +20,20 @@ import generator.derive.lead as lead
 import generator.derive.runs as every_runs
 import generator.derive.summary as runs_derive
 import generator.derive.wanted as wanted_runs
-from generator import (
+from generator import load
+from generator.commands import compare_select
+from generator.derive import (
     chart_rows,
-    compare_select,
     configurations,
-    fields,
     inference,
-    load,
     serving,
     side_by_side,
     single_settings,
-    sweep_draws,
     tuning,
     verdict,
 )
+from generator.derive.verdict import draws as sweep_draws
+from generator.load import fields
 from runners import metrics
 
 KINDS = ("training", "inference", "serving")
@@ -421,7 +421,7 @@ def _serving_board(
     spreads: dict[tuple[str, str, str, int], metrics.PooledSpread],
     common: dict[str, Any],
 ) -> Board:
-    from generator import columns
+    from generator.load import columns
 
     current = tests.filter(pl.col("retracted_by").is_null())
     measured = current.filter(pl.col("origin") == "measured")

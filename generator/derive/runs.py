@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import polars as pl
 
 import generator.derive.ladder as ladder
-from generator import configurations, inference, serving
+from generator.derive import configurations, inference, serving
 
 COLUMNS = ["run_id", "suite", "workload", "kind", "settings_hash", "settings", "variant", "engine", "engine_version",
            "accelerator", "accelerator_count", "shared_host", "harness_commit", "started_at", "status", "origin",

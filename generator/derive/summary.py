@@ -13,7 +13,9 @@ from typing import Any
 import polars as pl
 
 import generator.derive.energy as energy
-from generator import columns, configurations, fields, runcache
+from generator.derive import configurations
+from generator.load import columns, fields
+from generator.store import runcache
 from runners import metrics, schema
 
 SUMMARY_SCHEMA = {
@@ -352,7 +354,8 @@ def _run_values(rows: pl.DataFrame) -> pl.DataFrame:
     """Per run, its declared run-level metrics (`fields.RUN_METRICS`, the first trial's), every one a column (null
     where a record has none), in a fixed order; the record's own steps/s as `reported_steps_per_s`."""
     run_values = (
-        # only the declared ones (generator/fields.py): a file's own run-level metric never becomes or shadows a column
+        # only the declared ones (generator/load/fields.py): a file's own run-level metric never becomes or
+        # shadows a column
         rows.filter(pl.col("phase") == "run", pl.col("metric").is_in(list(fields.RUN_METRICS)))
         .sort("run_id", "metric", "trial")
         .group_by("run_id", "metric", maintain_order=True)
@@ -465,7 +468,7 @@ memory the build held."""
 def _own_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """Per run, what its own rows decide: its windows' interval (`window_intervals`), its step-time quantiles and its
     loss curve (`curve_first`, `curve_windows`: null where it has none). They depend on the file and on its warm-up and
-    window steps, so with a cache in use (generator/runcache.py) only new files' are worked out (2.6 s of a warm
+    window steps, so with a cache in use (generator/store/runcache.py) only new files' are worked out (2.6 s of a warm
     build at 50,000 runs went to working out every run's again)."""
 
     def compute(part: pl.DataFrame) -> pl.DataFrame:
@@ -627,7 +630,7 @@ def _comparable(summary: pl.DataFrame) -> pl.DataFrame:
 
 CONFIG_KEYS = ["suite", "workload", "variant", "settings_hash", "accelerator", "accelerator_count", "micro_batch"]
 """One configuration: a variant name can cover runs whose settings differ (made at different harness commits), and
-those are not repeats of each other (`settings_hash`, generator/columns.py)."""
+those are not repeats of each other (`settings_hash`, generator/load/columns.py)."""
 
 
 def repeats(summary: pl.DataFrame) -> pl.DataFrame:

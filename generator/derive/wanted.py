@@ -26,8 +26,9 @@ from typing import Any
 
 import polars as pl
 
-from generator import configurations, reproduce, slugs, verdict
-from generator.verdict_answer import Tuned
+from generator.derive import configurations, reproduce, verdict
+from generator.derive.verdict.answer import Tuned
+from generator.load import slugs
 from runners import engines
 
 BENCH = ("fairfight", "bench")

@@ -13,23 +13,13 @@ import polars as pl
 import generator.render.catalog as catalog
 import generator.render.editions as edition_pages
 import generator.render.lists as lists
-from generator import (
-    chart_rows,
-    charts,
-    commit_pairs_page,
-    commits,
-    configurations,
-    editions,
-    output_cache,
-    pages,
-    progress,
-    suite_names,
-    sweep_draws,
-    tuning_page,
-    verdict,
-    wanted_page,
-)
+from generator import progress
+from generator.derive import chart_rows, configurations, verdict
 from generator.derive.results import Board, Results
+from generator.derive.verdict import draws as sweep_draws
+from generator.load import editions
+from generator.render import charts, commit_pairs_page, commits, pages, suite_names, tuning_page, wanted_page
+from generator.store import output_cache
 from runners import engines, llama_files, metrics, schema
 
 
@@ -401,8 +391,8 @@ def board_rows(
 
 
 def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> dict[str, Any] | None:
-    """The home page's answer to the seed's question (generator/verdict.py, with its resamples from
-    generator/sweep_draws.py), or None without the seed's claims."""
+    """The home page's answer to the seed's question (generator/derive/verdict/, with its resamples from
+    generator/derive/verdict/draws.py), or None without the seed's claims."""
     if the_verdict is None:
         return None
     the_fight, points, said = the_verdict.fight, the_verdict.points, the_verdict.said

@@ -21,9 +21,12 @@ import pyarrow.parquet as pq
 
 import generator.render.lists as lists
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
-from generator import charts, fields, load, output_cache, pages, store
+from generator import load, store
 from generator.derive import claims
 from generator.derive.results import Results
+from generator.load import fields
+from generator.render import charts, pages
+from generator.store import output_cache
 from runners import bounds, metrics, schema
 from runners.cache import file_sha256
 
@@ -175,8 +178,8 @@ def write_downloads(
             used.add(key)
             files.append(_listed(path, name.removeprefix("downloads/"), frame_rows, digest))
         samples.close()  # the worker's memory (a batch of served points' every row, kept by its allocator) back now
-    # what each column holds, as generator/fields.py declares it: the record's own columns (runners/schema.py), the
-    # config flattened (generator/columns.py) and every derived figure
+    # what each column holds, as generator/load/fields.py declares it: the record's own columns (runners/schema.py), the
+    # config flattened (generator/load/columns.py) and every derived figure
     what = {f.name: f.what for f in fields.RUN}
     columns = {
         name: (json.dumps(str(dtype)), what.get(name, "") + (" (runs.parquet only)" if name in PARQUET_ONLY else ""))

@@ -9,8 +9,9 @@ import jinja2
 import polars as pl
 
 import generator.render.lists as lists
-from generator import editions, history, pages
 from generator.derive.results import Results
+from generator.load import editions, history
+from generator.render import pages
 
 BOARD_UNITS = {"training": "steps/s", "inference": "tokens/s", "serving": "output tokens/s"}
 """The figure each kind of board ranks by, as an edition's page heads its column."""

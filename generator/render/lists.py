@@ -17,7 +17,8 @@ from typing import Any
 import polars as pl
 
 import generator.render.parts as parts
-from generator import output_cache, pages
+from generator.render import pages
+from generator.store import output_cache
 from runners import schema
 
 SHOWN = 50

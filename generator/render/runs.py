@@ -35,9 +35,12 @@ from markupsafe import Markup
 
 import generator.render.lists as lists  # not `from generator.render`: the package imports this module
 import generator.render.parts as parts
-from generator import charts, columns, commits, fingerprint, load, pages, repository, reproduce, store, versions
-from generator.derive import evidence
+from generator import load, store
+from generator.derive import evidence, reproduce
+from generator.load import columns
 from generator.progress import Progress
+from generator.render import charts, commits, pages, repository, versions
+from generator.store import fingerprint
 from runners import bounds
 
 

@@ -87,7 +87,7 @@ class Engine:
     """What to do when `modules` are missing."""
     setup: str | None = None
     """The one shell line a fresh clone runs before the bench command on a CPU (`device = "cpu"`), as a run page's
-    Reproduce block prints it (generator/reproduce.py `setup`): what its nox session does, by hand."""
+    Reproduce block prints it (generator/derive/reproduce.py `setup`): what its nox session does, by hand."""
     setup_gpu: str | None = None
     """The same on a GPU host with a network (`setup` where None); hosts without one install from a wheelhouse
     (site_src/docs/offline-hosts.md)."""

@@ -1,7 +1,7 @@
-"""Every column of the results model is declared in generator/fields.py (issue 36): its type, what it holds, and how a
-board's row takes it from its configuration's runs (the median of its runs', every run's, the largest, the smallest,
-or the latest run's). A column declared nowhere, a declared column that is missing, or one of another type stops
-`derive.results`, naming the column, instead of silently showing the latest run's value."""
+"""Every column of the results model is declared in generator/load/fields.py (issue 36): its type, what it holds, and
+how a board's row takes it from its configuration's runs (the median of its runs', every run's, the largest, the
+smallest, or the latest run's). A column declared nowhere, a declared column that is missing, or one of another type
+stops `derive.results`, naming the column, instead of silently showing the latest run's value."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, configurations, derive, fields, inference, load
-from generator.derive import ladder
+from generator import derive, load
+from generator.derive import checks, configurations, inference, ladder
+from generator.load import fields
 
 ROOT = Path(__file__).resolve().parents[2]
 results_module = importlib.import_module("generator.derive.results")  # `derive.results` is its function
@@ -98,9 +99,10 @@ def test_a_frame_is_held_to_exactly_its_declared_columns() -> None:
 
 
 def test_the_downloads_page_describes_every_column_of_runs_as_declared(tmp_path: Path) -> None:
-    """The downloads page's column table reads generator/fields.py: a derived figure is described there as it is
+    """The downloads page's column table reads generator/load/fields.py: a derived figure is described there as it is
     declared, as the record's and the config's columns are (before, derived columns had no description)."""
-    from generator import pages, render
+    from generator import render
+    from generator.render import pages
 
     runs = pl.DataFrame(schema={f.name: f.dtype for f in fields.RUN})
     empty = load.load(tmp_path / "nothing")

@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from generator import build, checks, commits, derive, load, pages, render, versions
+from generator import build, derive, load, render
+from generator.derive import checks
+from generator.render import commits, pages, versions
 from runners import provenance, store
 from tests.generator.test_claims_and_parity import _training_run
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import build, derive, render, versions
+from generator import build, derive, render
+from generator.render import versions
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = (

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from generator import charts
+from generator.render import charts
 from tests.generator.test_charts import CHARTS
 
 GENERIC = re.compile(r"^(chart|vega visualization|.*static svg.*)?$", re.IGNORECASE)

@@ -1,11 +1,11 @@
-"""Which runs an inference board's chart draws (generator/chart_rows.py): a failed run's own-tool record is never
+"""Which runs an inference board's chart draws (generator/derive/chart_rows.py): a failed run's own-tool record is never
 drawn, and a run ranks on the chart exactly when it ranks on the board (its tool record with it)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from generator import chart_rows
+from generator.derive import chart_rows
 
 
 def test_a_failed_runs_tool_record_is_not_drawn_and_unranked_runs_are_marked() -> None:

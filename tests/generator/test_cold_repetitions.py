@@ -12,7 +12,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, columns, derive, inference, load
+from generator import derive, load
+from generator.derive import checks, inference
+from generator.load import columns
 from runners import engines
 from tests import replicate
 

@@ -8,7 +8,8 @@ import json
 
 import polars as pl
 
-from generator import columns, load, slugs
+from generator import load
+from generator.load import columns, slugs
 
 
 def _reference(rows: list[tuple[int, str, str, str, str | None]]) -> set[int]:

@@ -1,6 +1,6 @@
-"""A configuration's figure across harness commits (generator/commit_history.py) and the band of identical repeats
-around the latest (`metrics.spread_band`): synthetic runs frames, as `Results.every_run.runs` holds them, built by
-hand."""
+"""A configuration's figure across harness commits (generator/derive/commit_history.py) and the band of identical
+repeats around the latest (`metrics.spread_band`): synthetic runs frames, as `Results.every_run.runs` holds them, built
+by hand."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
-from generator import charts, commit_history
+from generator.derive import commit_history
+from generator.render import charts
 from runners import metrics
 
 
@@ -107,7 +108,8 @@ def test_a_commit_differs_only_outside_the_band_and_beyond_its_interval() -> Non
 def test_a_history_chart_kept_in_the_site_cache_is_the_one_drawn_afresh(tmp_path, monkeypatch) -> None:
     """The run pages' history charts come from the site cache when their inputs are the same (`SPECS`), and are
     drawn again when a point changes: either way the spec is the one an uncached build draws."""
-    from generator import commit_history_page, runcache
+    from generator.render import commit_history_page
+    from generator.store import runcache
 
     def history(runs: pl.DataFrame) -> list[str | None]:
         page_runs = runs.select("run_id", *commit_history.KEYS)
@@ -140,7 +142,7 @@ def test_a_history_chart_is_the_shared_spec_with_its_own_data(floors: dict) -> N
     page carries none of the spec (each page held its own 4 KB copy)."""
     import json
 
-    from generator import commit_history_page
+    from generator.render import commit_history_page
 
     runs = _runs()
     page_runs = runs.select("run_id", *commit_history.KEYS)

@@ -1,4 +1,4 @@
-"""The "Comparable commits" page (generator/commit_pairs_page.py) on the committed data: it lists the pairs of
+"""The "Comparable commits" page (generator/render/commit_pairs_page.py) on the committed data: it lists the pairs of
 harness commits that share configurations exactly as `fairfight compare --list` does (both from
 `compare_select.shared`), each with the command that compares them, and stays out of the search index (a generated
 list, like the tables: the home page carries the index within its weight budget, tests/test_browser.py)."""
@@ -10,7 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from generator import checks, commit_pairs_page, compare_select, derive, load, pages
+from generator import derive, load
+from generator.commands import compare_select
+from generator.derive import checks
+from generator.render import commit_pairs_page, pages
 
 ROOT = Path(__file__).resolve().parents[2]
 

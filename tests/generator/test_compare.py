@@ -14,7 +14,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import compare, editions
+from generator.commands import compare
+from generator.load import editions
 from tests.conftest import committed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,7 +195,8 @@ def test_compare_and_the_site_read_one_results(ds: compare.Dataset) -> None:
     the note saying why; the fallback floor of a kind is the spread the boards widen one-run rows by (1.63% for tg on
     one H200, where unranked MLX runs across harness changes once made it 16%). The interval is the board row's own,
     or none where the board has none (issue 55: `compare` once printed a run's within-run span beside the board's)."""
-    from generator import checks, derive, load
+    from generator import derive, load
+    from generator.derive import checks
 
     results = derive.results(*checks.checked(load.load(ROOT / "data")))
     mine = compare.dataset(ROOT / "data", results)

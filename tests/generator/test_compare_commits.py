@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import compare, compare_select
+from generator.commands import compare, compare_select
 from tests.generator.test_compare import _cli
 
 ROOT = Path(__file__).resolve().parents[2]

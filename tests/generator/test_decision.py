@@ -11,8 +11,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from generator import checks, derive, load, pages, side_by_side
-from generator.derive import decision
+from generator import derive, load
+from generator.derive import checks, decision, side_by_side
+from generator.render import pages
 from runners import engines
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from generator import build, derive, verdict
+from generator import build, derive
+from generator.derive import verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from generator import editions
+from generator.load import editions
 from runners import claims, spec
 from tests.conftest import committed, run_module
 
@@ -55,7 +55,9 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
     """An edition's page is `derive.results` of its own records (generator/build.py `edition_results`), so it shows
     every kind of board the site does: an edition of the committed H200 records ranks training, inference and
     serving boards, each row as the site's own board of the same records has it."""
-    from generator import build, checks, derive, load, pages, render, suite_names
+    from generator import build, derive, load, render
+    from generator.derive import checks
+    from generator.render import pages, suite_names
 
     data = tmp_path / "data"
     shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "h100", data / "h100")

@@ -9,7 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import derive, inference, load, serving
+from generator import derive, load
+from generator.derive import inference, serving
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, derive, load, pages, render, runcache
+from generator import derive, load, render
+from generator.derive import checks
+from generator.render import pages
+from generator.store import runcache
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 

@@ -11,7 +11,9 @@ import polars as pl
 import pytest
 
 import generator.render.lists as lists
-from generator import checks, derive, load, pages, render
+from generator import derive, load, render
+from generator.derive import checks
+from generator.render import pages
 from runners import store
 from tests.generator.test_claims_and_parity import _training_run
 

@@ -1,4 +1,4 @@
-"""The page writers' outputs kept by what they are made from (issue 37, `generator/output_cache.py`): a warm build
+"""The page writers' outputs kept by what they are made from (issue 37, `generator/store/output_cache.py`): a warm build
 reads back each run list's gzipped CSV, each board's JSON and each chart's spec, byte for byte what making them
 gives, and makes again only an output whose input changed or whose entry is damaged. Real committed records, no
 mocks: the monkeypatches count calls (the makers, and the writes a miss makes), to prove the cache answered."""
@@ -12,7 +12,10 @@ import polars as pl
 import pytest
 
 import generator.render.lists as lists
-from generator import charts, checks, derive, load, output_cache, pages, render, runcache, store
+from generator import derive, load, render, store
+from generator.derive import checks
+from generator.render import charts, pages
+from generator.store import output_cache, runcache
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from generator import checks, derive, load, owed_evidence
-from generator.verdict_answer import Answer, Reading, Tuned
+from generator import derive, load
+from generator.derive import checks
+from generator.derive.verdict import owed as owed_evidence
+from generator.derive.verdict.answer import Answer, Reading, Tuned
 from tests.conftest import ROOT
 
 

@@ -1,4 +1,5 @@
-"""The site's pages are declared in one table (generator/pages.py SITE) that the build and the navigation read."""
+"""The site's pages are declared in one table (generator/render/pages.py SITE) that the build and the navigation
+read."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import jinja2
 import pytest
 import yaml
 
-from generator import pages
+from generator.render import pages
 
 ROOT = Path(__file__).resolve().parents[2]
 

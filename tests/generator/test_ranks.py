@@ -14,8 +14,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, configurations, derive, inference, load, render, serving
-from generator.derive import ladder
+from generator import derive, load, render
+from generator.derive import checks, configurations, inference, ladder, serving
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parents[2]

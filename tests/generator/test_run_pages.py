@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import derive, inference, load, pages, render, serving
-from generator.derive import evidence
+from generator import derive, load, render
+from generator.derive import evidence, inference, serving
+from generator.render import pages
 from runners import engines, provenance
 from tests.conftest import write_as_submitted
 
@@ -223,7 +224,8 @@ def test_a_commit_with_many_runs_of_the_configuration_links_its_latest_and_this_
     page linking them all grew with the runs: at 20,000 copies these tables were 49 of the run pages' 229 MB).
     Two commits of one committed CPU configuration, copied as the many-run benchmark copies them
     (tests/replicate.py)."""
-    from generator import checks, commit_history_page
+    from generator.derive import checks
+    from generator.render import commit_history_page
     from tests import replicate
 
     data = tmp_path / "data" / "cpu-smoke"

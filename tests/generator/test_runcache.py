@@ -11,7 +11,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, compare, compare_cache, derive, fingerprint, load, progress, runcache, serving, store
+from generator import derive, load, progress, store
+from generator.commands import compare, compare_cache
+from generator.derive import checks, serving
+from generator.store import fingerprint, runcache
 from runners import metrics
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -212,7 +215,7 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
 def test_flattened_columns_come_from_the_cache_by_file_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`columns.flatten` with a cache: the first call works out every run, a second none, a call with new files only
     theirs; each returns the frame worked out afresh, column for column and to the bit. A damaged table is rebuilt."""
-    from generator import columns
+    from generator.load import columns
 
     runs = load.load(DATA).runs
     assert runs.height > 20
@@ -246,7 +249,8 @@ def test_the_verdicts_resamples_come_back_from_the_cache_to_the_bit(
     set is never trusted. The monkeypatch counts calls to the block resampler, to prove the cache answered."""
     import numpy as np
 
-    from generator import configurations, sweep_draws, verdict
+    from generator.derive import configurations, verdict
+    from generator.derive.verdict import draws as sweep_draws
 
     loaded, summary = checks.checked(load.load(DATA, lean=True))
     spreads = {r: configurations.pooled_spreads(summary, c) for r, c in verdict.READINGS.items()}

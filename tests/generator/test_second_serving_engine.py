@@ -15,7 +15,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, derive, load
+from generator import derive, load
+from generator.derive import checks
 from runners import engines, metrics, schema, serving
 
 ROOT = Path(__file__).resolve().parents[2]

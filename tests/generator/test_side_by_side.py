@@ -1,5 +1,5 @@
-"""One model, one GPU, every engine (generator/side_by_side.py), on the committed H200 records: every figure is the
-one its own board publishes, MBU and the bandwidth bound are the formulas of runners/metrics.py over the calibrated
+"""One model, one GPU, every engine (generator/derive/side_by_side.py), on the committed H200 records: every figure is
+the one its own board publishes, MBU and the bandwidth bound are the formulas of runners/metrics.py over the calibrated
 copy bandwidth, a table holds one precision family, and the KV-cache depth table's bytes are the record's own."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, derive, inference, load, serving, side_by_side, verdict
+from generator import derive, load
+from generator.derive import checks, inference, serving, side_by_side, verdict
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,7 +172,7 @@ def test_one_mbu_site_wide_with_the_copy_bounds_fraction_beside_it(derived: dict
 
 
 def test_the_page_names_the_copy_fraction_and_a_computed_ttft_as_a_lower_bound(derived: dict, tmp_path: Path) -> None:
-    from generator import pages
+    from generator.render import pages
 
     rows = derived["rows"]
     page = pages.render(

@@ -9,8 +9,7 @@ import math
 import polars as pl
 import pytest
 
-from generator import inference, serving
-from generator.derive import ladder
+from generator.derive import inference, ladder, serving
 from runners import metrics
 from tests.generator.test_ranks import _run
 
@@ -117,7 +116,7 @@ def test_a_training_row_never_uses_another_engines_spread() -> None:
     """torch's repeats on one H200 make torch's spread; MLX's one run of a configuration on the same GPU, with no MLX
     repeats there, is not widened by it: it is unreplicated (no interval, no rank, listed after the ranked rows),
     while torch's rows get torch's spread."""
-    from generator import configurations
+    from generator.derive import configurations
 
     summary = pl.DataFrame(
         [

@@ -1,4 +1,4 @@
-"""Differential tests of the one build store (issue 56, generator/store.py): a warm build publishes every byte of
+"""Differential tests of the one build store (issue 56, generator/store/): a warm build publishes every byte of
 every file a cold build does, after (a) a seeded sequence of data operations, (c) a library's new version, (d) damaged
 entries of every kind, (e) two builds at once into one cache; and a commit of docs alone renders no run page again.
 Real builds (MkDocs included) of a few committed H200 records copied into a folder of their own."""
@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import build, compare_cache, fingerprint, render, store
+from generator import build, render, store
+from generator.commands import compare_cache
+from generator.store import fingerprint
 from runners import layout, retract
 from tests.generator.test_build_store import ROOT, RUNS, count_rendered, small_data, snapshot
 

@@ -1,11 +1,11 @@
-"""A suite's name on the site (generator/suite_names.py): its file's title, else its name; a record's suite name is
-never a path to a file."""
+"""A suite's name on the site (generator/render/suite_names.py): its file's title, else its name; a record's suite name
+is never a path to a file."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from generator import suite_names
+from generator.render import suite_names
 
 
 def test_the_title_of_a_suite_file_else_its_name() -> None:

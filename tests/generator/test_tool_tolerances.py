@@ -11,8 +11,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, derive, load, serving
-from generator.derive import ladder
+from generator import derive, load
+from generator.derive import checks, ladder, serving
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, derive, load, verdict
-from generator.derive import evidence
+from generator import derive, load
+from generator.derive import checks, evidence, verdict
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, configurations, derive, load, wanted
+from generator import derive, load
+from generator.commands import wanted
+from generator.derive import checks, configurations
 from generator.derive import wanted as derive_wanted
 from runners import engines
 from runners.wanted_runs import Host
@@ -146,7 +148,7 @@ def test_a_missing_data_folder_is_one_sentence(tmp_path: Path) -> None:
 def test_the_page_groups_them_by_hardware_with_the_json_beside(committed: derive.Results, tmp_path: Path) -> None:
     """wanted.md: a section per hardware, each answer or row in the words `fairfight wanted` prints, each run's
     command; downloads/wanted.json holds every entry, as the command's JSON does less whether a host fits."""
-    from generator import pages, wanted_page
+    from generator.render import pages, wanted_page
 
     wanted_page.write(pages.environment(), tmp_path, committed.wanted)
     page = (tmp_path / "wanted.md").read_text()

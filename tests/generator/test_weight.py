@@ -7,7 +7,8 @@ import gzip
 import os
 from pathlib import Path
 
-from generator import build, repository, versions
+from generator import build
+from generator.render import repository, versions
 
 
 def _site(root: Path) -> dict[str, bytes]:

@@ -14,8 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import load, validate
+from generator import load
 from generator import store as gstore
+from generator.commands import validate
 from runners import layout, provenance, schema, store
 from tests.conftest import write_footer_once
 
@@ -113,7 +114,7 @@ SEMANTIC_FAULTS = {
 @pytest.mark.parametrize("fault", list(SEMANTIC_FAULTS))
 def test_semantic_faults_are_refused_and_reported_by_file_row_and_field(fault: str, tmp_path: Path) -> None:
     """Each bad value is refused by the store (nothing written) and, written anyway, rejected by the loader and by
-    `nox -s validate` (generator.validate), naming the file, the row and the field."""
+    `nox -s validate` (generator.commands.validate), naming the file, the row and the field."""
     over, extra, expected = SEMANTIC_FAULTS[fault]
     table = schema.make_table(_run(**over), [*ROWS, *extra])
     with pytest.raises(ValueError, match=re.escape(expected)):

@@ -311,7 +311,7 @@ def test_config(
             "serving": json.loads(spec.to_json(entry)),
             "world_size": settings["tensor_parallel_size"],
             "device": entry.device,
-            # part of what makes a served point one configuration (generator/columns.py `_settings`)
+            # part of what makes a served point one configuration (generator/load/columns.py `_settings`)
             **({"prompt_form": PROMPT_FORM} if test.kind == "serve" else {}),
             **({"prompts": prompts} if prompts else {}),
         },

@@ -244,7 +244,7 @@ def test_mlx_quantized_weights_are_mx_quantize_of_each_tensor(tmp_path: Path, ml
 def test_mlx_generation_beside_mlx_lm_benchmark(variant: str, tmp_path: Path, mlx_engine: str) -> None:
     """A real bench session of MLX's depth-0 tests on the tiny Llama: the runner's records, mlx_lm.benchmark's beside
     them (imported, paired), and the inference page showing both; fp16 and MLX's own 4-bit weights."""
-    from generator import inference
+    from generator.derive import inference
     from runners import mlx_files
 
     data = tmp_path / "data"

@@ -16,7 +16,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from generator import derive, load, serving
+from generator import derive, load
+from generator.derive import serving
 from runners import cpu_isa, layout, metrics, schema, spec
 from runners import serving as serving_core
 from runners.engines.vllm import runner as vllm_engine
@@ -199,7 +200,7 @@ def test_a_model_too_big_for_one_gpu_scales_from_the_fewest_measured() -> None:
     ])  # fmt: skip
     rows = serving.tp_scaling(tests).to_dicts()
     assert [(r["base_gpus"], r["speedup"], r["efficiency"]) for r in rows] == [(4, 1.0, 1.0), (4, 1.6, 0.8)]
-    from generator import charts
+    from generator.render import charts
 
     drawn = charts.tp_scaling(serving.tp_scaling(tests)).to_dict()
     assert [(v["gpus"], v["efficiency"]) for v in next(iter(drawn["datasets"].values()))] == [(4, 1.0), (8, 0.8)]
