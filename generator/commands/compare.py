@@ -4,7 +4,7 @@
                           [--format text|json|csv|md]                 (or python -m generator.commands.compare)
 
 A and B are each a run, a configuration (pooling its runs), an edition or a harness commit (every configuration in
-both: `compare @A @B`, selected by generator/commands/compare_select.py). Each
+both: `compare @A @B`, selected by generator/derive/commit_pairs.py). Each
 row holds the figure its kind of test is ranked by on the boards, A's and B's with their intervals (a run's 95%
 interval; a configuration's median of its runs' figures, from its runs' lowest low to highest high), B/A with the
 interval those give (`metrics.ratio_interval`), the A/A floor (the spread between identical runs, or the largest of
@@ -29,8 +29,8 @@ from typing import Any
 import polars as pl
 
 from generator import derive, load
-from generator.commands import compare_cache, compare_format, compare_select
-from generator.derive import checks, configurations, evidence
+from generator.commands import compare_cache, compare_format
+from generator.derive import checks, commit_pairs, configurations, evidence
 from generator.load import editions
 from generator.store import runcache
 from runners import arguments, formats, metrics, schema
@@ -235,11 +235,11 @@ def select(text: str, ds: Dataset) -> Side:
             hashes = ds.runs["settings_hash"].unique().sort()
             matches += [("configuration", h) for h in hashes.filter(hashes.str.starts_with(base.lower()))]
         if not narrowing:  # a commit prefix alone selects every configuration measured there
-            matches += [("commit", group[0][:12]) for group in compare_select.matching(base, ds.runs)]
+            matches += [("commit", group[0][:12]) for group in commit_pairs.matching(base, ds.runs)]
     if not matches:
         raise UsageError(f"{base!r}: no run id, configuration hash or harness commit {_close(base, ds)}")
     if len(matches) > 1:
-        raise UsageError(compare_select.listing(base, matches))
+        raise UsageError(commit_pairs.listing(base, matches))
     what, key = matches[0]
     if what == "commit":
         return _commit(text, base, ds)
@@ -311,16 +311,16 @@ def _configuration(text: str, settings_hash: str, narrowing: list[str], ds: Data
 
 
 def _commit(text: str, prefix: str, ds: Dataset) -> Side:
-    """Every run made at one harness commit (`compare_select`)."""
-    groups = compare_select.matching(prefix, ds.runs)
+    """Every run made at one harness commit (`commit_pairs`)."""
+    groups = commit_pairs.matching(prefix, ds.runs)
     if not groups:
-        known = [g[0][:12] for g in compare_select.commits(ds.runs)]
+        known = [g[0][:12] for g in commit_pairs.commits(ds.runs)]
         hint = f"the latest: {', '.join(reversed(known[-5:]))}" if known else "no run names one"
-        how = "" if compare_select.HEX.fullmatch(prefix.lower()) else " (a commit is 4 to 40 hex digits)"
+        how = "" if commit_pairs.HEX.fullmatch(prefix.lower()) else " (a commit is 4 to 40 hex digits)"
         raise UsageError(f"{text!r}: no run in {ds.data_dir}/ was made at harness commit {prefix!r}{how}; {hint}")
     if len(groups) > 1:
-        raise UsageError(compare_select.listing(prefix, (("commit", g[0][:12]) for g in groups)))
-    return Side(text, "commit", compare_select.label(groups[0], ds.runs), compare_select.runs_at(groups[0], ds.runs))
+        raise UsageError(commit_pairs.listing(prefix, (("commit", g[0][:12]) for g in groups)))
+    return Side(text, "commit", commit_pairs.label(groups[0], ds.runs), commit_pairs.runs_at(groups[0], ds.runs))
 
 
 def _edition(text: str, name: str, ds: Dataset) -> Side:
@@ -662,9 +662,9 @@ def render(report: Report) -> str:
 
 def commit_list(ds: Dataset, fmt: str) -> str:
     """`compare --list`: the harness commits the data holds, and the pairs of them that share configurations."""
-    groups = compare_select.commits(ds.runs)
-    pairs = compare_select.shared(ds.runs)
-    listed = [{"commit": g[0], "label": compare_select.label(g, ds.runs)} for g in groups]
+    groups = commit_pairs.commits(ds.runs)
+    pairs = commit_pairs.shared(ds.runs)
+    listed = [{"commit": g[0], "label": commit_pairs.label(g, ds.runs)} for g in groups]
     shared = [{"a": a[0], "b": b[0], "configurations": n} for a, b, n in pairs]
     data = {"commits": listed, "pairs": shared}
 

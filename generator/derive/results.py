@@ -21,9 +21,9 @@ import generator.derive.runs as every_runs
 import generator.derive.summary as runs_derive
 import generator.derive.wanted as wanted_runs
 from generator import load
-from generator.commands import compare_select
 from generator.derive import (
     chart_rows,
+    commit_pairs,
     configurations,
     inference,
     serving,
@@ -154,8 +154,8 @@ class Results:
     catalog: catalog.Catalog
     errata: pl.DataFrame
     """Retracted records, newest retraction first."""
-    comparable: compare_select.Comparable
-    """The harness commits and the pairs of them that measured a configuration in common (`compare_select.comparable`,
+    comparable: commit_pairs.Comparable
+    """The harness commits and the pairs of them that measured a configuration in common (`commit_pairs.comparable`,
     of `every_run.runs`)."""
     wanted: list[wanted_runs.Wanted]
     """The runs that would settle each undecided answer of the verdict and each unreplicated board row
@@ -193,7 +193,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         served=served,
         page_runs=_with_standing(with_test_figures(summary, tests, served), boards),
         every_run=every_run,
-        comparable=compare_select.comparable(every_run.runs),
+        comparable=commit_pairs.comparable(every_run.runs),
         boards=boards,
         repeats=repeats,
         test_repeats=test_repeats,

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator.commands import compare, compare_select
+from generator.commands import commit_pairs, compare
 from tests.generator.test_compare import _cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +62,7 @@ def test_a_commit_prefix_alone_is_a_selector_and_only_changed_hides_the_rest(
     data: Path, ds: compare.Dataset, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert compare.select(A, ds).what == "commit"  # no run id or hash begins with it
-    full = compare_select.matching(A, ds.runs)[0][0]
+    full = commit_pairs.matching(A, ds.runs)[0][0]
     assert compare.select(f"@commit={full}", ds).runs.height == compare.select(f"@{A}", ds).runs.height
     status, out, _ = _cli(capsys, A, B, "--data-dir", str(data), "--only-changed", "--format", "json")
     report = json.loads(out)
