@@ -11,7 +11,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator.commands import commit_pairs, compare
+from generator.commands import compare
+from generator.derive import commit_pairs
 from tests.generator.test_compare import _cli
 
 ROOT = Path(__file__).resolve().parents[2]
