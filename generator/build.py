@@ -256,10 +256,8 @@ def _build_staged(
         _render_pool(summary.height) as pool,
         render.catalog.samples_begun(results.runs, results.records, docs),  # the samples parts made meanwhile
     ):
-        # each run page's configuration across harness commits (`commit_history_page`) and its suite's title
-        page_runs = commit_history_page.with_history(
-            results.page_runs, results.runs, results.every_run.runs, results.kind_floors
-        )
+        # each run page's configuration across harness commits (`Results.history`, drawn) and its suite's title
+        page_runs = commit_history_page.with_history(results.page_runs, results.history)
         page_runs = suite_names.with_titles(page_runs)
         # the history charts' shared specs, one script for every run page (their data stays on each page)
         (docs / render.runs.HISTORY_SCRIPT).write_text(commit_history_page.script(page_runs["history_chart"].to_list()))

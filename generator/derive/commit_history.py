@@ -3,12 +3,13 @@ commits: per configuration (suite, workload, settings hash) and harness commit, 
 figures with the interval `fairfight compare HASH@COMMIT` gives it (`metrics.repeat_interval` over those runs: lowest
 low to highest high), and around the latest commit's figure the band of identical repeats (`metrics.spread_band` of
 the largest A/A spread of its kind of test on its hardware and host condition, the floor `compare` and the boards
-hold a difference to). Pure: `Results.every_run` (what `compare` selects from) in, plain frames out; no template,
-no chart."""
+hold a difference to). Pure: `Results.every_run` (what `compare` selects from) in, plain frames out (`history`, which
+`derive.results` keeps as `Results.history`); no template, no chart."""
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -28,12 +29,71 @@ POINT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
 BAND_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "suite": pl.String, "workload": pl.String, "settings_hash": pl.String, "commits": pl.Int64, "center": pl.Float64,
     "spread": pl.Float64, "band_lo": pl.Float64, "band_hi": pl.Float64, "outside": pl.List(pl.String),
-    "differs": pl.List(pl.String), "floor_basis": pl.String,
+    "differs": pl.List(pl.String), "floor_basis": pl.String, "figure": pl.String,
 }  # fmt: skip
 """One configuration: how many commits it ran at, the band around its latest figure (`center`) and the commits whose
 figure lies outside it (further from the latest than identical repeats moved), and of those the commits `compare`'s
 verdict against the latest calls faster or slower (`metrics.compare_verdict`: outside the band and with a ratio
-interval that excludes 1)."""
+interval that excludes 1). `figure`: what its points measure (steps/s, tokens/s), its latest commit's."""
+
+RUN_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "run_id": pl.String,
+    "history_band": pl.Struct({k: v for k, v in BAND_SCHEMA.items() if k not in KEYS}),
+    "history_points": pl.List(pl.Struct({
+        "commit": pl.String, "dirty": pl.Boolean, "started_at": pl.Datetime("us", "UTC"), "runs": pl.Int64,
+        "run_ids": pl.List(pl.String), "value": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "latest": pl.Boolean,
+    })),
+    "history_excluded": pl.String,
+}  # fmt: skip
+"""One run, as its page's history section shows its configuration: the configuration's band (`BAND_SCHEMA` less the
+keys), its points oldest commit first, and why this run is not among them (its `excluded`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class History:
+    """Every configuration's figure across harness commits, derived once (`history`): what the run pages show of it,
+    and what `compare` and the editions can read."""
+
+    points: pl.DataFrame
+    """One row per configuration and harness commit (`POINT_SCHEMA`, `points`)."""
+    bands: pl.DataFrame
+    """One row per configuration with a counted run (`BAND_SCHEMA`, `bands`): its A/A band, the commits outside it and
+    those `compare` calls faster or slower."""
+    configurations: dict[tuple[str, str, str], pl.DataFrame]
+    """Each configuration's rows of `points`, oldest commit first, by (suite, workload, settings_hash): what its chart
+    draws. A configuration with a null in its key is not here: it matches no run, as a comparison with null does."""
+    of_runs: pl.DataFrame
+    """One row per run of the run summary (`RUN_SCHEMA`); its band and points are null where its configuration has
+    no counted run."""
+
+
+def history(summary: pl.DataFrame, runs: pl.DataFrame, kind_floors: dict[tuple[str, str, int, bool], float]) -> History:
+    """The history of every configuration, and each run's. `summary`: the run summary (run_id, the `KEYS`,
+    harness_dirty); `runs`: `Results.every_run.runs`; `kind_floors`: `Results.kind_floors`."""
+    points_ = points(runs, summary.select("run_id", "harness_dirty"))
+    bands_ = bands(points_, runs, kind_floors)
+    table = (
+        points_.sort("order")
+        .group_by(KEYS, maintain_order=True)
+        .agg(
+            history_points=pl.struct(
+                pl.col("harness_commit").alias("commit"), "dirty", pl.col("first_started_at").alias("started_at"),
+                "runs", "run_ids", "value", "lo", "hi", "latest",
+            )
+        )
+    )  # fmt: skip
+    per_config = bands_.select(*KEYS, history_band=pl.struct(pl.exclude(KEYS))).join(table, on=KEYS)
+    of_runs = (
+        summary.select("run_id", *KEYS)
+        .join(per_config, on=KEYS, how="left", maintain_order="left")
+        .join(
+            runs.select("run_id", history_excluded=pl.col("excluded")), on="run_id", how="left", maintain_order="left"
+        )
+        .select(list(RUN_SCHEMA))
+    )
+    by_key = points_.partition_by(KEYS, as_dict=True, maintain_order=True)  # split once, not filtered per configuration
+    configurations = {(str(s), str(w), str(h)): v for (s, w, h), v in by_key.items() if None not in (s, w, h)}
+    return History(points=points_, bands=bands_, configurations=configurations, of_runs=of_runs)
 
 
 def points(runs: pl.DataFrame, dirty: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -94,7 +154,8 @@ def bands(
         where_text = f"{latest['kind']} tests on {count} × {acc}" + (", sharing the host" if shared else "")
         row = {"suite": suite, "workload": workload, "settings_hash": settings_hash, "commits": group.height,
                "center": latest["value"], "spread": spread, "band_lo": None, "band_hi": None, "outside": [],
-               "differs": [], "floor_basis": f"no repeats of {where_text} measured: no band"}  # fmt: skip
+               "differs": [], "floor_basis": f"no repeats of {where_text} measured: no band",
+               "figure": latest["figure"]}  # fmt: skip
         if spread is not None and latest["value"] > 0 and spread < 2:
             lo, hi = metrics.spread_band(latest["value"], spread)
             outside = group.filter((pl.col("value") < lo) | (pl.col("value") > hi))["harness_commit"].to_list()

@@ -23,6 +23,7 @@ import generator.derive.wanted as wanted_runs
 from generator import load
 from generator.derive import (
     chart_rows,
+    commit_history,
     commit_pairs,
     configurations,
     inference,
@@ -154,6 +155,9 @@ class Results:
     catalog: catalog.Catalog
     errata: pl.DataFrame
     """Retracted records, newest retraction first."""
+    history: commit_history.History
+    """Each configuration's figure at each harness commit, the A/A band around its latest and the commits `compare`
+    calls faster or slower (`commit_history.history`, of `every_run.runs`): the run pages' history sections."""
     comparable: commit_pairs.Comparable
     """The harness commits and the pairs of them that measured a configuration in common (`commit_pairs.comparable`,
     of `every_run.runs`)."""
@@ -184,6 +188,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     the_verdict = sweep_draws.compute(summary, rows, training_spreads, trained)
     points = serving.latency_points(served)
     every_run = every_runs.every_run(summary, tests, served, repeats)
+    kind_floors = _kind_floors(repeats, test_repeats)
     out = Results(
         records=loaded,
         runs=summary,
@@ -193,13 +198,14 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         served=served,
         page_runs=_with_standing(with_test_figures(summary, tests, served), boards),
         every_run=every_run,
+        history=commit_history.history(summary, every_run.runs, kind_floors),
         comparable=commit_pairs.comparable(every_run.runs),
         boards=boards,
         repeats=repeats,
         test_repeats=test_repeats,
         training_spreads=training_spreads,
         test_spreads=test_spreads,
-        kind_floors=_kind_floors(repeats, test_repeats),
+        kind_floors=kind_floors,
         scaling=scaling,
         window_losses=window_losses,
         tp_scaling=tp,

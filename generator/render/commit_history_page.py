@@ -1,9 +1,9 @@
 """The history section of a run page: its configuration's figure at each harness commit with the band of identical
-repeats around the latest (generator/derive/commit_history.py derives it, `charts.commit_history` draws it). Each run
-gets its configuration's chart data and table as columns of the run pages' frame, so a run page is re-rendered when its
-configuration's history changes (the run pages' cache keys hash their row). The chart's spec less its data is one
-per figure and band (`shared_spec`), written once for every page (`script`, render/runs.py `HISTORY_SCRIPT`): a page
-holds only its points (each page held its own 4 KB spec)."""
+repeats around the latest, as `Results.history` holds it (generator/derive/commit_history.py derives it,
+`charts.commit_history` draws it). Each run gets its configuration's chart data and table as columns of the run pages'
+frame, so a run page is re-rendered when its configuration's history changes (the run pages' cache keys hash their
+row). The chart's spec less its data is one per figure and band (`shared_spec`), written once for every page
+(`script`, render/runs.py `HISTORY_SCRIPT`): a page holds only its points (each page held its own 4 KB spec)."""
 
 from __future__ import annotations
 
@@ -27,36 +27,32 @@ BAND_DATA, POINTS_DATA = "band", "commits"
 """The names of a history chart's two datasets: the A/A band and the commits' points."""
 
 
-def with_history(
-    page_runs: pl.DataFrame,
-    summary: pl.DataFrame,
-    runs: pl.DataFrame,
-    kind_floors: dict[tuple[str, str, int, bool], float],
-) -> pl.DataFrame:
-    """`page_runs` with `history_band` (a struct: commits, figure, center, spread, band_lo, band_hi, outside,
-    floor_basis), `history_points` (a list: one struct per commit), `history_chart` (its shared spec's name,
-    `chart_name`) and `history_data` (the chart's datasets as JSON, escaped for a <script> block; both only where the
-    configuration ran at two or more commits), null for a run whose
-    configuration has no counted run; and `history_excluded`, why a run does not count. `runs`: one row per run with
-    the figure its kind ranks by (`Results.every_run.runs`, what `compare` selects from); `kind_floors`: the A/A
-    floors (`Results.kind_floors`)."""
-    points = commit_history.points(runs, summary.select("run_id", "harness_dirty"))
-    if not points.height:
-        return page_runs.with_columns(pl.lit(None, pl.String).alias(c) for c in HISTORY_COLUMNS)
-    bands = commit_history.bands(points, runs, kind_floors)
-    figures = points.group_by(commit_history.KEYS).agg(pl.col("figure").last())
-    bands = bands.join(figures, on=commit_history.KEYS, how="left")
-    specs: list[tuple[str, str, str, str | None, str | None]] = []
+def with_history(page_runs: pl.DataFrame, history: commit_history.History) -> pl.DataFrame:
+    """`page_runs` with its run's history (`Results.history.of_runs`: `history_band`, a struct of its configuration's
+    band, `history_points`, a list of one struct per commit, and `history_excluded`, why a run does not count), and its
+    configuration's chart: `history_chart` (its shared spec's name, `chart_name`) and `history_data` (the chart's
+    datasets as JSON, escaped for a <script> block), both only where the configuration ran at two or more commits.
+    Renders what `history` holds; derives nothing."""
+    columns = [*commit_history.KEYS, "history_chart", "history_data"]
+    charts_of = pl.DataFrame(_drawn(history), schema=dict.fromkeys(columns, pl.String), orient="row")
+    return (
+        page_runs.drop(HISTORY_COLUMNS, strict=False)
+        .join(history.of_runs, on="run_id", how="left", maintain_order="left")
+        .join(charts_of, on=commit_history.KEYS, how="left", maintain_order="left")
+    )
+
+
+def _drawn(history: commit_history.History) -> list[tuple[str, str, str, str | None, str | None]]:
+    """Per configuration of `history.bands`, its key and its chart's name and data (None where it ran at one commit),
+    from the site cache (`SPECS`) where its points, band and figure are those of a chart drawn before."""
+    out: list[tuple[str, str, str, str | None, str | None]] = []
     made, kept = SPECS.read(), {}
-    # each configuration's points, split once (a filter per configuration went over every point each time)
-    by_key = points.partition_by(commit_history.KEYS, as_dict=True, maintain_order=True)
-    for band in bands.iter_rows(named=True):
+    for band in history.bands.iter_rows(named=True):
         key = (band["suite"], band["workload"], band["settings_hash"])
         if band["commits"] < 2:
-            specs.append((*key, None, None))
+            out.append((*key, None, None))
             continue
-        # (a null in the key matches nothing, as a comparison with null does)
-        mine = by_key.get(key, points.clear()) if None not in key else points.clear()
+        mine = history.configurations.get(key, history.points.clear())
         # the spec is its points', band's and figure's alone: kept by them for the next build (altair's objects
         # took a second and a half of a warm build at 5,000 runs)
         inputs = json.dumps([mine.write_json(), band, alt.__version__, alt.theme.active], default=str, sort_keys=True)
@@ -70,38 +66,10 @@ def with_history(
                 raise AssertionError(f"history chart {name!r}: its spec is not the shared one")
             data = pages.script_safe(json.dumps(drawn_values(datasets), separators=(",", ":")))
         kept[spec_key] = [name, data]
-        specs.append((*key, name, data))
+        out.append((*key, name, data))
     if kept.keys() != made.keys():
         SPECS.write(kept)  # this build's charts only: a configuration's older histories are never drawn again
-    spec_frame = pl.DataFrame(specs, schema=[*commit_history.KEYS, "history_chart", "history_data"], orient="row")
-    table = (
-        points.sort("order")
-        .group_by(commit_history.KEYS, maintain_order=True)
-        .agg(
-            history_points=pl.struct(
-                pl.col("harness_commit").alias("commit"),
-                "dirty",
-                pl.col("first_started_at").alias("started_at"),
-                "runs",
-                "run_ids",
-                "value",
-                "lo",
-                "hi",
-                "latest",
-            )
-        )
-    )
-    per_config = (
-        bands.select(*commit_history.KEYS, history_band=pl.struct(pl.exclude(commit_history.KEYS)))
-        .join(table, on=commit_history.KEYS)
-        .join(spec_frame, on=commit_history.KEYS, how="left")
-    )
-    excluded = runs.select("run_id", history_excluded=pl.col("excluded"))  # why this run is not among its points
-    return (
-        page_runs.drop(HISTORY_COLUMNS, strict=False)
-        .join(per_config, on=commit_history.KEYS, how="left", maintain_order="left")
-        .join(excluded, on="run_id", how="left", maintain_order="left")
-    )
+    return out
 
 
 def chart_name(figure: str, banded: bool) -> str:

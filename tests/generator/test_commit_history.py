@@ -95,6 +95,20 @@ def test_a_band_needs_a_positive_centre_and_a_spread_below_two() -> None:
         metrics.spread_band(1.0, 2.0)
 
 
+def test_a_history_without_a_counted_run_is_of_the_declared_columns() -> None:
+    runs = _runs().with_columns(excluded=pl.lit("stopped: failed (boom)"))
+    summary = runs.select("run_id", *commit_history.KEYS, harness_dirty=pl.lit(False))
+    history = commit_history.history(summary, runs, {})
+    assert history.points.height == history.bands.height == 0 and not history.configurations
+    assert history.of_runs.schema == pl.Schema(commit_history.RUN_SCHEMA)
+    assert history.of_runs["history_band"].null_count() == runs.height
+    assert history.of_runs["history_excluded"].to_list() == ["stopped: failed (boom)"] * runs.height
+    from generator.render import commit_history_page
+
+    page_runs = commit_history_page.with_history(summary, history)
+    assert page_runs.height == runs.height and page_runs["history_chart"].null_count() == runs.height
+
+
 def test_a_commit_differs_only_outside_the_band_and_beyond_its_interval() -> None:
     runs = _runs()
     points = commit_history.points(runs)
@@ -113,8 +127,9 @@ def test_a_history_chart_kept_in_the_site_cache_is_the_one_drawn_afresh(tmp_path
 
     def history(runs: pl.DataFrame) -> list[str | None]:
         page_runs = runs.select("run_id", *commit_history.KEYS)
-        summary = runs.select("run_id", harness_dirty=pl.lit(False))
-        out = commit_history_page.with_history(page_runs, summary, runs, {("train", "GPU", 2, False): 0.10})
+        summary = page_runs.with_columns(harness_dirty=pl.lit(False))
+        derived = commit_history.history(summary, runs, {("train", "GPU", 2, False): 0.10})
+        out = commit_history_page.with_history(page_runs, derived)
         return [None if d is None else f"{c} {d}" for c, d in out.select("history_chart", "history_data").rows()]
 
     changed = _runs().with_columns(value=pl.when(pl.col("run_id") == "r4").then(13.0).otherwise(pl.col("value")))
@@ -146,8 +161,8 @@ def test_a_history_chart_is_the_shared_spec_with_its_own_data(floors: dict) -> N
 
     runs = _runs()
     page_runs = runs.select("run_id", *commit_history.KEYS)
-    summary = runs.select("run_id", harness_dirty=pl.lit(False))
-    out = commit_history_page.with_history(page_runs, summary, runs, floors)
+    summary = page_runs.with_columns(harness_dirty=pl.lit(False))
+    out = commit_history_page.with_history(page_runs, commit_history.history(summary, runs, floors))
     name, data = out.select("history_chart", "history_data").row(0)
     assert name == ("steps/s|band" if floors else "steps/s|no band") and '"layer"' not in data and "</" not in data
     points = commit_history.points(runs)
@@ -166,3 +181,43 @@ def test_a_history_chart_is_the_shared_spec_with_its_own_data(floors: dict) -> N
     script = commit_history_page.script([name, None, name])
     prefix = "window.FF_HISTORY = "
     assert script.startswith(prefix) and json.loads(script[len(prefix) : -2]) == {name: shared}
+
+
+def test_the_history_is_derived_once_into_results_and_the_run_pages_only_draw_it(tmp_path, monkeypatch) -> None:
+    """`derive.results` holds every configuration's history (`Results.history`), so `compare` and the editions read the
+    figures the run pages show: drawing the pages derives none of it again. The committed CPU records, whose fp32
+    stock configuration ran at two harness commits."""
+    import shutil
+    from pathlib import Path
+
+    from generator import derive, load
+    from generator.derive import checks
+    from generator.render import commit_history_page
+
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "cpu-smoke", tmp_path / "data" / "cpu-smoke")
+    results = derive.results(*checks.checked(load.load(tmp_path / "data")))
+    history, runs = results.history, results.every_run.runs
+    assert (
+        history.of_runs.schema == pl.Schema(commit_history.RUN_SCHEMA) and history.of_runs.height == results.runs.height
+    )
+    assert history.points.equals(commit_history.points(runs, results.runs.select("run_id", "harness_dirty")))
+    assert history.bands.equals(commit_history.bands(history.points, runs, results.kind_floors))
+    (band,) = history.bands.filter(pl.col("commits") == 2).to_dicts()
+    key = (band["suite"], band["workload"], band["settings_hash"])
+    here = history.points.filter(*(pl.col(c) == v for c, v in zip(commit_history.KEYS, key, strict=True)))
+    assert history.configurations[key].equals(here)  # its chart's points, split once
+    mine = history.of_runs.filter(pl.col("history_band").struct.field("commits") == 2)  # its runs, counted or not
+    counted = set(history.configurations[key]["run_ids"].explode())
+    assert (
+        len(counted) >= 2
+        and counted <= set(mine["run_id"])
+        and set(mine["history_band"].struct.field("center")) == {band["center"]}
+    )
+    for name in ("points", "bands", "history"):
+        monkeypatch.setattr(commit_history, name, lambda *a, **k: pytest.fail("the history derived again to draw it"))
+    page_runs = commit_history_page.with_history(results.page_runs, history)
+    drawn = page_runs.filter(pl.col("history_chart").is_not_null())
+    assert (
+        set(drawn["run_id"]) == set(mine["run_id"])
+        and drawn["history_band"].to_list() == mine["history_band"].to_list()
+    )

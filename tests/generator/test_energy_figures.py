@@ -85,9 +85,7 @@ def test_a_served_points_page_shows_its_boards_energy_figure(tmp_path: Path) -> 
     board_row = results.served.row(by_predicate=pl.col("run_id") == run_id, named=True)
     assert board_row["tokens_per_joule"] == page_run["tokens_per_joule"]  # one figure, the board's and the page's
 
-    page_runs = commit_history_page.with_history(
-        results.page_runs, results.runs, results.every_run.runs, results.kind_floors
-    )
+    page_runs = commit_history_page.with_history(results.page_runs, results.history)
     site = tmp_path / "site"
     render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
     page = (site / "runs" / f"{pages.slug(run_id)}.html").read_text()

@@ -243,9 +243,7 @@ def test_a_commit_with_many_runs_of_the_configuration_links_its_latest_and_this_
             replicate._write(copy, data / f"{replicate.copy_id(source, k)}.parquet")
     loaded, summary = checks.checked(load.load(tmp_path / "data"))
     results = derive.results(loaded, summary)
-    page_runs = commit_history_page.with_history(
-        results.page_runs, results.runs, results.every_run.runs, results.kind_floors
-    )
+    page_runs = commit_history_page.with_history(results.page_runs, results.history)
     site = tmp_path / "site"
     render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
     links = render.lists.PAGE_RUN_LINKS
