@@ -32,9 +32,6 @@ from runners import engines, metrics
 
 FAMILIES = (4, 8, 16)
 """Bits per weight that name a precision family: 4-bit (Q4_K_M, ~4.8), 8-bit (Q8_0, ~8.5; FP8), 16-bit (F16, fp16)."""
-ENGINE_NAMES = {name: engines.titles()[name] for name in ("llamacpp", "mlx", "vllm")}
-"""The engines this page sets side by side, and how it names them (the registry's titles: its charts' colours are
-keyed by them, `charts.engine_colour`)."""
 
 ROW_SCHEMA = {
     "suite": pl.String,
@@ -124,8 +121,16 @@ def _where(ranked: pl.DataFrame, unranked: pl.DataFrame, which: pl.Expr) -> tupl
     return ranked.filter(which), unranked.filter(which)
 
 
-def _one_gpu(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.filter((pl.col("accelerator_count") == 1) & pl.col("engine").is_in(list(ENGINE_NAMES)))
+def engine_names() -> dict[str, str]:
+    """The engines this page sets side by side and how it names them: those the registry puts on it
+    (`Engine.pages`), with their titles (its charts' colours are keyed by them, `charts.engine_colour`), in the order
+    of their names. Read when called, so an engine registered later is on the page."""
+    return dict(sorted(engines.titles("side_by_side").items()))
+
+
+def _one_gpu(frame: pl.DataFrame, page: str = "side_by_side") -> pl.DataFrame:
+    """The rows on one GPU of the engines the registry puts on `page` (`engines.PAGES`)."""
+    return frame.filter((pl.col("accelerator_count") == 1) & pl.col("engine").is_in(list(engines.titles(page))))
 
 
 def engine_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
@@ -181,7 +186,7 @@ def _row(decode: dict, prefill: dict | None, ttft_ms: float | None, measured: bo
         "accelerator": decode["accelerator"],
         "family_bits": precision_family(bits),
         "engine": decode["engine"],
-        "engine_name": ENGINE_NAMES[decode["engine"]],
+        "engine_name": engine_names()[decode["engine"]],
         "variant": decode["variant"],
         "weights": decode["weights"],
         "weights_label": decode.get("weights_label"),  # as the run's own record names them (`weights.label`)
@@ -228,7 +233,7 @@ def boards(rows: pl.DataFrame) -> list[dict]:
     it has, the range of its rows' weight bytes and how far apart they are (`spread`: highest over lowest, less one,
     which the page prints beside the family's name). A row whose weights' bytes are not known has no family and no
     board (it is listed apart: `uncounted`)."""
-    out = []
+    out, names = [], engine_names()
     counted = rows.filter(pl.col("family_bits").is_not_null() & pl.col("weight_gib").is_not_null())
     for key, group in counted.partition_by("suite", "model_name", "accelerator", "family_bits", as_dict=True).items():
         suite, model, accelerator, bits = key
@@ -241,8 +246,8 @@ def boards(rows: pl.DataFrame) -> list[dict]:
                 "accelerator": accelerator,
                 "family_bits": bits,
                 "rows": group.to_dicts(),
-                "engines": sorted({ENGINE_NAMES[e] for e in group["engine"].to_list()}),
-                "missing": [name for e, name in ENGINE_NAMES.items() if e not in set(group["engine"].to_list())],
+                "engines": sorted({names[e] for e in group["engine"].to_list()}),
+                "missing": [name for e, name in names.items() if e not in set(group["engine"].to_list())],
                 "weight_gib_lo": min(gib),
                 "weight_gib_hi": max(gib),
                 "spread": max(gib) / min(gib) - 1,
@@ -259,19 +264,20 @@ KV_DEPTH_SCHEMA = {
     "weight_gib": pl.Float64, "kv_gib": pl.Float64, "kv_share": pl.Float64, "mbu_datasheet": pl.Float64,
     "copy_fraction": pl.Float64,
 }  # fmt: skip
-"""One llama.cpp generation test's row of the KV-cache table."""
+"""One generation test's row of the KV-cache table."""
 
 
 def kv_depth_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
-    """llama.cpp's generation tests at every KV-cache depth on one GPU, one row per variant and depth, each the
-    variant's row of that test's board as the decode rows above are (`_newest_per_variant`: the same figure and
-    interval as the board, and whether it was cross-checked): tokens/s, the weight bytes and KV-cache bytes a decoded
-    token reads (`metrics.kv_bytes_read_per_token`), the cache's share of them, MBU (datasheet) and the fraction of the
-    calibrated copy bound. `cache_pair` names the variant's settings but for its KV cache's types, so a variant and the
-    same one with another cache pair up (`cache_ratios`)."""
+    """The generation tests at every KV-cache depth on one GPU of the engines the registry puts in this table
+    (`Engine.pages` holds `kv_depth`), one row per variant and depth, each the variant's row of that test's board as
+    the decode rows above are (`_newest_per_variant`: the same figure and interval as the board, and whether it was
+    cross-checked): tokens/s, the weight bytes and KV-cache bytes a decoded token reads
+    (`metrics.kv_bytes_read_per_token`), the cache's share of them, MBU (datasheet) and the fraction of the calibrated
+    copy bound. `cache_pair` names the variant's settings but for its KV cache's types, so a variant and the same one
+    with another cache pair up (`cache_ratios`)."""
     bandwidth = copy_bandwidths(summary)
-    tg = (pl.col("engine") == "llamacpp") & (pl.col("kind") == "tg")
-    ranked, unranked = _one_gpu(ranked).filter(tg), _one_gpu(unranked).filter(tg)
+    tg = pl.col("kind") == "tg"
+    ranked, unranked = _one_gpu(ranked, "kv_depth").filter(tg), _one_gpu(unranked, "kv_depth").filter(tg)
     keys = ("suite", "model_name", "accelerator", "depth")
     groups = pl.concat([ranked.select(keys), unranked.select(keys)], how="vertical_relaxed").unique(maintain_order=True)
     out: list[dict] = []
@@ -369,7 +375,7 @@ def derive(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) 
             depths.append((key, group, cache_ratios(group)))
     used = set(rows["accelerator"].to_list())
     bandwidths = {acc: bw for acc, bw in copy_bandwidths(summary).items() if acc in used}
-    cards = decision.cards(rows.iter_rows(named=True), ENGINE_NAMES, generation_depths(ranked, unranked, rows))
+    cards = decision.cards(rows.iter_rows(named=True), engine_names(), generation_depths(ranked, unranked, rows))
     return SideBySide(rows=rows, boards=boards(rows), depths=depths, bandwidths=bandwidths, cards=cards)
 
 

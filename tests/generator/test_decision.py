@@ -70,7 +70,7 @@ def test_an_overlap_on_the_committed_data_is_undecided(derived: side_by_side.Sid
 def _row(engine: str, decode: float, lo: float | None, hi: float | None, variant: str | None = None) -> dict:
     return {
         "suite": "s", "model_name": "m", "accelerator": "G", "family_bits": 8, "engine": engine,
-        "engine_name": side_by_side.ENGINE_NAMES[engine], "variant": variant or engine, "weights": "w",
+        "engine_name": side_by_side.engine_names()[engine], "variant": variant or engine, "weights": "w",
         "weights_label": f"{engine} weights", "decode": decode, "decode_lo": lo, "decode_hi": hi,
         "decode_checked": True, "mbu_datasheet": 0.5, "copy_fraction": 0.6, "limit_tokens_per_s": 200.0,
         "ttft_ms": 30.0, "ttft_measured": False, "peak_mem_gib": 9.0,
@@ -78,7 +78,7 @@ def _row(engine: str, decode: float, lo: float | None, hi: float | None, variant
 
 
 def test_settled_only_clear_of_every_other_engines_interval() -> None:
-    names = side_by_side.ENGINE_NAMES
+    names = side_by_side.engine_names()
     clear = [_row("llamacpp", 100, 98, 102), _row("mlx", 90, 88, 92), _row("llamacpp", 95, 93, 99.5, "other")]
     settled = decision.family_decision(clear, names, {"llamacpp": {0, 4096}, "mlx": {0}})
     assert settled is not None and settled.lead == decision.SETTLED and settled.fastest.variant == "llamacpp"

@@ -95,7 +95,7 @@ def test_a_table_holds_one_precision_family(derived: dict) -> None:
         assert b["spread"] == b["weight_gib_hi"] / b["weight_gib_lo"] - 1  # printed beside the family's name
         assert b["spread"] <= 0.15, b["model_name"]  # formats of one family: ~5% for GGUF Q4_K_M against MLX 4-bit
         assert {r["family_bits"] for r in b["rows"]} == {b["family_bits"]}
-        assert set(b["missing"]) | set(b["engines"]) == set(side_by_side.ENGINE_NAMES.values())
+        assert set(b["missing"]) | set(b["engines"]) == set(side_by_side.engine_names().values())
     # on the H200 (the H100 ran llama.cpp alone)
     key = ("llama-14b", H200, 16)
     sixteen = next(b for b in boards if (b["model_name"], b["accelerator"], b["family_bits"]) == key)
