@@ -34,7 +34,7 @@ from generator.load.slugs import run_href as run_href  # the loader's collision 
 from generator.load.slugs import slug as slug  # the pages, charts and run files are named by it
 from generator.render import charts, suite_names, svg_draw
 from generator.store import output_cache
-from runners import bounds
+from runners import bounds, engines
 
 TEMPLATES = SITE_SRC / "templates"
 
@@ -366,8 +366,17 @@ def environment() -> jinja2.Environment:
         readable=readable.settings,  # `key=json` settings as words (`compile_loss on`)
         changes=readable.changes,  # (name, before, after) triples as lines of words (`compile off → on`)
         suite_title=suite_names.title,  # the suite file's title (`h100` holds H200 runs: "H200 bench")
+        engine_title=engine_title,
     )
+    # `{% if r.engine is device_shown %}`: the registry says whose rows name the device they ran on
+    env.tests.update(device_shown=engines.shows_device)
     return env
+
+
+def engine_title(name: str) -> str:
+    """How the site names a record's engine (`engines.titles`: `llama.cpp`); a name the registry does not know (an
+    outside engine's) as it is."""
+    return engines.titles().get(name, name)
 
 
 def tables_out_of_search(text: str) -> str:

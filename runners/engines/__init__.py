@@ -40,6 +40,9 @@ class Engine:
     """The kinds of page beyond its own boards that show it (`PAGES`, read back through `titles(page)`):
     `side_by_side`, "One GPU, every engine" (its batch-1 decode beside every other engine's on one GPU); `kv_depth`,
     that page's section of generation at every KV-cache depth."""
+    device_shown: bool = False
+    """Whether its rows name the device it ran on beside the hardware (`(MLX on CUDA)`, `shows_device`): MLX runs
+    through one backend on Metal, another on CUDA and a third on a CPU, and the hardware's name does not say which."""
     packages: tuple[str, ...]
     """Distributions a record's `software` lists."""
     version_from: str | None = None
@@ -143,6 +146,7 @@ ENGINES: dict[str, Engine] = {
             "(mlx-cuda) or on a CPU.",
             kinds=("train", "inference"),
             pages=frozenset({"side_by_side"}),
+            device_shown=True,
             packages=("mlx", "mlx-lm", "numpy"),
             version_from="mlx",
             train_runner="runners.engines.mlx.train",
@@ -262,6 +266,13 @@ def titles(page: str | None = None) -> dict[str, str]:
     if page is not None and page not in PAGES:
         raise KeyError(f"no page kind {page!r}: the page kinds are {', '.join(PAGES)} (runners/engines/__init__.py)")
     return {e.name: e.title or e.name for e in ENGINES.values() if page is None or page in e.pages}
+
+
+def shows_device(name: str) -> bool:
+    """Whether a row of this record engine names the device it ran on (`Engine.device_shown`); a name the registry
+    does not know (an own tool's, an outside engine's) does not."""
+    engine = ENGINES.get(name)
+    return engine is not None and engine.device_shown
 
 
 def get(name: str, kind: str | None = None) -> Engine:

@@ -11,7 +11,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import charts, checks, derive, load, pages, side_by_side
+from generator import derive, load
+from generator.derive import checks, side_by_side
+from generator.render import charts, pages
 from runners import engines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,3 +73,15 @@ def test_a_registered_inference_engine_is_on_the_side_by_side_page(
         colours=engines.colours(),
     ).read_text()  # fmt: skip
     assert f"| {TITLE} · {NAME}-" in page and f"background: {pages.md_text(COLOUR)}" in page and f"**{TITLE}**" in page
+
+
+def test_the_pages_name_an_engine_and_its_device_as_the_registry_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A board row's engine is named by its title, and its device shown beside the hardware where the registry says
+    (`Engine.device_shown`), not where a template compares the engine's name."""
+    fake = engines.Engine(name=NAME, title=TITLE, about="x", kinds=("inference",), packages=(), device_shown=True)
+    monkeypatch.setattr(engines, "ENGINES", engines.ENGINES | {NAME: fake})
+    cell = pages.environment().from_string(
+        "{{ e | engine_title }}{% if e is device_shown %} ({{ e | engine_title }} on {{ d | upper }}){% endif %}"
+    )
+    assert cell.render(e=NAME, d="cuda") == f"{TITLE} ({TITLE} on CUDA)"
+    assert cell.render(e="llama-bench", d="cuda") == "llama-bench"  # a name the registry does not know, as it is
