@@ -26,12 +26,19 @@ from pathlib import Path
 import altair as alt
 import yaml
 
+import generator.commands.compare as compare
+import generator.commands.compare_cache as compare_cache
+import generator.derive.checks as checks
+import generator.load.editions as editions
+import generator.load.history as history
+import generator.render.charts as charts
+import generator.render.commit_history_page as commit_history_page
+import generator.render.pages as pages
+import generator.render.repository as repository
+import generator.render.suite_names as suite_names
+import generator.render.versions as versions
+import generator.store.runcache as runcache
 from generator import SITE_SRC, derive, load, progress, render, store
-from generator.commands import compare, compare_cache
-from generator.derive import checks
-from generator.load import editions, history
-from generator.render import charts, commit_history_page, pages, repository, suite_names, versions
-from generator.store import runcache
 from runners import cache
 
 
@@ -337,7 +344,7 @@ def _build_rest(
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
-    from generator.store import page_cache  # MkDocs' plugin: imported where MkDocs is
+    import generator.store.page_cache as page_cache  # MkDocs' plugin: imported where MkDocs is
 
     chart_sink = pages.Charts(docs, store.active())
     built_with = versions.generator()

@@ -28,11 +28,15 @@ from typing import Any
 
 import polars as pl
 
+import generator.commands.compare_cache as compare_cache
+import generator.commands.compare_format as compare_format
+import generator.derive.checks as checks
+import generator.derive.commit_pairs as commit_pairs
+import generator.derive.configurations as configurations
+import generator.derive.evidence as evidence
+import generator.load.editions as editions
+import generator.store.runcache as runcache
 from generator import derive, load
-from generator.commands import compare_cache, compare_format
-from generator.derive import checks, commit_pairs, configurations, evidence
-from generator.load import editions
-from generator.store import runcache
 from runners import arguments, formats, metrics, schema
 
 SELECTORS = """\

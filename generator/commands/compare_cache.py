@@ -20,8 +20,8 @@ from typing import Any
 
 import polars as pl
 
+import generator.load.history as history
 from generator import load, store
-from generator.load import history
 
 KIND = "compare"
 """The store's kind for the table."""

@@ -26,11 +26,14 @@ from typing import Any
 
 import polars as pl
 
+import generator.commands.compare as compare
+import generator.commands.compare_format as compare_format
+import generator.commands.validate as validate
+import generator.derive.checks as checks
+import generator.load.editions as editions
+import generator.load.slugs as slugs
+import generator.store.runcache as runcache
 from generator import derive, load
-from generator.commands import compare, compare_format, validate
-from generator.derive import checks
-from generator.load import editions, slugs
-from generator.store import runcache
 from runners import formats, store
 
 SUMMARY = "SUMMARY.md"

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import polars as pl
 
+import generator.derive.checks as checks
+import generator.load.editions as editions
+import generator.store.runcache as runcache
 from generator import load, progress
-from generator.derive import checks
-from generator.load import editions
-from generator.store import runcache
 from runners import formats, store
 
 

@@ -40,9 +40,9 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 def load_wanted(data_dir: Path) -> list[Wanted]:
     """The wanted runs of the result files under `data_dir`, derived as the site derives them."""
+    import generator.derive.checks as checks
+    import generator.load.editions as editions
     from generator import derive, load
-    from generator.derive import checks
-    from generator.load import editions
 
     canonical = load.canonical(data_dir)
     loaded = load.load(canonical, None, lean=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from generator.derive import configurations
+import generator.derive.configurations as configurations
 
 HEX = re.compile(r"[0-9a-f]{4,40}")
 """What a commit (or a settings hash) prefix looks like: at least 4 hex digits, as git's shortest abbreviation."""

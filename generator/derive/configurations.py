@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from generator.load import fields
+import generator.load.fields as fields
 from runners import metrics
 
 

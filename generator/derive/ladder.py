@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+import generator.derive.configurations as configurations
 import generator.derive.evidence as evidence
-from generator.derive import configurations
 from runners import engines, metrics
 
 KEYS = configurations.KEYS

@@ -13,28 +13,26 @@ from typing import Any
 import polars as pl
 
 import generator.derive.catalog as catalog
+import generator.derive.chart_rows as chart_rows
 import generator.derive.claims as claims
+import generator.derive.commit_history as commit_history
+import generator.derive.commit_pairs as commit_pairs
+import generator.derive.configurations as configurations
 import generator.derive.energy as energy
+import generator.derive.inference as inference
 import generator.derive.ladder as ladder
 import generator.derive.lead as lead
 import generator.derive.runs as every_runs
+import generator.derive.serving as serving
+import generator.derive.side_by_side as side_by_side
+import generator.derive.single_settings as single_settings
 import generator.derive.summary as runs_derive
+import generator.derive.tuning as tuning
+import generator.derive.verdict as verdict
+import generator.derive.verdict.draws as sweep_draws
 import generator.derive.wanted as wanted_runs
+import generator.load.fields as fields
 from generator import load
-from generator.derive import (
-    chart_rows,
-    commit_history,
-    commit_pairs,
-    configurations,
-    inference,
-    serving,
-    side_by_side,
-    single_settings,
-    tuning,
-    verdict,
-)
-from generator.derive.verdict import draws as sweep_draws
-from generator.load import fields
 from runners import metrics
 
 KINDS = ("training", "inference", "serving")
@@ -427,7 +425,7 @@ def _serving_board(
     spreads: dict[tuple[str, str, str, int], metrics.PooledSpread],
     common: dict[str, Any],
 ) -> Board:
-    from generator.load import columns
+    import generator.load.columns as columns
 
     current = tests.filter(pl.col("retracted_by").is_null())
     measured = current.filter(pl.col("origin") == "measured")

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
+import generator.derive.configurations as configurations
+import generator.derive.inference as inference
 import generator.derive.ladder as ladder
-from generator.derive import configurations, inference, serving
+import generator.derive.serving as serving
 
 COLUMNS = ["run_id", "suite", "workload", "kind", "settings_hash", "settings", "variant", "engine", "engine_version",
            "accelerator", "accelerator_count", "shared_host", "harness_commit", "started_at", "status", "origin",

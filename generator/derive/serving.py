@@ -14,13 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
+import generator.derive.configurations as configurations
 import generator.derive.copy_bound as copy_bound
 import generator.derive.energy as energy
 import generator.derive.ladder as ladder
 import generator.derive.summary as derive
-from generator.derive import configurations
-from generator.load import columns
-from generator.store import runcache
+import generator.load.columns as columns
+import generator.store.runcache as runcache
 from runners import engines, metrics
 
 KINDS = ("offline", "serve")

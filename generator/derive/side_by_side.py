@@ -27,7 +27,7 @@ import polars as pl
 
 import generator.derive.copy_bound as copy_bound
 import generator.derive.decision as decision
-from generator.derive import serving
+import generator.derive.serving as serving
 from runners import engines, metrics
 
 FAMILIES = (4, 8, 16)

@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 import generator.derive.evidence as evidence
-from generator.derive import tuning
+import generator.derive.tuning as tuning
 from runners import metrics
 
 PLACEMENT = ("CUDA_VISIBLE_DEVICES=", "HIP_VISIBLE_DEVICES=", "ROCR_VISIBLE_DEVICES=")

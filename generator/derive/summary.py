@@ -12,10 +12,11 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.configurations as configurations
 import generator.derive.energy as energy
-from generator.derive import configurations
-from generator.load import columns, fields
-from generator.store import runcache
+import generator.load.columns as columns
+import generator.load.fields as fields
+import generator.store.runcache as runcache
 from runners import metrics, schema
 
 SUMMARY_SCHEMA = {

@@ -15,7 +15,8 @@ from typing import Any
 
 import polars as pl
 
-from generator.derive import configurations, verdict
+import generator.derive.configurations as configurations
+import generator.derive.verdict as verdict
 from runners import metrics, schema
 
 COLUMNS = ("label", "variant", "tier", "micro_batch", "steps_per_s", "steps_per_s_lo", "steps_per_s_hi",

@@ -26,9 +26,11 @@ from typing import Any
 
 import polars as pl
 
-from generator.derive import configurations, reproduce, verdict
+import generator.derive.configurations as configurations
+import generator.derive.reproduce as reproduce
+import generator.derive.verdict as verdict
+import generator.load.slugs as slugs
 from generator.derive.verdict.answer import Tuned
-from generator.load import slugs
 from runners import engines
 
 BENCH = ("fairfight", "bench")

@@ -26,10 +26,11 @@ import pyarrow.compute as pc
 import pyarrow.ipc
 import pyarrow.parquet as pq
 
+import generator.load.columns as columns
+import generator.load.slugs as slugs
+import generator.store.runcache as runcache
 from generator import progress
 from generator import store as build_store
-from generator.load import columns, slugs
-from generator.store import runcache
 from runners import bounds, footer, layout, metrics, retract, schema, store
 
 
@@ -473,7 +474,7 @@ def _read_each(
     served: dict[str, Any],
 ) -> None:
     """`_read_files`' loop: each file's outcome, head, rows and served figures appended to the lists given."""
-    from generator.derive import serving  # a module of the derivation, which imports this one
+    import generator.derive.serving as serving  # a module of the derivation, which imports this one
 
     for index, path in indexed:
         rel = path.relative_to(root_parent).as_posix()
@@ -637,7 +638,7 @@ def _read_all(
                 todo.append((index, path))
             bar.advance()
     workers = min(os.cpu_count() or 1, 8)
-    from generator.derive import serving  # a module of the derivation, which imports this one
+    import generator.derive.serving as serving  # a module of the derivation, which imports this one
 
     figures = runcache.active() is not None  # served points' figures, for the cache the derivation reads
     parts = []

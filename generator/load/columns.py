@@ -14,8 +14,8 @@ from typing import Any
 
 import polars as pl
 
-from generator.load import weights
-from generator.store import runcache
+import generator.load.weights as weights
+import generator.store.runcache as runcache
 from runners import engines, metrics, schema
 
 FLAT = runcache.Frames("flat")

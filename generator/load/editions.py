@@ -37,8 +37,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import generator.load.history as history
+import generator.load.slugs as slugs
 from generator import load
-from generator.load import history, slugs
 from runners import bounds
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import polars as pl
 
-from generator.load import columns
+import generator.load.columns as columns
 from runners import schema
 
 Aggregation = Literal["key", "latest", "median", "all", "max", "min", "row"]

@@ -10,16 +10,24 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.chart_rows as chart_rows
+import generator.derive.configurations as configurations
+import generator.derive.verdict as verdict
+import generator.derive.verdict.draws as sweep_draws
+import generator.load.editions as editions
 import generator.render.catalog as catalog
+import generator.render.charts as charts
+import generator.render.commit_pairs_page as commit_pairs_page
+import generator.render.commits as commits
 import generator.render.editions as edition_pages
 import generator.render.lists as lists
+import generator.render.pages as pages
+import generator.render.suite_names as suite_names
+import generator.render.tuning_page as tuning_page
+import generator.render.wanted_page as wanted_page
+import generator.store.output_cache as output_cache
 from generator import progress
-from generator.derive import chart_rows, configurations, verdict
 from generator.derive.results import Board, Results
-from generator.derive.verdict import draws as sweep_draws
-from generator.load import editions
-from generator.render import charts, commit_pairs_page, commits, pages, suite_names, tuning_page, wanted_page
-from generator.store import output_cache
 from runners import engines, llama_files, metrics, schema
 
 

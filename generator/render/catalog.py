@@ -19,14 +19,15 @@ import jinja2
 import polars as pl
 import pyarrow.parquet as pq
 
+import generator.derive.claims as claims
+import generator.load.fields as fields
+import generator.render.charts as charts
 import generator.render.lists as lists
+import generator.render.pages as pages
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
+import generator.store.output_cache as output_cache
 from generator import load, store
-from generator.derive import claims
 from generator.derive.results import Results
-from generator.load import fields
-from generator.render import charts, pages
-from generator.store import output_cache
 from runners import bounds, metrics, schema
 from runners.cache import file_sha256
 

@@ -7,7 +7,7 @@ import collections
 import altair as alt
 import polars as pl
 
-from generator.derive import readable
+import generator.derive.readable as readable
 from runners import engines
 
 THEME = "fairfight"

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 import altair as alt
 import polars as pl
 
-from generator.derive import commit_history
-from generator.render import charts, pages
-from generator.store import runcache
+import generator.derive.commit_history as commit_history
+import generator.render.charts as charts
+import generator.render.pages as pages
+import generator.store.runcache as runcache
 
 HISTORY_COLUMNS = ["history_chart", "history_data", "history_band", "history_points", "history_excluded"]
 SPECS = runcache.Table("history-data")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from generator.derive import commit_pairs
-from generator.render import pages
+import generator.derive.commit_pairs as commit_pairs
+import generator.render.pages as pages
 
 SHOWN = 12
 """Digits of a commit in the command (as `compare --list` prints it): a prefix `compare` resolves."""

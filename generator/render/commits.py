@@ -14,7 +14,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from generator.render import pages
+import generator.render.pages as pages
 
 HEX = re.compile(r"[0-9a-f]{7,64}")
 SHORT = 7

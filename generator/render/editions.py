@@ -8,10 +8,11 @@ from pathlib import Path
 import jinja2
 import polars as pl
 
+import generator.load.editions as editions
+import generator.load.history as history
 import generator.render.lists as lists
+import generator.render.pages as pages
 from generator.derive.results import Results
-from generator.load import editions, history
-from generator.render import pages
 
 BOARD_UNITS = {"training": "steps/s", "inference": "tokens/s", "serving": "output tokens/s"}
 """The figure each kind of board ranks by, as an edition's page heads its column."""

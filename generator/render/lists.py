@@ -16,9 +16,9 @@ from typing import Any
 
 import polars as pl
 
+import generator.render.pages as pages
 import generator.render.parts as parts
-from generator.render import pages
-from generator.store import output_cache
+import generator.store.output_cache as output_cache
 from runners import schema
 
 SHOWN = 50

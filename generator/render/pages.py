@@ -25,15 +25,17 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
+import generator.derive.readable as readable
+import generator.load.columns as columns
+import generator.render.charts as charts
+import generator.render.suite_names as suite_names
+import generator.render.svg_draw as svg_draw
+import generator.store.output_cache as output_cache
 from generator import SITE_SRC, store
-from generator.derive import readable
 from generator.derive.words import counted as counted  # the templates' filters; derive-side code imports words
 from generator.derive.words import fmt as fmt
-from generator.load import columns
 from generator.load.slugs import run_href as run_href  # the loader's collision check names pages by them too
 from generator.load.slugs import slug as slug  # the pages, charts and run files are named by it
-from generator.render import charts, suite_names, svg_draw
-from generator.store import output_cache
 from runners import bounds, engines
 
 TEMPLATES = SITE_SRC / "templates"

@@ -33,14 +33,19 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
+import generator.derive.evidence as evidence
+import generator.derive.reproduce as reproduce
+import generator.load.columns as columns
+import generator.render.charts as charts
+import generator.render.commits as commits
 import generator.render.lists as lists  # not `from generator.render`: the package imports this module
+import generator.render.pages as pages
 import generator.render.parts as parts
+import generator.render.repository as repository
+import generator.render.versions as versions
+import generator.store.fingerprint as fingerprint
 from generator import load, store
-from generator.derive import evidence, reproduce
-from generator.load import columns
 from generator.progress import Progress
-from generator.render import charts, commits, pages, repository, versions
-from generator.store import fingerprint
 from runners import bounds
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from generator.derive import tuning, verdict
-from generator.render import pages
+import generator.derive.tuning as tuning
+import generator.derive.verdict as verdict
+import generator.render.pages as pages
 
 
 def write(env: Any, docs: Path, figures: tuning.Tuning) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import generator.render.pages as pages
 from generator.derive.wanted import Wanted
-from generator.render import pages
 from runners import formats
 
 DOWNLOAD = "downloads/wanted.json"

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import polars as pl
 
-from generator.store import fingerprint
+import generator.store.fingerprint as fingerprint
 
 FOLDER = "store"
 """The store's folder under a cache folder."""

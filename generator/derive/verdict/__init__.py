@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+import generator.derive.configurations as configurations
 import generator.derive.evidence as evidence
-from generator.derive import configurations, readable
-from generator.derive.verdict import owed as owed_evidence
+import generator.derive.readable as readable
+import generator.derive.verdict.owed as owed_evidence
+import generator.load.slugs as slugs
 from generator.derive.verdict.answer import Answer, DecidingPoint, Reading, Tuned
-from generator.load import slugs
 from runners import metrics, schema
 
 STOCK = "ddp-amp-stock"

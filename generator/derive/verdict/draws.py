@@ -25,9 +25,10 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
+import generator.derive.configurations as configurations
 import generator.derive.summary as derive
-from generator.derive import configurations, verdict
-from generator.store import runcache
+import generator.derive.verdict as verdict
+import generator.store.runcache as runcache
 from runners import metrics
 
 DRAWS = 4000

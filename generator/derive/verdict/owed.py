@@ -10,9 +10,9 @@ from typing import Any
 
 import polars as pl
 
-from generator.derive import words as say
+import generator.derive.words as say
+import generator.load.slugs as slugs
 from generator.derive.verdict.answer import Answer, Tuned
-from generator.load import slugs
 
 SIDE_BY_SIDE = "side-by-side.md"
 """The page that sets every engine side by side on one model and GPU (batch-1 decode among its tables)."""
