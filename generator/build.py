@@ -27,7 +27,7 @@ import altair as alt
 import yaml
 
 from generator import SITE_SRC, derive, load, progress, render, store
-from generator.commands import compare, compare_cache
+from generator.commands import compare
 from generator.derive import checks
 from generator.load import editions, history
 from generator.render import charts, commit_history_page, pages, repository, suite_names, versions
@@ -217,7 +217,7 @@ def _build_staged(
         # turns at the GIL at every call, where the load leaves it free
         linked = side.submit(lambda: _linked(out_dir / "runs", kept, manifest.read().get("files")))
         # the key before loading: a file changed meanwhile makes the next key differ
-        data_key = compare_cache.key(data_dir, files, stats)
+        data_key = compare.cache.key(data_dir, files, stats)
         # the rows a lean load holds out are put aside in the stage as the files are read: the downloads and the
         # run pages' CSVs take them from there (a file read and decoded again cost more than its first read)
         loaded = load.load(data_dir, cache_dir, files=files, lean=True, held=stage / "held", stats=stats)

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from generator import derive, load, progress, store
-from generator.commands import compare, compare_cache
+from generator.commands import compare
 from generator.derive import checks, serving
 from generator.store import fingerprint, runcache
 from runners import metrics
@@ -193,7 +193,7 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
     monkeypatch.setenv(runcache.ENV, str(tmp_path / "cache"))
     try:
         first = compare.load_dataset(data)
-        assert len(_entries(tmp_path / "cache", compare_cache.KIND)) == 2
+        assert len(_entries(tmp_path / "cache", compare.cache.KIND)) == 2
         monkeypatch.setattr(derive, "results", lambda *a: pytest.fail("derived again, with the table kept"))
         kept = compare.load_dataset(data)
         assert _same(fresh, first) and _same(fresh, kept)
@@ -205,9 +205,9 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
         after = compare.load_dataset(data)
         assert gone.stem not in after.runs["run_id"].to_list() and after.runs.height == fresh.runs.height - 1
         # a damaged table is not trusted
-        for table in _entries(tmp_path / "cache", compare_cache.KIND):
+        for table in _entries(tmp_path / "cache", compare.cache.KIND):
             table.write_bytes(table.read_bytes()[:-8] + b"\0" * 8)
-        assert compare_cache.read(tmp_path / "cache", compare_cache.key(data)) is None
+        assert compare.cache.read(tmp_path / "cache", compare.cache.key(data)) is None
     finally:
         runcache.use(None)
 
