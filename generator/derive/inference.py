@@ -13,7 +13,7 @@ import polars as pl
 
 import generator.derive.copy_bound as copy_bound
 import generator.derive.ladder as ladder
-import generator.derive.summary as derive
+from generator.derive import summaries
 from runners import engines, metrics, schema
 
 KINDS = ("pp", "tg")
@@ -68,8 +68,8 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         llama_rate=(pl.col("llama_tokens") / pl.col("llama_time_s")).median(),
         tool_path_rate=pl.col("tool_path_tokens_per_s").mean(),
     )
-    stat_frame = derive.repetition_intervals(per_run.select("run_id", "tokens_per_s"), "rate")
-    tool_path = derive.repetition_intervals(per_run.select("run_id", "tool_path_tokens_per_s"), "tool_path").drop(
+    stat_frame = summaries.repetition_intervals(per_run.select("run_id", "tokens_per_s"), "rate")
+    tool_path = summaries.repetition_intervals(per_run.select("run_id", "tool_path_tokens_per_s"), "tool_path").drop(
         "repetitions"
     )
     bandwidth = [(metrics.datasheet_memory(acc) or (None, None))[1] for acc in runs["accelerator"].to_list()]

@@ -18,7 +18,6 @@ import generator.derive.energy as energy
 import generator.derive.ladder as ladder
 import generator.derive.lead as lead
 import generator.derive.runs as every_runs
-import generator.derive.summary as runs_derive
 import generator.derive.wanted as wanted_runs
 from generator import load
 from generator.derive import (
@@ -29,6 +28,7 @@ from generator.derive import (
     serving,
     side_by_side,
     single_settings,
+    training_boards,
     tuning,
     verdict,
 )
@@ -174,9 +174,9 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     training_spreads = {
         reading: configurations.pooled_spreads(summary, column) for reading, column in verdict.READINGS.items()
     }
-    repeats = runs_derive.repeats(summary)
-    scaling = runs_derive.scaling(summary)
-    window_losses = runs_derive.loss_windows(summary, rows)
+    repeats = training_boards.repeats(summary)
+    scaling = training_boards.scaling(summary)
+    window_losses = training_boards.loss_windows(summary, rows)
     tp = serving.tp_scaling(served)
     test_repeats = ladder.repeats(pl.concat([inference_ranked, serving_ranked], how="diagonal_relaxed"))
     boards = _boards(summary, tests, served, test_spreads, repeats, scaling, window_losses, tp, training_spreads)
@@ -281,8 +281,8 @@ def _boards(
     training_spreads: dict[str, configurations.Spreads],
 ) -> dict[tuple[str, str], Board]:
     """Every (suite, workload) with a record, each as the board of its kind."""
-    candidates = runs_derive.candidates(summary)
-    training = runs_derive.leaderboards(summary, training_spreads["steady"], candidates)
+    candidates = training_boards.candidates(summary)
+    training = training_boards.leaderboards(summary, training_spreads["steady"], candidates)
     ran_on = hardware_of_boards(summary)
     by_board = {k: g for k, g in summary.partition_by("suite", "workload", as_dict=True).items()}
     test_keys = {k for k in tests.select("suite", "workload").unique().iter_rows()}

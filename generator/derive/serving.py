@@ -17,8 +17,7 @@ import polars as pl
 import generator.derive.copy_bound as copy_bound
 import generator.derive.energy as energy
 import generator.derive.ladder as ladder
-import generator.derive.summary as derive
-from generator.derive import configurations
+from generator.derive import configurations, summaries
 from generator.load import columns
 from generator.store import runcache
 from runners import engines, metrics
@@ -163,7 +162,7 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
         total_mean=pl.col("total_tokens_per_s").mean(),
         requests_mean=pl.col("request_throughput").mean(),
     )
-    stat_frame = derive.repetition_intervals(per_run.select("run_id", "rates"), "out")
+    stat_frame = summaries.repetition_intervals(per_run.select("run_id", "rates"), "out")
     served_schema = {"run_id": pl.String, **{k: pl.Float64 for k in _SERVED_COLUMNS}}
     served = pl.DataFrame(
         [{k: f.get(k) for k in served_schema} for f in _served_figures(runs, rows, read)], schema=served_schema

@@ -21,13 +21,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 ONCE = [
     "derive.results",
-    "derive.summary.run_summary",
-    "derive.summary.leaderboards",
-    "derive.summary.candidates",
-    "derive.summary.repeats",
-    "derive.summary.scaling",
-    "derive.summary.loss_windows",
-    "derive.summary.loss_parity",
+    "derive.summaries.run_summary",
+    "derive.training_boards.leaderboards",
+    "derive.training_boards.candidates",
+    "derive.training_boards.repeats",
+    "derive.training_boards.scaling",
+    "derive.training_boards.loss_windows",
+    "derive.parity.loss_parity",
     "inference.test_summary",
     "serving.test_summary",
     "inference.ranked_runs",
@@ -78,7 +78,7 @@ PER = {
     "derive.ladder.board": _test_boards,
 }
 """Derivations a build calls once per reading, per kind or per board, as a function of its Results (every board:
-the training boards are ranked together by `derive.summary.leaderboards`, once, and each is assembled once)."""
+the training boards are ranked together by `derive.training_boards.leaderboards`, once, and each is assembled once)."""
 
 
 @pytest.fixture(scope="module")

@@ -309,7 +309,7 @@ def test_each_runs_own_figures_come_from_the_cache_by_file_content(
     """The run summary's per-run figures (windows' interval, step-time quantiles, loss curve) are kept by file: a
     summary from a cold cache, from a warm one and from one missing a run equals the summary worked out afresh, column
     for column; the monkeypatch counts calls to the window formula, to prove which runs the cache answered."""
-    from generator.derive import summary as summary_module
+    from generator.derive import summaries
 
     loaded = load.load(DATA, lean=True)
     runcache.use(None)
@@ -331,13 +331,13 @@ def test_each_runs_own_figures_come_from_the_cache_by_file_content(
         assert len(calls) == 1 and again.drop("sha256").equals(fresh.drop("sha256"))
         # the same file with other warm-up steps (what the figures also take): worked out again, for that run only
         calls.clear()
-        flat = summary_module.config_fields(loaded.runs)
-        summary_module._own_figures(flat, loaded.rows)
+        flat = summaries.config_fields(loaded.runs)
+        summaries._own_figures(flat, loaded.rows)
         assert calls == []
         moved = flat.with_columns(
             warmup_steps=pl.when(pl.col("run_id") == one).then(pl.col("warmup_steps") + 1).otherwise("warmup_steps")
         )
-        summary_module._own_figures(moved, loaded.rows)
+        summaries._own_figures(moved, loaded.rows)
         assert len(calls) == 1
     finally:
         runcache.use(None)
@@ -346,12 +346,12 @@ def test_each_runs_own_figures_come_from_the_cache_by_file_content(
 def test_each_runs_own_figures_are_the_same_worked_out_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cold build works out the runs' own figures a chunk of runs at a time (`OWN_CHUNK`, to bound its memory):
     chunks of 7 runs give the run summary of the committed data exactly as one chunk of every run does."""
-    from generator.derive import summary as summary_module
+    from generator.derive import summaries
 
     loaded = load.load(DATA, lean=True)
     runcache.use(None)
     whole = derive.run_summary(loaded.runs, loaded.rows)
-    monkeypatch.setattr(summary_module, "OWN_CHUNK", 7)
+    monkeypatch.setattr(summaries, "OWN_CHUNK", 7)
     chunked = derive.run_summary(loaded.runs, loaded.rows)
     assert whole.height == loaded.runs.height > 7 * 3
     assert whole["windows"].drop_nulls().len() and whole.equals(chunked)
