@@ -37,7 +37,7 @@ def is_inference(summary: pl.DataFrame) -> pl.Series:
     return summary["kind"].is_in(KINDS).fill_null(False)
 
 
-def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per inference run: its test, weights, and tokens/s over repetitions (median with a 95% interval,
     mean ± standard deviation), llama.cpp's own counters' rate, the bytes a decoded token reads and the MBU
     against the datasheet bandwidth (with beside it the fraction of the copy bound calibrated on its hardware model,

@@ -119,9 +119,9 @@ class Results:
     """The loaded record rows (step times, losses, repetitions)."""
     rejected: list[load.Rejected]
     tests: pl.DataFrame
-    """Inference tests, one row per run (`inference.test_summary`)."""
+    """Inference tests, one row per run (`inference.per_run_figures`)."""
     served: pl.DataFrame
-    """Serving tests, one row per run (`serving.test_summary`)."""
+    """Serving tests, one row per run (`serving.per_run_figures`)."""
     page_runs: pl.DataFrame
     """The runs with their tests' own figures: what the run pages show."""
     every_run: every_runs.EveryRun
@@ -167,8 +167,8 @@ class Results:
 def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     """Every figure, once, from checked records (`checks.checked`: the loaded records and their run summary)."""
     rows = loaded.rows
-    tests = inference.test_summary(summary, rows)
-    served = serving.test_summary(summary, rows, functools.partial(load.full_rows, loaded))
+    tests = inference.per_run_figures(summary, rows)
+    served = serving.per_run_figures(summary, rows, functools.partial(load.full_rows, loaded))
     inference_ranked, serving_ranked = inference.ranked_runs(tests), serving.ranked_runs(served)
     test_spreads = ladder.pooled_spreads(inference_ranked) | ladder.pooled_spreads(serving_ranked)
     training_spreads = {

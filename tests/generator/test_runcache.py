@@ -46,25 +46,25 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
     loaded, summary = checks.checked(load.load(DATA, files=_served_files()))
     assert summary.filter(pl.col("kind") == "serve").height > 0
     runcache.use(None)
-    fresh = serving.test_summary(summary, loaded.rows)
+    fresh = serving.per_run_figures(summary, loaded.rows)
     try:
         runcache.use(tmp_path)
-        first = serving.test_summary(summary, loaded.rows)
+        first = serving.per_run_figures(summary, loaded.rows)
         assert _entries(tmp_path, runcache.KIND)
         calls: list[int] = []
         _count_figures(monkeypatch, calls)
-        again = serving.test_summary(summary, loaded.rows)
+        again = serving.per_run_figures(summary, loaded.rows)
         assert calls == []  # every figure came from the cache
         assert fresh.equals(first) and fresh.equals(again)  # and is the figure computed afresh, to the bit
         # a damaged table is rebuilt, never trusted: one byte changed, and the figures are computed again
         _flip(_entries(tmp_path, runcache.KIND))
         assert serving.SERVED_FIGURES.read() == {}
-        rebuilt = serving.test_summary(summary, loaded.rows)
+        rebuilt = serving.per_run_figures(summary, loaded.rows)
         assert calls and fresh.equals(rebuilt)
         # another file's content (another sha256) misses: its figures are computed from its own rows
         calls.clear()
         changed = summary.with_columns(sha256=pl.lit("0" * 64))
-        serving.test_summary(changed, loaded.rows)
+        serving.per_run_figures(changed, loaded.rows)
         assert calls
     finally:
         runcache.use(None)
@@ -79,7 +79,7 @@ def test_the_load_works_out_served_figures_while_it_holds_each_file(
     files = _served_files()
     runcache.use(None)
     full, full_summary = checks.checked(load.load(DATA, files=files))
-    fresh = serving.test_summary(full_summary, full.rows)
+    fresh = serving.per_run_figures(full_summary, full.rows)
     try:
         runcache.use(tmp_path)
         lean, summary = checks.checked(load.load(DATA, files=files, lean=True))
@@ -88,7 +88,7 @@ def test_the_load_works_out_served_figures_while_it_holds_each_file(
         calls: list[int] = []
         _count_figures(monkeypatch, calls)
         monkeypatch.setattr(load, "_read_again", lambda *a: pytest.fail("a served file was read again"))
-        again = serving.test_summary(summary, lean.rows, lambda ids: load.full_rows(lean, ids))
+        again = serving.per_run_figures(summary, lean.rows, lambda ids: load.full_rows(lean, ids))
         assert calls == [] and again.equals(fresh)
     finally:
         runcache.use(None)
