@@ -208,7 +208,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         claim_checks=claims.checks(summary, the_verdict.matched if the_verdict else {}),
         tuning=tuning.tuning(the_verdict, summary, single_settings.rows(summary, training_spreads["steady"])),
         side_by_side=side_by_side.derive(
-            *side_by_side.test_rows([(b.ranked, b.unranked) for b in boards.values() if b.kind != "training"]),
+            *side_by_side.stacked_boards([(b.ranked, b.unranked) for b in boards.values() if b.kind != "training"]),
             summary,
         ),
         catalog=catalog.tables(summary),
@@ -395,7 +395,7 @@ def _inference_board(
         .sort("workload", "variant", "started_at")
     )
     measured = current.filter(pl.col("origin") == "measured")
-    drawable = chart_rows.test_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
+    drawable = chart_rows.drawable_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
     drawn = chart_rows.newest_drawn(drawable)
     return Board(
         **common,

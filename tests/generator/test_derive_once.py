@@ -50,7 +50,7 @@ ONCE = [
     "configurations.rows",
     "single_settings.rows",
     "tuning.tuning",
-    "side_by_side.test_rows",
+    "side_by_side.stacked_boards",
 ]
 """Derivations a build calls exactly once."""
 
