@@ -28,29 +28,29 @@ ONCE = [
     "derive.training_boards.scaling",
     "derive.training_boards.loss_windows",
     "derive.parity.loss_parity",
-    "inference.per_run_figures",
-    "serving.per_run_figures",
-    "inference.ranked_runs",
-    "serving.ranked_runs",
-    "serving.tp_scaling",
-    "serving.latency_points",
-    "verdict.fight",
-    "verdict.sweep",
-    "verdict.changed_sweep",
-    "verdict.answer",
-    "verdict.owed",
-    "sweep_draws.compute",
-    "sweep_draws.draws",
-    "side_by_side.derive",
+    "derive.inference.per_run_figures",
+    "derive.serving.per_run_figures",
+    "derive.inference.ranked_runs",
+    "derive.serving.ranked_runs",
+    "derive.serving.tp_scaling",
+    "derive.serving.latency_points",
+    "derive.verdict.fight",
+    "derive.verdict.sweep",
+    "derive.verdict.changed_sweep",
+    "derive.verdict.answer",
+    "derive.verdict.owed",
+    "derive.verdict.draws.compute",
+    "derive.verdict.draws.draws",
+    "derive.side_by_side.derive",
     "derive.claims.checks",
     "derive.catalog.tables",
     "derive.results.hardware_of_boards",
     "derive.results.with_test_figures",
     "derive.runs.every_run",
-    "configurations.rows",
-    "single_settings.rows",
-    "tuning.tuning",
-    "side_by_side.stacked_boards",
+    "derive.configurations.rows",
+    "derive.single_settings.rows",
+    "derive.tuning.tuning",
+    "derive.side_by_side.stacked_boards",
 ]
 """Derivations a build calls exactly once."""
 
@@ -64,17 +64,17 @@ def _test_boards(results: Any) -> int:
 
 
 PER = {
-    "configurations.pooled_spreads": lambda results: len(verdict.READINGS),  # each reading of steps/s
+    "derive.configurations.pooled_spreads": lambda results: len(verdict.READINGS),  # each reading of steps/s
     "derive.ladder.pooled_spreads": lambda results: 2,  # each kind of test: inference, serving
     # the A/A floors: training's, then each kind of test's (pp, tg, served, offline)
-    "configurations.aa_spreads": lambda results: 1 + results.test_repeats["kind"].n_unique(),
+    "derive.configurations.aa_spreads": lambda results: 1 + results.test_repeats["kind"].n_unique(),
     # the repeats of the test runs that rank (the boards' floors) and of those compare counts (a run's own floor)
     "derive.ladder.repeats": lambda results: 2,
     "derive.results._training_board": _boards_of("training"),
     "derive.results._inference_board": _boards_of("inference"),
     "derive.results._serving_board": _boards_of("serving"),
-    "inference.board": _boards_of("inference"),
-    "serving.board": _boards_of("serving"),
+    "derive.inference.board": _boards_of("inference"),
+    "derive.serving.board": _boards_of("serving"),
     "derive.ladder.board": _test_boards,
 }
 """Derivations a build calls once per reading, per kind or per board, as a function of its Results (every board:
