@@ -24,10 +24,10 @@ from datetime import datetime
 from pathlib import Path
 
 import altair as alt
+import polars as pl
 import yaml
 
 import generator.commands.compare as compare
-import generator.commands.compare_cache as compare_cache
 import generator.derive.checks as checks
 import generator.load.editions as editions
 import generator.load.history as history
@@ -214,50 +214,11 @@ def _build_staged(
     # other pages and runs MkDocs, then moved into the staged site.
     kept = stage / "runs"
     manifest = render.runs.Stored(store.at(cache_dir), f"run pages published at {out_dir}")
-    with ThreadPoolExecutor(1) as side:
-        # the script bundle (seconds to make when not cached) is made while the data loads, and the last build's run
-        # pages are linked meanwhile: a link per file, whose system calls leave this thread free to load
-        bundle = side.submit(vega_bundle)
-        files = load.result_files(data_dir)  # listed and examined once, for the key and the load
-        stats = load.stat_keys(files)
-        # linked after the data files are examined, not beside it: two loops of system calls on two threads take
-        # turns at the GIL at every call, where the load leaves it free
-        linked = side.submit(lambda: _linked(out_dir / "runs", kept, manifest.read().get("files")))
-        # the key before loading: a file changed meanwhile makes the next key differ
-        data_key = compare_cache.key(data_dir, files, stats)
-        # the rows a lean load holds out are put aside in the stage as the files are read: the downloads and the
-        # run pages' CSVs take them from there (a file read and decoded again cost more than its first read)
-        loaded = load.load(data_dir, cache_dir, files=files, lean=True, held=stage / "held", stats=stats)
-        bundle_text = bundle.result()
-        linked.result()
-    docs = work_dir / "docs"
-    if docs.exists():
-        shutil.rmtree(docs)
-    shutil.copytree(SITE_SRC / "docs", docs)
-    for page in docs.glob("*.md"):  # the hand-written pages' tables out of the search index, as generated pages'
-        page.write_text(pages.tables_out_of_search(page.read_text()))
-    shutil.copytree(SITE_SRC / "assets", docs / "assets")
-    for name, text in sorted(supplied.items()):
-        (docs / name).write_text(text)
-    (docs / "assets" / "js" / "vega.js").write_text(bundle_text)
-    (docs / render.runs.SAMPLES_SPEC).write_text(render.runs.samples_spec_text())  # the run pages' shared chart
-    # the run pages' footer line, shared: a new version of the generator renders no run page again
-    (docs / versions.FOOTER_SCRIPT).write_text(versions.footer_script(versions.generator()))
+    loaded, data_key, bundle_text = _loaded(stage, data_dir, cache_dir, out_dir / "runs", kept, manifest)
+    docs = _docs(work_dir, supplied, bundle_text)
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
-    # a file an edition froze, or git committed, never changes; `gone`: what git shows deleted or moved away
-    loaded, gone = editions.audited(loaded, data_dir)
-    progress.stage(f"checking and deriving the figures of {loaded.runs.height:,} run(s)")
-    loaded, summary = checks.checked(loaded)
-    loaded.rejected.extend(editions.scan(data_dir)[1])
-    for r in loaded.rejected:
-        print(f"rejected {r.path}: " + "; ".join(r.problems), file=sys.stderr)
-    results = derive.results(loaded, summary)
-    # what `compare` selects from, kept for it (its rejected files are the records', not the manifests')
-    manifests = set(editions.scan(data_dir)[1])
-    made = compare.dataset(data_dir, results)
-    records_only = [r for r in made.rejected if r not in manifests]
-    compare.keep(cache_dir, data_key, dataclasses.replace(made, rejected=records_only))
+    loaded, summary, results, gone = _derived(loaded, data_dir, cache_dir, data_key)
     frozen = edition_results(loaded, data_dir)
     with (
         _render_pool(summary.height) as pool,
@@ -275,6 +236,70 @@ def _build_staged(
         _build_rest(results, frozen, docs, data_dir, site, work_dir, site_url, repo_url, sorted(supplied), gone)
         pending.finish(site, record=False)
     return loaded, pending
+
+
+def _loaded(
+    stage: Path, data_dir: Path, cache_dir: Path, published: Path, kept: Path, manifest: render.runs.Stored
+) -> tuple[load.Loaded, str, str]:
+    """The records of `data_dir`, the key of `compare`'s table of them and the script bundle; the run pages last
+    `published` are linked into `kept` meanwhile (`_linked`)."""
+    with ThreadPoolExecutor(1) as side:
+        # the script bundle (seconds to make when not cached) is made while the data loads, and the last build's run
+        # pages are linked meanwhile: a link per file, whose system calls leave this thread free to load
+        bundle = side.submit(vega_bundle)
+        files = load.result_files(data_dir)  # listed and examined once, for the key and the load
+        stats = load.stat_keys(files)
+        # linked after the data files are examined, not beside it: two loops of system calls on two threads take
+        # turns at the GIL at every call, where the load leaves it free
+        linked = side.submit(lambda: _linked(published, kept, manifest.read().get("files")))
+        # the key before loading: a file changed meanwhile makes the next key differ
+        data_key = compare.cache.key(data_dir, files, stats)
+        # the rows a lean load holds out are put aside in the stage as the files are read: the downloads and the
+        # run pages' CSVs take them from there (a file read and decoded again cost more than its first read)
+        loaded = load.load(data_dir, cache_dir, files=files, lean=True, held=stage / "held", stats=stats)
+        bundle_text = bundle.result()
+        linked.result()
+    return loaded, data_key, bundle_text
+
+
+def _docs(work_dir: Path, supplied: dict[str, str], bundle_text: str) -> Path:
+    """MkDocs' source folder, made afresh under `work_dir`: the hand-written pages and assets, the pages the command
+    supplies, and the scripts every page shares. The generated pages are written into it later."""
+    docs = work_dir / "docs"
+    if docs.exists():
+        shutil.rmtree(docs)
+    shutil.copytree(SITE_SRC / "docs", docs)
+    for page in docs.glob("*.md"):  # the hand-written pages' tables out of the search index, as generated pages'
+        page.write_text(pages.tables_out_of_search(page.read_text()))
+    shutil.copytree(SITE_SRC / "assets", docs / "assets")
+    for name, text in sorted(supplied.items()):
+        (docs / name).write_text(text)
+    (docs / "assets" / "js" / "vega.js").write_text(bundle_text)
+    (docs / render.runs.SAMPLES_SPEC).write_text(render.runs.samples_spec_text())  # the run pages' shared chart
+    # the run pages' footer line, shared: a new version of the generator renders no run page again
+    (docs / versions.FOOTER_SCRIPT).write_text(versions.footer_script(versions.generator()))
+    return docs
+
+
+def _derived(
+    loaded: load.Loaded, data_dir: Path, cache_dir: Path, data_key: str
+) -> tuple[load.Loaded, pl.DataFrame, derive.Results, list[tuple[str, str]]]:
+    """The records audited and checked, their run summary, every figure (`derive.results`) and what git shows
+    deleted or moved away; `compare`'s table of them is kept for it under `data_key`."""
+    # a file an edition froze, or git committed, never changes; `gone`: what git shows deleted or moved away
+    loaded, gone = editions.audited(loaded, data_dir)
+    progress.stage(f"checking and deriving the figures of {loaded.runs.height:,} run(s)")
+    loaded, summary = checks.checked(loaded)
+    loaded.rejected.extend(editions.scan(data_dir)[1])
+    for r in loaded.rejected:
+        print(f"rejected {r.path}: " + "; ".join(r.problems), file=sys.stderr)
+    results = derive.results(loaded, summary)
+    # what `compare` selects from, kept for it (its rejected files are the records', not the manifests')
+    manifests = set(editions.scan(data_dir)[1])
+    made = compare.dataset(data_dir, results)
+    records_only = [r for r in made.rejected if r not in manifests]
+    compare.keep(cache_dir, data_key, dataclasses.replace(made, rejected=records_only))
+    return loaded, summary, results, gone
 
 
 def _linked(previous: Path, into: Path, recorded: object) -> None:

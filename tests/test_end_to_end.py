@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from generator import derive, load
+from generator.derive import parity, summaries
 from generator.render import commits
 from runners import layout, metrics, schema, spec
 from tests.conftest import REPEAT_NOTE, SCALING_NOTE, TORCH_VARIANTS, run_module, write_as_submitted
@@ -273,8 +274,8 @@ def test_vectorised_loss_windows_match_the_formula(bench_data) -> None:
     """derive computes every run's loss windows in one polars pass; they must be metrics.window_means exactly."""
     data, _ = bench_data
     loaded = load.load(data)
-    runs = derive.summary.config_fields(loaded.runs)
-    curves = derive.summary._loss_curves(runs, loaded.rows)
+    runs = summaries.config_fields(loaded.runs)
+    curves = parity.loss_curves(runs, loaded.rows)
     work = SMOKE.workloads[0]
     for run_id in runs["run_id"]:
         losses = loaded.rows.filter((pl.col("run_id") == run_id) & (pl.col("metric") == "loss")).sort("step")

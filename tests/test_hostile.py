@@ -555,7 +555,7 @@ def test_hostile_gpu_state_and_package_lists_are_rejected_by_field_and_text_is_e
     loaded = load.load(data, files=[data / "h100" / "gpu-markup-escaped.parquet"])
     summary = derive.run_summary(loaded.runs, loaded.rows)
     figures = derive.with_test_figures(
-        summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
     )
     render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     page = (tmp_path / "site" / "runs" / "gpu-markup-escaped.html").read_text()

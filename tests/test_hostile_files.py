@@ -267,7 +267,7 @@ def _run_page(data: Path, tmp_path: Path, name: str) -> str:
     assert loaded.rejected == [], loaded.rejected
     summary = derive.run_summary(loaded.runs, loaded.rows)
     figures = derive.with_test_figures(
-        summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
     )
     render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     return (tmp_path / "site" / "runs" / f"{name}.html").read_text()

@@ -4,7 +4,7 @@
 
 Validates the files as `fairfight validate FILES` does (generator/commands/validate.py, its report kept as
 `validate.txt`), finds the board each run joins once it is merged and compares each run with the configuration it
-reproduces on the committed data (generator/commands/compare.py: the same ratio, interval, A/A floor and verdict as
+reproduces on the committed data (generator/commands/compare/: the same ratio, interval, A/A floor and verdict as
 `fairfight compare`), then writes the pull request's folder: `data/<suite>/<YYYY-MM>/<run>.parquet`, byte-identical
 copies where the bench writes them, and `SUMMARY.md` (what is submitted, the comparison, the checklist of Submitting's
 section 5), the pull request's description. The figures come from the site's own derivation of the committed data with
@@ -27,7 +27,6 @@ from typing import Any
 import polars as pl
 
 import generator.commands.compare as compare
-import generator.commands.compare_format as compare_format
 import generator.commands.validate as validate
 import generator.derive.checks as checks
 import generator.load.editions as editions
@@ -359,7 +358,7 @@ def _comparison(figure: dict[str, Any], ds: compare.Dataset, threshold: float, n
                      figure["run_id"]))  # fmt: skip
     report = compare.compare_sides(a, b, ds, threshold)
     data = report.to_json()
-    table = compare_format.md_table(data)
+    table = compare.output.md_table(data)
     head = f"Compared with the committed runs of its configuration ({committed.height}): A is they, B this run."
     return [head, "", formats.render("md", text=lambda: "", data=data, table=table).rstrip()]
 

@@ -8,7 +8,7 @@ import polars as pl
 from generator.derive.verdict.answer import Answer
 
 
-def test_runs(current: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
+def drawable_runs(current: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
     """An inference test's runs for its chart, each with `ranked`. `current`: the test's unretracted records (the
     runner's and its engine's own tool's); `ranked`: the board's ranked rows (`run_ids` lists their runs). Finished
     runner runs are drawn, ranked when among `ranked`'s runs; a tool record is drawn unless its runner run
@@ -34,7 +34,7 @@ CONFIGURATION = ["ranked", "variant", "engine", "settings_hash"]
 
 
 def newest_drawn(drawable: pl.DataFrame, per: int = DRAWN_PER_CONFIGURATION) -> pl.DataFrame:
-    """`drawable` (`test_runs`) less all but the `per` newest runner runs of each configuration (`CONFIGURATION`),
+    """`drawable` (`drawable_runs`) less all but the `per` newest runner runs of each configuration (`CONFIGURATION`),
     in its order: a tool record is drawn with its runner run, and one whose runner run is not among `drawable`'s
     (none, or not finished) counts in its own configuration."""
     if drawable.is_empty():

@@ -11,7 +11,7 @@ import dataclasses
 
 import polars as pl
 
-import generator.derive.summary as derive
+import generator.derive.summaries as summaries
 from generator import load
 
 
@@ -54,7 +54,7 @@ def _share(share: float) -> str:
 
 def misdeclared(summary: pl.DataFrame) -> list[tuple[str, str]]:
     """(run_id, problem) for each run whose declared tokens per step or FLOPs per token differ from what its shapes
-    give (`derive._shapes`): a file cannot make its steps worth more than they are."""
+    give (`columns.flatten`): a file cannot make its steps worth more than they are."""
     out = []
     for run_id, origin, *pairs in summary.select(
         "run_id",
@@ -84,8 +84,8 @@ def checked(loaded: load.Loaded) -> tuple[load.Loaded, pl.DataFrame]:
     """The loaded runs less those with impossible figures (now listed as rejected, with any retraction of
     them), and the run summary of the rest."""
     # a run's flattened config is its own (row by row): flattened once, for the runs kept too
-    flat = derive.config_fields(loaded.runs)
-    summary = derive.run_summary(loaded.runs, loaded.rows, flat)
+    flat = summaries.config_fields(loaded.runs)
+    summary = summaries.run_summary(loaded.runs, loaded.rows, flat)
     bad: dict[str, list[str]] = {}
     for run_id, problem in [*misdeclared(summary), *impossible(summary)]:
         bad.setdefault(run_id, []).append(problem)
@@ -102,4 +102,4 @@ def checked(loaded: load.Loaded) -> tuple[load.Loaded, pl.DataFrame]:
     runs = loaded.runs.filter(~pl.col("run_id").is_in(gone))
     rows = loaded.rows.filter(~pl.col("run_id").is_in(gone))
     kept = dataclasses.replace(loaded, runs=runs, rows=rows, rejected=rejected)
-    return kept, derive.run_summary(runs, rows, flat)
+    return kept, summaries.run_summary(runs, rows, flat)

@@ -13,7 +13,7 @@ import polars as pl
 
 import generator.derive.copy_bound as copy_bound
 import generator.derive.ladder as ladder
-import generator.derive.summary as derive
+import generator.derive.summaries as summaries
 from runners import engines, metrics, schema
 
 KINDS = ("pp", "tg")
@@ -37,7 +37,7 @@ def is_inference(summary: pl.DataFrame) -> pl.Series:
     return summary["kind"].is_in(KINDS).fill_null(False)
 
 
-def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """One row per inference run: its test, weights, and tokens/s over repetitions (median with a 95% interval,
     mean ± standard deviation), llama.cpp's own counters' rate, the bytes a decoded token reads and the MBU
     against the datasheet bandwidth (with beside it the fraction of the copy bound calibrated on its hardware model,
@@ -68,8 +68,8 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         llama_rate=(pl.col("llama_tokens") / pl.col("llama_time_s")).median(),
         tool_path_rate=pl.col("tool_path_tokens_per_s").mean(),
     )
-    stat_frame = derive.repetition_intervals(per_run.select("run_id", "tokens_per_s"), "rate")
-    tool_path = derive.repetition_intervals(per_run.select("run_id", "tool_path_tokens_per_s"), "tool_path").drop(
+    stat_frame = summaries.repetition_intervals(per_run.select("run_id", "tokens_per_s"), "rate")
+    tool_path = summaries.repetition_intervals(per_run.select("run_id", "tool_path_tokens_per_s"), "tool_path").drop(
         "repetitions"
     )
     bandwidth = [(metrics.datasheet_memory(acc) or (None, None))[1] for acc in runs["accelerator"].to_list()]

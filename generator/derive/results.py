@@ -26,7 +26,7 @@ import generator.derive.runs as every_runs
 import generator.derive.serving as serving
 import generator.derive.side_by_side as side_by_side
 import generator.derive.single_settings as single_settings
-import generator.derive.summary as runs_derive
+import generator.derive.training_boards as training_boards
 import generator.derive.tuning as tuning
 import generator.derive.verdict as verdict
 import generator.derive.verdict.draws as sweep_draws
@@ -118,9 +118,9 @@ class Results:
     """The loaded record rows (step times, losses, repetitions)."""
     rejected: list[load.Rejected]
     tests: pl.DataFrame
-    """Inference tests, one row per run (`inference.test_summary`)."""
+    """Inference tests, one row per run (`inference.per_run_figures`)."""
     served: pl.DataFrame
-    """Serving tests, one row per run (`serving.test_summary`)."""
+    """Serving tests, one row per run (`serving.per_run_figures`)."""
     page_runs: pl.DataFrame
     """The runs with their tests' own figures: what the run pages show."""
     every_run: every_runs.EveryRun
@@ -169,16 +169,16 @@ class Results:
 def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     """Every figure, once, from checked records (`checks.checked`: the loaded records and their run summary)."""
     rows = loaded.rows
-    tests = inference.test_summary(summary, rows)
-    served = serving.test_summary(summary, rows, functools.partial(load.full_rows, loaded))
+    tests = inference.per_run_figures(summary, rows)
+    served = serving.per_run_figures(summary, rows, functools.partial(load.full_rows, loaded))
     inference_ranked, serving_ranked = inference.ranked_runs(tests), serving.ranked_runs(served)
     test_spreads = ladder.pooled_spreads(inference_ranked) | ladder.pooled_spreads(serving_ranked)
     training_spreads = {
         reading: configurations.pooled_spreads(summary, column) for reading, column in verdict.READINGS.items()
     }
-    repeats = runs_derive.repeats(summary)
-    scaling = runs_derive.scaling(summary)
-    window_losses = runs_derive.loss_windows(summary, rows)
+    repeats = training_boards.repeats(summary)
+    scaling = training_boards.scaling(summary)
+    window_losses = training_boards.loss_windows(summary, rows)
     tp = serving.tp_scaling(served)
     test_repeats = ladder.repeats(pl.concat([inference_ranked, serving_ranked], how="diagonal_relaxed"))
     boards = _boards(summary, tests, served, test_spreads, repeats, scaling, window_losses, tp, training_spreads)
@@ -212,7 +212,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         claim_checks=claims.checks(summary, the_verdict.matched if the_verdict else {}),
         tuning=tuning.tuning(the_verdict, summary, single_settings.rows(summary, training_spreads["steady"])),
         side_by_side=side_by_side.derive(
-            *side_by_side.test_rows([(b.ranked, b.unranked) for b in boards.values() if b.kind != "training"]),
+            *side_by_side.stacked_boards([(b.ranked, b.unranked) for b in boards.values() if b.kind != "training"]),
             summary,
         ),
         catalog=catalog.tables(summary),
@@ -285,8 +285,8 @@ def _boards(
     training_spreads: dict[str, configurations.Spreads],
 ) -> dict[tuple[str, str], Board]:
     """Every (suite, workload) with a record, each as the board of its kind."""
-    candidates = runs_derive.candidates(summary)
-    training = runs_derive.leaderboards(summary, training_spreads["steady"], candidates)
+    candidates = training_boards.candidates(summary)
+    training = training_boards.leaderboards(summary, training_spreads["steady"], candidates)
     ran_on = hardware_of_boards(summary)
     by_board = {k: g for k, g in summary.partition_by("suite", "workload", as_dict=True).items()}
     test_keys = {k for k in tests.select("suite", "workload").unique().iter_rows()}
@@ -399,7 +399,7 @@ def _inference_board(
         .sort("workload", "variant", "started_at")
     )
     measured = current.filter(pl.col("origin") == "measured")
-    drawable = chart_rows.test_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
+    drawable = chart_rows.drawable_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
     drawn = chart_rows.newest_drawn(drawable)
     return Board(
         **common,

@@ -18,7 +18,7 @@ import generator.derive.configurations as configurations
 import generator.derive.copy_bound as copy_bound
 import generator.derive.energy as energy
 import generator.derive.ladder as ladder
-import generator.derive.summary as derive
+import generator.derive.summaries as summaries
 import generator.load.columns as columns
 import generator.store.runcache as runcache
 from runners import engines, metrics
@@ -102,14 +102,14 @@ def _figures(group: pl.DataFrame | None, slo_ttft_ms: float, slo_tpot_ms: float)
 def may_be_served(config: str) -> bool:
     """False for a config whose text cannot name the kind "serve" (most files: `file_figures` then skips the JSON
     and its frames, about 1 ms a file); True sends it to `file_figures`, which decides. A config that spells the word
-    with JSON escapes is False here: its figures are then worked out by `test_summary`, as for any file left out."""
+    with JSON escapes is False here: its figures are then worked out by `per_run_figures`, as for any file left out."""
     return "serve" in config
 
 
 def file_figures(sha256: str, config: str, rows: pl.DataFrame) -> tuple[str, dict[str, float] | None] | None:
     """A served point's `SERVED_FIGURES` entry (its key and figures) from its file alone: what the loader works out
     while a file's every row is in hand (generator/load/), so that a cold build does not read each served point's
-    file a second time; None for a file of another kind, or one whose SLOs are not numbers (`test_summary` then
+    file a second time; None for a file of another kind, or one whose SLOs are not numbers (`per_run_figures` then
     decides). The kind and SLOs are read as the flattened columns read them (`columns.column`)."""
     head = pl.DataFrame({"config": [config]}, schema={"config": pl.String}).select(
         columns.column("kind"), columns.column("slo_ttft_ms"), columns.column("slo_tpot_ms")
@@ -131,7 +131,7 @@ def remember(entries: Mapping[str, dict[str, float] | None]) -> None:
         SERVED_FIGURES.write(cached | dict(entries))
 
 
-def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None = None) -> pl.DataFrame:
+def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None = None) -> pl.DataFrame:
     """One row per serving run: its test (kind, concurrency or request rate, lengths), tensor-parallel size, and
     figures. Offline: output tokens/s over repetitions (median with a 95% interval, mean ± sd), total tokens/s and
     requests/s (means). Served: `metrics.serving_metrics` of its requests (throughputs, goodput, mean/median/p99 of
@@ -144,6 +144,26 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
     `read`: every row of the given runs (`load.full_rows`) where `rows` leaves their per-request samples out."""
     runs = summary.filter(is_serving(summary))
     tools = bench_tools()
+    offline, offline_interval = _offline_figures(runs, rows)
+    served_schema = {"run_id": pl.String, **{k: pl.Float64 for k in _SERVED_COLUMNS}}
+    served = pl.DataFrame(
+        [{k: f.get(k) for k in served_schema} for f in _served_figures(runs, rows, read)], schema=served_schema
+    )
+    bandwidth = [(metrics.datasheet_memory(acc) or (None, None))[1] for acc in runs["accelerator"].to_list()]
+    figures = (
+        runs.with_columns(datasheet_bandwidth=pl.Series(bandwidth, dtype=pl.Float64))
+        .join(offline, on="run_id", how="left")
+        .join(offline_interval, on="run_id", how="left")
+        .join(served, on="run_id", how="left")
+    )
+    paired = _with_served_energy(_paired_with_tool(_with_decode_figures(figures, summary, tools), tools))
+    # a served figure must agree with the tool within what the tool's own repeats moved on that hardware
+    return paired.join(tool_tolerances(paired), on=["accelerator", "accelerator_count"], how="left")
+
+
+def _offline_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per offline run, the means over its repetitions (output tokens/s with its sd, total tokens/s, requests/s), and
+    its output tokens/s's median with a 95% interval (`summaries.repetition_intervals`, as `out_*`)."""
     offline = (
         rows.filter(
             pl.col("run_id").is_in(runs.filter(pl.col("kind") == "offline")["run_id"].implode()),
@@ -163,50 +183,47 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
         total_mean=pl.col("total_tokens_per_s").mean(),
         requests_mean=pl.col("request_throughput").mean(),
     )
-    stat_frame = derive.repetition_intervals(per_run.select("run_id", "rates"), "out")
-    served_schema = {"run_id": pl.String, **{k: pl.Float64 for k in _SERVED_COLUMNS}}
-    served = pl.DataFrame(
-        [{k: f.get(k) for k in served_schema} for f in _served_figures(runs, rows, read)], schema=served_schema
+    stat_frame = summaries.repetition_intervals(per_run.select("run_id", "rates"), "out")
+    return per_run.drop("rates"), stat_frame
+
+
+def _with_decode_figures(figures: pl.DataFrame, summary: pl.DataFrame, tools: Sequence[str]) -> pl.DataFrame:
+    """`figures` with the test's output tokens/s (`out_rate`), the decode rate at one request in flight, its MBU and
+    copy fraction, and the runner's run a tool's record checks (`paired_run`)."""
+    return figures.with_columns(
+        # the test's output tokens/s, whichever kind: offline mean over repetitions, or the served point's
+        out_rate=pl.coalesce("out_mean", "output_tokens_per_s"),
+        decode_rate=pl.when(pl.col("concurrency") == 1).then(metrics.decode_tokens_per_s(pl.col("median_tpot_ms"))),
+        # the tool's record names the runner's it checks; before the field, its run id had the tool's tag inserted
+        paired_run=pl.when(pl.col("origin") == "imported").then(
+            pl.coalesce(
+                "pairs_with",
+                *(
+                    pl.when(pl.col("engine") == tool).then(pl.col("run_id").str.replace(f"-{tool}-", "-", literal=True))
+                    for tool in tools
+                ),
+            )
+        ),
+    ).with_columns(
+        # tensor parallelism splits the weights: the bandwidth is every GPU's together
+        mbu_datasheet=metrics.mbu(
+            pl.col("decode_bytes_per_token"),
+            pl.col("decode_rate"),
+            pl.col("datasheet_bandwidth") * pl.col("accelerator_count"),
+        ),
+        # beside MBU, never instead of it: its hardware model's calibrated copy bandwidth, every GPU's
+        copy_fraction=metrics.copy_bound_fraction(
+            pl.col("decode_bytes_per_token"),
+            pl.col("decode_rate"),
+            copy_bound.per_gpu(summary) * pl.col("accelerator_count"),
+        ),
     )
-    bandwidth = [(metrics.datasheet_memory(acc) or (None, None))[1] for acc in runs["accelerator"].to_list()]
-    out = (
-        runs.with_columns(datasheet_bandwidth=pl.Series(bandwidth, dtype=pl.Float64))
-        .join(per_run.drop("rates"), on="run_id", how="left")
-        .join(stat_frame, on="run_id", how="left")
-        .join(served, on="run_id", how="left")
-        .with_columns(
-            # the test's output tokens/s, whichever kind: offline mean over repetitions, or the served point's
-            out_rate=pl.coalesce("out_mean", "output_tokens_per_s"),
-            decode_rate=pl.when(pl.col("concurrency") == 1).then(metrics.decode_tokens_per_s(pl.col("median_tpot_ms"))),
-            # the tool's record names the runner's it checks; before the field, its run id had the tool's tag inserted
-            paired_run=pl.when(pl.col("origin") == "imported").then(
-                pl.coalesce(
-                    "pairs_with",
-                    *(
-                        pl.when(pl.col("engine") == tool).then(
-                            pl.col("run_id").str.replace(f"-{tool}-", "-", literal=True)
-                        )
-                        for tool in tools
-                    ),
-                )
-            ),
-        )
-        .with_columns(
-            # tensor parallelism splits the weights: the bandwidth is every GPU's together
-            mbu_datasheet=metrics.mbu(
-                pl.col("decode_bytes_per_token"),
-                pl.col("decode_rate"),
-                pl.col("datasheet_bandwidth") * pl.col("accelerator_count"),
-            ),
-            # beside MBU, never instead of it: its hardware model's calibrated copy bandwidth, every GPU's
-            copy_fraction=metrics.copy_bound_fraction(
-                pl.col("decode_bytes_per_token"),
-                pl.col("decode_rate"),
-                copy_bound.per_gpu(summary) * pl.col("accelerator_count"),
-            ),
-        )
-    )
-    bench = out.filter(pl.col("engine").is_in(list(tools))).select(
+
+
+def _paired_with_tool(figures: pl.DataFrame, tools: Sequence[str]) -> pl.DataFrame:
+    """Each runner's run with its engine's bench tool's record of the same test (`bench_*`) and the runner / tool
+    ratios of output tokens/s, median TTFT and median TPOT."""
+    bench = figures.filter(pl.col("engine").is_in(list(tools))).select(
         run_id="paired_run",
         bench_run=pl.col("run_id"),
         bench_rate=pl.col("out_rate"),
@@ -214,23 +231,25 @@ def test_summary(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None 
         bench_tpot=pl.col("median_tpot_ms"),
         bench_status=pl.col("status"),
     )
-    paired = out.join(bench, on="run_id", how="left").with_columns(
+    return figures.join(bench, on="run_id", how="left").with_columns(
         bench_ratio=pl.col("out_rate") / pl.col("bench_rate"),
         bench_ttft_ratio=pl.col("median_ttft_ms") / pl.col("bench_ttft"),
         bench_tpot_ratio=pl.col("median_tpot_ms") / pl.col("bench_tpot"),
     )
+
+
+def _with_served_energy(paired: pl.DataFrame) -> pl.DataFrame:
+    """A served point's energy figures, from its output tokens over its duration (an offline run keeps its own)."""
     # a served point's energy per token: its requests' output tokens are known only from its figures
     served_energy = energy.figures(
         pl.col("output_tokens_per_s") * pl.col("duration_s"),
         "duration_s",
         pl.coalesce("energy_counter_update_s", "energy_sample_interval_s"),
     )
-    paired = paired.with_columns(
+    return paired.with_columns(
         pl.when(pl.col("kind") == "serve").then(expr).otherwise(pl.col(name)).alias(name)
         for name, expr in served_energy.items()
     )
-    # a served figure must agree with the tool within what the tool's own repeats moved on that hardware
-    return paired.join(tool_tolerances(paired), on=["accelerator", "accelerator_count"], how="left")
 
 
 def board(tests: pl.DataFrame, spreads: ladder.Spreads | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:

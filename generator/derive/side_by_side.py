@@ -105,7 +105,7 @@ _CHOSEN_BY: dict[str, pl.DataType | type[pl.DataType]] = {
 }
 
 
-def test_rows(boards: list[tuple[pl.DataFrame, pl.DataFrame]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+def stacked_boards(boards: list[tuple[pl.DataFrame, pl.DataFrame]]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The ranked rows and the unranked runs of test boards (each `(ranked, unranked)` as `inference.board` and
     `serving.board` give them), each kind in one frame: what this page's rows are taken from."""
     frames = []
@@ -136,7 +136,7 @@ def _one_gpu(frame: pl.DataFrame, page: str = "side_by_side") -> pl.DataFrame:
 def engine_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
     """Every engine's row on every model it ran on one GPU (`ROW_SCHEMA`), sorted by suite, model, hardware, family
     and decode rate. `ranked`, `unranked`: every inference and serving board's ranked rows and unranked runs
-    (`test_rows`)."""
+    (`stacked_boards`)."""
     bandwidth = copy_bandwidths(summary)
     out: list[dict] = []
     ranked, unranked = _one_gpu(ranked), _one_gpu(unranked)
@@ -364,7 +364,7 @@ class SideBySide:
 
 
 def derive(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) -> SideBySide:
-    """The side-by-side page's figures from the test boards' rows (`test_rows`)."""
+    """The side-by-side page's figures from the test boards' rows (`stacked_boards`)."""
     rows = engine_rows(ranked, unranked, summary)
     depth_rows = kv_depth_rows(ranked, unranked, summary)
     by_model = depth_rows.partition_by("suite", "model_name", "accelerator", as_dict=True)

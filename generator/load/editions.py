@@ -32,6 +32,7 @@ import itertools
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -242,10 +243,33 @@ def _chained(kept: list[tuple[str, Edition]], bad: list[load.Rejected], added: d
     link whose sha256 is not its predecessor's means that manifest was rewritten after the next was made: it is
     rejected, and the chain goes on."""
     by_name = {edition.name: (rel, edition) for rel, edition in kept}
+    refused = {Path(r.path).stem for r in bad}  # manifests rejected already (unreadable, or rewritten as git shows)
+    children, starts = _links(kept, by_name, refused)
+    depth: dict[str, int] = {}
+    for _, edition in reversed(kept):  # newest first: every link goes forward in time, so children come first
+        depth[edition.name] = 1 + max((depth[c] for c in children.get(edition.name, [])), default=0)
+
+    def rank(name: str) -> tuple[int, int, bool]:
+        # git's word first: a forger may write a longer chain, but cannot add it before the genuine one was added
+        return -added.get(by_name[name][0], len(added)), depth[name], starts.get(name, "") is None
+
+    problems: dict[str, str] = {}
+    chain = _walked(starts, children, depth, rank, problems)
+    _off_chain(chain, starts, children, problems)
+    _rewritten_links(chain, by_name, problems)
+    bad += [load.Rejected(rel, (problems[edition.name],)) for rel, edition in kept if edition.name in problems]
+    return [by_name[name][1] for name in chain if name not in problems]
+
+
+def _links(
+    kept: list[tuple[str, Edition]], by_name: dict[str, tuple[str, Edition]], refused: set[str]
+) -> tuple[dict[str, list[str]], dict[str, str | None]]:
+    """Each edition's place: the editions that follow each (`children`), and the chain's possible first editions
+    (`starts`: each with why it is rejected itself, None for a true first edition): one whose `previous` is null,
+    names an edition not here (removed, or `refused`), or one dated not before it."""
     when = {edition.name: datetime.fromisoformat(edition.created_at) for _, edition in kept}
     children: dict[str, list[str]] = {}
-    starts: dict[str, str | None] = {}  # a chain's possible first edition -> why it is rejected itself (None: a root)
-    refused = {Path(r.path).stem for r in bad}  # manifests rejected already (unreadable, or rewritten as git shows)
+    starts: dict[str, str | None] = {}
     for _, edition in kept:
         link = edition.previous
         if link is None:
@@ -261,13 +285,18 @@ def _chained(kept: list[tuple[str, Edition]], bad: list[load.Rejected], added: d
             )
         else:
             children.setdefault(link["name"], []).append(edition.name)
-    depth: dict[str, int] = {}
-    for _, edition in reversed(kept):  # newest first: every link goes forward in time, so children come first
-        depth[edition.name] = 1 + max((depth[c] for c in children.get(edition.name, [])), default=0)
+    return children, starts
 
-    def rank(name: str) -> tuple[int, int, bool]:
-        # git's word first: a forger may write a longer chain, but cannot add it before the genuine one was added
-        return -added.get(by_name[name][0], len(added)), depth[name], starts.get(name, "") is None
+
+def _walked(
+    starts: dict[str, str | None],
+    children: dict[str, list[str]],
+    depth: dict[str, int],
+    rank: Callable[[str], tuple[int, int, bool]],
+    problems: dict[str, str],
+) -> list[str]:
+    """The chain, from the best of `starts` through the best follower of each (by `rank`); where several are as good,
+    it ends there and each of them is added to `problems`."""
 
     def pick(names: list[str]) -> tuple[str | None, list[str]]:
         """The best of `names` and those as good (every one of them, when none is best)."""
@@ -276,7 +305,6 @@ def _chained(kept: list[tuple[str, Edition]], bad: list[load.Rejected], added: d
         return (tied[0], []) if len(tied) == 1 else (None, tied)
 
     chain: list[str] = []
-    problems: dict[str, str] = {}
     first, tied = pick(list(starts))
     while True:
         if tied:
@@ -290,6 +318,14 @@ def _chained(kept: list[tuple[str, Edition]], bad: list[load.Rejected], added: d
             break
         chain.append(first)
         first, tied = pick(children.get(first, []))
+    return chain
+
+
+def _off_chain(
+    chain: list[str], starts: dict[str, str | None], children: dict[str, list[str]], problems: dict[str, str]
+) -> None:
+    """Adds to `problems` each edition off the chain: a first edition rejected itself or not the chain's, and each
+    follower of an edition that the chain does not go on with."""
     on_chain = set(chain)
     for name, why in starts.items():
         if why is not None:
@@ -310,14 +346,17 @@ def _chained(kept: list[tuple[str, Edition]], bad: list[load.Rejected], added: d
             else:
                 problems.setdefault(name, f"field 'previous': follows edition {parent!r}, which is not on the chain "
                                           "of editions (rejected)")  # fmt: skip
+
+
+def _rewritten_links(chain: list[str], by_name: dict[str, tuple[str, Edition]], problems: dict[str, str]) -> None:
+    """Adds to `problems` each edition of the chain whose sha256 is not what the next one recorded of it: its manifest
+    was rewritten after the next was made."""
     for before, after in itertools.pairwise(chain):
         link, edition = by_name[after][1].previous, by_name[before][1]
         if link is not None and link["sha256"] != edition.sha256:
             problems.setdefault(before, (
                 f"this manifest's sha256 is {edition.sha256}, but edition {after!r}, made after it, recorded "
                 f"{link['sha256']}: it was rewritten after that edition was made"))  # fmt: skip
-    bad += [load.Rejected(rel, (problems[edition.name],)) for rel, edition in kept if edition.name in problems]
-    return [by_name[name][1] for name in chain if name not in problems]
 
 
 def audited(loaded: load.Loaded, data_dir: Path) -> tuple[load.Loaded, list[tuple[str, str]]]:

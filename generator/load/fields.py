@@ -227,7 +227,7 @@ INFERENCE_OWN: tuple[Field, ...] = (
         "existed, left out of its figures (a row: any of its runs')",
     ),
 )
-"""An inference test's own columns (`inference.test_summary`), after the run summary's."""
+"""An inference test's own columns (`inference.per_run_figures`), after the run summary's."""
 
 SERVING_OWN: tuple[Field, ...] = (
     _SHARED_BY_NAME["datasheet_bandwidth"],
@@ -266,7 +266,7 @@ SERVING_OWN: tuple[Field, ...] = (
     Field("tol_tpot", _F, "latest", "the tolerance median TPOT agrees within"),
     Field("tool_repeats", pl.UInt32, "latest", "the most unflagged tool records of one served point on its hardware"),
 )
-"""A serving test's own columns (`serving.test_summary`), after the run summary's."""
+"""A serving test's own columns (`serving.per_run_figures`), after the run summary's."""
 
 _ROW = (
     Field("runs", pl.UInt32, "row", "the configuration's ranked runs"),

@@ -77,8 +77,8 @@ def test_results_checks_its_frames_against_the_declarations(
         derive.results(loaded, summary)
     monkeypatch.undo()
     # a test's column that a board would take: its board stops first, naming it
-    test_summary = inference.test_summary
-    monkeypatch.setattr(inference, "test_summary", lambda *a: test_summary(*a).with_columns(tuning_gain=pl.lit(1.0)))
+    real = inference.per_run_figures
+    monkeypatch.setattr(inference, "per_run_figures", lambda *a: real(*a).with_columns(tuning_gain=pl.lit(1.0)))
     with pytest.raises(fields.SchemaError, match=r"board column 'tuning_gain' has no declared aggregation"):
         derive.results(loaded, summary)
     monkeypatch.undo()

@@ -21,15 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 ONCE = [
     "derive.results",
-    "derive.summary.run_summary",
-    "derive.summary.leaderboards",
-    "derive.summary.candidates",
-    "derive.summary.repeats",
-    "derive.summary.scaling",
-    "derive.summary.loss_windows",
-    "derive.summary.loss_parity",
-    "derive.inference.test_summary",
-    "derive.serving.test_summary",
+    "derive.summaries.run_summary",
+    "derive.training_boards.leaderboards",
+    "derive.training_boards.candidates",
+    "derive.training_boards.repeats",
+    "derive.training_boards.scaling",
+    "derive.training_boards.loss_windows",
+    "derive.parity.loss_parity",
+    "derive.inference.per_run_figures",
+    "derive.serving.per_run_figures",
     "derive.inference.ranked_runs",
     "derive.serving.ranked_runs",
     "derive.serving.tp_scaling",
@@ -50,7 +50,7 @@ ONCE = [
     "derive.configurations.rows",
     "derive.single_settings.rows",
     "derive.tuning.tuning",
-    "derive.side_by_side.test_rows",
+    "derive.side_by_side.stacked_boards",
     "derive.commit_history.history",
     "derive.commit_history.points",
     "derive.commit_history.bands",
@@ -81,7 +81,7 @@ PER = {
     "derive.ladder.board": _test_boards,
 }
 """Derivations a build calls once per reading, per kind or per board, as a function of its Results (every board:
-the training boards are ranked together by `derive.summary.leaderboards`, once, and each is assembled once)."""
+the training boards are ranked together by `derive.training_boards.leaderboards`, once, and each is assembled once)."""
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ MODEL, GPU = "llama-32b", "NVIDIA H200"
 def board_rows() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     results = derive.results(*checks.checked(load.load(ROOT / "data")))
     boards = [(b.ranked, b.unranked) for b in results.boards.values() if b.kind != "training"]
-    return *side_by_side.test_rows(boards), results.runs
+    return *side_by_side.stacked_boards(boards), results.runs
 
 
 def _as_fake(frame: pl.DataFrame) -> pl.DataFrame:

@@ -306,9 +306,9 @@ def _run_figures() -> dict[str, float | None]:
     """Each measured run's own figure (steps/s median, or tokens/s median over repetitions, or a served point's)."""
     loaded, summary = _committed()
     out = dict(summary.select("run_id", "steps_per_s").iter_rows())
-    tests = inference.test_summary(summary, loaded.rows)
+    tests = inference.per_run_figures(summary, loaded.rows)
     out |= dict(tests.select("run_id", inference.FIGURE[0]).iter_rows())  # the figure each run ranks by
-    served = serving.test_summary(summary, loaded.rows)
+    served = serving.per_run_figures(summary, loaded.rows)
     out |= dict(served.select("run_id", pl.coalesce("out_med", "output_tokens_per_s")).iter_rows())
     return out
 

@@ -38,7 +38,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     loaded = load.load(ROOT / "data", files=[ROOT / "data" / "h100" / f"{r}.parquet" for r in RUNS])
     summary = derive.run_summary(loaded.runs, loaded.rows)
     figures = derive.with_test_figures(
-        summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
     )
     site = tmp_path_factory.mktemp("site")
     stage = site / "runs"
@@ -110,7 +110,7 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     assert loaded.rejected == []
     summary = derive.run_summary(loaded.runs, loaded.rows)
     figures = derive.with_test_figures(
-        summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
     )
     render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     page = (tmp_path / "site" / "runs" / f"{pages.slug(run_id)}.html").read_text()
@@ -187,7 +187,7 @@ def test_a_tool_output_shows_its_lists_cut_and_says_where_the_whole_is() -> None
 def _figures(run_ids: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
     loaded = load.load(ROOT / "data", files=[ROOT / "data" / "h100" / f"{r}.parquet" for r in run_ids])
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    tests, served = inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+    tests, served = inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
     return derive.with_test_figures(summary, tests, served), loaded.rows
 
 

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from generator import derive, load, progress, store
-from generator.commands import compare, compare_cache
+from generator.commands import compare
 from generator.derive import checks, serving
 from generator.store import fingerprint, runcache
 from runners import metrics
@@ -46,25 +46,25 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
     loaded, summary = checks.checked(load.load(DATA, files=_served_files()))
     assert summary.filter(pl.col("kind") == "serve").height > 0
     runcache.use(None)
-    fresh = serving.test_summary(summary, loaded.rows)
+    fresh = serving.per_run_figures(summary, loaded.rows)
     try:
         runcache.use(tmp_path)
-        first = serving.test_summary(summary, loaded.rows)
+        first = serving.per_run_figures(summary, loaded.rows)
         assert _entries(tmp_path, runcache.KIND)
         calls: list[int] = []
         _count_figures(monkeypatch, calls)
-        again = serving.test_summary(summary, loaded.rows)
+        again = serving.per_run_figures(summary, loaded.rows)
         assert calls == []  # every figure came from the cache
         assert fresh.equals(first) and fresh.equals(again)  # and is the figure computed afresh, to the bit
         # a damaged table is rebuilt, never trusted: one byte changed, and the figures are computed again
         _flip(_entries(tmp_path, runcache.KIND))
         assert serving.SERVED_FIGURES.read() == {}
-        rebuilt = serving.test_summary(summary, loaded.rows)
+        rebuilt = serving.per_run_figures(summary, loaded.rows)
         assert calls and fresh.equals(rebuilt)
         # another file's content (another sha256) misses: its figures are computed from its own rows
         calls.clear()
         changed = summary.with_columns(sha256=pl.lit("0" * 64))
-        serving.test_summary(changed, loaded.rows)
+        serving.per_run_figures(changed, loaded.rows)
         assert calls
     finally:
         runcache.use(None)
@@ -79,7 +79,7 @@ def test_the_load_works_out_served_figures_while_it_holds_each_file(
     files = _served_files()
     runcache.use(None)
     full, full_summary = checks.checked(load.load(DATA, files=files))
-    fresh = serving.test_summary(full_summary, full.rows)
+    fresh = serving.per_run_figures(full_summary, full.rows)
     try:
         runcache.use(tmp_path)
         lean, summary = checks.checked(load.load(DATA, files=files, lean=True))
@@ -88,7 +88,7 @@ def test_the_load_works_out_served_figures_while_it_holds_each_file(
         calls: list[int] = []
         _count_figures(monkeypatch, calls)
         monkeypatch.setattr(load, "_read_again", lambda *a: pytest.fail("a served file was read again"))
-        again = serving.test_summary(summary, lean.rows, lambda ids: load.full_rows(lean, ids))
+        again = serving.per_run_figures(summary, lean.rows, lambda ids: load.full_rows(lean, ids))
         assert calls == [] and again.equals(fresh)
     finally:
         runcache.use(None)
@@ -193,7 +193,7 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
     monkeypatch.setenv(runcache.ENV, str(tmp_path / "cache"))
     try:
         first = compare.load_dataset(data)
-        assert len(_entries(tmp_path / "cache", compare_cache.KIND)) == 2
+        assert len(_entries(tmp_path / "cache", compare.cache.KIND)) == 2
         monkeypatch.setattr(derive, "results", lambda *a: pytest.fail("derived again, with the table kept"))
         kept = compare.load_dataset(data)
         assert _same(fresh, first) and _same(fresh, kept)
@@ -205,9 +205,9 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
         after = compare.load_dataset(data)
         assert gone.stem not in after.runs["run_id"].to_list() and after.runs.height == fresh.runs.height - 1
         # a damaged table is not trusted
-        for table in _entries(tmp_path / "cache", compare_cache.KIND):
+        for table in _entries(tmp_path / "cache", compare.cache.KIND):
             table.write_bytes(table.read_bytes()[:-8] + b"\0" * 8)
-        assert compare_cache.read(tmp_path / "cache", compare_cache.key(data)) is None
+        assert compare.cache.read(tmp_path / "cache", compare.cache.key(data)) is None
     finally:
         runcache.use(None)
 
@@ -309,7 +309,7 @@ def test_each_runs_own_figures_come_from_the_cache_by_file_content(
     """The run summary's per-run figures (windows' interval, step-time quantiles, loss curve) are kept by file: a
     summary from a cold cache, from a warm one and from one missing a run equals the summary worked out afresh, column
     for column; the monkeypatch counts calls to the window formula, to prove which runs the cache answered."""
-    from generator.derive import summary as summary_module
+    from generator.derive import summaries
 
     loaded = load.load(DATA, lean=True)
     runcache.use(None)
@@ -331,13 +331,13 @@ def test_each_runs_own_figures_come_from_the_cache_by_file_content(
         assert len(calls) == 1 and again.drop("sha256").equals(fresh.drop("sha256"))
         # the same file with other warm-up steps (what the figures also take): worked out again, for that run only
         calls.clear()
-        flat = summary_module.config_fields(loaded.runs)
-        summary_module._own_figures(flat, loaded.rows)
+        flat = summaries.config_fields(loaded.runs)
+        summaries._own_figures(flat, loaded.rows)
         assert calls == []
         moved = flat.with_columns(
             warmup_steps=pl.when(pl.col("run_id") == one).then(pl.col("warmup_steps") + 1).otherwise("warmup_steps")
         )
-        summary_module._own_figures(moved, loaded.rows)
+        summaries._own_figures(moved, loaded.rows)
         assert len(calls) == 1
     finally:
         runcache.use(None)
@@ -346,12 +346,12 @@ def test_each_runs_own_figures_come_from_the_cache_by_file_content(
 def test_each_runs_own_figures_are_the_same_worked_out_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cold build works out the runs' own figures a chunk of runs at a time (`OWN_CHUNK`, to bound its memory):
     chunks of 7 runs give the run summary of the committed data exactly as one chunk of every run does."""
-    from generator.derive import summary as summary_module
+    from generator.derive import summaries
 
     loaded = load.load(DATA, lean=True)
     runcache.use(None)
     whole = derive.run_summary(loaded.runs, loaded.rows)
-    monkeypatch.setattr(summary_module, "OWN_CHUNK", 7)
+    monkeypatch.setattr(summaries, "OWN_CHUNK", 7)
     chunked = derive.run_summary(loaded.runs, loaded.rows)
     assert whole.height == loaded.runs.height > 7 * 3
     assert whole["windows"].drop_nulls().len() and whole.equals(chunked)

@@ -25,7 +25,7 @@ def derived() -> dict:
     assert spreads == results.test_spreads
     board_rows = [(b.ranked, b.unranked) for b in results.boards.values() if b.kind != "training"]
     return dict(summary=results.runs, tests=tests, served=served, spreads=spreads, rows=results.side_by_side.rows,
-                board_rows=side_by_side.test_rows(board_rows))  # fmt: skip
+                board_rows=side_by_side.stacked_boards(board_rows))  # fmt: skip
 
 
 def test_precision_families_are_named_by_bits_per_weight() -> None:

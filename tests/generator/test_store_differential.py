@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from generator import build, render, store
-from generator.commands import compare_cache
+from generator.commands import compare
 from generator.store import fingerprint
 from runners import layout, retract
 from tests.generator.test_build_store import ROOT, RUNS, count_rendered, small_data, snapshot
@@ -260,7 +260,7 @@ def test_a_commit_of_docs_alone_renders_no_run_page_and_keeps_compares_table(
     monkeypatch.setattr(build, "SITE_SRC", site_src)
     out, work = tmp_path / "site", tmp_path / "work"
     build.build(data, out, work)
-    key = compare_cache.key(data)
+    key = compare.cache.key(data)
     rendered = count_rendered(monkeypatch)
     page = site_src / "docs" / "methodology.md"
     page.write_text(page.read_text() + "\nA sentence added by a docs-only commit.\n")
@@ -270,4 +270,4 @@ def test_a_commit_of_docs_alone_renders_no_run_page_and_keeps_compares_table(
     build.build(data, out, work)
     assert rendered == []
     assert "A sentence added by a docs-only commit." in (out / "methodology.html").read_text()
-    assert compare_cache.key(data) == key
+    assert compare.cache.key(data) == key

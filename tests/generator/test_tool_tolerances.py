@@ -103,7 +103,7 @@ def test_the_rule_sentence_states_the_tolerance_applied() -> None:
 @functools.cache
 def _committed_served() -> pl.DataFrame:
     loaded, summary = checks.checked(load.load(ROOT / "data"))
-    return serving.test_summary(summary, loaded.rows)
+    return serving.per_run_figures(summary, loaded.rows)
 
 
 H100 = ("NVIDIA H100 80GB HBM3", 1)

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 import generator.derive.configurations as configurations
-import generator.derive.summary as derive
+import generator.derive.summaries as summaries
 import generator.derive.verdict as verdict
 import generator.store.runcache as runcache
 from runners import metrics
@@ -54,7 +54,7 @@ def draws(
     kept = RESAMPLES.read(inputs) if inputs is not None else None
     if kept is not None:
         return _unpacked(kept)
-    rates = dict(derive.window_rates(runs, rows.filter(pl.col("run_id").is_in(ids))).iter_rows())
+    rates = dict(summaries.window_rates(runs, rows.filter(pl.col("run_id").is_in(ids))).iter_rows())
     facts = {r[0]: r[1:] for r in runs.select("run_id", "workload_steps", "warmup_s", "warmup_steps").iter_rows()}
     rng = np.random.default_rng(SEED)
     out: dict[str, verdict.Draws] = {reading: {} for reading in verdict.READINGS}

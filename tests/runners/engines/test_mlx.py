@@ -258,7 +258,7 @@ def test_mlx_generation_beside_mlx_lm_benchmark(variant: str, tmp_path: Path, ml
     tables = [layout.read(p) for p in data.rglob("*.parquet")]
     assert len(tables) == 4 and all(schema.check_table(t) == [] for t in tables)
     loaded = load.load(data)
-    tests = inference.test_summary(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    tests = inference.per_run_figures(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
     measured = tests.filter(pl.col("origin") == "measured")
     assert sorted(measured["kind"]) == ["pp", "tg"] and set(measured["engine"]) == {"mlx"}
     assert set(measured["status"]) == {"ok"}

@@ -232,7 +232,7 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
     assert set(loaded.runs["status"].to_list()) == {"ok"}
     assert set(loaded.runs["engine"].to_list()) == {"vllm", "vllm-bench"}
     assert all("third-party CPU build" in v for v in loaded.runs["engine_version"].to_list())
-    tests = serving.test_summary(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    tests = serving.per_run_figures(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
     ours = tests.filter(tests["origin"] == "measured")
     offline = ours.filter(ours["kind"] == "offline").row(0, named=True)
     assert offline["repetitions"] == ENTRY.repetitions and offline["out_rate"] > 0
@@ -380,7 +380,7 @@ def test_vllm_serves_its_own_awq_int4_weights_on_cpu(tmp_path: Path, vllm_python
     tiny = SMOKE.models["llama-tiny"]
     settings = vllm_engine.resolve_settings(SMOKE.variants["vllm-cpu-awq"].settings)
     assert config["derived"]["weight_bytes_per_token"] == vllm_engine.weight_bytes_per_token(tiny, settings)
-    tests = serving.test_summary(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    tests = serving.per_run_figures(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
     ours = tests.filter(tests["origin"] == "measured").row(0, named=True)
     assert ours["out_rate"] > 0 and ours["bench_ratio"] is not None
 
