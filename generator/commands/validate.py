@@ -21,6 +21,7 @@ from pathlib import Path
 import polars as pl
 
 import generator.derive.checks as checks
+import generator.derive.counting as counting
 import generator.load.editions as editions
 import generator.store.runcache as runcache
 from generator import load, progress
@@ -112,7 +113,7 @@ def check(targets: list[tuple[Path, bool]]) -> Outcome:
         whole = bool(integrity) and whole_dir
         for manifest, problem in integrity if whole else []:
             problems.append({"file": str(base / manifest), "status": "missing", "problem": problem})
-        unverified = summary.filter((pl.col("origin") == "measured") & pl.col("unverified").is_not_null())
+        unverified = summary.filter(counting.MEASURED & pl.col("unverified").is_not_null())
         for path, reason in unverified.select("path", "unverified").iter_rows():
             problems.append({"file": str(base / path), "status": "unverified", "problem": reason})
     counts = {

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+import generator.derive.counting as counting
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Catalog:
@@ -20,7 +22,7 @@ class Catalog:
 
 
 def tables(summary: pl.DataFrame) -> Catalog:
-    measured = summary.filter(pl.col("origin") == "measured")
+    measured = summary.filter(counting.MEASURED)
     hardware = (
         measured.filter(pl.col("calibrated_matmul_flops").is_not_null())
         .with_columns(copy=pl.col("copy_bytes_per_s"), busbw=pl.col("busbw_bytes_per_s"))

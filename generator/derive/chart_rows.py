@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+import generator.derive.counting as counting
 from generator.derive.verdict.answer import Answer
 
 
@@ -15,7 +16,7 @@ def drawable_runs(current: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
     (`paired_run`) failed, and ranks with it, so a failed run's tool figure never stands for it on the chart."""
     none: pl.Series = pl.Series([[]])
     ranked_ids = ranked["run_ids"].explode().drop_nulls().unique().implode() if ranked.height else none
-    failed = current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok"))["run_id"].implode()
+    failed = current.filter(counting.MEASURED & (pl.col("status") != "ok"))["run_id"].implode()
     tool = pl.col("origin") == "imported"
     return current.filter(
         (pl.col("status") == "ok") & ~(tool & pl.col("paired_run").is_in(failed).fill_null(False))

@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.counting as counting
 from runners import metrics
 
 TOKENS_PER_STEP = [2**k for k in range(9, 18)]  # 512 … 131072: every plausible global batch for this model
@@ -50,7 +51,7 @@ def plausibility(claim: dict[str, Any], flops_per_token: float) -> pl.DataFrame:
 def checks(summary: pl.DataFrame, matched: dict[tuple[str, str], float]) -> list[ClaimCheck]:
     """Every claim on a workload we measured, checked (`ClaimCheck`); `matched`: the verdict's matched shape in
     tokens a step, by (suite, workload) (`verdict.Verdict.matched`)."""
-    measured = summary.filter(pl.col("origin") == "measured")
+    measured = summary.filter(counting.MEASURED)
     out = []
     for claim in summary.filter(pl.col("origin") == "claim").sort("run_id").to_dicts():
         ours = measured.filter((pl.col("suite") == claim["suite"]) & (pl.col("workload") == claim["workload"]))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+import generator.derive.counting as counting
 from runners import metrics
 
 KEYS = ["suite", "workload", "settings_hash"]
@@ -100,9 +101,7 @@ def points(runs: pl.DataFrame, dirty: pl.DataFrame | None = None) -> pl.DataFram
     """Per configuration and harness commit, the figure of its measured runs that count (`excluded` null). `runs`:
     `Results.every_run.runs`; `dirty`: run_id and harness_dirty (a checkout with uncommitted changes is not
     quite the commit it names), optional. Commits are ordered by their first run's start; `latest` marks the last."""
-    counted = runs.filter(
-        (pl.col("origin") == "measured") & pl.col("excluded").is_null() & pl.col("value").is_not_null()
-    )
+    counted = runs.filter(counting.MEASURED & pl.col("excluded").is_null() & pl.col("value").is_not_null())
     if dirty is not None:
         counted = counted.join(dirty.select("run_id", "harness_dirty"), on="run_id", how="left")
     else:

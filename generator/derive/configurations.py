@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.counting as counting
 import generator.load.fields as fields
 from runners import metrics
 
@@ -96,8 +97,7 @@ def measured_runs(summary: pl.DataFrame) -> pl.DataFrame:
     stopped by their time budget (a steady-state figure either way), not departing from their baseline's loss. A
     configuration's interval never excludes one of them, and their repeats make the pooled spread."""
     return summary.filter(
-        (pl.col("origin") == "measured")
-        & pl.col("retracted_by").is_null()
+        counting.STANDING
         & pl.col("status").is_in(["ok", "timeout"])
         & pl.col("steps_per_s_lo").is_not_null()
         & pl.col("unverified").is_null()

@@ -144,12 +144,6 @@ def ranked_runs(tests: pl.DataFrame) -> pl.DataFrame:
     return runs.filter(pl.col("unranked").is_null())
 
 
-def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
-    """The A/A spreads of every inference test (`ladder.aa_spreads` over the runs that rank), by kind (pp, tg),
-    hardware, device count and host condition."""
-    return ladder.aa_spreads(ranked_runs(tests))
-
-
 def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, str, int], metrics.PooledSpread]:
     """The between-run spreads of inference tests (`ladder.pooled_spreads` over the runs that rank), by kind
     (pp, tg), hardware and device count."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.counting as counting
 import generator.load.columns as columns
 from runners import metrics, schema
 
@@ -117,7 +118,7 @@ def _parity_baselines(runs: pl.DataFrame) -> pl.DataFrame:
             (pl.col("variant") == pl.col("baseline_variant"))
             & pl.col("retracted_by").is_null()
             & pl.col("status").is_in(["ok", "timeout"])
-            & (pl.col("origin") == "measured")
+            & counting.MEASURED
             & (pl.col("loss_windows") > 0)
             & pl.col("workload_seed_ok")
         )
@@ -139,7 +140,7 @@ def _whole_run_baselines(runs: pl.DataFrame) -> pl.DataFrame:
             & pl.col("variant_order").is_not_null()
             & pl.col("retracted_by").is_null()
             & (pl.col("status") == "ok")
-            & (pl.col("origin") == "measured")
+            & counting.MEASURED
             & (pl.col("loss_windows") > 0)
             & pl.col("workload_seed_ok")
         )

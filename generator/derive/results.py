@@ -18,6 +18,7 @@ import generator.derive.claims as claims
 import generator.derive.commit_history as commit_history
 import generator.derive.commit_pairs as commit_pairs
 import generator.derive.configurations as configurations
+import generator.derive.counting as counting
 import generator.derive.energy as energy
 import generator.derive.inference as inference
 import generator.derive.ladder as ladder
@@ -222,7 +223,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         wanted=wanted_runs.wanted(
             the_verdict, [(wanted_runs.board_href(*key), b.ranked, b.unranked) for key, b in boards.items()], summary
         ),
-        measured_count=summary.filter(pl.col("origin") == "measured").height,
+        measured_count=summary.filter(counting.MEASURED).height,
         failed_count=summary.filter(pl.col("status") != "ok").height,
     )
     return _checked(out)
@@ -295,7 +296,7 @@ def _boards(
     for suite, workload in training:
         key = (suite, workload)
         runs = by_board[key]
-        measured = runs.filter(pl.col("origin") == "measured")
+        measured = runs.filter(counting.MEASURED)
         common = dict(
             suite=suite,
             workload=workload,
@@ -344,7 +345,7 @@ def _training_board(
     window_losses: pl.DataFrame,
     common: dict[str, Any],
 ) -> Board:
-    measured = runs.filter(pl.col("origin") == "measured")
+    measured = runs.filter(counting.MEASURED)
     claims_here = runs.filter((pl.col("origin") == "claim") & pl.col("retracted_by").is_null()).sort("run_id")
     counted = measured.filter(pl.col("retracted_by").is_null())
     unranked = candidates.filter(pl.col("unranked").is_not_null()).sort(
@@ -398,7 +399,7 @@ def _inference_board(
         .with_columns(paired_status=pl.col("paired_run").replace_strict(status, default=None, return_dtype=pl.String))
         .sort("workload", "variant", "started_at")
     )
-    measured = current.filter(pl.col("origin") == "measured")
+    measured = current.filter(counting.MEASURED)
     drawable = chart_rows.drawable_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
     drawn = chart_rows.newest_drawn(drawable)
     return Board(
@@ -410,7 +411,7 @@ def _inference_board(
         shown_unranked=unranked.filter(pl.col("status") == "ok"),
         # a board whose every run is retracted still names its test (from the retracted runs' own config)
         config=next(f for f in (measured, current, tests) if f.height)["config"][0],
-        failures=current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok")).sort("started_at"),
+        failures=current.filter(counting.MEASURED & (pl.col("status") != "ok")).sort("started_at"),
         imported=imported,
         drawn=drawn,
         not_drawn=drawable.height - drawn.height,
@@ -428,7 +429,7 @@ def _serving_board(
     import generator.load.columns as columns
 
     current = tests.filter(pl.col("retracted_by").is_null())
-    measured = current.filter(pl.col("origin") == "measured")
+    measured = current.filter(counting.MEASURED)
     ranked, unranked = serving.board(tests, spreads)
     # the test as its newest run ran it (a served point's request count has changed; each run's row says its own)
     config = next(f for f in (measured, current, tests) if f.height).sort("started_at")["config"][-1]
@@ -441,7 +442,7 @@ def _serving_board(
         & (pl.col("model_name") == model)
         & (pl.col("kind") == "tg")
         & (pl.col("depth") == 0)
-        & (pl.col("origin") == "measured")
+        & counting.MEASURED
         & (pl.col("status") == "ok")
         & pl.col("retracted_by").is_null()
     ).sort("weights", "started_at")
@@ -482,7 +483,7 @@ def hardware_of_boards(summary: pl.DataFrame) -> dict[tuple[str, str], str]:
     not what ran."""
     out: dict[tuple[str, str], str] = {}
     for (suite, workload), group in summary.partition_by("suite", "workload", as_dict=True).items():
-        measured = group.filter(pl.col("origin") == "measured")
+        measured = group.filter(counting.MEASURED)
         rows = measured if measured.height else group
         labels = []
         for accelerator, counts in (

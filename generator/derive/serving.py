@@ -16,6 +16,7 @@ import polars as pl
 
 import generator.derive.configurations as configurations
 import generator.derive.copy_bound as copy_bound
+import generator.derive.counting as counting
 import generator.derive.energy as energy
 import generator.derive.ladder as ladder
 import generator.derive.summaries as summaries
@@ -269,13 +270,6 @@ def ranked_runs(tests: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(ranked, how="diagonal_relaxed")
 
 
-def aa_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
-    """The A/A spreads of every serving test (`ladder.aa_spreads` over the runs that rank), by kind (offline,
-    served), hardware, device count and host condition: a served point's row, one measurement, gets its interval
-    from them."""
-    return ladder.aa_spreads(ranked_runs(tests))
-
-
 def pooled_spreads(tests: pl.DataFrame) -> dict[tuple[str, str, str, int], metrics.PooledSpread]:
     """The between-run spreads of serving tests (`ladder.pooled_spreads` over the runs that rank), by kind
     (offline, served), hardware and device count: a served point's row, one measurement, gets its interval from
@@ -404,7 +398,7 @@ def tp_scaling(tests: pl.DataFrame) -> pl.DataFrame:
     (`weights_label`): AWQ on one GPU is never the base of FP8 on two. Only runs that sent as many requests as the
     test's newest run are compared (a served point's request count has changed)."""
     ok = (
-        tests.filter((pl.col("origin") == "measured") & (pl.col("status") == "ok") & pl.col("retracted_by").is_null())
+        tests.filter(counting.MEASURED & (pl.col("status") == "ok") & pl.col("retracted_by").is_null())
         .filter(pl.col("out_rate").is_not_null())
         .sort("started_at")
     )
@@ -445,7 +439,7 @@ def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
     range of its runs (the interval from repeats), for the latency-against-throughput view of one model."""
     served = tests.filter(
         (pl.col("kind") == "serve")
-        & (pl.col("origin") == "measured")
+        & counting.MEASURED
         & (pl.col("status") == "ok")
         & pl.col("retracted_by").is_null()
         & pl.col("output_tokens_per_s").is_not_null()

@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.counting as counting
 import generator.derive.evidence as evidence
 import generator.derive.tuning as tuning
 from runners import metrics
@@ -34,8 +35,7 @@ def _counted(summary: pl.DataFrame) -> pl.DataFrame:
     training = pl.col("kind").is_null() | (pl.col("kind") == "train")
     return summary.filter(
         training
-        & (pl.col("origin") == "measured")
-        & pl.col("retracted_by").is_null()
+        & counting.STANDING
         & (pl.col("status") == "ok")
         & pl.col("unverified").is_null()
         & pl.col("steps_per_s_lo").is_not_null()

@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.counting as counting
 import generator.derive.energy as energy
 import generator.derive.parity as parity
 import generator.load.columns as columns
@@ -58,9 +59,7 @@ def env_changes(runs: pl.DataFrame) -> pl.DataFrame:
         return parsed[env]
 
     out = []
-    for _, group in runs.filter(pl.col("origin") == "measured").group_by(
-        "suite", "engine", "accelerator", "accelerator_count"
-    ):
+    for _, group in runs.filter(counting.MEASURED).group_by("suite", "engine", "accelerator", "accelerator_count"):
         texts = group["environment"].to_list()
         distinct = {env: items(env) for env in texts}
         common = frozenset.intersection(*distinct.values())
@@ -203,11 +202,11 @@ def run_summary(runs: pl.DataFrame, rows: pl.DataFrame, flat: pl.DataFrame | Non
         # engines and device counts calibrate differently (on H200, torch on 2 GPUs: 780 TFLOP/s; every run pooled:
         # 764), so each keeps its own
         model_matmul_flops=pl.col("calibrated_matmul_flops")
-        .filter(pl.col("origin") == "measured")
+        .filter(counting.MEASURED)
         .median()
         .over("accelerator", "matmul_precision", "engine", "accelerator_count"),
         model_reference_matmul_flops=pl.col("reference_matmul_flops")
-        .filter(pl.col("origin") == "measured")
+        .filter(counting.MEASURED)
         .median()
         .over("accelerator", "reference_precision", "engine", "accelerator_count"),
     ).with_columns(
@@ -290,11 +289,11 @@ def _hardware_checks(summary: pl.DataFrame) -> tuple[list[float | None], list[fl
         unverified.append(None if ceiling is not None else _unverified_reason(acc, prec, device))
     # a training figure whose FLOPs cannot be computed from its shapes cannot be checked either
     no_shapes = summary.select(
-        pl.col("steps_per_s").is_not_null() & pl.col("flops_per_token").is_null() & (pl.col("origin") == "measured")
+        pl.col("steps_per_s").is_not_null() & pl.col("flops_per_token").is_null() & counting.MEASURED
     ).to_series()
     # nor one that recorded no loss: the same-start, same-data check (loss parity) has nothing to compare
     no_loss = summary.select(
-        pl.col("steps_per_s_lo").is_not_null() & pl.col("first_loss").is_null() & (pl.col("origin") == "measured")
+        pl.col("steps_per_s_lo").is_not_null() & pl.col("first_loss").is_null() & counting.MEASURED
     ).to_series()
     unverified = [
         reason

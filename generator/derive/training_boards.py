@@ -11,6 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 import generator.derive.configurations as configurations
+import generator.derive.counting as counting
 from runners import metrics
 
 
@@ -18,10 +19,7 @@ def candidates(summary: pl.DataFrame) -> pl.DataFrame:
     """The measured, unretracted runs on the suite's device count with a steady-state figure, each with its
     `unranked` reason (null for the runs that rank: `configurations.unranked_reason`)."""
     return summary.filter(
-        (pl.col("origin") == "measured")
-        & pl.col("retracted_by").is_null()
-        & pl.col("suite_scale")
-        & pl.col("steps_per_s_lo").is_not_null()
+        counting.STANDING & pl.col("suite_scale") & pl.col("steps_per_s_lo").is_not_null()
     ).with_columns(unranked=configurations.unranked_reason())
 
 
@@ -33,7 +31,7 @@ def _speed_baselines(summary: pl.DataFrame, ranked: pl.DataFrame, keys: list[str
     order = {
         (suite, workload): listed
         for suite, workload, listed in (
-            summary.filter(pl.col("origin") == "measured")
+            summary.filter(counting.MEASURED)
             .sort("started_at")
             .group_by("suite", "workload")
             .agg(pl.col("listed_variants").last())
@@ -85,8 +83,7 @@ def _comparable(summary: pl.DataFrame) -> pl.DataFrame:
     """Measured, unretracted full-length runs that finished (a run stopped by its time budget has not run the whole
     workload), with a steady-state figure, whose loss agrees with their baseline."""
     return summary.filter(
-        (pl.col("origin") == "measured")
-        & pl.col("retracted_by").is_null()
+        counting.STANDING
         & (pl.col("status") == "ok")
         & pl.col("full_length")
         & pl.col("steps_per_s_lo").is_not_null()

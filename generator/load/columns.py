@@ -131,8 +131,6 @@ COLUMNS: tuple[Column, ...] = (
     Column("copy_bytes_per_s", "calibration", "$.copy_bytes_per_s", pl.Float64, "device copy bandwidth"),
     Column("busbw_bytes_per_s", "calibration", "$.allreduce_busbw_bytes_per_s", pl.Float64, "all-reduce bus"),
 )
-COLUMN_NAMES = frozenset(c.name for c in COLUMNS)
-"""The config's flattened columns, by name."""
 
 
 def column(name: str) -> pl.Expr:

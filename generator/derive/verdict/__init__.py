@@ -30,6 +30,7 @@ import numpy as np
 import polars as pl
 
 import generator.derive.configurations as configurations
+import generator.derive.counting as counting
 import generator.derive.evidence as evidence
 import generator.derive.readable as readable
 import generator.derive.verdict.owed as owed_evidence
@@ -171,9 +172,7 @@ def _points(
         if name not in summary.columns:  # only float8 runs have the first two; a summary of bf16 runs may lack them
             summary = summary.with_columns(pl.lit(None, dtype=dtype).alias(name))
     fight_model = summary.filter(
-        (pl.col("suite") == the_fight.suite)
-        & (pl.col("workload") == the_fight.workload)
-        & (pl.col("origin") == "measured")
+        (pl.col("suite") == the_fight.suite) & (pl.col("workload") == the_fight.workload) & counting.MEASURED
     ).select(model.alias("m"))["m"]
     if not fight_model.len():
         return _empty_sweep()
@@ -181,7 +180,7 @@ def _points(
         summary.filter(
             (pl.col("suite") == the_fight.suite)
             & (model == fight_model[0])
-            & (pl.col("origin") == "measured")
+            & counting.MEASURED
             & (pl.col("engine") == the_fight.stock["engine"])  # the question is about the stock claim's engine
             & (pl.col("accelerator_count") == the_fight.devices)
             & pl.col("retracted_by").is_null()
@@ -488,7 +487,7 @@ def owed(
     the docs root; None where there is none yet). `leaderboards`: the training boards' ranked rows, by (suite,
     workload), as the site ranks them (MLX's one-GPU evidence is its best row there)."""
     ok = summary.filter(  # finished, or stopped by its time budget with a steady-state figure
-        (pl.col("origin") == "measured")
+        counting.MEASURED
         & ((pl.col("status") == "ok") | pl.col("steps_per_s_lo").is_not_null())
         & pl.col("retracted_by").is_null()
     )

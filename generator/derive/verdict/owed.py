@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.counting as counting
 import generator.derive.words as say
 import generator.load.slugs as slugs
 from generator.derive.verdict.answer import Answer, Tuned
@@ -63,7 +64,7 @@ def mlx_evidence(
     ended (e.g. stopped by their time budget), and its best ranked row on one GPU with its speedup over that board's
     stock baseline (`leaderboards`: the training boards' ranked rows, as the site ranks them). Returns (words, the
     one-GPU board's page, or the fight's board where MLX has no ranked row)."""
-    measured = summary.filter((pl.col("origin") == "measured") & pl.col("retracted_by").is_null())
+    measured = summary.filter(counting.STANDING)
     fight_runs = measured.filter((pl.col("suite") == fight_suite) & (pl.col("workload") == fight_workload))
     model = fight_runs["model_name"].drop_nulls()
     mlx = measured.filter((pl.col("engine") == "mlx") & pl.col("model_name").is_in(model.unique().implode()))
