@@ -102,7 +102,7 @@ def _figures(group: pl.DataFrame | None, slo_ttft_ms: float, slo_tpot_ms: float)
 
 def may_be_served(config: str) -> bool:
     """False for a config whose text cannot name the kind "serve" (most files: `file_figures` then skips the JSON
-    and its frames, about 1 ms a file); True sends it to `file_figures`, which decides. A config that spells the word
+    and its frames); True sends it to `file_figures`, which decides. A config that spells the word
     with JSON escapes is False here: its figures are then worked out by `per_run_figures`, as for any file left out."""
     return "serve" in config
 

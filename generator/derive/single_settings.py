@@ -141,7 +141,7 @@ def rows(
     asked = ["micro_batch", "steps_requested", "origin", "retracted_by", "status", "unverified"]
     for tried in training.filter(pl.col("change") == "").select(*place, "variant", *asked).iter_rows(named=True):
         tried_of.setdefault((*(tried[k] for k in place), tried["variant"]), []).append(tried)
-    # each lookup below once as a dict (a filter of every base per changed run took 21 s at 50,000 runs); a key
+    # each lookup below once as a dict (a filter of every base per changed run grows as runs times runs); a key
     # with a null never matches, as a filter on it would not
     near = [k for k in SHAPE if k not in ("micro_batch", "steps_requested")]
     kept = ["run_id", "variant", "engine", "accelerator", "accelerator_count", "harness_commit", "steps_per_s",

@@ -239,8 +239,8 @@ memory the build held."""
 def _own_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """Per run, what its own rows decide: its windows' interval (`window_intervals`), its step-time quantiles and its
     loss curve (`curve_first`, `curve_windows`: null where it has none). They depend on the file and on its warm-up and
-    window steps, so with a cache in use (generator/store/runcache.py) only new files' are worked out (2.6 s of a warm
-    build at 50,000 runs went to working out every run's again)."""
+    window steps, so with a cache in use (generator/store/runcache.py) only new files' are worked out: a warm build
+    need not work out every run's again."""
 
     def compute(part: pl.DataFrame) -> pl.DataFrame:
         if part.height > OWN_CHUNK:  # a cold build's every run: a chunk at a time, each from its own rows alone

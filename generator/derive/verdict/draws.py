@@ -86,7 +86,7 @@ def draws(
 
 RESAMPLES = runcache.Arrays("sweep-draws")
 """The draws of the last few sets of sweep runs (the resampling is seeded, so the same inputs give the same draws):
-a build that adds a run elsewhere does not draw them again (1,710 sweep runs at 50,000 copies: 11 s)."""
+a build that adds a run elsewhere does not draw them again (drawing grows with the sweep's runs)."""
 
 
 def _inputs(points: pl.DataFrame, runs: pl.DataFrame, spreads: dict[str, configurations.Spreads], devices: int) -> str:
