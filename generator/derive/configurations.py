@@ -60,7 +60,7 @@ def _pct(expr: pl.Expr) -> pl.Expr:
     return (expr * 100).round(2).cast(pl.String) + pl.lit("%")
 
 
-def aa_spreads(repeats: pl.DataFrame) -> dict[tuple[str, int, bool], float]:
+def aa_floors(repeats: pl.DataFrame) -> dict[tuple[str, int, bool], float]:
     """Per hardware model, device count and host condition (alone, or sharing the host), the largest A/A spread
     measured between repeats of one configuration (derive.repeats): the floor `compare` holds differences to."""
     out: dict[tuple[str, int, bool], float] = {}

@@ -16,7 +16,8 @@ import generator.derive.ladder as ladder
 import generator.derive.summaries as summaries
 from runners import engines, metrics, schema
 
-KINDS = ("pp", "tg")
+TEST_KINDS = ("pp", "tg")
+"""The `kind` of an inference test: prompt processing (pp) and token generation (tg), as llama-bench names them."""
 
 
 def bench_tags() -> dict[str, str]:
@@ -34,7 +35,7 @@ compared with the tool's (a record without it has nothing like for like)."""
 
 def is_inference(summary: pl.DataFrame) -> pl.Series:
     """Which runs are inference tests (their workload's kind is pp or tg)."""
-    return summary["kind"].is_in(KINDS).fill_null(False)
+    return summary["kind"].is_in(TEST_KINDS).fill_null(False)
 
 
 def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:

@@ -36,7 +36,7 @@ import generator.load.fields as fields
 from generator import load
 from runners import metrics
 
-KINDS = ("training", "inference", "serving")
+BOARD_KINDS = ("training", "inference", "serving")
 """The kinds of board: a training workload, an inference test (pp/tg), a serving test (offline or served point)."""
 
 
@@ -52,7 +52,7 @@ class Board:
     suite: str
     workload: str
     kind: str
-    """One of `KINDS`."""
+    """One of `BOARD_KINDS`."""
     ranked: pl.DataFrame
     """One row per configuration of its ranked runs, ranked with ties (training: `derive.leaderboards`; tests:
     `ladder.board`)."""
@@ -246,10 +246,10 @@ def _checked(out: Results) -> Results:
 
 def _kind_floors(repeats: pl.DataFrame, test_repeats: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     """The largest A/A spread of each kind on each hardware and host condition: training's from its repeats
-    (`configurations.aa_spreads`), each kind of test's from the repeats of its runs that rank."""
-    out = {("train", *k): v for k, v in configurations.aa_spreads(repeats).items()}
+    (`configurations.aa_floors`), each kind of test's from the repeats of its runs that rank."""
+    out = {("train", *k): v for k, v in configurations.aa_floors(repeats).items()}
     for (kind,), group in test_repeats.partition_by("kind", as_dict=True).items():
-        out |= {(str(kind), *key): spread for key, spread in configurations.aa_spreads(group).items()}
+        out |= {(str(kind), *key): spread for key, spread in configurations.aa_floors(group).items()}
     return out
 
 

@@ -24,7 +24,8 @@ import generator.load.columns as columns
 import generator.store.runcache as runcache
 from runners import engines, metrics
 
-KINDS = ("offline", "serve")
+TEST_KINDS = ("offline", "serve")
+"""The `kind` of a serving test: offline throughput and a served point."""
 
 Reader = Callable[[Sequence[str]], pl.DataFrame]
 """Every row of the given runs' files (`load.full_rows` of the loaded records)."""
@@ -40,7 +41,7 @@ def bench_tools() -> tuple[str, ...]:
 
 
 def is_serving(summary: pl.DataFrame) -> pl.Series:
-    return summary["kind"].is_in(KINDS).fill_null(False)
+    return summary["kind"].is_in(TEST_KINDS).fill_null(False)
 
 
 SERVED_FIGURES = runcache.Table("served")

@@ -143,7 +143,7 @@ def engine_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFr
     both = pl.concat(
         [ranked.select(*_GROUP, "kind", "depth"), unranked.select(*_GROUP, "kind", "depth")], how="vertical_relaxed"
     )
-    groups = both.filter((pl.col("depth") == 0) | pl.col("kind").is_in(list(serving.KINDS)))
+    groups = both.filter((pl.col("depth") == 0) | pl.col("kind").is_in(list(serving.TEST_KINDS)))
     groups = groups.select(*_GROUP).unique().sort(pl.all())
     for suite, model, accelerator in groups.iter_rows():
         here = (pl.col("suite") == suite) & (pl.col("model_name") == model) & (pl.col("accelerator") == accelerator)

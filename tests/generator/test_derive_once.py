@@ -70,7 +70,7 @@ PER = {
     "derive.configurations.pooled_spreads": lambda results: len(verdict.READINGS),  # each reading of steps/s
     "derive.ladder.pooled_spreads": lambda results: 2,  # each kind of test: inference, serving
     # the A/A floors: training's, then each kind of test's (pp, tg, served, offline)
-    "derive.configurations.aa_spreads": lambda results: 1 + results.test_repeats["kind"].n_unique(),
+    "derive.configurations.aa_floors": lambda results: 1 + results.test_repeats["kind"].n_unique(),
     # the repeats of the test runs that rank (the boards' floors) and of those compare counts (a run's own floor)
     "derive.ladder.repeats": lambda results: 2,
     "derive.results._training_board": _boards_of("training"),
