@@ -28,7 +28,7 @@ import yaml
 
 from generator import SITE_SRC, derive, load, progress, render, store
 from generator.commands import compare, compare_cache
-from generator.derive import checks
+from generator.derive import checks, serving
 from generator.load import editions, history
 from generator.render import charts, commit_history_page, pages, repository, suite_names, versions
 from generator.store import runcache
@@ -220,7 +220,11 @@ def _build_staged(
         data_key = compare_cache.key(data_dir, files, stats)
         # the rows a lean load holds out are put aside in the stage as the files are read: the downloads and the
         # run pages' CSVs take them from there (a file read and decoded again cost more than its first read)
-        loaded = load.load(data_dir, cache_dir, files=files, lean=True, held=stage / "held", stats=stats)
+        # each served point's figures worked out as its file is read, while its samples are in hand
+        loaded = load.load(
+            data_dir, cache_dir, files=files, lean=True, held=stage / "held", stats=stats, per_file=serving.as_read()
+        )
+        serving.remember(loaded.per_file)
         bundle_text = bundle.result()
         linked.result()
     docs = work_dir / "docs"

@@ -30,7 +30,7 @@ import polars as pl
 
 from generator import derive, load
 from generator.commands import compare_cache, compare_format
-from generator.derive import checks, commit_pairs, configurations, evidence
+from generator.derive import checks, commit_pairs, configurations, evidence, serving
 from generator.load import editions
 from generator.store import runcache
 from runners import arguments, formats, metrics, schema
@@ -157,7 +157,8 @@ def load_dataset(data_dir: Path) -> Dataset:
             {tuple(k): metrics.PooledSpread(*v) for k, v in rest.get("spreads", [])},
         )  # fmt: skip
     runcache.use(folder)
-    loaded = load.load(data_dir, folder, lean=True)
+    loaded = load.load(data_dir, folder, lean=True, per_file=serving.as_read())
+    serving.remember(loaded.per_file)
     results = derive.results(*checks.checked(editions.audited(loaded, data_dir)[0]))
     made = dataset(shown, results, found, bad)
     if folder is not None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from generator import load, progress
-from generator.derive import checks
+from generator.derive import checks, serving
 from generator.load import editions
 from generator.store import runcache
 from runners import formats, store
@@ -100,7 +100,9 @@ def check(targets: list[tuple[Path, bool]]) -> Outcome:
         # the load cache holds a whole folder's files: a few files named alone are read as they are (their figures
         # still come from the cache of per-run figures)
         cache = folder if whole_dir else None
-        loaded, integrity = editions.audited(load.load(data_dir, cache, files=group, lean=True), data_dir)
+        loaded = load.load(data_dir, cache, files=group, lean=True, per_file=serving.as_read())
+        serving.remember(loaded.per_file)
+        loaded, integrity = editions.audited(loaded, data_dir)
         progress.stage(f"checking the figures of {loaded.runs.height:,} run(s)")
         loaded, summary = checks.checked(loaded)
         loaded.rejected.extend(editions.scan(data_dir)[1])

@@ -14,7 +14,7 @@ import multiprocessing
 import os
 import stat
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +29,6 @@ import pyarrow.parquet as pq
 from generator import progress
 from generator import store as build_store
 from generator.load import columns, slugs
-from generator.store import runcache
 from runners import bounds, footer, layout, metrics, retract, schema, store
 
 
@@ -56,12 +55,22 @@ class Loaded:
     held_in: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     """Per run read by this load with a `held` folder, where its every row was put aside as it was read: (Arrow IPC
     file, first record batch, batches); `full_rows` takes them from there instead of reading the file again."""
+    per_file: dict[str, Any] = field(default_factory=dict)
+    """What the caller's `per_file` made of each file this load read (not those its cache gave, and rejected ones
+    too, as they were read), by the keys it gave."""
+
+
+PerFile = Callable[[str, dict[str, Any], pa.Table], tuple[str, Any] | None]
+"""A caller's work on each good file while its every row is in hand (`load`'s `per_file`): given the file's sha256,
+its row 0 (the run-level values) and its every row in `Loaded.rows`' columns less `run_id` (before a lean load sets
+any aside), a (key, value) entry, or None. It runs in the reading processes, so it is a module-level function (a
+spawned worker gets it by name)."""
 
 
 HELD_OUT = tuple(m for m in metrics.SERVED_SAMPLES if m != "duration_s")
-"""Per-request samples of a served point (one row per request and per generated token: 83% of all rows at 5,000
-runs). Only a served point's own figures (`serving`, cached by its file's sha256) and the downloads read them, so a
-lean load leaves them in their files; `duration_s` is a run-level figure and stays."""
+"""Per-request samples of a served point (one row per request and per generated token: the most of all rows). Only a
+served point's own figures (worked out as its file is read, `PerFile`) and the downloads read them, so a lean load
+leaves them in their files; `duration_s` is a run-level figure and stays."""
 
 
 MAX_FILE_BYTES = 256 << 20
@@ -408,7 +417,7 @@ def _read_files(
     root_parent: Path,
     contents: dict[int, bytes] | None = None,
     lean: bool = False,
-    figures: bool = False,
+    per_file: PerFile | None = None,
     held: Path | None = None,
 ) -> tuple[list[_Read], pa.Table | None, pa.Table | None, dict[str, Any]]:
     """Read and check files: the unit of work of one worker (or of this process, for a small data dir).
@@ -416,24 +425,24 @@ def _read_files(
     Returns each file's outcome, and the heads (run-level columns, one row per good file) and rows of the good
     files, each concatenated once and tagged with the file's index in `_file` (tables cross processes far faster
     as two large tables than as thousands of small ones). `lean`: the rows less `HELD_OUT` samples (`_lean`), the
-    heads counting them in `_held`. `figures`: also each served point's figures (`serving.file_figures`, by their
-    cache key), worked out while the file's every row is in hand (a lean load leaves its samples out). `held`: a
+    heads counting them in `_held`. `per_file`: the caller's entries of each good file (`PerFile`), made while
+    its every row is in hand (a lean load then sets some aside). `held`: a
     folder of this build's own where a lean read puts each file's every row aside when it holds samples out, in one
     Arrow IPC file per part (`Loaded.held_in`): taken back from there, a cold build's downloads and run pages do not
     read and decode those files a second time."""
     reads: list[_Read] = []
     heads: list[dict[str, Any]] = []
     rows: list[pa.Table] = []
-    served: dict[str, Any] = {}
+    made: dict[str, Any] = {}
     aside = _Aside(held / f"{indexed[0][0]}-{os.getpid()}.arrow") if held is not None and lean and indexed else None
     try:
-        _read_each(indexed, root_parent, contents, lean, figures, aside, reads, heads, rows, served)
+        _read_each(indexed, root_parent, contents, lean, per_file, aside, reads, heads, rows, made)
     finally:
         if aside is not None:
             aside.close()
     if not heads:
-        return reads, None, None, served
-    return reads, pa.Table.from_pylist(heads, schema=_HEAD_SCHEMA), pa.concat_tables(rows), served
+        return reads, None, None, made
+    return reads, pa.Table.from_pylist(heads, schema=_HEAD_SCHEMA), pa.concat_tables(rows), made
 
 
 class _Aside:
@@ -465,16 +474,14 @@ def _read_each(
     root_parent: Path,
     contents: dict[int, bytes] | None,
     lean: bool,
-    figures: bool,
+    per_file: PerFile | None,
     aside: _Aside | None,
     reads: list[_Read],
     heads: list[dict[str, Any]],
     rows: list[pa.Table],
-    served: dict[str, Any],
+    made: dict[str, Any],
 ) -> None:
-    """`_read_files`' loop: each file's outcome, head, rows and served figures appended to the lists given."""
-    from generator.derive import serving  # a module of the derivation, which imports this one
-
+    """`_read_files`' loop: each file's outcome, head, rows and `per_file` entry added to those given."""
     for index, path in indexed:
         rel = path.relative_to(root_parent).as_posix()
         # by its path alone: whatever it holds, it is not published from there (a linked folder is named as a link)
@@ -504,12 +511,8 @@ def _read_each(
         kept = _lean(samples) if lean else samples
         head["_held"] = samples.num_rows - kept.num_rows
         put = aside.put(every) if aside is not None and head["_held"] else None
-        if (
-            figures
-            and serving.may_be_served(first["config"])
-            and (entry := serving.file_figures(digest, first["config"], _frame(samples))) is not None
-        ):
-            served[entry[0]] = entry[1]
+        if per_file is not None and (entry := per_file(digest, first, every)) is not None:
+            made[entry[0]] = entry[1]
         heads.append(head)
         rows.append(kept)
         reads.append(_Read(index, rel, digest, head["run_id"], (), put))
@@ -602,12 +605,14 @@ def _read_all(
     lean: bool = False,
     held: Path | None = None,
     stats: Sequence[str] | None = None,
-) -> tuple[list[_Read], pl.DataFrame | None, pl.DataFrame | None]:
+    per_file: PerFile | None = None,
+) -> tuple[list[_Read], pl.DataFrame | None, pl.DataFrame | None, dict[str, Any]]:
     """Every file read and checked, in `files` order; spread over the machine's cores when there are many.
 
     With a cache dir, a file whose path and sha256 match one an earlier build checked (with the same code) is
     taken from the cache instead of being read and checked again; the cache is then rewritten. `stats`: the files'
-    `stat_key`s, taken by the caller before this reads any of them (else taken here)."""
+    `stat_key`s, taken by the caller before this reads any of them (else taken here). Last, the `per_file` entries
+    of the files read."""
     if stats is not None and len(stats) != len(files):
         raise ValueError(f"{len(stats):,} stat keys for {len(files):,} files")
     cached = _cached(cache_dir, lean)
@@ -637,22 +642,19 @@ def _read_all(
                 todo.append((index, path))
             bar.advance()
     workers = min(os.cpu_count() or 1, 8)
-    from generator.derive import serving  # a module of the derivation, which imports this one
-
-    figures = runcache.active() is not None  # served points' figures, for the cache the derivation reads
     parts = []
     with progress.Progress("reading result files", len(todo)) as bar:
         if len(todo) < PARALLEL_FROM or workers < 2:
             size = max(1, len(todo) // 20)
             for i in range(0, len(todo), size):
-                parts.append(_as_frames(_read_files(todo[i : i + size], root_parent, None, lean, figures, held)))
+                parts.append(_as_frames(_read_files(todo[i : i + size], root_parent, None, lean, per_file, held)))
                 bar.advance(len(todo[i : i + size]))
         else:
             size = -(-len(todo) // (workers * 16))
             chunks = [todo[i : i + size] for i in range(0, len(todo), size)]  # in order: no sort afterwards
             # spawn, not fork: this process may already run polars' and arrow's thread pools
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                args = (root_parent, None, lean, figures, held)
+                args = (root_parent, None, lean, per_file, held)
                 work = pool.map(_read_part, chunks, *([arg] * len(chunks) for arg in args))
                 for chunk, part in zip(chunks, work, strict=True):
                     parts.append(part)
@@ -660,7 +662,7 @@ def _read_all(
     for part in parts:
         for read in part[0]:
             read_at[read.index] = read
-    serving.remember({key: value for part in parts for key, value in part[3].items()})
+    made = {key: value for part in parts for key, value in part[3].items()}
     reads = [read_at[index] for index in range(len(files))]
     heads = [p[1] for p in parts if p[1] is not None]
     rows = [p[2] for p in parts if p[2] is not None]
@@ -698,7 +700,7 @@ def _read_all(
         kept = build_store.at(cache_dir)  # nothing new: the entries read are this build's
         for name in CACHE_FILES:
             kept.has(LOADED, f"{name} lean={lean}")
-    return reads, head, row
+    return reads, head, row, made
 
 
 def _as_frames(
@@ -706,9 +708,9 @@ def _as_frames(
 ) -> tuple[list[_Read], pl.DataFrame | None, pl.DataFrame | None, dict[str, Any]]:
     """A part read (`_read_files`) with its heads and rows as polars frames, the heads with each file's served model
     (`_MODEL`) for `collisions`."""
-    reads, heads, rows, served = part
+    reads, heads, rows, made = part
     head = None if heads is None else _frame(heads).with_columns(columns.column("model_name").alias(_MODEL))
-    return reads, head, None if rows is None else _frame(rows), served
+    return reads, head, None if rows is None else _frame(rows), made
 
 
 _MODEL = "_model"
@@ -717,13 +719,18 @@ cache: taken from every head's JSON again, it was 0.7 s of a warm build at 50,00
 
 
 def _read_part(
-    indexed: list[tuple[int, Path]], root_parent: Path, contents: None, lean: bool, figures: bool, held: Path | None
+    indexed: list[tuple[int, Path]],
+    root_parent: Path,
+    contents: None,
+    lean: bool,
+    per_file: PerFile | None,
+    held: Path | None,
 ) -> tuple[list[_Read], pl.DataFrame | None, pl.DataFrame | None, dict[str, Any]]:
     """A worker's part (`_read_files`), its tables made polars frames there: a frame crosses to this process as
     polars' own buffers, while an Arrow table arrives as views of its pickle, which a zero-copy conversion then kept
     whole (the text of every part, read or not: 1.1 GB more for the rest of a cold build at 50,000 runs), and its
     text is converted on the workers' cores."""
-    return _as_frames(_read_files(indexed, root_parent, contents, lean, figures, held))
+    return _as_frames(_read_files(indexed, root_parent, contents, lean, per_file, held))
 
 
 def _renumbered(earlier: pl.DataFrame, reuse: dict[int, int], whole: bool = False) -> pl.DataFrame:
@@ -800,6 +807,7 @@ def load(
     lean: bool = False,
     held: Path | None = None,
     stats: Sequence[str] | None = None,
+    per_file: PerFile | None = None,
 ) -> Loaded:
     """Load every good result file under data_dir (or just `files`, named relative to data_dir's parent); report
     the others. `cache_dir` (the site build's) keeps the checked contents of files by path and sha256, so an
@@ -807,12 +815,15 @@ def load(
     stay in their files until `full_rows` reads them (the site build, `validate` and `compare`: memory for what the
     figures need, not for every token's time). `held`: an empty folder of the caller's, kept while it uses the
     records, where the files read (not those taken from the cache) put their every row aside (`Loaded.held_in`).
-    `stats`: the `stat_key` of each of `files`, taken before any was read (`stat_keys`)."""
+    `stats`: the `stat_key` of each of `files`, taken before any was read (`stat_keys`). `per_file`: the caller's
+    work on each file read while its every row is in hand (`PerFile`), its entries in `Loaded.per_file`."""
     root = Path(data_dir) if files is not None else canonical(data_dir)  # named files: relative to it as named
     if held is not None:
         held.mkdir(parents=True, exist_ok=True)
     listed = result_files(root) if files is None else files
-    reads, heads, rows = _read_all(listed, root.parent, cache_dir, lean, held, None if files is None else stats)
+    reads, heads, rows, made = _read_all(
+        listed, root.parent, cache_dir, lean, held, None if files is None else stats, per_file
+    )
     rejected: list[Rejected] = []
     copies: dict[str, list[_Read]] = {}
     for read in reads:
@@ -859,7 +870,7 @@ def load(
         runs = empty.select(schema.RUN_COLUMNS).with_columns(
             path=pl.lit(None, dtype=pl.String), sha256=pl.lit(None, dtype=pl.String)
         )
-        return Loaded(runs=runs, rows=empty.select(_ROW_COLUMNS), rejected=rejected)
+        return Loaded(runs=runs, rows=empty.select(_ROW_COLUMNS), rejected=rejected, per_file=made)
     kept_files = pl.DataFrame(
         {"_file": [r.index for r in kept], "path": [r.rel for r in kept], "sha256": [r.sha256 for r in kept]},
         schema={"_file": pl.Int32, "path": pl.String, "sha256": pl.String},
@@ -870,7 +881,7 @@ def load(
     held_out = {run_id: n for run_id, n in runs.select("run_id", "_held").iter_rows() if n}
     held_in = {r.run_id: r.held for r in kept if r.held is not None and r.run_id is not None and r.run_id in held_out}
     return Loaded(runs=runs.drop("_file", "_held", _MODEL).sort("started_at", "run_id"), rows=_with_run_ids(rows, runs),
-                  rejected=rejected, held_out=held_out, root=root.parent, held_in=held_in)  # fmt: skip
+                  rejected=rejected, held_out=held_out, root=root.parent, held_in=held_in, per_file=made)  # fmt: skip
 
 
 def _with_run_ids(rows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:

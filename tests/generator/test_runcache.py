@@ -73,16 +73,20 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
 def test_the_load_works_out_served_figures_while_it_holds_each_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With a cache in use, the loader computes each served point's figures from the rows it has just read (a lean
-    load then holds no samples): the derivation finds every one cached, reads no served file again, and shows the
-    figures computed afresh from every row, to the bit."""
+    """With a cache in use, each served point's figures are worked out from the rows the loader has just read
+    (`serving.as_read`, handed to the load as the build hands it; a lean load then holds no samples): the derivation
+    finds every one cached, reads no served file again, and shows the figures computed afresh from every row, to the
+    bit."""
     files = _served_files()
     runcache.use(None)
+    assert serving.as_read() is None  # no cache to keep them: the load works out nothing for the derivation
     full, full_summary = checks.checked(load.load(DATA, files=files))
     fresh = serving.test_summary(full_summary, full.rows)
     try:
         runcache.use(tmp_path)
-        lean, summary = checks.checked(load.load(DATA, files=files, lean=True))
+        read = load.load(DATA, files=files, lean=True, per_file=serving.as_read())
+        serving.remember(read.per_file)
+        lean, summary = checks.checked(read)
         served = summary.filter(pl.col("kind") == "serve")
         assert len(serving.SERVED_FIGURES.read()) == served.height > 0
         calls: list[int] = []
