@@ -14,6 +14,7 @@ import pytest
 from generator import derive, load, progress, store
 from generator.commands import compare, compare_cache
 from generator.derive import checks, serving
+from generator.load import read_cache, records
 from generator.store import fingerprint, runcache
 from runners import metrics
 
@@ -91,7 +92,7 @@ def test_the_load_works_out_served_figures_while_it_holds_each_file(
         assert len(serving.SERVED_FIGURES.read()) == served.height > 0
         calls: list[int] = []
         _count_figures(monkeypatch, calls)
-        monkeypatch.setattr(load, "_read_again", lambda *a: pytest.fail("a served file was read again"))
+        monkeypatch.setattr(records, "_read_again", lambda *a: pytest.fail("a served file was read again"))
         again = serving.test_summary(summary, lean.rows, lambda ids: load.full_rows(lean, ids))
         assert calls == [] and again.equals(fresh)
     finally:
@@ -149,10 +150,10 @@ def test_a_damaged_load_cache_is_rebuilt(tmp_path: Path) -> None:
         entry.write_bytes(b"not arrow")
     again = load.load(DATA, cache, files=files)
     assert again.runs.equals(cold.runs) and again.rows.equals(cold.rows)
-    assert load._cached(cache) is not None  # rewritten whole
+    assert read_cache.cached(cache) is not None  # rewritten whole
     # readable but not what the note names (a byte changed): not trusted either
     _flip(_entries(cache, load.LOADED)[:1])
-    assert load._cached(cache) is None
+    assert read_cache.cached(cache) is None
 
 
 def test_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
