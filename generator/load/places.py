@@ -42,7 +42,7 @@ def result_files(data_dir: Path) -> list[Path]:
         dirs[:] = [d for d in dirs if d not in linked and not d.startswith(".")]
         out += [Path(folder, name) for name in linked if not name.startswith(".")]
         out += [Path(folder, name) for name in files if name.endswith(".parquet") and not name.startswith(".")]
-    return sorted(out, key=lambda path: path.parts)  # a path's order; its parts compared once (50,000 paths: 0.4 s)
+    return sorted(out, key=lambda path: path.parts)  # a path's order; its parts split once, not at every comparison
 
 
 def placed(path: Path) -> tuple[str, ...]:

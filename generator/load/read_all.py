@@ -55,8 +55,7 @@ def read_all(
         heads.insert(0, earlier_heads)
         rows.insert(0, earlier_rows)
     # one chunk: the parts' (and the cache's) heads concatenated would stay as many chunks, into the cache and back,
-    # and every query over the runs that follow would walk them (iterating the heads of 50,000 runs read from a cold
-    # build's cache: 0.69 s against 0.007 s)
+    # and every query over the runs that follow would walk them
     head = pl.concat(heads, rechunk=True) if heads else None
     row: pl.DataFrame | None = None
     for frame in rows:  # every file's rows in file order, files in path order: each frame is, so they merge
@@ -96,7 +95,7 @@ def _read_parts(
 def _merged(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
     """Two tables of rows, each in `_file` order with no file in both, as one in `_file` order. Where `b` goes into `a`
     in a few places (a few new files among the cached ones), slices of both, put together without a copy; else a merge
-    (a merge of every row took 0.8 s of a warm build at 50,000 runs, sorting the whole table again more)."""
+    (which copies every row, though less than sorting the whole table again)."""
     if not a.height or not b.height or a["_file"][-1] < b["_file"][0]:
         return pl.concat([a, b])
     # where each row of `b` goes in `a`: a file's rows all go to one place (no file is in both)

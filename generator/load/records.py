@@ -52,7 +52,7 @@ class Loaded:
 def with_run_ids(rows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     """The rows (tagged by `_file`) with their run ids back from their files' heads, in their order. Gathered, not
     joined: each row's id is a view of the one copy of its run's id, never a copy of the text (16 bytes a row instead
-    of about 65: on a site of 5,000 runs, 0.5 GB of the rows' 0.75 GB was their ids)."""
+    of about 65: copied, the ids were most of the rows' memory)."""
     files = runs["_file"].to_list()
     position = [-1] * (max(files, default=-1) + 1)  # a file's index: its head's row
     for row, index in enumerate(files):
@@ -62,15 +62,15 @@ def with_run_ids(rows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     parts = []
     # gathered from the heads' own column, chunk by chunk of the rows: each id is a view of the heads' one copy (a
     # scattered copy of the column is gathered as copies, and a column chunked unlike the others is split to match,
-    # which copies the text too: each about 0.5 GB more at 5,293 runs)
+    # which copies the text too)
     for chunk in rows["_file"].get_chunks():
         at = where.gather(chunk)
         if (at < 0).any():  # never (the rows are the heads' files'): fail rather than give a row another's id
             raise ValueError("rows of a file without a head")
         parts.append(ids.gather(at))
     # the ids chunked as the other columns are (a part read per chunk), and not rechunked: one chunk per column was a
-    # copy of every row while the rows it was copied from were still held (0.9 GB more at 50,000 runs); a run's rows
-    # are taken as a slice of one chunk each (`run_slices`), so the downloads' bytes are as before
+    # copy of every row while the rows it was copied from were still held; a run's rows are taken as a slice of one
+    # chunk each (`run_slices`), so the downloads' bytes are as before
     return rows.with_columns(run_id=pl.concat(parts, rechunk=False)).select(ROW_COLUMNS)
 
 
@@ -102,7 +102,7 @@ def full_rows(loaded: Loaded, run_ids: Sequence[str]) -> pl.DataFrame:
 def run_slices(rows: pl.DataFrame, run_ids: Sequence[str]) -> list[tuple[str, pl.DataFrame]]:
     """The rows of each of `run_ids` that `rows` holds, one frame of one chunk per run, in the order of `rows`: a
     slice where each run's rows are contiguous (as a load leaves them, `_spans`), found once per frame instead of
-    filtering every row for each batch of runs (28 s of a cold build at 50,000 runs); else filtered."""
+    filtering every row for each batch of runs; else filtered."""
     spans = _spans(rows)
     if spans is None:
         wanted = pl.Series(list(run_ids), dtype=pl.String).implode()
@@ -165,8 +165,8 @@ def _put_aside(run_id: str, where: tuple[str, int, int]) -> pl.DataFrame:
 def _read_again(root: Path, rel: str, sha256: str) -> pl.DataFrame:
     """One loaded file's every row, read again (`full_rows`); a ValueError naming the file when its bytes are no
     longer those it was loaded with. The same bytes passed every check when they were loaded, so they are read and
-    upgraded as then (`one_file.read_checked`), not checked again (a third of a cold build's downloads at 5k runs);
-    the run id is the file's name, which the load checked the record's against."""
+    upgraded as then (`one_file.read_checked`), not checked again (checking them again was a large part of the
+    downloads' time); the run id is the file's name, which the load checked the record's against."""
     path = root / rel
     content = one_file.read_bounded(path)
     if hashlib.sha256(content).hexdigest() != sha256:

@@ -195,7 +195,7 @@ def as_frames(
 
 MODEL = "_model"
 """A head's served model (config.model.name), taken from its config JSON once per file as it is read and kept in the
-cache: taken from every head's JSON again, it was 0.7 s of a warm build at 50,000 runs."""
+cache, so that a warm build parses no head's JSON again for `collisions`."""
 
 
 def read_part(
@@ -208,6 +208,6 @@ def read_part(
 ) -> tuple[list[Read], pl.DataFrame | None, pl.DataFrame | None, dict[str, Any]]:
     """A worker's part (`read_files`), its tables made polars frames there: a frame crosses to this process as
     polars' own buffers, while an Arrow table arrives as views of its pickle, which a zero-copy conversion then kept
-    whole (the text of every part, read or not: 1.1 GB more for the rest of a cold build at 50,000 runs), and its
-    text is converted on the workers' cores."""
+    whole (the text of every part, read or not, for the rest of the build), and its text is converted on the workers'
+    cores."""
     return as_frames(read_files(indexed, root_parent, contents, lean, per_file, held))
