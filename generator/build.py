@@ -29,6 +29,7 @@ import yaml
 
 import generator.commands.compare as compare
 import generator.derive.checks as checks
+import generator.derive.serving as serving
 import generator.load.editions as editions
 import generator.load.history as history
 import generator.render.charts as charts
@@ -256,7 +257,11 @@ def _loaded(
         data_key = compare.cache.key(data_dir, files, stats)
         # the rows a lean load holds out are put aside in the stage as the files are read: the downloads and the
         # run pages' CSVs take them from there (a file read and decoded again cost more than its first read)
-        loaded = load.load(data_dir, cache_dir, files=files, lean=True, held=stage / "held", stats=stats)
+        # each served point's figures worked out as its file is read, while its samples are in hand
+        loaded = load.load(
+            data_dir, cache_dir, files=files, lean=True, held=stage / "held", stats=stats, per_file=serving.as_read()
+        )
+        serving.remember(loaded.per_file)
         bundle_text = bundle.result()
         linked.result()
     return loaded, data_key, bundle_text

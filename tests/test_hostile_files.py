@@ -22,7 +22,7 @@ import pytest
 
 from generator import derive, load, render
 from generator.derive import checks, inference, serving
-from generator.load import editions
+from generator.load import editions, one_file
 from generator.render import pages
 from runners import claims
 from tests.conftest import ROOT, TRAIN, committed, run_module, write_as_submitted
@@ -150,7 +150,7 @@ def test_decompression_bombs_wide_files_and_extension_types_are_refused_from_met
     real one is 512 MiB), one of 2,000 columns, and Arrow extension-type metadata on a column and on the schema.
     Before: each was read (the bomb and the wide file in full; the extension types handed to the reader and on to
     polars). Now each is refused from its metadata, by name, and the site builds."""
-    monkeypatch.setattr(load, "MAX_UNCOMPRESSED_BYTES", 4 << 20)
+    monkeypatch.setattr(one_file, "MAX_UNCOMPRESSED_BYTES", 4 << 20)
     bomb = doctored(TUNED, "bomb", error="\0" * (8 << 20), status="failed")
     write_as_submitted(bomb, data / "cpu-smoke" / "bomb.parquet", compression="zstd")
     assert (data / "cpu-smoke" / "bomb.parquet").stat().st_size < 64 << 10

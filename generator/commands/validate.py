@@ -22,6 +22,7 @@ import polars as pl
 
 import generator.derive.checks as checks
 import generator.derive.counting as counting
+import generator.derive.serving as serving
 import generator.load.editions as editions
 import generator.store.runcache as runcache
 from generator import load, progress
@@ -101,7 +102,9 @@ def check(targets: list[tuple[Path, bool]]) -> Outcome:
         # the load cache holds a whole folder's files: a few files named alone are read as they are (their figures
         # still come from the cache of per-run figures)
         cache = folder if whole_dir else None
-        loaded, integrity = editions.audited(load.load(data_dir, cache, files=group, lean=True), data_dir)
+        loaded = load.load(data_dir, cache, files=group, lean=True, per_file=serving.as_read())
+        serving.remember(loaded.per_file)
+        loaded, integrity = editions.audited(loaded, data_dir)
         progress.stage(f"checking the figures of {loaded.runs.height:,} run(s)")
         loaded, summary = checks.checked(loaded)
         loaded.rejected.extend(editions.scan(data_dir)[1])

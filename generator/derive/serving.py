@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -23,6 +24,11 @@ import generator.derive.summaries as summaries
 import generator.load.columns as columns
 import generator.store.runcache as runcache
 from runners import engines, metrics
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from generator import load
 
 TEST_KINDS = ("offline", "serve")
 """The `kind` of a serving test: offline throughput and a served point."""
@@ -121,6 +127,24 @@ def file_figures(sha256: str, config: str, rows: pl.DataFrame) -> tuple[str, dic
         return None
     samples = rows.filter(pl.col("metric").is_in(metrics.SERVED_SAMPLES))
     return _key(sha256, ttft, tpot), _figures(samples if samples.height else None, ttft, tpot)
+
+
+def file_entry(sha256: str, head: Mapping[str, Any], rows: pa.Table) -> tuple[str, dict[str, float] | None] | None:
+    """`file_figures` of a file the loader has just read and checked (`load.PerFile`: its sha256, row 0 and every
+    row), a file whose config cannot name a served point skipped before its rows become a frame (`may_be_served`)."""
+    config = head["config"]
+    if not may_be_served(config):
+        return None
+    frame = pl.from_arrow(rows)
+    assert isinstance(frame, pl.DataFrame)  # a table gives a frame (it is typed to give a Series too, for arrays)
+    return file_figures(sha256, config, frame)
+
+
+def as_read() -> load.PerFile | None:
+    """What a command hands `load.load` as its `per_file` (and then `remember`s what the load made): `file_entry`,
+    where a cache is in use to keep its entries; None without one, where the derivation works each point out once
+    anyway."""
+    return file_entry if runcache.active() is not None else None
 
 
 def remember(entries: Mapping[str, dict[str, float] | None]) -> None:

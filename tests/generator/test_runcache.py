@@ -14,6 +14,7 @@ import pytest
 from generator import derive, load, progress, store
 from generator.commands import compare
 from generator.derive import checks, serving
+from generator.load import read_cache, records
 from generator.store import fingerprint, runcache
 from runners import metrics
 
@@ -73,21 +74,25 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
 def test_the_load_works_out_served_figures_while_it_holds_each_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With a cache in use, the loader computes each served point's figures from the rows it has just read (a lean
-    load then holds no samples): the derivation finds every one cached, reads no served file again, and shows the
-    figures computed afresh from every row, to the bit."""
+    """With a cache in use, each served point's figures are worked out from the rows the loader has just read
+    (`serving.as_read`, handed to the load as the build hands it; a lean load then holds no samples): the derivation
+    finds every one cached, reads no served file again, and shows the figures computed afresh from every row, to the
+    bit."""
     files = _served_files()
     runcache.use(None)
+    assert serving.as_read() is None  # no cache to keep them: the load works out nothing for the derivation
     full, full_summary = checks.checked(load.load(DATA, files=files))
     fresh = serving.per_run_figures(full_summary, full.rows)
     try:
         runcache.use(tmp_path)
-        lean, summary = checks.checked(load.load(DATA, files=files, lean=True))
+        read = load.load(DATA, files=files, lean=True, per_file=serving.as_read())
+        serving.remember(read.per_file)
+        lean, summary = checks.checked(read)
         served = summary.filter(pl.col("kind") == "serve")
         assert len(serving.SERVED_FIGURES.read()) == served.height > 0
         calls: list[int] = []
         _count_figures(monkeypatch, calls)
-        monkeypatch.setattr(load, "_read_again", lambda *a: pytest.fail("a served file was read again"))
+        monkeypatch.setattr(records, "_read_again", lambda *a: pytest.fail("a served file was read again"))
         again = serving.per_run_figures(summary, lean.rows, lambda ids: load.full_rows(lean, ids))
         assert calls == [] and again.equals(fresh)
     finally:
@@ -145,10 +150,10 @@ def test_a_damaged_load_cache_is_rebuilt(tmp_path: Path) -> None:
         entry.write_bytes(b"not arrow")
     again = load.load(DATA, cache, files=files)
     assert again.runs.equals(cold.runs) and again.rows.equals(cold.rows)
-    assert load._cached(cache) is not None  # rewritten whole
+    assert read_cache.cached(cache) is not None  # rewritten whole
     # readable but not what the note names (a byte changed): not trusted either
     _flip(_entries(cache, load.LOADED)[:1])
-    assert load._cached(cache) is None
+    assert read_cache.cached(cache) is None
 
 
 def test_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ import pytest
 from generator import load
 from generator import store as gstore
 from generator.commands import validate
+from generator.load import one_file
 from runners import layout, provenance, schema, store
 from tests.conftest import write_footer_once
 
@@ -241,9 +242,9 @@ def test_the_load_cache_reuses_unchanged_files_and_rechecks_changed_ones(tmp_pat
     kept = cache / gstore.FOLDER / load.LOADED  # the build store's entries of the load cache: heads and rows
     assert len([p for p in kept.iterdir() if not p.name.endswith(gstore.NOTE) and not p.name.startswith(".")]) == 2
     checked: list[str] = []
-    real = load._read_checked
+    real = one_file.read_checked
     monkeypatch.setattr(
-        load, "_read_checked", lambda path, content: (checked.append(path.name), real(path, content))[1]
+        one_file, "read_checked", lambda path, content: (checked.append(path.name), real(path, content))[1]
     )
     warm = load.load(data, cache)
     assert checked == []  # nothing re-read: every file matched its path and sha256

@@ -13,6 +13,7 @@ import polars as pl
 import generator.commands.compare.cache as cache
 import generator.derive.checks as checks
 import generator.derive.configurations as configurations
+import generator.derive.serving as serving
 import generator.load.editions as editions
 import generator.store.runcache as runcache
 from generator import derive, load
@@ -61,7 +62,8 @@ def load_dataset(data_dir: Path) -> Dataset:
             {tuple(k): metrics.PooledSpread(*v) for k, v in rest.get("spreads", [])},
         )  # fmt: skip
     runcache.use(folder)
-    loaded = load.load(data_dir, folder, lean=True)
+    loaded = load.load(data_dir, folder, lean=True, per_file=serving.as_read())
+    serving.remember(loaded.per_file)
     results = derive.results(*checks.checked(editions.audited(loaded, data_dir)[0]))
     made = dataset(shown, results, found, bad)
     if folder is not None:
