@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import generator.derive.words as words
 from generator.derive.wanted import Wanted
 from runners import arguments, formats
 from runners.wanted_runs import Host, this_host
@@ -60,16 +61,18 @@ def listed(entries: Sequence[Wanted], host: Host, every: bool) -> list[tuple[Wan
 
 def text(entries: Sequence[Wanted], shown: Sequence[tuple[Wanted, bool]], host: Host, every: bool) -> str:
     fitting = sum(fits_host(host, e) for e in entries)
-    head = f"{_counted(len(entries), 'wanted run')}, {fitting} fit this host ({host})"
+    head = f"{words.counted(len(entries), 'wanted run')}, {fitting} fit this host ({host})"
     lines = [head + ("" if every else "; every one is listed" if not fitting else "; --all lists every one")]
     settles = None
     for entry, fits in shown:
         if entry.settles != settles:
             settles = entry.settles
             lines += ["", f"{entry.settles} ({entry.href})", f"  {entry.becomes}"]
-        runs = "no number of runs" if entry.runs is None else _counted(entry.runs, "run")
+        runs = "no number of runs" if entry.runs is None else words.counted(entry.runs, "run")
         mb = f", micro-batch {entry.micro_batch}" if entry.micro_batch is not None else ""
-        now = f"now {_counted(entry.runs_now, 'run')}{'' if entry.full_length_now else ' shorter than full length'}"
+        now = (
+            f"now {words.counted(entry.runs_now, 'run')}{'' if entry.full_length_now else ' shorter than full length'}"
+        )
         lines.append(f"  {runs} on {entry.hardware}{'' if fits else ' (not this host)'}: {entry.label}{mb} ({now})")
         lines.append(f"    {entry.command or 'no command: ' + str(entry.why_no_command)}")
     return "\n".join(lines) + "\n"
@@ -97,10 +100,6 @@ def run(args: argparse.Namespace) -> int:
     table = formats.Table(columns=COLUMNS, rows=[[row[c] for c in COLUMNS] for row in data])
     sys.stdout.write(formats.render(fmt, text=lambda: text(entries, shown, host, args.all), data=data, table=table))
     return 0
-
-
-def _counted(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 if __name__ == "__main__":

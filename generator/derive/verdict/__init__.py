@@ -34,6 +34,7 @@ import generator.derive.counting as counting
 import generator.derive.evidence as evidence
 import generator.derive.readable as readable
 import generator.derive.verdict.owed as owed_evidence
+import generator.derive.words as words
 import generator.load.slugs as slugs
 from generator.derive.verdict.answer import Answer, DecidingPoint, Reading, Tuned
 from runners import metrics, schema
@@ -241,8 +242,8 @@ def _labelled(points: pl.DataFrame) -> pl.DataFrame:
 
 
 def _readable(text: str) -> str:
-    words = readable.settings(text) or text
-    return words if words != text else text.replace("settings.", "")
+    said = readable.settings(text) or text
+    return said if said != text else text.replace("settings.", "")
 
 
 def _intervals(points: pl.DataFrame, devices: int, spreads: dict[str, configurations.Spreads]) -> pl.DataFrame:
@@ -516,7 +517,7 @@ def owed(
         {
             "item": "MLX on Metal",
             "status": "measured" if metal.height else "not yet",
-            "detail": f"{_counted(metal.height, 'run')} on Apple Silicon"
+            "detail": f"{words.counted(metal.height, 'run')} on Apple Silicon"
             if metal.height
             else "needs an Apple Silicon Mac (nox -s bench-apple); meanwhile MLX trained the same model on the same "
             f"data on the fight's GPUs through its CUDA backend: {mlx_words or 'no run yet'}",
@@ -525,7 +526,7 @@ def owed(
         {
             "item": "vLLM tensor-parallel serving",
             "status": owed_evidence.one_side(bool(challenger.height), bool(tp.height)),
-            "detail": f"{_counted(tp.height, 'run')} at tensor-parallel size 2 or more; each board says which "
+            "detail": f"{words.counted(tp.height, 'run')} at tensor-parallel size 2 or more; each board says which "
             "ran beside vllm bench"
             + (
                 ""
@@ -544,7 +545,7 @@ def owed(
         {
             "item": "The sparse-first trainer itself",
             "status": "measured" if challenger.height else "claim only",
-            "detail": f"{_counted(challenger.height, 'run')}"
+            "detail": f"{words.counted(challenger.height, 'run')}"
             if challenger.height
             else "not reproduced: its author can run it here through the external-runner contract",
             "href": board(challenger) or "add-an-engine.md",
@@ -564,7 +565,7 @@ def _big_llama_detail(big: pl.DataFrame) -> str:
     cached = f" ({' and '.join(caches)} KV caches)" if caches else ""
     deepest = max(big["depth"].drop_nulls().to_list(), default=0)
     return (
-        f"{_counted(big.height, 'run')} of {models} on {on}, at KV-cache depths up to {deepest:,}{cached}, "
+        f"{words.counted(big.height, 'run')} of {models} on {on}, at KV-cache depths up to {deepest:,}{cached}, "
         "beside vLLM and MLX where they ran; the seed's own engine did not run here"
     )
 
@@ -582,8 +583,3 @@ def _why_not(stock: Sequence[tuple[float, float]], target: float) -> str:
         f"{STOCK} runs {highest[1]:.3g} steps/s at the largest micro-batch measured ({highest[0]:g}), above the "
         f"claim's {target:g}: the matched shape lies at a larger micro-batch, not measured yet"
     )
-
-
-def _counted(n: int, noun: str) -> str:
-    """ "1 run", "249 runs" (as the pages' `counted` filter writes a count)."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
