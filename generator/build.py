@@ -30,7 +30,7 @@ from generator import SITE_SRC, derive, load, progress, render, store
 from generator.commands import compare, compare_cache
 from generator.derive import checks
 from generator.load import editions, history
-from generator.render import charts, commit_history_page, pages, repository, suite_names, versions
+from generator.render import charts, commit_history_page, pages, repository, versions
 from generator.store import runcache
 from runners import cache
 
@@ -260,7 +260,7 @@ def _build_staged(
         page_runs = commit_history_page.with_history(
             results.page_runs, results.runs, results.every_run.runs, results.kind_floors
         )
-        page_runs = suite_names.with_titles(page_runs)
+        page_runs = render.runs.with_titles(page_runs, results.suite_titles)
         # the history charts' shared specs, one script for every run page (their data stays on each page)
         (docs / render.runs.HISTORY_SCRIPT).write_text(commit_history_page.script(page_runs["history_chart"].to_list()))
         pending = render.runs.start_run_pages(

@@ -33,7 +33,7 @@ from generator.derive import (
     verdict,
 )
 from generator.derive.verdict import draws as sweep_draws
-from generator.load import fields
+from generator.load import fields, suite_titles
 from runners import metrics
 
 KINDS = ("training", "inference", "serving")
@@ -162,6 +162,9 @@ class Results:
     (`wanted_runs.wanted`)."""
     measured_count: int
     failed_count: int
+    suite_titles: dict[str, str]
+    """Each suite of the records, by name, with the title the site shows it by (`suite_titles.title`: its suite
+    file's)."""
 
 
 def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
@@ -220,6 +223,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         ),
         measured_count=summary.filter(pl.col("origin") == "measured").height,
         failed_count=summary.filter(pl.col("status") != "ok").height,
+        suite_titles=suite_titles.titles(summary["suite"]),
     )
     return _checked(out)
 

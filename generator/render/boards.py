@@ -18,7 +18,7 @@ from generator.derive import chart_rows, configurations, verdict
 from generator.derive.results import Board, Results
 from generator.derive.verdict import draws as sweep_draws
 from generator.load import editions
-from generator.render import charts, commit_pairs_page, commits, pages, suite_names, tuning_page, wanted_page
+from generator.render import charts, commit_pairs_page, commits, pages, tuning_page, wanted_page
 from generator.store import output_cache
 from runners import engines, llama_files, metrics, schema
 
@@ -59,7 +59,8 @@ def write_pages(
     downloads page. `gone` (`editions.audited`): each committed file git shows deleted or moved away, and each run
     an edition froze whose file is missing, with why: named on the home page, on Rejected files, on the editions
     page and on every board of the file's suite."""
-    env = pages.environment()
+    titles = results.suite_titles | {s: n for _, of in frozen or [] for s, n in of.suite_titles.items()}
+    env = pages.environment(titles)
     lost = [{"path": path, "problem": problem} for path, problem in gone or []]
     by_suite: dict[str, list[dict[str, str]]] = {}
     for line in lost:
@@ -75,7 +76,7 @@ def write_pages(
     grouped: dict[Section, list[tuple[tuple, dict[str, str]]]] = {}
     # the board templates title a board by the hardware its runs used
     env.globals["ran_on"] = {key: board.ran_on for key, board in results.boards.items()}
-    env.globals["headings"] = {key: _heading(board) for key, board in results.boards.items()}
+    env.globals["headings"] = {key: _heading(board, titles) for key, board in results.boards.items()}
     env.globals["quantized_weights"] = frozenset(llama_files.QUANT_TYPES)  # such boards say quality is not measured
     env.globals["run_links"] = lists.RUN_LINKS  # a ranked row links its latest runs; its board's JSON has them all
     # the fight's board says where its claims meet our figures: the verdict's matched shape (None: not answered)
@@ -88,7 +89,7 @@ def write_pages(
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
         section, title, order = _nav_words(board)
-        entry = {pages.nav_title(title, board.ran_on or suite_names.title(suite)): href}
+        entry = {pages.nav_title(title, board.ran_on or titles.get(suite, suite)): href}
         grouped.setdefault(section, []).append((order, entry))
         row, claims_row = _WRITERS[board.kind](env, docs / href, board, chart_sink, slug)
         index_rows.append(row)
@@ -187,12 +188,12 @@ def _nav_words(board: Board) -> tuple[Section, str, tuple]:
     return (0, 0.0, "Training"), board.workload, (board.suite, board.workload)
 
 
-def _heading(board: Board) -> str:
+def _heading(board: Board, titles: dict[str, str]) -> str:
     """A board's title in the navigation's words, with what its runs ran on: a training board by its workload
     ("train-gpt-1.27b-mb4 · 2 × H200"), a test by its model and what it runs ("llama-8b · generate 128 · 4,096 in
     cache · 1 × H200"), not by its record name (which the page still gives, under What ran)."""
     _, words, _ = _nav_words(board)
-    ran_on = board.ran_on or suite_names.title(board.suite)
+    ran_on = board.ran_on or titles.get(board.suite, board.suite)
     if board.kind == "training":
         return f"{words} · {ran_on}"
     return f"{board.newest.get('model_name') or board.suite} · {words} · {ran_on}"
@@ -205,7 +206,7 @@ def _served_models(env: Any, docs: Path, results: Results, chart_sink: pages.Cha
     for (suite, model), group in results.latency.items():
         slug = pages.slug(suite, model)
         href = f"serving/{slug}.md"
-        nav.append({pages.nav_title(model, suite_names.title(suite)): href})
+        nav.append({pages.nav_title(model, results.suite_titles.get(suite, suite)): href})
         pages.render(
             env,
             "serving_model.md.j2",
@@ -396,14 +397,6 @@ def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> d
     if the_verdict is None:
         return None
     the_fight, points, said = the_verdict.fight, the_verdict.points, the_verdict.said
-    claims = pl.DataFrame(
-        {
-            "label": [f"{c['variant']} (claim)" for c in (the_fight.challenger, the_fight.stock)],
-            "steps_per_s": [c["steps_per_s"] for c in (the_fight.challenger, the_fight.stock)],
-        }
-    )
-    matched, crossed = said.matched_tokens_per_step, chart_rows.crossings(said)
-    pooled = the_verdict.pooled
     return dict(
         fight=the_fight,
         said=said,
@@ -414,9 +407,9 @@ def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> d
             "chart-verdict-sweep",
             charts.sweep,
             points,
-            claims,
-            matched,
-            crossed,
+            the_verdict.claims,
+            said.matched_tokens_per_step,
+            the_verdict.crossings,
             alt_text=(
                 "steps/s against tokens per step, with the claims as lines and the crossings of the matched shape "
                 "marked"
@@ -427,10 +420,10 @@ def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> d
         href=f"leaderboards/{pages.slug(the_fight.suite, the_fight.workload)}.md",
         stock=verdict.STOCK,
         min_steps=verdict.SWEEP_MIN_STEPS,
-        full_steps=(schema.suite_workloads(the_fight.suite).get(the_fight.workload) or {}).get("steps"),
+        full_steps=the_verdict.full_steps,
         gap_asked=verdict.GAP_ASKED,
-        pooled=pooled,
-        t975=metrics.student_t_quantile(0.975, pooled.df) if pooled else None,
+        pooled=the_verdict.pooled,
+        t975=the_verdict.t975,
         draws=sweep_draws.DRAWS,
         seed=sweep_draws.SEED,
         headline=verdict.HEADLINE,

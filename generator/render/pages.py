@@ -14,7 +14,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +32,7 @@ from generator.derive.words import fmt as fmt
 from generator.load import columns
 from generator.load.slugs import run_href as run_href  # the loader's collision check names pages by them too
 from generator.load.slugs import slug as slug  # the pages, charts and run files are named by it
-from generator.render import charts, suite_names, svg_draw
+from generator.render import charts, svg_draw
 from generator.store import output_cache
 from runners import bounds
 
@@ -339,7 +339,10 @@ class _Compiled(jinja2.BytecodeCache):
         self.store.put("jinja", f"{bucket.key} {bucket.checksum}", bucket.bytecode_to_string())
 
 
-def environment() -> jinja2.Environment:
+def environment(suite_titles: Mapping[str, str] | None = None) -> jinja2.Environment:
+    """The pages' Jinja environment, with the filters their templates use; `suite_titles`: each suite's title by
+    its name (`Results.suite_titles`), what the `suite_title` filter writes (a suite without one: its name)."""
+    titles = dict(suite_titles or {})
     kept = store.active()  # a site build's store: the templates compiled once, not once a build
     compiled = None if kept is None else _Compiled(kept)
     env = jinja2.Environment(
@@ -365,7 +368,7 @@ def environment() -> jinja2.Environment:
         run_href=run_href,
         readable=readable.settings,  # `key=json` settings as words (`compile_loss on`)
         changes=readable.changes,  # (name, before, after) triples as lines of words (`compile off → on`)
-        suite_title=suite_names.title,  # the suite file's title (`h100` holds H200 runs: "H200 bench")
+        suite_title=lambda suite: titles.get(suite, suite),  # `h100` holds H200 runs: "H200 bench"
     )
     return env
 

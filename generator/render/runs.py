@@ -435,6 +435,13 @@ def samples_spec_text() -> str:
     return json.dumps(spec, separators=(",", ":"), sort_keys=True) + "\n"
 
 
+def with_titles(frame: pl.DataFrame, suite_titles: dict[str, str]) -> pl.DataFrame:
+    """`frame` with `suite_title` beside its `suite` column (`Results.suite_titles`): a run page's row carries it,
+    so a new title renders the page again."""
+    titles = pl.col("suite").replace_strict(suite_titles, default=None, return_dtype=pl.String)
+    return frame.with_columns(suite_title=titles)
+
+
 RENDER_CHUNK = 250
 """Runs per rendering job: small enough to spread over workers, large enough that pickling stays cheap."""
 

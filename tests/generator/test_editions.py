@@ -57,7 +57,8 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
     serving boards, each row as the site's own board of the same records has it."""
     from generator import build, derive, load, render
     from generator.derive import checks
-    from generator.render import pages, suite_names
+    from generator.load import suite_titles
+    from generator.render import pages
 
     data = tmp_path / "data"
     shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "h100", data / "h100")
@@ -81,4 +82,4 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
     for unit in ("| Steps/s |", "| Tokens/s |", "| Output tokens/s |"):
         assert unit in page
     serving_board = next(b for b in of_edition.boards.values() if b.kind == "serving" and b.ranked.height)
-    assert f"## {suite_names.title('h100')} · {serving_board.workload}" in page  # the suite by its title
+    assert f"## {suite_titles.title('h100')} · {serving_board.workload}" in page  # the suite by its title

@@ -34,8 +34,21 @@ PRESENTATION = {
     ("runs.py", "_texts_of"): "the rows of a few of a block's runs, for their static charts, a few runs at a time",
     ("runs.py", "_write_csvs"): "the rows of the charted runs, written beside their pages as the charts' data",
     ("parts.py", "samples_paths"): "cuts each suite's runs into download parts by id; every run is in one",
+    ("charts.py", "speedup"): "draws the rows that have a speedup (a row with no stock baseline beside it has none)",
+    ("charts.py", "mfu"): "draws each row's MFU against each peak it has (a CPU run has no datasheet peak)",
+    ("charts.py", "step_time_distribution"): "draws the rows that have step-time percentiles (an import has none)",
+    ("charts.py", "scaling"): "draws the scaling points that have an efficiency (`Board.scaling_efficiencies`)",
+    ("charts.py", "test_throughput"): "draws the runs of `Board.drawn` that have a figure to draw",
+    ("charts.py", "side_by_side"): "draws the engines that have a decode figure on the side-by-side card",
 }
 """Render functions allowed such a method, each with why it decides nothing about what counts."""
+WORDING = {
+    "generator.derive.words": "a number or a count as the pages write it (`fmt`, `counted`)",
+    "generator.derive.readable": "a run's settings in words, and beside its engine's defaults: what its record says",
+    "generator.derive.reproduce": "the command line that reproduces a run, rebuilt from its checked fields",
+}
+"""Modules of derive/ that say checked values in words, which a render module may call as the derive half does: text
+in, text out, deciding nothing about which records count (`test_wording_modules_derive_nothing` holds them to it)."""
 
 
 def _derive_files() -> list[Path]:
@@ -76,12 +89,13 @@ def test_importing_the_derive_half_loads_no_rendering_module() -> None:
 
 
 def _derivation_modules() -> dict[str, object]:
-    """Every derivation module by the names a render module can import it as."""
-    out: dict[str, object] = {}
-    for path in _derive_files():
-        if path.relative_to(GENERATOR).as_posix() != "derive/__init__.py":
-            out[_module_name(path)] = importlib.import_module(_module_name(path))
-    return out
+    """Every derivation module by the names a render module can import it as (the package itself, `derive`, too:
+    its names are derivations), the wording modules (`WORDING`) aside."""
+    return {
+        _module_name(path): importlib.import_module(_module_name(path))
+        for path in _derive_files()
+        if _module_name(path) not in WORDING
+    }
 
 
 def _render_violations(path: Path) -> list[str]:
@@ -139,3 +153,13 @@ def test_the_render_rule_can_fail(tmp_path: Path) -> None:
     found = _render_violations(bad)
     assert any("inference.board" in f for f in found) and any("derive.repeats" in f for f in found)
     assert any(".filter()" in f for f in found)
+
+
+@pytest.mark.parametrize("name", sorted(WORDING))
+def test_wording_modules_derive_nothing(name: str) -> None:
+    """A wording module a page writer may call (`WORDING`) holds no frame and no derivation: it imports neither
+    polars nor another module of derive/, so what it says is what it was given."""
+    path = ROOT / (name.replace(".", "/") + ".py")
+    imported = _imported(ast.parse(path.read_text()))
+    bad = sorted(n for n in imported if n.split(".")[0] in ("polars", "numpy") or n.startswith("generator."))
+    assert not bad, f"{path.relative_to(ROOT)} imports {bad}: a wording module says what it is given"

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 import generator.derive.summary as derive
-from generator.derive import configurations, verdict
+from generator.derive import chart_rows, configurations, verdict
 from generator.store import runcache
 from runners import metrics
 
@@ -159,6 +159,10 @@ def compute(
         spreads=spreads,
         pooled=pooled,
         owed=verdict.owed(summary, the_fight, said, leaderboards),
+        claims=verdict.claim_lines(the_fight),
+        crossings=chart_rows.crossings(said),
+        t975=metrics.student_t_quantile(0.975, pooled.df) if pooled else None,
+        full_steps=verdict.full_steps(the_fight.suite, the_fight.workload),
     )
 
 
