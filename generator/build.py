@@ -28,9 +28,9 @@ import yaml
 
 from generator import SITE_SRC, derive, load, progress, render, store
 from generator.commands import compare, compare_cache
-from generator.derive import checks
-from generator.load import editions, history
-from generator.render import charts, commit_history_page, pages, repository, versions
+from generator.derive import changelog, checks
+from generator.load import editions, history, repository
+from generator.render import charts, commit_history_page, pages, versions
 from generator.store import runcache
 from runners import cache
 
@@ -343,8 +343,10 @@ def _build_rest(
 
     chart_sink = pages.Charts(docs, store.active())
     built_with = versions.generator()
+    in_git = history.repo(data_dir) is not None  # else no committed file could be checked: the editions say so
+    the_changelog = changelog.changelog(frozen, results, in_git, gone)
     nav, nav_editions, nav_served = render.boards.write_pages(
-        results, docs, chart_sink, data_dir, repo_url, built_with, frozen, gone
+        results, docs, chart_sink, the_changelog, repo_url, built_with
     )
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = mkdocs_config(pages.nav(nav, nav_editions, nav_served, supplied or []), built_with, site_url)

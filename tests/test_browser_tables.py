@@ -142,7 +142,7 @@ def test_every_reproduce_block_names_the_repository_or_the_checkout_it_was_built
     invents an address."""
     from markupsafe import escape
 
-    from generator.render import repository
+    from generator.load import repository
 
     source = repository.resolve(None)
     assert source is not None  # the tests run from a checkout

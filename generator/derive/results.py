@@ -34,7 +34,7 @@ from generator.derive import (
 )
 from generator.derive.verdict import draws as sweep_draws
 from generator.load import fields, suite_titles
-from runners import metrics
+from runners import metrics, schema
 
 KINDS = ("training", "inference", "serving")
 """The kinds of board: a training workload, an inference test (pp/tg), a serving test (offline or served point)."""
@@ -82,10 +82,23 @@ class Board:
     """Training: device-count scaling (`derive.scaling`); serving: tensor-parallel scaling (`serving.tp_scaling`)."""
     scaling_efficiencies: bool = False
     """Training: whether any scaling point has an efficiency against one device (what its chart draws)."""
+    calibrated_mfu: bool = False
+    """Training: whether any ranked row has an MFU against its calibrated peak (what the MFU chart is drawn for)."""
     best: dict[str, Any] | None = None
     """Training: the fastest headline configuration; tests: the first ranked row."""
     tier_best: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = field(default_factory=dict)
     """Training with claims: per tier (stock, tuned), its fastest headline configuration and that one's repeats."""
+    hardware_note: str | None = None
+    """Training with claims: how the first claim's GPUs and those of our fastest tuned (else stock) headline
+    configuration differ by their datasheets (`claims.hardware_note`)."""
+    defined_variants: list[str] | None = None
+    """Training: the variants its suite file gives the workload now, baseline first (None where the suite file does
+    not define the workload)."""
+    full_steps: int | None = None
+    """Training: the workload's full length in steps as its suite file defines it now (`verdict.full_steps`)."""
+    loss_tolerance: dict[str, float] = field(default_factory=dict)
+    """Training: the loss-parity tolerances its runs are held to (`metrics.LOSS_PARITY_*`): the first step's, in nats
+    (`first`), relative (`rel`), relative for fp32 (`fp32`) and the mean's relative (`mean`)."""
     imported: pl.DataFrame = field(default_factory=_empty)
     """Tests: the engines' own tools' records of the test."""
     drawn: pl.DataFrame = field(default_factory=_empty)
@@ -367,6 +380,8 @@ def _training_board(
         for tier in ("stock", "tuned"):
             best = _headline_best(board, tier)
             tier_best[tier] = (best, _repeats_of(repeats, best))
+    ours = (tier_best["tuned"][0] or tier_best["stock"][0]) if tier_best else None
+    defined = schema.suite_workloads(common["suite"]).get(common["workload"])
     return Board(
         **common,
         kind="training",
@@ -382,9 +397,23 @@ def _training_board(
         repeats=repeats,
         scaling=scaling,
         scaling_efficiencies=scaling.filter(pl.col("efficiency").is_not_null()).height > 0,
+        calibrated_mfu=board.height > 0 and board.select(pl.col("mfu_calibrated").is_not_null().any()).item(),
         best=_headline_best(board),
         tier_best=tier_best,
+        hardware_note=claims.hardware_note(claims_here.row(0, named=True), ours) if claims_here.height else None,
+        defined_variants=defined["variants"] if defined is not None else None,
+        full_steps=verdict.full_steps(common["suite"], common["workload"]),
+        loss_tolerance=LOSS_TOLERANCE,
     )
+
+
+LOSS_TOLERANCE = {
+    "first": metrics.LOSS_PARITY_FIRST_STEP_NATS,
+    "rel": metrics.LOSS_PARITY_REL_TOL,
+    "fp32": metrics.LOSS_PARITY_REL_TOL_FP32,
+    "mean": metrics.LOSS_PARITY_MEAN_REL_TOL,
+}
+"""The loss-parity tolerances a training board states (`Board.loss_tolerance`)."""
 
 
 def _inference_board(

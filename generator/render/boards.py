@@ -15,59 +15,33 @@ import generator.render.editions as edition_pages
 import generator.render.lists as lists
 from generator import progress
 from generator.derive import chart_rows, configurations, verdict
+from generator.derive.changelog import Changelog
 from generator.derive.results import Board, Results
 from generator.derive.verdict import draws as sweep_draws
-from generator.load import editions
 from generator.render import charts, commit_pairs_page, commits, pages, tuning_page, wanted_page
 from generator.store import output_cache
-from runners import engines, llama_files, metrics, schema
-
-
-def _hardware_note(claim: dict, ours: dict | None) -> str | None:
-    """One plain sentence on how the claim's GPUs and ours differ, from the datasheets in `metrics`."""
-    if ours is None:
-        return None
-    theirs_mem, ours_mem = metrics.datasheet_memory(claim["accelerator"]), metrics.datasheet_memory(ours["accelerator"])
-    theirs_bf16 = metrics.datasheet_peak_flops(claim["accelerator"], "bf16")
-    ours_bf16 = metrics.datasheet_peak_flops(ours["accelerator"], "bf16")
-    if not (theirs_mem and ours_mem and theirs_bf16 and ours_bf16):
-        return None
-    same = "the same" if theirs_bf16 == ours_bf16 else "a different"
-    return (
-        f"{claim['accelerator']} and {ours['accelerator']} have {same} dense bf16 peak by their datasheets "
-        f"({theirs_bf16 / 1e12:.0f} and {ours_bf16 / 1e12:.0f} TFLOP/s), but {theirs_mem[0]:.0f} GB at "
-        f"{theirs_mem[1] / 1e12:.2f} TB/s against {ours_mem[0]:.0f} GB at {ours_mem[1] / 1e12:.2f} TB/s of memory: "
-        "compute-bound steps should run alike, memory-bound parts faster on the latter."
-    )
+from runners import engines, llama_files
 
 
 def write_pages(
     results: Results,
     docs: Path,
     chart_sink: pages.Charts,
-    data_dir: Path,
+    changelog: Changelog,
     repo_url: str | None = None,
     built_with: list[dict[str, str]] | None = None,
-    frozen: list[tuple[editions.Frozen, Results]] | None = None,
-    gone: list[tuple[str, str]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]]]:
     """Render every generated page into `docs` from `results` (`derive.results`), and each edition's page from its
-    own (`frozen`: each edition's records and their `derive.results`, oldest first); returns the leaderboard, edition
-    and served-model nav entries. Each board is written by the writer of its kind (`_WRITERS`: training, inference
-    or serving), which returns its home-page row and, for a board with claims, the claims' row. `repo_url` (the
-    repository's address) links each row's harness commits; `built_with` (`versions.generator`) goes on the
-    downloads page. `gone` (`editions.audited`): each committed file git shows deleted or moved away, and each run
-    an edition froze whose file is missing, with why: named on the home page, on Rejected files, on the editions
-    page and on every board of the file's suite."""
-    titles = results.suite_titles | {s: n for _, of in frozen or [] for s, n in of.suite_titles.items()}
+    own (`changelog`: each edition's `derive.results`, oldest first, the changes between them, and what history lost,
+    which the home page, Rejected files, the editions page and every board of the file's suite name); returns the
+    leaderboard, edition and served-model nav entries. Each board is written by the writer of its kind (`_WRITERS`:
+    training, inference or serving), which returns its home-page row and, for a board with claims, the claims' row.
+    `repo_url` (the repository's address) links each row's harness commits; `built_with` (`versions.generator`) goes
+    on the downloads page."""
+    titles = results.suite_titles | {s: n for e in changelog.editions for s, n in e.results.suite_titles.items()}
     env = pages.environment(titles)
-    lost = [{"path": path, "problem": problem} for path, problem in gone or []]
-    by_suite: dict[str, list[dict[str, str]]] = {}
-    for line in lost:
-        parts = line["path"].split("/")
-        if len(parts) >= 3 and parts[1] != "editions":  # data/<suite>/...: the suite's boards carry it
-            by_suite.setdefault(parts[1], []).append(line)
-    env.globals["gone_by_suite"] = by_suite
+    lost = changelog.gone
+    env.globals["gone_by_suite"] = changelog.gone_by_suite
     repo = commits.repo_base(repo_url)
     # a row's harness commits (`commits.cell`) and a board's note when its ranked rows mix them (`_mixed_commits.md.j2`)
     env.filters.update(commits=functools.partial(commits.cell, repo=repo))
@@ -119,7 +93,7 @@ def write_pages(
         {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
         for (_, _, name), entries in sorted(grouped.items())
     ]
-    nav_editions = edition_pages.write_pages(env, docs, results, frozen or [], data_dir, lost)
+    nav_editions = edition_pages.write_pages(env, docs, results, changelog)
     nav_served = _served_models(env, docs, results, chart_sink)
     catalog.write_catalog_pages(env, docs, results, chart_sink, built_with or [])
     return nav, nav_editions, nav_served
@@ -232,13 +206,10 @@ def _training_board(
     suite, workload, ranked = board.suite, board.workload, board.ranked
     href = f"leaderboards/{slug}.md"
     config = pages.board_config(board.config) if board.config is not None else None
-    defined = schema.suite_workloads(suite).get(workload)
-    if config is not None and defined is not None:
-        config["workload"]["variants"] = defined["variants"]  # the baseline as the suite file names it now
+    if config is not None and board.defined_variants is not None:
+        config["workload"]["variants"] = board.defined_variants  # the baseline as the suite file names it now
     if config is not None:
-        steps = (defined or {}).get("steps")  # a run's own record says how many steps it made, not the full length
-        config["workload"]["full_steps"] = steps if isinstance(steps, int) and not isinstance(steps, bool) else None
-    has_mfu = ranked.height > 0 and ranked.select(pl.col("mfu_calibrated").is_not_null().any()).item()
+        config["workload"]["full_steps"] = board.full_steps  # a run's record says the steps it made, not the length
     pages.render(
         env,
         "leaderboard.md.j2",
@@ -253,16 +224,15 @@ def _training_board(
         **_listed(path, slug, unranked=board.shown_unranked, failures=board.failures),
         rank_rule=configurations.RANK_RULE,
         json_name=_board_json(path, board, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
-        tolerance={
-            "first": metrics.LOSS_PARITY_FIRST_STEP_NATS,
-            "rel": metrics.LOSS_PARITY_REL_TOL,
-            "fp32": metrics.LOSS_PARITY_REL_TOL_FP32,
-            "mean": metrics.LOSS_PARITY_MEAN_REL_TOL,
-        },
+        tolerance=board.loss_tolerance,
         throughput_chart=chart_sink.html_of(pages.chart_id(slug, "throughput"), charts.throughput, ranked, depth=1)
         + "\n\n"
         + chart_sink.html_of(pages.chart_id(slug, "speedup"), charts.speedup, ranked, depth=1)
-        + ("\n\n" + chart_sink.html_of(pages.chart_id(slug, "mfu"), charts.mfu, ranked, depth=1) if has_mfu else "")
+        + (
+            "\n\n" + chart_sink.html_of(pages.chart_id(slug, "mfu"), charts.mfu, ranked, depth=1)
+            if board.calibrated_mfu
+            else ""
+        )
         + "\n\n"
         + chart_sink.html_of(pages.chart_id(slug, "step-times"), charts.step_time_distribution, ranked, depth=1)
         if ranked.height
@@ -296,7 +266,7 @@ def _training_board(
             tuned=tuned,
             stock_spread=stock_spread,
             tuned_spread=tuned_spread,
-            hardware_note=_hardware_note(board.claims.row(0, named=True), tuned or stock),
+            hardware_note=board.hardware_note,
         )
     return row, claims_row
 

@@ -22,12 +22,11 @@ import pyarrow.parquet as pq
 import generator.render.lists as lists
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
 from generator import load, store
-from generator.derive import claims
 from generator.derive.results import Results
 from generator.load import fields
 from generator.render import charts, pages
 from generator.store import output_cache
-from runners import bounds, metrics, schema
+from runners import bounds
 from runners.cache import file_sha256
 
 
@@ -101,27 +100,17 @@ def write_catalog_pages(
     listed = lists.bounded(catalog.failures, docs, docs / "failures.md", "failures")
     failures = [r | {"href": pages.run_href(r["run_id"])} for r in listed.rows]
     pages.render(env, "failures.md.j2", docs / "failures.md", failures=failures, failures_listed=listed)
-    peaks = [
-        {"device": device, **{p: peaks.get(p) for p in claims.PRECISIONS}}
-        for device, peaks in metrics.DATASHEET_PEAK_FLOPS.items()
-    ]
     pages.render(
         env,
         "hardware.md.j2",
         docs / "hardware.md",
         rows=catalog.hardware.to_dicts(),
-        peaks=peaks,
+        peaks=catalog.datasheet_peaks,
         used=catalog.calibrated_peaks.to_dicts(),
     )
-    engines = catalog.engines
-    sections = [
-        dict(name=name, **about, versions=[r for r in engines.to_dicts() if r["engine"] == name])
-        for name, about in schema.ENGINE_ABOUT.items()
-    ]
-    others = [
-        r for r in engines.to_dicts() if r["engine"] is not None and r["engine"] not in schema.ENGINE_ABOUT
-    ]  # tools, claims, retractions
-    pages.render(env, "engines.md.j2", docs / "engines.md", sections=sections, others=others)
+    pages.render(
+        env, "engines.md.j2", docs / "engines.md", sections=catalog.engine_sections, others=catalog.other_engines
+    )
     write_downloads(env, docs, results.runs, results.samples, built_with or [], results.records)
 
 

@@ -36,27 +36,12 @@ from markupsafe import Markup
 import generator.render.lists as lists  # not `from generator.render`: the package imports this module
 import generator.render.parts as parts
 from generator import load, store
-from generator.derive import evidence, reproduce
-from generator.load import columns
+from generator.derive import evidence, readable, reproduce
+from generator.load import columns, repository
 from generator.progress import Progress
-from generator.render import charts, commits, pages, repository, versions
+from generator.render import charts, commits, pages, versions
 from generator.store import fingerprint
 from runners import bounds
-
-
-def settings_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each setting with the engine's default beside it and whether the variant changed it."""
-    settings = config.get("variant", {}).get("settings", {})
-    defaults = config.get("engine_defaults", {})
-    return [
-        {
-            "key": key,
-            "value": json.dumps(value),
-            "default": json.dumps(defaults[key]) if key in defaults else "–",
-            "changed": key in defaults and defaults[key] != value,
-        }
-        for key, value in sorted(settings.items())
-    ]
 
 
 def _flat(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
@@ -758,7 +743,7 @@ def _render(
             samples_name=run["samples_file"].removeprefix("downloads/") if run_id in with_rows else None,
             samples_href=f"../{run['samples_file']}",
             config=config,
-            settings=settings_rows(config),
+            settings=readable.beside_defaults(config),
             **provenance,
             packages_file=listed,
             tool_output=tool_output,

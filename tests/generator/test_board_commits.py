@@ -12,7 +12,8 @@ import numpy as np
 import yaml
 
 from generator import build, derive, load, render
-from generator.derive import checks
+from generator.derive import changelog, checks
+from generator.load import history
 from generator.render import commits, pages, versions
 from runners import provenance, store
 from tests.generator.test_claims_and_parity import _training_run
@@ -75,7 +76,10 @@ def _site_pages(tmp_path: Path) -> Path:
     docs = tmp_path / "docs"
     sink = pages.Charts(docs, tmp_path / "svg")
     results = derive.results(loaded, summary)
-    render.boards.write_pages(results, docs, sink, data, repo_url=REPO, built_with=versions.generator())
+    in_git = history.repo(data) is not None
+    render.boards.write_pages(
+        results, docs, sink, changelog.changelog([], results, in_git), repo_url=REPO, built_with=versions.generator()
+    )
     sink.finish()
     return docs
 

@@ -56,7 +56,7 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
     every kind of board the site does: an edition of the committed H200 records ranks training, inference and
     serving boards, each row as the site's own board of the same records has it."""
     from generator import build, derive, load, render
-    from generator.derive import checks
+    from generator.derive import changelog, checks
     from generator.load import suite_titles
     from generator.render import pages
 
@@ -76,7 +76,7 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
         assert board.ranked.equals(results.boards[key].ranked)
     docs = tmp_path / "docs"
     sink = pages.Charts(docs, tmp_path / "svg")
-    render.boards.write_pages(results, docs, sink, data, frozen=frozen)
+    render.boards.write_pages(results, docs, sink, changelog.changelog(frozen, results, in_git=True))
     sink.finish()
     page = (docs / "editions" / "e1.md").read_text()
     for unit in ("| Steps/s |", "| Tokens/s |", "| Output tokens/s |"):

@@ -1,6 +1,7 @@
-"""The generator's two halves hold to their jobs (issue 36): `generator/derive/` (and the derivation modules it is
-made of) is pure polars and dataclasses, importing no Jinja, altair or rendering module; `generator/render/` writes
-pages from a `derive.Results` and neither calls a derivation nor groups or filters records to decide what counts.
+"""The generator's two halves hold to their jobs (issues 36 and 58): `generator/derive/` (and the derivation modules it
+is made of) is pure polars and dataclasses, importing no Jinja, altair or rendering module; `generator/render/` writes
+pages from a `derive.Results` and neither calls a derivation nor groups or filters records to decide what counts, nor
+imports the statistics, formulas, schema or files the figures are derived from.
 Read from the source (AST) and, for what the derive half pulls in through its imports, from a fresh interpreter."""
 
 from __future__ import annotations
@@ -49,6 +50,20 @@ WORDING = {
 }
 """Modules of derive/ that say checked values in words, which a render module may call as the derive half does: text
 in, text out, deciding nothing about which records count (`test_wording_modules_derive_nothing` holds them to it)."""
+
+RENDER_NEVER_IMPORTS = {
+    "runners.schema": "what a record holds and what a suite's workloads ask: load reads it, derive decides by it",
+    "runners.metrics": "every published formula (intervals, t quantiles, datasheets, tolerances): derive applies them",
+    "runners.spec": "the suite files: load reads them (`suite_titles`), derive takes what a board states from them",
+    "statistics": "medians and spreads: derive's (`evidence`, `configurations`)",
+    "numpy": "the verdict's resamples and any other statistic: derive's",
+    "scipy": "statistics: derive's",
+    "tomllib": "a file read while pages are written: load reads what the pages show",
+    "subprocess": "git (or any program) asked while pages are written: load asks (`history`, `repository`)",
+    "generator.load.history": "git's history of the data: load's, and what the pages say of it derive's (`changelog`)",
+}
+"""What no module under render/ imports, with why: a page writer reads `Results` (and what it is handed), never the
+statistics, the formulas, the schema or the files the figures are derived from (issue 58)."""
 
 
 def _derive_files() -> list[Path]:
@@ -139,6 +154,30 @@ def _render_violations(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", sorted((GENERATOR / "render").glob("*.py")), ids=lambda p: p.name)
 def test_the_render_half_derives_nothing(path: Path) -> None:
     assert _render_violations(path) == [], path.relative_to(ROOT)
+
+
+def _render_imports(path: Path) -> list[str]:
+    imported = _imported(ast.parse(path.read_text()))
+    return sorted(
+        f"imports {name}: {why}"
+        for name in imported
+        for banned, why in RENDER_NEVER_IMPORTS.items()
+        if name == banned or name.startswith(banned + ".")
+    )
+
+
+@pytest.mark.parametrize("path", sorted((GENERATOR / "render").glob("*.py")), ids=lambda p: p.name)
+def test_the_render_half_imports_no_statistics_nor_schema(path: Path) -> None:
+    assert _render_imports(path) == [], path.relative_to(ROOT)
+
+
+def test_the_render_import_rule_can_fail(tmp_path: Path) -> None:
+    """The check above finds the schema, the formulas and a statistic imported by a page writer, however imported."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import statistics\nfrom runners import metrics, schema\nimport runners.spec as spec\n")
+    found = " ".join(_render_imports(bad))
+    for name in ("statistics", "runners.metrics", "runners.schema", "runners.spec"):
+        assert f"imports {name}:" in found
 
 
 def test_the_render_rule_can_fail(tmp_path: Path) -> None:

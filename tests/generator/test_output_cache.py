@@ -13,7 +13,8 @@ import pytest
 
 import generator.render.lists as lists
 from generator import derive, load, render, store
-from generator.derive import checks
+from generator.derive import changelog, checks
+from generator.load import history
 from generator.render import charts, pages
 from generator.store import output_cache, runcache
 
@@ -28,7 +29,7 @@ def committed() -> derive.Results:
 def _pages(results: derive.Results, docs: Path, svg: Path) -> dict[str, bytes]:
     """Every file `write_pages` writes into `docs`, by its path there."""
     sink = pages.Charts(docs, svg)
-    render.boards.write_pages(results, docs, sink, DATA)
+    render.boards.write_pages(results, docs, sink, changelog.changelog([], results, history.repo(DATA) is not None))
     sink.finish()
     return {p.relative_to(docs).as_posix(): p.read_bytes() for p in sorted(docs.rglob("*")) if p.is_file()}
 

@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 from generator import build
-from generator.render import repository, versions
+from generator.load import repository
+from generator.render import versions
 
 
 def _site(root: Path) -> dict[str, bytes]:
