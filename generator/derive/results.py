@@ -115,9 +115,19 @@ class Board:
     agreement tolerance it held its runs to on each hardware, `serving.agreement_clause`)."""
 
     @property
+    def figure(self) -> tuple[str, str, str]:
+        """The columns of its rows' figure, its interval's low and high: `TRAINING_FIGURE` or `TEST_FIGURE`."""
+        return TRAINING_FIGURE if self.kind == "training" else TEST_FIGURE
+
+    @property
+    def unit(self) -> str:
+        """What its figure is in (`UNITS`): steps/s, tokens/s or output tokens/s."""
+        return UNITS[self.kind]
+
+    @property
     def answer(self) -> lead.Lead:
         """The board's answer in one line (`lead.board_lead` of its ranking, by its kind's figure)."""
-        return lead.board_lead(self.ranked, TRAINING_FIGURE if self.kind == "training" else TEST_FIGURE)
+        return lead.board_lead(self.ranked, self.figure)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -496,6 +506,8 @@ TRAINING_FIGURE = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
 """A training board's figure and its interval's columns."""
 TEST_FIGURE = ("value", "lo", "hi")
 """An inference or serving board's figure and its interval's columns."""
+UNITS = {"training": configurations.UNIT, "inference": inference.UNIT, "serving": serving.UNIT}
+"""What each kind of board's figure is in (`Board.unit`)."""
 
 
 def _best_ranked(ranked: pl.DataFrame) -> dict[str, Any] | None:

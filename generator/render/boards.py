@@ -214,6 +214,7 @@ def _training_board(
         env,
         "leaderboard.md.j2",
         path,
+        unit=board.unit,
         suite=suite,
         workload=workload,
         config=config,
@@ -223,9 +224,11 @@ def _training_board(
         retracted=board.retracted.to_dicts(),
         **_listed(path, slug, unranked=board.shown_unranked, failures=board.failures),
         rank_rule=configurations.RANK_RULE,
-        json_name=_board_json(path, board, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
+        json_name=_board_json(path, board),
         tolerance=board.loss_tolerance,
-        throughput_chart=chart_sink.html_of(pages.chart_id(slug, "throughput"), charts.throughput, ranked, depth=1)
+        throughput_chart=chart_sink.html_of(
+            pages.chart_id(slug, "throughput"), charts.throughput, ranked, board.unit, depth=1
+        )
         + "\n\n"
         + chart_sink.html_of(pages.chart_id(slug, "speedup"), charts.speedup, ranked, depth=1)
         + (
@@ -253,7 +256,7 @@ def _training_board(
         runs=board.measured_runs,
         claims=board.claims.height,
         best=board.best,
-        top=_top(board.best, "steps_per_s", "steps_per_s_lo", "steps_per_s_hi", "steps/s"),
+        top=_top(board),
     )
     claims_row = None
     if board.claims.height:
@@ -271,11 +274,12 @@ def _training_board(
     return row, claims_row
 
 
-def _board_json(page: Path, board: Board, unit: str, figure: tuple[str, str, str]) -> str:
+def _board_json(page: Path, board: Board) -> str:
     """Write the board as data beside its page (`leaderboards/<board>.json`, format on the downloads page:
     `board_rows`) and return the file's name."""
     target = page.with_suffix(".json")
     target.parent.mkdir(parents=True, exist_ok=True)
+    unit, figure = board.unit, board.figure
     # kept by exactly the columns `board_rows` reads: a board a new run did not join is not worked out again
     ranked = board.ranked.select(c for c in (*_RANKED_READS, *figure) if c in board.ranked.columns)
     others = board.unranked.select(c for c in (*_UNRANKED_READS, *figure) if c in board.unranked.columns)
@@ -402,11 +406,13 @@ def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> d
     )
 
 
-def _top(row: dict | None, value: str, lo: str, hi: str, unit: str) -> dict[str, Any] | None:
-    """The home page's line for a board: its first ranked row, as variant, figure, interval, unit and hardware."""
+def _top(board: Board) -> dict[str, Any] | None:
+    """The home page's line for a board: its best row (`Board.best`), as variant, figure, interval, unit and
+    hardware."""
+    row, (value, lo, hi) = board.best, board.figure
     if row is None:
         return None
-    return dict(variant=row["variant"], value=row[value], lo=row[lo], hi=row[hi], unit=unit,
+    return dict(variant=row["variant"], value=row[value], lo=row[lo], hi=row[hi], unit=board.unit,
                 hardware=f"{row['accelerator_count']} × {row['accelerator']}")  # fmt: skip
 
 
@@ -420,6 +426,7 @@ def _inference_board(
         env,
         "inference.md.j2",
         path,
+        unit=board.unit,
         suite=board.suite,
         workload=board.workload,
         kind=config["workload"]["kind"],
@@ -429,19 +436,19 @@ def _inference_board(
         **_listed(path, slug, unranked=board.shown_unranked, imported=board.imported, failures=board.failures),
         weights=_weights(board.ranked, board.shown_unranked, board.imported),
         rank_rule=board.rank_rule,
-        json_name=_board_json(path, board, "tokens/s", ("value", "lo", "hi")),
+        json_name=_board_json(path, board),
         chart=chart_sink.html_of(
-            pages.chart_id(slug, "tokens"), charts.test_throughput, board.drawn, "tokens/s", depth=1
+            pages.chart_id(slug, "tokens"), charts.test_throughput, board.drawn, board.unit, depth=1
         )
         if board.drawn.height
         else "",
         not_drawn=board.not_drawn,
         drawn_per=chart_rows.DRAWN_PER_CONFIGURATION,
     )
-    return _test_row(board, path, "tokens/s"), None
+    return _test_row(board, path), None
 
 
-def _test_row(board: Board, path: Path, unit: str) -> dict[str, Any]:
+def _test_row(board: Board, path: Path) -> dict[str, Any]:
     """A test board's home-page row."""
     return dict(
         suite=board.suite,
@@ -450,7 +457,7 @@ def _test_row(board: Board, path: Path, unit: str) -> dict[str, Any]:
         runs=board.measured_runs,
         claims=0,
         best=None,
-        top=_top(board.best, "value", "lo", "hi", unit),
+        top=_top(board),
     )
 
 
@@ -466,6 +473,7 @@ def _serving_board(
         env,
         "serving.md.j2",
         path,
+        unit=board.unit,
         suite=board.suite,
         workload=board.workload,
         config=config,
@@ -473,7 +481,7 @@ def _serving_board(
         rows=board.ranked.to_dicts(),
         answer=board.answer,
         rank_rule=board.rank_rule,
-        json_name=_board_json(path, board, "output tokens/s", ("value", "lo", "hi")),
+        json_name=_board_json(path, board),
         scaling=scaling.to_dicts(),
         scaling_chart=chart_sink.html_of(pages.chart_id(slug, "tp-scaling"), charts.tp_scaling, scaling, depth=1)
         if scaling.height > 1
@@ -489,7 +497,7 @@ def _serving_board(
         ),
         weights=_weights(board.beside),
     )
-    return _test_row(board, path, "output tokens/s"), None
+    return _test_row(board, path), None
 
 
 def _listed(page: Path, slug: str, **frames: pl.DataFrame) -> dict[str, Any]:

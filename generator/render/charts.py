@@ -34,8 +34,9 @@ def fairfight_theme() -> alt.theme.ThemeConfig:
     }
 
 
-def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str = "steps/s") -> alt.LayerChart:
-    """Median per run with its 95% interval, one row per run, coloured by tier."""
+def throughput(board: pl.DataFrame, unit: str, *, metric: str = "steps_per_s") -> alt.LayerChart:
+    """Median per run with its 95% interval, one row per run, coloured by tier; `unit`: what `metric` is in
+    (`Board.unit`)."""
     data = board.select(
         _row_label(board),
         "variant",
@@ -49,7 +50,7 @@ def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str =
     tier = _tier_color(data)
     described = [alt.Tooltip("variant:N"), alt.Tooltip("tier:N"), alt.Tooltip("accelerator:N")]
     described.append(alt.Tooltip("accelerator_count:Q", title="devices"))
-    return _interval_bars(data, f"{label} (median, 95% interval)", tier, described, ".4g")
+    return _interval_bars(data, f"{unit} (median, 95% interval)", tier, described, ".4g")
 
 
 def _row_label(board: pl.DataFrame) -> pl.Expr:

@@ -13,9 +13,6 @@ from generator.derive.changelog import Changelog
 from generator.derive.results import Results
 from generator.render import pages
 
-BOARD_UNITS = {"training": "steps/s", "inference": "tokens/s", "serving": "output tokens/s"}
-"""The figure each kind of board ranks by, as an edition's page heads its column."""
-
 
 def write_pages(
     env: jinja2.Environment,
@@ -30,7 +27,7 @@ def write_pages(
     for logged in changelog.editions:
         edition, log = logged.made.edition, logged.log
         boards = [
-            {"suite": b.suite, "workload": b.workload, "kind": b.kind, "unit": BOARD_UNITS[b.kind],
+            {"suite": b.suite, "workload": b.workload, "kind": b.kind, "unit": b.unit,
              "rows": b.ranked.to_dicts()}
             for b in logged.boards
         ]  # fmt: skip

@@ -52,7 +52,7 @@ POINTS = pl.DataFrame(
     }
 )
 CHARTS = {
-    "throughput": lambda: charts.throughput(RUNS),
+    "throughput": lambda: charts.throughput(RUNS, "steps/s"),
     "speedup": lambda: charts.speedup(RUNS),
     "mfu": lambda: charts.mfu(RUNS),
     "step_time_distribution": lambda: charts.step_time_distribution(RUNS),
@@ -230,6 +230,6 @@ def test_a_rows_label_says_in_words_what_sets_it_apart_from_rows_of_its_name() -
         "twin · same · dddddd",
         "twin · same · eeeeee",
     ]
-    spec = charts.throughput(board).to_dict()
+    spec = charts.throughput(board, "steps/s").to_dict()
     drawn = {row["run"] for rows in spec["datasets"].values() for row in rows}
     assert drawn == set(labels)

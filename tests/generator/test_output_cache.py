@@ -120,13 +120,16 @@ def test_a_chart_spec_is_kept_by_its_inputs(
     changed = ranked.with_columns(pl.col("steps_per_s") * 2)
 
     def fresh(frame: pl.DataFrame) -> str:
-        return json.dumps(charts.throughput(frame).to_dict(validate=False), sort_keys=True)
+        return json.dumps(charts.throughput(frame, "steps/s").to_dict(validate=False), sort_keys=True)
 
     _use(monkeypatch, tmp_path)
-    assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked)
+    assert json.dumps(pages.kept_spec(charts.throughput, ranked, "steps/s"), sort_keys=True) == fresh(ranked)
     writes = _counting(monkeypatch, store.Store, "put")
-    assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked) and not writes
-    assert json.dumps(pages.kept_spec(charts.throughput, changed), sort_keys=True) == fresh(changed)
+    assert (
+        json.dumps(pages.kept_spec(charts.throughput, ranked, "steps/s"), sort_keys=True) == fresh(ranked)
+        and not writes
+    )
+    assert json.dumps(pages.kept_spec(charts.throughput, changed, "steps/s"), sort_keys=True) == fresh(changed)
     assert len(writes) == 1 and fresh(changed) != fresh(ranked)
 
 
