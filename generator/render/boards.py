@@ -18,7 +18,7 @@ from generator.derive import chart_rows, configurations, verdict
 from generator.derive.changelog import Changelog
 from generator.derive.results import Board, Results
 from generator.derive.verdict import draws as sweep_draws
-from generator.render import charts, commit_pairs_page, commits, pages, tuning_page, wanted_page
+from generator.render import charts, commit_pairs_page, commits, model_charts, pages, tuning_page, wanted_page
 from generator.store import output_cache
 from runners import engines, llama_files
 
@@ -111,7 +111,7 @@ def _side_by_side(env: Any, docs: Path, results: Results, chart_sink: pages.Char
         )
         model = models.setdefault(key, {"title": title, "boards": [], "card": cards.get(key)})
         slug = pages.slug("side-by-side", *key, f"{board['family_bits']}bit")
-        chart = chart_sink.html_of(f"chart-{slug}", charts.side_by_side, pl.DataFrame(board["rows"]))
+        chart = chart_sink.html_of(f"chart-{slug}", model_charts.side_by_side, pl.DataFrame(board["rows"]))
         model["boards"].append(board | {"chart": chart})
     depths = []
     for (suite, model_name, accelerator), group, caches in derived.depths:
@@ -121,7 +121,7 @@ def _side_by_side(env: Any, docs: Path, results: Results, chart_sink: pages.Char
                 "title": f"{model_name} · 1 × {accelerator}",
                 "rows": group.to_dicts(),
                 "caches": caches,
-                "chart": chart_sink.html_of(f"chart-{slug}", charts.kv_depth, group),
+                "chart": chart_sink.html_of(f"chart-{slug}", model_charts.kv_depth, group),
             }
         )
     pages.render(
@@ -188,7 +188,7 @@ def _served_models(env: Any, docs: Path, results: Results, chart_sink: pages.Cha
             suite=suite,
             model=model,
             points=group.to_dicts(),
-            chart=chart_sink.html_of(pages.chart_id(slug, "latency"), charts.latency_throughput, group, depth=1),
+            chart=chart_sink.html_of(pages.chart_id(slug, "latency"), model_charts.latency_throughput, group, depth=1),
         )
     return nav
 
@@ -483,7 +483,7 @@ def _serving_board(
         rank_rule=board.rank_rule,
         json_name=_board_json(path, board),
         scaling=scaling.to_dicts(),
-        scaling_chart=chart_sink.html_of(pages.chart_id(slug, "tp-scaling"), charts.tp_scaling, scaling, depth=1)
+        scaling_chart=chart_sink.html_of(pages.chart_id(slug, "tp-scaling"), model_charts.tp_scaling, scaling, depth=1)
         if scaling.height > 1
         else "",
         **_listed(

@@ -24,7 +24,7 @@ import generator.render.parts as parts  # not `from generator.render`: the packa
 from generator import load, store
 from generator.derive.results import Results
 from generator.load import fields
-from generator.render import charts, pages
+from generator.render import chart_names, pages
 from generator.store import output_cache
 from runners import bounds
 from runners.cache import file_sha256
@@ -91,7 +91,7 @@ def write_catalog_pages(
                 chart=chart_sink.html(
                     pages.chart_id(pages.slug(check.claim["run_id"]), "plausibility"),
                     plausibility_chart(check.curves, check.our_best),
-                    title=charts.NAMES["plausibility_chart"][0],
+                    title=chart_names.NAMES["plausibility_chart"][0],
                 ),
             )
         )

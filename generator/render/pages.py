@@ -32,7 +32,7 @@ from generator.derive.words import fmt as fmt
 from generator.load import columns
 from generator.load.slugs import run_href as run_href  # the loader's collision check names pages by them too
 from generator.load.slugs import slug as slug  # the pages, charts and run files are named by it
-from generator.render import charts, svg_draw
+from generator.render import chart_names, svg_draw
 from generator.store import output_cache
 from runners import bounds
 
@@ -199,15 +199,15 @@ class Charts:
         return Markup(str(wide).replace("<img ", f"<picture>{source}<img ").replace("></p>", "></picture></p>"))
 
     def html(self, chart_id: str, chart: alt.TopLevelMixin, depth: int = 0, *, title: str, better: str = "max") -> str:
-        """`chart` placed as `html_of` places one; `title` and `better` name it (`charts.accessible_name`)."""
+        """`chart` placed as `html_of` places one; `title` and `better` name it (`chart_names.accessible_name`)."""
         # charts come from the tested functions in `charts`; the browser test renders every one, so skipping
         # altair's JSON-schema validation here (seconds on a busy site) loses no check
         return self._placed(chart_id, chart.to_dict(validate=False), depth, (title, better))
 
     def html_of(self, chart_id: str, draw: Callable[..., alt.TopLevelMixin], *inputs: Any, depth: int = 0) -> str:
         """As `html(chart_id, draw(*inputs), depth)`, the spec kept by what it is drawn from (`kept_spec`) and named
-        by `draw`'s entry in `charts.NAMES`."""
-        return self._placed(chart_id, kept_spec(draw, *inputs), depth, charts.NAMES[draw.__name__])
+        by `draw`'s entry in `chart_names.NAMES`."""
+        return self._placed(chart_id, kept_spec(draw, *inputs), depth, chart_names.NAMES[draw.__name__])
 
     def _placed(self, chart_id: str, spec: dict[str, Any], depth: int, named: tuple[str, str]) -> str:
         """The static SVG, named by the chart's title and finding, with its spec beside it: charts.js offers the
@@ -216,7 +216,7 @@ class Charts:
         chart's aria-label, where Vega's own is "Vega visualization" for every chart."""
         svg_name = f"{chart_id}.svg"
         self.svg_to(spec, self.out / svg_name)  # drawn from the spec as made: the name changes no SVG
-        name = charts.accessible_name(named[0], spec, named[1])
+        name = chart_names.accessible_name(named[0], spec, named[1])
         text = script_safe(json.dumps(spec | {"description": name}, sort_keys=True, separators=(",", ":")))
         src = "../" * depth + f"assets/charts/{svg_name}"
         # a phone takes a drawing of the same spec made narrow, its type at full size (the wide one shrunk to a

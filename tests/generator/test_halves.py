@@ -25,8 +25,8 @@ RENDERING = ("jinja2", "altair", "markupsafe", "mkdocs", "vl_convert", "generato
 GROUPING = {"group_by", "filter", "partition_by", "agg", "unique"}
 """Polars methods that decide which records count: the derivation half's job."""
 PRESENTATION = {
-    ("runs.py", "sample_texts"): "thins each run's samples to the points its static chart draws",
-    ("runs.py", "csv_texts"): "one CSV text per run of its own rows, as they were recorded",
+    ("run_samples.py", "sample_texts"): "thins each run's samples to the points its static chart draws",
+    ("run_samples.py", "csv_texts"): "one CSV text per run of its own rows, as they were recorded",
     (
         "runs.py",
         "start_run_pages",
@@ -40,7 +40,7 @@ PRESENTATION = {
     ("charts.py", "step_time_distribution"): "draws the rows that have step-time percentiles (an import has none)",
     ("charts.py", "scaling"): "draws the scaling points that have an efficiency (`Board.scaling_efficiencies`)",
     ("charts.py", "test_throughput"): "draws the runs of `Board.drawn` that have a figure to draw",
-    ("charts.py", "side_by_side"): "draws the engines that have a decode figure on the side-by-side card",
+    ("model_charts.py", "side_by_side"): "draws the engines that have a decode figure on the side-by-side card",
 }
 """Render functions allowed such a method, each with why it decides nothing about what counts."""
 WORDING = {
@@ -178,6 +178,24 @@ def test_the_render_import_rule_can_fail(tmp_path: Path) -> None:
     found = " ".join(_render_imports(bad))
     for name in ("statistics", "runners.metrics", "runners.schema", "runners.spec"):
         assert f"imports {name}:" in found
+
+
+RENDER_MODULE_LINES, RENDER_FUNCTION_LINES = 600, 80
+"""The most lines a module under render/, and one of its functions, may hold: a page writer held in one's head (a
+module that grows two jobs splits: runs, run_provenance and run_samples; charts, chart_names and model_charts)."""
+
+
+@pytest.mark.parametrize("path", sorted((GENERATOR / "render").glob("*.py")), ids=lambda p: p.name)
+def test_the_render_half_stays_small(path: Path) -> None:
+    text = path.read_text()
+    assert len(text.splitlines()) <= RENDER_MODULE_LINES, f"{path.relative_to(ROOT)}: split it by job"
+    long = [
+        f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (node.end_lineno or node.lineno) - node.lineno + 1 > RENDER_FUNCTION_LINES
+    ]
+    assert not long, f"{path.relative_to(ROOT)}: {long} longer than {RENDER_FUNCTION_LINES} lines"
 
 
 def test_the_render_rule_can_fail(tmp_path: Path) -> None:
