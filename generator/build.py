@@ -29,7 +29,7 @@ import yaml
 from generator import SITE_SRC, derive, load, progress, render, store
 from generator.commands import compare, compare_cache
 from generator.derive import changelog, checks
-from generator.load import editions, history, repository
+from generator.load import editions, history, packages, repository
 from generator.render import charts, commit_history_page, pages, versions
 from generator.store import runcache
 from runners import cache
@@ -235,7 +235,7 @@ def _build_staged(
     (docs / "assets" / "js" / "vega.js").write_text(bundle_text)
     (docs / render.runs.SAMPLES_SPEC).write_text(render.runs.samples_spec_text())  # the run pages' shared chart
     # the run pages' footer line, shared: a new version of the generator renders no run page again
-    (docs / versions.FOOTER_SCRIPT).write_text(versions.footer_script(versions.generator()))
+    (docs / versions.FOOTER_SCRIPT).write_text(versions.footer_script(packages.built_with()))
     alt.theme.enable(charts.THEME)
     alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
     # a file an edition froze, or git committed, never changes; `gone`: what git shows deleted or moved away
@@ -342,7 +342,7 @@ def _build_rest(
     from generator.store import page_cache  # MkDocs' plugin: imported where MkDocs is
 
     chart_sink = pages.Charts(docs, store.active())
-    built_with = versions.generator()
+    built_with = packages.built_with()
     in_git = history.repo(data_dir) is not None  # else no committed file could be checked: the editions say so
     the_changelog = changelog.changelog(frozen, results, in_git, gone)
     nav, nav_editions, nav_served = render.boards.write_pages(

@@ -36,7 +36,7 @@ def write_pages(
     which the home page, Rejected files, the editions page and every board of the file's suite name); returns the
     leaderboard, edition and served-model nav entries. Each board is written by the writer of its kind (`_WRITERS`:
     training, inference or serving), which returns its home-page row and, for a board with claims, the claims' row.
-    `repo_url` (the repository's address) links each row's harness commits; `built_with` (`versions.generator`) goes
+    `repo_url` (the repository's address) links each row's harness commits; `built_with` (`packages.built_with`) goes
     on the downloads page."""
     titles = results.suite_titles | {s: n for e in changelog.editions for s, n in e.results.suite_titles.items()}
     env = pages.environment(titles)

@@ -128,7 +128,7 @@ def write_downloads(
     """Everything as files: per-run summary as Parquet and gzipped CSV, and every measurement row as Parquet in parts
     per suite (`samples/<suite>/<part>.parquet`, `parts.samples_paths`; a charted run's rows also come gzipped beside
     its page, written by `render.runs`); the page also lists the generator's versions that built the site
-    (`built_with`, `versions.generator`).
+    (`built_with`, `packages.built_with`).
 
     Sized for tens of thousands of runs, as asv publishes compact data files for its one set of pages: the summary's
     CSV repeats each record's JSON columns and runs to hundreds of MB uncompressed, and one samples file of every

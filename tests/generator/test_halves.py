@@ -61,6 +61,7 @@ RENDER_NEVER_IMPORTS = {
     "tomllib": "a file read while pages are written: load reads what the pages show",
     "subprocess": "git (or any program) asked while pages are written: load asks (`history`, `repository`)",
     "generator.load.history": "git's history of the data: load's, and what the pages say of it derive's (`changelog`)",
+    "runners.provenance": "Fair Fight's version (git describe) and the packages': load reads them (`packages`)",
 }
 """What no module under render/ imports, with why: a page writer reads `Results` (and what it is handed), never the
 statistics, the formulas, the schema or the files the figures are derived from (issue 58)."""
