@@ -34,7 +34,7 @@ from generator.derive import (
 )
 from generator.derive.verdict import draws as sweep_draws
 from generator.load import fields, suite_titles
-from runners import metrics, schema
+from runners import llama_files, metrics, schema
 
 KINDS = ("training", "inference", "serving")
 """The kinds of board: a training workload, an inference test (pp/tg), a serving test (offline or served point)."""
@@ -110,6 +110,10 @@ class Board:
     """Serving: the finished measured runs, oldest first (their decoding figures)."""
     beside: pl.DataFrame = field(default_factory=_empty)
     """Serving at one request in flight: llama.cpp's generation on the same model."""
+    quantized_weights: list[str] = field(default_factory=list)
+    """Tests: the quantized weight formats (`llama_files.QUANT_TYPES`) of every row of every list its page has (an
+    inference board's ranked, unranked and tool rows; a served board's llama.cpp rows beside it), each once, in the
+    rows' order: its page says their quality is not measured (random weights)."""
     rank_rule: str = ladder.RANK_RULE
     """Inference and serving: the rank rule as the board applied it (`ladder.rank_rule`; a served board names the
     agreement tolerance it held its runs to on each hardware, `serving.agreement_clause`)."""
@@ -440,19 +444,21 @@ def _inference_board(
     measured = current.filter(pl.col("origin") == "measured")
     drawable = chart_rows.test_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
     drawn = chart_rows.newest_drawn(drawable)
+    shown = unranked.filter(pl.col("status") == "ok")
     return Board(
         **common,
         kind="inference",
         ranked=ranked,
         unranked=unranked,
         unranked_spans=configurations.unranked_spans(unranked, TEST_FIGURE),
-        shown_unranked=unranked.filter(pl.col("status") == "ok"),
+        shown_unranked=shown,
         # a board whose every run is retracted still names its test (from the retracted runs' own config)
         config=next(f for f in (measured, current, tests) if f.height)["config"][0],
         failures=current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok")).sort("started_at"),
         imported=imported,
         drawn=drawn,
         not_drawn=drawable.height - drawn.height,
+        quantized_weights=_quantized(ranked, shown, imported),
         best=_best_ranked(ranked),
     )
 
@@ -484,6 +490,7 @@ def _serving_board(
         & (pl.col("status") == "ok")
         & pl.col("retracted_by").is_null()
     ).sort("weights", "started_at")
+    beside = beside if one_in_flight else beside.clear()
     return Board(
         **common,
         kind="serving",
@@ -496,7 +503,8 @@ def _serving_board(
         imported=current.filter(pl.col("origin") == "imported").sort("variant", "started_at"),
         scaling=tp,
         decoding=measured.filter(pl.col("status") == "ok").sort("started_at", "run_id"),
-        beside=beside if one_in_flight else beside.clear(),
+        beside=beside,
+        quantized_weights=_quantized(beside),
         best=_best_ranked(ranked),
         rank_rule=ladder.rank_rule(serving.agreement_clause(measured)),
     )
@@ -508,6 +516,12 @@ TEST_FIGURE = ("value", "lo", "hi")
 """An inference or serving board's figure and its interval's columns."""
 UNITS = {"training": configurations.UNIT, "inference": inference.UNIT, "serving": serving.UNIT}
 """What each kind of board's figure is in (`Board.unit`)."""
+
+
+def _quantized(*frames: pl.DataFrame) -> list[str]:
+    """The quantized weight formats (`llama_files.QUANT_TYPES`) of every row of `frames`, each once, in order."""
+    weights = [w for frame in frames if "weights" in frame.columns for w in frame["weights"].to_list()]
+    return list(dict.fromkeys(w for w in weights if w in llama_files.QUANT_TYPES))
 
 
 def _best_ranked(ranked: pl.DataFrame) -> dict[str, Any] | None:

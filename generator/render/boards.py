@@ -20,7 +20,7 @@ from generator.derive.results import Board, Results
 from generator.derive.verdict import draws as sweep_draws
 from generator.render import charts, commit_pairs_page, commits, model_charts, pages, tuning_page, wanted_page
 from generator.store import output_cache
-from runners import engines, llama_files
+from runners import engines
 
 
 def write_pages(
@@ -51,7 +51,6 @@ def write_pages(
     # the board templates title a board by the hardware its runs used
     env.globals["ran_on"] = {key: board.ran_on for key, board in results.boards.items()}
     env.globals["headings"] = {key: _heading(board, titles) for key, board in results.boards.items()}
-    env.globals["quantized_weights"] = frozenset(llama_files.QUANT_TYPES)  # such boards say quality is not measured
     env.globals["run_links"] = lists.RUN_LINKS  # a ranked row links its latest runs; its board's JSON has them all
     # the fight's board says where its claims meet our figures: the verdict's matched shape (None: not answered)
     the_verdict = results.verdict
@@ -434,7 +433,7 @@ def _inference_board(
         rows=board.ranked.to_dicts(),
         answer=board.answer,
         **_listed(path, slug, unranked=board.shown_unranked, imported=board.imported, failures=board.failures),
-        weights=_weights(board.ranked, board.shown_unranked, board.imported),
+        quantized=board.quantized_weights,
         rank_rule=board.rank_rule,
         json_name=_board_json(path, board),
         chart=chart_sink.html_of(
@@ -495,7 +494,7 @@ def _serving_board(
             llama=board.beside,
             decoding=board.decoding,
         ),
-        weights=_weights(board.beside),
+        quantized=board.quantized_weights,
     )
     return _test_row(board, path), None
 
@@ -508,12 +507,6 @@ def _listed(page: Path, slug: str, **frames: pl.DataFrame) -> dict[str, Any]:
         listed = lists.bounded(frame, page.parent.parent, page, f"{slug}-{name}")
         out[name], out[f"{name}_listed"] = listed.rows, listed
     return out
-
-
-def _weights(*frames: pl.DataFrame) -> list[str | None]:
-    """The weight files of a board's rows, every row of every list, in order (the quantized-weights warning reads
-    them all, not only the rows a page shows)."""
-    return [w for frame in frames if "weights" in frame.columns for w in frame["weights"].to_list()]
 
 
 _WRITERS = {"training": _training_board, "inference": _inference_board, "serving": _serving_board}
