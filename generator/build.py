@@ -28,15 +28,16 @@ import polars as pl
 import yaml
 
 import generator.commands.compare as compare
+import generator.derive.changelog as changelog
 import generator.derive.checks as checks
 import generator.derive.serving as serving
 import generator.load.editions as editions
 import generator.load.history as history
+import generator.load.packages as packages
+import generator.load.repository as repository
 import generator.render.charts as charts
 import generator.render.commit_history_page as commit_history_page
 import generator.render.pages as pages
-import generator.render.repository as repository
-import generator.render.suite_names as suite_names
 import generator.render.versions as versions
 import generator.store.runcache as runcache
 from generator import SITE_SRC, derive, load, progress, render, store
@@ -227,7 +228,7 @@ def _build_staged(
     ):
         # each run page's configuration across harness commits (`Results.history`, drawn) and its suite's title
         page_runs = commit_history_page.with_history(results.page_runs, results.history)
-        page_runs = suite_names.with_titles(page_runs)
+        page_runs = render.runs.with_titles(page_runs, results.suite_titles)
         # the history charts' shared specs, one script for every run page (their data stays on each page)
         (docs / render.runs.HISTORY_SCRIPT).write_text(commit_history_page.script(page_runs["history_chart"].to_list()))
         pending = render.runs.start_run_pages(
@@ -282,7 +283,7 @@ def _docs(work_dir: Path, supplied: dict[str, str], bundle_text: str) -> Path:
     (docs / "assets" / "js" / "vega.js").write_text(bundle_text)
     (docs / render.runs.SAMPLES_SPEC).write_text(render.runs.samples_spec_text())  # the run pages' shared chart
     # the run pages' footer line, shared: a new version of the generator renders no run page again
-    (docs / versions.FOOTER_SCRIPT).write_text(versions.footer_script(versions.generator()))
+    (docs / versions.FOOTER_SCRIPT).write_text(versions.footer_script(packages.built_with()))
     return docs
 
 
@@ -377,9 +378,11 @@ def _build_rest(
     import generator.store.page_cache as page_cache  # MkDocs' plugin: imported where MkDocs is
 
     chart_sink = pages.Charts(docs, store.active())
-    built_with = versions.generator()
+    built_with = packages.built_with()
+    in_git = history.repo(data_dir) is not None  # else no committed file could be checked: the editions say so
+    the_changelog = changelog.changelog(frozen, results, in_git, gone)
     nav, nav_editions, nav_served = render.boards.write_pages(
-        results, docs, chart_sink, data_dir, repo_url, built_with, frozen, gone
+        results, docs, chart_sink, the_changelog, repo_url, built_with
     )
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = mkdocs_config(pages.nav(nav, nav_editions, nav_served, supplied or []), built_with, site_url)

@@ -142,7 +142,7 @@ def test_every_reproduce_block_names_the_repository_or_the_checkout_it_was_built
     invents an address."""
     from markupsafe import escape
 
-    from generator.render import repository
+    from generator.load import repository
 
     source = repository.resolve(None)
     assert source is not None  # the tests run from a checkout
@@ -238,9 +238,9 @@ def test_the_suite_of_h200_runs_is_shown_by_its_title_and_keeps_its_name(committ
     """The suite named "h100" holds H200 runs: the navigation, the served models' page titles, its boards' headings
     and its run pages' breadcrumbs say its title ("H200 bench", from its suite file); its name stays in paths and
     names it once, as what records and commands use."""
-    from generator.render import suite_names
+    from generator.load import suite_titles
 
-    title = suite_names.title("h100")
+    title = suite_titles.title("h100")
     assert title != "h100"
     home = (committed_site / "index.html").read_text()
     assert f"llama-8b · {title}" in home  # the navigation's served models

@@ -364,7 +364,7 @@ def test_values_beyond_any_measurement_are_refused_and_never_print_inf(data: Pat
     found = problems_of(data)
     assert "field 'value': 1e+308 is beyond ±1e+18" in found["claim-absurd.parquet"]
     assert "field 'value'" in found["slow-huge.parquet"] and "beyond ±1e+18" in found["slow-huge.parquet"]
-    svg = render.runs.samples_svg({"time_path": "M40,10l670,120", "time_lo": -1.0, "time_hi": 400.0,
+    svg = render.run_samples.samples_svg({"time_path": "M40,10l670,120", "time_lo": -1.0, "time_hi": 400.0,
                                  "time_warm_x": 40.0, "loss_path": "M40,10", "loss_lo": float("-inf"),
                                  "loss_hi": float("inf"), "loss_warm_x": 40.0})  # fmt: skip
     assert "inf" not in svg and "–" in svg

@@ -307,6 +307,9 @@ def rank(board: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+UNIT = "steps/s"
+"""What a training board's figure (a configuration's `steps_per_s`) is in."""
+
 RANK_RULE = (
     "One row per configuration (everything that ran: settings, environment, micro-batch, steps, devices, hardware, "
     "engine version); only finished, full-length, verified runs whose loss agrees with the baseline rank; a row's "

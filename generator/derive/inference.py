@@ -170,5 +170,7 @@ FIGURE = (_figure("med"), _figure("lo"), _figure("hi"))
 figure its engine's own tool checked (MLX: its timing of mlx_lm.benchmark's path, which includes the first decoded
 token in the prompt's time; ranking its own pp figure, 1.33× the tool's on an H200, would rank what nothing
 checked)."""
-CHECKS = (("tokens/s", "bench_ratio"),)
+UNIT = "tokens/s"
+"""What `FIGURE` is in."""
+CHECKS = ((UNIT, "bench_ratio"),)
 """What must agree with the engine's own tool: (what, column of runner / tool ratios)."""

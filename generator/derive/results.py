@@ -33,8 +33,9 @@ import generator.derive.verdict as verdict
 import generator.derive.verdict.draws as sweep_draws
 import generator.derive.wanted as wanted_runs
 import generator.load.fields as fields
+import generator.load.suite_titles as suite_titles
 from generator import load
-from runners import metrics
+from runners import llama_files, metrics, schema
 
 BOARD_KINDS = ("training", "inference", "serving")
 """The kinds of board: a training workload, an inference test (pp/tg), a serving test (offline or served point)."""
@@ -82,10 +83,23 @@ class Board:
     """Training: device-count scaling (`derive.scaling`); serving: tensor-parallel scaling (`serving.tp_scaling`)."""
     scaling_efficiencies: bool = False
     """Training: whether any scaling point has an efficiency against one device (what its chart draws)."""
+    calibrated_mfu: bool = False
+    """Training: whether any ranked row has an MFU against its calibrated peak (what the MFU chart is drawn for)."""
     best: dict[str, Any] | None = None
     """Training: the fastest headline configuration; tests: the first ranked row."""
     tier_best: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = field(default_factory=dict)
     """Training with claims: per tier (stock, tuned), its fastest headline configuration and that one's repeats."""
+    hardware_note: str | None = None
+    """Training with claims: how the first claim's GPUs and those of our fastest tuned (else stock) headline
+    configuration differ by their datasheets (`claims.hardware_note`)."""
+    defined_variants: list[str] | None = None
+    """Training: the variants its suite file gives the workload now, baseline first (None where the suite file does
+    not define the workload)."""
+    full_steps: int | None = None
+    """Training: the workload's full length in steps as its suite file defines it now (`verdict.full_steps`)."""
+    loss_tolerance: dict[str, float] = field(default_factory=dict)
+    """Training: the loss-parity tolerances its runs are held to (`metrics.LOSS_PARITY_*`): the first step's, in nats
+    (`first`), relative (`rel`), relative for fp32 (`fp32`) and the mean's relative (`mean`)."""
     imported: pl.DataFrame = field(default_factory=_empty)
     """Tests: the engines' own tools' records of the test."""
     drawn: pl.DataFrame = field(default_factory=_empty)
@@ -97,14 +111,28 @@ class Board:
     """Serving: the finished measured runs, oldest first (their decoding figures)."""
     beside: pl.DataFrame = field(default_factory=_empty)
     """Serving at one request in flight: llama.cpp's generation on the same model."""
+    quantized_weights: list[str] = field(default_factory=list)
+    """Tests: the quantized weight formats (`llama_files.QUANT_TYPES`) of every row of every list its page has (an
+    inference board's ranked, unranked and tool rows; a served board's llama.cpp rows beside it), each once, in the
+    rows' order: its page says their quality is not measured (random weights)."""
     rank_rule: str = ladder.RANK_RULE
     """Inference and serving: the rank rule as the board applied it (`ladder.rank_rule`; a served board names the
     agreement tolerance it held its runs to on each hardware, `serving.agreement_clause`)."""
 
     @property
+    def figure(self) -> tuple[str, str, str]:
+        """The columns of its rows' figure, its interval's low and high: `TRAINING_FIGURE` or `TEST_FIGURE`."""
+        return TRAINING_FIGURE if self.kind == "training" else TEST_FIGURE
+
+    @property
+    def unit(self) -> str:
+        """What its figure is in (`UNITS`): steps/s, tokens/s or output tokens/s."""
+        return UNITS[self.kind]
+
+    @property
     def answer(self) -> lead.Lead:
         """The board's answer in one line (`lead.board_lead` of its ranking, by its kind's figure)."""
-        return lead.board_lead(self.ranked, TRAINING_FIGURE if self.kind == "training" else TEST_FIGURE)
+        return lead.board_lead(self.ranked, self.figure)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +193,9 @@ class Results:
     (`wanted_runs.wanted`)."""
     measured_count: int
     failed_count: int
+    suite_titles: dict[str, str]
+    """Each suite of the records, by name, with the title the site shows it by (`suite_titles.title`: its suite
+    file's)."""
 
 
 def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
@@ -225,6 +256,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         ),
         measured_count=summary.filter(counting.MEASURED).height,
         failed_count=summary.filter(pl.col("status") != "ok").height,
+        suite_titles=suite_titles.titles(summary["suite"]),
     )
     return _checked(out)
 
@@ -368,6 +400,8 @@ def _training_board(
         for tier in ("stock", "tuned"):
             best = _headline_best(board, tier)
             tier_best[tier] = (best, _repeats_of(repeats, best))
+    ours = (tier_best["tuned"][0] or tier_best["stock"][0]) if tier_best else None
+    defined = schema.suite_workloads(common["suite"]).get(common["workload"])
     return Board(
         **common,
         kind="training",
@@ -383,9 +417,23 @@ def _training_board(
         repeats=repeats,
         scaling=scaling,
         scaling_efficiencies=scaling.filter(pl.col("efficiency").is_not_null()).height > 0,
+        calibrated_mfu=board.height > 0 and board.select(pl.col("mfu_calibrated").is_not_null().any()).item(),
         best=_headline_best(board),
         tier_best=tier_best,
+        hardware_note=claims.hardware_note(claims_here.row(0, named=True), ours) if claims_here.height else None,
+        defined_variants=defined["variants"] if defined is not None else None,
+        full_steps=verdict.full_steps(common["suite"], common["workload"]),
+        loss_tolerance=LOSS_TOLERANCE,
     )
+
+
+LOSS_TOLERANCE = {
+    "first": metrics.LOSS_PARITY_FIRST_STEP_NATS,
+    "rel": metrics.LOSS_PARITY_REL_TOL,
+    "fp32": metrics.LOSS_PARITY_REL_TOL_FP32,
+    "mean": metrics.LOSS_PARITY_MEAN_REL_TOL,
+}
+"""The loss-parity tolerances a training board states (`Board.loss_tolerance`)."""
 
 
 def _inference_board(
@@ -402,19 +450,21 @@ def _inference_board(
     measured = current.filter(counting.MEASURED)
     drawable = chart_rows.drawable_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
     drawn = chart_rows.newest_drawn(drawable)
+    shown = unranked.filter(pl.col("status") == "ok")
     return Board(
         **common,
         kind="inference",
         ranked=ranked,
         unranked=unranked,
         unranked_spans=configurations.unranked_spans(unranked, TEST_FIGURE),
-        shown_unranked=unranked.filter(pl.col("status") == "ok"),
+        shown_unranked=shown,
         # a board whose every run is retracted still names its test (from the retracted runs' own config)
         config=next(f for f in (measured, current, tests) if f.height)["config"][0],
         failures=current.filter(counting.MEASURED & (pl.col("status") != "ok")).sort("started_at"),
         imported=imported,
         drawn=drawn,
         not_drawn=drawable.height - drawn.height,
+        quantized_weights=_quantized(ranked, shown, imported),
         best=_best_ranked(ranked),
     )
 
@@ -446,6 +496,7 @@ def _serving_board(
         & (pl.col("status") == "ok")
         & pl.col("retracted_by").is_null()
     ).sort("weights", "started_at")
+    beside = beside if one_in_flight else beside.clear()
     return Board(
         **common,
         kind="serving",
@@ -458,7 +509,8 @@ def _serving_board(
         imported=current.filter(pl.col("origin") == "imported").sort("variant", "started_at"),
         scaling=tp,
         decoding=measured.filter(pl.col("status") == "ok").sort("started_at", "run_id"),
-        beside=beside if one_in_flight else beside.clear(),
+        beside=beside,
+        quantized_weights=_quantized(beside),
         best=_best_ranked(ranked),
         rank_rule=ladder.rank_rule(serving.agreement_clause(measured)),
     )
@@ -468,6 +520,14 @@ TRAINING_FIGURE = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
 """A training board's figure and its interval's columns."""
 TEST_FIGURE = ("value", "lo", "hi")
 """An inference or serving board's figure and its interval's columns."""
+UNITS = {"training": configurations.UNIT, "inference": inference.UNIT, "serving": serving.UNIT}
+"""What each kind of board's figure is in (`Board.unit`)."""
+
+
+def _quantized(*frames: pl.DataFrame) -> list[str]:
+    """The quantized weight formats (`llama_files.QUANT_TYPES`) of every row of `frames`, each once, in order."""
+    weights = [w for frame in frames if "weights" in frame.columns for w in frame["weights"].to_list()]
+    return list(dict.fromkeys(w for w in weights if w in llama_files.QUANT_TYPES))
 
 
 def _best_ranked(ranked: pl.DataFrame) -> dict[str, Any] | None:

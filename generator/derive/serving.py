@@ -306,10 +306,12 @@ FIGURE = (pl.coalesce("out_med", "output_tokens_per_s"), pl.col("out_lo"), pl.co
 """What a serving test's board ranks by: output tokens/s (offline: the median over repetitions with its 95% interval;
 served: the point's figure over all its requests, no interval of its own: its row gets the between-run spread of
 served points pooled on its hardware, where one was measured, and otherwise none)."""
+UNIT = "output tokens/s"
+"""What `FIGURE` is in."""
 CHECKS = {
-    "offline": (("output tokens/s", "bench_ratio"),),
+    "offline": ((UNIT, "bench_ratio"),),
     "serve": (
-        ("output tokens/s", "bench_ratio", "tol_out"),
+        (UNIT, "bench_ratio", "tol_out"),
         ("median TTFT", "bench_ttft_ratio", "tol_ttft"),
         ("median TPOT", "bench_tpot_ratio", "tol_tpot"),
     ),

@@ -19,16 +19,15 @@ import jinja2
 import polars as pl
 import pyarrow.parquet as pq
 
-import generator.derive.claims as claims
 import generator.load.fields as fields
-import generator.render.charts as charts
+import generator.render.chart_names as chart_names
 import generator.render.lists as lists
 import generator.render.pages as pages
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
 import generator.store.output_cache as output_cache
 from generator import load, store
 from generator.derive.results import Results
-from runners import bounds, metrics, schema
+from runners import bounds
 from runners.cache import file_sha256
 
 
@@ -93,7 +92,7 @@ def write_catalog_pages(
                 chart=chart_sink.html(
                     pages.chart_id(pages.slug(check.claim["run_id"]), "plausibility"),
                     plausibility_chart(check.curves, check.our_best),
-                    title=charts.NAMES["plausibility_chart"][0],
+                    title=chart_names.NAMES["plausibility_chart"][0],
                 ),
             )
         )
@@ -102,27 +101,17 @@ def write_catalog_pages(
     listed = lists.bounded(catalog.failures, docs, docs / "failures.md", "failures")
     failures = [r | {"href": pages.run_href(r["run_id"])} for r in listed.rows]
     pages.render(env, "failures.md.j2", docs / "failures.md", failures=failures, failures_listed=listed)
-    peaks = [
-        {"device": device, **{p: peaks.get(p) for p in claims.PRECISIONS}}
-        for device, peaks in metrics.DATASHEET_PEAK_FLOPS.items()
-    ]
     pages.render(
         env,
         "hardware.md.j2",
         docs / "hardware.md",
         rows=catalog.hardware.to_dicts(),
-        peaks=peaks,
+        peaks=catalog.datasheet_peaks,
         used=catalog.calibrated_peaks.to_dicts(),
     )
-    engines = catalog.engines
-    sections = [
-        dict(name=name, **about, versions=[r for r in engines.to_dicts() if r["engine"] == name])
-        for name, about in schema.ENGINE_ABOUT.items()
-    ]
-    others = [
-        r for r in engines.to_dicts() if r["engine"] is not None and r["engine"] not in schema.ENGINE_ABOUT
-    ]  # tools, claims, retractions
-    pages.render(env, "engines.md.j2", docs / "engines.md", sections=sections, others=others)
+    pages.render(
+        env, "engines.md.j2", docs / "engines.md", sections=catalog.engine_sections, others=catalog.other_engines
+    )
     write_downloads(env, docs, results.runs, results.samples, built_with or [], results.records)
 
 
@@ -140,7 +129,7 @@ def write_downloads(
     """Everything as files: per-run summary as Parquet and gzipped CSV, and every measurement row as Parquet in parts
     per suite (`samples/<suite>/<part>.parquet`, `parts.samples_paths`; a charted run's rows also come gzipped beside
     its page, written by `render.runs`); the page also lists the generator's versions that built the site
-    (`built_with`, `versions.generator`).
+    (`built_with`, `packages.built_with`).
 
     Sized for tens of thousands of runs, as asv publishes compact data files for its one set of pages: the summary's
     CSV repeats each record's JSON columns and runs to hundreds of MB uncompressed, and one samples file of every

@@ -34,8 +34,9 @@ def fairfight_theme() -> alt.theme.ThemeConfig:
     }
 
 
-def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str = "steps/s") -> alt.LayerChart:
-    """Median per run with its 95% interval, one row per run, coloured by tier."""
+def throughput(board: pl.DataFrame, unit: str, *, metric: str = "steps_per_s") -> alt.LayerChart:
+    """Median per run with its 95% interval, one row per run, coloured by tier; `unit`: what `metric` is in
+    (`Board.unit`)."""
     data = board.select(
         _row_label(board),
         "variant",
@@ -49,7 +50,7 @@ def throughput(board: pl.DataFrame, *, metric: str = "steps_per_s", label: str =
     tier = _tier_color(data)
     described = [alt.Tooltip("variant:N"), alt.Tooltip("tier:N"), alt.Tooltip("accelerator:N")]
     described.append(alt.Tooltip("accelerator_count:Q", title="devices"))
-    return _interval_bars(data, f"{label} (median, 95% interval)", tier, described, ".4g")
+    return _interval_bars(data, f"{unit} (median, 95% interval)", tier, described, ".4g")
 
 
 def _row_label(board: pl.DataFrame) -> pl.Expr:
@@ -88,7 +89,7 @@ def _interval_bars(
     not rank are outlines."""
     # every layer sorts the rows by the median and titles the value axis alike: Vega-Lite merges differing sorts
     # and titles into none (rows alphabetical, the axis untitled)
-    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("median"), title=None, axis=ROW_AXIS))
+    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=largest_first("median"), title=None, axis=ROW_AXIS))
     marked = {}
     if stroke is not None:  # a run that does not rank (`ranked` false) is drawn hollow: its outline, no fill
         marked = dict(fillOpacity=alt.condition("datum.ranked", alt.value(0.85), alt.value(0.0)), stroke=stroke)
@@ -113,7 +114,7 @@ def _tier_color(data: pl.DataFrame) -> alt.Color:
     return alt.Color("tier:N", scale=alt.Scale(domain=present, range=[TIER_COLORS[t] for t in present]), title="tier")
 
 
-def _by(field: str) -> alt.EncodingSortField:
+def largest_first(field: str) -> alt.EncodingSortField:
     """Rows sorted by a value, largest first, the same in every layer."""
     return alt.EncodingSortField(field=field, op="max", order="descending")
 
@@ -187,7 +188,7 @@ def speedup(board: pl.DataFrame) -> alt.Chart:
         alt.Chart(data)
         .mark_bar(opacity=0.85)
         .encode(
-            y=alt.Y("run:N", sort=_by("speedup"), title=None, axis=ROW_AXIS),
+            y=alt.Y("run:N", sort=largest_first("speedup"), title=None, axis=ROW_AXIS),
             x=alt.X("speedup:Q", title=SPEEDUP_TITLE),
             color=_tier_color(data),
             tooltip=[alt.Tooltip("run:N"), alt.Tooltip("hardware:N"), alt.Tooltip("speedup:Q", format=".3g")],
@@ -219,7 +220,7 @@ def mfu(board: pl.DataFrame) -> alt.Chart:
         alt.Chart(data)
         .mark_point(filled=True, size=60)
         .encode(
-            y=alt.Y("run:N", sort=_by("mfu"), title=None, axis=ROW_AXIS),
+            y=alt.Y("run:N", sort=largest_first("mfu"), title=None, axis=ROW_AXIS),
             x=alt.X(
                 "mfu:Q", title="model FLOPs utilisation", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])
             ),
@@ -238,7 +239,7 @@ def step_time_distribution(board: pl.DataFrame) -> alt.LayerChart:
         "tier",
         *[f"step_ms_p{q}" for q in (5, 25, 50, 75, 95)],
     )
-    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("step_ms_p50"), title=None, axis=ROW_AXIS))
+    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=largest_first("step_ms_p50"), title=None, axis=ROW_AXIS))
     # a linear axis: the runs of one board differ by a few times at most, and a log axis crushed the boxes
     title, scale = "steady step time (ms): 5–25–50–75–95th percentiles", alt.Scale(zero=False)
     whisker = base.mark_rule().encode(x=alt.X("step_ms_p5:Q", title=title, scale=scale), x2="step_ms_p95:Q")
@@ -290,44 +291,6 @@ def scaling(points: pl.DataFrame) -> alt.LayerChart:
         .encode(y=alt.Y("y:Q", title="scaling efficiency (tokens/s per device vs one)"))
     )
     return (lines + dots + full).properties(width="container", height=260)
-
-
-def tp_scaling(points: pl.DataFrame) -> alt.LayerChart:
-    """Tensor-parallel strong-scaling efficiency against GPU count for one serving test (100% = k times the GPUs give
-    k times the output tokens/s of the base, the fewest GPUs measured)."""
-    data = points.select(
-        "variant",
-        pl.col("weights_label").fill_null("weights not named").alias("weights"),
-        pl.col("accelerator_count").alias("gpus"),
-        "efficiency",
-        "speedup",
-        pl.col("out_rate").alias("output_tokens_per_s"),
-        "base_gpus",
-    )
-    counts = sorted(set(data["gpus"].to_list())) or [1]
-    base = alt.Chart(data).encode(
-        x=alt.X("gpus:Q", title="GPUs (tensor-parallel size)", scale=alt.Scale(type="log", base=2),
-                axis=alt.Axis(values=counts)),
-        y=alt.Y("efficiency:Q", title="scaling efficiency", axis=alt.Axis(format="%"), scale=alt.Scale(zero=True)),
-    )  # fmt: skip
-    line = base.mark_line(color="#1f6feb").encode(detail="weights:N")  # a line per weights: one curve each
-    dots = base.mark_point(size=70, filled=True, color="#1f6feb").encode(
-        tooltip=[
-            alt.Tooltip("variant:N"),
-            alt.Tooltip("weights:N"),
-            alt.Tooltip("gpus:Q", title="GPUs"),
-            alt.Tooltip("output_tokens_per_s:Q", format=",.0f", title="output tokens/s"),
-            alt.Tooltip("speedup:Q", format=".2f", title="speedup over the base"),
-            alt.Tooltip("base_gpus:Q", title="base (GPUs)"),
-            alt.Tooltip("efficiency:Q", format=".1%"),
-        ]
-    )
-    full = (
-        alt.Chart(alt.Data(values=[{"y": 1.0}]))
-        .mark_rule(color="black", strokeDash=[4, 3])
-        .encode(y=alt.Y("y:Q", title="scaling efficiency"))
-    )
-    return (line + dots + full).properties(width="container", height=220)
 
 
 def engine_colour(data: pl.DataFrame, field: str, title: str) -> alt.Color:
@@ -443,151 +406,42 @@ def sweep(
     )
     layers = [bars, lines, rules, labels]
     if matched_tokens is not None:
-        words = f"matched: {matched_tokens:,.0f}" if narrow else f"matched shape: {matched_tokens:,.0f} tokens/step"
-        marked = pl.DataFrame({"tokens_per_step": [matched_tokens], "label": [words]})
-        mark = alt.Chart(marked).encode(x=x, tooltip=[alt.Tooltip("tokens_per_step:Q", format=",.0f")])
-        layers.append(mark.mark_rule(color="#444"))
-        layers.append(mark.mark_text(align="left", dx=4, y=8, color="#444").encode(text="label:N"))
-        if crossings is not None and crossings.height:
-            at = crossings.select("label", "steps_per_s").with_columns(
-                tokens_per_step=pl.lit(matched_tokens),
-                text=pl.col("steps_per_s").map_elements(lambda v: f"{v:.3g}", return_dtype=pl.String),
-            )
-            cross = alt.Chart(at).encode(
-                x=x,
-                y=alt.Y("steps_per_s:Q", title="steps/s (median, 95% interval)"),
-                tooltip=[
-                    alt.Tooltip("label:N", title="crosses the matched shape"),
-                    alt.Tooltip("steps_per_s:Q", format=".4g"),
-                ],
-            )
-            layers.append(cross.mark_point(shape="diamond", size=140, filled=True, color="#111"))
-            # the figure beside each diamond, right of the rule on a phone (the y-axis labels sit close on the left)
-            side = (
-                cross.mark_text(align="left", dx=9, fontWeight="bold", color="#111")
-                if narrow
-                else cross.mark_text(align="right", dx=-9, fontWeight="bold", color="#111")
-            )
-            layers.append(side.encode(text="text:N"))
+        layers += _matched_shape(x, matched_tokens, crossings, narrow)
     # LayerChart itself: alt.layer may return a FacetChart, which it does only for layers with facet encodings
     size = dict(width=250, height=300) if narrow else dict(width="container", height=320)
     chart = alt.LayerChart(layer=layers).properties(**size)
     return chart.configure_axis(labelFontSize=13, titleFontSize=13) if narrow else chart
 
 
-def latency_throughput(points: pl.DataFrame) -> alt.LayerChart:
-    """One model served: median TPOT against output tokens/s per GPU, a line per GPU model, tensor-parallel size and
-    weights through its concurrencies (a point of one GPU model never joins another's line), with the range of each
-    point's runs both ways (the chart for choosing a TP size: lower right is better)."""
-    data = points.select(
-        pl.format(
-            "{} × {} · {}",
-            pl.col("accelerator_count"),
-            pl.col("accelerator").fill_null("GPU not named"),
-            pl.col("weights_label").fill_null("weights not named"),
-        ).alias("tp"),
-        "concurrency",
-        "runs",
-        "per_gpu",
-        "per_gpu_lo",
-        "per_gpu_hi",
-        "tpot_ms",
-        "tpot_lo",
-        "tpot_hi",
+def _matched_shape(x: alt.X, matched_tokens: float, crossings: pl.DataFrame | None, narrow: bool) -> list[alt.Chart]:
+    """The sweep's matched shape (`matched_tokens` tokens a step) as a vertical rule with its label, and where each
+    curve crosses it (`crossings`: label, steps_per_s) as a diamond with its figure."""
+    words = f"matched: {matched_tokens:,.0f}" if narrow else f"matched shape: {matched_tokens:,.0f} tokens/step"
+    marked = pl.DataFrame({"tokens_per_step": [matched_tokens], "label": [words]})
+    mark = alt.Chart(marked).encode(x=x, tooltip=[alt.Tooltip("tokens_per_step:Q", format=",.0f")])
+    layers = [
+        mark.mark_rule(color="#444"),
+        mark.mark_text(align="left", dx=4, y=8, color="#444").encode(text="label:N"),
+    ]
+    if crossings is None or not crossings.height:
+        return layers
+    at = crossings.select("label", "steps_per_s").with_columns(
+        tokens_per_step=pl.lit(matched_tokens),
+        text=pl.col("steps_per_s").map_elements(lambda v: f"{v:.3g}", return_dtype=pl.String),
     )
-    x_title, y_title = "output tokens/s per GPU (median of runs)", "TPOT (ms, median of runs)"
-    # a line per row of the legend, its label whole: a GPU model's name is long, and at a phone's width two to a row
-    # ran past the chart's edge
-    legend = alt.Legend(columns=1, labelLimit=0, titleLimit=0)
-    base = alt.Chart(data).encode(color=alt.Color("tp:N", title="GPUs (tensor-parallel) · weights", legend=legend))
-    line = base.mark_line(point=True).encode(
-        x=alt.X("per_gpu:Q", title=x_title),
-        y=alt.Y("tpot_ms:Q", title=y_title, scale=alt.Scale(zero=False)),
-        order="concurrency:Q",
-        tooltip=[
-            alt.Tooltip("tp:N", title="GPUs · weights"),
-            alt.Tooltip("concurrency:Q", title="in flight"),
-            alt.Tooltip("per_gpu:Q", format=",.0f", title="tokens/s per GPU"),
-            alt.Tooltip("tpot_ms:Q", format=".2f", title="TPOT (ms)"),
-            alt.Tooltip("runs:Q"),
-        ],
+    cross = alt.Chart(at).encode(
+        x=x,
+        y=alt.Y("steps_per_s:Q", title="steps/s (median, 95% interval)"),
+        tooltip=[alt.Tooltip("label:N", title="crosses the matched shape"), alt.Tooltip("steps_per_s:Q", format=".4g")],
     )
-    across = base.mark_rule().encode(x=alt.X("per_gpu_lo:Q", title=x_title), x2="per_gpu_hi:Q",
-                                     y=alt.Y("tpot_ms:Q", title=y_title))  # fmt: skip
-    up = base.mark_rule().encode(y=alt.Y("tpot_lo:Q", title=y_title), y2="tpot_hi:Q",
-                                 x=alt.X("per_gpu:Q", title=x_title))  # fmt: skip
-    labels = base.mark_text(dx=6, dy=-6, align="left").encode(
-        x=alt.X("per_gpu:Q", title=x_title), y=alt.Y("tpot_ms:Q", title=y_title), text="concurrency:Q"
+    layers.append(cross.mark_point(shape="diamond", size=140, filled=True, color="#111"))
+    # the figure beside each diamond, right of the rule on a phone (the y-axis labels sit close on the left)
+    side = (
+        cross.mark_text(align="left", dx=9, fontWeight="bold", color="#111")
+        if narrow
+        else cross.mark_text(align="right", dx=-9, fontWeight="bold", color="#111")
     )
-    return (line + across + up + labels).properties(width="container", height=320)
-
-
-def side_by_side(rows: pl.DataFrame) -> alt.LayerChart:
-    """One model's engines of one precision family: batch-1 decode tokens/s (bar, with its interval) beside the
-    bound the calibrated copy bandwidth sets for a token's bytes (a black tick), so the gap to the physical limit is in
-    view; a row not cross-checked against its own tool is drawn hollow."""
-    data = rows.filter(pl.col("decode").is_not_null()).select(
-        pl.col("variant").alias("run"),
-        "variant",
-        pl.col("engine_name").alias("engine"),
-        pl.col("decode").alias("median"),
-        pl.col("decode_lo").alias("lo"),
-        pl.col("decode_hi").alias("hi"),
-        pl.col("limit_tokens_per_s").alias("limit"),
-        pl.when(pl.col("decode_checked")).then(pl.lit("cross-checked")).otherwise(pl.lit("not cross-checked"))
-        .alias("checked"),
-    )  # fmt: skip
-    title = ["decode tokens/s (bars)", "copy bound (ticks)"]  # two lines: one is cut at a phone's width
-    base = alt.Chart(data).encode(y=alt.Y("run:N", sort=_by("median"), title=None, axis=ROW_AXIS))
-    bars = base.mark_bar(strokeWidth=2).encode(
-        x=alt.X("median:Q", title=title),
-        color=engine_colour(data, "engine", "engine"),
-        stroke=engine_stroke(data, "engine", "engine"),
-        fillOpacity=alt.FillOpacity(
-            "checked:N",
-            scale=alt.Scale(domain=["cross-checked", "not cross-checked"], range=[0.85, 0.1]),
-            title="own-tool check",
-        ),
-        tooltip=[
-            alt.Tooltip("engine:N"),
-            alt.Tooltip("variant:N"),
-            alt.Tooltip("checked:N"),
-            alt.Tooltip("median:Q", format=",.1f", title="tokens/s"),
-            alt.Tooltip("limit:Q", format=",.1f", title="copy bound (a reference, not a ceiling)"),
-        ],
-    )
-    whiskers = base.mark_errorbar(ticks=True, color="black").encode(x=alt.X("lo:Q", title=title), x2="hi:Q")
-    limit = base.mark_tick(color="black", thickness=3, size=24).encode(x=alt.X("limit:Q", title=title))
-    return (bars + whiskers + limit).properties(width="container", height=alt.Step(30))
-
-
-def kv_depth(points: pl.DataFrame) -> alt.LayerChart:
-    """llama.cpp's generation tokens/s against the KV-cache depth, one line per variant (its weights by colour, its
-    KV cache's type by dash), points with their intervals."""
-    data = points.select(
-        "variant",
-        "depth",
-        pl.col("weights").str.to_uppercase().alias("weights"),
-        pl.col("kv_type").str.to_uppercase().alias("kv cache"),
-        pl.col("rate").alias("median"),
-        pl.col("rate_lo").alias("lo"),
-        pl.col("rate_hi").alias("hi"),
-    )
-    x = alt.X("depth:Q", title="KV-cache depth (tokens already in context)")
-    y_title = "generation tokens/s (median, interval)"
-    base = alt.Chart(data).encode(x=x, color=alt.Color("weights:N", title="weights"),
-                                  strokeDash=alt.StrokeDash("kv cache:N", title="KV cache"))  # fmt: skip
-    line = base.mark_line(point=True).encode(
-        y=alt.Y("median:Q", title=y_title),
-        detail="variant:N",
-        tooltip=[
-            alt.Tooltip("variant:N"),
-            alt.Tooltip("depth:Q", format=","),
-            alt.Tooltip("median:Q", format=",.1f", title="tokens/s"),
-        ],
-    )
-    bars = base.mark_errorbar().encode(y=alt.Y("lo:Q", title=y_title), y2="hi:Q", detail="variant:N")
-    return (line + bars).properties(width="container", height=240)
+    return [*layers, side.encode(text="text:N")]
 
 
 def commit_history(points: pl.DataFrame, band: dict | None, figure: str) -> alt.LayerChart:
@@ -642,129 +496,3 @@ def commit_history(points: pl.DataFrame, band: dict | None, figure: str) -> alt.
         ),
     ]
     return alt.LayerChart(layer=layers).properties(width="container", height=220)
-
-
-NAMES: dict[str, tuple[str, str]] = {
-    "throughput": ("Steps per second of each configuration", "max"),
-    "speedup": ("Speed-up over the stock baseline", "max"),
-    "mfu": ("Model FLOPs utilisation of each configuration", "max"),
-    "step_time_distribution": ("Steady step time of each configuration", "min"),
-    "loss_curves": ("Training loss per step", "min"),
-    "scaling": ("Scaling efficiency by device count", "max"),
-    "tp_scaling": ("Tensor-parallel scaling efficiency", "min"),
-    "test_throughput": ("Tokens per second of each configuration", "max"),
-    "latency_throughput": ("Time per output token against output tokens/s per GPU", "min"),
-    "side_by_side": ("Decode tokens/s of each engine beside its copy bound", "max"),
-    "kv_depth": ("Generation tokens/s by KV-cache depth", "max"),
-    "sweep": ("Steps/s against tokens per step", "max"),
-    "plausibility_chart": ("Implied MFU of the claim against tokens per step", "max"),
-}
-"""Each chart function's title, and which end of its value leads its one-line finding (`finding`): "max" (the
-highest is the news: throughput) or "min" (the lowest: step time, loss, the efficiency where scaling falls most)."""
-
-_NOUNS = {"run": "configurations", "engine": "engines", "variant": "variants", "weights": "weights files",
-          "precision": "precisions", "tp": "set-ups", "label": "curves"}  # fmt: skip
-
-
-def accessible_name(title: str, spec: dict, better: str = "max") -> str:
-    """A chart's accessible name and alt text: its title, then its one-line finding (`finding`) from the rows the
-    spec draws, e.g. "Steps per second of each configuration: fsdp2-float8 highest at 11.0 steps/s of 4
-    configurations". Vega's own name for every chart ("Vega visualization") tells a screen-reader user nothing."""
-    found = finding(spec, better)
-    return f"{title}: {found}" if found else title
-
-
-def finding(spec: dict, better: str = "max") -> str | None:
-    """The leading row of the first layer of `spec` that draws a quantity per label: the label whose value is the
-    highest (`better` "max") or lowest ("min"), its value and axis, and how many labels there are; None where the
-    spec has no such layer or no rows."""
-    for encoding, rows in _layers(spec, spec.get("datasets") or {}, _rows(spec.get("data"), spec)):
-        picked = _value_and_label(encoding)
-        if picked is None:
-            continue
-        value, label = picked
-        usable = [r for r in rows if isinstance(r.get(value["field"]), int | float) and label["field"] in r]
-        if not usable:
-            continue
-        lead = (max if better == "max" else min)(usable, key=lambda r: r[value["field"]])
-        labels = {str(r[label["field"]]) for r in usable}
-        count = len(labels)
-        noun = _NOUNS.get(label["field"], "points") if count != 1 else "shown"
-        word = "highest" if better == "max" else "lowest"
-        of = f" of {count:,} {noun}" if count != 1 else ""
-        return f"{_label_text(lead[label['field']], label)} {word} at {_figure(lead[value['field']], value)}{of}"
-    return None
-
-
-def _rows(data: object, spec: dict) -> list[dict]:
-    datasets = spec.get("datasets") or {}
-    if isinstance(data, dict):
-        if isinstance(data.get("values"), list):
-            return [r for r in data["values"] if isinstance(r, dict)]
-        if data.get("name") in datasets:
-            return [r for r in datasets[data["name"]] if isinstance(r, dict)]
-    return []
-
-
-def _layers(spec: dict, datasets: dict, inherited: list[dict]) -> list[tuple[dict, list[dict]]]:
-    """Every (encoding, rows) of `spec` and its layers, in drawing order; a layer without data draws its parent's."""
-    rows = _rows(spec.get("data"), {"datasets": datasets}) or inherited
-    out = [(spec["encoding"], rows)] if isinstance(spec.get("encoding"), dict) else []
-    for key in ("layer", "hconcat", "vconcat", "concat"):
-        for part in spec.get(key) or []:
-            if isinstance(part, dict):
-                out += _layers(part, datasets, rows)
-    return out
-
-
-def _value_and_label(encoding: dict) -> tuple[dict, dict] | None:
-    """The channel holding the figure and the one naming its row: a quantity across a nominal axis (a bar chart),
-    else a quantity on y per colour (a line chart), else y per x (a single line). A layer drawing a range (x2, y2:
-    a whisker, a box) is not the figure: its median's tick or bar is."""
-    if "x2" in encoding or "y2" in encoding:
-        return None
-    x, y, colour = (_channel(encoding, k) for k in ("x", "y", "color"))
-    if x.get("type") == "quantitative" and y.get("type") == "nominal":
-        return x, y
-    if y.get("type") == "quantitative" and x.get("type") == "nominal":
-        return y, x
-    if y.get("type") == "quantitative" and colour.get("field") and colour.get("type") == "nominal":
-        return y, colour
-    if y.get("type") == "quantitative" and x.get("type") == "quantitative" and x.get("field"):
-        return y, x
-    return None
-
-
-def _channel(encoding: dict, key: str) -> dict:
-    found = encoding.get(key)
-    return found if isinstance(found, dict) else {}
-
-
-def _short_title(channel: dict) -> str:
-    """An axis title without its explanations: "steps/s (median, 95% interval)" → "steps/s"."""
-    title = channel.get("title")
-    text = str(title[0] if isinstance(title, list) and title else title or channel.get("field", ""))
-    text = text.split(";")[0].split(":")[0]
-    head, _, rest = text.partition(" (")
-    unit = rest.split(",")[0].rstrip(")")
-    return f"{head} ({unit})" if rest and len(unit) <= 3 else head
-
-
-def _figure(value: float, channel: dict) -> str:
-    """`value` as the finding prints it, with its axis's short title: a share as a percentage, else three figures."""
-    axis = _channel(channel, "axis")
-    title = _short_title(channel)
-    if "%" in str(axis.get("format", "")):
-        return f"{value:.0%} {title}"
-    if title.endswith(" (×)"):  # a ratio: "1.47× speed-up over the stock baseline"
-        return f"{value:.3g}× {title.removesuffix(' (×)')}"
-    if abs(value) >= 100:
-        return f"{value:,.0f} {title}"
-    return f"{value:.3g} {title}" if abs(value) >= 1 else f"{value:.2g} {title}"
-
-
-def _label_text(value: object, channel: dict) -> str:
-    """A row's label: a name as it is, a number with its axis ("4 GPUs")."""
-    if channel.get("type") == "quantitative" and isinstance(value, int | float):
-        return f"{value:g} {_short_title(channel)}"
-    return str(value)

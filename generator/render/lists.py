@@ -19,7 +19,7 @@ import polars as pl
 import generator.render.pages as pages
 import generator.render.parts as parts
 import generator.store.output_cache as output_cache
-from runners import schema
+from runners import bounds
 
 SHOWN = 50
 """The most rows of a run list a page shows: the newest of them (a reader scanning a table reads about this many)."""
@@ -32,11 +32,7 @@ PAGE_RUN_LINKS = 5
 """The most run links a run page's row of one harness commit shows (its latest, and the page's own run): every run
 page of a configuration carries the row, so each link is repeated once a run; `runs.csv.gz` lists every run."""
 
-LEFT_OUT = (
-    *(name for name, doc in schema.COLUMN_DOCS.items() if doc.startswith("JSON:")),
-    "settings",
-    "curve_settings",
-)
+LEFT_OUT = (*bounds.JSON_LIMITS, "settings", "curve_settings")
 """Columns a list's CSV leaves out: the record's JSON documents (config, hardware, software, environment,
 calibration) and the configuration's canonical JSON, kilobytes a row, which each run's page and the runs download
 (`downloads/runs.parquet`) hold; with them the lists at 5,000 runs were 24 MB, most of it repeated JSON."""

@@ -14,7 +14,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +27,7 @@ from markupsafe import Markup
 
 import generator.derive.readable as readable
 import generator.load.columns as columns
-import generator.render.charts as charts
-import generator.render.suite_names as suite_names
+import generator.render.chart_names as chart_names
 import generator.render.svg_draw as svg_draw
 import generator.store.output_cache as output_cache
 from generator import SITE_SRC, store
@@ -201,15 +200,15 @@ class Charts:
         return Markup(str(wide).replace("<img ", f"<picture>{source}<img ").replace("></p>", "></picture></p>"))
 
     def html(self, chart_id: str, chart: alt.TopLevelMixin, depth: int = 0, *, title: str, better: str = "max") -> str:
-        """`chart` placed as `html_of` places one; `title` and `better` name it (`charts.accessible_name`)."""
+        """`chart` placed as `html_of` places one; `title` and `better` name it (`chart_names.accessible_name`)."""
         # charts come from the tested functions in `charts`; the browser test renders every one, so skipping
         # altair's JSON-schema validation here (seconds on a busy site) loses no check
         return self._placed(chart_id, chart.to_dict(validate=False), depth, (title, better))
 
     def html_of(self, chart_id: str, draw: Callable[..., alt.TopLevelMixin], *inputs: Any, depth: int = 0) -> str:
         """As `html(chart_id, draw(*inputs), depth)`, the spec kept by what it is drawn from (`kept_spec`) and named
-        by `draw`'s entry in `charts.NAMES`."""
-        return self._placed(chart_id, kept_spec(draw, *inputs), depth, charts.NAMES[draw.__name__])
+        by `draw`'s entry in `chart_names.NAMES`."""
+        return self._placed(chart_id, kept_spec(draw, *inputs), depth, chart_names.NAMES[draw.__name__])
 
     def _placed(self, chart_id: str, spec: dict[str, Any], depth: int, named: tuple[str, str]) -> str:
         """The static SVG, named by the chart's title and finding, with its spec beside it: charts.js offers the
@@ -218,7 +217,7 @@ class Charts:
         chart's aria-label, where Vega's own is "Vega visualization" for every chart."""
         svg_name = f"{chart_id}.svg"
         self.svg_to(spec, self.out / svg_name)  # drawn from the spec as made: the name changes no SVG
-        name = charts.accessible_name(named[0], spec, named[1])
+        name = chart_names.accessible_name(named[0], spec, named[1])
         text = script_safe(json.dumps(spec | {"description": name}, sort_keys=True, separators=(",", ":")))
         src = "../" * depth + f"assets/charts/{svg_name}"
         # a phone takes a drawing of the same spec made narrow, its type at full size (the wide one shrunk to a
@@ -341,7 +340,10 @@ class _Compiled(jinja2.BytecodeCache):
         self.store.put("jinja", f"{bucket.key} {bucket.checksum}", bucket.bytecode_to_string())
 
 
-def environment() -> jinja2.Environment:
+def environment(suite_titles: Mapping[str, str] | None = None) -> jinja2.Environment:
+    """The pages' Jinja environment, with the filters their templates use; `suite_titles`: each suite's title by
+    its name (`Results.suite_titles`), what the `suite_title` filter writes (a suite without one: its name)."""
+    titles = dict(suite_titles or {})
     kept = store.active()  # a site build's store: the templates compiled once, not once a build
     compiled = None if kept is None else _Compiled(kept)
     env = jinja2.Environment(
@@ -367,7 +369,7 @@ def environment() -> jinja2.Environment:
         run_href=run_href,
         readable=readable.settings,  # `key=json` settings as words (`compile_loss on`)
         changes=readable.changes,  # (name, before, after) triples as lines of words (`compile off → on`)
-        suite_title=suite_names.title,  # the suite file's title (`h100` holds H200 runs: "H200 bench")
+        suite_title=lambda suite: titles.get(suite, suite),  # `h100` holds H200 runs: "H200 bench"
         engine_title=engine_title,
     )
     # `{% if r.engine is device_shown %}`: the registry says whose rows name the device they ran on

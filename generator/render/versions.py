@@ -1,45 +1,14 @@
-"""What built the site: Fair Fight's own version (`runners.provenance.project_version`) and the versions of the
-libraries that turn its records into pages, read from the installed packages (importlib.metadata) at build time.
-The footer names the main ones (`footer`); the downloads page lists them all."""
+"""What built the site, as its footer says it: Fair Fight's own version and the main libraries that turn its records
+into pages (`footer`), from the versions read at build time (generator/load/packages.py `built_with`); the downloads
+page lists them all."""
 
 from __future__ import annotations
 
 import html
 import json
-from importlib import metadata
 
-from runners import provenance
-
-PACKAGES = {
-    "fairfight": "Fair Fight",
-    "polars": "polars",
-    "pyarrow": "pyarrow",
-    "altair": "altair",
-    "vl-convert-python": "vl-convert-python",
-    "jinja2": "Jinja2",
-    "mkdocs": "MkDocs",
-    "mkdocs-material": "MkDocs Material",
-}
-"""Distribution name → how the site names it, in the order the downloads page lists them."""
 IN_FOOTER = ("polars", "altair", "mkdocs-material")
 """The libraries the footer names after Fair Fight: the data, the charts, the pages."""
-
-
-def generator() -> list[dict[str, str]]:
-    """Each of `PACKAGES` as `{package, name, version}`: Fair Fight's from `provenance.project_version` (a checkout's
-    pyproject.toml: the tree being built, installed or not), every other one's from its installed distribution ("not
-    installed" if none)."""
-    out = []
-    for package, name in PACKAGES.items():
-        if package == "fairfight":
-            version = provenance.project_version()
-        else:
-            try:
-                version = metadata.version(package)
-            except metadata.PackageNotFoundError:
-                version = "not installed"
-        out.append(dict(package=package, name=name, version=version))
-    return out
 
 
 def footer_text(versions: list[dict[str, str]]) -> str:

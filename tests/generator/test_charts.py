@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import polars as pl
 import pytest
 
-from generator.render import charts
+from generator.render import charts, model_charts
 
 RUNS = pl.DataFrame(
     {
@@ -52,12 +52,12 @@ POINTS = pl.DataFrame(
     }
 )
 CHARTS = {
-    "throughput": lambda: charts.throughput(RUNS),
+    "throughput": lambda: charts.throughput(RUNS, "steps/s"),
     "speedup": lambda: charts.speedup(RUNS),
     "mfu": lambda: charts.mfu(RUNS),
     "step_time_distribution": lambda: charts.step_time_distribution(RUNS),
     "scaling": lambda: charts.scaling(POINTS),
-    "tp_scaling": lambda: charts.tp_scaling(POINTS),
+    "tp_scaling": lambda: model_charts.tp_scaling(POINTS),
     "test_throughput": lambda: charts.test_throughput(RUNS, "tokens/s"),
     "sweep": lambda: charts.sweep(
         POINTS, pl.DataFrame({"label": ["claim"], "steps_per_s": [14.1]}), matched_tokens=6000.0
@@ -72,7 +72,7 @@ CHARTS = {
     "test_throughput_unranked": lambda: charts.test_throughput(
         RUNS.with_columns(ranked=pl.Series([True, False, True])), "tokens/s"
     ),
-    "latency_throughput": lambda: charts.latency_throughput(
+    "latency_throughput": lambda: model_charts.latency_throughput(
         pl.DataFrame(
             {
                 "accelerator_count": [1, 1, 2],
@@ -178,7 +178,7 @@ def test_an_engine_is_one_colour_on_every_chart() -> None:
     def side(names: list[str]) -> dict[str, str]:
         same = {"decode": 50.0, "decode_lo": 49.0, "decode_hi": 51.0, "limit_tokens_per_s": 1e2, "decode_checked": True}
         rows = pl.DataFrame([{"variant": f"v-{n}", "engine_name": n} | same for n in names])
-        return _engine_colours(charts.side_by_side(rows))
+        return _engine_colours(model_charts.side_by_side(rows))
 
     tests = _engine_colours(charts.test_throughput(RUNS, "tokens/s"))  # llamacpp, mlx and llama-bench
     three = side(["vLLM", "MLX", "llama.cpp"])
@@ -197,7 +197,7 @@ def test_a_chart_coloured_by_engine_has_its_legend(name: str) -> None:
     rows = pl.DataFrame({"variant": ["a", "b"], "engine_name": ["MLX", "vLLM"], "decode": [1.0, 2.0],
                          "decode_lo": [0.9, 1.9], "decode_hi": [1.1, 2.1], "limit_tokens_per_s": [3.0, 3.0],
                          "decode_checked": [True, False]})  # fmt: skip
-    chart = charts.test_throughput(RUNS, "tokens/s") if name == "test_throughput" else charts.side_by_side(rows)
+    chart = charts.test_throughput(RUNS, "tokens/s") if name == "test_throughput" else model_charts.side_by_side(rows)
     spec = chart.to_dict(validate=False)
     (bars,) = [layer for layer in spec["layer"] if "stroke" in layer.get("encoding", {})]
     colour, stroke = bars["encoding"]["color"], bars["encoding"]["stroke"]
@@ -230,6 +230,6 @@ def test_a_rows_label_says_in_words_what_sets_it_apart_from_rows_of_its_name() -
         "twin · same · dddddd",
         "twin · same · eeeeee",
     ]
-    spec = charts.throughput(board).to_dict()
+    spec = charts.throughput(board, "steps/s").to_dict()
     drawn = {row["run"] for rows in spec["datasets"].values() for row in rows}
     assert drawn == set(labels)

@@ -56,8 +56,9 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
     every kind of board the site does: an edition of the committed H200 records ranks training, inference and
     serving boards, each row as the site's own board of the same records has it."""
     from generator import build, derive, load, render
-    from generator.derive import checks
-    from generator.render import pages, suite_names
+    from generator.derive import changelog, checks
+    from generator.load import suite_titles
+    from generator.render import pages
 
     data = tmp_path / "data"
     shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "h100", data / "h100")
@@ -75,10 +76,10 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
         assert board.ranked.equals(results.boards[key].ranked)
     docs = tmp_path / "docs"
     sink = pages.Charts(docs, tmp_path / "svg")
-    render.boards.write_pages(results, docs, sink, data, frozen=frozen)
+    render.boards.write_pages(results, docs, sink, changelog.changelog(frozen, results, in_git=True))
     sink.finish()
     page = (docs / "editions" / "e1.md").read_text()
     for unit in ("| Steps/s |", "| Tokens/s |", "| Output tokens/s |"):
         assert unit in page
     serving_board = next(b for b in of_edition.boards.values() if b.kind == "serving" and b.ranked.height)
-    assert f"## {suite_names.title('h100')} · {serving_board.workload}" in page  # the suite by its title
+    assert f"## {suite_titles.title('h100')} · {serving_board.workload}" in page  # the suite by its title

@@ -13,7 +13,8 @@ import pytest
 
 import generator.render.lists as lists
 from generator import derive, load, render, store
-from generator.derive import checks
+from generator.derive import changelog, checks
+from generator.load import history
 from generator.render import charts, pages
 from generator.store import output_cache, runcache
 
@@ -28,7 +29,7 @@ def committed() -> derive.Results:
 def _pages(results: derive.Results, docs: Path, svg: Path) -> dict[str, bytes]:
     """Every file `write_pages` writes into `docs`, by its path there."""
     sink = pages.Charts(docs, svg)
-    render.boards.write_pages(results, docs, sink, DATA)
+    render.boards.write_pages(results, docs, sink, changelog.changelog([], results, history.repo(DATA) is not None))
     sink.finish()
     return {p.relative_to(docs).as_posix(): p.read_bytes() for p in sorted(docs.rglob("*")) if p.is_file()}
 
@@ -119,13 +120,16 @@ def test_a_chart_spec_is_kept_by_its_inputs(
     changed = ranked.with_columns(pl.col("steps_per_s") * 2)
 
     def fresh(frame: pl.DataFrame) -> str:
-        return json.dumps(charts.throughput(frame).to_dict(validate=False), sort_keys=True)
+        return json.dumps(charts.throughput(frame, "steps/s").to_dict(validate=False), sort_keys=True)
 
     _use(monkeypatch, tmp_path)
-    assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked)
+    assert json.dumps(pages.kept_spec(charts.throughput, ranked, "steps/s"), sort_keys=True) == fresh(ranked)
     writes = _counting(monkeypatch, store.Store, "put")
-    assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked) and not writes
-    assert json.dumps(pages.kept_spec(charts.throughput, changed), sort_keys=True) == fresh(changed)
+    assert (
+        json.dumps(pages.kept_spec(charts.throughput, ranked, "steps/s"), sort_keys=True) == fresh(ranked)
+        and not writes
+    )
+    assert json.dumps(pages.kept_spec(charts.throughput, changed, "steps/s"), sort_keys=True) == fresh(changed)
     assert len(writes) == 1 and fresh(changed) != fresh(ranked)
 
 

@@ -95,6 +95,15 @@ class Verdict:
     """The headline reading's pooled spread on the fight's hardware and device count."""
     owed: list[dict[str, Any]]
     """What the seed's post owes and has not been measured yet (`owed`)."""
+    claims: pl.DataFrame
+    """The fight's two claims as the sweep's chart rules them (`claim_lines`): label and steps/s."""
+    crossings: pl.DataFrame
+    """Where the sweep's curves cross the matched shape (`chart_rows.crossings`): label and steps/s."""
+    t975: float | None
+    """Student's t at 97.5% with the pooled spread's degrees of freedom (`metrics.student_t_quantile`): the quantile
+    every interval of the sweep is made with, as the home page states it; None without a pooled spread."""
+    full_steps: int | None
+    """The fight's workload's full length in steps, as its suite file defines it now (`full_steps`)."""
 
     @property
     def matched(self) -> dict[tuple[str, str], float]:
@@ -273,6 +282,21 @@ def _intervals(points: pl.DataFrame, devices: int, spreads: dict[str, configurat
         *(pl.Series(name, values, dtype=pl.String if name == "interval_basis" else pl.Float64)
           for name, values in columns.items())
     ).drop("own_lo", "own_hi")  # fmt: skip
+
+
+def claim_lines(the_fight: Fight) -> pl.DataFrame:
+    """The fight's claims (the challenger's, then stock's) as the sweep's chart draws them: a label and steps/s each."""
+    claims = (the_fight.challenger, the_fight.stock)
+    return pl.DataFrame(
+        {"label": [f"{c['variant']} (claim)" for c in claims], "steps_per_s": [c["steps_per_s"] for c in claims]}
+    )
+
+
+def full_steps(suite: str, workload: str) -> int | None:
+    """A workload's full length in steps as its suite file defines it now (a run's own record says how many steps it
+    made, not the full length); None where the suite file gives none."""
+    steps = (schema.suite_workloads(suite).get(workload) or {}).get("steps")
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
 
 
 def _defined_variants(the_fight: Fight) -> list[str]:

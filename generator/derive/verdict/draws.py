@@ -25,6 +25,7 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
+import generator.derive.chart_rows as chart_rows
 import generator.derive.configurations as configurations
 import generator.derive.summaries as summaries
 import generator.derive.verdict as verdict
@@ -160,6 +161,10 @@ def compute(
         spreads=spreads,
         pooled=pooled,
         owed=verdict.owed(summary, the_fight, said, leaderboards),
+        claims=verdict.claim_lines(the_fight),
+        crossings=chart_rows.crossings(said),
+        t975=metrics.student_t_quantile(0.975, pooled.df) if pooled else None,
+        full_steps=verdict.full_steps(the_fight.suite, the_fight.workload),
     )
 
 

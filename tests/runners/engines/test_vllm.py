@@ -200,9 +200,9 @@ def test_a_model_too_big_for_one_gpu_scales_from_the_fewest_measured() -> None:
     ])  # fmt: skip
     rows = serving.tp_scaling(tests).to_dicts()
     assert [(r["base_gpus"], r["speedup"], r["efficiency"]) for r in rows] == [(4, 1.0, 1.0), (4, 1.6, 0.8)]
-    from generator.render import charts
+    from generator.render import model_charts
 
-    drawn = charts.tp_scaling(serving.tp_scaling(tests)).to_dict()
+    drawn = model_charts.tp_scaling(serving.tp_scaling(tests)).to_dict()
     assert [(v["gpus"], v["efficiency"]) for v in next(iter(drawn["datasets"].values()))] == [(4, 1.0), (8, 0.8)]
     assert metrics.strong_scaling_efficiency(1600.0, 1000.0, 8, 4) == pytest.approx(0.8)
     with pytest.raises(ValueError, match="positive"):

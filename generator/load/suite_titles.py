@@ -1,12 +1,12 @@
 """A suite's name as the site shows it: the suite file's `title` (the suite named "h100" holds H200 runs), else its
-name. The name itself stays what records, paths and commands use; only what a reader sees changes."""
+name, read here from the suite file (`derive.results` puts each suite's into `Results.suite_titles`). The name itself
+stays what records, paths and commands use; only what a reader sees changes."""
 
 from __future__ import annotations
 
 import functools
 import re
-
-import polars as pl
+from collections.abc import Iterable
 
 from runners import spec
 
@@ -25,8 +25,6 @@ def title(suite: str) -> str:
         return suite
 
 
-def with_titles(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame` with `suite_title` beside its `suite` column (a run page's row carries it, so a new title re-renders)."""
-    names = frame["suite"].unique().drop_nulls().to_list()
-    titles = {name: title(name) for name in names}
-    return frame.with_columns(suite_title=pl.col("suite").replace_strict(titles, default=None, return_dtype=pl.String))
+def titles(suites: Iterable[str | None]) -> dict[str, str]:
+    """Each suite named (a record's), by name, with its title (`title`), in name order."""
+    return {name: title(name) for name in sorted({s for s in suites if s is not None})}
