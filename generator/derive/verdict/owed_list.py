@@ -6,7 +6,7 @@ intervals say otherwise."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -14,6 +14,18 @@ import generator.derive.counting as counting
 import generator.derive.words as say
 import generator.load.slugs as slugs
 from generator.derive.verdict.answer import Answer, Tuned
+
+
+class Fight(Protocol):
+    """What the owed list reads of the verdict's fight (`verdict.Fight`)."""
+
+    @property
+    def suite(self) -> str: ...
+    @property
+    def workload(self) -> str: ...
+    @property
+    def challenger(self) -> dict[str, Any]: ...
+
 
 SIDE_BY_SIDE = "side-by-side.md"
 """The page that sets every engine side by side on one model and GPU (batch-1 decode among its tables)."""
@@ -108,3 +120,96 @@ def one_side(challenger_ran: bool, measured: bool) -> str:
     if not measured:
         return "not yet"
     return "measured" if challenger_ran else "one side measured"
+
+
+def items(
+    summary: pl.DataFrame,
+    the_fight: Fight,
+    said: Answer,
+    gap_asked: float,
+    leaderboards: Mapping[tuple[str, str], pl.DataFrame] | None = None,
+) -> list[dict[str, Any]]:
+    """The seed's list of what it still owes, each with a status and where its evidence is (`href` relative to
+    the docs root; None where there is none yet). `leaderboards`: the training boards' ranked rows, by (suite,
+    workload), as the site ranks them (MLX's one-GPU evidence is its best row there)."""
+    ok = summary.filter(  # finished, or stopped by its time budget with a steady-state figure
+        counting.MEASURED
+        & ((pl.col("status") == "ok") | pl.col("steps_per_s_lo").is_not_null())
+        & pl.col("retracted_by").is_null()
+    )
+
+    def board(frame: pl.DataFrame) -> str | None:
+        if not frame.height:
+            return None
+        row = frame.sort("started_at").row(-1, named=True)
+        return f"leaderboards/{slugs.slug(row['suite'], row['workload'])}.md"
+
+    fight_board = f"leaderboards/{slugs.slug(the_fight.suite, the_fight.workload)}.md"
+    metal = ok.filter(pl.col("device") == "metal")
+    mlx_here = ok.filter((pl.col("engine") == "mlx") & (pl.col("workload") == the_fight.workload))
+    tp = ok.filter((pl.col("engine") == "vllm") & (pl.col("tensor_parallel_size") > 1))
+    big = ok.filter((pl.col("engine") == "llamacpp") & (pl.col("total_params") >= 13e9))
+    challenger = ok.filter(pl.col("engine") == the_fight.challenger["engine"])
+    answered = said.best is not None
+    mlx_words, mlx_href = mlx_evidence(summary, the_fight.suite, the_fight.workload, leaderboards or {})
+    return [
+        {
+            "item": "A tuned PyTorch, same hardware, model and data, every advantage",
+            "status": "answered" if answered else "measuring",
+            "detail": answer_words(said, the_fight.challenger["steps_per_s"], gap_asked),
+            "href": fight_board,
+        },
+        {
+            "item": "MLX on Metal",
+            "status": "measured" if metal.height else "not yet",
+            "detail": f"{say.counted(metal.height, 'run')} on Apple Silicon"
+            if metal.height
+            else "needs an Apple Silicon Mac (nox -s bench-apple); meanwhile MLX trained the same model on the same "
+            f"data on the fight's GPUs through its CUDA backend: {mlx_words or 'no run yet'}",
+            "href": board(metal) or mlx_href or board(mlx_here),
+        },
+        {
+            "item": "vLLM tensor-parallel serving",
+            "status": one_side(bool(challenger.height), bool(tp.height)),
+            "detail": f"{say.counted(tp.height, 'run')} at tensor-parallel size 2 or more; each board says which "
+            "ran beside vllm bench"
+            + (
+                ""
+                if challenger.height
+                else "; the seed's own engine did not run here: the best cross-engine "
+                "evidence is batch-1 decode on one GPU, every engine side by side"
+            ),
+            "href": (board(tp) if challenger.height else SIDE_BY_SIDE) if tp.height else None,
+        },
+        {
+            "item": "llama.cpp at 14B+, where memory pressure and the KV cache matter",
+            "status": one_side(bool(challenger.height), bool(big.height)),
+            "detail": _big_llama_detail(big) if big.height else "",
+            "href": "side-by-side.md" if big.height else None,
+        },
+        {
+            "item": "The sparse-first trainer itself",
+            "status": "measured" if challenger.height else "claim only",
+            "detail": f"{say.counted(challenger.height, 'run')}"
+            if challenger.height
+            else "not reproduced: its author can run it here through the external-runner contract",
+            "href": board(challenger) or "add-an-engine.md",
+        },
+    ]
+
+
+def _big_llama_detail(big: pl.DataFrame) -> str:
+    """What the llama.cpp runs of 13B+ models cover, from the runs: models, devices, depths and KV-cache types."""
+    models = ", ".join(
+        f"{name} ({p / 1e9:.1f}B)"
+        for p, name in sorted(set(big.select("total_params", "model_name").drop_nulls().iter_rows()))
+    )
+    devices = sorted(set(big["accelerator_count"].drop_nulls().to_list()))
+    on = "one GPU" if devices == [1] else f"{' or '.join(str(d) for d in devices)} GPUs"
+    caches = sorted({str(t).upper() for t in big["type_k"].drop_nulls().to_list()}) if "type_k" in big.columns else []
+    cached = f" ({' and '.join(caches)} KV caches)" if caches else ""
+    deepest = max(big["depth"].drop_nulls().to_list(), default=0)
+    return (
+        f"{say.counted(big.height, 'run')} of {models} on {on}, at KV-cache depths up to {deepest:,}{cached}, "
+        "beside vLLM and MLX where they ran; the seed's own engine did not run here"
+    )
