@@ -445,7 +445,7 @@ def _inference_board(
         rank_rule=board.rank_rule,
         json_name=_board_json(path, board),
         chart=chart_sink.html_of(
-            pages.chart_id(slug, "tokens"), charts.test_throughput, board.drawn, board.unit, depth=1
+            pages.chart_id(slug, "tokens"), charts.engine_throughput, board.drawn, board.unit, depth=1
         )
         if board.drawn.height
         else "",

@@ -12,7 +12,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "loss_curves": ("Training loss per step", "min"),
     "scaling": ("Scaling efficiency by device count", "max"),
     "tp_scaling": ("Tensor-parallel scaling efficiency", "min"),
-    "test_throughput": ("Tokens per second of each configuration", "max"),
+    "engine_throughput": ("Tokens per second of each configuration", "max"),
     "latency_throughput": ("Time per output token against output tokens/s per GPU", "min"),
     "side_by_side": ("Decode tokens/s of each engine beside its copy bound", "max"),
     "kv_depth": ("Generation tokens/s by KV-cache depth", "max"),

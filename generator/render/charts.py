@@ -317,7 +317,7 @@ def _engine_scale(data: pl.DataFrame, field: str) -> alt.Scale:
     return alt.Scale(domain=domain + unknown, range=colours)
 
 
-def test_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
+def engine_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
     """An inference test's tokens/s per run (median of repetitions, 95% interval): the runner's measurements and
     the engine's own tool's (llama-bench, mlx_lm.benchmark) on the same weights side by side, coloured by which
     measured them."""

@@ -58,7 +58,7 @@ CHARTS = {
     "step_time_distribution": lambda: charts.step_time_distribution(RUNS),
     "scaling": lambda: charts.scaling(POINTS),
     "tp_scaling": lambda: model_charts.tp_scaling(POINTS),
-    "test_throughput": lambda: charts.test_throughput(RUNS, "tokens/s"),
+    "engine_throughput": lambda: charts.engine_throughput(RUNS, "tokens/s"),
     "sweep": lambda: charts.sweep(
         POINTS, pl.DataFrame({"label": ["claim"], "steps_per_s": [14.1]}), matched_tokens=6000.0
     ),
@@ -69,7 +69,7 @@ CHARTS = {
         pl.DataFrame({"label": ["v"], "steps_per_s": [15.0]}),
         narrow=True,
     ),
-    "test_throughput_unranked": lambda: charts.test_throughput(
+    "test_throughput_unranked": lambda: charts.engine_throughput(
         RUNS.with_columns(ranked=pl.Series([True, False, True])), "tokens/s"
     ),
     "latency_throughput": lambda: model_charts.latency_throughput(
@@ -128,7 +128,7 @@ def test_an_unranked_run_is_a_hollow_bar_named_so() -> None:
     rows = {r["run"]: r["ranked"] for r in next(iter(spec["datasets"].values()))}
     assert [r for r, ranked in rows.items() if not ranked] == ["unranked: fsdp2-compile · mlx · r2"]
     assert "hollow" in bars["encoding"]["x"]["title"]
-    plain = charts.test_throughput(RUNS, "tokens/s").to_dict(validate=False)  # all ranked: nothing hollow
+    plain = charts.engine_throughput(RUNS, "tokens/s").to_dict(validate=False)  # all ranked: nothing hollow
     plain_bars = next(layer for layer in plain["layer"] if layer["mark"]["type"] == "bar")
     assert "hollow" not in plain_bars["encoding"]["x"]["title"]
 
@@ -180,7 +180,7 @@ def test_an_engine_is_one_colour_on_every_chart() -> None:
         rows = pl.DataFrame([{"variant": f"v-{n}", "engine_name": n} | same for n in names])
         return _engine_colours(model_charts.side_by_side(rows))
 
-    tests = _engine_colours(charts.test_throughput(RUNS, "tokens/s"))  # llamacpp, mlx and llama-bench
+    tests = _engine_colours(charts.engine_throughput(RUNS, "tokens/s"))  # llamacpp, mlx and llama-bench
     three = side(["vLLM", "MLX", "llama.cpp"])
     title = engines.titles()
     assert tests["llamacpp"] == three[title["llamacpp"]] and tests["mlx"] == three[title["mlx"]]
@@ -189,7 +189,7 @@ def test_an_engine_is_one_colour_on_every_chart() -> None:
     assert set(tests) == {"llamacpp", "mlx", "llama-bench"}  # the legend lists the engines drawn, no others
 
 
-@pytest.mark.parametrize("name", ["test_throughput", "side_by_side"])
+@pytest.mark.parametrize("name", ["engine_throughput", "side_by_side"])
 def test_a_chart_coloured_by_engine_has_its_legend(name: str) -> None:
     """The outline of a hollow bar had no legend, and Vega-Lite then drew none for the fill either: the reader could
     not tell llama-bench's grey from the engine's colours. The outline carries the fill's field, scale and title, so
@@ -197,7 +197,8 @@ def test_a_chart_coloured_by_engine_has_its_legend(name: str) -> None:
     rows = pl.DataFrame({"variant": ["a", "b"], "engine_name": ["MLX", "vLLM"], "decode": [1.0, 2.0],
                          "decode_lo": [0.9, 1.9], "decode_hi": [1.1, 2.1], "limit_tokens_per_s": [3.0, 3.0],
                          "decode_checked": [True, False]})  # fmt: skip
-    chart = charts.test_throughput(RUNS, "tokens/s") if name == "test_throughput" else model_charts.side_by_side(rows)
+    throughput = name == "engine_throughput"
+    chart = charts.engine_throughput(RUNS, "tokens/s") if throughput else model_charts.side_by_side(rows)
     spec = chart.to_dict(validate=False)
     (bars,) = [layer for layer in spec["layer"] if "stroke" in layer.get("encoding", {})]
     colour, stroke = bars["encoding"]["color"], bars["encoding"]["stroke"]

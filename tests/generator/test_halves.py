@@ -39,7 +39,7 @@ PRESENTATION = {
     ("charts.py", "mfu"): "draws each row's MFU against each peak it has (a CPU run has no datasheet peak)",
     ("charts.py", "step_time_distribution"): "draws the rows that have step-time percentiles (an import has none)",
     ("charts.py", "scaling"): "draws the scaling points that have an efficiency (`Board.scaling_efficiencies`)",
-    ("charts.py", "test_throughput"): "draws the runs of `Board.drawn` that have a figure to draw",
+    ("charts.py", "engine_throughput"): "draws the runs of `Board.drawn` that have a figure to draw",
     ("model_charts.py", "side_by_side"): "draws the engines that have a decode figure on the side-by-side card",
 }
 """Render functions allowed such a method, each with why it decides nothing about what counts."""
