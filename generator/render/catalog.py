@@ -197,8 +197,8 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: store.Store) -> set[str]:
     the rows it holds (polars' row hashes), so only the parts whose rows changed are written and compressed again.
     Returns the cache keys it used. A part is keyed by its rows as they are and the code that makes them CSV text
     (`_RUNS_CSV`), and made CSV text only when it is not cached, a part at a time (`lists.csv_ready` is row by row):
-    the whole summary as CSV text was 0.9 GB more at a cold build's peak at 50,000 runs, and making every part's
-    text to key it took 0.8 s of a warm build."""
+    the whole summary as CSV text at once was the largest memory a cold build held, and making every part's text
+    only to key it was a warm build's work for nothing."""
     ids = flat["run_id"].to_list()
     names = parts.part_names(ids)
     if len(names) != len(ids):
@@ -282,8 +282,8 @@ made of: `write_downloads` takes them from here, as the page modules between the
 def samples_begun(summary: pl.DataFrame, records: load.Loaded, docs: Path) -> Iterator[None]:
     """Within this block, the samples parts that `write_downloads(..., docs, summary, ..., records)` will list are
     written meanwhile (`_samples_writer`): the build begins them once it has its results, so the worker writes them
-    while the other pages are made (begun in `write_downloads` itself, the downloads waited 8.7 s for the worker at
-    5,000 runs, nearly the 9.6 s the main thread took to write them itself)."""
+    while the other pages are made (begun in `write_downloads` itself, the downloads waited for the worker nearly as
+    long as the main thread took to write them itself)."""
     cache = _downloads_cache(docs)
     with _samples_writer(summary, records, cache) as samples:
         _BEGUN[docs] = (summary, records, samples)
@@ -302,8 +302,8 @@ def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: store.St
     """Each samples part (`_sample_parts`) with a function putting its bytes at a path (for `parts.placed`). Parts not
     in `cache` are written by a worker process, begun here, when they hold many runs (`PARTS_POOL_FROM`): each part's
     lean rows and its held-out runs' files go to the worker (`load.subset`), which reads those files again, joins and
-    writes, off this process's interpreter lock (135 s of a cold build's main thread at 50,000 runs, while the run
-    pages' worker mostly waited); the function waits for its part. One worker: one part's rows in memory at a time."""
+    writes, off this process's interpreter lock (on the main thread, the largest part of a cold build's time, while
+    the run pages' worker mostly waited); the function waits for its part. One worker: one part's rows in memory at a time."""
     listed = list(_sample_parts(summary, records))
     todo = {key: ids for _, key, _, ids in listed if not parts.noted(cache, key)}
     here: list[tuple[str, str, int, Callable[[Path], None]]] = [

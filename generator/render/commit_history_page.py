@@ -54,8 +54,8 @@ def _drawn(history: commit_history.History) -> list[tuple[str, str, str, str | N
             out.append((*key, None, None))
             continue
         mine = history.configurations.get(key, history.points.clear())
-        # the spec is its points', band's and figure's alone: kept by them for the next build (altair's objects
-        # took a second and a half of a warm build at 5,000 runs)
+        # the spec is its points', band's and figure's alone: kept by them for the next build (making altair's
+        # objects again for every run page is most of a warm build's history work)
         inputs = json.dumps([mine.write_json(), band, alt.__version__, alt.theme.active], default=str, sort_keys=True)
         spec_key = hashlib.sha256(inputs.encode()).hexdigest()
         if spec_key in made:

@@ -3,9 +3,9 @@ board's unranked runs, its failures, the runs since the latest edition), the new
 in all and where every one of them is: a gzipped CSV beside the other downloads
 (`downloads/lists/<name>.csv.gz`).
 
-A page holding every run costs its build and its reader in proportion to the data (at 5,000 runs the editions page
-was 800 KB of Markdown and one board listed 656 unranked runs); bounded, every page but a run's own stays the same
-size however many runs there are. A list within the bound is shown whole, as before, and no file is written."""
+A page holding every run costs its build and its reader in proportion to the data (the editions page and a board's
+unranked runs grow with every run); bounded, every page but a run's own stays the same size however many runs
+there are. A list within the bound is shown whole, as before, and no file is written."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ page of a configuration carries the row, so each link is repeated once a run; `r
 LEFT_OUT = (*bounds.JSON_LIMITS, "settings", "curve_settings")
 """Columns a list's CSV leaves out: the record's JSON documents (config, hardware, software, environment,
 calibration) and the configuration's canonical JSON, kilobytes a row, which each run's page and the runs download
-(`downloads/runs.parquet`) hold; with them the lists at 5,000 runs were 24 MB, most of it repeated JSON."""
+(`downloads/runs.parquet`) hold; with them the lists were mostly repeated JSON."""
 
 NEWEST_FIRST = ("started_at", "run_id")
 """The order a bounded list is shown and written in, each column descending: newest start first."""

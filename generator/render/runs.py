@@ -245,8 +245,8 @@ def start_run_pages(
     where = parts.samples_paths(summary)  # in the page, so in its key: a part split in two moves its runs' rows
     ids = summary["run_id"].to_list()
     keyed = summary.with_columns(pl.Series("samples_file", [where[i] for i in ids], dtype=pl.String))
-    # a page's key: this code and the polars row hash of its run's row (vectorised: 50,000 rows of JSON text
-    # made into dicts and dumped took seconds of a warm build)
+    # a page's key: this code and the polars row hash of its run's row (vectorised, where every row's JSON text
+    # made into dicts and dumped again grew with the runs)
     code_digest = hashlib.sha256(f"{code}{pl.__version__}{keyed.schema!r}".encode()).hexdigest()[:16]
     keys = {i: f"{code_digest}-{h:016x}" for i, h in zip(ids, keyed.hash_rows(seed=0).to_list(), strict=True)}
     if isinstance(manifest, Stored):

@@ -1,7 +1,6 @@
-"""Static SVGs (`pages.Charts`), drawn by vl-convert in worker processes: vl-convert holds the GIL while it draws
-(a bar chart of 120 rows took 2.7 s), so on threads it stalled everything the build did meanwhile (a cold build of
-5,000 runs wrote its boards in 64 s beside drawing them, in 6 s with every SVG cached). Imports nothing of the
-generator: a worker starts in the time Python and vl-convert take to import."""
+"""Static SVGs (`pages.Charts`), drawn by vl-convert in worker processes: vl-convert holds the GIL while it draws,
+so on threads it stalled everything the build did meanwhile. Imports nothing of the generator: a worker starts in
+the time Python and vl-convert take to import."""
 
 from __future__ import annotations
 
