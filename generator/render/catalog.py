@@ -303,7 +303,8 @@ def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: store.St
     in `cache` are written by a worker process, begun here, when they hold many runs (`PARTS_POOL_FROM`): each part's
     lean rows and its held-out runs' files go to the worker (`load.subset`), which reads those files again, joins and
     writes, off this process's interpreter lock (on the main thread, the largest part of a cold build's time, while
-    the run pages' worker mostly waited); the function waits for its part. One worker: one part's rows in memory at a time."""
+    the run pages' worker mostly waited); the function waits for its part. One worker: one part's rows in memory at a
+    time."""
     listed = list(_sample_parts(summary, records))
     todo = {key: ids for _, key, _, ids in listed if not parts.noted(cache, key)}
     here: list[tuple[str, str, int, Callable[[Path], None]]] = [
