@@ -35,10 +35,11 @@ import generator.derive.wanted as wanted_runs
 import generator.load.fields as fields
 import generator.load.suite_titles as suite_titles
 from generator import load
-from runners import llama_files, metrics, schema
+from runners import engines, llama_files, metrics, schema
 
-BOARD_KINDS = ("training", "inference", "serving")
-"""The kinds of board: a training workload, an inference test (pp/tg), a serving test (offline or served point)."""
+BOARD_KINDS = engines.KINDS
+"""The kinds of board, in the registry's words for what an engine runs: a training workload ("train"), an inference
+test (pp/tg), a serving test (offline or served point)."""
 
 
 def _empty() -> pl.DataFrame:
@@ -122,7 +123,7 @@ class Board:
     @property
     def figure(self) -> tuple[str, str, str]:
         """The columns of its rows' figure, its interval's low and high: `TRAINING_FIGURE` or `TEST_FIGURE`."""
-        return TRAINING_FIGURE if self.kind == "training" else TEST_FIGURE
+        return TRAINING_FIGURE if self.kind == "train" else TEST_FIGURE
 
     @property
     def unit(self) -> str:
@@ -214,7 +215,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     tp = serving.tp_scaling(served)
     test_repeats = ladder.repeats(pl.concat([inference_ranked, serving_ranked], how="diagonal_relaxed"))
     boards = _boards(summary, tests, served, test_spreads, repeats, scaling, window_losses, tp, training_spreads)
-    trained = {key: board.ranked for key, board in boards.items() if board.kind == "training"}
+    trained = {key: board.ranked for key, board in boards.items() if board.kind == "train"}
     the_verdict = sweep_draws.compute(summary, rows, training_spreads, trained)
     points = serving.latency_points(served)
     every_run = every_runs.every_run(summary, tests, served, repeats)
@@ -244,7 +245,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         claim_checks=claims.checks(summary, the_verdict.matched if the_verdict else {}),
         tuning=tuning.tuning(the_verdict, summary, single_settings.rows(summary, training_spreads["steady"])),
         side_by_side=side_by_side.derive(
-            *side_by_side.stacked_boards([(b.ranked, b.unranked) for b in boards.values() if b.kind != "training"]),
+            *side_by_side.stacked_boards([(b.ranked, b.unranked) for b in boards.values() if b.kind != "train"]),
             summary,
         ),
         catalog=catalog.tables(summary),
@@ -404,7 +405,7 @@ def _training_board(
     defined = schema.suite_workloads(common["suite"]).get(common["workload"])
     return Board(
         **common,
-        kind="training",
+        kind="train",
         ranked=board,
         unranked=unranked,
         shown_unranked=unranked,
@@ -520,7 +521,7 @@ TRAINING_FIGURE = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
 """A training board's figure and its interval's columns."""
 TEST_FIGURE = ("value", "lo", "hi")
 """An inference or serving board's figure and its interval's columns."""
-UNITS = {"training": configurations.UNIT, "inference": inference.UNIT, "serving": serving.UNIT}
+UNITS = {"train": configurations.UNIT, "inference": inference.UNIT, "serving": serving.UNIT}
 """What each kind of board's figure is in (`Board.unit`)."""
 
 

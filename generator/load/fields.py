@@ -335,7 +335,7 @@ STANDING: tuple[Field, ...] = (
 PAGE_RUNS = _union(RUN, INFERENCE_OWN, SERVING_OWN, STANDING)
 """The runs with their tests' own figures (`Results.page_runs`)."""
 BOARDS: dict[str, tuple[Field, ...]] = {
-    "training": _union(RUN, TRAINING_BOARD_OWN),
+    "train": _union(RUN, TRAINING_BOARD_OWN),
     "inference": _union(TESTS, [_FIGURE], TEST_BOARD_OWN),
     "serving": _union(SERVED, [_FIGURE], TEST_BOARD_OWN),
 }

@@ -175,7 +175,7 @@ def _heading(board: Board, titles: dict[str, str]) -> str:
     cache · 1 × H200"), not by its record name (which the page still gives, under What ran)."""
     _, words, _ = _nav_words(board)
     ran_on = board.ran_on or titles.get(board.suite, board.suite)
-    if board.kind == "training":
+    if board.kind == "train":
         return f"{words} · {ran_on}"
     return f"{board.newest.get('model_name') or board.suite} · {words} · {ran_on}"
 
@@ -517,6 +517,6 @@ def _listed(page: Path, slug: str, **frames: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
-_WRITERS = {"training": _training_board, "inference": _inference_board, "serving": _serving_board}
+_WRITERS = {"train": _training_board, "inference": _inference_board, "serving": _serving_board}
 """One board writer per kind, each `(env, path, board, chart_sink, slug)` returning its home-page
 row and its claims' row (None without claims)."""

@@ -131,6 +131,6 @@ def test_records_where_no_training_run_ranks_still_derive_as_declared(
     keep = pl.col("run_id").is_in(ranked).not_()
     subset = load.Loaded(runs=loaded.runs.filter(keep), rows=loaded.rows.filter(keep), rejected=loaded.rejected)
     results = derive.results(subset, summary.filter(keep))
-    training = [b for b in results.boards.values() if b.kind == "training"]
+    training = [b for b in results.boards.values() if b.kind == "train"]
     assert training and all(b.ranked.height == 0 for b in training)
     assert any(b.unranked.height for b in training)  # the short runs are still shown, below an empty ranking

@@ -203,7 +203,7 @@ def test_compare_and_the_site_read_one_results(ds: compare.Dataset) -> None:
     assert mine.kind_floors == ds.kind_floors == results.kind_floors
     assert mine.run_floors == ds.run_floors and mine.runs.equals(ds.runs)
     assert results.kind_floors[("tg", "NVIDIA H200", 1, False)] < 0.05
-    figure = {"training": ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi"), "inference": ("value", "lo", "hi"),
+    figure = {"train": ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi"), "inference": ("value", "lo", "hi"),
               "serving": ("value", "lo", "hi")}  # fmt: skip
     same = {kind: 0 for kind in figure}
     for (suite, workload), board in results.boards.items():
@@ -215,7 +215,7 @@ def test_compare_and_the_site_read_one_results(ds: compare.Dataset) -> None:
             extra = counted - set(row["run_ids"])
             noted = {n.split(":")[0].removeprefix("A ") for n in pair["notes"] if n.startswith("A ")}
             assert extra <= noted, (suite, workload, extra)
-            if extra or pair["figure"] != {"training": "steps/s"}.get(board.kind, pair["figure"]):
+            if extra or pair["figure"] != {"train": "steps/s"}.get(board.kind, pair["figure"]):
                 continue
             value, lo, hi = (row[c] for c in figure[board.kind])
             assert pair["a"]["value"] == pytest.approx(value, rel=1e-12)

@@ -63,7 +63,7 @@ def _boards_of(kind: str) -> Callable[[Any], int]:
 
 
 def _test_boards(results: Any) -> int:
-    return sum(b.kind != "training" for b in results.boards.values())
+    return sum(b.kind != "train" for b in results.boards.values())
 
 
 PER = {
@@ -73,7 +73,7 @@ PER = {
     "derive.configurations.aa_floors": lambda results: 1 + results.test_repeats["kind"].n_unique(),
     # the repeats of the test runs that rank (the boards' floors) and of those compare counts (a run's own floor)
     "derive.ladder.repeats": lambda results: 2,
-    "derive.results._training_board": _boards_of("training"),
+    "derive.results._training_board": _boards_of("train"),
     "derive.results._inference_board": _boards_of("inference"),
     "derive.results._serving_board": _boards_of("serving"),
     "derive.inference.board": _boards_of("inference"),

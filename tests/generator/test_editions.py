@@ -71,7 +71,7 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
     ((made, of_edition),) = frozen
     assert made.problems == [] and set(made.edition.runs) == set(results.runs["run_id"])
     kinds = {b.kind for b in of_edition.boards.values() if b.ranked.height}
-    assert kinds == {"training", "inference", "serving"}
+    assert kinds == {"train", "inference", "serving"}
     for key, board in of_edition.boards.items():  # the same records: the same boards, row for row
         assert board.ranked.equals(results.boards[key].ranked)
     docs = tmp_path / "docs"

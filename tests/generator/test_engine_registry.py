@@ -24,7 +24,7 @@ MODEL, GPU = "llama-32b", "NVIDIA H200"
 @pytest.fixture(scope="module")
 def board_rows() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     results = derive.results(*checks.checked(load.load(ROOT / "data")))
-    boards = [(b.ranked, b.unranked) for b in results.boards.values() if b.kind != "training"]
+    boards = [(b.ranked, b.unranked) for b in results.boards.values() if b.kind != "train"]
     return *side_by_side.stacked_boards(boards), results.runs
 
 

@@ -116,7 +116,7 @@ def test_a_changed_row_misses_and_a_damaged_entry_is_made_again(
 def test_a_chart_spec_is_kept_by_its_inputs(
     committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ranked = next(b.ranked for b in committed.boards.values() if b.kind == "training" and b.ranked.height > 1)
+    ranked = next(b.ranked for b in committed.boards.values() if b.kind == "train" and b.ranked.height > 1)
     changed = ranked.with_columns(pl.col("steps_per_s") * 2)
 
     def fresh(frame: pl.DataFrame) -> str:

@@ -201,7 +201,7 @@ def _published_boards() -> dict[str, list[dict]]:
     as its board JSON has it (render.boards.board_rows)."""
     results = derive.results(*_committed())
     figures = {
-        "training": ("steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
+        "train": ("steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
         "inference": ("tokens/s", ("value", "lo", "hi")),
         "serving": ("output tokens/s", ("value", "lo", "hi")),
     }

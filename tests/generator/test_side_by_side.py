@@ -23,7 +23,7 @@ def derived() -> dict:
     tests, served = results.tests, results.served
     spreads = inference.pooled_spreads(tests) | serving.pooled_spreads(served)
     assert spreads == results.test_spreads
-    board_rows = [(b.ranked, b.unranked) for b in results.boards.values() if b.kind != "training"]
+    board_rows = [(b.ranked, b.unranked) for b in results.boards.values() if b.kind != "train"]
     return dict(summary=results.runs, tests=tests, served=served, spreads=spreads, rows=results.side_by_side.rows,
                 board_rows=side_by_side.stacked_boards(board_rows))  # fmt: skip
 

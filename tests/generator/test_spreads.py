@@ -161,7 +161,7 @@ def test_the_committed_boards_keep_one_standard_of_evidence() -> None:
     assert all(len(key) == 4 for key in results.test_spreads)  # (engine, kind, hardware, devices)
     assert all(len(key) == 3 for spreads in results.training_spreads.values() for key in spreads)
     for board in results.boards.values():
-        if board.kind == "training":
+        if board.kind == "train":
             continue
         for row in board.ranked.filter(pl.col("interval_basis").str.contains("pooled")).iter_rows(named=True):
             assert f"by {row['engine']}" in row["interval_basis"], (board.workload, row["variant"])
