@@ -1,19 +1,21 @@
 """A configuration's figure across harness commits, as asv's history charts show a benchmark across a project's
 commits: per configuration (suite, workload, settings hash) and harness commit, the median of its counted runs'
-figures with the interval `fairfight compare HASH@COMMIT` gives it (`metrics.repeat_interval` over those runs: lowest
-low to highest high), and around the latest commit's figure the band of identical repeats (`metrics.spread_band` of
+figures with the interval `fairfight compare HASH@COMMIT` gives it (`evidence.of_runs`, the one function compare's
+sides call: widened by the engine's pooled between-run spread of its kind on its hardware, none where one run is
+unreplicated), and around the latest commit's figure the band of identical repeats (`metrics.spread_band` of
 the largest A/A spread of its kind of test on its hardware and host condition, the floor `compare` and the boards
 hold a difference to). Pure: `Results.every_run` (what `compare` selects from) in, plain frames out (`history`, which
 `derive.results` keeps as `Results.history`); no template, no chart."""
 
 from __future__ import annotations
 
-import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import polars as pl
 
 import generator.derive.counting as counting
+import generator.derive.evidence as evidence
 from runners import metrics
 
 KEYS = ["suite", "workload", "settings_hash"]
@@ -68,10 +70,16 @@ class History:
     no counted run."""
 
 
-def history(summary: pl.DataFrame, runs: pl.DataFrame, kind_floors: dict[tuple[str, str, int, bool], float]) -> History:
+def history(
+    summary: pl.DataFrame,
+    runs: pl.DataFrame,
+    kind_floors: dict[tuple[str, str, int, bool], float],
+    spreads: Mapping[tuple[object, ...], metrics.PooledSpread],
+) -> History:
     """The history of every configuration, and each run's. `summary`: the run summary (run_id, the `KEYS`,
-    harness_dirty); `runs`: `Results.every_run.runs`; `kind_floors`: `Results.kind_floors`."""
-    points_ = points(runs, summary.select("run_id", "harness_dirty"))
+    harness_dirty); `runs`: `Results.every_run.runs`; `kind_floors`: `Results.kind_floors`; `spreads`: the pooled
+    between-run spreads `compare` widens a side by (`evidence.spreads`)."""
+    points_ = points(runs, spreads, summary.select("run_id", "harness_dirty"))
     bands_ = bands(points_, runs, kind_floors)
     table = (
         points_.sort("order")
@@ -97,21 +105,28 @@ def history(summary: pl.DataFrame, runs: pl.DataFrame, kind_floors: dict[tuple[s
     return History(points=points_, bands=bands_, configurations=configurations, of_runs=of_runs)
 
 
-def points(runs: pl.DataFrame, dirty: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per configuration and harness commit, the figure of its measured runs that count (`excluded` null). `runs`:
-    `Results.every_run.runs`; `dirty`: run_id and harness_dirty (a checkout with uncommitted changes is not
-    quite the commit it names), optional. Commits are ordered by their first run's start; `latest` marks the last."""
+def points(
+    runs: pl.DataFrame,
+    spreads: Mapping[tuple[object, ...], metrics.PooledSpread],
+    dirty: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Per configuration and harness commit, the figure and interval of its measured runs that count (`excluded`
+    null), as `fairfight compare HASH@COMMIT` gives them (`evidence.of_runs`, widened by `spreads`: the pooled
+    between-run spreads, `evidence.spreads`). `runs`: `Results.every_run.runs`; `dirty`: run_id and harness_dirty (a
+    checkout with uncommitted changes is not quite the commit it names), optional. Commits are ordered by their first
+    run's start; `latest` marks the last."""
     counted = runs.filter(counting.MEASURED & pl.col("excluded").is_null() & pl.col("value").is_not_null())
     if dirty is not None:
         counted = counted.join(dirty.select("run_id", "harness_dirty"), on="run_id", how="left")
     else:
         counted = counted.with_columns(harness_dirty=pl.lit(None, pl.Boolean))
     out: list[dict] = []
-    commit = pl.col("harness_commit").fill_null("unknown")
+    at_commit = [*KEYS, "harness_commit"]
+    counted = counted.with_columns(harness_commit=pl.col("harness_commit").fill_null("unknown")).sort(
+        "started_at", "run_id"
+    )
     grouped = (
-        counted.with_columns(harness_commit=commit)
-        .sort("started_at", "run_id")
-        .group_by(*KEYS, "harness_commit", maintain_order=True)
+        counted.group_by(at_commit, maintain_order=True)
         .agg(
             pl.col("kind").last(),
             pl.col("figure").last(),
@@ -119,21 +134,16 @@ def points(runs: pl.DataFrame, dirty: pl.DataFrame | None = None) -> pl.DataFram
             dirty=pl.col("harness_dirty").fill_null(False).any(),
             first_started_at=pl.col("started_at").min(),
             run_ids=pl.col("run_id"),
-            values=pl.col("value"),
-            los=pl.col("lo"),
-            his=pl.col("hi"),
         )
         .sort(*KEYS, "first_started_at", "harness_commit")
     )
+    sides = counted.partition_by(at_commit, as_dict=True, maintain_order=True)
     for (_s, _w, _h), group in grouped.group_by(*KEYS, maintain_order=True):
         rows = group.to_dicts()
         for i, row in enumerate(rows):
-            values = row.pop("values")
-            own = list(zip(row.pop("los"), row.pop("his"), strict=True))
-            interval = any(lo is not None for lo, _ in own) or len(values) > 1
-            lo, hi = metrics.with_width(*metrics.repeat_interval(values, own, None)) if interval else (None, None)
-            out.append(row | {"order": i, "runs": len(values), "value": statistics.median(values), "lo": lo, "hi": hi,
-                              "latest": i == len(rows) - 1})  # fmt: skip
+            found, _ = evidence.of_runs(sides[tuple(row[k] for k in at_commit)], spreads)
+            out.append(row | {"order": i, "runs": len(row["run_ids"]), "value": found.value, "lo": found.lo,
+                              "hi": found.hi, "latest": i == len(rows) - 1})  # fmt: skip
     return pl.DataFrame(out, schema=POINT_SCHEMA)
 
 

@@ -20,6 +20,7 @@ import generator.derive.commit_pairs as commit_pairs
 import generator.derive.configurations as configurations
 import generator.derive.counting as counting
 import generator.derive.energy as energy
+import generator.derive.evidence as evidence
 import generator.derive.inference as inference
 import generator.derive.ladder as ladder
 import generator.derive.lead as lead
@@ -229,7 +230,9 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         served=served,
         page_runs=_with_standing(with_test_figures(summary, tests, served), boards),
         every_run=every_run,
-        history=commit_history.history(summary, every_run.runs, kind_floors),
+        history=commit_history.history(
+            summary, every_run.runs, kind_floors, evidence.spreads(test_spreads, training_spreads["steady"])
+        ),
         comparable=commit_pairs.comparable(every_run.runs),
         boards=boards,
         repeats=repeats,

@@ -9,9 +9,13 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
-from generator.derive import commit_history
+from generator.derive import commit_history, evidence
 from generator.render import charts
 from runners import metrics
+
+SPREADS = {("e", "train", "GPU", 2): metrics.PooledSpread(sd=0.001, df=10, groups=3)}
+"""The engine's pooled between-run spread on the runs' hardware: small enough that every commit's interval here is
+its runs' hull, as `compare` gives it."""
 
 
 def _runs() -> pl.DataFrame:
@@ -32,6 +36,7 @@ def _runs() -> pl.DataFrame:
                 "kind": "train",
                 "figure": "steps/s",
                 "variant": "v",
+                "engine": "e",
                 "origin": "measured",
                 "harness_commit": c,
                 "started_at": datetime(2026, 11, d, tzinfo=UTC),
@@ -50,7 +55,7 @@ def _runs() -> pl.DataFrame:
 
 def test_one_point_per_commit_in_order_with_the_median_and_hull_of_its_counted_runs() -> None:
     dirty = pl.DataFrame({"run_id": ["r3"], "harness_dirty": [True]})
-    points = commit_history.points(_runs(), dirty)
+    points = commit_history.points(_runs(), SPREADS, dirty)
     assert points["harness_commit"].to_list() == ["aaaaaaa1", "bbbbbbb2", "ccccccc3"]
     assert points["order"].to_list() == [0, 1, 2] and points["latest"].to_list() == [False, False, True]
     first = points.row(0, named=True)
@@ -62,7 +67,7 @@ def test_one_point_per_commit_in_order_with_the_median_and_hull_of_its_counted_r
 
 def test_the_band_is_the_aa_floor_around_the_latest_and_names_the_commits_outside_it() -> None:
     runs = _runs()
-    points = commit_history.points(runs)
+    points = commit_history.points(runs, SPREADS)
     (band,) = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.10}).to_dicts()
     lo, hi = metrics.spread_band(12.0, 0.10)
     assert (band["center"], band["band_lo"], band["band_hi"]) == (12.0, lo, hi)
@@ -75,7 +80,7 @@ def test_the_band_is_the_aa_floor_around_the_latest_and_names_the_commits_outsid
 
 def test_the_chart_draws_the_band_and_every_commit() -> None:
     runs = _runs()
-    points = commit_history.points(runs)
+    points = commit_history.points(runs, SPREADS)
     band = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.10}).row(0, named=True)
     spec = charts.commit_history(points, band, "steps/s").to_dict()
     marks = [layer["mark"]["type"] for layer in spec["layer"]]
@@ -98,7 +103,7 @@ def test_a_band_needs_a_positive_centre_and_a_spread_below_two() -> None:
 def test_a_history_without_a_counted_run_is_of_the_declared_columns() -> None:
     runs = _runs().with_columns(excluded=pl.lit("stopped: failed (boom)"))
     summary = runs.select("run_id", *commit_history.KEYS, harness_dirty=pl.lit(False))
-    history = commit_history.history(summary, runs, {})
+    history = commit_history.history(summary, runs, {}, SPREADS)
     assert history.points.height == history.bands.height == 0 and not history.configurations
     assert history.of_runs.schema == pl.Schema(commit_history.RUN_SCHEMA)
     assert history.of_runs["history_band"].null_count() == runs.height
@@ -111,11 +116,13 @@ def test_a_history_without_a_counted_run_is_of_the_declared_columns() -> None:
 
 def test_a_commit_differs_only_outside_the_band_and_beyond_its_interval() -> None:
     runs = _runs()
-    points = commit_history.points(runs)
+    points = commit_history.points(runs, SPREADS)
     (band,) = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.05}).to_dicts()
     assert band["outside"] == ["aaaaaaa1", "bbbbbbb2"] and band["differs"] == ["aaaaaaa1", "bbbbbbb2"]
     wide = runs.with_columns(hi=pl.when(pl.col("run_id") == "r3").then(13.0).otherwise(pl.col("hi")))
-    (band,) = commit_history.bands(commit_history.points(wide), wide, {("train", "GPU", 2, False): 0.05}).to_dicts()
+    (band,) = commit_history.bands(
+        commit_history.points(wide, SPREADS), wide, {("train", "GPU", 2, False): 0.05}
+    ).to_dicts()
     assert band["outside"] == ["aaaaaaa1", "bbbbbbb2"] and band["differs"] == ["aaaaaaa1"]  # 11 [10.9, 13] holds 12
 
 
@@ -128,7 +135,7 @@ def test_a_history_chart_kept_in_the_site_cache_is_the_one_drawn_afresh(tmp_path
     def history(runs: pl.DataFrame) -> list[str | None]:
         page_runs = runs.select("run_id", *commit_history.KEYS)
         summary = page_runs.with_columns(harness_dirty=pl.lit(False))
-        derived = commit_history.history(summary, runs, {("train", "GPU", 2, False): 0.10})
+        derived = commit_history.history(summary, runs, {("train", "GPU", 2, False): 0.10}, SPREADS)
         out = commit_history_page.with_history(page_runs, derived)
         return [None if d is None else f"{c} {d}" for c, d in out.select("history_chart", "history_data").rows()]
 
@@ -162,10 +169,10 @@ def test_a_history_chart_is_the_shared_spec_with_its_own_data(floors: dict) -> N
     runs = _runs()
     page_runs = runs.select("run_id", *commit_history.KEYS)
     summary = page_runs.with_columns(harness_dirty=pl.lit(False))
-    out = commit_history_page.with_history(page_runs, commit_history.history(summary, runs, floors))
+    out = commit_history_page.with_history(page_runs, commit_history.history(summary, runs, floors, SPREADS))
     name, data = out.select("history_chart", "history_data").row(0)
     assert name == ("steps/s|band" if floors else "steps/s|no band") and '"layer"' not in data and "</" not in data
-    points = commit_history.points(runs)
+    points = commit_history.points(runs, SPREADS)
     (band,) = commit_history.bands(points, runs, floors).to_dicts()
     drawn = charts.commit_history(points, band, "steps/s").to_dict(validate=False)
     shared = commit_history_page.shared_spec(name)
@@ -200,7 +207,13 @@ def test_the_history_is_derived_once_into_results_and_the_run_pages_only_draw_it
     assert (
         history.of_runs.schema == pl.Schema(commit_history.RUN_SCHEMA) and history.of_runs.height == results.runs.height
     )
-    assert history.points.equals(commit_history.points(runs, results.runs.select("run_id", "harness_dirty")))
+    assert history.points.equals(
+        commit_history.points(
+            runs,
+            evidence.spreads(results.test_spreads, results.training_spreads["steady"]),
+            results.runs.select("run_id", "harness_dirty"),
+        )
+    )
     assert history.bands.equals(commit_history.bands(history.points, runs, results.kind_floors))
     (band,) = history.bands.filter(pl.col("commits") == 2).to_dicts()
     key = (band["suite"], band["workload"], band["settings_hash"])
@@ -221,3 +234,57 @@ def test_the_history_is_derived_once_into_results_and_the_run_pages_only_draw_it
         set(drawn["run_id"]) == set(mine["run_id"])
         and drawn["history_band"].to_list() == mine["history_band"].to_list()
     )
+
+
+def test_one_run_alone_without_a_pooled_spread_is_unreplicated_as_compare_says() -> None:
+    """A commit of one run whose engine has no pooled spread on its hardware has no interval, as `compare` gives
+    none for that side (`evidence.interval`: nothing says where a second run lands); two runs keep their hull."""
+    points = commit_history.points(_runs(), {})
+    assert points.select("lo", "hi").rows() == [(9.8, 10.5), (None, None), (None, None)]
+
+
+@pytest.fixture(scope="module")
+def committed() -> tuple[object, object]:
+    """The committed data's `Results` and the `compare.Dataset` made of them, built once."""
+    from pathlib import Path
+
+    from generator import derive, load
+    from generator.commands.compare import data
+    from generator.derive import checks
+
+    root = Path(__file__).resolve().parents[2] / "data"
+    results = derive.results(*checks.checked(load.load(root)))
+    return results, data.dataset(root, results)
+
+
+def test_each_commit_of_a_history_has_the_interval_compare_gives_it(committed: tuple) -> None:
+    """For the configurations of the committed data that ran at the most harness commits, each commit's point is the
+    figure and interval `fairfight compare HASH@COMMIT HASH@LATEST` prints for that side (`evidence.of_runs`, widened
+    by the engine's pooled spread), and the commits the history calls faster or slower are those compare does (where
+    their figure lies outside the A/A band). The history once took its runs' hull alone: 291 of 310 points differed."""
+    from generator.commands.compare import rows
+
+    results, ds = committed
+    history = results.history
+    several = history.bands.filter(pl.col("commits") >= 3).sort("commits", *commit_history.KEYS, descending=True)
+    assert several.height >= 3
+    checked = 0
+    for band in several.head(4).iter_rows(named=True):
+        key = tuple(band[k] for k in commit_history.KEYS)
+        points = history.configurations[key].filter(pl.col("harness_commit") != "unknown")
+        latest = points.filter(pl.col("latest")).row(0, named=True)
+        for point in points.filter(~pl.col("latest")).iter_rows(named=True):
+            hash_ = key[2]
+            report = rows.compare(f"{hash_}@{point['harness_commit']}", f"{hash_}@{latest['harness_commit']}", ds)
+            (row,) = [r for r in report.rows if (r["suite"], r["workload"]) == key[:2]]
+            for side, shown in (("a", point), ("b", latest)):
+                said = f"{hash_} at {shown['harness_commit'][:7]}"
+                assert row[side]["runs"] == shown["run_ids"] or set(row[side]["runs"]) == set(shown["run_ids"]), said
+                assert (row[side]["value"], row[side]["lo"], row[side]["hi"]) == pytest.approx(
+                    (shown["value"], shown["lo"], shown["hi"]), rel=1e-12
+                ), said
+            if point["harness_commit"] in band["outside"]:
+                differs = point["harness_commit"] in band["differs"]
+                assert differs == (row["verdict"] in ("faster", "slower")), (hash_, point["harness_commit"][:7])
+            checked += 1
+    assert checked >= 6

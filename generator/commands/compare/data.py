@@ -13,6 +13,7 @@ import polars as pl
 import generator.commands.compare.cache as cache
 import generator.derive.checks as checks
 import generator.derive.configurations as configurations
+import generator.derive.evidence as evidence
 import generator.derive.serving as serving
 import generator.load.editions as editions
 import generator.store.runcache as runcache
@@ -20,7 +21,7 @@ from generator import derive, load
 from runners import metrics, schema
 
 TEST_KEYS = configurations.KEYS
-SIDE_KEYS = (*TEST_KEYS, "engine", "kind", "accelerator", "accelerator_count")
+SIDE_KEYS = (*TEST_KEYS, *evidence.SPREAD_KEYS)
 """One side of a row is one configuration of one engine, kind of test and hardware: one spread widens it."""
 
 
@@ -90,10 +91,7 @@ def dataset(
 ) -> Dataset:
     """What compare selects from, out of a site's `Results`: nothing is derived here."""
     every = results.every_run
-    spreads: dict[tuple[object, ...], metrics.PooledSpread] = dict(results.test_spreads.items())
-    spreads |= {
-        (engine, "train", acc, count): s for (engine, acc, count), s in results.training_spreads["steady"].items()
-    }
+    spreads = evidence.spreads(results.test_spreads, results.training_spreads["steady"])
     return Dataset(
         data_dir, every.runs, results.rejected, every.run_floors, results.kind_floors, found or [], bad or [],
         spreads,

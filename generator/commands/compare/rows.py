@@ -138,13 +138,11 @@ def _side_figure(
     if not counted.height:
         why = "; ".join(f"{x['run_id']}: {x['reason']}" for x in left_out)
         return out | {"basis": f"no run counts ({why})" if len(left_out) > 1 else left_out[0]["reason"]}
-    value, lo, hi = columns
     if counted.select(*SIDE_KEYS).n_unique() != 1:  # an edition's cell is one configuration, a run's one too
         raise AssertionError(f"one side of a row pools {counted.select(*SIDE_KEYS).n_unique()} configurations")
     first = counted.row(0, named=True)
-    spread = ds.spreads.get(tuple(first[k] for k in ("engine", "kind", "accelerator", "accelerator_count")))
-    own = list(counted.select(value, lo, hi).iter_rows())
-    found = evidence.interval([x for x, _, _ in own], own, spread)
+    found, spread = evidence.of_runs(counted, ds.spreads, columns)
+    own = list(counted.select(*columns).iter_rows())
     flags = [f"{r}: {evidence.FLAGGED}" for r, (x, low, high) in zip(counted["run_id"], own, strict=True)
              if metrics.wider_than_figure(x, low, high)]  # fmt: skip
     flags += [f"{r}: ran beside other jobs on a shared host" for r in counted.filter(pl.col("shared_host"))["run_id"]]
