@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from playwright.sync_api import sync_playwright
 
 from tests.conftest import ROOT, run_module
 from tests.test_browser import CHROMIUM, FLAGS, open_charts, serve
+
+if TYPE_CHECKING:
+    from generator import derive
 
 FIGURES = {"Steps/s", "Tokens/s", "Output tokens/s"}
 INTERVALS = {"95% interval", "Interval"}
@@ -118,12 +122,14 @@ def test_the_columns_a_reader_came_for_are_in_view(committed_site: Path, width: 
     assert problems == {}, f"columns out of view at {width} px: {problems}"
 
 
-def test_every_page_pairing_a_claim_with_our_figure_names_the_shape_and_links_the_verdict(committed_site: Path) -> None:
+def test_every_page_pairing_a_claim_with_our_figure_names_the_shape_and_links_the_verdict(
+    committed_site: Path, committed_results: derive.Results
+) -> None:
     """The home page's claims table, the fight's board and the claims page: each says at which micro-batch our
     figure was measured (not the claims' shape, which states no batch) and links the verdict."""
-    from generator import checks, load, sweep_draws
+    from generator import sweep_draws
 
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    loaded, summary = committed_results.records, committed_results.runs
     fight = sweep_draws.compute(summary, loaded.rows).fight
     board = (committed_site / "leaderboards" / f"{fight.suite}-{fight.workload}.html").read_text()
     home = (committed_site / "index.html").read_text()
@@ -171,13 +177,15 @@ def test_every_quantized_board_says_quality_was_not_measured(committed_site: Pat
     assert quantized > 5 and plain > 5
 
 
-def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(committed_site: Path) -> None:
+def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(
+    committed_site: Path, committed_results: derive.Results
+) -> None:
     """tuning.html: one row per sweep point of the seed's fight, every row linking run pages that exist."""
     import html as html_lib
 
-    from generator import checks, load, sweep_draws
+    from generator import sweep_draws
 
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    loaded, summary = committed_results.records, committed_results.runs
     points = sweep_draws.compute(summary, loaded.rows).points
     page = (committed_site / "tuning.html").read_text()
     ladder, singles = page.split('id="one-setting-at-a-time"')

@@ -11,16 +11,14 @@ from typing import Any
 import polars as pl
 import pytest
 
-from generator import checks, derive, load, pages, side_by_side
+from generator import derive, pages, side_by_side
 from generator.derive import decision
 from runners import engines
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
-def derived() -> side_by_side.SideBySide:
-    return derive.results(*checks.checked(load.load(ROOT / "data"))).side_by_side
+def derived(committed_results: derive.Results) -> side_by_side.SideBySide:
+    return committed_results.side_by_side
 
 
 def _overlap(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
