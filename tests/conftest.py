@@ -203,6 +203,16 @@ def built_site(
 
 
 @pytest.fixture(scope="session")
+def committed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site as `fairfight site` builds it from the repository's own data/ (every kind of board, real runs), built
+    once for the session: the browser tests read it and write nothing into it."""
+    work = tmp_path_factory.mktemp("committed-site")
+    out = ("--out", str(work / "site"), "--work", str(work / "b"))
+    run_module("fairfight", "site", "--data", str(ROOT / "data"), *out)
+    return work / "site"
+
+
+@pytest.fixture(scope="session")
 def committed_results() -> Iterator[derive.Results]:
     """The committed data/ as the tests of its figures read it: loaded, checked and derived once for the session
     (`derive.results` of `checks.checked` of `load.load`; its `records` and `runs` are what `checks.checked` returns).

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.conftest import ROOT, run_module
+from tests.conftest import ROOT
 from tests.test_browser import CHROMIUM, FLAGS, open_charts, serve
 
 if TYPE_CHECKING:
@@ -57,15 +57,6 @@ MEASURE = """() => {
             cards: t.dataset.cards !== undefined, scrolls: document.documentElement.scrollWidth > vw + 1};
   });
 }"""
-
-
-@pytest.fixture(scope="module")
-def committed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site as `fairfight site` builds it from the repository's own data/ (every kind of board, real runs)."""
-    work = tmp_path_factory.mktemp("committed-site")
-    out = ("--out", str(work / "site"), "--work", str(work / "b"))
-    run_module("fairfight", "site", "--data", str(ROOT / "data"), *out)
-    return work / "site"
 
 
 def _out_of_view(tables: list[dict], wanted: set[str]) -> list[str]:
