@@ -16,7 +16,6 @@ from playwright.sync_api import sync_playwright
 
 from generator.derive import words
 from tests.test_browser import CHROMIUM, FLAGS, serve
-from tests.test_browser_tables import committed_site as committed_site  # the fixture: one build for the module
 
 FIRST_ROW = """() => {
   const lead = document.querySelector('article p.ff-lead');

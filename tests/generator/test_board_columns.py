@@ -13,10 +13,9 @@ import polars as pl
 import pytest
 
 from generator import derive, load
-from generator.derive import checks, configurations, inference, ladder
+from generator.derive import configurations, inference, ladder
 from generator.load import fields
 
-ROOT = Path(__file__).resolve().parents[2]
 results_module = importlib.import_module("generator.derive.results")  # `derive.results` is its function
 
 
@@ -54,18 +53,12 @@ def test_an_undeclared_board_column_stops_the_board() -> None:
         ladder.rows(tests)
 
 
-@pytest.fixture(scope="module")
-def committed() -> tuple[load.Loaded, pl.DataFrame]:
-    return checks.checked(load.load(ROOT / "data"))
-
-
 def test_results_checks_its_frames_against_the_declarations(
-    committed: tuple[load.Loaded, pl.DataFrame], monkeypatch: pytest.MonkeyPatch
+    committed_results: derive.Results, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The committed records pass; a derivation that adds a column it did not declare (or drops or retypes one)
     stops `results`, naming the column and the frame."""
-    loaded, summary = committed
-    derive.results(loaded, summary)  # the committed records: every frame as declared
+    loaded, summary = committed_results.records, committed_results.runs  # derived: every frame as declared
     page_rows = results_module.with_test_figures
     monkeypatch.setattr(
         results_module, "with_test_figures", lambda *a: page_rows(*a).with_columns(tuning_gain=pl.lit(1.0))
@@ -120,12 +113,10 @@ def test_the_downloads_page_describes_every_column_of_runs_as_declared(tmp_path:
     assert described["loss&#95;mean&#95;rel&#95;gap"] == "mean relative window gap to that run&#39;s"
 
 
-def test_records_where_no_training_run_ranks_still_derive_as_declared(
-    committed: tuple[load.Loaded, pl.DataFrame],
-) -> None:
+def test_records_where_no_training_run_ranks_still_derive_as_declared(committed_results: derive.Results) -> None:
     """A first bench of short runs ranks nothing: every training board is empty, of the declared columns and types
     all the same (an empty board once skipped the steps that add `differs`, and the schema check stopped the build)."""
-    loaded, summary = committed
+    loaded, summary = committed_results.records, committed_results.runs
     found = derive.candidates(summary)
     ranked = found.filter(pl.col("unranked").is_null())["run_id"].implode()
     keep = pl.col("run_id").is_in(ranked).not_()

@@ -69,7 +69,7 @@ CHARTS = {
         pl.DataFrame({"label": ["v"], "steps_per_s": [15.0]}),
         narrow=True,
     ),
-    "test_throughput_unranked": lambda: charts.engine_throughput(
+    "engine_throughput_unranked": lambda: charts.engine_throughput(
         RUNS.with_columns(ranked=pl.Series([True, False, True])), "tokens/s"
     ),
     "latency_throughput": lambda: model_charts.latency_throughput(
@@ -121,7 +121,7 @@ def test_value_axes_are_titled_alike_and_rows_sorted_by_value(name: str) -> None
 
 def test_an_unranked_run_is_a_hollow_bar_named_so() -> None:
     """A run that does not rank is drawn as an outline (no fill) and its row's label starts with "unranked"."""
-    spec = CHARTS["test_throughput_unranked"]().to_dict(validate=False)
+    spec = CHARTS["engine_throughput_unranked"]().to_dict(validate=False)
     bars = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "bar")
     assert bars["encoding"]["fillOpacity"]["condition"]["test"] == "datum.ranked"
     assert bars["encoding"]["fillOpacity"]["value"] == 0.0 and bars["encoding"]["stroke"]["field"] == "engine"

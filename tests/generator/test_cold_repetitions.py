@@ -5,7 +5,6 @@ its. Which engines gained the untimed repetition, and which field shows it, is o
 
 from __future__ import annotations
 
-import functools
 import shutil
 from pathlib import Path
 
@@ -64,18 +63,15 @@ def test_the_first_repetition_of_an_old_record_is_left_out_and_a_new_ones_is_kep
     assert tool["cold_first_dropped"] and tool["repetitions"] == len(rest)
 
 
-@functools.cache
-def _results() -> derive.Results:
-    return derive.results(*checks.checked(load.load(ROOT / "data")))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("workload", ["llama-8b-pp512-d0", "llama-14b-pp512-d0"])
-def test_the_committed_f16_pp512_rows_no_longer_hold_their_cold_repetitions(workload: str) -> None:
+def test_the_committed_f16_pp512_rows_no_longer_hold_their_cold_repetitions(
+    committed_results: derive.Results, workload: str
+) -> None:
     """The issue's rows: 8B and 14B F16 pp512 at depth 0 on one H200 read [13,535, 25,001] and [7,842, 14,208], the
     low end each a run's cold first repetition. Now every run's cold repetition lies below the row's interval, and the
     row says its cold repetitions were left out."""
-    results = _results()
+    results = committed_results
     board = results.boards[("h100", workload)]
     # the H200's row (an H100's, recorded with the untimed repetition, has no cold one)
     (row,) = board.ranked.filter(

@@ -10,16 +10,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from generator import derive, load
-from generator.derive import checks, commit_pairs
+from generator import derive
+from generator.derive import commit_pairs
 from generator.render import commit_pairs_page, pages
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_page_lists_what_compare_list_prints_with_each_command(tmp_path: Path) -> None:
-    results = derive.results(*checks.checked(load.load(ROOT / "data")))
-    commit_pairs_page.write(pages.environment(), tmp_path, results.comparable)
+def test_the_page_lists_what_compare_list_prints_with_each_command(
+    committed_results: derive.Results, tmp_path: Path
+) -> None:
+    commit_pairs_page.write(pages.environment(), tmp_path, committed_results.comparable)
     page = (tmp_path / "commits.md").read_text()
     done = subprocess.run([sys.executable, "-m", "fairfight", "compare", "--list", "--format", "json"], cwd=ROOT,
                           capture_output=True, text=True, check=True)  # fmt: skip

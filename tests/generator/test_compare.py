@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from generator import derive
 from generator.commands import compare
 from generator.load import editions
 from tests.conftest import committed
@@ -188,17 +189,14 @@ def test_json_output_parses(small: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert row["ratio_lo"] < row["ratio"] < row["ratio_hi"] and report["threshold"] == 0.05
 
 
-def test_compare_and_the_site_read_one_results(ds: compare.Dataset) -> None:
+def test_compare_and_the_site_read_one_results(ds: compare.Dataset, committed_results: derive.Results) -> None:
     """compare's runs, figures and floors are the site's own `derive.results` (one code path): on every committed
     board of every kind, a ranked configuration compared with itself has the board's figure, its interval the
     board's, and any run it counts that the board does not rank carries
     the note saying why; the fallback floor of a kind is the spread the boards widen one-run rows by (1.63% for tg on
     one H200, where unranked MLX runs across harness changes once made it 16%). The interval is the board row's own,
     or none where the board has none (issue 55: `compare` once printed a run's within-run span beside the board's)."""
-    from generator import derive, load
-    from generator.derive import checks
-
-    results = derive.results(*checks.checked(load.load(ROOT / "data")))
+    results = committed_results
     mine = compare.dataset(ROOT / "data", results)
     assert mine.kind_floors == ds.kind_floors == results.kind_floors
     assert mine.run_floors == ds.run_floors and mine.runs.equals(ds.runs)

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from generator import derive
 from generator.commands import compare
 from generator.derive import commit_pairs
 from tests.generator.test_compare import _cli
@@ -21,11 +22,10 @@ A, B = "87a441d", "ddb5cf6"
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every committed result file made at A or B."""
-    everything = compare.load_dataset(ROOT / "data")
+def data(tmp_path_factory: pytest.TempPathFactory, committed_results: derive.Results) -> Path:
+    """Every committed result file made at A or B (compare's runs are the site's `every_run`: test_compare.py)."""
     commit = pl.col("harness_commit")
-    runs = everything.runs.filter(commit.str.starts_with(A) | commit.str.starts_with(B))
+    runs = committed_results.every_run.runs.filter(commit.str.starts_with(A) | commit.str.starts_with(B))
     data = tmp_path_factory.mktemp("commits") / "data"
     for suite, run_id in runs.select("suite", "run_id").iter_rows():
         (data / suite).mkdir(parents=True, exist_ok=True)

@@ -11,17 +11,15 @@ from typing import Any
 import polars as pl
 import pytest
 
-from generator import derive, load
-from generator.derive import checks, decision, side_by_side
+from generator import derive
+from generator.derive import decision, side_by_side
 from generator.render import pages
 from runners import engines
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
-def derived() -> side_by_side.SideBySide:
-    return derive.results(*checks.checked(load.load(ROOT / "data"))).side_by_side
+def derived(committed_results: derive.Results) -> side_by_side.SideBySide:
+    return committed_results.side_by_side
 
 
 def _overlap(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:

@@ -12,18 +12,13 @@ import polars as pl
 import pytest
 
 import generator.render.lists as lists
-from generator import derive, load, render, store
-from generator.derive import changelog, checks
+from generator import derive, render, store
+from generator.derive import changelog
 from generator.load import history
 from generator.render import charts, pages
 from generator.store import output_cache, runcache
 
 DATA = Path(__file__).resolve().parents[2] / "data"
-
-
-@pytest.fixture(scope="module")
-def committed() -> derive.Results:
-    return derive.results(*checks.checked(load.load(DATA)))
 
 
 def _pages(results: derive.Results, docs: Path, svg: Path) -> dict[str, bytes]:
@@ -54,14 +49,14 @@ def _counting(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> lis
 
 
 def test_a_warm_write_reads_every_list_board_and_chart_back_byte_for_byte(
-    committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    committed_results: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(lists, "SHOWN", 3)  # every board's lists long enough to be written as CSVs
     _use(monkeypatch, None)
-    fresh = _pages(committed, tmp_path / "fresh", tmp_path / "svg")
+    fresh = _pages(committed_results, tmp_path / "fresh", tmp_path / "svg")
     assert any(name.startswith("downloads/lists/") for name in fresh)
     _use(monkeypatch, tmp_path / "cache")
-    cold = _pages(committed, tmp_path / "cold", tmp_path / "svg")
+    cold = _pages(committed_results, tmp_path / "cold", tmp_path / "svg")
     assert len(_entries(tmp_path / "cache")) > 3
 
     stale = tmp_path / "cache" / store.FOLDER / output_cache.KIND / ("0" * 64)
@@ -70,7 +65,7 @@ def test_a_warm_write_reads_every_list_board_and_chart_back_byte_for_byte(
     reads = _counting(monkeypatch, store.Store, "get")
     writes = _counting(monkeypatch, store.Store, "put")  # a miss writes its entry
     boards = _counting(monkeypatch, render.boards, "board_rows")
-    warm = _pages(committed, tmp_path / "warm", tmp_path / "svg")
+    warm = _pages(committed_results, tmp_path / "warm", tmp_path / "svg")
     assert reads and not writes and not boards  # every output answered by the cache
     assert warm == cold == fresh
     active = store.active()
@@ -80,9 +75,9 @@ def test_a_warm_write_reads_every_list_board_and_chart_back_byte_for_byte(
 
 
 def test_a_changed_row_misses_and_a_damaged_entry_is_made_again(
-    committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    committed_results: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    failures = committed.catalog.failures
+    failures = committed_results.catalog.failures
     assert failures.height > 1 and "error" in failures.columns
     monkeypatch.setattr(lists, "SHOWN", 1)
     docs, page = tmp_path / "docs", tmp_path / "docs" / "failures.md"
@@ -114,9 +109,9 @@ def test_a_changed_row_misses_and_a_damaged_entry_is_made_again(
 
 
 def test_a_chart_spec_is_kept_by_its_inputs(
-    committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    committed_results: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ranked = next(b.ranked for b in committed.boards.values() if b.kind == "train" and b.ranked.height > 1)
+    ranked = next(b.ranked for b in committed_results.boards.values() if b.kind == "train" and b.ranked.height > 1)
     changed = ranked.with_columns(pl.col("steps_per_s") * 2)
 
     def fresh(frame: pl.DataFrame) -> str:

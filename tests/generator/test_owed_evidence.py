@@ -10,10 +10,8 @@ from typing import Any
 import pytest
 
 import generator.derive.verdict.owed_list as owed_list
-from generator import derive, load
-from generator.derive import checks
+from generator import derive
 from generator.derive.verdict.answer import Answer, Reading, Tuned
-from tests.conftest import ROOT
 
 
 def _tuned(gap: float, lo: float | None, hi: float | None, decision: str = "undecided") -> Tuned:
@@ -54,9 +52,9 @@ def test_an_owed_comparison_is_one_side_measured_until_the_seeds_engine_runs() -
     assert owed_list.one_side(challenger_ran=False, measured=False) == "not yet"
 
 
-def test_the_committed_owed_list_agrees_with_the_verdict() -> None:
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
-    the_verdict = derive.results(loaded, summary).verdict  # as the site derives it, with the boards' ranked rows
+def test_the_committed_owed_list_agrees_with_the_verdict(committed_results: derive.Results) -> None:
+    summary = committed_results.runs
+    the_verdict = committed_results.verdict  # as the site derives it, with the boards' ranked rows
     assert the_verdict is not None
     fight, said = the_verdict.fight, the_verdict.said
     owed = {o["item"]: o for o in the_verdict.owed}

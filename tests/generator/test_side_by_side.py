@@ -10,16 +10,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import derive, load
-from generator.derive import checks, inference, serving, side_by_side, verdict
+from generator import derive
+from generator.derive import inference, serving, side_by_side, verdict
 from runners import metrics
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def derived() -> dict:
-    results = derive.results(*checks.checked(load.load(ROOT / "data")))
+def derived(committed_results: derive.Results) -> dict:
+    results = committed_results
     tests, served = results.tests, results.served
     spreads = inference.pooled_spreads(tests) | serving.pooled_spreads(served)
     assert spreads == results.test_spreads

@@ -9,6 +9,7 @@ import math
 import polars as pl
 import pytest
 
+from generator import derive
 from generator.derive import inference, ladder, serving
 from runners import metrics
 from tests.generator.test_ranks import _run
@@ -140,13 +141,12 @@ def test_a_training_row_never_uses_another_engines_spread() -> None:
 
 
 @pytest.mark.slow
-def test_the_committed_boards_keep_one_standard_of_evidence() -> None:
+def test_the_committed_boards_keep_one_standard_of_evidence(committed_results: derive.Results) -> None:
     """On the committed records, through the site's own derivation and board JSON: no interval of zero width, no rank
     without an interval, a row's pooled spread is its own engine's, and FP8 and AWQ runs never share a served point."""
-    from generator import derive
-    from tests.generator.test_ranks import _committed, _published_boards
+    from tests.generator.test_ranks import _published_boards
 
-    boards = _published_boards()
+    boards = _published_boards(committed_results)
     ranked_rows = 0
     for name, rows in boards.items():
         for r in rows:
@@ -157,7 +157,7 @@ def test_the_committed_boards_keep_one_standard_of_evidence() -> None:
                 assert low is not None, (name, r["settings_hash"])  # no rank without an interval
                 ranked_rows += 1
     assert ranked_rows > 50
-    results = derive.results(*_committed())
+    results = committed_results
     assert all(len(key) == 4 for key in results.test_spreads)  # (engine, kind, hardware, devices)
     assert all(len(key) == 3 for spreads in results.training_spreads.values() for key in spreads)
     for board in results.boards.values():

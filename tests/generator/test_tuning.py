@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from generator import derive
 from generator.derive import tuning
 from runners import metrics
 
@@ -68,15 +69,10 @@ def test_memory_ratios_divide_steady_state_memory() -> None:
     assert tuning.memory_ratio(None, at4["ddp-tuned"]) is None
 
 
-def test_the_committed_sweep_gives_a_rung_per_point_each_with_its_runs() -> None:
+def test_the_committed_sweep_gives_a_rung_per_point_each_with_its_runs(committed_results: derive.Results) -> None:
     """The committed data/: a rung per sweep point, each with its runs; at micro-batch 4, FSDP2 with compile is
     settled faster than stock (the page built from it: tests/test_browser_tables.py)."""
-    from generator import derive, load
-    from generator.derive import checks
-    from tests.conftest import ROOT
-
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
-    results = derive.results(loaded, summary)  # as the site derives it
+    results = committed_results  # as the site derives it
     assert results.verdict is not None
     points = results.verdict.points
     rungs = tuning.ladder(points, ORDER)

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from generator import load
+from generator import derive, load
 from generator.derive import verdict
 from generator.derive.verdict import draws as sweep_draws
 from generator.render import pages
@@ -275,11 +275,9 @@ def test_the_home_page_answers_in_both_readings_in_the_seeds_words(tmp_path: Pat
 
 
 @pytest.fixture(scope="module")
-def committed() -> dict:
+def committed(committed_results: derive.Results) -> dict:
     """The verdict on every committed result file, derived as the site does."""
-    from generator.derive import checks
-
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    loaded, summary = committed_results.records, committed_results.runs
     result = sweep_draws.compute(summary, loaded.rows)
     assert result is not None
     return {"said": result.said, "pooled": result.pooled, "points": result.points, "summary": summary}
