@@ -13,7 +13,7 @@ import pytest
 
 from generator import derive, load
 from generator.derive import checks, side_by_side
-from generator.render import charts, pages
+from generator.render import model_charts, pages
 from runners import engines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def test_a_registered_inference_engine_is_on_the_side_by_side_page(
     led = [f for f in card.families if f.fastest.engine == NAME]
     assert led and all(f.fastest.engine_name == TITLE for f in led)
 
-    chart = charts.side_by_side(pl.DataFrame(here[0]["rows"], schema=side_by_side.ROW_SCHEMA)).to_dict()
+    chart = model_charts.side_by_side(pl.DataFrame(here[0]["rows"], schema=side_by_side.ROW_SCHEMA)).to_dict()
     scale = next(layer["encoding"]["color"]["scale"] for layer in chart["layer"] if "color" in layer["encoding"])
     assert dict(zip(scale["domain"], scale["range"], strict=True))[TITLE] == COLOUR
 
