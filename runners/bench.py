@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import NamedTuple, TypeVar
 
 from runners import (
     arguments,
@@ -54,6 +55,7 @@ LOG_SHOWN_BYTES = 64 << 20
 """Most of one runner's standard error passed to the log; what follows is read and dropped (its tail is still kept)."""
 MAX_HANDOVER_BYTES = 1 << 30
 """Largest hand-over file the bench reads records from (a 10⁵-step record is about 25 MB of JSON)."""
+Entry = TypeVar("Entry", spec.Inference, spec.Serving)
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
@@ -245,7 +247,8 @@ def _end_runs_and_exit(signum: int, _frame: object) -> None:
 
 
 _ENDING: list[tuple[argparse.Namespace, spec.Suite, spec.Workload, spec.Variant, str, datetime]] = []
-"""While a run runs on the node that writes its failure record: `write_failure`'s arguments for it, but the last two."""
+"""While a run runs on the node that writes its failure record: `write_failure`'s arguments for it, and the run id and
+start of its `Unfinished`."""
 
 
 def _record_slurm_ending(signum: int) -> Path | None:
@@ -263,7 +266,7 @@ def _record_slurm_ending(signum: int) -> Path | None:
             partial.unlink(missing_ok=True)
         if store.find(args.data_dir, suite.name, run_id) is not None:
             return None
-        return write_failure(args, suite, work, variant, run_id, started, "failed", reason)
+        return write_failure(args, suite, work, variant, Unfinished(run_id, started, "failed", reason))
     except Exception as e:  # a record is owed, but the handler must still end the bench
         print(f"bench: could not write the failure record of the run Slurm ended: {e}", file=sys.stderr)
         return None
@@ -304,43 +307,57 @@ def _failure_provenance(device: str, count: int, package: str | None) -> tuple[d
     return hw, version
 
 
+class Unfinished(NamedTuple):
+    """A run its runner did not record, as its failure record tells it."""
+
+    run_id: str
+    started: datetime
+    status: str
+    error: str
+
+
 def write_failure(
-    args: argparse.Namespace,
-    suite: spec.Suite,
-    work: spec.Workload,
-    variant: spec.Variant,
-    run_id: str,
-    started: datetime,
-    status: str,
-    error: str,
+    args: argparse.Namespace, suite: spec.Suite, work: spec.Workload, variant: spec.Variant, unfinished: Unfinished
 ) -> Path:
     """A record for a variant whose runner died before writing its own."""
     world = args.world_size or work.world_size
-    hw, version = _failure_provenance(work.device, world, engines.get(variant.engine).version_from)
-    overrides = spec.parse_overrides(args.set)
+    config = record.config_as_asked(
+        suite,
+        work,
+        variant,
+        args,
+        world_size=world,
+        overrides=spec.parse_overrides(args.set),
+        sweep_env=sweep_env(args.env),
+    )
+    return _write_unfinished(args, suite, unfinished, (work.device, world), variant, config, "steps")
+
+
+def _write_unfinished(
+    args: argparse.Namespace,
+    suite: spec.Suite,
+    unfinished: Unfinished,
+    devices: tuple[str, int],
+    variant: spec.Variant,
+    config: dict[str, object],
+    completed: str,
+) -> Path:
+    """The failure record of a run its runner did not record (training, or a test of inference or serving), on the
+    `devices` it ran on (kind, count): none of its `completed` (`steps`, `tests`) done."""
+    engine = engines.get(variant.engine)
+    hw, version = _failure_provenance(*devices, engine.version_from)
     run = record.run_columns(
-        run_id=run_id,
+        run_id=unfinished.run_id,
         suite=suite,
         engine_version=version,
-        status=status,
-        error=error,
-        started=started,
+        status=unfinished.status,
+        error=unfinished.error,
+        started=unfinished.started,
         hardware=hw,
-        config=record.config(
-            suite,
-            work,
-            variant,
-            steps=args.steps,
-            micro_batch=args.micro_batch,
-            world_size=world,
-            time_budget_s=args.time_budget,
-            overrides=overrides,
-            sweep_env=sweep_env(args.env),
-            note=args.note,
-        ),
-        packages=engines.get(variant.engine).packages,
+        config=config,
+        packages=engine.packages,
     )
-    rows = [dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps")]
+    rows = [dict(trial=0, step=None, phase="run", metric=f"{completed}_completed", value=0.0, unit=completed)]
     return store.write_run(args.data_dir, schema.make_table(run, rows))
 
 
@@ -390,22 +407,13 @@ def _summary(
             "flags": bench_report.flags_of(value, low, high, host)}  # fmt: skip
 
 
-def _inference_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[spec.Inference, spec.Variant, list]]:
-    """(entry, variant, tests) for every inference entry and variant the filters keep (`--workload` takes an
-    entry's name or a test's workload name)."""
+def _tests_todo(
+    entries: Sequence[Entry], args: argparse.Namespace, suite: spec.Suite
+) -> list[tuple[Entry, spec.Variant, list]]:
+    """(entry, variant, tests) for every inference or serving entry and variant the filters keep (`--workload` takes
+    an entry's name or a test's workload name)."""
     todo = []
-    for entry in suite.inference:
-        tests = [t for t in entry.tests() if not args.workload or {entry.name, t.workload} & set(args.workload)]
-        for v in entry.variants:
-            if tests and (not args.variant or v in args.variant):
-                todo.append((entry, suite.variants[v], tests))
-    return todo
-
-
-def _serving_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[spec.Serving, spec.Variant, list]]:
-    """(entry, variant, tests) for every serving entry and variant the filters keep, as `_inference_todo`."""
-    todo = []
-    for entry in suite.serving:
+    for entry in entries:
         tests = [t for t in entry.tests() if not args.workload or {entry.name, t.workload} & set(args.workload)]
         for v in entry.variants:
             if tests and (not args.variant or v in args.variant):
@@ -482,8 +490,8 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
         for v in w.variants
         if not args.variant or v in args.variant
     ]
-    inference = _inference_todo(suite, args)
-    serving = _serving_todo(suite, args)
+    inference = _tests_todo(suite.inference, args, suite)
+    serving = _tests_todo(suite.serving, args, suite)
     swept = sweep_env(args.env)
     # every mistake at once, before anything runs: names, settings (each value of a sweep), steps, the names records
     # would carry, packages
@@ -538,7 +546,7 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
         if path is None:
             status = "failed" if run_id in refused else _classify(code, err or "")
             error = _failure_text(refused.get(run_id), code, err)
-            path = write_failure(run_args, suite, work, variant, run_id, started, status, error)
+            path = write_failure(run_args, suite, work, variant, Unfinished(run_id, started, status, error))
         line = summarize(path, work.window_steps)
         done = bench_report.line(
             workload=work.name, variant=label, **line, wall_s=round(time.perf_counter() - t0, 1), file=str(path)
@@ -616,14 +624,9 @@ def run_inference(
             provenance.host_load_around(before, provenance.host_load()),
         )  # fmt: skip
     lines = []
+    ran = TestsRan(stamp, started, code, err, refused)
     for test in tests:
-        run_id = record.test_run_id(stamp, test.workload, variant.name)
-        path = store.find(args.data_dir, suite.name, run_id)
-        if path is None:
-            status = "failed" if run_id in refused else _classify(code, err)
-            error = _failure_text(refused.get(run_id), code, err)
-            path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
-            print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
+        path = _test_record(args, suite, entry, test, variant, ran)
         lines.append(
             bench_report.line(
                 workload=test.workload,
@@ -653,11 +656,12 @@ def run_inference(
             provenance.host_load_around(before, provenance.host_load()),
         )  # fmt: skip
     for test in tests:
-        path = store.find(args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}"))
-        if path is not None:
+        run_id = record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}")
+        found = store.find(args.data_dir, suite.name, run_id)
+        if found is not None:
             lines.append(
-                bench_report.line(workload=test.workload, variant=f"{variant.name} ({tool})", **summarize_test(path),
-                                  wall_s=round(time.perf_counter() - t0, 1), file=str(path))
+                bench_report.line(workload=test.workload, variant=f"{variant.name} ({tool})", **summarize_test(found),
+                                  wall_s=round(time.perf_counter() - t0, 1), file=str(found))
             )  # fmt: skip
     if code != 0:
         print(f"    {tool} cross-check failed (exit {code}); the runner's records stand", flush=True)
@@ -701,14 +705,9 @@ def run_serving(
         }  # fmt: skip
         refused = write_records(out, args.data_dir, expected, host)
     lines = []
+    ran = TestsRan(stamp, started, code, err, refused)
     for test in tests:
-        run_id = record.test_run_id(stamp, test.workload, variant.name)
-        path = store.find(args.data_dir, suite.name, run_id)
-        if path is None:
-            status = "failed" if run_id in refused else _classify(code, err)
-            error = _failure_text(refused.get(run_id), code, err)
-            path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
-            print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
+        path = _test_record(args, suite, entry, test, variant, ran)
         lines.append(bench_report.line(workload=test.workload, variant=variant.name, **summarize_serving(path),
                                        file=str(path)))  # fmt: skip
         bench = store.find(
@@ -722,34 +721,6 @@ def run_serving(
     for line in lines:
         line["wall_s"] = round(time.perf_counter() - t0, 1)
     return lines
-
-
-def _write_unfinished_test(
-    args: argparse.Namespace,
-    suite: spec.Suite,
-    run_id: str,
-    started: datetime,
-    status: str,
-    error: str,
-    hardware: dict[str, object],
-    version: str,
-    config: dict[str, object],
-    packages: tuple[str, ...],
-) -> Path:
-    """The failure record of a test (inference or serving) its runner did not record: no tests completed."""
-    run = record.run_columns(
-        run_id=run_id,
-        suite=suite,
-        engine_version=version,
-        status=status,
-        error=error,
-        started=started,
-        hardware=hardware,
-        config=config,
-        packages=packages,
-    )
-    rows = [dict(trial=0, step=None, phase="run", metric="tests_completed", value=0.0, unit="tests")]
-    return store.write_run(args.data_dir, schema.make_table(run, rows))
 
 
 def summarize_serving(path: Path) -> dict[str, object]:
@@ -891,24 +862,42 @@ def _record_of(line: dict) -> tuple[dict, list[dict]]:
     return run, line["rows"]
 
 
-def write_test_failure(
+class TestsRan(NamedTuple):
+    """What the bench knows of the runner process of one variant's tests once it has ended."""
+
+    stamp: str
+    """The stamp of the tests' run ids (`record.test_run_id`)."""
+    started: datetime
+    code: int | None
+    """Its exit status (None: stopped at its time limit)."""
+    err: str
+    """The tail of its standard error."""
+    refused: dict[str, str]
+    """Why the bench refused a record it handed over, by run id (`write_records`)."""
+
+
+def _test_record(
     args: argparse.Namespace,
     suite: spec.Suite,
     entry: spec.Inference | spec.Serving,
     test: spec.InferenceTest | spec.ServingTest,
     variant: spec.Variant,
-    run_id: str,
-    started: datetime,
-    status: str,
-    error: str,
+    ran: TestsRan,
 ) -> Path:
-    """A record for an inference or serving test whose runner died before writing it: the engine's own test
-    configuration (the registry's `failure_config`), no tests completed."""
-    engine = engines.get(variant.engine)
-    devices = int(variant.settings.get(engine.devices_setting, 1)) if engine.devices_setting else 1
-    hw, version = _failure_provenance(entry.device, devices, engine.version_from)
-    config = engines.call(engine.failure_config or "", suite, entry, test, variant, args.note)
-    return _write_unfinished_test(args, suite, run_id, started, status, error, hw, version, config, engine.packages)
+    """A test's record: the one its runner handed over, else the failure record written here, which says why, with
+    the engine's own test configuration (the registry's `failure_config`) and no tests completed."""
+    run_id = record.test_run_id(ran.stamp, test.workload, variant.name)
+    path = store.find(args.data_dir, suite.name, run_id)
+    if path is None:
+        status = "failed" if run_id in ran.refused else _classify(ran.code, ran.err)
+        error = _failure_text(ran.refused.get(run_id), ran.code, ran.err)
+        engine = engines.get(variant.engine)
+        devices = int(variant.settings.get(engine.devices_setting, 1)) if engine.devices_setting else 1
+        config = engines.call(engine.failure_config or "", suite, entry, test, variant, args.note)
+        unfinished = Unfinished(run_id, ran.started, status, error)
+        path = _write_unfinished(args, suite, unfinished, (entry.device, devices), variant, config, "tests")
+        print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
+    return path
 
 
 def summarize_test(path: Path) -> dict[str, object]:

@@ -116,6 +116,23 @@ def config(
     }
 
 
+def config_as_asked(
+    suite: spec.Suite, work: spec.Workload, variant: spec.Variant, args: Any, **more: Any
+) -> dict[str, Any]:
+    """`config` of a training run as a command line asked for it: the bench's, or an outside engine's runner's
+    (`--steps`, `--micro-batch`, `--time-budget` and `--note`; `more`: the rest of `config`'s keywords)."""
+    return config(
+        suite,
+        work,
+        variant,
+        steps=args.steps,
+        micro_batch=args.micro_batch,
+        time_budget_s=args.time_budget,
+        note=args.note,
+        **more,
+    )
+
+
 def run_columns(
     *,
     run_id: str,
