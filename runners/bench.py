@@ -330,12 +330,11 @@ def write_failure(
         overrides=spec.parse_overrides(args.set),
         sweep_env=sweep_env(args.env),
     )
-    return _write_unfinished(args, suite, unfinished, (work.device, world), variant, config, "steps")
+    return _write_unfinished(args, unfinished, (work.device, world), variant, config, "steps")
 
 
 def _write_unfinished(
     args: argparse.Namespace,
-    suite: spec.Suite,
     unfinished: Unfinished,
     devices: tuple[str, int],
     variant: spec.Variant,
@@ -348,7 +347,6 @@ def _write_unfinished(
     hw, version = _failure_provenance(*devices, engine.version_from)
     run = record.run_columns(
         run_id=unfinished.run_id,
-        suite=suite,
         engine_version=version,
         status=unfinished.status,
         error=unfinished.error,
@@ -895,7 +893,7 @@ def _test_record(
         devices = int(variant.settings.get(engine.devices_setting, 1)) if engine.devices_setting else 1
         config = engines.call(engine.failure_config or "", suite, entry, test, variant, args.note)
         unfinished = Unfinished(run_id, ran.started, status, error)
-        path = _write_unfinished(args, suite, unfinished, (entry.device, devices), variant, config, "tests")
+        path = _write_unfinished(args, unfinished, (entry.device, devices), variant, config, "tests")
         print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
     return path
 

@@ -128,24 +128,24 @@ def config_as_asked(
 def run_columns(
     *,
     run_id: str,
-    suite: spec.Suite,
     config: dict[str, Any],
     engine_version: str,
-    status: str,
-    error: str | None,
     started: datetime,
     hardware: dict[str, Any],
     packages: tuple[str, ...],
+    status: str = "ok",
+    error: str | None = None,
     calibration: dict[str, Any] | None = None,
     build: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """Run-level columns of a measured run, with provenance captured now; `build` adds what an engine's own build
-    says of itself to the software (llama.cpp's instruction sets)."""
+    """Run-level columns of a measured run (`ok` unless `status` and `error` say otherwise; its suite is its
+    `config`'s), with provenance captured now; `build` adds what an engine's own build says of itself to the software
+    (llama.cpp's instruction sets)."""
     commit, dirty = provenance.harness()
     variant = config["variant"]
     return {
         "run_id": run_id,
-        "suite": suite.name,
+        "suite": config["suite"],
         "workload": config["workload"]["name"],
         "engine": variant["engine"],
         "engine_version": engine_version,
@@ -329,7 +329,6 @@ def test_run_id(stamp: str, workload: str, variant: str) -> str:
 
 def hand_over_test(
     args: Any,
-    suite: spec.Suite,
     test: Any,
     variant: spec.Variant,
     config: dict[str, Any],
@@ -346,11 +345,8 @@ def hand_over_test(
     pyarrow (llama.cpp's), and the bench checks every line as it writes the result files."""
     run = run_columns(
         run_id=test_run_id(args.run_stamp, test.workload, variant.name),
-        suite=suite,
         config=config,
         engine_version=engine_version,
-        status="ok",
-        error=None,
         started=started,
         hardware=hardware,
         packages=packages,

@@ -192,7 +192,6 @@ def writer(ctx: dict[str, Any], engine: Callable[[dict[str, Any]], EngineRecord]
         hardware |= {"energy": meter.provenance()} if meter is not None else {}
         run = record.run_columns(
             run_id=ctx["args"].run_id,
-            suite=ctx["suite"],
             engine_version=own.version,
             status=status,
             error=error,

@@ -305,11 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     version = versions[0] if versions else "unknown"
     probe = record.run_columns(
         run_id=args.run_id,
-        suite=suite,
         config=config,
         engine_version=version,
-        status="ok",
-        error=None,
         started=started,
         hardware=hardware,
         packages=(),
@@ -335,7 +332,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    {note}", file=sys.stderr, flush=True)
     run = record.run_columns(
         run_id=args.run_id,
-        suite=suite,
         config=config,
         engine_version=version,
         status="failed" if status == "ok" and error else status,

@@ -123,11 +123,8 @@ def import_llama_bench(
         }
         run = record.run_columns(
             run_id=run_id,
-            suite=suite,
             config=config,
             engine_version=f"llama.cpp {obj['build_commit']} (build {obj.get('build_number', '?')})",
-            status="ok",
-            error=None,
             started=started,
             hardware=hardware,
             packages=(),

@@ -380,7 +380,6 @@ def main(argv: list[str] | None = None) -> int:
             config = test_config(suite, entry, test, variant, settings, files, args.note, bench.fills)
             record.hand_over_test(
                 args,
-                suite,
                 test,
                 variant,
                 config,

@@ -133,12 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = sample_rows(obj, test.n_tokens, untimed)
         run = record.run_columns(
             run_id=record.test_run_id(args.run_stamp, test.workload, variant.name + "-llama-bench"),
-            suite=suite,
             config=config,
             # the build's record of the vendored commit: llama-bench's own stamp may not know it
             engine_version=f"llama.cpp {commit} of llama-cpp-python {vendored}",
-            status="ok",
-            error=None,
             started=started,
             hardware=hardware,
             packages=("llama_cpp_python", "gguf"),

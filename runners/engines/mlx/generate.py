@@ -248,7 +248,6 @@ def main(argv: list[str] | None = None) -> int:
         rows += joules.rows() + idle_rows
         record.hand_over_test(
             args,
-            suite,
             test,
             variant,
             test_config(suite, entry, test, variant, settings, files, args.note),

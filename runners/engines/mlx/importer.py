@@ -73,11 +73,8 @@ def import_mlx_lm_benchmark(
         config["workload"]["depth_fills"] = None
         run = record.run_columns(
             run_id=run_id,
-            suite=suite,
             config=config,
             engine_version="mlx-lm (version not in the tool's output)",
-            status="ok",
-            error=None,
             started=started,
             hardware={"device": entry.device, "count": 1, "accelerator": hardware, "reported_by": "the importer"},
             packages=(),

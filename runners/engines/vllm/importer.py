@@ -102,11 +102,8 @@ def import_vllm_bench(
     count = settings["tensor_parallel_size"]
     run = record.run_columns(
         run_id=run_id,
-        suite=suite,
         config=config,
         engine_version=f"vLLM (version not in the tool's output; backend {result.get('backend', '?')})",
-        status="ok",
-        error=None,
         started=started,
         hardware={"device": entry.device, "count": count, "accelerator": hardware, "reported_by": "the importer"},
         packages=(),

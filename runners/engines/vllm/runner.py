@@ -363,7 +363,6 @@ class _Writer:
             config = record.as_tools(config, "vllm-bench", tool, runners)
         run = record.run_columns(
             run_id=record.test_run_id(self.args.run_stamp, test.workload, name),
-            suite=self.suite,
             config=config,
             engine_version=self.version,
             status=status,
