@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -555,12 +555,10 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
         if line["status"] != "ok":
             print(_why(path), flush=True)
     first = len(sweep) + 1  # a variant's tests run in one process: they are numbered together, after training's
-    for model, variant, model_tests in inference:
-        summary += run_inference(args, suite, model, variant, model_tests, env, _numbered(first, model_tests, runs))
-        first += len(model_tests)
-    for server, variant, server_tests in serving:
-        summary += run_serving(args, suite, server, variant, server_tests, env, _numbered(first, server_tests, runs))
-        first += len(server_tests)
+    tests_todo: list[tuple[spec.Inference | spec.Serving, spec.Variant, list]] = [*inference, *serving]
+    for entry, variant, tests in tests_todo:
+        summary += run_tests(args, suite, entry, variant, tests, env, _numbered(first, tests, runs))
+        first += len(tests)
     return suite.name, summary
 
 
@@ -588,137 +586,102 @@ def _not_written_here(
                              flags=[])  # fmt: skip
 
 
-def run_inference(
+def run_tests(
     args: argparse.Namespace,
     suite: spec.Suite,
-    entry: spec.Inference,
+    entry: spec.Inference | spec.Serving,
     variant: spec.Variant,
-    tests: list[spec.InferenceTest],
+    tests: list,
     env: dict[str, str],
     at: str = "",
 ) -> list[dict[str, object]]:
-    """One variant's tests in one runner process (the model loads once), then the engine's own benchmark tool on
-    the same weights and settings; a test the runner did not record gets a failure record."""
-    engine = _engine(variant, "inference")
-    runner, checker, tool = engine.test_runner or "", engine.tool_runner, engine.tool
+    """One variant's tests of an inference or serving entry in one runner process (the model loads once), with the
+    engine's own benchmark tool on the same weights and settings: inside the runner (vLLM's runs its bench tools
+    beside each test) or after it (`tool_runner`: llama-bench, mlx_lm.benchmark). A test the runner did not record
+    gets a failure record."""
+    kind = "serving" if isinstance(entry, spec.Serving) else "inference"
+    engine = _engine(variant, kind)
+    summarize = summarize_serving if kind == "serving" else summarize_test
+    inside = engine.tool if engine.tool_runner is None else None  # the runner records its tool's runs too
+    # vLLM's CPU backend takes the AMX guard too (its oneDNN kernels pick what the CPU advertises)
     env = env | runner_env(entry.device, variant)
+    limit = entry.time_budget_s + GRACE_S
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
     print(f"{at + ' ' if at else ''}[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
-    common = ["--suite", args.suite, "--inference", entry.name, "--variant", variant.name, "--run-stamp", stamp]
+    # vLLM lives in an environment of its own on CPU machines (runners/engines/vllm/env.py); elsewhere, in this one
+    python = (os.environ.get(engine.python_env) if engine.python_env else None) or sys.executable
+    common = ["--suite", args.suite, f"--{kind}", entry.name, "--variant", variant.name, "--run-stamp", stamp]
     common += [a for t in tests for a in ("--workload", t.workload)]
     started, t0 = datetime.now(UTC), time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        measured = Path(tmp) / "tests.jsonl"
-        cmd = [sys.executable, "-m", runner, *common, "--out", str(measured)]
-        before = provenance.host_load()
-        code, err = _run_teeing_stderr(
-            cmd + (["--note", args.note] if args.note else []), env, entry.time_budget_s + GRACE_S
-        )
-        refused = write_records(
-            measured,
-            args.data_dir,
-            {record.test_run_id(stamp, t.workload, variant.name): run_identity(suite.name, t.workload, variant)
-             for t in tests},
-            provenance.host_load_around(before, provenance.host_load()),
-        )  # fmt: skip
-    lines = []
-    ran = TestsRan(stamp, started, code, err, refused)
+    expected = _test_ids(stamp, suite, variant, tests)
+    expected |= _test_ids(stamp, suite, variant, tests, inside) if inside else {}
+    note = ["--note", args.note] if args.note else []
+    runner = [python, "-m", engine.test_runner or "", *common, *note]
+    code, err, refused = _runner_records(runner, env, limit, args.data_dir, expected, "tests.jsonl")
+    ran, lines = TestsRan(stamp, started, code, err, refused), []
     for test in tests:
         path = _test_record(args, suite, entry, test, variant, ran)
-        lines.append(
-            bench_report.line(
-                workload=test.workload,
-                variant=variant.name,
-                **summarize_test(path),
-                wall_s=round(time.perf_counter() - t0, 1),
-                file=str(path),
-            )
-        )
-    if checker is None:
+        lines.append(bench_report.line(workload=test.workload, variant=variant.name, **summarize(path),
+                                       wall_s=round(time.perf_counter() - t0, 1), file=str(path)))  # fmt: skip
+        lines += _tool_line(args, suite, test, variant, stamp, inside, summarize, t0) if inside else []
+    tool, checker = engine.tool, engine.tool_runner
+    if checker is None or tool is None:
         return lines
     if engine.tool_needs_env and not os.environ.get(engine.tool_needs_env):
         print(f"    no {engine.tool_needs_env} set: the {tool} cross-check is skipped", flush=True)
         return lines
     # the cross-check (llama-bench when one built from the same source is there; mlx_lm.benchmark comes with mlx-lm)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "tool.jsonl"
-        before = provenance.host_load()
-        code, err = _run_teeing_stderr(
-            [sys.executable, "-m", checker, *common, "--out", str(out)], env, entry.time_budget_s + GRACE_S
-        )
-        write_records(
-            out,
-            args.data_dir,
-            {record.test_run_id(stamp, t.workload, f"{variant.name}-{tool}"):
-             run_identity(suite.name, t.workload, variant, tool=tool) for t in tests},
-            provenance.host_load_around(before, provenance.host_load()),
-        )  # fmt: skip
+    checked = _test_ids(stamp, suite, variant, tests, tool)
+    code, _, _ = _runner_records([python, "-m", checker, *common], env, limit, args.data_dir, checked, "tool.jsonl")
     for test in tests:
-        run_id = record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}")
-        found = store.find(args.data_dir, suite.name, run_id)
-        if found is not None:
-            lines.append(
-                bench_report.line(workload=test.workload, variant=f"{variant.name} ({tool})", **summarize_test(found),
-                                  wall_s=round(time.perf_counter() - t0, 1), file=str(found))
-            )  # fmt: skip
+        lines += _tool_line(args, suite, test, variant, stamp, tool, summarize, t0)
     if code != 0:
         print(f"    {tool} cross-check failed (exit {code}); the runner's records stand", flush=True)
     return lines
 
 
-def run_serving(
+def _test_ids(
+    stamp: str, suite: spec.Suite, variant: spec.Variant, tests: list, tool: str | None = None
+) -> dict[str, dict[str, str]]:
+    """The run id of each test's record, the runner's (or with `tool`, the engine's own tool's), and what the record
+    must say it is (`run_identity`)."""
+    label = f"{variant.name}-{tool}" if tool else variant.name
+    return {
+        record.test_run_id(stamp, t.workload, label): run_identity(suite.name, t.workload, variant, tool=tool)
+        for t in tests
+    }
+
+
+def _runner_records(
+    cmd: list[str], env: dict[str, str], limit_s: float, data_dir: Path, expected: dict[str, dict[str, str]], name: str
+) -> tuple[int | None, str, dict[str, str]]:
+    """Run a runner (`cmd`, given `--out` and a hand-over file called `name`) and write the records it handed over
+    that the bench `expected` (`write_records`, with the host's load around it): its exit status, the tail of its
+    standard error, and why records were refused (by run id)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / name
+        before = provenance.host_load()
+        code, err = _run_teeing_stderr([*cmd, "--out", str(out)], env, limit_s)
+        refused = write_records(out, data_dir, expected, provenance.host_load_around(before, provenance.host_load()))
+    return code, err, refused
+
+
+def _tool_line(
     args: argparse.Namespace,
     suite: spec.Suite,
-    entry: spec.Serving,
+    test: spec.InferenceTest | spec.ServingTest,
     variant: spec.Variant,
-    tests: list[spec.ServingTest],
-    env: dict[str, str],
-    at: str = "",
+    stamp: str,
+    tool: str,
+    summarize: Callable[[Path], dict[str, object]],
+    t0: float,
 ) -> list[dict[str, object]]:
-    """One variant's offline and served tests in one runner process (vLLM's, runners/engines/vllm/runner.py, also
-    runs vLLM's own bench tools beside each test); a test the runner did not record gets a failure record."""
-    engine = _engine(variant, "serving")
-    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
-    print(f"{at + ' ' if at else ''}[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
-    # vLLM lives in an environment of its own on CPU machines (runners/engines/vllm/env.py); elsewhere, in this one
-    python = (os.environ.get(engine.python_env) if engine.python_env else None) or sys.executable
-    cmd = [python, "-m", engine.test_runner or "", "--suite", args.suite, "--serving", entry.name]
-    cmd += ["--variant", variant.name, "--run-stamp", stamp]
-    cmd += [a for t in tests for a in ("--workload", t.workload)] + (["--note", args.note] if args.note else [])
-    started, t0 = datetime.now(UTC), time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "tests.jsonl"
-        # vLLM's CPU backend takes the AMX guard too (its oneDNN kernels pick what the CPU advertises)
-        before = provenance.host_load()
-        code, err = _run_teeing_stderr(
-            [*cmd, "--out", str(out)], env | runner_env(entry.device, variant), entry.time_budget_s + GRACE_S
-        )
-        host = provenance.host_load_around(before, provenance.host_load())
-        # the runner's records and its tool's
-        expected = {record.test_run_id(stamp, t.workload, variant.name): run_identity(suite.name, t.workload, variant)
-                    for t in tests}  # fmt: skip
-        expected |= {
-            record.test_run_id(stamp, t.workload, f"{variant.name}-{engine.tool}"):
-            run_identity(suite.name, t.workload, variant, tool=engine.tool) for t in tests
-        }  # fmt: skip
-        refused = write_records(out, args.data_dir, expected, host)
-    lines = []
-    ran = TestsRan(stamp, started, code, err, refused)
-    for test in tests:
-        path = _test_record(args, suite, entry, test, variant, ran)
-        lines.append(bench_report.line(workload=test.workload, variant=variant.name, **summarize_serving(path),
-                                       file=str(path)))  # fmt: skip
-        bench = store.find(
-            args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{engine.tool}")
-        )
-        if bench is not None:
-            lines.append(
-                bench_report.line(workload=test.workload, variant=f"{variant.name} ({engine.tool})",
-                                  **summarize_serving(bench), file=str(bench))
-            )  # fmt: skip
-    for line in lines:
-        line["wall_s"] = round(time.perf_counter() - t0, 1)
-    return lines
+    """The summary line of the engine's own tool's record of `test`, where there is one."""
+    found = store.find(args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}"))
+    if found is None:
+        return []
+    return [bench_report.line(workload=test.workload, variant=f"{variant.name} ({tool})", **summarize(found),
+                              wall_s=round(time.perf_counter() - t0, 1), file=str(found))]  # fmt: skip
 
 
 def summarize_serving(path: Path) -> dict[str, object]:
