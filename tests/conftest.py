@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,6 +41,29 @@ def run_module(*args: str, cwd: Path = ROOT, check: bool = True, **env: str) -> 
     if check and proc.returncode != 0:
         raise AssertionError(f"{args} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-5000:]}")
     return proc
+
+
+def checked_rows(path: Path) -> list[dict[str, Any]]:
+    """A result file's rows, once its table passes the schema's checks (`schema.check_table` finds nothing)."""
+    from runners import layout, schema
+
+    table = layout.read(path)
+    assert schema.check_table(table) == [], path
+    return table.to_pylist()
+
+
+def processes_with(marker: str) -> list[int]:
+    """The processes (but this one) whose command line holds `marker`: a test's runners, found by the folder they write
+    to, that must not outlive their bench."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    out.append(int(proc.name))
+            except OSError:
+                continue
+    return out
 
 
 MARKED_FIXTURES = {

@@ -15,8 +15,8 @@ import pytest
 from generator import derive, load
 from generator.derive import parity, summaries
 from generator.render import commits
-from runners import layout, metrics, schema, spec
-from tests.conftest import REPEAT_NOTE, SCALING_NOTE, TORCH_VARIANTS, run_module, write_as_submitted
+from runners import layout, metrics, spec
+from tests.conftest import REPEAT_NOTE, SCALING_NOTE, TORCH_VARIANTS, checked_rows, run_module, write_as_submitted
 
 SMOKE = spec.load_suite("cpu-smoke")
 
@@ -43,9 +43,7 @@ def test_bench_writes_one_valid_record_per_variant(bench_data) -> None:
     assert all(h["status"] == "ok" for h in heads.values()), (heads, proc.stdout[-3000:], proc.stderr[-3000:])
     first_losses = {}
     for variant, path in files.items():
-        table = layout.read(path)
-        assert schema.check_table(table) == [], variant
-        rows = table.to_pylist()
+        rows = checked_rows(path)
         run = rows[0]
         assert (run["suite"], run["workload"], run["status"]) == ("cpu-smoke", work.name, "ok"), variant
         assert run["engine"] == "torch" and run["engine_version"].startswith("2.")

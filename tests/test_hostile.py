@@ -24,7 +24,7 @@ from generator import derive, load, render
 from generator.derive import checks, inference, serving
 from generator.render import pages
 from runners import layout, metrics, schema, store
-from tests.conftest import ROOT, TRAIN, run_module, write_as_submitted
+from tests.conftest import ROOT, TRAIN, processes_with, run_module, write_as_submitted
 
 
 def _source(bench_data) -> Path:
@@ -324,19 +324,6 @@ def test_store_refuses_run_ids_that_are_not_plain_names(bench_data, tmp_path) ->
     assert not any(tmp_path.rglob("*.parquet"))
 
 
-def _runner_pids(run_marker: str) -> list[int]:
-    """Processes whose command line holds the marker (the folder the runners' records go to)."""
-    out = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if run_marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
-                    out.append(int(proc.name))
-            except OSError:
-                continue
-    return out
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
 @pytest.mark.bench
@@ -352,20 +339,20 @@ def test_killing_the_bench_ends_its_runner_and_nothing_is_written(tmp_path, how,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
-        while not [p for p in _runner_pids(marker) if p != bench.pid] and time.monotonic() < deadline:
+        while not [p for p in processes_with(marker) if p != bench.pid] and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert [p for p in _runner_pids(marker) if p != bench.pid], "the runner never started"
+        assert [p for p in processes_with(marker) if p != bench.pid], "the runner never started"
         time.sleep(5)  # the runner is stepping
         os.kill(bench.pid, how)
         bench.wait(timeout=60)
         deadline = time.monotonic() + 30
-        while _runner_pids(marker) and time.monotonic() < deadline:
+        while processes_with(marker) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert _runner_pids(marker) == [], "the runner outlived the bench"
+        assert processes_with(marker) == [], "the runner outlived the bench"
         time.sleep(3)
         assert not list(out.rglob("*.parquet")), "a file was written after the bench was killed"
     finally:
-        for pid in _runner_pids(marker):
+        for pid in processes_with(marker):
             os.kill(pid, signal.SIGKILL)
         bench.kill()
 

@@ -309,7 +309,7 @@ def test_reproduce_commands_are_built_from_checked_fields_never_copied(data: Pat
 
 CLAIM = """[[claims]]
 id = "{id}"
-suite = "cpu-smoke"
+suite = "{suite}"
 workload = "train-gpt-tiny-mb4"
 engine = "sparse-first"
 variant = "sparse-first"
@@ -322,6 +322,7 @@ steps_per_s = {rate}
 source = "https://example.invalid/post"
 quote = "it is fast"
 """
+"""One claim as a claims file holds it (here and in test_portable_names.py), to fill in."""
 
 
 @pytest.mark.parametrize(
@@ -336,7 +337,7 @@ def test_a_claim_of_no_possible_number_is_refused_naming_its_field(
     """Before: inf and nan ended in a traceback (nan passed `<= 0`), 0 steps and 1e308 steps/s were imported (a
     300-digit heading). Now each is refused before anything is written, naming the claim and the field."""
     claims_file = tmp_path / "claims.toml"
-    claims_file.write_text(CLAIM.format(id="absurd", steps=steps, rate=rate))
+    claims_file.write_text(CLAIM.format(id="absurd", suite="cpu-smoke", steps=steps, rate=rate))
     proc = run_module("runners", "claim", str(claims_file), "--data-dir", str(tmp_path / "data"), check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     assert f"claim 'absurd', field '{field}'" in proc.stderr, proc.stderr
@@ -372,7 +373,7 @@ def test_values_beyond_any_measurement_are_refused_and_never_print_inf(data: Pat
 
 
 def tomllib_claim() -> dict[str, object]:
-    return tomllib.loads(CLAIM.format(id="absurd", steps="2000", rate="21.7"))["claims"][0]
+    return tomllib.loads(CLAIM.format(id="absurd", suite="cpu-smoke", steps="2000", rate="21.7"))["claims"][0]
 
 
 # past the list

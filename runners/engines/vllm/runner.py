@@ -359,12 +359,10 @@ class _Writer:
         )
         name = self.variant.name + ("-vllm-bench" if tool else "")
         if tool:
-            config["variant"]["engine"] = "vllm-bench"
-            config["imported"] = tool
-            config["pairs_with"] = record.test_run_id(self.args.run_stamp, test.workload, self.variant.name)
+            runners = record.test_run_id(self.args.run_stamp, test.workload, self.variant.name)
+            config = record.as_tools(config, "vllm-bench", tool, runners)
         run = record.run_columns(
             run_id=record.test_run_id(self.args.run_stamp, test.workload, name),
-            suite=self.suite,
             config=config,
             engine_version=self.version,
             status=status,
