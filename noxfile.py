@@ -230,12 +230,13 @@ def tests(session: nox.Session) -> None:
 def tests_fast(session: nox.Session) -> None:
     """Run the test suite without the engine tests, in minutes (extra arguments go to pytest).
 
-    Skips the tests marked `engine` (llama.cpp, vLLM's CPU build, MLX: nothing is compiled or installed apart) and
+    Skips the tests marked `engine` (llama.cpp, vLLM's CPU build, MLX: nothing is compiled or installed apart),
     `bench` (real torch bench sessions on CPU, and what reads their output: the end-to-end, browser and hostile-data
-    tests of a site built from them). Same environment as `tests`; `nox -s tests -- -m "not engine"` keeps `bench`.
+    tests of a site built from them) and `install` (pip installing the package or a lock into a fresh environment).
+    Same environment as `tests`; `nox -s tests -- -m "not engine"` keeps `bench`.
     """
     _tests_install(session)
-    session.run("pytest", "-m", "not engine and not bench", *session.posargs, env=QUIET_ENV)
+    session.run("pytest", "-m", "not engine and not bench and not install", *session.posargs, env=QUIET_ENV)
 
 
 def _build_llama(session: nox.Session, *flags: str) -> dict[str, str]:

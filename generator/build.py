@@ -24,28 +24,23 @@ from datetime import datetime
 from pathlib import Path
 
 import altair as alt
+import polars as pl
 import yaml
 
-from generator import (
-    SITE_SRC,
-    charts,
-    checks,
-    commit_history_page,
-    compare,
-    compare_cache,
-    derive,
-    editions,
-    history,
-    load,
-    pages,
-    progress,
-    render,
-    repository,
-    runcache,
-    store,
-    suite_names,
-    versions,
-)
+import generator.commands.compare as compare
+import generator.derive.changelog as changelog
+import generator.derive.checks as checks
+import generator.derive.serving as serving
+import generator.load.editions as editions
+import generator.load.history as history
+import generator.load.packages as packages
+import generator.load.repository as repository
+import generator.render.charts as charts
+import generator.render.commit_history_page as commit_history_page
+import generator.render.pages as pages
+import generator.render.versions as versions
+import generator.store.runcache as runcache
+from generator import SITE_SRC, derive, load, progress, render, store
 from runners import cache
 
 
@@ -86,8 +81,10 @@ def build(
     site_url = site_url or repository.documentation_url()  # none: an empty sitemap, a 404 page for the root's level
     declared = {p.file for p in pages.SITE if p.supplied}
     if set(supplied) - declared:
-        raise ValueError(f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/pages.py")
-    # One build at a time per store: a second waits for the first, saying so (generator/store.py).
+        raise ValueError(
+            f"supplied pages {sorted(set(supplied) - declared)} are not declared in generator/render/pages.py"
+        )
+    # One build at a time per store: a second waits for the first, saying so (generator/store/).
     cache_dir = runcache.folder_for(work_dir)
     runcache.use(cache_dir)  # every cache of this build is an entry of the one store in there
     kept = store.active()
@@ -219,6 +216,35 @@ def _build_staged(
     # other pages and runs MkDocs, then moved into the staged site.
     kept = stage / "runs"
     manifest = render.runs.Stored(store.at(cache_dir), f"run pages published at {out_dir}")
+    loaded, data_key, bundle_text = _loaded(stage, data_dir, cache_dir, out_dir / "runs", kept, manifest)
+    docs = _docs(work_dir, supplied, bundle_text)
+    alt.theme.enable(charts.THEME)
+    alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
+    loaded, summary, results, gone = _derived(loaded, data_dir, cache_dir, data_key)
+    frozen = edition_results(loaded, data_dir)
+    with (
+        _render_pool(summary.height) as pool,
+        render.catalog.samples_begun(results.runs, results.records, docs),  # the samples parts made meanwhile
+    ):
+        # each run page's configuration across harness commits (`Results.history`, drawn) and its suite's title
+        page_runs = commit_history_page.with_history(results.page_runs, results.history)
+        page_runs = render.runs.with_titles(page_runs, results.suite_titles)
+        # the history charts' shared specs, one script for every run page (their data stays on each page)
+        (docs / render.runs.HISTORY_SCRIPT).write_text(commit_history_page.script(page_runs["history_chart"].to_list()))
+        pending = render.runs.start_run_pages(
+            kept, page_runs, results.samples, manifest, pool, source, records=results.records
+        )
+        repo_url = source.address if source else None  # the boards link commits only to a web address
+        _build_rest(results, frozen, docs, data_dir, site, work_dir, site_url, repo_url, sorted(supplied), gone)
+        pending.finish(site, record=False)
+    return loaded, pending
+
+
+def _loaded(
+    stage: Path, data_dir: Path, cache_dir: Path, published: Path, kept: Path, manifest: render.runs.Stored
+) -> tuple[load.Loaded, str, str]:
+    """The records of `data_dir`, the key of `compare`'s table of them and the script bundle; the run pages last
+    `published` are linked into `kept` meanwhile (`_linked`)."""
     with ThreadPoolExecutor(1) as side:
         # the script bundle (seconds to make when not cached) is made while the data loads, and the last build's run
         # pages are linked meanwhile: a link per file, whose system calls leave this thread free to load
@@ -227,14 +253,24 @@ def _build_staged(
         stats = load.stat_keys(files)
         # linked after the data files are examined, not beside it: two loops of system calls on two threads take
         # turns at the GIL at every call, where the load leaves it free
-        linked = side.submit(lambda: _linked(out_dir / "runs", kept, manifest.read().get("files")))
+        linked = side.submit(lambda: _linked(published, kept, manifest.read().get("files")))
         # the key before loading: a file changed meanwhile makes the next key differ
-        data_key = compare_cache.key(data_dir, files, stats)
+        data_key = compare.cache.key(data_dir, files, stats)
         # the rows a lean load holds out are put aside in the stage as the files are read: the downloads and the
         # run pages' CSVs take them from there (a file read and decoded again cost more than its first read)
-        loaded = load.load(data_dir, cache_dir, files=files, lean=True, held=stage / "held", stats=stats)
+        # each served point's figures worked out as its file is read, while its samples are in hand
+        loaded = load.load(
+            data_dir, cache_dir, files=files, lean=True, held=stage / "held", stats=stats, per_file=serving.as_read()
+        )
+        serving.remember(loaded.per_file)
         bundle_text = bundle.result()
         linked.result()
+    return loaded, data_key, bundle_text
+
+
+def _docs(work_dir: Path, supplied: dict[str, str], bundle_text: str) -> Path:
+    """MkDocs' source folder, made afresh under `work_dir`: the hand-written pages and assets, the pages the command
+    supplies, and the scripts every page shares. The generated pages are written into it later."""
     docs = work_dir / "docs"
     if docs.exists():
         shutil.rmtree(docs)
@@ -247,9 +283,15 @@ def _build_staged(
     (docs / "assets" / "js" / "vega.js").write_text(bundle_text)
     (docs / render.runs.SAMPLES_SPEC).write_text(render.runs.samples_spec_text())  # the run pages' shared chart
     # the run pages' footer line, shared: a new version of the generator renders no run page again
-    (docs / versions.FOOTER_SCRIPT).write_text(versions.footer_script(versions.generator()))
-    alt.theme.enable(charts.THEME)
-    alt.data_transformers.disable_max_rows()  # charts are sized by what they show, checked by the page-weight bench
+    (docs / versions.FOOTER_SCRIPT).write_text(versions.footer_script(packages.built_with()))
+    return docs
+
+
+def _derived(
+    loaded: load.Loaded, data_dir: Path, cache_dir: Path, data_key: str
+) -> tuple[load.Loaded, pl.DataFrame, derive.Results, list[tuple[str, str]]]:
+    """The records audited and checked, their run summary, every figure (`derive.results`) and what git shows
+    deleted or moved away; `compare`'s table of them is kept for it under `data_key`."""
     # a file an edition froze, or git committed, never changes; `gone`: what git shows deleted or moved away
     loaded, gone = editions.audited(loaded, data_dir)
     progress.stage(f"checking and deriving the figures of {loaded.runs.height:,} run(s)")
@@ -263,25 +305,7 @@ def _build_staged(
     made = compare.dataset(data_dir, results)
     records_only = [r for r in made.rejected if r not in manifests]
     compare.keep(cache_dir, data_key, dataclasses.replace(made, rejected=records_only))
-    frozen = edition_results(loaded, data_dir)
-    with (
-        _render_pool(summary.height) as pool,
-        render.catalog.samples_begun(results.runs, results.records, docs),  # the samples parts made meanwhile
-    ):
-        # each run page's configuration across harness commits (`commit_history_page`) and its suite's title
-        page_runs = commit_history_page.with_history(
-            results.page_runs, results.runs, results.every_run.runs, results.kind_floors
-        )
-        page_runs = suite_names.with_titles(page_runs)
-        # the history charts' shared specs, one script for every run page (their data stays on each page)
-        (docs / render.runs.HISTORY_SCRIPT).write_text(commit_history_page.script(page_runs["history_chart"].to_list()))
-        pending = render.runs.start_run_pages(
-            kept, page_runs, results.samples, manifest, pool, source, records=results.records
-        )
-        repo_url = source.address if source else None  # the boards link commits only to a web address
-        _build_rest(results, frozen, docs, data_dir, site, work_dir, site_url, repo_url, sorted(supplied), gone)
-        pending.finish(site, record=False)
-    return loaded, pending
+    return loaded, summary, results, gone
 
 
 def _linked(previous: Path, into: Path, recorded: object) -> None:
@@ -351,12 +375,14 @@ def _build_rest(
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
-    from generator import page_cache  # MkDocs' plugin: imported where MkDocs is
+    import generator.store.page_cache as page_cache  # MkDocs' plugin: imported where MkDocs is
 
     chart_sink = pages.Charts(docs, store.active())
-    built_with = versions.generator()
+    built_with = packages.built_with()
+    in_git = history.repo(data_dir) is not None  # else no committed file could be checked: the editions say so
+    the_changelog = changelog.changelog(frozen, results, in_git, gone)
     nav, nav_editions, nav_served = render.boards.write_pages(
-        results, docs, chart_sink, data_dir, repo_url, built_with, frozen, gone
+        results, docs, chart_sink, the_changelog, repo_url, built_with
     )
     chart_sink.finish()  # the static SVGs, drawn on threads meanwhile
     config = mkdocs_config(pages.nav(nav, nav_editions, nav_served, supplied or []), built_with, site_url)
@@ -436,9 +462,9 @@ def _relative_404(page: Path) -> None:
 def mkdocs_config(
     nav: list[object], built_with: list[dict[str, str]], site_url: str | None = None
 ) -> dict[str, object]:
-    """site_src/mkdocs.yml completed for this build: the navigation (from the one table of pages, generator/pages.py
-    SITE), the footer's line naming the generator's versions (`versions.footer`, printed by the theme override in
-    site_src/overrides) and, when given, the site's address."""
+    """site_src/mkdocs.yml completed for this build: the navigation (from the one table of pages,
+    generator/render/pages.py SITE), the footer's line naming the generator's versions (`versions.footer`, printed by
+    the theme override in site_src/overrides) and, when given, the site's address."""
     config = yaml.safe_load((SITE_SRC / "mkdocs.yml").read_text())
     config["nav"] = nav
     config["theme"]["custom_dir"] = str(SITE_SRC / "overrides")

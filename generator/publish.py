@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if site is None:
-        from generator import build
+        import generator.build as build
 
         if not args.data.is_dir():
             print(f"error: --data {args.data}: no such folder (result files live under data/<suite>/)", file=sys.stderr)

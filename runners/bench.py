@@ -19,10 +19,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import NamedTuple, TypeVar
 
 from runners import (
     arguments,
@@ -54,6 +55,7 @@ LOG_SHOWN_BYTES = 64 << 20
 """Most of one runner's standard error passed to the log; what follows is read and dropped (its tail is still kept)."""
 MAX_HANDOVER_BYTES = 1 << 30
 """Largest hand-over file the bench reads records from (a 10⁵-step record is about 25 MB of JSON)."""
+Entry = TypeVar("Entry", spec.Inference, spec.Serving)
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
@@ -245,7 +247,8 @@ def _end_runs_and_exit(signum: int, _frame: object) -> None:
 
 
 _ENDING: list[tuple[argparse.Namespace, spec.Suite, spec.Workload, spec.Variant, str, datetime]] = []
-"""While a run runs on the node that writes its failure record: `write_failure`'s arguments for it, but the last two."""
+"""While a run runs on the node that writes its failure record: `write_failure`'s arguments for it, and the run id and
+start of its `Unfinished`."""
 
 
 def _record_slurm_ending(signum: int) -> Path | None:
@@ -263,7 +266,7 @@ def _record_slurm_ending(signum: int) -> Path | None:
             partial.unlink(missing_ok=True)
         if store.find(args.data_dir, suite.name, run_id) is not None:
             return None
-        return write_failure(args, suite, work, variant, run_id, started, "failed", reason)
+        return write_failure(args, suite, work, variant, Unfinished(run_id, started, "failed", reason))
     except Exception as e:  # a record is owed, but the handler must still end the bench
         print(f"bench: could not write the failure record of the run Slurm ended: {e}", file=sys.stderr)
         return None
@@ -304,43 +307,55 @@ def _failure_provenance(device: str, count: int, package: str | None) -> tuple[d
     return hw, version
 
 
+class Unfinished(NamedTuple):
+    """A run its runner did not record, as its failure record tells it."""
+
+    run_id: str
+    started: datetime
+    status: str
+    error: str
+
+
 def write_failure(
-    args: argparse.Namespace,
-    suite: spec.Suite,
-    work: spec.Workload,
-    variant: spec.Variant,
-    run_id: str,
-    started: datetime,
-    status: str,
-    error: str,
+    args: argparse.Namespace, suite: spec.Suite, work: spec.Workload, variant: spec.Variant, unfinished: Unfinished
 ) -> Path:
     """A record for a variant whose runner died before writing its own."""
     world = args.world_size or work.world_size
-    hw, version = _failure_provenance(work.device, world, engines.get(variant.engine).version_from)
-    overrides = spec.parse_overrides(args.set)
-    run = record.run_columns(
-        run_id=run_id,
-        suite=suite,
-        engine_version=version,
-        status=status,
-        error=error,
-        started=started,
-        hardware=hw,
-        config=record.config(
-            suite,
-            work,
-            variant,
-            steps=args.steps,
-            micro_batch=args.micro_batch,
-            world_size=world,
-            time_budget_s=args.time_budget,
-            overrides=overrides,
-            sweep_env=sweep_env(args.env),
-            note=args.note,
-        ),
-        packages=engines.get(variant.engine).packages,
+    config = record.config_as_asked(
+        suite,
+        work,
+        variant,
+        args,
+        world_size=world,
+        overrides=spec.parse_overrides(args.set),
+        sweep_env=sweep_env(args.env),
     )
-    rows = [dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.0, unit="steps")]
+    return _write_unfinished(args, unfinished, (work.device, world), variant, config, "steps")
+
+
+def _write_unfinished(
+    args: argparse.Namespace,
+    unfinished: Unfinished,
+    devices: tuple[str, int],
+    variant: spec.Variant,
+    config: dict[str, object],
+    completed: str,
+) -> Path:
+    """The failure record of a run its runner did not record (training, or a test of inference or serving), on the
+    `devices` it ran on (kind, count): none of its `completed` (`steps`, `tests`) done."""
+    engine = engines.get(variant.engine)
+    hw, version = _failure_provenance(*devices, engine.version_from)
+    run = record.run_columns(
+        run_id=unfinished.run_id,
+        engine_version=version,
+        status=unfinished.status,
+        error=unfinished.error,
+        started=unfinished.started,
+        hardware=hw,
+        config=config,
+        packages=engine.packages,
+    )
+    rows = [dict(trial=0, step=None, phase="run", metric=f"{completed}_completed", value=0.0, unit=completed)]
     return store.write_run(args.data_dir, schema.make_table(run, rows))
 
 
@@ -390,22 +405,13 @@ def _summary(
             "flags": bench_report.flags_of(value, low, high, host)}  # fmt: skip
 
 
-def _inference_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[spec.Inference, spec.Variant, list]]:
-    """(entry, variant, tests) for every inference entry and variant the filters keep (`--workload` takes an
-    entry's name or a test's workload name)."""
+def _tests_todo(
+    entries: Sequence[Entry], args: argparse.Namespace, suite: spec.Suite
+) -> list[tuple[Entry, spec.Variant, list]]:
+    """(entry, variant, tests) for every inference or serving entry and variant the filters keep (`--workload` takes
+    an entry's name or a test's workload name)."""
     todo = []
-    for entry in suite.inference:
-        tests = [t for t in entry.tests() if not args.workload or {entry.name, t.workload} & set(args.workload)]
-        for v in entry.variants:
-            if tests and (not args.variant or v in args.variant):
-                todo.append((entry, suite.variants[v], tests))
-    return todo
-
-
-def _serving_todo(suite: spec.Suite, args: argparse.Namespace) -> list[tuple[spec.Serving, spec.Variant, list]]:
-    """(entry, variant, tests) for every serving entry and variant the filters keep, as `_inference_todo`."""
-    todo = []
-    for entry in suite.serving:
+    for entry in entries:
         tests = [t for t in entry.tests() if not args.workload or {entry.name, t.workload} & set(args.workload)]
         for v in entry.variants:
             if tests and (not args.variant or v in args.variant):
@@ -482,8 +488,8 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
         for v in w.variants
         if not args.variant or v in args.variant
     ]
-    inference = _inference_todo(suite, args)
-    serving = _serving_todo(suite, args)
+    inference = _tests_todo(suite.inference, args, suite)
+    serving = _tests_todo(suite.serving, args, suite)
     swept = sweep_env(args.env)
     # every mistake at once, before anything runs: names, settings (each value of a sweep), steps, the names records
     # would carry, packages
@@ -538,7 +544,7 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
         if path is None:
             status = "failed" if run_id in refused else _classify(code, err or "")
             error = _failure_text(refused.get(run_id), code, err)
-            path = write_failure(run_args, suite, work, variant, run_id, started, status, error)
+            path = write_failure(run_args, suite, work, variant, Unfinished(run_id, started, status, error))
         line = summarize(path, work.window_steps)
         done = bench_report.line(
             workload=work.name, variant=label, **line, wall_s=round(time.perf_counter() - t0, 1), file=str(path)
@@ -549,12 +555,10 @@ def _session(args: argparse.Namespace) -> tuple[str, list[dict[str, object]]] | 
         if line["status"] != "ok":
             print(_why(path), flush=True)
     first = len(sweep) + 1  # a variant's tests run in one process: they are numbered together, after training's
-    for model, variant, model_tests in inference:
-        summary += run_inference(args, suite, model, variant, model_tests, env, _numbered(first, model_tests, runs))
-        first += len(model_tests)
-    for server, variant, server_tests in serving:
-        summary += run_serving(args, suite, server, variant, server_tests, env, _numbered(first, server_tests, runs))
-        first += len(server_tests)
+    tests_todo: list[tuple[spec.Inference | spec.Serving, spec.Variant, list]] = [*inference, *serving]
+    for entry, variant, tests in tests_todo:
+        summary += run_tests(args, suite, entry, variant, tests, env, _numbered(first, tests, runs))
+        first += len(tests)
     return suite.name, summary
 
 
@@ -582,174 +586,102 @@ def _not_written_here(
                              flags=[])  # fmt: skip
 
 
-def run_inference(
+def run_tests(
     args: argparse.Namespace,
     suite: spec.Suite,
-    entry: spec.Inference,
+    entry: spec.Inference | spec.Serving,
     variant: spec.Variant,
-    tests: list[spec.InferenceTest],
+    tests: list,
     env: dict[str, str],
     at: str = "",
 ) -> list[dict[str, object]]:
-    """One variant's tests in one runner process (the model loads once), then the engine's own benchmark tool on
-    the same weights and settings; a test the runner did not record gets a failure record."""
-    engine = _engine(variant, "inference")
-    runner, checker, tool = engine.test_runner or "", engine.tool_runner, engine.tool
+    """One variant's tests of an inference or serving entry in one runner process (the model loads once), with the
+    engine's own benchmark tool on the same weights and settings: inside the runner (vLLM's runs its bench tools
+    beside each test) or after it (`tool_runner`: llama-bench, mlx_lm.benchmark). A test the runner did not record
+    gets a failure record."""
+    kind = "serving" if isinstance(entry, spec.Serving) else "inference"
+    engine = _engine(variant, kind)
+    summarize = summarize_serving if kind == "serving" else summarize_test
+    inside = engine.tool if engine.tool_runner is None else None  # the runner records its tool's runs too
+    # vLLM's CPU backend takes the AMX guard too (its oneDNN kernels pick what the CPU advertises)
     env = env | runner_env(entry.device, variant)
+    limit = entry.time_budget_s + GRACE_S
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
     print(f"{at + ' ' if at else ''}[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
-    common = ["--suite", args.suite, "--inference", entry.name, "--variant", variant.name, "--run-stamp", stamp]
+    # vLLM lives in an environment of its own on CPU machines (runners/engines/vllm/env.py); elsewhere, in this one
+    python = (os.environ.get(engine.python_env) if engine.python_env else None) or sys.executable
+    common = ["--suite", args.suite, f"--{kind}", entry.name, "--variant", variant.name, "--run-stamp", stamp]
     common += [a for t in tests for a in ("--workload", t.workload)]
     started, t0 = datetime.now(UTC), time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        measured = Path(tmp) / "tests.jsonl"
-        cmd = [sys.executable, "-m", runner, *common, "--out", str(measured)]
-        before = provenance.host_load()
-        code, err = _run_teeing_stderr(
-            cmd + (["--note", args.note] if args.note else []), env, entry.time_budget_s + GRACE_S
-        )
-        refused = write_records(
-            measured,
-            args.data_dir,
-            {record.test_run_id(stamp, t.workload, variant.name): run_identity(suite.name, t.workload, variant)
-             for t in tests},
-            provenance.host_load_around(before, provenance.host_load()),
-        )  # fmt: skip
-    lines = []
+    expected = _test_ids(stamp, suite, variant, tests)
+    expected |= _test_ids(stamp, suite, variant, tests, inside) if inside else {}
+    note = ["--note", args.note] if args.note else []
+    runner = [python, "-m", engine.test_runner or "", *common, *note]
+    code, err, refused = _runner_records(runner, env, limit, args.data_dir, expected, "tests.jsonl")
+    ran, lines = TestsRan(stamp, started, code, err, refused), []
     for test in tests:
-        run_id = record.test_run_id(stamp, test.workload, variant.name)
-        path = store.find(args.data_dir, suite.name, run_id)
-        if path is None:
-            status = "failed" if run_id in refused else _classify(code, err)
-            error = _failure_text(refused.get(run_id), code, err)
-            path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
-            print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
-        lines.append(
-            bench_report.line(
-                workload=test.workload,
-                variant=variant.name,
-                **summarize_test(path),
-                wall_s=round(time.perf_counter() - t0, 1),
-                file=str(path),
-            )
-        )
-    if checker is None:
+        path = _test_record(args, suite, entry, test, variant, ran)
+        lines.append(bench_report.line(workload=test.workload, variant=variant.name, **summarize(path),
+                                       wall_s=round(time.perf_counter() - t0, 1), file=str(path)))  # fmt: skip
+        lines += _tool_line(args, suite, test, variant, stamp, inside, summarize, t0) if inside else []
+    tool, checker = engine.tool, engine.tool_runner
+    if checker is None or tool is None:
         return lines
     if engine.tool_needs_env and not os.environ.get(engine.tool_needs_env):
         print(f"    no {engine.tool_needs_env} set: the {tool} cross-check is skipped", flush=True)
         return lines
     # the cross-check (llama-bench when one built from the same source is there; mlx_lm.benchmark comes with mlx-lm)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "tool.jsonl"
-        before = provenance.host_load()
-        code, err = _run_teeing_stderr(
-            [sys.executable, "-m", checker, *common, "--out", str(out)], env, entry.time_budget_s + GRACE_S
-        )
-        write_records(
-            out,
-            args.data_dir,
-            {record.test_run_id(stamp, t.workload, f"{variant.name}-{tool}"):
-             run_identity(suite.name, t.workload, variant, tool=tool) for t in tests},
-            provenance.host_load_around(before, provenance.host_load()),
-        )  # fmt: skip
+    checked = _test_ids(stamp, suite, variant, tests, tool)
+    code, _, _ = _runner_records([python, "-m", checker, *common], env, limit, args.data_dir, checked, "tool.jsonl")
     for test in tests:
-        path = store.find(args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}"))
-        if path is not None:
-            lines.append(
-                bench_report.line(workload=test.workload, variant=f"{variant.name} ({tool})", **summarize_test(path),
-                                  wall_s=round(time.perf_counter() - t0, 1), file=str(path))
-            )  # fmt: skip
+        lines += _tool_line(args, suite, test, variant, stamp, tool, summarize, t0)
     if code != 0:
         print(f"    {tool} cross-check failed (exit {code}); the runner's records stand", flush=True)
     return lines
 
 
-def run_serving(
-    args: argparse.Namespace,
-    suite: spec.Suite,
-    entry: spec.Serving,
-    variant: spec.Variant,
-    tests: list[spec.ServingTest],
-    env: dict[str, str],
-    at: str = "",
-) -> list[dict[str, object]]:
-    """One variant's offline and served tests in one runner process (vLLM's, runners/engines/vllm/runner.py, also
-    runs vLLM's own bench tools beside each test); a test the runner did not record gets a failure record."""
-    engine = _engine(variant, "serving")
-    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~{secrets.token_hex(3)}"
-    print(f"{at + ' ' if at else ''}[{entry.name}] {variant.name} ({variant.tier}): {len(tests)} test(s)", flush=True)
-    # vLLM lives in an environment of its own on CPU machines (runners/engines/vllm/env.py); elsewhere, in this one
-    python = (os.environ.get(engine.python_env) if engine.python_env else None) or sys.executable
-    cmd = [python, "-m", engine.test_runner or "", "--suite", args.suite, "--serving", entry.name]
-    cmd += ["--variant", variant.name, "--run-stamp", stamp]
-    cmd += [a for t in tests for a in ("--workload", t.workload)] + (["--note", args.note] if args.note else [])
-    started, t0 = datetime.now(UTC), time.perf_counter()
+def _test_ids(
+    stamp: str, suite: spec.Suite, variant: spec.Variant, tests: list, tool: str | None = None
+) -> dict[str, dict[str, str]]:
+    """The run id of each test's record, the runner's (or with `tool`, the engine's own tool's), and what the record
+    must say it is (`run_identity`)."""
+    label = f"{variant.name}-{tool}" if tool else variant.name
+    return {
+        record.test_run_id(stamp, t.workload, label): run_identity(suite.name, t.workload, variant, tool=tool)
+        for t in tests
+    }
+
+
+def _runner_records(
+    cmd: list[str], env: dict[str, str], limit_s: float, data_dir: Path, expected: dict[str, dict[str, str]], name: str
+) -> tuple[int | None, str, dict[str, str]]:
+    """Run a runner (`cmd`, given `--out` and a hand-over file called `name`) and write the records it handed over
+    that the bench `expected` (`write_records`, with the host's load around it): its exit status, the tail of its
+    standard error, and why records were refused (by run id)."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "tests.jsonl"
-        # vLLM's CPU backend takes the AMX guard too (its oneDNN kernels pick what the CPU advertises)
+        out = Path(tmp) / name
         before = provenance.host_load()
-        code, err = _run_teeing_stderr(
-            [*cmd, "--out", str(out)], env | runner_env(entry.device, variant), entry.time_budget_s + GRACE_S
-        )
-        host = provenance.host_load_around(before, provenance.host_load())
-        # the runner's records and its tool's
-        expected = {record.test_run_id(stamp, t.workload, variant.name): run_identity(suite.name, t.workload, variant)
-                    for t in tests}  # fmt: skip
-        expected |= {
-            record.test_run_id(stamp, t.workload, f"{variant.name}-{engine.tool}"):
-            run_identity(suite.name, t.workload, variant, tool=engine.tool) for t in tests
-        }  # fmt: skip
-        refused = write_records(out, args.data_dir, expected, host)
-    lines = []
-    for test in tests:
-        run_id = record.test_run_id(stamp, test.workload, variant.name)
-        path = store.find(args.data_dir, suite.name, run_id)
-        if path is None:
-            status = "failed" if run_id in refused else _classify(code, err)
-            error = _failure_text(refused.get(run_id), code, err)
-            path = write_test_failure(args, suite, entry, test, variant, run_id, started, status, error)
-            print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
-        lines.append(bench_report.line(workload=test.workload, variant=variant.name, **summarize_serving(path),
-                                       file=str(path)))  # fmt: skip
-        bench = store.find(
-            args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{engine.tool}")
-        )
-        if bench is not None:
-            lines.append(
-                bench_report.line(workload=test.workload, variant=f"{variant.name} ({engine.tool})",
-                                  **summarize_serving(bench), file=str(bench))
-            )  # fmt: skip
-    for line in lines:
-        line["wall_s"] = round(time.perf_counter() - t0, 1)
-    return lines
+        code, err = _run_teeing_stderr([*cmd, "--out", str(out)], env, limit_s)
+        refused = write_records(out, data_dir, expected, provenance.host_load_around(before, provenance.host_load()))
+    return code, err, refused
 
 
-def _write_unfinished_test(
+def _tool_line(
     args: argparse.Namespace,
     suite: spec.Suite,
-    run_id: str,
-    started: datetime,
-    status: str,
-    error: str,
-    hardware: dict[str, object],
-    version: str,
-    config: dict[str, object],
-    packages: tuple[str, ...],
-) -> Path:
-    """The failure record of a test (inference or serving) its runner did not record: no tests completed."""
-    run = record.run_columns(
-        run_id=run_id,
-        suite=suite,
-        engine_version=version,
-        status=status,
-        error=error,
-        started=started,
-        hardware=hardware,
-        config=config,
-        packages=packages,
-    )
-    rows = [dict(trial=0, step=None, phase="run", metric="tests_completed", value=0.0, unit="tests")]
-    return store.write_run(args.data_dir, schema.make_table(run, rows))
+    test: spec.InferenceTest | spec.ServingTest,
+    variant: spec.Variant,
+    stamp: str,
+    tool: str,
+    summarize: Callable[[Path], dict[str, object]],
+    t0: float,
+) -> list[dict[str, object]]:
+    """The summary line of the engine's own tool's record of `test`, where there is one."""
+    found = store.find(args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}"))
+    if found is None:
+        return []
+    return [bench_report.line(workload=test.workload, variant=f"{variant.name} ({tool})", **summarize(found),
+                              wall_s=round(time.perf_counter() - t0, 1), file=str(found))]  # fmt: skip
 
 
 def summarize_serving(path: Path) -> dict[str, object]:
@@ -891,24 +823,42 @@ def _record_of(line: dict) -> tuple[dict, list[dict]]:
     return run, line["rows"]
 
 
-def write_test_failure(
+class TestsRan(NamedTuple):
+    """What the bench knows of the runner process of one variant's tests once it has ended."""
+
+    stamp: str
+    """The stamp of the tests' run ids (`record.test_run_id`)."""
+    started: datetime
+    code: int | None
+    """Its exit status (None: stopped at its time limit)."""
+    err: str
+    """The tail of its standard error."""
+    refused: dict[str, str]
+    """Why the bench refused a record it handed over, by run id (`write_records`)."""
+
+
+def _test_record(
     args: argparse.Namespace,
     suite: spec.Suite,
     entry: spec.Inference | spec.Serving,
     test: spec.InferenceTest | spec.ServingTest,
     variant: spec.Variant,
-    run_id: str,
-    started: datetime,
-    status: str,
-    error: str,
+    ran: TestsRan,
 ) -> Path:
-    """A record for an inference or serving test whose runner died before writing it: the engine's own test
-    configuration (the registry's `failure_config`), no tests completed."""
-    engine = engines.get(variant.engine)
-    devices = int(variant.settings.get(engine.devices_setting, 1)) if engine.devices_setting else 1
-    hw, version = _failure_provenance(entry.device, devices, engine.version_from)
-    config = engines.call(engine.failure_config or "", suite, entry, test, variant, args.note)
-    return _write_unfinished_test(args, suite, run_id, started, status, error, hw, version, config, engine.packages)
+    """A test's record: the one its runner handed over, else the failure record written here, which says why, with
+    the engine's own test configuration (the registry's `failure_config`) and no tests completed."""
+    run_id = record.test_run_id(ran.stamp, test.workload, variant.name)
+    path = store.find(args.data_dir, suite.name, run_id)
+    if path is None:
+        status = "failed" if run_id in ran.refused else _classify(ran.code, ran.err)
+        error = _failure_text(ran.refused.get(run_id), ran.code, ran.err)
+        engine = engines.get(variant.engine)
+        devices = int(variant.settings.get(engine.devices_setting, 1)) if engine.devices_setting else 1
+        config = engines.call(engine.failure_config or "", suite, entry, test, variant, args.note)
+        unfinished = Unfinished(run_id, ran.started, status, error)
+        path = _write_unfinished(args, unfinished, (entry.device, devices), variant, config, "tests")
+        print(f"    {test.workload}: {status}\n{_why(path)}", flush=True)
+    return path
 
 
 def summarize_test(path: Path) -> dict[str, object]:

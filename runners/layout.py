@@ -3,7 +3,7 @@ schema 3 stores the run-level fields once, in the file's key-value metadata).
 
 `to_file` turns a record's table into the file's (schema 3); `record` turns a file's table, as read, back into the
 record's, whatever version wrote it; `read` does both halves of reading one file for the runners' own uses (a bench's
-summary of the file it wrote, a retraction's target). The loader (generator/load.py) reads through `record` too.
+summary of the file it wrote, a retraction's target). The loader (generator/load/) reads through `record` too.
 
 One reading: both read the run entry from the footer's own list of key-value entries (runners/footer.py), after
 `footer_problem` has refused a file that another reader would read otherwise (an entry twice, a near-miss or foreign

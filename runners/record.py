@@ -116,27 +116,36 @@ def config(
     }
 
 
+def config_as_asked(
+    suite: spec.Suite, work: spec.Workload, variant: spec.Variant, args: Any, **more: Any
+) -> dict[str, Any]:
+    """`config` of a training run as a command line asked for it: the bench's, or an outside engine's runner's
+    (`--steps`, `--micro-batch`, `--time-budget` and `--note`; `more`: the rest of `config`'s keywords)."""
+    asked = dict(steps=args.steps, micro_batch=args.micro_batch, time_budget_s=args.time_budget, note=args.note)
+    return config(suite, work, variant, **asked, **more)
+
+
 def run_columns(
     *,
     run_id: str,
-    suite: spec.Suite,
     config: dict[str, Any],
     engine_version: str,
-    status: str,
-    error: str | None,
     started: datetime,
     hardware: dict[str, Any],
     packages: tuple[str, ...],
+    status: str = "ok",
+    error: str | None = None,
     calibration: dict[str, Any] | None = None,
     build: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """Run-level columns of a measured run, with provenance captured now; `build` adds what an engine's own build
-    says of itself to the software (llama.cpp's instruction sets)."""
+    """Run-level columns of a measured run (`ok` unless `status` and `error` say otherwise; its suite is its
+    `config`'s), with provenance captured now; `build` adds what an engine's own build says of itself to the software
+    (llama.cpp's instruction sets)."""
     commit, dirty = provenance.harness()
     variant = config["variant"]
     return {
         "run_id": run_id,
-        "suite": suite.name,
+        "suite": config["suite"],
         "workload": config["workload"]["name"],
         "engine": variant["engine"],
         "engine_version": engine_version,
@@ -298,11 +307,53 @@ def inference_config(
     }
 
 
+def as_tools(
+    config: dict[str, Any], tool: str, imported: dict[str, Any], pairs_with: str | None = None
+) -> dict[str, Any]:
+    """A test's configuration made that of its engine's own tool's record (changed in place, and returned): the tool
+    as the variant's engine, what was taken from the tool (`imported`: its result, and the file or command it came
+    from) and, for a tool run beside the runner, the run id of the runner's record of the same test (`pairs_with`)."""
+    config["variant"]["engine"] = tool
+    config["imported"] = imported
+    if pairs_with is not None:
+        config["pairs_with"] = pairs_with
+    return config
+
+
 def test_run_id(stamp: str, workload: str, variant: str) -> str:
     """An inference or serving test's run id: the bench session's stamp (UTC start and a random suffix) around the
     test's names (an engine's own tool's record adds `-<tool>` to the variant)."""
     when, _, suffix = stamp.partition("~")
     return f"{when}-{workload}-{variant}-{suffix}"
+
+
+def hand_over_test(
+    args: Any,
+    test: Any,
+    variant: spec.Variant,
+    config: dict[str, Any],
+    rows: list[dict[str, Any]],
+    *,
+    started: datetime,
+    engine_version: str,
+    hardware: dict[str, Any],
+    packages: tuple[str, ...],
+    build: dict[str, str | None] | None = None,
+) -> None:
+    """A test an inference runner finished: its record (status ok, its run id from the bench's stamp, `args.run_stamp`)
+    appended to the runner's hand-over file (`args.out`) as a JSON line, unchecked: an engine's process may hold no
+    pyarrow (llama.cpp's), and the bench checks every line as it writes the result files."""
+    run = run_columns(
+        run_id=test_run_id(args.run_stamp, test.workload, variant.name),
+        config=config,
+        engine_version=engine_version,
+        started=started,
+        hardware=hardware,
+        packages=packages,
+        build=build,
+    )
+    with open(args.out, "a") as out:  # a line per finished test: a later crash loses none of them
+        out.write(json.dumps({"run": run, "rows": rows}, default=datetime.isoformat) + "\n")
 
 
 def emit(out: Path | str, run: dict[str, Any], rows: list[dict[str, Any]]) -> str:

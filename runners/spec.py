@@ -14,7 +14,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from runners import arguments, engines, metrics
 
@@ -591,6 +591,26 @@ def inference_cli(prog: str, description: str, *, tool: bool = False) -> Any:
     p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("FAIRFIGHT_CACHE", "build/cache")) / "models")
     p.add_argument("--workload", action="append", help="only these tests (workload names)")
     return p
+
+
+class InferenceRun(NamedTuple):
+    """What an inference runner's command line (`inference_cli`) asks it to run."""
+
+    args: Any
+    suite: Suite
+    entry: Inference
+    variant: Variant
+    model: ModelSpec
+    """The entry's model."""
+
+
+def inference_run(parser: Any, argv: list[str] | None) -> InferenceRun:
+    """Parse an inference runner's command line (`parser`: `inference_cli`, with any arguments of its own) and load
+    the suite, entry, variant and model it names."""
+    args = parser.parse_args(argv)
+    suite = load_suite(args.suite)
+    entry = suite.inference_entry(args.inference)
+    return InferenceRun(args, suite, entry, suite.variants[args.variant], suite.models[entry.model])
 
 
 def sweep_points(items: list[str] | None) -> list[list[str]]:

@@ -4,30 +4,60 @@ brings only what differs: its calibration, one trial of training, and its record
 
 from __future__ import annotations
 
+import argparse
+import os
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from runners import record, spec
 
+INIT_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight")) / "init"
+"""Where every training runner keeps the shared initial-weights files (`artifacts.initial_weights_file`)."""
+
+
+def _parse_args(prog: str, doc: str | None, argv: list[str] | None) -> argparse.Namespace:
+    """What the bench session passes every training runner alike (`prog` is the runner's module, the first line of
+    `doc` its description)."""
+    p = argparse.ArgumentParser(prog=prog, description=(doc or "").partition("\n")[0])
+    p.add_argument("--suite", required=True, help="suite name or path to its TOML file")
+    p.add_argument("--workload", required=True)
+    p.add_argument("--variant", required=True)
+    p.add_argument("--out", required=True, help="the JSON Lines file the bench reads the record from")
+    p.add_argument("--run-id", required=True, help="id chosen by the bench session")
+    p.add_argument("--steps", type=int, default=None, help="override the workload's step count (short checks)")
+    p.add_argument("--micro-batch", type=int, default=None, help="override the workload's micro-batch")
+    p.add_argument("--time-budget", type=float, default=None, help="override the per-trial time budget (seconds)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a variant setting (sweeps)")
+    p.add_argument("--note", default=None, help="the operator's note on how this ran, kept in the record")
+    return p.parse_args(argv)
+
 
 class Plan(NamedTuple):
-    """What one training runner was asked to run, checked before any engine is imported (a tuple, so that a runner
-    unpacks it in one line)."""
+    """What one training runner was asked to run, checked before any engine is imported, and when it began."""
 
+    args: argparse.Namespace
+    started: datetime
+    """The record's `started_at`: once the arguments are read, before the suite is."""
     suite: spec.Suite
     work: spec.Workload
     variant: spec.Variant
     overrides: dict[str, Any]
     steps: int
     micro_batch: int
+    budget_s: float
+    """Each trial's time budget: `--time-budget`, else the workload's."""
 
 
-def plan(args: Any, engine: str) -> Plan:
-    """The suite, workload and variant (of `engine`) a runner's arguments name, the `--set` overrides, and the steps
-    and micro-batch it runs; an unknown variant, another engine's, or `--steps` that leave no steady step are
-    refused here."""
+def plan(prog: str, doc: str | None, engine: str, argv: list[str] | None = None) -> Plan:
+    """A training runner's arguments (`_parse_args`), and the suite, workload and variant (of `engine`) they name,
+    the `--set` overrides, and the steps, micro-batch and time budget it runs; an unknown variant, another engine's,
+    or `--steps` that leave no steady step are refused here."""
+    args = _parse_args(prog, doc, argv)
+    started = datetime.now(UTC)
     suite = spec.load_suite(args.suite)
     work = suite.workload(args.workload)
     variant = suite.variants.get(args.variant) or spec.load_variants().get(args.variant)
@@ -36,8 +66,10 @@ def plan(args: Any, engine: str) -> Plan:
     steps = args.steps or work.steps
     if steps <= work.warmup_steps:
         raise SystemExit(f"--steps {steps} leaves no steady steps after {work.warmup_steps} warm-up steps")
-    return Plan(suite=suite, work=work, variant=variant, overrides=spec.parse_overrides(args.set), steps=steps,
-                micro_batch=args.micro_batch or work.micro_batch)  # fmt: skip
+    return Plan(args=args, started=started, suite=suite, work=work, variant=variant,
+                overrides=spec.parse_overrides(args.set), steps=steps,
+                micro_batch=args.micro_batch or work.micro_batch,
+                budget_s=args.time_budget or work.time_budget_s)  # fmt: skip
 
 
 class TrialOut(NamedTuple):
@@ -49,6 +81,17 @@ class TrialOut(NamedTuple):
     run_values: dict[str, float]
     stop: str | None
     energy: Sequence[tuple[int, float]] = ()
+
+
+def printer(rank: int) -> Callable[[str], None]:
+    """A runner's progress lines: printed by rank 0 only, and flushed at once (the bench session shows them as they
+    come)."""
+
+    def log(msg: str) -> None:
+        if rank == 0:
+            print(msg, flush=True)
+
+    return log
 
 
 Trial = Callable[[int], TrialOut]
@@ -122,3 +165,55 @@ def run_trials(
         raise
     if rank == 0:
         log(f"  recorded {write(status, error, rows, calibration)}")
+
+
+class EngineRecord(NamedTuple):
+    """What an engine's training runner adds to its record (`writer`), asked for when the record is made."""
+
+    version: str
+    hardware: dict[str, Any]
+    """What the engine probed (`provenance.hardware`, or its own); the GPUs' clocks mid-run and the energy meter's
+    provenance are added to it."""
+    packages: tuple[str, ...]
+    """The packages whose versions the record names (`provenance.versions`)."""
+    config: dict[str, Any]
+    """The engine's own configuration keys (`record.config`'s `**extra`): its defaults, precision, launcher."""
+
+
+def writer(ctx: dict[str, Any], engine: Callable[[dict[str, Any]], EngineRecord]) -> Write:
+    """How a training runner hands its record over (`record.emit`), the same for every engine: `ctx` is the run as
+    planned (`Plan`'s fields, and the `settings`, `world`, `fed`, `sampler` and `meter` of the run), `engine(ctx)`
+    what the engine adds, and the configuration says where the run started (`record.initial_state`)."""
+
+    def write(status: str, error: str | None, rows: list[dict[str, Any]], calibration: dict[str, Any] | None) -> str:
+        work, meter, own = ctx["work"], ctx["meter"], engine(ctx)
+        in_run = ctx["sampler"].result()  # provenance.GpuSampler: None where it got no answer
+        hardware = own.hardware | ({"gpus_in_run": in_run} if in_run is not None else {})
+        hardware |= {"energy": meter.provenance()} if meter is not None else {}
+        run = record.run_columns(
+            run_id=ctx["args"].run_id,
+            engine_version=own.version,
+            status=status,
+            error=error,
+            started=ctx["started"],
+            hardware=hardware,
+            config=record.config(
+                ctx["suite"],
+                work,
+                ctx["variant"],
+                steps=ctx["steps"],
+                micro_batch=ctx["micro_batch"],
+                world_size=ctx["world"],
+                time_budget_s=ctx["args"].time_budget,
+                overrides=ctx["overrides"],
+                settings=ctx["settings"],
+                note=ctx["args"].note,
+                **record.initial_state(ctx, work, INIT_DIR),
+                **own.config,
+            ),
+            packages=own.packages,
+            calibration=calibration,
+        )
+        return record.emit(ctx["args"].out, run, rows + record.idle_power_rows(meter))
+
+    return write

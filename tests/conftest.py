@@ -1,6 +1,6 @@
-"""Shared fixtures: one real cpu-smoke bench run (torch, gloo, 2 processes) and a site built from it; the engines
-built or installed apart (llama.cpp, vLLM's CPU environment, MLX), made when the first test that needs one runs,
-and the check that such tests carry the `engine` marker."""
+"""Shared fixtures: one real cpu-smoke bench run (torch, gloo, 2 processes) and a site built from it; the committed
+data/ loaded and derived once; the engines built or installed apart (llama.cpp, vLLM's CPU environment, MLX), made
+when the first test that needs one runs, and the check that such tests carry the `engine` marker."""
 
 from __future__ import annotations
 
@@ -11,10 +11,14 @@ import sys
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+if TYPE_CHECKING:
+    from generator import derive
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALING_NOTE = "one-process point for the scaling section (test fixture)"
@@ -37,6 +41,29 @@ def run_module(*args: str, cwd: Path = ROOT, check: bool = True, **env: str) -> 
     if check and proc.returncode != 0:
         raise AssertionError(f"{args} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-5000:]}")
     return proc
+
+
+def checked_rows(path: Path) -> list[dict[str, Any]]:
+    """A result file's rows, once its table passes the schema's checks (`schema.check_table` finds nothing)."""
+    from runners import layout, schema
+
+    table = layout.read(path)
+    assert schema.check_table(table) == [], path
+    return table.to_pylist()
+
+
+def processes_with(marker: str) -> list[int]:
+    """The processes (but this one) whose command line holds `marker`: a test's runners, found by the folder they write
+    to, that must not outlive their bench."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    out.append(int(proc.name))
+            except OSError:
+                continue
+    return out
 
 
 MARKED_FIXTURES = {
@@ -196,6 +223,61 @@ def built_site(
         "fairfight", "site", "--data", str(corrupt_data), "--out", str(work / "site"), "--work", str(work / "build")
     )
     return work / "site"
+
+
+@pytest.fixture(scope="session")
+def committed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site as `fairfight site` builds it from the repository's own data/ (every kind of board, real runs), built
+    once for the session: the browser tests read it and write nothing into it."""
+    work = tmp_path_factory.mktemp("committed-site")
+    out = ("--out", str(work / "site"), "--work", str(work / "b"))
+    run_module("fairfight", "site", "--data", str(ROOT / "data"), *out)
+    return work / "site"
+
+
+@pytest.fixture(scope="session")
+def committed_results() -> Iterator[derive.Results]:
+    """The committed data/ as the tests of its figures read it: loaded, checked and derived once for the session
+    (`derive.results` of `checks.checked` of `load.load`; its `records` and `runs` are what `checks.checked` returns).
+    Shared, so read-only: a test that needs other records derives its own. Its frames are polars' and its dataclasses
+    frozen, but a list, a dict or `records` (a `load.Loaded`) could still be changed in place: after the session, any
+    part replaced, resized or given another schema is named and fails the run."""
+    from generator import derive, load
+    from generator.derive import checks
+
+    results = derive.results(*checks.checked(load.load(ROOT / "data")))
+    before = _layout(results, "committed_results")
+    yield results
+    after = _layout(results, "committed_results")
+    changed = sorted((k for k in before.keys() | after.keys() if before.get(k) != after.get(k)), key=len)  # outermost
+    assert not changed, f"a test changed the shared committed_results (copy what you change): {changed[:5]}"
+
+
+def _layout(obj: object, path: str, out: dict[str, object] | None = None) -> dict[str, object]:
+    """Every part of `obj` by its path: which object it is, a container's length, and a frame's shape and schema
+    (what polars' in-place calls change, all but a column replaced by one of its own type)."""
+    import dataclasses
+
+    import polars as pl
+
+    out = {} if out is None else out
+    if isinstance(obj, pl.DataFrame):
+        out[path] = (id(obj), obj.shape, tuple(obj.schema.items()))
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out[path] = id(obj)
+        for f in dataclasses.fields(obj):
+            _layout(getattr(obj, f.name), f"{path}.{f.name}", out)
+    elif isinstance(obj, dict):
+        out[path] = (id(obj), len(obj))
+        for key, value in obj.items():
+            _layout(value, f"{path}[{key!r}]", out)
+    elif isinstance(obj, list | tuple):
+        out[path] = (id(obj), len(obj))
+        for n, value in enumerate(obj):
+            _layout(value, f"{path}[{n}]", out)
+    else:
+        out[path] = id(obj)
+    return out
 
 
 def committed(folder: Path, message: str = "data") -> str:

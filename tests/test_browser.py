@@ -122,10 +122,10 @@ def _check_sort_and_filter(page) -> None:
 def test_every_section_is_reachable_from_the_home_page(
     served_site: str, built_site: Path, width: int, height: int, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """At desktop, tablet and phone widths: every page of the table (generator/pages.py SITE) has a link a reader
+    """At desktop, tablet and phone widths: every page of the table (generator/render/pages.py SITE) has a link a reader
     can see from the home page, in the sidebar or, where the sidebar folds away, behind the drawer button. The
     screenshots stay as the test's artefacts."""
-    from generator import pages
+    from generator.render import pages
 
     shots = tmp_path_factory.mktemp(f"home-{width}")
     with sync_playwright() as p:

@@ -9,14 +9,15 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import sync_playwright
 
-from generator import words
+from generator.derive import words
 from tests.test_browser import CHROMIUM, FLAGS, serve
-from tests.test_browser_tables import committed_site as committed_site  # the fixture: one build for the module
 
 FIRST_ROW = """() => {
   const lead = document.querySelector('article p.ff-lead');
@@ -52,6 +53,17 @@ VALUES = """() => {
 }"""
 
 
+def _evaluated(site: Path, pages: list[str], viewport: dict[str, int], script: str) -> Iterator[tuple[str, Any]]:
+    """Each of the site's `pages` opened in Chromium at `viewport`, with what `script` returns on it."""
+    with serve(site) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport=viewport)
+        for rel in pages:
+            page.goto(url + rel, wait_until="load")
+            yield rel, page.evaluate(script)
+        browser.close()
+
+
 def _boards(site: Path) -> list[str]:
     return sorted(p.relative_to(site).as_posix() for p in (site / "leaderboards").glob("*.html"))
 
@@ -62,21 +74,15 @@ def test_every_board_opens_with_its_answer_and_its_first_row_inside_the_first_sc
     assert len(boards) > 20
     problems: list[str] = []
     ranked = 0
-    with serve(committed_site) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        for rel in boards:
-            page.goto(url + rel, wait_until="load")
-            seen = page.evaluate(FIRST_ROW)
-            if not seen["lead"] or not seen["leadAfterTitle"]:
-                problems.append(f"{rel}: no one-line answer right under the title")
-            if not seen["rulesClosed"]:
-                problems.append(f"{rel}: the rank rules are not behind a closed disclosure")
-            if seen["row"] is not None:
-                ranked += 1
-                if seen["row"]["bottom"] > seen["screen"]:
-                    problems.append(f"{rel}: the ranking's first row ends at y = {seen['row']['bottom']:.0f} px")
-        browser.close()
+    for rel, seen in _evaluated(committed_site, boards, {"width": 1400, "height": 900}, FIRST_ROW):
+        if not seen["lead"] or not seen["leadAfterTitle"]:
+            problems.append(f"{rel}: no one-line answer right under the title")
+        if not seen["rulesClosed"]:
+            problems.append(f"{rel}: the rank rules are not behind a closed disclosure")
+        if seen["row"] is not None:
+            ranked += 1
+            if seen["row"]["bottom"] > seen["screen"]:
+                problems.append(f"{rel}: the ranking's first row ends at y = {seen['row']['bottom']:.0f} px")
     assert problems == [], "\n".join(problems[:12])
     assert ranked > 20  # the committed boards with a ranking
 
@@ -137,16 +143,10 @@ def test_every_value_of_every_run_page_table_is_in_view_on_a_phone(committed_sit
     assert len(chosen) > 8  # training, inference, serving, imported and claimed runs, failed ones
     problems: dict[str, list[str]] = {}
     checked = 0
-    with serve(committed_site) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 390, "height": 844})
-        for rel in chosen:
-            page.goto(url + rel, wait_until="load")
-            seen = page.evaluate(VALUES)
-            checked += seen["cells"]
-            if seen["out"] or seen["scrolls"]:
-                problems[rel] = seen["out"][:4] + (["(the page scrolls sideways)"] if seen["scrolls"] else [])
-        browser.close()
+    for rel, seen in _evaluated(committed_site, chosen, {"width": 390, "height": 844}, VALUES):
+        checked += seen["cells"]
+        if seen["out"] or seen["scrolls"]:
+            problems[rel] = seen["out"][:4] + (["(the page scrolls sideways)"] if seen["scrolls"] else [])
     assert problems == {}, f"run-page values out of view at 390 px: {problems}"
     assert checked > 200
 

@@ -19,7 +19,6 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from tests.test_browser import CHROMIUM, FLAGS, serve
-from tests.test_browser_tables import committed_site as committed_site  # the fixture: one build for the module
 
 RUN = "20261201T090247Z-train-gpt-1.27b-1gpu-mb8-ddp-amp-stock-c19a1f"
 """A committed training run of 200 steps (20 warm-up)."""

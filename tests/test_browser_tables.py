@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.conftest import ROOT, run_module
+from tests.conftest import ROOT
 from tests.test_browser import CHROMIUM, FLAGS, open_charts, serve
+
+if TYPE_CHECKING:
+    from generator import derive
 
 FIGURES = {"Steps/s", "Tokens/s", "Output tokens/s"}
 INTERVALS = {"95% interval", "Interval"}
@@ -53,15 +57,6 @@ MEASURE = """() => {
             cards: t.dataset.cards !== undefined, scrolls: document.documentElement.scrollWidth > vw + 1};
   });
 }"""
-
-
-@pytest.fixture(scope="module")
-def committed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site as `fairfight site` builds it from the repository's own data/ (every kind of board, real runs)."""
-    work = tmp_path_factory.mktemp("committed-site")
-    out = ("--out", str(work / "site"), "--work", str(work / "b"))
-    run_module("fairfight", "site", "--data", str(ROOT / "data"), *out)
-    return work / "site"
 
 
 def _out_of_view(tables: list[dict], wanted: set[str]) -> list[str]:
@@ -118,12 +113,14 @@ def test_the_columns_a_reader_came_for_are_in_view(committed_site: Path, width: 
     assert problems == {}, f"columns out of view at {width} px: {problems}"
 
 
-def test_every_page_pairing_a_claim_with_our_figure_names_the_shape_and_links_the_verdict(committed_site: Path) -> None:
+def test_every_page_pairing_a_claim_with_our_figure_names_the_shape_and_links_the_verdict(
+    committed_site: Path, committed_results: derive.Results
+) -> None:
     """The home page's claims table, the fight's board and the claims page: each says at which micro-batch our
     figure was measured (not the claims' shape, which states no batch) and links the verdict."""
-    from generator import checks, load, sweep_draws
+    from generator.derive.verdict import draws as sweep_draws
 
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    loaded, summary = committed_results.records, committed_results.runs
     fight = sweep_draws.compute(summary, loaded.rows).fight
     board = (committed_site / "leaderboards" / f"{fight.suite}-{fight.workload}.html").read_text()
     home = (committed_site / "index.html").read_text()
@@ -140,7 +137,7 @@ def test_every_reproduce_block_names_the_repository_or_the_checkout_it_was_built
     invents an address."""
     from markupsafe import escape
 
-    from generator import repository
+    from generator.load import repository
 
     source = repository.resolve(None)
     assert source is not None  # the tests run from a checkout
@@ -171,13 +168,15 @@ def test_every_quantized_board_says_quality_was_not_measured(committed_site: Pat
     assert quantized > 5 and plain > 5
 
 
-def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(committed_site: Path) -> None:
+def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(
+    committed_site: Path, committed_results: derive.Results
+) -> None:
     """tuning.html: one row per sweep point of the seed's fight, every row linking run pages that exist."""
     import html as html_lib
 
-    from generator import checks, load, sweep_draws
+    from generator.derive.verdict import draws as sweep_draws
 
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    loaded, summary = committed_results.records, committed_results.runs
     points = sweep_draws.compute(summary, loaded.rows).points
     page = (committed_site / "tuning.html").read_text()
     ladder, singles = page.split('id="one-setting-at-a-time"')
@@ -185,7 +184,7 @@ def test_what_tuning_bought_has_a_row_per_sweep_point_each_linking_its_runs(comm
     body = [row for table in tables for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
     assert len(body) == points.height
     # one setting at a time: a row per changed run of the fight's suite, linking it and, where one ran, its base
-    from generator import single_settings
+    from generator.derive import single_settings
 
     fight = sweep_draws.compute(summary, loaded.rows).fight
     changed = [r for r in single_settings.rows(summary) if r["suite"] == fight.suite]
@@ -234,9 +233,9 @@ def test_the_suite_of_h200_runs_is_shown_by_its_title_and_keeps_its_name(committ
     """The suite named "h100" holds H200 runs: the navigation, the served models' page titles, its boards' headings
     and its run pages' breadcrumbs say its title ("H200 bench", from its suite file); its name stays in paths and
     names it once, as what records and commands use."""
-    from generator import suite_names
+    from generator.load import suite_titles
 
-    title = suite_names.title("h100")
+    title = suite_titles.title("h100")
     assert title != "h100"
     home = (committed_site / "index.html").read_text()
     assert f"llama-8b · {title}" in home  # the navigation's served models

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from generator import pages
+from generator.render import pages
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "site_src" / "docs" / "configuration.md"

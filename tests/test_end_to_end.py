@@ -12,9 +12,11 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from generator import commits, derive, load
-from runners import layout, metrics, schema, spec
-from tests.conftest import REPEAT_NOTE, SCALING_NOTE, TORCH_VARIANTS, run_module, write_as_submitted
+from generator import derive, load
+from generator.derive import parity, summaries
+from generator.render import commits
+from runners import layout, metrics, spec
+from tests.conftest import REPEAT_NOTE, SCALING_NOTE, TORCH_VARIANTS, checked_rows, run_module, write_as_submitted
 
 SMOKE = spec.load_suite("cpu-smoke")
 
@@ -41,9 +43,7 @@ def test_bench_writes_one_valid_record_per_variant(bench_data) -> None:
     assert all(h["status"] == "ok" for h in heads.values()), (heads, proc.stdout[-3000:], proc.stderr[-3000:])
     first_losses = {}
     for variant, path in files.items():
-        table = layout.read(path)
-        assert schema.check_table(table) == [], variant
-        rows = table.to_pylist()
+        rows = checked_rows(path)
         run = rows[0]
         assert (run["suite"], run["workload"], run["status"]) == ("cpu-smoke", work.name, "ok"), variant
         assert run["engine"] == "torch" and run["engine_version"].startswith("2.")
@@ -182,9 +182,9 @@ def test_validate_names_file_row_and_field(bench_data, tmp_path: Path) -> None:
     values[row] = -1.0  # a negative step time
     bad = tmp_path / good.name
     write_as_submitted(table.set_column(table.column_names.index("value"), "value", pa.array(values)), bad)
-    ok = run_module("generator.validate", str(good))
+    ok = run_module("generator.commands.validate", str(good))
     assert "1 file(s) checked, 0 with problems" in ok.stdout
-    proc = run_module("generator.validate", str(bad), check=False)
+    proc = run_module("generator.commands.validate", str(bad), check=False)
     assert proc.returncode == 1
     assert f"{bad}: row {row}, field 'value': negative time -1.0 (metric 'step_time_s')" in proc.stdout
 
@@ -272,8 +272,8 @@ def test_vectorised_loss_windows_match_the_formula(bench_data) -> None:
     """derive computes every run's loss windows in one polars pass; they must be metrics.window_means exactly."""
     data, _ = bench_data
     loaded = load.load(data)
-    runs = derive.summary.config_fields(loaded.runs)
-    curves = derive.summary._loss_curves(runs, loaded.rows)
+    runs = summaries.config_fields(loaded.runs)
+    curves = parity.loss_curves(runs, loaded.rows)
     work = SMOKE.workloads[0]
     for run_id in runs["run_id"]:
         losses = loaded.rows.filter((pl.col("run_id") == run_id) & (pl.col("metric") == "loss")).sort("step")

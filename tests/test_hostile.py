@@ -20,9 +20,11 @@ import pyarrow as pa
 import pyarrow.compute
 import pytest
 
-from generator import checks, derive, inference, load, pages, render, serving
+from generator import derive, load, render
+from generator.derive import checks, inference, serving
+from generator.render import pages
 from runners import layout, metrics, schema, store
-from tests.conftest import ROOT, TRAIN, run_module, write_as_submitted
+from tests.conftest import ROOT, TRAIN, processes_with, run_module, write_as_submitted
 
 
 def _source(bench_data) -> Path:
@@ -125,7 +127,7 @@ def test_config_of_the_wrong_shape_is_rejected_and_the_site_still_builds(bench_d
     assert "config.workload.micro_batch" in found["mb-four.parquet"]
     assert "appears more than once" in found["dup-key.parquet"]
     assert "no-model.parquet" not in found  # no model section: allowed, the header shows dashes
-    proc = run_module("generator.validate", str(data), check=False)
+    proc = run_module("generator.commands.validate", str(data), check=False)
     assert proc.returncode == 1 and "mb-four.parquet: row 0, field 'config.workload.micro_batch'" in proc.stdout
     run_module("generator.build", "--data", str(data), "--out", str(tmp_path / "site"), "--work", str(tmp_path / "b"))
     board = (tmp_path / "site" / "leaderboards" / f"cpu-smoke-{TRAIN}.html").read_text()
@@ -163,7 +165,7 @@ def test_an_unknown_accelerator_is_unverified_not_ranked(bench_data, data) -> No
 
     boards = derive.leaderboards(summary)
     assert "misspelt-gpu" not in boards[("cpu-smoke", TRAIN)]["run_id"].to_list()
-    proc = run_module("generator.validate", str(data / "cpu-smoke" / "misspelt-gpu.parquet"), check=False)
+    proc = run_module("generator.commands.validate", str(data / "cpu-smoke" / "misspelt-gpu.parquet"), check=False)
     assert "accepted but unverified, so not ranked" in proc.stdout and "NVIDIA H2OO" in proc.stdout
 
 
@@ -273,7 +275,8 @@ def test_a_run_rejected_for_a_start_in_the_future_is_compared_once_its_time_come
     Time is moved by widening the allowed skew past the run's start: the clock itself cannot be moved here."""
     from datetime import UTC, datetime, timedelta
 
-    from generator import compare, runcache
+    from generator.commands import compare
+    from generator.store import runcache
 
     soon = (datetime.now(UTC) + schema.CLOCK_SKEW + timedelta(minutes=5)).replace(microsecond=0)
     submit(data, doctored(_source(bench_data), "soon", started_at=soon, ended_at=soon))
@@ -321,19 +324,6 @@ def test_store_refuses_run_ids_that_are_not_plain_names(bench_data, tmp_path) ->
     assert not any(tmp_path.rglob("*.parquet"))
 
 
-def _runner_pids(run_marker: str) -> list[int]:
-    """Processes whose command line holds the marker (the folder the runners' records go to)."""
-    out = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if run_marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
-                    out.append(int(proc.name))
-            except OSError:
-                continue
-    return out
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
 @pytest.mark.bench
@@ -349,20 +339,20 @@ def test_killing_the_bench_ends_its_runner_and_nothing_is_written(tmp_path, how,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
-        while not [p for p in _runner_pids(marker) if p != bench.pid] and time.monotonic() < deadline:
+        while not [p for p in processes_with(marker) if p != bench.pid] and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert [p for p in _runner_pids(marker) if p != bench.pid], "the runner never started"
+        assert [p for p in processes_with(marker) if p != bench.pid], "the runner never started"
         time.sleep(5)  # the runner is stepping
         os.kill(bench.pid, how)
         bench.wait(timeout=60)
         deadline = time.monotonic() + 30
-        while _runner_pids(marker) and time.monotonic() < deadline:
+        while processes_with(marker) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert _runner_pids(marker) == [], "the runner outlived the bench"
+        assert processes_with(marker) == [], "the runner outlived the bench"
         time.sleep(3)
         assert not list(out.rglob("*.parquet")), "a file was written after the bench was killed"
     finally:
-        for pid in _runner_pids(marker):
+        for pid in processes_with(marker):
             os.kill(pid, signal.SIGKILL)
         bench.kill()
 
@@ -552,7 +542,7 @@ def test_hostile_gpu_state_and_package_lists_are_rejected_by_field_and_text_is_e
     loaded = load.load(data, files=[data / "h100" / "gpu-markup-escaped.parquet"])
     summary = derive.run_summary(loaded.runs, loaded.rows)
     figures = derive.with_test_figures(
-        summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
     )
     render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     page = (tmp_path / "site" / "runs" / "gpu-markup-escaped.html").read_text()

@@ -20,7 +20,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import checks, derive, editions, inference, load, pages, render, serving
+from generator import derive, load, render
+from generator.derive import checks, inference, serving
+from generator.load import editions, one_file
+from generator.render import pages
 from runners import claims
 from tests.conftest import ROOT, TRAIN, committed, run_module, write_as_submitted
 
@@ -127,7 +130,11 @@ def test_links_fifos_and_devices_under_data_are_refused_by_name_unread(data: Pat
     assert "a FIFO, not a regular file" in found["pipe.parquet"]
     assert "a symbolic link" in found["h100"]
     proc = subprocess.run(
-        [sys.executable, "-m", "generator.validate", str(data)], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "generator.commands.validate", str(data)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert (
         proc.returncode == 1
@@ -143,7 +150,7 @@ def test_decompression_bombs_wide_files_and_extension_types_are_refused_from_met
     real one is 512 MiB), one of 2,000 columns, and Arrow extension-type metadata on a column and on the schema.
     Before: each was read (the bomb and the wide file in full; the extension types handed to the reader and on to
     polars). Now each is refused from its metadata, by name, and the site builds."""
-    monkeypatch.setattr(load, "MAX_UNCOMPRESSED_BYTES", 4 << 20)
+    monkeypatch.setattr(one_file, "MAX_UNCOMPRESSED_BYTES", 4 << 20)
     bomb = doctored(TUNED, "bomb", error="\0" * (8 << 20), status="failed")
     write_as_submitted(bomb, data / "cpu-smoke" / "bomb.parquet", compression="zstd")
     assert (data / "cpu-smoke" / "bomb.parquet").stat().st_size < 64 << 10
@@ -186,7 +193,7 @@ def test_a_file_edited_after_release_is_rejected_and_the_frozen_board_shows_what
     committed(data.parent, "edition e1")
     victim = data / "cpu-smoke" / TUNED.name
     _edited(victim, 0.5)
-    proc = run_module("generator.validate", str(data), check=False)
+    proc = run_module("generator.commands.validate", str(data), check=False)
     assert proc.returncode == 1, proc.stdout
     assert f"{TUNED.name}: field 'sha256'" in proc.stdout and "edition 'e1' froze this run" in proc.stdout
     assert "changed since it was committed" in proc.stdout
@@ -226,7 +233,7 @@ def test_a_rewritten_manifest_breaks_the_chain_and_git_anchors_the_latest(data: 
     assert "e1.json" in found and "changed since it was committed" in found["e1.json"]
     found = {Path(r.path).name: " ".join(r.problems) for r in editions.scan(outside)[1]}
     assert "rewritten after that edition was made" in found["e1.json"], found
-    proc = run_module("generator.validate", str(outside), check=False)
+    proc = run_module("generator.commands.validate", str(outside), check=False)
     assert proc.returncode == 1 and "e1.json: this manifest's sha256 is" in proc.stdout
     # the latest, rewritten: git says so
     subprocess.run(["git", "-C", str(data.parent), "checkout", "-q", "--", "."], check=True)
@@ -260,7 +267,7 @@ def _run_page(data: Path, tmp_path: Path, name: str) -> str:
     assert loaded.rejected == [], loaded.rejected
     summary = derive.run_summary(loaded.runs, loaded.rows)
     figures = derive.with_test_figures(
-        summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
     )
     render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     return (tmp_path / "site" / "runs" / f"{name}.html").read_text()
@@ -302,7 +309,7 @@ def test_reproduce_commands_are_built_from_checked_fields_never_copied(data: Pat
 
 CLAIM = """[[claims]]
 id = "{id}"
-suite = "cpu-smoke"
+suite = "{suite}"
 workload = "train-gpt-tiny-mb4"
 engine = "sparse-first"
 variant = "sparse-first"
@@ -315,6 +322,7 @@ steps_per_s = {rate}
 source = "https://example.invalid/post"
 quote = "it is fast"
 """
+"""One claim as a claims file holds it (here and in test_portable_names.py), to fill in."""
 
 
 @pytest.mark.parametrize(
@@ -329,7 +337,7 @@ def test_a_claim_of_no_possible_number_is_refused_naming_its_field(
     """Before: inf and nan ended in a traceback (nan passed `<= 0`), 0 steps and 1e308 steps/s were imported (a
     300-digit heading). Now each is refused before anything is written, naming the claim and the field."""
     claims_file = tmp_path / "claims.toml"
-    claims_file.write_text(CLAIM.format(id="absurd", steps=steps, rate=rate))
+    claims_file.write_text(CLAIM.format(id="absurd", suite="cpu-smoke", steps=steps, rate=rate))
     proc = run_module("runners", "claim", str(claims_file), "--data-dir", str(tmp_path / "data"), check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     assert f"claim 'absurd', field '{field}'" in proc.stderr, proc.stderr
@@ -357,7 +365,7 @@ def test_values_beyond_any_measurement_are_refused_and_never_print_inf(data: Pat
     found = problems_of(data)
     assert "field 'value': 1e+308 is beyond ±1e+18" in found["claim-absurd.parquet"]
     assert "field 'value'" in found["slow-huge.parquet"] and "beyond ±1e+18" in found["slow-huge.parquet"]
-    svg = render.runs.samples_svg({"time_path": "M40,10l670,120", "time_lo": -1.0, "time_hi": 400.0,
+    svg = render.run_samples.samples_svg({"time_path": "M40,10l670,120", "time_lo": -1.0, "time_hi": 400.0,
                                  "time_warm_x": 40.0, "loss_path": "M40,10", "loss_lo": float("-inf"),
                                  "loss_hi": float("inf"), "loss_warm_x": 40.0})  # fmt: skip
     assert "inf" not in svg and "–" in svg
@@ -365,7 +373,7 @@ def test_values_beyond_any_measurement_are_refused_and_never_print_inf(data: Pat
 
 
 def tomllib_claim() -> dict[str, object]:
-    return tomllib.loads(CLAIM.format(id="absurd", steps="2000", rate="21.7"))["claims"][0]
+    return tomllib.loads(CLAIM.format(id="absurd", suite="cpu-smoke", steps="2000", rate="21.7"))["claims"][0]
 
 
 # past the list

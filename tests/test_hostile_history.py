@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import editions, history
+from generator.load import editions, history
 from tests.conftest import ROOT, TRAIN, committed, run_module, write_as_submitted
 from tests.test_hostile_files import doctored
 
@@ -49,7 +49,7 @@ def data(tmp_path: Path) -> Path:
 
 
 def validate(data: Path) -> subprocess.CompletedProcess[str]:
-    return run_module("generator.validate", str(data), check=False)
+    return run_module("generator.commands.validate", str(data), check=False)
 
 
 def test_the_latest_manifest_deleted_committed_or_in_the_work_tree_is_named(data: Path) -> None:
@@ -78,20 +78,22 @@ def test_a_deleted_committed_run_is_named_with_its_commit_and_the_editions_that_
     write_as_submitted(doctored(TUNED, late.stem), late)
     committed(data.parent, "a run after e2")
     assert validate(data).returncode == 0
-    git(data.parent, "rm", "-q", f"data/cpu-smoke/{late.name}")
-    git(data.parent, "commit", "-q", "-m", "drop the run no edition froze")
-    commit = git(data.parent, "rev-parse", "HEAD")[:12]
-    proc = validate(data)
-    assert proc.returncode == 1, proc.stdout
-    assert f"{late}: deleted in commit {commit} after it was committed: result files" in proc.stdout
+    commit, said = _deleted_then_validated(data, late.name, "drop the run no edition froze")
+    assert f"{late}: deleted in commit {commit} after it was committed: result files" in said
     victim = data / "cpu-smoke" / TUNED.name
-    git(data.parent, "rm", "-q", f"data/cpu-smoke/{TUNED.name}")
-    git(data.parent, "commit", "-q", "-m", "drop a frozen run")
+    commit, said = _deleted_then_validated(data, TUNED.name, "drop a frozen run")
+    assert f"{victim}: deleted in commit {commit} after it was committed (frozen in edition 'e1', 'e2')" in said
+    assert said.count(TUNED.stem) == 1, said  # one line for the file, not one per edition besides
+
+
+def _deleted_then_validated(data: Path, name: str, message: str) -> tuple[str, str]:
+    """`git rm` of data/cpu-smoke/NAME, committed: the commit, and what validate (failing) says of the tree."""
+    git(data.parent, "rm", "-q", f"data/cpu-smoke/{name}")
+    git(data.parent, "commit", "-q", "-m", message)
     commit = git(data.parent, "rev-parse", "HEAD")[:12]
     proc = validate(data)
     assert proc.returncode == 1, proc.stdout
-    assert f"{victim}: deleted in commit {commit} after it was committed (frozen in edition 'e1', 'e2')" in proc.stdout
-    assert proc.stdout.count(TUNED.stem) == 1, proc.stdout  # one line for the file, not one per edition besides
+    return commit, proc.stdout
 
 
 def test_a_frozen_flat_file_moved_with_git_mv_is_named_where_it_was_and_rejected_where_it_is(data: Path) -> None:

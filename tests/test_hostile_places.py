@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import checks, editions, load
+from generator import load
+from generator.derive import checks
+from generator.load import editions
 from tests.conftest import committed, run_module, write_as_submitted
 from tests.test_hostile_files import GENUINE, TUNED, doctored, genuine_copy
 
@@ -50,12 +52,12 @@ def test_result_files_deeper_or_elsewhere_are_refused_by_name_by_the_loader_and_
         assert "a result file lives in data/<suite>/ or data/<suite>/<YYYY-MM>/ and nowhere else" in found[run_id]
     assert sorted(loaded.runs["run_id"]) == sorted(p.stem for p in GENUINE)  # the genuine ones, and only them
     for target in (data, data / "cpu-smoke", data / "cpu-smoke" / "2026-11"):
-        proc = run_module("generator.validate", str(target), check=False)
+        proc = run_module("generator.commands.validate", str(target), check=False)
         assert proc.returncode == 1, (target, proc.stdout)
         for path in placed.values():
             if target in path.parents:
                 assert f"{path}: in folder" in proc.stdout, (target, proc.stdout)
-    proc = run_module("generator.validate", check=False, cwd=data.parent)  # the default: data/
+    proc = run_module("generator.commands.validate", check=False, cwd=data.parent)  # the default: data/
     assert proc.returncode == 1 and all(f"{p}: in folder" in proc.stdout for p in placed.values()), proc.stdout
 
 
@@ -67,11 +69,11 @@ def test_a_misplaced_file_named_alone_is_judged_from_its_data_folder(data: Path)
     placed = misplace(data)
     genuine = sorted((data / "cpu-smoke").glob("*.parquet"))[0]
     for path in placed.values():
-        proc = run_module("generator.validate", str(path), check=False, cwd=data.parent)  # ./data: the default
+        proc = run_module("generator.commands.validate", str(path), check=False, cwd=data.parent)  # ./data: the default
         assert proc.returncode == 1 and f"{path}: in folder" in proc.stdout, (path, proc.stdout)
     committed(data.parent)  # from anywhere else, the checkout's data/
     for path in [*placed.values(), genuine]:
-        proc = run_module("generator.validate", str(path), check=False, cwd=data.parent.parent)
+        proc = run_module("generator.commands.validate", str(path), check=False, cwd=data.parent.parent)
         if path == genuine:
             assert proc.returncode == 0 and "1 file(s) checked, 0 with problems" in proc.stdout, proc.stdout
         else:
@@ -94,7 +96,7 @@ def test_release_freezes_only_what_the_loader_accepts_and_validate_accepts_its_m
     manifest = editions.release("e1", clean / "cpu-smoke" / "..")  # named any way: the paths are data/'s
     assert '"path": "cpu-smoke/' in manifest.read_text() and "../" not in manifest.read_text()
     committed(clean.parent, "edition e1")
-    proc = run_module("generator.validate", str(clean), check=False)
+    proc = run_module("generator.commands.validate", str(clean), check=False)
     assert proc.returncode == 0, proc.stdout
     assert not editions.scan(clean)[1] and [e.name for e in editions.read_editions(clean)] == ["e1"]
 

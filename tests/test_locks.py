@@ -14,6 +14,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -62,6 +63,7 @@ def _uv(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProces
     return done
 
 
+@pytest.mark.install
 def test_the_site_lock_installs_with_its_hashes_checked(tmp_path: Path) -> None:
     _uv("venv", "-q", "--python", "3.11", str(tmp_path / "v"), cwd=tmp_path)
     python = ["--python", str(tmp_path / "v" / "bin" / "python")]
@@ -87,6 +89,7 @@ def test_the_site_lock_installs_with_its_hashes_checked(tmp_path: Path) -> None:
     assert refused.returncode != 0 and "Hash mismatch" in refused.stderr, refused.stderr[-2000:]
 
 
+@pytest.mark.install
 def test_a_nox_session_installs_its_audiences_lock(tmp_path: Path) -> None:
     """`nox -s bench-h100 --install-only`, a real nox into a temporary folder of environments: the torch audience's
     lock goes in through `uv pip install -r` (hashes checked), and everything installed but the project is the lock's,
@@ -120,6 +123,7 @@ def test_a_nox_session_installs_its_audiences_lock(tmp_path: Path) -> None:
         assert "torch" not in _packages(copy) and set(installed) <= set(_packages(copy))
 
 
+@pytest.mark.install
 def test_without_uv_a_nox_session_checks_the_locks_hashes_with_pip(tmp_path: Path) -> None:
     """`pip install nox && nox -s validate` on a machine without uv: nox makes a virtualenv and pip installs, and pip
     reads no PEP 751 lock. The session still installs the site audience's lock with every file's sha256 checked (pip's

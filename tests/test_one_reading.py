@@ -16,7 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import checks, load
+from generator import load
+from generator.derive import checks
+from generator.load import one_file
 from runners import footer, layout, schema, store
 from tests.conftest import ROOT, run_module
 from tests.test_hostile_files import GENUINE, TUNED, genuine_copy
@@ -114,7 +116,7 @@ def test_a_run_entry_written_twice_is_refused_naming_the_file_and_key(data: Path
     assert "key 'fairfight.run'" in problem and "written 2 times" in problem, problem
     with pytest.raises(layout.LayoutError, match="written 2 times"):
         layout.read(path)
-    proc = run_module("generator.validate", str(data), check=False)
+    proc = run_module("generator.commands.validate", str(data), check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     line = next(line for line in proc.stdout.splitlines() if path.name in line)
     assert "key 'fairfight.run'" in line and "written 2 times" in line, proc.stdout
@@ -229,7 +231,7 @@ def test_every_committed_file_reads_the_same_through_pyarrow_polars_and_the_load
         content = path.read_bytes()
         # the loader's reading of the file, as stored (`load.load` reads through it, then upgrades): a migration may
         # edit an old record's config (`config.migrated` says so), which no other reader does
-        as_read = load._read_record(pa.BufferReader(content), pq.ParquetFile(pa.BufferReader(content)).metadata,
+        as_read = one_file.read_record(pa.BufferReader(content), pq.ParquetFile(pa.BufferReader(content)).metadata,
                                     dict(entries)).slice(0, 1).to_pylist()[0]  # fmt: skip
         upgraded = runs[path.name]
         if layout.RUN_KEY in by_pyarrow:

@@ -12,7 +12,7 @@ import pytest
 from generator import load
 from runners import store
 from tests.conftest import run_module
-from tests.test_hostile_files import TUNED, genuine_copy
+from tests.test_hostile_files import CLAIM, TUNED, genuine_copy
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def test_a_file_windows_cannot_hold_is_refused_by_validate_naming_it(data: Path,
     problems = {Path(r.path).name: " ".join(r.problems) for r in loaded.rejected}
     device = name.split(".")[0].upper()
     assert f"{device} is a device name on Windows" in problems[path.name], problems
-    proc = run_module("generator.validate", str(data), check=False)
+    proc = run_module("generator.commands.validate", str(data), check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     line = next(line for line in proc.stdout.splitlines() if line.startswith(str(path)))
     assert "device name on Windows" in line, proc.stdout
@@ -63,23 +63,6 @@ def test_the_store_never_names_a_file_windows_cannot_hold(tmp_path: Path, run_id
         store.find(tmp_path, "cpu-smoke", run_id)
 
 
-CLAIM = """[[claims]]
-id = "{id}"
-suite = "{suite}"
-workload = "train-gpt-tiny-mb4"
-engine = "sparse-first"
-variant = "sparse-first"
-description = "a claim"
-accelerator = "NVIDIA H100"
-accelerator_count = 2
-interconnect = "NVLink"
-steps = 2000
-steps_per_s = {rate}
-source = "https://example.invalid/post"
-quote = "it is fast"
-"""
-
-
 @pytest.mark.parametrize(
     ("claim_id", "suite", "rate", "field"),
     [("absurd", "../../x", "21.7", "suite"), ("absurd", "CON", "21.7", "suite"), ("١٢٣", "cpu-smoke", "21.7", "id"),
@@ -92,7 +75,7 @@ def test_every_claim_refusal_is_a_sentence_naming_the_field(
     no field (inf and nan were already sentences). Now each is refused before anything is written, by `fairfight
     claim`, naming the claim and the field."""
     claims_file = tmp_path / "claims.toml"
-    claims_file.write_text(CLAIM.format(id=claim_id, suite=suite, rate=rate), encoding="utf-8")
+    claims_file.write_text(CLAIM.format(id=claim_id, suite=suite, steps=2000, rate=rate), encoding="utf-8")
     proc = run_module("fairfight", "claim", str(claims_file), "--data-dir", str(tmp_path / "data"), check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     assert f"claim {claim_id!r}, field {field!r}" in proc.stderr, proc.stderr

@@ -72,7 +72,8 @@ def test_a_reproduce_block_runs_literally_from_a_fresh_clone_and_its_record_rank
                           capture_output=True, text=True, timeout=900)  # fmt: skip
     assert proc.returncode == 0, f"the block failed ({proc.returncode}):\n{block}\n{proc.stderr[-5000:]}"
 
-    from generator import checks, derive, load
+    from generator import derive, load
+    from generator.derive import checks
 
     made = tmp_path / "reader" / "fairfight" / "data"
     files = sorted(made.rglob("*.parquet"))

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
+
+import generator.derive.counting as counting
+from generator.derive.claims import PRECISIONS
+from runners import metrics, schema
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -17,10 +22,18 @@ class Catalog:
     """The calibrated peak each run's calibrated MFU divides by (one per hardware model and precision)."""
     engines: pl.DataFrame
     """Per engine, version, origin and device: its runs, variants and hardware."""
+    engine_sections: list[dict[str, Any]]
+    """Per engine of the registry (`schema.ENGINE_ABOUT`, in its order): its name, what it is, its own tool, what it
+    runs, and its rows of `engines` (`versions`)."""
+    other_engines: list[dict[str, Any]]
+    """The rows of `engines` of no registered engine: own tools, claims, retractions."""
+    datasheet_peaks: list[dict[str, Any]]
+    """Per device of the datasheet table (`metrics.DATASHEET_PEAK_FLOPS`), its peak at each precision
+    (`claims.PRECISIONS`; None where the datasheet gives none)."""
 
 
 def tables(summary: pl.DataFrame) -> Catalog:
-    measured = summary.filter(pl.col("origin") == "measured")
+    measured = summary.filter(counting.MEASURED)
     hardware = (
         measured.filter(pl.col("calibrated_matmul_flops").is_not_null())
         .with_columns(copy=pl.col("copy_bytes_per_s"), busbw=pl.col("busbw_bytes_per_s"))
@@ -46,9 +59,19 @@ def tables(summary: pl.DataFrame) -> Catalog:
         .agg(runs=pl.len(), variants=pl.col("variant").unique().sort(), hardware=pl.col("accelerator").unique().sort())
         .sort("engine", "engine_version", "origin", "device", nulls_last=True)
     )
+    rows = engines.to_dicts()
     return Catalog(
         failures=summary.filter(pl.col("status") != "ok").sort("started_at", descending=True),
         hardware=hardware,
         calibrated_peaks=used,
         engines=engines,
+        engine_sections=[
+            dict(name=name, **about, versions=[r for r in rows if r["engine"] == name])
+            for name, about in schema.ENGINE_ABOUT.items()
+        ],
+        other_engines=[r for r in rows if r["engine"] is not None and r["engine"] not in schema.ENGINE_ABOUT],
+        datasheet_peaks=[
+            {"device": device, **{p: peaks.get(p) for p in PRECISIONS}}
+            for device, peaks in metrics.DATASHEET_PEAK_FLOPS.items()
+        ],
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.counting as counting
 from runners import metrics
 
 TOKENS_PER_STEP = [2**k for k in range(9, 18)]  # 512 … 131072: every plausible global batch for this model
@@ -50,7 +51,7 @@ def plausibility(claim: dict[str, Any], flops_per_token: float) -> pl.DataFrame:
 def checks(summary: pl.DataFrame, matched: dict[tuple[str, str], float]) -> list[ClaimCheck]:
     """Every claim on a workload we measured, checked (`ClaimCheck`); `matched`: the verdict's matched shape in
     tokens a step, by (suite, workload) (`verdict.Verdict.matched`)."""
-    measured = summary.filter(pl.col("origin") == "measured")
+    measured = summary.filter(counting.MEASURED)
     out = []
     for claim in summary.filter(pl.col("origin") == "claim").sort("run_id").to_dicts():
         ours = measured.filter((pl.col("suite") == claim["suite"]) & (pl.col("workload") == claim["workload"]))
@@ -107,4 +108,23 @@ def _check(claim: dict[str, Any], ours: pl.DataFrame, matched_tokens: float | No
         accelerator=ours["accelerator"][0],
         curves=curves,
         our_best=our_best,
+    )
+
+
+def hardware_note(claim: dict[str, Any], ours: dict[str, Any] | None) -> str | None:
+    """One plain sentence on how the claim's GPUs and ours differ, from the datasheets in `metrics`; None where there is
+    no run of ours to set beside it or a datasheet does not know either GPU."""
+    if ours is None:
+        return None
+    theirs_mem, ours_mem = metrics.datasheet_memory(claim["accelerator"]), metrics.datasheet_memory(ours["accelerator"])
+    theirs_bf16 = metrics.datasheet_peak_flops(claim["accelerator"], "bf16")
+    ours_bf16 = metrics.datasheet_peak_flops(ours["accelerator"], "bf16")
+    if not (theirs_mem and ours_mem and theirs_bf16 and ours_bf16):
+        return None
+    same = "the same" if theirs_bf16 == ours_bf16 else "a different"
+    return (
+        f"{claim['accelerator']} and {ours['accelerator']} have {same} dense bf16 peak by their datasheets "
+        f"({theirs_bf16 / 1e12:.0f} and {ours_bf16 / 1e12:.0f} TFLOP/s), but {theirs_mem[0]:.0f} GB at "
+        f"{theirs_mem[1] / 1e12:.2f} TB/s against {ours_mem[0]:.0f} GB at {ours_mem[1] / 1e12:.2f} TB/s of memory: "
+        "compute-bound steps should run alike, memory-bound parts faster on the latter."
     )

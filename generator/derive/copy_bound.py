@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import polars as pl
 
+import generator.derive.counting as counting
+
 
 def copy_bandwidths(summary: pl.DataFrame) -> dict[str, float]:
     """Per hardware model (`accelerator`), the median of every measured run's own calibrated copy bandwidth."""
     found = (
-        summary.filter((pl.col("origin") == "measured") & pl.col("copy_bytes_per_s").is_not_null())
+        summary.filter(counting.MEASURED & pl.col("copy_bytes_per_s").is_not_null())
         .group_by("accelerator")
         .agg(pl.col("copy_bytes_per_s").median())
         .sort("accelerator")  # by name: group_by's order differs from build to build, and pages list these in order

@@ -8,8 +8,8 @@ What a run's metered windows hold, by kind:
   repetition, seconds = the repetitions' own times;
 - served points: the timed requests, first sent to last answered; tokens = its output tokens/s × its duration,
   seconds = its duration. Those are known only from the point's figures, so `per_run` gives a served point its joules
-  and no figure; `generator/serving.py` works them out with the same `figures`, and the run page takes them from there
-  (`results.with_test_figures`).
+  and no figure; `generator/derive/serving.py` works them out with the same `figures`, and the run page takes them from
+  there (`results.with_test_figures`).
 A run whose windows span fewer than `metrics.ENERGY_MIN_UPDATES` counter updates gets no figure (`energy_note` says
 why), and a run without energy rows gets none at all: nothing is estimated.
 """
@@ -26,7 +26,7 @@ COLUMNS = pl.Schema({"run_id": pl.String, "energy_j": pl.Float64, "energy_tokens
 """`per_run`'s columns."""
 
 FIGURES = tuple(c for c in COLUMNS if c not in ("run_id", "energy_j"))
-"""The columns `figures` makes: a served point's come from generator/serving.py, over its requests."""
+"""The columns `figures` makes: a served point's come from generator/derive/serving.py, over its requests."""
 
 _METRICS = ["energy_j", "test_time_s", "output_tokens_per_s"]
 
@@ -83,7 +83,7 @@ def per_run(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     )
     out = pl.concat([training, tests], how="diagonal_relaxed").join(
         runs, on="run_id", how="left"
-    )  # a served point's tokens and seconds come from its figures (generator/serving.py)
+    )  # a served point's tokens and seconds come from its figures (generator/derive/serving.py)
     served = pl.col("kind") == "serve"  # its window has no test time: its figures come from serving.py's
     return (
         out.select(
@@ -98,7 +98,7 @@ def per_run(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
 def figures(tokens: str | pl.Expr, seconds: str | pl.Expr, update_s: str | pl.Expr) -> dict[str, pl.Expr]:
     """A run's energy figures from its `energy_j` column and its windows' tokens, seconds and the counter's (or the
     power sampling's) interval: the same expressions for every kind of run (`per_run`; a served point's in
-    `generator/serving.py`, whose tokens come from its requests)."""
+    `generator/derive/serving.py`, whose tokens come from its requests)."""
     tokens, seconds, update = (pl.col(c) if isinstance(c, str) else c for c in (tokens, seconds, update_s))
     joules = pl.col("energy_j")
     resolved = metrics.energy_resolved(seconds, update)

@@ -14,8 +14,10 @@ The formula is `metrics.repeat_interval`; what this module adds is the rules aro
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import polars as pl
 
 from runners import metrics
 
@@ -24,6 +26,8 @@ RUNS_TO_RANK = 2
 run alone is unreplicated (`interval`), so a Reproduce block asks for this many (generator/render/runs.py)."""
 FLAGGED = "its own interval is wider than its figure (no steady state measured): flagged, its span left out"
 """What a run flagged by `metrics.wider_than_figure` is said to be."""
+SPREAD_KEYS = ("engine", "kind", "accelerator", "accelerator_count")
+"""What a pooled between-run spread is of (`spreads`): one engine's runs of one kind of test on one hardware."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,3 +72,32 @@ def interval(
         return Interval(value=value, lo=None, hi=None, unreplicated=True, flagged=flagged)
     lo, hi = metrics.with_width(*metrics.repeat_interval(values, kept, spread))
     return Interval(value=value, lo=lo, hi=hi, unreplicated=False, flagged=flagged)
+
+
+def spreads(
+    test_spreads: Mapping[tuple[str, str, str, int], metrics.PooledSpread],
+    training_steady: Mapping[tuple[str, str, int], metrics.PooledSpread],
+) -> dict[tuple[object, ...], metrics.PooledSpread]:
+    """Every pooled between-run spread by `SPREAD_KEYS`: the inference and serving tests' (`Results.test_spreads`) and
+    training's of steady steps/s (`Results.training_spreads["steady"]`, by engine and hardware; its kind "train"). What
+    `of_runs` widens a set of runs by, for `compare`'s sides and the history's commits alike."""
+    out: dict[tuple[object, ...], metrics.PooledSpread] = dict(test_spreads.items())
+    out |= {(engine, "train", acc, count): s for (engine, acc, count), s in training_steady.items()}
+    return out
+
+
+def of_runs(
+    counted: pl.DataFrame,
+    spreads: Mapping[tuple[object, ...], metrics.PooledSpread],
+    columns: tuple[str, str, str] = ("value", "lo", "hi"),
+) -> tuple[Interval, metrics.PooledSpread | None]:
+    """The figure and interval of `counted` (runs that count, of one configuration of one engine, kind of test and
+    hardware, with their figure, lo and hi in `columns`), widened by the pooled spread (`spreads`, by `SPREAD_KEYS`)
+    of their engine and kind on their hardware, and that spread: one side of `fairfight compare`, and one commit of a
+    configuration's history (`commit_history.points`), so that both print one interval for one set of runs."""
+    if counted.select(SPREAD_KEYS).n_unique() != 1:
+        raise AssertionError(f"one interval pools runs of {counted.select(SPREAD_KEYS).n_unique()} engines or hardware")
+    first = counted.row(0, named=True)
+    spread = spreads.get(tuple(first[k] for k in SPREAD_KEYS))
+    own = list(counted.select(*columns).iter_rows())
+    return interval([x for x, _, _ in own], own, spread), spread

@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+import generator.derive.configurations as configurations
+import generator.derive.counting as counting
 import generator.derive.evidence as evidence
-from generator import configurations
 from runners import engines, metrics
 
 KEYS = configurations.KEYS
@@ -77,9 +78,7 @@ def verified(
 ) -> pl.DataFrame:
     """The measured, unretracted runs of `tests` with their figure (`value`, `lo`, `hi`: a run's figure and its 95%
     interval, null where a run has no repetitions) and `unranked`: why a run does not rank, null where it does."""
-    runs = tests.filter((pl.col("origin") == "measured") & pl.col("retracted_by").is_null()).with_columns(
-        value=value, lo=lo, hi=hi
-    )
+    runs = tests.filter(counting.STANDING).with_columns(value=value, lo=lo, hi=hi)
     return runs.with_columns(unranked=unranked_reason(checks, "depth" in runs.columns, runs.columns))
 
 
@@ -101,17 +100,6 @@ def board(
         "value", "run_id", descending=[True, False], nulls_last=True
     )
     return rank(rows(runs.filter(pl.col("unranked").is_null()), spreads)), unranked
-
-
-def aa_spreads(ranked_runs: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
-    """Per kind of test, hardware model, device count and host condition, the largest A/A spread between ranked runs
-    of one configuration (`repeats`): the floor `compare` holds differences to, as `configurations.aa_spreads` is
-    for training. `ranked_runs`: runs that rank (`verified` with `unranked` null), of any tests."""
-    out: dict[tuple[str, str, int, bool], float] = {}
-    found = repeats(ranked_runs)
-    for (kind,), group in found.partition_by("kind", as_dict=True).items():
-        out |= {(kind, *key): spread for key, spread in configurations.aa_spreads(group).items()}
-    return out
 
 
 SPREAD_KEYS = ("engine", "kind", "accelerator", "accelerator_count")
@@ -164,7 +152,7 @@ def rows(ranked: pl.DataFrame, spreads: Spreads | None = None) -> pl.DataFrame:
         .group_by(KEYS, maintain_order=True)
         .agg(
             pl.col("value").median(),
-            *(configurations.aggregated(c, tests=True) for c in others),  # each as declared (generator/fields.py)
+            *(configurations.aggregated(c, tests=True) for c in others),  # each as declared (generator/load/fields.py)
             figures=pl.col("value"),
             lows=pl.col("lo"),
             highs=pl.col("hi"),

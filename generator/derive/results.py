@@ -13,31 +13,34 @@ from typing import Any
 import polars as pl
 
 import generator.derive.catalog as catalog
+import generator.derive.chart_rows as chart_rows
 import generator.derive.claims as claims
+import generator.derive.commit_history as commit_history
+import generator.derive.commit_pairs as commit_pairs
+import generator.derive.configurations as configurations
+import generator.derive.counting as counting
 import generator.derive.energy as energy
+import generator.derive.evidence as evidence
+import generator.derive.inference as inference
 import generator.derive.ladder as ladder
 import generator.derive.lead as lead
 import generator.derive.runs as every_runs
-import generator.derive.summary as runs_derive
+import generator.derive.serving as serving
+import generator.derive.side_by_side as side_by_side
+import generator.derive.single_settings as single_settings
+import generator.derive.training_boards as training_boards
+import generator.derive.tuning as tuning
+import generator.derive.verdict as verdict
+import generator.derive.verdict.draws as sweep_draws
 import generator.derive.wanted as wanted_runs
-from generator import (
-    chart_rows,
-    compare_select,
-    configurations,
-    fields,
-    inference,
-    load,
-    serving,
-    side_by_side,
-    single_settings,
-    sweep_draws,
-    tuning,
-    verdict,
-)
-from runners import metrics
+import generator.load.fields as fields
+import generator.load.suite_titles as suite_titles
+from generator import load
+from runners import engines, llama_files, metrics, schema
 
-KINDS = ("training", "inference", "serving")
-"""The kinds of board: a training workload, an inference test (pp/tg), a serving test (offline or served point)."""
+BOARD_KINDS = engines.KINDS
+"""The kinds of board, in the registry's words for what an engine runs: a training workload ("train"), an inference
+test (pp/tg), a serving test (offline or served point)."""
 
 
 def _empty() -> pl.DataFrame:
@@ -52,7 +55,7 @@ class Board:
     suite: str
     workload: str
     kind: str
-    """One of `KINDS`."""
+    """One of `BOARD_KINDS`."""
     ranked: pl.DataFrame
     """One row per configuration of its ranked runs, ranked with ties (training: `derive.leaderboards`; tests:
     `ladder.board`)."""
@@ -82,10 +85,23 @@ class Board:
     """Training: device-count scaling (`derive.scaling`); serving: tensor-parallel scaling (`serving.tp_scaling`)."""
     scaling_efficiencies: bool = False
     """Training: whether any scaling point has an efficiency against one device (what its chart draws)."""
+    calibrated_mfu: bool = False
+    """Training: whether any ranked row has an MFU against its calibrated peak (what the MFU chart is drawn for)."""
     best: dict[str, Any] | None = None
     """Training: the fastest headline configuration; tests: the first ranked row."""
     tier_best: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = field(default_factory=dict)
     """Training with claims: per tier (stock, tuned), its fastest headline configuration and that one's repeats."""
+    hardware_note: str | None = None
+    """Training with claims: how the first claim's GPUs and those of our fastest tuned (else stock) headline
+    configuration differ by their datasheets (`claims.hardware_note`)."""
+    defined_variants: list[str] | None = None
+    """Training: the variants its suite file gives the workload now, baseline first (None where the suite file does
+    not define the workload)."""
+    full_steps: int | None = None
+    """Training: the workload's full length in steps as its suite file defines it now (`verdict.full_steps`)."""
+    loss_tolerance: dict[str, float] = field(default_factory=dict)
+    """Training: the loss-parity tolerances its runs are held to (`metrics.LOSS_PARITY_*`): the first step's, in nats
+    (`first`), relative (`rel`), relative for fp32 (`fp32`) and the mean's relative (`mean`)."""
     imported: pl.DataFrame = field(default_factory=_empty)
     """Tests: the engines' own tools' records of the test."""
     drawn: pl.DataFrame = field(default_factory=_empty)
@@ -97,14 +113,28 @@ class Board:
     """Serving: the finished measured runs, oldest first (their decoding figures)."""
     beside: pl.DataFrame = field(default_factory=_empty)
     """Serving at one request in flight: llama.cpp's generation on the same model."""
+    quantized_weights: list[str] = field(default_factory=list)
+    """Tests: the quantized weight formats (`llama_files.QUANT_TYPES`) of every row of every list its page has (an
+    inference board's ranked, unranked and tool rows; a served board's llama.cpp rows beside it), each once, in the
+    rows' order: its page says their quality is not measured (random weights)."""
     rank_rule: str = ladder.RANK_RULE
     """Inference and serving: the rank rule as the board applied it (`ladder.rank_rule`; a served board names the
     agreement tolerance it held its runs to on each hardware, `serving.agreement_clause`)."""
 
     @property
+    def figure(self) -> tuple[str, str, str]:
+        """The columns of its rows' figure, its interval's low and high: `TRAINING_FIGURE` or `TEST_FIGURE`."""
+        return TRAINING_FIGURE if self.kind == "train" else TEST_FIGURE
+
+    @property
+    def unit(self) -> str:
+        """What its figure is in (`UNITS`): steps/s, tokens/s or output tokens/s."""
+        return UNITS[self.kind]
+
+    @property
     def answer(self) -> lead.Lead:
         """The board's answer in one line (`lead.board_lead` of its ranking, by its kind's figure)."""
-        return lead.board_lead(self.ranked, TRAINING_FIGURE if self.kind == "training" else TEST_FIGURE)
+        return lead.board_lead(self.ranked, self.figure)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,9 +149,9 @@ class Results:
     """The loaded record rows (step times, losses, repetitions)."""
     rejected: list[load.Rejected]
     tests: pl.DataFrame
-    """Inference tests, one row per run (`inference.test_summary`)."""
+    """Inference tests, one row per run (`inference.per_run_figures`)."""
     served: pl.DataFrame
-    """Serving tests, one row per run (`serving.test_summary`)."""
+    """Serving tests, one row per run (`serving.per_run_figures`)."""
     page_runs: pl.DataFrame
     """The runs with their tests' own figures: what the run pages show."""
     every_run: every_runs.EveryRun
@@ -154,36 +184,43 @@ class Results:
     catalog: catalog.Catalog
     errata: pl.DataFrame
     """Retracted records, newest retraction first."""
-    comparable: compare_select.Comparable
-    """The harness commits and the pairs of them that measured a configuration in common (`compare_select.comparable`,
+    history: commit_history.History
+    """Each configuration's figure at each harness commit, the A/A band around its latest and the commits `compare`
+    calls faster or slower (`commit_history.history`, of `every_run.runs`): the run pages' history sections."""
+    comparable: commit_pairs.Comparable
+    """The harness commits and the pairs of them that measured a configuration in common (`commit_pairs.comparable`,
     of `every_run.runs`)."""
     wanted: list[wanted_runs.Wanted]
     """The runs that would settle each undecided answer of the verdict and each unreplicated board row
     (`wanted_runs.wanted`)."""
     measured_count: int
     failed_count: int
+    suite_titles: dict[str, str]
+    """Each suite of the records, by name, with the title the site shows it by (`suite_titles.title`: its suite
+    file's)."""
 
 
 def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     """Every figure, once, from checked records (`checks.checked`: the loaded records and their run summary)."""
     rows = loaded.rows
-    tests = inference.test_summary(summary, rows)
-    served = serving.test_summary(summary, rows, functools.partial(load.full_rows, loaded))
+    tests = inference.per_run_figures(summary, rows)
+    served = serving.per_run_figures(summary, rows, functools.partial(load.full_rows, loaded))
     inference_ranked, serving_ranked = inference.ranked_runs(tests), serving.ranked_runs(served)
     test_spreads = ladder.pooled_spreads(inference_ranked) | ladder.pooled_spreads(serving_ranked)
     training_spreads = {
         reading: configurations.pooled_spreads(summary, column) for reading, column in verdict.READINGS.items()
     }
-    repeats = runs_derive.repeats(summary)
-    scaling = runs_derive.scaling(summary)
-    window_losses = runs_derive.loss_windows(summary, rows)
+    repeats = training_boards.repeats(summary)
+    scaling = training_boards.scaling(summary)
+    window_losses = training_boards.loss_windows(summary, rows)
     tp = serving.tp_scaling(served)
     test_repeats = ladder.repeats(pl.concat([inference_ranked, serving_ranked], how="diagonal_relaxed"))
     boards = _boards(summary, tests, served, test_spreads, repeats, scaling, window_losses, tp, training_spreads)
-    trained = {key: board.ranked for key, board in boards.items() if board.kind == "training"}
+    trained = {key: board.ranked for key, board in boards.items() if board.kind == "train"}
     the_verdict = sweep_draws.compute(summary, rows, training_spreads, trained)
     points = serving.latency_points(served)
     every_run = every_runs.every_run(summary, tests, served, repeats)
+    kind_floors = _kind_floors(repeats, test_repeats)
     out = Results(
         records=loaded,
         runs=summary,
@@ -193,13 +230,16 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         served=served,
         page_runs=_with_standing(with_test_figures(summary, tests, served), boards),
         every_run=every_run,
-        comparable=compare_select.comparable(every_run.runs),
+        history=commit_history.history(
+            summary, every_run.runs, kind_floors, evidence.spreads(test_spreads, training_spreads["steady"])
+        ),
+        comparable=commit_pairs.comparable(every_run.runs),
         boards=boards,
         repeats=repeats,
         test_repeats=test_repeats,
         training_spreads=training_spreads,
         test_spreads=test_spreads,
-        kind_floors=_kind_floors(repeats, test_repeats),
+        kind_floors=kind_floors,
         scaling=scaling,
         window_losses=window_losses,
         tp_scaling=tp,
@@ -208,7 +248,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         claim_checks=claims.checks(summary, the_verdict.matched if the_verdict else {}),
         tuning=tuning.tuning(the_verdict, summary, single_settings.rows(summary, training_spreads["steady"])),
         side_by_side=side_by_side.derive(
-            *side_by_side.test_rows([(b.ranked, b.unranked) for b in boards.values() if b.kind != "training"]),
+            *side_by_side.stacked_boards([(b.ranked, b.unranked) for b in boards.values() if b.kind != "train"]),
             summary,
         ),
         catalog=catalog.tables(summary),
@@ -218,8 +258,9 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         wanted=wanted_runs.wanted(
             the_verdict, [(wanted_runs.board_href(*key), b.ranked, b.unranked) for key, b in boards.items()], summary
         ),
-        measured_count=summary.filter(pl.col("origin") == "measured").height,
+        measured_count=summary.filter(counting.MEASURED).height,
         failed_count=summary.filter(pl.col("status") != "ok").height,
+        suite_titles=suite_titles.titles(summary["suite"]),
     )
     return _checked(out)
 
@@ -241,10 +282,10 @@ def _checked(out: Results) -> Results:
 
 def _kind_floors(repeats: pl.DataFrame, test_repeats: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
     """The largest A/A spread of each kind on each hardware and host condition: training's from its repeats
-    (`configurations.aa_spreads`), each kind of test's from the repeats of its runs that rank."""
-    out = {("train", *k): v for k, v in configurations.aa_spreads(repeats).items()}
+    (`configurations.aa_floors`), each kind of test's from the repeats of its runs that rank."""
+    out = {("train", *k): v for k, v in configurations.aa_floors(repeats).items()}
     for (kind,), group in test_repeats.partition_by("kind", as_dict=True).items():
-        out |= {(str(kind), *key): spread for key, spread in configurations.aa_spreads(group).items()}
+        out |= {(str(kind), *key): spread for key, spread in configurations.aa_floors(group).items()}
     return out
 
 
@@ -281,8 +322,8 @@ def _boards(
     training_spreads: dict[str, configurations.Spreads],
 ) -> dict[tuple[str, str], Board]:
     """Every (suite, workload) with a record, each as the board of its kind."""
-    candidates = runs_derive.candidates(summary)
-    training = runs_derive.leaderboards(summary, training_spreads["steady"], candidates)
+    candidates = training_boards.candidates(summary)
+    training = training_boards.leaderboards(summary, training_spreads["steady"], candidates)
     ran_on = hardware_of_boards(summary)
     by_board = {k: g for k, g in summary.partition_by("suite", "workload", as_dict=True).items()}
     test_keys = {k for k in tests.select("suite", "workload").unique().iter_rows()}
@@ -291,7 +332,7 @@ def _boards(
     for suite, workload in training:
         key = (suite, workload)
         runs = by_board[key]
-        measured = runs.filter(pl.col("origin") == "measured")
+        measured = runs.filter(counting.MEASURED)
         common = dict(
             suite=suite,
             workload=workload,
@@ -340,7 +381,7 @@ def _training_board(
     window_losses: pl.DataFrame,
     common: dict[str, Any],
 ) -> Board:
-    measured = runs.filter(pl.col("origin") == "measured")
+    measured = runs.filter(counting.MEASURED)
     claims_here = runs.filter((pl.col("origin") == "claim") & pl.col("retracted_by").is_null()).sort("run_id")
     counted = measured.filter(pl.col("retracted_by").is_null())
     unranked = candidates.filter(pl.col("unranked").is_not_null()).sort(
@@ -363,9 +404,11 @@ def _training_board(
         for tier in ("stock", "tuned"):
             best = _headline_best(board, tier)
             tier_best[tier] = (best, _repeats_of(repeats, best))
+    ours = (tier_best["tuned"][0] or tier_best["stock"][0]) if tier_best else None
+    defined = schema.suite_workloads(common["suite"]).get(common["workload"])
     return Board(
         **common,
-        kind="training",
+        kind="train",
         ranked=board,
         unranked=unranked,
         shown_unranked=unranked,
@@ -378,9 +421,23 @@ def _training_board(
         repeats=repeats,
         scaling=scaling,
         scaling_efficiencies=scaling.filter(pl.col("efficiency").is_not_null()).height > 0,
+        calibrated_mfu=board.height > 0 and board.select(pl.col("mfu_calibrated").is_not_null().any()).item(),
         best=_headline_best(board),
         tier_best=tier_best,
+        hardware_note=claims.hardware_note(claims_here.row(0, named=True), ours) if claims_here.height else None,
+        defined_variants=defined["variants"] if defined is not None else None,
+        full_steps=verdict.full_steps(common["suite"], common["workload"]),
+        loss_tolerance=LOSS_TOLERANCE,
     )
+
+
+LOSS_TOLERANCE = {
+    "first": metrics.LOSS_PARITY_FIRST_STEP_NATS,
+    "rel": metrics.LOSS_PARITY_REL_TOL,
+    "fp32": metrics.LOSS_PARITY_REL_TOL_FP32,
+    "mean": metrics.LOSS_PARITY_MEAN_REL_TOL,
+}
+"""The loss-parity tolerances a training board states (`Board.loss_tolerance`)."""
 
 
 def _inference_board(
@@ -394,22 +451,24 @@ def _inference_board(
         .with_columns(paired_status=pl.col("paired_run").replace_strict(status, default=None, return_dtype=pl.String))
         .sort("workload", "variant", "started_at")
     )
-    measured = current.filter(pl.col("origin") == "measured")
-    drawable = chart_rows.test_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
+    measured = current.filter(counting.MEASURED)
+    drawable = chart_rows.drawable_runs(current, ranked)  # unranked runs hollow; no failed run's tool figure
     drawn = chart_rows.newest_drawn(drawable)
+    shown = unranked.filter(pl.col("status") == "ok")
     return Board(
         **common,
         kind="inference",
         ranked=ranked,
         unranked=unranked,
         unranked_spans=configurations.unranked_spans(unranked, TEST_FIGURE),
-        shown_unranked=unranked.filter(pl.col("status") == "ok"),
+        shown_unranked=shown,
         # a board whose every run is retracted still names its test (from the retracted runs' own config)
         config=next(f for f in (measured, current, tests) if f.height)["config"][0],
-        failures=current.filter((pl.col("origin") == "measured") & (pl.col("status") != "ok")).sort("started_at"),
+        failures=current.filter(counting.MEASURED & (pl.col("status") != "ok")).sort("started_at"),
         imported=imported,
         drawn=drawn,
         not_drawn=drawable.height - drawn.height,
+        quantized_weights=_quantized(ranked, shown, imported),
         best=_best_ranked(ranked),
     )
 
@@ -421,10 +480,10 @@ def _serving_board(
     spreads: dict[tuple[str, str, str, int], metrics.PooledSpread],
     common: dict[str, Any],
 ) -> Board:
-    from generator import columns
+    import generator.load.columns as columns
 
     current = tests.filter(pl.col("retracted_by").is_null())
-    measured = current.filter(pl.col("origin") == "measured")
+    measured = current.filter(counting.MEASURED)
     ranked, unranked = serving.board(tests, spreads)
     # the test as its newest run ran it (a served point's request count has changed; each run's row says its own)
     config = next(f for f in (measured, current, tests) if f.height).sort("started_at")["config"][-1]
@@ -437,10 +496,11 @@ def _serving_board(
         & (pl.col("model_name") == model)
         & (pl.col("kind") == "tg")
         & (pl.col("depth") == 0)
-        & (pl.col("origin") == "measured")
+        & counting.MEASURED
         & (pl.col("status") == "ok")
         & pl.col("retracted_by").is_null()
     ).sort("weights", "started_at")
+    beside = beside if one_in_flight else beside.clear()
     return Board(
         **common,
         kind="serving",
@@ -453,7 +513,8 @@ def _serving_board(
         imported=current.filter(pl.col("origin") == "imported").sort("variant", "started_at"),
         scaling=tp,
         decoding=measured.filter(pl.col("status") == "ok").sort("started_at", "run_id"),
-        beside=beside if one_in_flight else beside.clear(),
+        beside=beside,
+        quantized_weights=_quantized(beside),
         best=_best_ranked(ranked),
         rank_rule=ladder.rank_rule(serving.agreement_clause(measured)),
     )
@@ -463,6 +524,14 @@ TRAINING_FIGURE = ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")
 """A training board's figure and its interval's columns."""
 TEST_FIGURE = ("value", "lo", "hi")
 """An inference or serving board's figure and its interval's columns."""
+UNITS = {"train": configurations.UNIT, "inference": inference.UNIT, "serving": serving.UNIT}
+"""What each kind of board's figure is in (`Board.unit`)."""
+
+
+def _quantized(*frames: pl.DataFrame) -> list[str]:
+    """The quantized weight formats (`llama_files.QUANT_TYPES`) of every row of `frames`, each once, in order."""
+    weights = [w for frame in frames if "weights" in frame.columns for w in frame["weights"].to_list()]
+    return list(dict.fromkeys(w for w in weights if w in llama_files.QUANT_TYPES))
 
 
 def _best_ranked(ranked: pl.DataFrame) -> dict[str, Any] | None:
@@ -478,7 +547,7 @@ def hardware_of_boards(summary: pl.DataFrame) -> dict[tuple[str, str], str]:
     not what ran."""
     out: dict[tuple[str, str], str] = {}
     for (suite, workload), group in summary.partition_by("suite", "workload", as_dict=True).items():
-        measured = group.filter(pl.col("origin") == "measured")
+        measured = group.filter(counting.MEASURED)
         rows = measured if measured.height else group
         labels = []
         for accelerator, counts in (

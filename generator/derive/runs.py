@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
+import generator.derive.configurations as configurations
+import generator.derive.inference as inference
 import generator.derive.ladder as ladder
-from generator import configurations, inference, serving
+import generator.derive.serving as serving
 
 COLUMNS = ["run_id", "suite", "workload", "kind", "settings_hash", "settings", "variant", "engine", "engine_version",
            "accelerator", "accelerator_count", "shared_host", "harness_commit", "started_at", "status", "origin",
@@ -42,13 +44,13 @@ def every_run(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.DataFrame, 
         hi=pl.col("steps_per_s_hi"),
     )
     frames = [
-        _counted(training, "steps/s", _training_reasons()),
-        _counted(tests.with_columns(*_named(inference.FIGURE)), "tokens/s", _test_reasons(inference.CHECKS)),
+        _counted(training, configurations.UNIT, _training_reasons()),
+        _counted(tests.with_columns(*_named(inference.FIGURE)), inference.UNIT, _test_reasons(inference.CHECKS)),
     ]
     served = served.with_columns(*_named(serving.FIGURE))
     for kind, cross_checks in serving.CHECKS.items():
         reasons = _test_reasons(cross_checks, tuple(served.columns))
-        frames.append(_counted(served.filter(pl.col("kind") == kind), "output tokens/s", reasons))
+        frames.append(_counted(served.filter(pl.col("kind") == kind), serving.UNIT, reasons))
     runs = pl.concat(frames, how="diagonal_relaxed").select(COLUMNS).sort("started_at", "run_id")
     test_repeats = ladder.repeats(runs.filter(pl.col("excluded").is_null() & (pl.col("kind") != "train")))
     run_floors: dict[str, float] = {}

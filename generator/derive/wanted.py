@@ -26,8 +26,11 @@ from typing import Any
 
 import polars as pl
 
-from generator import configurations, reproduce, slugs, verdict
-from generator.verdict_answer import Tuned
+import generator.derive.configurations as configurations
+import generator.derive.reproduce as reproduce
+import generator.derive.verdict as verdict
+import generator.load.slugs as slugs
+from generator.derive.verdict.answer import Tuned
 from runners import engines
 
 BENCH = ("fairfight", "bench")

@@ -7,6 +7,9 @@ own (tests/generator/test_halves.py holds each half to its job).
 - `runs`: one page per run (rendered apart, by worker processes).
 """
 
-from generator.render import boards, catalog, editions, runs
+import generator.render.boards as boards
+import generator.render.catalog as catalog
+import generator.render.editions as editions
+import generator.render.runs as runs
 
 __all__ = ["boards", "catalog", "editions", "runs"]

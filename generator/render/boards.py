@@ -10,73 +10,46 @@ from typing import Any
 
 import polars as pl
 
+import generator.derive.chart_rows as chart_rows
+import generator.derive.configurations as configurations
+import generator.derive.verdict as verdict
+import generator.derive.verdict.draws as sweep_draws
 import generator.render.catalog as catalog
+import generator.render.charts as charts
+import generator.render.commit_pairs_page as commit_pairs_page
+import generator.render.commits as commits
 import generator.render.editions as edition_pages
 import generator.render.lists as lists
-from generator import (
-    chart_rows,
-    charts,
-    commit_pairs_page,
-    commits,
-    configurations,
-    editions,
-    output_cache,
-    pages,
-    progress,
-    suite_names,
-    sweep_draws,
-    tuning_page,
-    verdict,
-    wanted_page,
-)
+import generator.render.model_charts as model_charts
+import generator.render.pages as pages
+import generator.render.tuning_page as tuning_page
+import generator.render.wanted_page as wanted_page
+import generator.store.output_cache as output_cache
+from generator import progress
+from generator.derive.changelog import Changelog
 from generator.derive.results import Board, Results
-from runners import engines, llama_files, metrics, schema
-
-
-def _hardware_note(claim: dict, ours: dict | None) -> str | None:
-    """One plain sentence on how the claim's GPUs and ours differ, from the datasheets in `metrics`."""
-    if ours is None:
-        return None
-    theirs_mem, ours_mem = metrics.datasheet_memory(claim["accelerator"]), metrics.datasheet_memory(ours["accelerator"])
-    theirs_bf16 = metrics.datasheet_peak_flops(claim["accelerator"], "bf16")
-    ours_bf16 = metrics.datasheet_peak_flops(ours["accelerator"], "bf16")
-    if not (theirs_mem and ours_mem and theirs_bf16 and ours_bf16):
-        return None
-    same = "the same" if theirs_bf16 == ours_bf16 else "a different"
-    return (
-        f"{claim['accelerator']} and {ours['accelerator']} have {same} dense bf16 peak by their datasheets "
-        f"({theirs_bf16 / 1e12:.0f} and {ours_bf16 / 1e12:.0f} TFLOP/s), but {theirs_mem[0]:.0f} GB at "
-        f"{theirs_mem[1] / 1e12:.2f} TB/s against {ours_mem[0]:.0f} GB at {ours_mem[1] / 1e12:.2f} TB/s of memory: "
-        "compute-bound steps should run alike, memory-bound parts faster on the latter."
-    )
+from runners import engines
 
 
 def write_pages(
     results: Results,
     docs: Path,
     chart_sink: pages.Charts,
-    data_dir: Path,
+    changelog: Changelog,
     repo_url: str | None = None,
     built_with: list[dict[str, str]] | None = None,
-    frozen: list[tuple[editions.Frozen, Results]] | None = None,
-    gone: list[tuple[str, str]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]], list[dict[str, str]]]:
     """Render every generated page into `docs` from `results` (`derive.results`), and each edition's page from its
-    own (`frozen`: each edition's records and their `derive.results`, oldest first); returns the leaderboard, edition
-    and served-model nav entries. Each board is written by the writer of its kind (`_WRITERS`: training, inference
-    or serving), which returns its home-page row and, for a board with claims, the claims' row. `repo_url` (the
-    repository's address) links each row's harness commits; `built_with` (`versions.generator`) goes on the
-    downloads page. `gone` (`editions.audited`): each committed file git shows deleted or moved away, and each run
-    an edition froze whose file is missing, with why: named on the home page, on Rejected files, on the editions
-    page and on every board of the file's suite."""
-    env = pages.environment()
-    lost = [{"path": path, "problem": problem} for path, problem in gone or []]
-    by_suite: dict[str, list[dict[str, str]]] = {}
-    for line in lost:
-        parts = line["path"].split("/")
-        if len(parts) >= 3 and parts[1] != "editions":  # data/<suite>/...: the suite's boards carry it
-            by_suite.setdefault(parts[1], []).append(line)
-    env.globals["gone_by_suite"] = by_suite
+    own (`changelog`: each edition's `derive.results`, oldest first, the changes between them, and what history lost,
+    which the home page, Rejected files, the editions page and every board of the file's suite name); returns the
+    leaderboard, edition and served-model nav entries. Each board is written by the writer of its kind (`_WRITERS`:
+    training, inference or serving), which returns its home-page row and, for a board with claims, the claims' row.
+    `repo_url` (the repository's address) links each row's harness commits; `built_with` (`packages.built_with`) goes
+    on the downloads page."""
+    titles = results.suite_titles | {s: n for e in changelog.editions for s, n in e.results.suite_titles.items()}
+    env = pages.environment(titles)
+    lost = changelog.gone
+    env.globals["gone_by_suite"] = changelog.gone_by_suite
     repo = commits.repo_base(repo_url)
     # a row's harness commits (`commits.cell`) and a board's note when its ranked rows mix them (`_mixed_commits.md.j2`)
     env.filters.update(commits=functools.partial(commits.cell, repo=repo))
@@ -85,8 +58,7 @@ def write_pages(
     grouped: dict[Section, list[tuple[tuple, dict[str, str]]]] = {}
     # the board templates title a board by the hardware its runs used
     env.globals["ran_on"] = {key: board.ran_on for key, board in results.boards.items()}
-    env.globals["headings"] = {key: _heading(board) for key, board in results.boards.items()}
-    env.globals["quantized_weights"] = frozenset(llama_files.QUANT_TYPES)  # such boards say quality is not measured
+    env.globals["headings"] = {key: _heading(board, titles) for key, board in results.boards.items()}
     env.globals["run_links"] = lists.RUN_LINKS  # a ranked row links its latest runs; its board's JSON has them all
     # the fight's board says where its claims meet our figures: the verdict's matched shape (None: not answered)
     the_verdict = results.verdict
@@ -98,7 +70,7 @@ def write_pages(
         slug = pages.slug(suite, workload)
         href = f"leaderboards/{slug}.md"
         section, title, order = _nav_words(board)
-        entry = {pages.nav_title(title, board.ran_on or suite_names.title(suite)): href}
+        entry = {pages.nav_title(title, board.ran_on or titles.get(suite, suite)): href}
         grouped.setdefault(section, []).append((order, entry))
         row, claims_row = _WRITERS[board.kind](env, docs / href, board, chart_sink, slug)
         index_rows.append(row)
@@ -128,7 +100,7 @@ def write_pages(
         {pages.nav_title(name): [e for _, e in sorted(entries, key=lambda oe: oe[0])]}
         for (_, _, name), entries in sorted(grouped.items())
     ]
-    nav_editions = edition_pages.write_pages(env, docs, results, frozen or [], data_dir, lost)
+    nav_editions = edition_pages.write_pages(env, docs, results, changelog)
     nav_served = _served_models(env, docs, results, chart_sink)
     catalog.write_catalog_pages(env, docs, results, chart_sink, built_with or [])
     return nav, nav_editions, nav_served
@@ -146,7 +118,7 @@ def _side_by_side(env: Any, docs: Path, results: Results, chart_sink: pages.Char
         )
         model = models.setdefault(key, {"title": title, "boards": [], "card": cards.get(key)})
         slug = pages.slug("side-by-side", *key, f"{board['family_bits']}bit")
-        chart = chart_sink.html_of(f"chart-{slug}", charts.side_by_side, pl.DataFrame(board["rows"]))
+        chart = chart_sink.html_of(f"chart-{slug}", model_charts.side_by_side, pl.DataFrame(board["rows"]))
         model["boards"].append(board | {"chart": chart})
     depths = []
     for (suite, model_name, accelerator), group, caches in derived.depths:
@@ -156,7 +128,7 @@ def _side_by_side(env: Any, docs: Path, results: Results, chart_sink: pages.Char
                 "title": f"{model_name} · 1 × {accelerator}",
                 "rows": group.to_dicts(),
                 "caches": caches,
-                "chart": chart_sink.html_of(f"chart-{slug}", charts.kv_depth, group),
+                "chart": chart_sink.html_of(f"chart-{slug}", model_charts.kv_depth, group),
             }
         )
     pages.render(
@@ -197,13 +169,13 @@ def _nav_words(board: Board) -> tuple[Section, str, tuple]:
     return (0, 0.0, "Training"), board.workload, (board.suite, board.workload)
 
 
-def _heading(board: Board) -> str:
+def _heading(board: Board, titles: dict[str, str]) -> str:
     """A board's title in the navigation's words, with what its runs ran on: a training board by its workload
     ("train-gpt-1.27b-mb4 · 2 × H200"), a test by its model and what it runs ("llama-8b · generate 128 · 4,096 in
     cache · 1 × H200"), not by its record name (which the page still gives, under What ran)."""
     _, words, _ = _nav_words(board)
-    ran_on = board.ran_on or suite_names.title(board.suite)
-    if board.kind == "training":
+    ran_on = board.ran_on or titles.get(board.suite, board.suite)
+    if board.kind == "train":
         return f"{words} · {ran_on}"
     return f"{board.newest.get('model_name') or board.suite} · {words} · {ran_on}"
 
@@ -215,7 +187,7 @@ def _served_models(env: Any, docs: Path, results: Results, chart_sink: pages.Cha
     for (suite, model), group in results.latency.items():
         slug = pages.slug(suite, model)
         href = f"serving/{slug}.md"
-        nav.append({pages.nav_title(model, suite_names.title(suite)): href})
+        nav.append({pages.nav_title(model, results.suite_titles.get(suite, suite)): href})
         pages.render(
             env,
             "serving_model.md.j2",
@@ -223,7 +195,7 @@ def _served_models(env: Any, docs: Path, results: Results, chart_sink: pages.Cha
             suite=suite,
             model=model,
             points=group.to_dicts(),
-            chart=chart_sink.html_of(pages.chart_id(slug, "latency"), charts.latency_throughput, group, depth=1),
+            chart=chart_sink.html_of(pages.chart_id(slug, "latency"), model_charts.latency_throughput, group, depth=1),
         )
     return nav
 
@@ -241,17 +213,15 @@ def _training_board(
     suite, workload, ranked = board.suite, board.workload, board.ranked
     href = f"leaderboards/{slug}.md"
     config = pages.board_config(board.config) if board.config is not None else None
-    defined = schema.suite_workloads(suite).get(workload)
-    if config is not None and defined is not None:
-        config["workload"]["variants"] = defined["variants"]  # the baseline as the suite file names it now
+    if config is not None and board.defined_variants is not None:
+        config["workload"]["variants"] = board.defined_variants  # the baseline as the suite file names it now
     if config is not None:
-        steps = (defined or {}).get("steps")  # a run's own record says how many steps it made, not the full length
-        config["workload"]["full_steps"] = steps if isinstance(steps, int) and not isinstance(steps, bool) else None
-    has_mfu = ranked.height > 0 and ranked.select(pl.col("mfu_calibrated").is_not_null().any()).item()
+        config["workload"]["full_steps"] = board.full_steps  # a run's record says the steps it made, not the length
     pages.render(
         env,
         "leaderboard.md.j2",
         path,
+        unit=board.unit,
         suite=suite,
         workload=workload,
         config=config,
@@ -261,17 +231,18 @@ def _training_board(
         retracted=board.retracted.to_dicts(),
         **_listed(path, slug, unranked=board.shown_unranked, failures=board.failures),
         rank_rule=configurations.RANK_RULE,
-        json_name=_board_json(path, board, "steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
-        tolerance={
-            "first": metrics.LOSS_PARITY_FIRST_STEP_NATS,
-            "rel": metrics.LOSS_PARITY_REL_TOL,
-            "fp32": metrics.LOSS_PARITY_REL_TOL_FP32,
-            "mean": metrics.LOSS_PARITY_MEAN_REL_TOL,
-        },
-        throughput_chart=chart_sink.html_of(pages.chart_id(slug, "throughput"), charts.throughput, ranked, depth=1)
+        json_name=_board_json(path, board),
+        tolerance=board.loss_tolerance,
+        throughput_chart=chart_sink.html_of(
+            pages.chart_id(slug, "throughput"), charts.throughput, ranked, board.unit, depth=1
+        )
         + "\n\n"
         + chart_sink.html_of(pages.chart_id(slug, "speedup"), charts.speedup, ranked, depth=1)
-        + ("\n\n" + chart_sink.html_of(pages.chart_id(slug, "mfu"), charts.mfu, ranked, depth=1) if has_mfu else "")
+        + (
+            "\n\n" + chart_sink.html_of(pages.chart_id(slug, "mfu"), charts.mfu, ranked, depth=1)
+            if board.calibrated_mfu
+            else ""
+        )
         + "\n\n"
         + chart_sink.html_of(pages.chart_id(slug, "step-times"), charts.step_time_distribution, ranked, depth=1)
         if ranked.height
@@ -292,7 +263,7 @@ def _training_board(
         runs=board.measured_runs,
         claims=board.claims.height,
         best=board.best,
-        top=_top(board.best, "steps_per_s", "steps_per_s_lo", "steps_per_s_hi", "steps/s"),
+        top=_top(board),
     )
     claims_row = None
     if board.claims.height:
@@ -305,16 +276,17 @@ def _training_board(
             tuned=tuned,
             stock_spread=stock_spread,
             tuned_spread=tuned_spread,
-            hardware_note=_hardware_note(board.claims.row(0, named=True), tuned or stock),
+            hardware_note=board.hardware_note,
         )
     return row, claims_row
 
 
-def _board_json(page: Path, board: Board, unit: str, figure: tuple[str, str, str]) -> str:
+def _board_json(page: Path, board: Board) -> str:
     """Write the board as data beside its page (`leaderboards/<board>.json`, format on the downloads page:
     `board_rows`) and return the file's name."""
     target = page.with_suffix(".json")
     target.parent.mkdir(parents=True, exist_ok=True)
+    unit, figure = board.unit, board.figure
     # kept by exactly the columns `board_rows` reads: a board a new run did not join is not worked out again
     ranked = board.ranked.select(c for c in (*_RANKED_READS, *figure) if c in board.ranked.columns)
     others = board.unranked.select(c for c in (*_UNRANKED_READS, *figure) if c in board.unranked.columns)
@@ -401,19 +373,11 @@ def board_rows(
 
 
 def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> dict[str, Any] | None:
-    """The home page's answer to the seed's question (generator/verdict.py, with its resamples from
-    generator/sweep_draws.py), or None without the seed's claims."""
+    """The home page's answer to the seed's question (generator/derive/verdict/, with its resamples from
+    generator/derive/verdict/draws.py), or None without the seed's claims."""
     if the_verdict is None:
         return None
     the_fight, points, said = the_verdict.fight, the_verdict.points, the_verdict.said
-    claims = pl.DataFrame(
-        {
-            "label": [f"{c['variant']} (claim)" for c in (the_fight.challenger, the_fight.stock)],
-            "steps_per_s": [c["steps_per_s"] for c in (the_fight.challenger, the_fight.stock)],
-        }
-    )
-    matched, crossed = said.matched_tokens_per_step, chart_rows.crossings(said)
-    pooled = the_verdict.pooled
     return dict(
         fight=the_fight,
         said=said,
@@ -424,9 +388,9 @@ def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> d
             "chart-verdict-sweep",
             charts.sweep,
             points,
-            claims,
-            matched,
-            crossed,
+            the_verdict.claims,
+            said.matched_tokens_per_step,
+            the_verdict.crossings,
             alt_text=(
                 "steps/s against tokens per step, with the claims as lines and the crossings of the matched shape "
                 "marked"
@@ -437,10 +401,10 @@ def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> d
         href=f"leaderboards/{pages.slug(the_fight.suite, the_fight.workload)}.md",
         stock=verdict.STOCK,
         min_steps=verdict.SWEEP_MIN_STEPS,
-        full_steps=(schema.suite_workloads(the_fight.suite).get(the_fight.workload) or {}).get("steps"),
+        full_steps=the_verdict.full_steps,
         gap_asked=verdict.GAP_ASKED,
-        pooled=pooled,
-        t975=metrics.student_t_quantile(0.975, pooled.df) if pooled else None,
+        pooled=the_verdict.pooled,
+        t975=the_verdict.t975,
         draws=sweep_draws.DRAWS,
         seed=sweep_draws.SEED,
         headline=verdict.HEADLINE,
@@ -449,11 +413,13 @@ def _verdict(the_verdict: verdict.Verdict | None, chart_sink: pages.Charts) -> d
     )
 
 
-def _top(row: dict | None, value: str, lo: str, hi: str, unit: str) -> dict[str, Any] | None:
-    """The home page's line for a board: its first ranked row, as variant, figure, interval, unit and hardware."""
+def _top(board: Board) -> dict[str, Any] | None:
+    """The home page's line for a board: its best row (`Board.best`), as variant, figure, interval, unit and
+    hardware."""
+    row, (value, lo, hi) = board.best, board.figure
     if row is None:
         return None
-    return dict(variant=row["variant"], value=row[value], lo=row[lo], hi=row[hi], unit=unit,
+    return dict(variant=row["variant"], value=row[value], lo=row[lo], hi=row[hi], unit=board.unit,
                 hardware=f"{row['accelerator_count']} × {row['accelerator']}")  # fmt: skip
 
 
@@ -467,6 +433,7 @@ def _inference_board(
         env,
         "inference.md.j2",
         path,
+        unit=board.unit,
         suite=board.suite,
         workload=board.workload,
         kind=config["workload"]["kind"],
@@ -474,21 +441,21 @@ def _inference_board(
         rows=board.ranked.to_dicts(),
         answer=board.answer,
         **_listed(path, slug, unranked=board.shown_unranked, imported=board.imported, failures=board.failures),
-        weights=_weights(board.ranked, board.shown_unranked, board.imported),
+        quantized=board.quantized_weights,
         rank_rule=board.rank_rule,
-        json_name=_board_json(path, board, "tokens/s", ("value", "lo", "hi")),
+        json_name=_board_json(path, board),
         chart=chart_sink.html_of(
-            pages.chart_id(slug, "tokens"), charts.test_throughput, board.drawn, "tokens/s", depth=1
+            pages.chart_id(slug, "tokens"), charts.engine_throughput, board.drawn, board.unit, depth=1
         )
         if board.drawn.height
         else "",
         not_drawn=board.not_drawn,
         drawn_per=chart_rows.DRAWN_PER_CONFIGURATION,
     )
-    return _test_row(board, path, "tokens/s"), None
+    return _test_row(board, path), None
 
 
-def _test_row(board: Board, path: Path, unit: str) -> dict[str, Any]:
+def _test_row(board: Board, path: Path) -> dict[str, Any]:
     """A test board's home-page row."""
     return dict(
         suite=board.suite,
@@ -497,7 +464,7 @@ def _test_row(board: Board, path: Path, unit: str) -> dict[str, Any]:
         runs=board.measured_runs,
         claims=0,
         best=None,
-        top=_top(board.best, "value", "lo", "hi", unit),
+        top=_top(board),
     )
 
 
@@ -513,6 +480,7 @@ def _serving_board(
         env,
         "serving.md.j2",
         path,
+        unit=board.unit,
         suite=board.suite,
         workload=board.workload,
         config=config,
@@ -520,9 +488,9 @@ def _serving_board(
         rows=board.ranked.to_dicts(),
         answer=board.answer,
         rank_rule=board.rank_rule,
-        json_name=_board_json(path, board, "output tokens/s", ("value", "lo", "hi")),
+        json_name=_board_json(path, board),
         scaling=scaling.to_dicts(),
-        scaling_chart=chart_sink.html_of(pages.chart_id(slug, "tp-scaling"), charts.tp_scaling, scaling, depth=1)
+        scaling_chart=chart_sink.html_of(pages.chart_id(slug, "tp-scaling"), model_charts.tp_scaling, scaling, depth=1)
         if scaling.height > 1
         else "",
         **_listed(
@@ -534,9 +502,9 @@ def _serving_board(
             llama=board.beside,
             decoding=board.decoding,
         ),
-        weights=_weights(board.beside),
+        quantized=board.quantized_weights,
     )
-    return _test_row(board, path, "output tokens/s"), None
+    return _test_row(board, path), None
 
 
 def _listed(page: Path, slug: str, **frames: pl.DataFrame) -> dict[str, Any]:
@@ -549,12 +517,6 @@ def _listed(page: Path, slug: str, **frames: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
-def _weights(*frames: pl.DataFrame) -> list[str | None]:
-    """The weight files of a board's rows, every row of every list, in order (the quantized-weights warning reads
-    them all, not only the rows a page shows)."""
-    return [w for frame in frames if "weights" in frame.columns for w in frame["weights"].to_list()]
-
-
-_WRITERS = {"training": _training_board, "inference": _inference_board, "serving": _serving_board}
+_WRITERS = {"train": _training_board, "inference": _inference_board, "serving": _serving_board}
 """One board writer per kind, each `(env, path, board, chart_sink, slug)` returning its home-page
 row and its claims' row (None without claims)."""

@@ -19,12 +19,15 @@ import jinja2
 import polars as pl
 import pyarrow.parquet as pq
 
+import generator.load.fields as fields
+import generator.render.chart_names as chart_names
 import generator.render.lists as lists
+import generator.render.pages as pages
 import generator.render.parts as parts  # not `from generator.render`: the package imports this module
-from generator import charts, fields, load, output_cache, pages, store
-from generator.derive import claims
+import generator.store.output_cache as output_cache
+from generator import load, store
 from generator.derive.results import Results
-from runners import bounds, metrics, schema
+from runners import bounds
 from runners.cache import file_sha256
 
 
@@ -89,7 +92,7 @@ def write_catalog_pages(
                 chart=chart_sink.html(
                     pages.chart_id(pages.slug(check.claim["run_id"]), "plausibility"),
                     plausibility_chart(check.curves, check.our_best),
-                    title=charts.NAMES["plausibility_chart"][0],
+                    title=chart_names.NAMES["plausibility_chart"][0],
                 ),
             )
         )
@@ -98,27 +101,17 @@ def write_catalog_pages(
     listed = lists.bounded(catalog.failures, docs, docs / "failures.md", "failures")
     failures = [r | {"href": pages.run_href(r["run_id"])} for r in listed.rows]
     pages.render(env, "failures.md.j2", docs / "failures.md", failures=failures, failures_listed=listed)
-    peaks = [
-        {"device": device, **{p: peaks.get(p) for p in claims.PRECISIONS}}
-        for device, peaks in metrics.DATASHEET_PEAK_FLOPS.items()
-    ]
     pages.render(
         env,
         "hardware.md.j2",
         docs / "hardware.md",
         rows=catalog.hardware.to_dicts(),
-        peaks=peaks,
+        peaks=catalog.datasheet_peaks,
         used=catalog.calibrated_peaks.to_dicts(),
     )
-    engines = catalog.engines
-    sections = [
-        dict(name=name, **about, versions=[r for r in engines.to_dicts() if r["engine"] == name])
-        for name, about in schema.ENGINE_ABOUT.items()
-    ]
-    others = [
-        r for r in engines.to_dicts() if r["engine"] is not None and r["engine"] not in schema.ENGINE_ABOUT
-    ]  # tools, claims, retractions
-    pages.render(env, "engines.md.j2", docs / "engines.md", sections=sections, others=others)
+    pages.render(
+        env, "engines.md.j2", docs / "engines.md", sections=catalog.engine_sections, others=catalog.other_engines
+    )
     write_downloads(env, docs, results.runs, results.samples, built_with or [], results.records)
 
 
@@ -136,7 +129,7 @@ def write_downloads(
     """Everything as files: per-run summary as Parquet and gzipped CSV, and every measurement row as Parquet in parts
     per suite (`samples/<suite>/<part>.parquet`, `parts.samples_paths`; a charted run's rows also come gzipped beside
     its page, written by `render.runs`); the page also lists the generator's versions that built the site
-    (`built_with`, `versions.generator`).
+    (`built_with`, `packages.built_with`).
 
     Sized for tens of thousands of runs, as asv publishes compact data files for its one set of pages: the summary's
     CSV repeats each record's JSON columns and runs to hundreds of MB uncompressed, and one samples file of every
@@ -175,8 +168,8 @@ def write_downloads(
             used.add(key)
             files.append(_listed(path, name.removeprefix("downloads/"), frame_rows, digest))
         samples.close()  # the worker's memory (a batch of served points' every row, kept by its allocator) back now
-    # what each column holds, as generator/fields.py declares it: the record's own columns (runners/schema.py), the
-    # config flattened (generator/columns.py) and every derived figure
+    # what each column holds, as generator/load/fields.py declares it: the record's own columns (runners/schema.py), the
+    # config flattened (generator/load/columns.py) and every derived figure
     what = {f.name: f.what for f in fields.RUN}
     columns = {
         name: (json.dumps(str(dtype)), what.get(name, "") + (" (runs.parquet only)" if name in PARQUET_ONLY else ""))
@@ -204,8 +197,8 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: store.Store) -> set[str]:
     the rows it holds (polars' row hashes), so only the parts whose rows changed are written and compressed again.
     Returns the cache keys it used. A part is keyed by its rows as they are and the code that makes them CSV text
     (`_RUNS_CSV`), and made CSV text only when it is not cached, a part at a time (`lists.csv_ready` is row by row):
-    the whole summary as CSV text was 0.9 GB more at a cold build's peak at 50,000 runs, and making every part's
-    text to key it took 0.8 s of a warm build."""
+    the whole summary as CSV text at once was the largest memory a cold build held, and making every part's text
+    only to key it was a warm build's work for nothing."""
     ids = flat["run_id"].to_list()
     names = parts.part_names(ids)
     if len(names) != len(ids):
@@ -289,8 +282,8 @@ made of: `write_downloads` takes them from here, as the page modules between the
 def samples_begun(summary: pl.DataFrame, records: load.Loaded, docs: Path) -> Iterator[None]:
     """Within this block, the samples parts that `write_downloads(..., docs, summary, ..., records)` will list are
     written meanwhile (`_samples_writer`): the build begins them once it has its results, so the worker writes them
-    while the other pages are made (begun in `write_downloads` itself, the downloads waited 8.7 s for the worker at
-    5,000 runs, nearly the 9.6 s the main thread took to write them itself)."""
+    while the other pages are made (begun in `write_downloads` itself, the downloads waited for the worker nearly as
+    long as the main thread took to write them itself)."""
     cache = _downloads_cache(docs)
     with _samples_writer(summary, records, cache) as samples:
         _BEGUN[docs] = (summary, records, samples)
@@ -309,8 +302,9 @@ def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: store.St
     """Each samples part (`_sample_parts`) with a function putting its bytes at a path (for `parts.placed`). Parts not
     in `cache` are written by a worker process, begun here, when they hold many runs (`PARTS_POOL_FROM`): each part's
     lean rows and its held-out runs' files go to the worker (`load.subset`), which reads those files again, joins and
-    writes, off this process's interpreter lock (135 s of a cold build's main thread at 50,000 runs, while the run
-    pages' worker mostly waited); the function waits for its part. One worker: one part's rows in memory at a time."""
+    writes, off this process's interpreter lock (on the main thread, the largest part of a cold build's time, while
+    the run pages' worker mostly waited); the function waits for its part. One worker: one part's rows in memory at a
+    time."""
     listed = list(_sample_parts(summary, records))
     todo = {key: ids for _, key, _, ids in listed if not parts.noted(cache, key)}
     here: list[tuple[str, str, int, Callable[[Path], None]]] = [

@@ -1,5 +1,5 @@
 """The editions index (with the changelog between consecutive editions) and one frozen page per edition, each
-from its own `derive.results` (generator/build.py `edition_results`)."""
+from its own `derive.results` (`changelog.Changelog`)."""
 
 from __future__ import annotations
 
@@ -9,55 +9,47 @@ import jinja2
 import polars as pl
 
 import generator.render.lists as lists
-from generator import editions, history, pages
+import generator.render.pages as pages
+from generator.derive.changelog import Changelog
 from generator.derive.results import Results
-
-BOARD_UNITS = {"training": "steps/s", "inference": "tokens/s", "serving": "output tokens/s"}
-"""The figure each kind of board ranks by, as an edition's page heads its column."""
 
 
 def write_pages(
     env: jinja2.Environment,
     docs: Path,
     results: Results,
-    frozen: list[tuple[editions.Frozen, Results]],
-    data_dir: Path,
-    gone: list[dict[str, str]] | None = None,
+    changelog: Changelog,
 ) -> list[dict[str, str]]:
-    """The editions index (with changelogs, and `gone`: what history lost, each line naming the commit) and one
-    frozen page per edition, each with every board (of every kind) of its own `derive.results`; returns nav
+    """The editions index (with changelogs, and what history lost, each line naming the commit: `changelog.gone`)
+    and one frozen page per edition, each with every board (of every kind) of its own `derive.results`; returns nav
     entries."""
-    current = dict(results.runs.select("run_id", "sha256").iter_rows())
-    git = history.repo(data_dir) is not None
-    entries, previous, nav = [], None, []
-    for made, edition_results in frozen:
-        edition = made.edition
+    entries, nav = [], []
+    for logged in changelog.editions:
+        edition, log = logged.made.edition, logged.log
         boards = [
-            {"suite": b.suite, "workload": b.workload, "kind": b.kind, "unit": BOARD_UNITS[b.kind],
+            {"suite": b.suite, "workload": b.workload, "kind": b.kind, "unit": b.unit,
              "rows": b.ranked.to_dicts()}
-            for b in edition_results.boards.values()
-            if b.ranked.height
+            for b in logged.boards
         ]  # fmt: skip
         href = f"editions/{pages.slug(edition.name)}.md"
-        log = editions.changelog(previous, edition.runs)
         pages.render(
             env,
             "edition.md.j2",
             docs / href,
             edition=edition,
             boards=boards,
-            problems=made.problems,
+            problems=logged.made.problems,
             log=log,
-            added=_added(edition_results.runs, log["added"], docs, docs / href, f"edition-{edition.name}-added"),
-            previous=previous,
-            git=git,
+            added=_added(logged.results.runs, log["added"], docs, docs / href, f"edition-{edition.name}-added"),
+            previous=logged.previous,
+            git=changelog.in_git,
         )
         entries.append(
-            {"edition": edition, "href": href, "log": log, "runs": len(edition.runs), "problems": len(made.problems)}
-        )
+            {"edition": edition, "href": href, "log": log, "runs": len(edition.runs),
+             "problems": len(logged.made.problems)}
+        )  # fmt: skip
         nav.append({pages.nav_title(edition.name): href})
-        previous = edition
-    pending = editions.changelog(previous, current)
+    pending = changelog.pending
     pages.render(
         env,
         "editions.md.j2",
@@ -65,9 +57,9 @@ def write_pages(
         entries=list(reversed(entries)),
         pending=pending,
         added=_added(results.runs, pending["added"], docs, docs / "editions.md", "since-latest-edition"),
-        latest=previous,
-        git=git,
-        gone=gone or [],
+        latest=changelog.latest,
+        git=changelog.in_git,
+        gone=changelog.gone,
     )
     return nav
 

@@ -3,9 +3,9 @@ board's unranked runs, its failures, the runs since the latest edition), the new
 in all and where every one of them is: a gzipped CSV beside the other downloads
 (`downloads/lists/<name>.csv.gz`).
 
-A page holding every run costs its build and its reader in proportion to the data (at 5,000 runs the editions page
-was 800 KB of Markdown and one board listed 656 unranked runs); bounded, every page but a run's own stays the same
-size however many runs there are. A list within the bound is shown whole, as before, and no file is written."""
+A page holding every run costs its build and its reader in proportion to the data (the editions page and a board's
+unranked runs grow with every run); bounded, every page but a run's own stays the same size however many runs
+there are. A list within the bound is shown whole, as before, and no file is written."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from typing import Any
 
 import polars as pl
 
+import generator.render.pages as pages
 import generator.render.parts as parts
-from generator import output_cache, pages
-from runners import schema
+import generator.store.output_cache as output_cache
+from runners import bounds
 
 SHOWN = 50
 """The most rows of a run list a page shows: the newest of them (a reader scanning a table reads about this many)."""
@@ -31,14 +32,10 @@ PAGE_RUN_LINKS = 5
 """The most run links a run page's row of one harness commit shows (its latest, and the page's own run): every run
 page of a configuration carries the row, so each link is repeated once a run; `runs.csv.gz` lists every run."""
 
-LEFT_OUT = (
-    *(name for name, doc in schema.COLUMN_DOCS.items() if doc.startswith("JSON:")),
-    "settings",
-    "curve_settings",
-)
+LEFT_OUT = (*bounds.JSON_LIMITS, "settings", "curve_settings")
 """Columns a list's CSV leaves out: the record's JSON documents (config, hardware, software, environment,
 calibration) and the configuration's canonical JSON, kilobytes a row, which each run's page and the runs download
-(`downloads/runs.parquet`) hold; with them the lists at 5,000 runs were 24 MB, most of it repeated JSON."""
+(`downloads/runs.parquet`) hold; with them the lists were mostly repeated JSON."""
 
 NEWEST_FIRST = ("started_at", "run_id")
 """The order a bounded list is shown and written in, each column descending: newest start first."""

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from generator import pages, store
+import generator.render.pages as pages
+from generator import store
 
 RUNS_PER_PART = 512
 """About how many runs a part holds: at 50,000 runs, about a hundred parts per download."""

@@ -18,7 +18,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import math
 import os
 import re
 import shutil
@@ -33,122 +32,23 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
+import generator.derive.evidence as evidence
+import generator.derive.readable as readable
+import generator.derive.reproduce as reproduce
+import generator.load.columns as columns
+import generator.load.repository as repository
+import generator.render.charts as charts
+import generator.render.commits as commits
 import generator.render.lists as lists  # not `from generator.render`: the package imports this module
+import generator.render.pages as pages
 import generator.render.parts as parts
-from generator import charts, columns, commits, fingerprint, load, pages, repository, reproduce, store, versions
-from generator.derive import evidence
+import generator.render.run_provenance as run_provenance
+import generator.render.run_samples as run_samples
+import generator.render.versions as versions
+import generator.store.fingerprint as fingerprint
+from generator import load, store
 from generator.progress import Progress
 from runners import bounds
-
-
-def settings_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each setting with the engine's default beside it and whether the variant changed it."""
-    settings = config.get("variant", {}).get("settings", {})
-    defaults = config.get("engine_defaults", {})
-    return [
-        {
-            "key": key,
-            "value": json.dumps(value),
-            "default": json.dumps(defaults[key]) if key in defaults else "–",
-            "changed": key in defaults and defaults[key] != value,
-        }
-        for key, value in sorted(settings.items())
-    ]
-
-
-def _flat(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
-    """A nested JSON object as (dotted key, value) pairs for a two-column table."""
-    if isinstance(obj, dict):
-        out: list[tuple[str, str]] = []
-        for key, value in sorted(obj.items()):
-            out += _flat(value, f"{prefix}{key}.")
-        return out
-    return [(prefix.rstrip("."), json.dumps(obj) if not isinstance(obj, str) else obj)]
-
-
-def _readable(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Calibration figures as a reader takes them in, by their key's unit and their size (780.1 TFLOP/s, 1.232
-    GFLOP/s on a CPU, 4,231 GB/s, 1 GiB); the record and the run's CSV keep the exact values."""
-    out = []
-    for key, text in pairs:
-        try:
-            value = float(text)
-        except ValueError:
-            out.append((key, text))
-            continue
-        if not math.isfinite(value):
-            text = "–"
-        elif key.endswith("_flops"):
-            text = _scaled(value, ((1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1.0, "FLOP/s")))
-        elif key.endswith("_bytes_per_s"):
-            text = _scaled(value, ((1e9, "GB/s"), (1e6, "MB/s"), (1.0, "B/s")))
-        elif key.endswith("_bytes"):
-            text = _scaled(value, ((2**30, "GiB"), (2**20, "MiB"), (1.0, "B")))
-        elif key.endswith("_s"):
-            text = f"{pages.fmt(value, 4)} s"
-        else:
-            text = pages.fmt(value, 4)
-        out.append((key, text))
-    return out
-
-
-def _scaled(value: float, units: tuple[tuple[float, str], ...]) -> str:
-    """`value` in the largest of `units` it reaches (the last one otherwise), to four significant digits."""
-    factor, unit = next(((f, u) for f, u in units if abs(value) >= f), units[-1])
-    return f"{pages.fmt(value / factor, 4)} {unit}"
-
-
-GPU_ROWS = (
-    ("name", "Model"),
-    ("sm_clock_mhz", "SM clock (MHz)"),
-    ("max_sm_clock_mhz", "SM max (MHz)"),
-    ("memory_clock_mhz", "Memory clock (MHz)"),
-    ("max_memory_clock_mhz", "Memory max (MHz)"),
-    ("applications_graphics_clock_mhz", "Application graphics clock (MHz)"),
-    ("applications_memory_clock_mhz", "Application memory clock (MHz)"),
-    ("power_limit_w", "Power limit set (W)"),
-    ("enforced_power_limit_w", "Power limit enforced (W)"),
-    ("default_power_limit_w", "Default power limit (W)"),
-    ("ecc_mode", "ECC"),
-    ("persistence_mode", "Persistence mode"),
-    ("uuid", "UUID (which physical GPU)"),
-)
-"""The provenance section's GPU table (`hardware.gpus`, runners/bounds.py `GPU_FIELDS`), one column per GPU headed by
-its index: each row's key and its label."""
-IN_RUN_ROWS = (
-    ("sm_clock_mhz", "SM clock during the run (MHz)"),
-    ("memory_clock_mhz", "Memory clock during the run (MHz)"),
-    ("power_draw_w", "Power draw during the run (W)"),
-    ("temperature_c", "Temperature during the run (°C)"),
-    ("clocks_event_reasons", "Clock event reasons during the run"),
-)
-"""The rows the GPU table adds from `hardware.gpus_in_run` (nvidia-smi asked during the steady steps)."""
-LISTED_APART = {"hardware": ("gpus", "gpus_in_run"), "software": ("packages", "packages_omitted")}
-"""Keys the provenance section shows in tables of their own, not in its two-column ones."""
-
-
-def provenance_tables(hardware: dict[str, Any], software: dict[str, Any]) -> dict[str, Any]:
-    """The provenance section's tables: hardware and software as (key, value) pairs, each GPU as nvidia-smi reported
-    it (a column each, a dash where it reported nothing), and the installed packages with how many were left out."""
-    gpus, packages = columns.array_at(hardware, "gpus"), columns.array_at(software, "packages")
-    in_run = columns.object_at(hardware, "gpus_in_run")
-    sampled = {g.get("index"): g for g in columns.array_at(in_run, "gpus") if isinstance(g, dict)}
-    rows = [(title, [_reported(gpu.get(key)) for gpu in gpus]) for key, title in GPU_ROWS] if gpus else []
-    if gpus and sampled:
-        rows += [
-            (title, [_reported(sampled.get(gpu.get("index"), {}).get(key)) for gpu in gpus])
-            for key, title in IN_RUN_ROWS
-        ]
-    return {
-        "hardware": _flat({k: v for k, v in hardware.items() if k not in LISTED_APART["hardware"]}),
-        "software": _flat({k: v for k, v in software.items() if k not in LISTED_APART["software"]}),
-        "gpu_heads": [f"GPU {_reported(gpu.get('index'))}" for gpu in gpus],
-        "gpus": rows,
-        "gpus_sampled_at": in_run.get("at_step") if sampled else None,
-        "packages": packages,
-        "packages_omitted": software.get("packages_omitted") or 0,
-    }
-
 
 PACKAGES_PREFIX = "packages-"
 """A shared list of installed packages beside the run pages (`packages-<sha256>.txt`): every run of one environment
@@ -159,217 +59,6 @@ def packages_file(packages: list[Any]) -> tuple[str, str]:
     """(file name, text) of a list of installed packages, one a line, named by its content."""
     text = "".join(f"{bounds.neutral(str(p))}\n" for p in packages)
     return f"{PACKAGES_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt", text
-
-
-TOOL_LIST_SHOWN = 8
-"""How many values of a list in a tool's own output the run page shows: vllm bench serve prints every request's
-input length, output length, TTFT and inter-token latencies (hundreds of KB a run)."""
-
-
-def shown_output(value: Any) -> tuple[Any, bool]:
-    """A tool's output as the run page shows it, and whether anything was cut: lists longer than `TOOL_LIST_SHOWN`
-    cut to their first values and a `...` naming how many more there are, long text cut by `pages.short`."""
-    if isinstance(value, dict):
-        out, cut = {}, False
-        for key, item in value.items():
-            out[key], more = shown_output(item)
-            cut |= more
-        return out, cut
-    if isinstance(value, list):
-        items = [shown_output(v) for v in value[:TOOL_LIST_SHOWN]]
-        shown = [v for v, _ in items]
-        if len(value) > TOOL_LIST_SHOWN:
-            shown.append(f"... {len(value) - TOOL_LIST_SHOWN:,} more")  # ASCII: the page's JSON escapes the rest
-        return shown, len(value) > TOOL_LIST_SHOWN or any(c for _, c in items)
-    if isinstance(value, str):
-        text = pages.short(value)
-        return text, text != value
-    return value, False
-
-
-def _reported(value: Any) -> str:
-    """A value nvidia-smi reported, as it reported it (700.0 W as 700), or a dash where it reported none."""
-    if value is None:
-        return "–"
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-SVG_WIDTH, SVG_PANEL = 720, 150
-PLOT_X, PLOT_W = 40, SVG_WIDTH - 50  # the plot area inside each panel
-SVG_BUCKETS = PLOT_W // 2
-"""Buckets of steps a static samples chart draws, two pixel columns each (`sample_texts`)."""
-
-
-def _tenths(tenths: pl.Expr) -> pl.Expr:
-    """A whole number of tenths as the shortest decimal an SVG path reads (20 as `2`, 21 as `2.1`, -3 as `-.3`)."""
-    whole, tenth = tenths.abs() // 10, tenths.abs() % 10
-    return pl.concat_str(
-        pl.when(tenths < 0).then(pl.lit("-")).otherwise(pl.lit("")),
-        pl.when((whole == 0) & (tenth != 0)).then(pl.lit("")).otherwise(whole.cast(pl.String)),
-        pl.when(tenth == 0).then(pl.lit("")).otherwise(pl.lit(".") + tenth.cast(pl.String)),
-    )
-
-
-def sample_texts(rows: pl.DataFrame) -> pl.DataFrame:
-    """Per run, in one vectorised pass over every row: the path of its static samples SVG, for step time (ms) and
-    loss of trial 0 (the interactive chart reads the run's CSV instead). Each point is to a tenth of a pixel; after the
-    first, each is written as its move from the one before (`l` in SVG's path data): fewer bytes than each point's two
-    coordinates, for the same line.
-
-    Steps are cut into at most `SVG_BUCKETS` buckets of equal length, two pixel columns each, and each bucket is drawn
-    by its lowest and highest value in the order the steps ran (one point where they are one): a one-step spike in a
-    2,000-step run is drawn, where every other step alone could skip it, and the axis labels are the run's true range.
-
-    Columns: run_id, then for m in (time, loss): `{m}_path`, `{m}_lo`, `{m}_hi`, `{m}_warm_x` (where the
-    warm-up shading ends)."""
-    # each run's rows are contiguous (one file each): an integer id per block makes the windows cheap, and the
-    # rows need sorting only if some file lists a metric's steps out of order
-    base = (
-        rows.lazy()
-        .with_columns(_run=pl.col("run_id").rle_id())
-        .filter(pl.col("step").is_not_null(), pl.col("trial") == 0)
-    )
-    out: pl.LazyFrame | None = None
-    for name, metric, log in (("time", "step_time_s", True), ("loss", "loss", False)):
-        value = pl.col("value") * 1e3 if log else pl.col("value")
-        per = base.filter(pl.col("metric") == metric).with_columns(v=value)
-        unordered = per.select(((pl.col("step").diff() < 0) & (pl.col("_run").diff() == 0)).any()).collect().item()
-        per = (
-            (per.sort("_run", "step", maintain_order=True) if unordered else per)
-            .with_columns(
-                i=pl.int_range(pl.len()).over("_run"),
-                n=pl.len().over("_run"),
-                warm=(pl.col("phase") == "warmup").sum().over("_run"),
-            )
-            .with_columns(size=(pl.col("n") + SVG_BUCKETS - 1) // SVG_BUCKETS)  # steps a bucket (at least 1)
-            .with_columns(last=pl.max_horizontal((pl.col("n") + pl.col("size") - 1) // pl.col("size") - 1, pl.lit(1)))
-        )
-        # a bucket's lowest and highest value, in the order they ran; log scale for step times
-        buckets = (
-            per.filter((pl.col("v") > 0) if log else pl.lit(True))
-            .with_columns(y=pl.col("v").log10() if log else pl.col("v"), bucket=pl.col("i") // pl.col("size"))
-            .group_by("_run", "bucket", maintain_order=True)
-            .agg(
-                pl.col("run_id", "size", "last", "warm").first(),
-                low=pl.col("y").min(),
-                high=pl.col("y").max(),
-                low_first=pl.col("y").arg_min() <= pl.col("y").arg_max(),
-            )
-            .with_columns(
-                y=pl.when(pl.col("low") == pl.col("high"))
-                .then(pl.concat_list("low"))
-                .when(pl.col("low_first"))
-                .then(pl.concat_list("low", "high"))
-                .otherwise(pl.concat_list("high", "low"))
-            )
-            .explode("y")
-            .with_columns(lo=pl.col("y").min().over("_run"), hi=pl.col("y").max().over("_run"))
-            .with_columns(span=pl.when(pl.col("hi") > pl.col("lo")).then(pl.col("hi") - pl.col("lo")).otherwise(1.0))
-        )
-        # each point to a tenth of a pixel, the first one absolute and each next one as its move from the last
-        x = (10 * (PLOT_X + PLOT_W * pl.col("bucket") / pl.col("last"))).round().cast(pl.Int64)
-        y = (10 * (10 + (SVG_PANEL - 30) * (1 - (pl.col("y") - pl.col("lo")) / pl.col("span")))).round().cast(pl.Int64)
-        moves = pl.concat_str(_tenths(x.diff()), pl.when(y.diff() < 0).then(pl.lit("")).otherwise(pl.lit(",")),
-                              _tenths(y.diff())).slice(1).str.join(" ")  # fmt: skip
-        start = pl.format("M{},{}", _tenths(x.first()), _tenths(y.first()))
-        drawn = buckets.group_by("_run", maintain_order=True).agg(
-            pl.col("run_id").first(),
-            pl.when(pl.len() > 1).then(pl.format("{}l{}", start, moves)).otherwise(start).alias(f"{name}_path"),
-            pl.col("lo").first().alias(f"{name}_lo"),
-            pl.col("hi").first().alias(f"{name}_hi"),
-            (
-                PLOT_X
-                + PLOT_W
-                * pl.min_horizontal(pl.col("warm").first() // pl.col("size").first(), pl.col("last").first())
-                / pl.col("last").first()
-            ).alias(f"{name}_warm_x"),
-        )
-        drawn = drawn.drop("_run")
-        out = drawn if out is None else out.join(drawn, on="run_id", how="full", coalesce=True)
-    assert out is not None  # both metrics drawn
-    return out.collect()
-
-
-CSV_COLUMNS = ["trial", "step", "phase", "metric", "value", "unit"]
-"""A run's CSV: every row as its file holds it, less the run id (the CSV and its page are named after it)."""
-
-
-def csv_file(run_id: str) -> str:
-    """A charted run's rows as gzipped CSV, beside its page under `runs/`."""
-    return f"{pages.slug(run_id)}.csv.gz"
-
-
-def _csv_field(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
-    """A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote or a line break (only
-    text can; a number is written as it is)."""
-    text = expr.cast(pl.String).fill_null("")
-    if dtype != pl.String:
-        return text
-    text = pages.csv_inert(text)
-    quoted = pl.lit('"') + text.str.replace_all('"', '""', literal=True) + pl.lit('"')
-    return pl.when(text.str.contains('[",\r\n]')).then(quoted).otherwise(text)
-
-
-def csv_texts(rows: pl.DataFrame) -> dict[str, str]:
-    """Every run's rows as CSV text (header included), built for all runs in one vectorised pass, rows in the
-    order of the run's file."""
-    header = ",".join(CSV_COLUMNS)
-    schema = rows.schema
-    lines = (
-        rows.lazy()
-        .select(
-            pl.col("run_id").rle_id().alias("_run"),  # each run's rows are contiguous: group by an integer
-            "run_id",
-            pl.concat_str([_csv_field(pl.col(c), schema[c]) for c in CSV_COLUMNS], separator=",").alias("line"),
-        )
-        .group_by("_run", maintain_order=True)
-        .agg(pl.col("run_id").first(), pl.col("line").str.join("\n"))
-        .collect()
-    )
-    out: dict[str, str] = {}
-    for _, run_id, text in lines.iter_rows():  # a run split in blocks (never written so) still gets every row
-        out[run_id] = f"{out[run_id]}{text}\n" if run_id in out else f"{header}\n{text}\n"
-    return out
-
-
-def _label(value: Any) -> str:
-    """An axis label: three significant digits, or a dash where the value is not a finite number."""
-    return f"{value:.3g}" if isinstance(value, int | float) and math.isfinite(value) else "–"
-
-
-def _log_label(exponent: Any) -> str:
-    """The label of a log-scale axis at 10^exponent (a dash where that is not a finite number: never `inf`)."""
-    if not (isinstance(exponent, int | float) and math.isfinite(exponent)) or abs(exponent) > 300:
-        return "–"
-    return _label(10.0**exponent)
-
-
-def samples_svg(texts: dict[str, Any]) -> str:
-    """A static SVG of step time (log scale) and loss per step, for readers without JavaScript, from the paths
-    `sample_texts` computed."""
-
-    def panel(name: str, top: int, log: bool, label: str) -> str:
-        path = texts.get(f"{name}_path")
-        if not path:
-            return ""
-        lo, hi, warm_x = texts[f"{name}_lo"], texts[f"{name}_hi"], texts[f"{name}_warm_x"]
-        fmt = _log_label if log else _label
-        return (
-            f'<g transform="translate(0,{top})">'
-            f'<rect x="{PLOT_X}" y="10" width="{warm_x - PLOT_X:.1f}" height="{SVG_PANEL - 30}" fill="#fdf3d8"/>'
-            f'<path fill="none" stroke="#1f6feb" stroke-width="1" d="{path}"/>'
-            f'<text x="0" y="14" font-size="10">{fmt(hi)}</text>'
-            f'<text x="0" y="{SVG_PANEL - 20}" font-size="10">{fmt(lo)}</text>'
-            f'<text x="{PLOT_X}" y="8" font-size="11">{label}</text></g>'
-        )
-
-    body = panel("time", 0, True, "step time (ms, log scale); warm-up shaded") + panel(
-        "loss", SVG_PANEL, False, "loss (nats)"
-    )
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{SVG_WIDTH}" height="{2 * SVG_PANEL}" '
-        f'font-family="sans-serif">{body}</svg>\n'
-    )
 
 
 def _visible(value: Any) -> Any:
@@ -430,6 +119,13 @@ def samples_spec_text() -> str:
     with alt.theme.enable(charts.THEME):
         spec = charts.step_samples_spec(CSV_PLACEHOLDER)
     return json.dumps(spec, separators=(",", ":"), sort_keys=True) + "\n"
+
+
+def with_titles(frame: pl.DataFrame, suite_titles: dict[str, str]) -> pl.DataFrame:
+    """`frame` with `suite_title` beside its `suite` column (`Results.suite_titles`): a run page's row carries it,
+    so a new title renders the page again."""
+    titles = pl.col("suite").replace_strict(suite_titles, default=None, return_dtype=pl.String)
+    return frame.with_columns(suite_title=titles)
 
 
 RENDER_CHUNK = 250
@@ -549,8 +245,8 @@ def start_run_pages(
     where = parts.samples_paths(summary)  # in the page, so in its key: a part split in two moves its runs' rows
     ids = summary["run_id"].to_list()
     keyed = summary.with_columns(pl.Series("samples_file", [where[i] for i in ids], dtype=pl.String))
-    # a page's key: this code and the polars row hash of its run's row (vectorised: 50,000 rows of JSON text
-    # made into dicts and dumped took seconds of a warm build)
+    # a page's key: this code and the polars row hash of its run's row (vectorised, where every row's JSON text
+    # made into dicts and dumped again grew with the runs)
     code_digest = hashlib.sha256(f"{code}{pl.__version__}{keyed.schema!r}".encode()).hexdigest()[:16]
     keys = {i: f"{code_digest}-{h:016x}" for i, h in zip(ids, keyed.hash_rows(seed=0).to_list(), strict=True)}
     if isinstance(manifest, Stored):
@@ -649,7 +345,7 @@ def _texts_of(block: list[str], rows: pl.DataFrame) -> dict[str, dict[str, Any]]
         part = rows
         if len(block) > TEXT_BLOCK:
             part = rows.filter(pl.col("run_id").is_in(pl.Series(block[i : i + TEXT_BLOCK], dtype=pl.String).implode()))
-        texts |= {row["run_id"]: row for row in sample_texts(part).iter_rows(named=True)}
+        texts |= {row["run_id"]: row for row in run_samples.sample_texts(part).iter_rows(named=True)}
     return texts
 
 
@@ -690,7 +386,7 @@ def _write_csvs(
     wanted = []
     made_by = fingerprint.fingerprint()  # the code that writes a CSV and the libraries that make its bytes
     for run in runs:
-        run_id, path = run["run_id"], stage / csv_file(run["run_id"])
+        run_id, path = run["run_id"], stage / run_samples.csv_file(run["run_id"])
         if run_id not in charted:
             path.unlink(missing_ok=True)
             continue
@@ -699,9 +395,9 @@ def _write_csvs(
             wanted.append(run_id)
     for i in range(0, len(wanted), CSV_BATCH):
         batch = wanted[i : i + CSV_BATCH]
-        csvs = csv_texts(load.full_rows(records, batch))
+        csvs = run_samples.csv_texts(load.full_rows(records, batch))
         for run_id in batch:
-            _put(stage / csv_file(run_id), parts.gzipped(csvs[run_id], level=ROWS_GZIP_LEVEL))
+            _put(stage / run_samples.csv_file(run_id), parts.gzipped(csvs[run_id], level=ROWS_GZIP_LEVEL))
     return written
 
 
@@ -722,16 +418,16 @@ def _render(
         slug = pages.slug(run_id)
         config = columns.parsed(run["config"])
         chart_json, svg_name = None, None
-        csv_name = csv_file(run_id) if run_id in with_csv else None
+        csv_name = run_samples.csv_file(run_id) if run_id in with_csv else None
         run_texts = texts.get(run_id)
         if csv_name and run_texts is not None and (run_texts.get("time_path") or run_texts.get("loss_path")):
             chart_json = SAMPLES_SPEC
             svg_name = f"{slug}.svg"
-            _put(stage / svg_name, samples_svg(run_texts).encode())
+            _put(stage / svg_name, run_samples.samples_svg(run_texts).encode())
         else:
             (stage / f"{slug}.svg").unlink(missing_ok=True)
         command, not_reproducible = reproduce.command(run, config if isinstance(config, dict) else {})
-        provenance = provenance_tables(columns.parsed(run["hardware"]), columns.parsed(run["software"]))
+        provenance = run_provenance.provenance_tables(columns.parsed(run["hardware"]), columns.parsed(run["software"]))
         listed = None
         if provenance["packages"]:
             listed, text = packages_file(provenance["packages"])
@@ -739,7 +435,7 @@ def _render(
                 _put(stage / listed, text.encode())
         imported = config.get("imported") if isinstance(config, dict) else None
         result = imported.get("result") if isinstance(imported, dict) else None
-        tool_output, cut = shown_output(result)
+        tool_output, cut = run_provenance.shown_output(result)
         html = template.render(
             run=run,
             reproduce=command,
@@ -748,13 +444,13 @@ def _render(
             samples_name=run["samples_file"].removeprefix("downloads/") if run_id in with_rows else None,
             samples_href=f"../{run['samples_file']}",
             config=config,
-            settings=settings_rows(config),
+            settings=readable.beside_defaults(config),
             **provenance,
             packages_file=listed,
             tool_output=tool_output,
-            tool_output_cut=TOOL_LIST_SHOWN if cut else 0,
-            environment=_flat(columns.parsed(run["environment"])),
-            calibration=_readable(_flat(columns.parsed(run["calibration"]))) if run["calibration"] else [],
+            tool_output_cut=run_provenance.TOOL_LIST_SHOWN if cut else 0,
+            environment=run_provenance.flat(columns.parsed(run["environment"])),
+            calibration=run_provenance.calibration(run["calibration"]),
             workload_href=f"../leaderboards/{pages.slug(run['suite'], run['workload'])}.html",
             repo=source,
             repo_from=repository.FROM[source.kind] if source else None,

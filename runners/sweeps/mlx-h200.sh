@@ -21,6 +21,8 @@
 # A call returns at most 8 files from $OUT (one variant's served points and their cross-checks are 6 or more):
 # write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 set -u
+# shellcheck source=runners/sweeps/host.sh
+. "$(dirname "$0")/host.sh"
 STEP=${1:?receive, install, train or generate}
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -40,27 +42,13 @@ install)
   python3 -c "import mlx.core as mx, mlx_lm; print('mlx', mx.__version__, mx.default_device(), mx.device_info().get('device_name'))"
   ;;
 train)
-  DATA=${2:?data dir}
-  LOG=${3:?log dir}
-  WORKLOAD=${4:?training workload}
-  shift 4
-  V=()
-  for v in "$@"; do V+=(--variant "$v"); done
-  python3 -m runners bench --suite h100 --data-dir "$DATA" --workload "$WORKLOAD" "${V[@]}" >"$LOG/train.log" 2>&1
-  echo "bench exit $?"
-  tail -n 12 "$LOG/train.log"
+  step_args "training workload" "${@:2}"
+  bench_logged "$LOG/train.log" 12 --suite h100 --data-dir "$DATA" --workload "$WHAT" "${VARIANTS[@]}"
   ;;
 generate)
-  DATA=${2:?data dir}
-  LOG=${3:?log dir}
-  ENTRY=${4:?inference entry}
-  shift 4
-  V=()
-  for v in "${@:-mlx-f16}"; do V+=(--variant "$v"); done
-  python3 -m runners bench --suite h100 --data-dir "$DATA" --workload "$ENTRY" "${V[@]}" \
-    >"$LOG/generate-$ENTRY.log" 2>&1
-  echo "bench exit $?"
-  tail -n 16 "$LOG/generate-$ENTRY.log"
+  [ $# -ne 4 ] || set -- "$@" mlx-f16  # no variant named: mlx-f16
+  step_args "inference entry" "${@:2}"
+  bench_logged "$LOG/generate-$WHAT.log" 16 --suite h100 --data-dir "$DATA" --workload "$WHAT" "${VARIANTS[@]}"
   ;;
 *)
   echo "usage: $0 receive PART | install | train DATA LOG WORKLOAD VARIANT... | generate DATA LOG ENTRY [VARIANT...]" >&2

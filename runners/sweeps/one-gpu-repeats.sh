@@ -13,12 +13,9 @@
 # fsdp2-float8 needs torchao: carry the `host-torch` wheelhouse (build/wheelhouse/, see verdict-sweep.sh). Name the
 # commit sent in FAIRFIGHT_HARNESS_COMMIT; end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 set -u
-SLICE=${1:?slice (mb8, mb2 or compile)}
-DATA=${2:-data}
-LOG=${3:-.}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONPATH=/root/tsite${PYTHONPATH:+:$PYTHONPATH}
-python3 -c "import torchao" 2>/dev/null || python3 -m fairfight wheelhouse install build/wheelhouse --target /root/tsite
+# shellcheck source=runners/sweeps/host.sh
+. "$(dirname "$0")/host.sh"
+torch_slice "slice (mb8, mb2 or compile)" "$@"
 B="python3 -m runners bench --suite h100 --workload train-gpt-1.27b-1gpu-mb8 --data-dir $DATA"
 NOTE="a repeat across starts of the bench host (runners/sweeps/one-gpu-repeats.sh $SLICE)"
 case $SLICE in

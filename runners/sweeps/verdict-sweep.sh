@@ -22,12 +22,9 @@
 # torchao is missing. Name the commit sent in FAIRFIGHT_HARNESS_COMMIT. A call returns at most 8 files from $OUT:
 # write DATA and LOG under a folder of the host and end the call with `tar cf $OUT/res.tar -C FOLDER .`.
 set -u
-SLICE=${1:?slice number (1-14)}
-DATA=${2:-data}
-LOG=${3:-.}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONPATH=/root/tsite${PYTHONPATH:+:$PYTHONPATH}
-python3 -c "import torchao" 2>/dev/null || python3 -m fairfight wheelhouse install build/wheelhouse --target /root/tsite
+# shellcheck source=runners/sweeps/host.sh
+. "$(dirname "$0")/host.sh"
+torch_slice "slice number (1-14)" "$@"
 FULL="python3 -m runners bench --suite h100 --workload train-gpt-1.27b-mb4 --data-dir $DATA"
 B="$FULL --steps 300"
 ALL="--variant ddp-amp-stock --variant ddp-tuned --variant fsdp2-compile --variant fsdp2-float8"

@@ -25,6 +25,8 @@
 # Name the commit sent, written out here: FAIRFIGHT_HARNESS_COMMIT=<sha of HEAD here>. The host's copy of .git can be
 # older than the tree sent: `git rev-parse HEAD` there names an older commit, and the records read dirty.
 set -u
+# shellcheck source=runners/sweeps/host.sh
+. "$(dirname "$0")/host.sh"
 STEP=${1:?receive, install or run}
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
@@ -46,18 +48,10 @@ install)
   df -h /root | tail -1
   ;;
 run)
-  DATA=${2:?data dir}
-  LOG=${3:?log dir}
-  ENTRY=${4:?serving entry}
-  shift 4
-  V=()
-  for v in "$@"; do V+=(--variant "$v"); done
-  IFS=, read -ra NAMES <<<"$ENTRY"
-  for w in "${NAMES[@]}"; do V+=(--workload "$w"); done
-  ENTRY=${NAMES[0]}
-  python3 -m runners bench --suite "${SUITE:-h100}" --data-dir "$DATA" "${V[@]}" >"$LOG/bench-$ENTRY.log" 2>&1
-  echo "bench exit $?"
-  tail -n 30 "$LOG/bench-$ENTRY.log"
+  step_args "serving entry" "${@:2}"
+  IFS=, read -ra NAMES <<<"$WHAT"
+  for w in "${NAMES[@]}"; do VARIANTS+=(--workload "$w"); done
+  bench_logged "$LOG/bench-${NAMES[0]}.log" 30 --suite "${SUITE:-h100}" --data-dir "$DATA" "${VARIANTS[@]}"
   ;;
 *)
   echo "usage: $0 receive PART | install | run DATA LOG ENTRY [VARIANT...]" >&2

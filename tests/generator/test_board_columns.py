@@ -1,7 +1,7 @@
-"""Every column of the results model is declared in generator/fields.py (issue 36): its type, what it holds, and how a
-board's row takes it from its configuration's runs (the median of its runs', every run's, the largest, the smallest,
-or the latest run's). A column declared nowhere, a declared column that is missing, or one of another type stops
-`derive.results`, naming the column, instead of silently showing the latest run's value."""
+"""Every column of the results model is declared in generator/load/fields.py (issue 36): its type, what it holds, and
+how a board's row takes it from its configuration's runs (the median of its runs', every run's, the largest, the
+smallest, or the latest run's). A column declared nowhere, a declared column that is missing, or one of another type
+stops `derive.results`, naming the column, instead of silently showing the latest run's value."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, configurations, derive, fields, inference, load
-from generator.derive import ladder
+from generator import derive, load
+from generator.derive import configurations, inference, ladder
+from generator.load import fields
 
-ROOT = Path(__file__).resolve().parents[2]
 results_module = importlib.import_module("generator.derive.results")  # `derive.results` is its function
 
 
@@ -53,18 +53,12 @@ def test_an_undeclared_board_column_stops_the_board() -> None:
         ladder.rows(tests)
 
 
-@pytest.fixture(scope="module")
-def committed() -> tuple[load.Loaded, pl.DataFrame]:
-    return checks.checked(load.load(ROOT / "data"))
-
-
 def test_results_checks_its_frames_against_the_declarations(
-    committed: tuple[load.Loaded, pl.DataFrame], monkeypatch: pytest.MonkeyPatch
+    committed_results: derive.Results, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The committed records pass; a derivation that adds a column it did not declare (or drops or retypes one)
     stops `results`, naming the column and the frame."""
-    loaded, summary = committed
-    derive.results(loaded, summary)  # the committed records: every frame as declared
+    loaded, summary = committed_results.records, committed_results.runs  # derived: every frame as declared
     page_rows = results_module.with_test_figures
     monkeypatch.setattr(
         results_module, "with_test_figures", lambda *a: page_rows(*a).with_columns(tuning_gain=pl.lit(1.0))
@@ -76,8 +70,8 @@ def test_results_checks_its_frames_against_the_declarations(
         derive.results(loaded, summary)
     monkeypatch.undo()
     # a test's column that a board would take: its board stops first, naming it
-    test_summary = inference.test_summary
-    monkeypatch.setattr(inference, "test_summary", lambda *a: test_summary(*a).with_columns(tuning_gain=pl.lit(1.0)))
+    real = inference.per_run_figures
+    monkeypatch.setattr(inference, "per_run_figures", lambda *a: real(*a).with_columns(tuning_gain=pl.lit(1.0)))
     with pytest.raises(fields.SchemaError, match=r"board column 'tuning_gain' has no declared aggregation"):
         derive.results(loaded, summary)
     monkeypatch.undo()
@@ -98,9 +92,10 @@ def test_a_frame_is_held_to_exactly_its_declared_columns() -> None:
 
 
 def test_the_downloads_page_describes_every_column_of_runs_as_declared(tmp_path: Path) -> None:
-    """The downloads page's column table reads generator/fields.py: a derived figure is described there as it is
+    """The downloads page's column table reads generator/load/fields.py: a derived figure is described there as it is
     declared, as the record's and the config's columns are (before, derived columns had no description)."""
-    from generator import pages, render
+    from generator import render
+    from generator.render import pages
 
     runs = pl.DataFrame(schema={f.name: f.dtype for f in fields.RUN})
     empty = load.load(tmp_path / "nothing")
@@ -118,17 +113,15 @@ def test_the_downloads_page_describes_every_column_of_runs_as_declared(tmp_path:
     assert described["loss&#95;mean&#95;rel&#95;gap"] == "mean relative window gap to that run&#39;s"
 
 
-def test_records_where_no_training_run_ranks_still_derive_as_declared(
-    committed: tuple[load.Loaded, pl.DataFrame],
-) -> None:
+def test_records_where_no_training_run_ranks_still_derive_as_declared(committed_results: derive.Results) -> None:
     """A first bench of short runs ranks nothing: every training board is empty, of the declared columns and types
     all the same (an empty board once skipped the steps that add `differs`, and the schema check stopped the build)."""
-    loaded, summary = committed
+    loaded, summary = committed_results.records, committed_results.runs
     found = derive.candidates(summary)
     ranked = found.filter(pl.col("unranked").is_null())["run_id"].implode()
     keep = pl.col("run_id").is_in(ranked).not_()
     subset = load.Loaded(runs=loaded.runs.filter(keep), rows=loaded.rows.filter(keep), rejected=loaded.rejected)
     results = derive.results(subset, summary.filter(keep))
-    training = [b for b in results.boards.values() if b.kind == "training"]
+    training = [b for b in results.boards.values() if b.kind == "train"]
     assert training and all(b.ranked.height == 0 for b in training)
     assert any(b.unranked.height for b in training)  # the short runs are still shown, below an empty ranking

@@ -11,7 +11,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from generator import build, checks, commits, derive, load, pages, render, versions
+from generator import build, derive, load, render
+from generator.derive import changelog, checks
+from generator.load import history, packages
+from generator.render import commits, pages
 from runners import provenance, store
 from tests.generator.test_claims_and_parity import _training_run
 
@@ -73,7 +76,10 @@ def _site_pages(tmp_path: Path) -> Path:
     docs = tmp_path / "docs"
     sink = pages.Charts(docs, tmp_path / "svg")
     results = derive.results(loaded, summary)
-    render.boards.write_pages(results, docs, sink, data, repo_url=REPO, built_with=versions.generator())
+    in_git = history.repo(data) is not None
+    render.boards.write_pages(
+        results, docs, sink, changelog.changelog([], results, in_git), repo_url=REPO, built_with=packages.built_with()
+    )
     sink.finish()
     return docs
 
@@ -106,14 +112,14 @@ def test_a_board_mixing_commits_says_so_and_every_row_names_its_commits(tmp_path
 
 def _installed() -> dict[str, str]:
     own = provenance.project_version()  # from git in a checkout (runners/version.py)
-    return {"fairfight": own} | {p: metadata.version(p) for p in versions.PACKAGES if p != "fairfight"}
+    return {"fairfight": own} | {p: metadata.version(p) for p in packages.PACKAGES if p != "fairfight"}
 
 
 def test_the_versions_are_the_installed_ones_on_the_downloads_page(tmp_path: Path) -> None:
     installed = _installed()
-    built_with = versions.generator()
+    built_with = packages.built_with()
     assert {v["package"]: v["version"] for v in built_with} == installed
-    assert list(installed) == list(versions.PACKAGES)
+    assert list(installed) == list(packages.PACKAGES)
     env = pages.environment()
     empty = load.load(tmp_path / "nothing")
     render.catalog.write_downloads(env, tmp_path / "docs", empty.runs, empty.rows, built_with)
@@ -135,7 +141,7 @@ def test_the_footer_names_the_generator_on_every_page(tmp_path: Path) -> None:
     (docs / "section" / "page.md").write_text("# Page\n")
     config = build.mkdocs_config(
         [{"Home": "index.md"}, {"Section": [{"Page": "section/page.md"}]}, {"Downloads": "downloads.md"}],
-        versions.generator(),
+        packages.built_with(),
     )
     config["extra_css"], config["extra_javascript"] = [], []
     (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(config))

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import build, derive, render, versions
+from generator import build, derive, render
+from generator.load import packages
+from generator.render import versions
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = (
@@ -86,8 +88,8 @@ def test_a_build_that_raises_leaves_the_previous_site_byte_identical(
 
 
 def _versioned(version: str) -> Callable[[], list[dict[str, str]]]:
-    """`versions.generator` as it would answer with Fair Fight at `version` (as git describe names every commit)."""
-    real = versions.generator
+    """`packages.built_with` as it would answer with Fair Fight at `version` (as git describe names every commit)."""
+    real = packages.built_with
 
     def generator() -> list[dict[str, str]]:
         return [v | {"version": version} if v["package"] == "fairfight" else v for v in real()]
@@ -102,9 +104,9 @@ def test_a_new_version_of_the_generator_renders_no_run_page_again(
     new version renders none of them again, and the version reaches the run pages' one shared footer script."""
     data = small_data(tmp_path)
     rendered = count_rendered(monkeypatch)
-    monkeypatch.setattr(versions, "generator", _versioned("1.0.0"))
+    monkeypatch.setattr(packages, "built_with", _versioned("1.0.0"))
     build.build(data, tmp_path / "one", tmp_path / "work-one")
-    monkeypatch.setattr(versions, "generator", _versioned("1.0.1.dev1+gabcdef0"))
+    monkeypatch.setattr(packages, "built_with", _versioned("1.0.1.dev1+gabcdef0"))
     build.build(data, tmp_path / "two", tmp_path / "work-two")
     assert sorted(rendered) == sorted(RUNS * 2)  # cold builds: every page
     one, two = snapshot(tmp_path / "one" / "runs"), snapshot(tmp_path / "two" / "runs")

@@ -1,11 +1,11 @@
-"""Which runs an inference board's chart draws (generator/chart_rows.py): a failed run's own-tool record is never
+"""Which runs an inference board's chart draws (generator/derive/chart_rows.py): a failed run's own-tool record is never
 drawn, and a run ranks on the chart exactly when it ranks on the board (its tool record with it)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from generator import chart_rows
+from generator.derive import chart_rows
 
 
 def test_a_failed_runs_tool_record_is_not_drawn_and_unranked_runs_are_marked() -> None:
@@ -18,11 +18,11 @@ def test_a_failed_runs_tool_record_is_not_drawn_and_unranked_runs_are_marked() -
         }
     )
     board = pl.DataFrame({"run_ids": [["ranked"]]})
-    drawn = chart_rows.test_runs(current, board)
+    drawn = chart_rows.drawable_runs(current, board)
     assert dict(drawn.select("run_id", "ranked").iter_rows()) == {
         "ranked": True, "ranked-bench": True, "unranked": False, "unranked-bench": False,
     }  # fmt: skip
-    nothing_ranks = chart_rows.test_runs(current, board.clear())
+    nothing_ranks = chart_rows.drawable_runs(current, board.clear())
     assert not nothing_ranks["ranked"].any() and nothing_ranks.height == 4
 
 
@@ -43,7 +43,7 @@ def test_a_chart_draws_each_configurations_newest_runs_and_their_tools_records()
         }
     )
     board = pl.DataFrame({"run_ids": [[*runs, "b0"]]})
-    drawable = chart_rows.test_runs(current, board)
+    drawable = chart_rows.drawable_runs(current, board)
     drawn = chart_rows.newest_drawn(drawable)
     assert drawn["run_id"].to_list() == [
         "a2", "a3", "a4", "a2-bench", "a3-bench", "a4-bench", "b0", "u1", "u2", "u3", "lone-bench",

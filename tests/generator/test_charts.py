@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import polars as pl
 import pytest
 
-from generator import charts
+from generator.render import charts, model_charts
 
 RUNS = pl.DataFrame(
     {
@@ -52,13 +52,13 @@ POINTS = pl.DataFrame(
     }
 )
 CHARTS = {
-    "throughput": lambda: charts.throughput(RUNS),
+    "throughput": lambda: charts.throughput(RUNS, "steps/s"),
     "speedup": lambda: charts.speedup(RUNS),
     "mfu": lambda: charts.mfu(RUNS),
     "step_time_distribution": lambda: charts.step_time_distribution(RUNS),
     "scaling": lambda: charts.scaling(POINTS),
-    "tp_scaling": lambda: charts.tp_scaling(POINTS),
-    "test_throughput": lambda: charts.test_throughput(RUNS, "tokens/s"),
+    "tp_scaling": lambda: model_charts.tp_scaling(POINTS),
+    "engine_throughput": lambda: charts.engine_throughput(RUNS, "tokens/s"),
     "sweep": lambda: charts.sweep(
         POINTS, pl.DataFrame({"label": ["claim"], "steps_per_s": [14.1]}), matched_tokens=6000.0
     ),
@@ -69,10 +69,10 @@ CHARTS = {
         pl.DataFrame({"label": ["v"], "steps_per_s": [15.0]}),
         narrow=True,
     ),
-    "test_throughput_unranked": lambda: charts.test_throughput(
+    "engine_throughput_unranked": lambda: charts.engine_throughput(
         RUNS.with_columns(ranked=pl.Series([True, False, True])), "tokens/s"
     ),
-    "latency_throughput": lambda: charts.latency_throughput(
+    "latency_throughput": lambda: model_charts.latency_throughput(
         pl.DataFrame(
             {
                 "accelerator_count": [1, 1, 2],
@@ -121,14 +121,14 @@ def test_value_axes_are_titled_alike_and_rows_sorted_by_value(name: str) -> None
 
 def test_an_unranked_run_is_a_hollow_bar_named_so() -> None:
     """A run that does not rank is drawn as an outline (no fill) and its row's label starts with "unranked"."""
-    spec = CHARTS["test_throughput_unranked"]().to_dict(validate=False)
+    spec = CHARTS["engine_throughput_unranked"]().to_dict(validate=False)
     bars = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "bar")
     assert bars["encoding"]["fillOpacity"]["condition"]["test"] == "datum.ranked"
     assert bars["encoding"]["fillOpacity"]["value"] == 0.0 and bars["encoding"]["stroke"]["field"] == "engine"
     rows = {r["run"]: r["ranked"] for r in next(iter(spec["datasets"].values()))}
     assert [r for r, ranked in rows.items() if not ranked] == ["unranked: fsdp2-compile · mlx · r2"]
     assert "hollow" in bars["encoding"]["x"]["title"]
-    plain = charts.test_throughput(RUNS, "tokens/s").to_dict(validate=False)  # all ranked: nothing hollow
+    plain = charts.engine_throughput(RUNS, "tokens/s").to_dict(validate=False)  # all ranked: nothing hollow
     plain_bars = next(layer for layer in plain["layer"] if layer["mark"]["type"] == "bar")
     assert "hollow" not in plain_bars["encoding"]["x"]["title"]
 
@@ -136,8 +136,8 @@ def test_an_unranked_run_is_a_hollow_bar_named_so() -> None:
 def test_the_verdict_chart_marks_each_crossing_of_the_matched_shape() -> None:
     """One diamond per curve where it crosses the matched shape, with its figure; the phone drawing has a fixed
     narrow width and the same marks."""
-    from generator import chart_rows
-    from generator.verdict_answer import Answer, Reading, Tuned
+    from generator.derive import chart_rows
+    from generator.derive.verdict.answer import Answer, Reading, Tuned
 
     tuned = tuple(Tuned(variant=v, label=v, curve_hash=v, steps_per_s=r, ratio=r / 14.1, gap=21.7 / r)
                   for v, r in (("a", 24.6), ("b", 19.9)))  # fmt: skip
@@ -178,9 +178,9 @@ def test_an_engine_is_one_colour_on_every_chart() -> None:
     def side(names: list[str]) -> dict[str, str]:
         same = {"decode": 50.0, "decode_lo": 49.0, "decode_hi": 51.0, "limit_tokens_per_s": 1e2, "decode_checked": True}
         rows = pl.DataFrame([{"variant": f"v-{n}", "engine_name": n} | same for n in names])
-        return _engine_colours(charts.side_by_side(rows))
+        return _engine_colours(model_charts.side_by_side(rows))
 
-    tests = _engine_colours(charts.test_throughput(RUNS, "tokens/s"))  # llamacpp, mlx and llama-bench
+    tests = _engine_colours(charts.engine_throughput(RUNS, "tokens/s"))  # llamacpp, mlx and llama-bench
     three = side(["vLLM", "MLX", "llama.cpp"])
     title = engines.titles()
     assert tests["llamacpp"] == three[title["llamacpp"]] and tests["mlx"] == three[title["mlx"]]
@@ -189,7 +189,7 @@ def test_an_engine_is_one_colour_on_every_chart() -> None:
     assert set(tests) == {"llamacpp", "mlx", "llama-bench"}  # the legend lists the engines drawn, no others
 
 
-@pytest.mark.parametrize("name", ["test_throughput", "side_by_side"])
+@pytest.mark.parametrize("name", ["engine_throughput", "side_by_side"])
 def test_a_chart_coloured_by_engine_has_its_legend(name: str) -> None:
     """The outline of a hollow bar had no legend, and Vega-Lite then drew none for the fill either: the reader could
     not tell llama-bench's grey from the engine's colours. The outline carries the fill's field, scale and title, so
@@ -197,7 +197,8 @@ def test_a_chart_coloured_by_engine_has_its_legend(name: str) -> None:
     rows = pl.DataFrame({"variant": ["a", "b"], "engine_name": ["MLX", "vLLM"], "decode": [1.0, 2.0],
                          "decode_lo": [0.9, 1.9], "decode_hi": [1.1, 2.1], "limit_tokens_per_s": [3.0, 3.0],
                          "decode_checked": [True, False]})  # fmt: skip
-    chart = charts.test_throughput(RUNS, "tokens/s") if name == "test_throughput" else charts.side_by_side(rows)
+    throughput = name == "engine_throughput"
+    chart = charts.engine_throughput(RUNS, "tokens/s") if throughput else model_charts.side_by_side(rows)
     spec = chart.to_dict(validate=False)
     (bars,) = [layer for layer in spec["layer"] if "stroke" in layer.get("encoding", {})]
     colour, stroke = bars["encoding"]["color"], bars["encoding"]["stroke"]
@@ -230,6 +231,6 @@ def test_a_rows_label_says_in_words_what_sets_it_apart_from_rows_of_its_name() -
         "twin · same · dddddd",
         "twin · same · eeeeee",
     ]
-    spec = charts.throughput(board).to_dict()
+    spec = charts.throughput(board, "steps/s").to_dict()
     drawn = {row["run"] for rows in spec["datasets"].values() for row in rows}
     assert drawn == set(labels)

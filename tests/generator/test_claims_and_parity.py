@@ -13,7 +13,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from generator import checks, derive, load, validate
+from generator import derive, load
+from generator.commands import validate
+from generator.derive import checks
 from runners import claims, layout, metrics, retract, schema, spec, store
 from tests.conftest import ROOT, run_module
 

@@ -5,14 +5,15 @@ its. Which engines gained the untimed repetition, and which field shows it, is o
 
 from __future__ import annotations
 
-import functools
 import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from generator import checks, columns, derive, inference, load
+from generator import derive, load
+from generator.derive import checks, inference
+from generator.load import columns
 from runners import engines
 from tests import replicate
 
@@ -45,7 +46,7 @@ def test_the_first_repetition_of_an_old_record_is_left_out_and_a_new_ones_is_kep
         shutil.copy(f, folder / f.name)
     new = _with_warm_up(RUNNER, folder)
     loaded, summary = checks.checked(load.load(tmp_path / "data"))
-    tests = inference.test_summary(summary, loaded.rows)
+    tests = inference.per_run_figures(summary, loaded.rows)
     by_run = {r["run_id"]: r for r in tests.iter_rows(named=True)}
     old, warm = by_run[RUNNER.stem], by_run[new.stem]
     reps = loaded.rows.filter(
@@ -62,18 +63,15 @@ def test_the_first_repetition_of_an_old_record_is_left_out_and_a_new_ones_is_kep
     assert tool["cold_first_dropped"] and tool["repetitions"] == len(rest)
 
 
-@functools.cache
-def _results() -> derive.Results:
-    return derive.results(*checks.checked(load.load(ROOT / "data")))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("workload", ["llama-8b-pp512-d0", "llama-14b-pp512-d0"])
-def test_the_committed_f16_pp512_rows_no_longer_hold_their_cold_repetitions(workload: str) -> None:
+def test_the_committed_f16_pp512_rows_no_longer_hold_their_cold_repetitions(
+    committed_results: derive.Results, workload: str
+) -> None:
     """The issue's rows: 8B and 14B F16 pp512 at depth 0 on one H200 read [13,535, 25,001] and [7,842, 14,208], the
     low end each a run's cold first repetition. Now every run's cold repetition lies below the row's interval, and the
     row says its cold repetitions were left out."""
-    results = _results()
+    results = committed_results
     board = results.boards[("h100", workload)]
     # the H200's row (an H100's, recorded with the untimed repetition, has no cold one)
     (row,) = board.ranked.filter(

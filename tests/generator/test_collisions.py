@@ -1,5 +1,5 @@
-"""`load._may_collide` (polars, every file at once) finds exactly the files whose page path another name shares, as
-the Python slugs and `casefold` name them: hostile names included (non-ASCII letters, `ß`, control characters,
+"""`collisions._may_collide` (polars, every file at once) finds exactly the files whose page path another name shares,
+as the Python slugs and `casefold` name them: hostile names included (non-ASCII letters, `ß`, control characters,
 emoji), so the vectorised pass never lets a colliding file through to the per-file wording."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import json
 
 import polars as pl
 
-from generator import columns, load, slugs
+from generator.load import collisions, columns, slugs, worker
 
 
 def _reference(rows: list[tuple[int, str, str, str, str | None]]) -> set[int]:
-    """The files sharing a path with another name, by the Python slugs (`load.collisions`' own rule)."""
+    """The files sharing a path with another name, by the Python slugs (`collisions.collisions`' own rule)."""
     paths: dict[tuple[str, str], dict[str, set[int]]] = {}
     for index, run_id, suite, workload, model in rows:
         made = [("run_id", run_id, slugs.run_href(run_id)),
@@ -40,10 +40,10 @@ def test_the_vectorised_pass_finds_what_the_python_slugs_find() -> None:
             "workload": [r[3] for r in rows],
             "config": [json.dumps({"model": {"name": r[4]}} if r[4] else {}) for r in rows],
         }
-    ).with_columns(columns.column("model_name").alias(load._MODEL))  # as the load reads each file's (`_as_frames`)
+    ).with_columns(columns.column("model_name").alias(worker.MODEL))  # as the load reads each file's (`as_frames`)
     expected = _reference(rows)
     assert expected and expected != set(range(len(rows)))  # the case has collisions and files without one
-    assert load._may_collide(heads, [r[0] for r in rows]) == expected
+    assert collisions._may_collide(heads, [r[0] for r in rows]) == expected
     # a subset of the files: only their names are compared
     some = [0, 6, 7, 20]
-    assert load._may_collide(heads, some) == _reference([rows[i] for i in some])
+    assert collisions._may_collide(heads, some) == _reference([rows[i] for i in some])

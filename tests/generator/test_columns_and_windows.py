@@ -1,4 +1,4 @@
-"""Unit tests on synthetic frames, in seconds: the config flattened once (generator/columns.py) and the steady
+"""Unit tests on synthetic frames, in seconds: the config flattened once (generator/load/columns.py) and the steady
 windows a run's steps/s comes from (derive.window_intervals), each held to what the suite file and runners/metrics.py
 say."""
 
@@ -9,7 +9,8 @@ import json
 import polars as pl
 import pytest
 
-from generator import columns, derive
+from generator import derive
+from generator.load import columns
 from runners import metrics, spec
 
 SMOKE = spec.load_suite("cpu-smoke")

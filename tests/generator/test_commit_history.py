@@ -1,6 +1,6 @@
-"""A configuration's figure across harness commits (generator/commit_history.py) and the band of identical repeats
-around the latest (`metrics.spread_band`): synthetic runs frames, as `Results.every_run.runs` holds them, built by
-hand."""
+"""A configuration's figure across harness commits (generator/derive/commit_history.py) and the band of identical
+repeats around the latest (`metrics.spread_band`): synthetic runs frames, as `Results.every_run.runs` holds them, built
+by hand."""
 
 from __future__ import annotations
 
@@ -9,8 +9,13 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
-from generator import charts, commit_history
+from generator.derive import commit_history, evidence
+from generator.render import charts
 from runners import metrics
+
+SPREADS = {("e", "train", "GPU", 2): metrics.PooledSpread(sd=0.001, df=10, groups=3)}
+"""The engine's pooled between-run spread on the runs' hardware: small enough that every commit's interval here is
+its runs' hull, as `compare` gives it."""
 
 
 def _runs() -> pl.DataFrame:
@@ -31,6 +36,7 @@ def _runs() -> pl.DataFrame:
                 "kind": "train",
                 "figure": "steps/s",
                 "variant": "v",
+                "engine": "e",
                 "origin": "measured",
                 "harness_commit": c,
                 "started_at": datetime(2026, 11, d, tzinfo=UTC),
@@ -49,7 +55,7 @@ def _runs() -> pl.DataFrame:
 
 def test_one_point_per_commit_in_order_with_the_median_and_hull_of_its_counted_runs() -> None:
     dirty = pl.DataFrame({"run_id": ["r3"], "harness_dirty": [True]})
-    points = commit_history.points(_runs(), dirty)
+    points = commit_history.points(_runs(), SPREADS, dirty)
     assert points["harness_commit"].to_list() == ["aaaaaaa1", "bbbbbbb2", "ccccccc3"]
     assert points["order"].to_list() == [0, 1, 2] and points["latest"].to_list() == [False, False, True]
     first = points.row(0, named=True)
@@ -61,7 +67,7 @@ def test_one_point_per_commit_in_order_with_the_median_and_hull_of_its_counted_r
 
 def test_the_band_is_the_aa_floor_around_the_latest_and_names_the_commits_outside_it() -> None:
     runs = _runs()
-    points = commit_history.points(runs)
+    points = commit_history.points(runs, SPREADS)
     (band,) = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.10}).to_dicts()
     lo, hi = metrics.spread_band(12.0, 0.10)
     assert (band["center"], band["band_lo"], band["band_hi"]) == (12.0, lo, hi)
@@ -74,7 +80,7 @@ def test_the_band_is_the_aa_floor_around_the_latest_and_names_the_commits_outsid
 
 def test_the_chart_draws_the_band_and_every_commit() -> None:
     runs = _runs()
-    points = commit_history.points(runs)
+    points = commit_history.points(runs, SPREADS)
     band = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.10}).row(0, named=True)
     spec = charts.commit_history(points, band, "steps/s").to_dict()
     marks = [layer["mark"]["type"] for layer in spec["layer"]]
@@ -94,25 +100,43 @@ def test_a_band_needs_a_positive_centre_and_a_spread_below_two() -> None:
         metrics.spread_band(1.0, 2.0)
 
 
+def test_a_history_without_a_counted_run_is_of_the_declared_columns() -> None:
+    runs = _runs().with_columns(excluded=pl.lit("stopped: failed (boom)"))
+    summary = runs.select("run_id", *commit_history.KEYS, harness_dirty=pl.lit(False))
+    history = commit_history.history(summary, runs, {}, SPREADS)
+    assert history.points.height == history.bands.height == 0 and not history.configurations
+    assert history.of_runs.schema == pl.Schema(commit_history.RUN_SCHEMA)
+    assert history.of_runs["history_band"].null_count() == runs.height
+    assert history.of_runs["history_excluded"].to_list() == ["stopped: failed (boom)"] * runs.height
+    from generator.render import commit_history_page
+
+    page_runs = commit_history_page.with_history(summary, history)
+    assert page_runs.height == runs.height and page_runs["history_chart"].null_count() == runs.height
+
+
 def test_a_commit_differs_only_outside_the_band_and_beyond_its_interval() -> None:
     runs = _runs()
-    points = commit_history.points(runs)
+    points = commit_history.points(runs, SPREADS)
     (band,) = commit_history.bands(points, runs, {("train", "GPU", 2, False): 0.05}).to_dicts()
     assert band["outside"] == ["aaaaaaa1", "bbbbbbb2"] and band["differs"] == ["aaaaaaa1", "bbbbbbb2"]
     wide = runs.with_columns(hi=pl.when(pl.col("run_id") == "r3").then(13.0).otherwise(pl.col("hi")))
-    (band,) = commit_history.bands(commit_history.points(wide), wide, {("train", "GPU", 2, False): 0.05}).to_dicts()
+    (band,) = commit_history.bands(
+        commit_history.points(wide, SPREADS), wide, {("train", "GPU", 2, False): 0.05}
+    ).to_dicts()
     assert band["outside"] == ["aaaaaaa1", "bbbbbbb2"] and band["differs"] == ["aaaaaaa1"]  # 11 [10.9, 13] holds 12
 
 
 def test_a_history_chart_kept_in_the_site_cache_is_the_one_drawn_afresh(tmp_path, monkeypatch) -> None:
     """The run pages' history charts come from the site cache when their inputs are the same (`SPECS`), and are
     drawn again when a point changes: either way the spec is the one an uncached build draws."""
-    from generator import commit_history_page, runcache
+    from generator.render import commit_history_page
+    from generator.store import runcache
 
     def history(runs: pl.DataFrame) -> list[str | None]:
         page_runs = runs.select("run_id", *commit_history.KEYS)
-        summary = runs.select("run_id", harness_dirty=pl.lit(False))
-        out = commit_history_page.with_history(page_runs, summary, runs, {("train", "GPU", 2, False): 0.10})
+        summary = page_runs.with_columns(harness_dirty=pl.lit(False))
+        derived = commit_history.history(summary, runs, {("train", "GPU", 2, False): 0.10}, SPREADS)
+        out = commit_history_page.with_history(page_runs, derived)
         return [None if d is None else f"{c} {d}" for c, d in out.select("history_chart", "history_data").rows()]
 
     changed = _runs().with_columns(value=pl.when(pl.col("run_id") == "r4").then(13.0).otherwise(pl.col("value")))
@@ -140,15 +164,15 @@ def test_a_history_chart_is_the_shared_spec_with_its_own_data(floors: dict) -> N
     page carries none of the spec (each page held its own 4 KB copy)."""
     import json
 
-    from generator import commit_history_page
+    from generator.render import commit_history_page
 
     runs = _runs()
     page_runs = runs.select("run_id", *commit_history.KEYS)
-    summary = runs.select("run_id", harness_dirty=pl.lit(False))
-    out = commit_history_page.with_history(page_runs, summary, runs, floors)
+    summary = page_runs.with_columns(harness_dirty=pl.lit(False))
+    out = commit_history_page.with_history(page_runs, commit_history.history(summary, runs, floors, SPREADS))
     name, data = out.select("history_chart", "history_data").row(0)
     assert name == ("steps/s|band" if floors else "steps/s|no band") and '"layer"' not in data and "</" not in data
-    points = commit_history.points(runs)
+    points = commit_history.points(runs, SPREADS)
     (band,) = commit_history.bands(points, runs, floors).to_dicts()
     drawn = charts.commit_history(points, band, "steps/s").to_dict(validate=False)
     shared = commit_history_page.shared_spec(name)
@@ -164,3 +188,103 @@ def test_a_history_chart_is_the_shared_spec_with_its_own_data(floors: dict) -> N
     script = commit_history_page.script([name, None, name])
     prefix = "window.FF_HISTORY = "
     assert script.startswith(prefix) and json.loads(script[len(prefix) : -2]) == {name: shared}
+
+
+def test_the_history_is_derived_once_into_results_and_the_run_pages_only_draw_it(tmp_path, monkeypatch) -> None:
+    """`derive.results` holds every configuration's history (`Results.history`), so `compare` and the editions read the
+    figures the run pages show: drawing the pages derives none of it again. The committed CPU records, whose fp32
+    stock configuration ran at two harness commits."""
+    import shutil
+    from pathlib import Path
+
+    from generator import derive, load
+    from generator.derive import checks
+    from generator.render import commit_history_page
+
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "cpu-smoke", tmp_path / "data" / "cpu-smoke")
+    results = derive.results(*checks.checked(load.load(tmp_path / "data")))
+    history, runs = results.history, results.every_run.runs
+    assert (
+        history.of_runs.schema == pl.Schema(commit_history.RUN_SCHEMA) and history.of_runs.height == results.runs.height
+    )
+    assert history.points.equals(
+        commit_history.points(
+            runs,
+            evidence.spreads(results.test_spreads, results.training_spreads["steady"]),
+            results.runs.select("run_id", "harness_dirty"),
+        )
+    )
+    assert history.bands.equals(commit_history.bands(history.points, runs, results.kind_floors))
+    (band,) = history.bands.filter(pl.col("commits") == 2).to_dicts()
+    key = (band["suite"], band["workload"], band["settings_hash"])
+    here = history.points.filter(*(pl.col(c) == v for c, v in zip(commit_history.KEYS, key, strict=True)))
+    assert history.configurations[key].equals(here)  # its chart's points, split once
+    mine = history.of_runs.filter(pl.col("history_band").struct.field("commits") == 2)  # its runs, counted or not
+    counted = set(history.configurations[key]["run_ids"].explode())
+    assert (
+        len(counted) >= 2
+        and counted <= set(mine["run_id"])
+        and set(mine["history_band"].struct.field("center")) == {band["center"]}
+    )
+    for name in ("points", "bands", "history"):
+        monkeypatch.setattr(commit_history, name, lambda *a, **k: pytest.fail("the history derived again to draw it"))
+    page_runs = commit_history_page.with_history(results.page_runs, history)
+    drawn = page_runs.filter(pl.col("history_chart").is_not_null())
+    assert (
+        set(drawn["run_id"]) == set(mine["run_id"])
+        and drawn["history_band"].to_list() == mine["history_band"].to_list()
+    )
+
+
+def test_one_run_alone_without_a_pooled_spread_is_unreplicated_as_compare_says() -> None:
+    """A commit of one run whose engine has no pooled spread on its hardware has no interval, as `compare` gives
+    none for that side (`evidence.interval`: nothing says where a second run lands); two runs keep their hull."""
+    points = commit_history.points(_runs(), {})
+    assert points.select("lo", "hi").rows() == [(9.8, 10.5), (None, None), (None, None)]
+
+
+@pytest.fixture(scope="module")
+def committed() -> tuple[object, object]:
+    """The committed data's `Results` and the `compare.Dataset` made of them, built once."""
+    from pathlib import Path
+
+    from generator import derive, load
+    from generator.commands.compare import data
+    from generator.derive import checks
+
+    root = Path(__file__).resolve().parents[2] / "data"
+    results = derive.results(*checks.checked(load.load(root)))
+    return results, data.dataset(root, results)
+
+
+def test_each_commit_of_a_history_has_the_interval_compare_gives_it(committed: tuple) -> None:
+    """For the configurations of the committed data that ran at the most harness commits, each commit's point is the
+    figure and interval `fairfight compare HASH@COMMIT HASH@LATEST` prints for that side (`evidence.of_runs`, widened
+    by the engine's pooled spread), and the commits the history calls faster or slower are those compare does (where
+    their figure lies outside the A/A band). The history once took its runs' hull alone: 291 of 310 points differed."""
+    from generator.commands.compare import rows
+
+    results, ds = committed
+    history = results.history
+    several = history.bands.filter(pl.col("commits") >= 3).sort("commits", *commit_history.KEYS, descending=True)
+    assert several.height >= 3
+    checked = 0
+    for band in several.head(4).iter_rows(named=True):
+        key = tuple(band[k] for k in commit_history.KEYS)
+        points = history.configurations[key].filter(pl.col("harness_commit") != "unknown")
+        latest = points.filter(pl.col("latest")).row(0, named=True)
+        for point in points.filter(~pl.col("latest")).iter_rows(named=True):
+            hash_ = key[2]
+            report = rows.compare(f"{hash_}@{point['harness_commit']}", f"{hash_}@{latest['harness_commit']}", ds)
+            (row,) = [r for r in report.rows if (r["suite"], r["workload"]) == key[:2]]
+            for side, shown in (("a", point), ("b", latest)):
+                said = f"{hash_} at {shown['harness_commit'][:7]}"
+                assert row[side]["runs"] == shown["run_ids"] or set(row[side]["runs"]) == set(shown["run_ids"]), said
+                assert (row[side]["value"], row[side]["lo"], row[side]["hi"]) == pytest.approx(
+                    (shown["value"], shown["lo"], shown["hi"]), rel=1e-12
+                ), said
+            if point["harness_commit"] in band["outside"]:
+                differs = point["harness_commit"] in band["differs"]
+                assert differs == (row["verdict"] in ("faster", "slower")), (hash_, point["harness_commit"][:7])
+            checked += 1
+    assert checked >= 6

@@ -1,6 +1,6 @@
-"""The "Comparable commits" page (generator/commit_pairs_page.py) on the committed data: it lists the pairs of
+"""The "Comparable commits" page (generator/render/commit_pairs_page.py) on the committed data: it lists the pairs of
 harness commits that share configurations exactly as `fairfight compare --list` does (both from
-`compare_select.shared`), each with the command that compares them, and stays out of the search index (a generated
+`commit_pairs.shared`), each with the command that compares them, and stays out of the search index (a generated
 list, like the tables: the home page carries the index within its weight budget, tests/test_browser.py)."""
 
 from __future__ import annotations
@@ -10,14 +10,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from generator import checks, commit_pairs_page, compare_select, derive, load, pages
+from generator import derive
+from generator.derive import commit_pairs
+from generator.render import commit_pairs_page, pages
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_page_lists_what_compare_list_prints_with_each_command(tmp_path: Path) -> None:
-    results = derive.results(*checks.checked(load.load(ROOT / "data")))
-    commit_pairs_page.write(pages.environment(), tmp_path, results.comparable)
+def test_the_page_lists_what_compare_list_prints_with_each_command(
+    committed_results: derive.Results, tmp_path: Path
+) -> None:
+    commit_pairs_page.write(pages.environment(), tmp_path, committed_results.comparable)
     page = (tmp_path / "commits.md").read_text()
     done = subprocess.run([sys.executable, "-m", "fairfight", "compare", "--list", "--format", "json"], cwd=ROOT,
                           capture_output=True, text=True, check=True)  # fmt: skip
@@ -54,7 +57,7 @@ def test_a_recorded_commit_that_is_markup_stays_text(tmp_path: Path) -> None:
             "started_at": [datetime(2026, 12, 1, tzinfo=UTC), datetime(2026, 12, 2, tzinfo=UTC)],
         }
     )  # fmt: skip
-    commit_pairs_page.write(pages.environment(), tmp_path, compare_select.comparable(runs))
+    commit_pairs_page.write(pages.environment(), tmp_path, commit_pairs.comparable(runs))
     page = (tmp_path / "commits.md").read_text()
     assert "<img" not in page and "](javascript:" not in page and "1 of 1 pairs" in page
     (row,) = [line for line in page.splitlines() if line.startswith("| <code>")]

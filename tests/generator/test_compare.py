@@ -14,7 +14,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import compare, editions
+from generator import derive
+from generator.commands import compare
+from generator.load import editions
 from tests.conftest import committed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,21 +189,19 @@ def test_json_output_parses(small: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert row["ratio_lo"] < row["ratio"] < row["ratio_hi"] and report["threshold"] == 0.05
 
 
-def test_compare_and_the_site_read_one_results(ds: compare.Dataset) -> None:
+def test_compare_and_the_site_read_one_results(ds: compare.Dataset, committed_results: derive.Results) -> None:
     """compare's runs, figures and floors are the site's own `derive.results` (one code path): on every committed
     board of every kind, a ranked configuration compared with itself has the board's figure, its interval the
     board's, and any run it counts that the board does not rank carries
     the note saying why; the fallback floor of a kind is the spread the boards widen one-run rows by (1.63% for tg on
     one H200, where unranked MLX runs across harness changes once made it 16%). The interval is the board row's own,
     or none where the board has none (issue 55: `compare` once printed a run's within-run span beside the board's)."""
-    from generator import checks, derive, load
-
-    results = derive.results(*checks.checked(load.load(ROOT / "data")))
+    results = committed_results
     mine = compare.dataset(ROOT / "data", results)
     assert mine.kind_floors == ds.kind_floors == results.kind_floors
     assert mine.run_floors == ds.run_floors and mine.runs.equals(ds.runs)
     assert results.kind_floors[("tg", "NVIDIA H200", 1, False)] < 0.05
-    figure = {"training": ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi"), "inference": ("value", "lo", "hi"),
+    figure = {"train": ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi"), "inference": ("value", "lo", "hi"),
               "serving": ("value", "lo", "hi")}  # fmt: skip
     same = {kind: 0 for kind in figure}
     for (suite, workload), board in results.boards.items():
@@ -213,7 +213,7 @@ def test_compare_and_the_site_read_one_results(ds: compare.Dataset) -> None:
             extra = counted - set(row["run_ids"])
             noted = {n.split(":")[0].removeprefix("A ") for n in pair["notes"] if n.startswith("A ")}
             assert extra <= noted, (suite, workload, extra)
-            if extra or pair["figure"] != {"training": "steps/s"}.get(board.kind, pair["figure"]):
+            if extra or pair["figure"] != {"train": "steps/s"}.get(board.kind, pair["figure"]):
                 continue
             value, lo, hi = (row[c] for c in figure[board.kind])
             assert pair["a"]["value"] == pytest.approx(value, rel=1e-12)

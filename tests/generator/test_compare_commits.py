@@ -11,7 +11,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import compare, compare_select
+from generator import derive
+from generator.commands import compare
+from generator.derive import commit_pairs
 from tests.generator.test_compare import _cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,11 +22,10 @@ A, B = "87a441d", "ddb5cf6"
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every committed result file made at A or B."""
-    everything = compare.load_dataset(ROOT / "data")
+def data(tmp_path_factory: pytest.TempPathFactory, committed_results: derive.Results) -> Path:
+    """Every committed result file made at A or B (compare's runs are the site's `every_run`: test_compare.py)."""
     commit = pl.col("harness_commit")
-    runs = everything.runs.filter(commit.str.starts_with(A) | commit.str.starts_with(B))
+    runs = committed_results.every_run.runs.filter(commit.str.starts_with(A) | commit.str.starts_with(B))
     data = tmp_path_factory.mktemp("commits") / "data"
     for suite, run_id in runs.select("suite", "run_id").iter_rows():
         (data / suite).mkdir(parents=True, exist_ok=True)
@@ -62,7 +63,7 @@ def test_a_commit_prefix_alone_is_a_selector_and_only_changed_hides_the_rest(
     data: Path, ds: compare.Dataset, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert compare.select(A, ds).what == "commit"  # no run id or hash begins with it
-    full = compare_select.matching(A, ds.runs)[0][0]
+    full = commit_pairs.matching(A, ds.runs)[0][0]
     assert compare.select(f"@commit={full}", ds).runs.height == compare.select(f"@{A}", ds).runs.height
     status, out, _ = _cli(capsys, A, B, "--data-dir", str(data), "--only-changed", "--format", "json")
     report = json.loads(out)

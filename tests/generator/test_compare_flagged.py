@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from generator import compare
+from generator.commands import compare
 from generator.derive import evidence
 from runners import metrics
 

@@ -11,16 +11,15 @@ from typing import Any
 import polars as pl
 import pytest
 
-from generator import checks, derive, load, pages, side_by_side
-from generator.derive import decision
+from generator import derive
+from generator.derive import decision, side_by_side
+from generator.render import pages
 from runners import engines
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def derived() -> side_by_side.SideBySide:
-    return derive.results(*checks.checked(load.load(ROOT / "data"))).side_by_side
+def derived(committed_results: derive.Results) -> side_by_side.SideBySide:
+    return committed_results.side_by_side
 
 
 def _overlap(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
@@ -69,7 +68,7 @@ def test_an_overlap_on_the_committed_data_is_undecided(derived: side_by_side.Sid
 def _row(engine: str, decode: float, lo: float | None, hi: float | None, variant: str | None = None) -> dict:
     return {
         "suite": "s", "model_name": "m", "accelerator": "G", "family_bits": 8, "engine": engine,
-        "engine_name": side_by_side.ENGINE_NAMES[engine], "variant": variant or engine, "weights": "w",
+        "engine_name": side_by_side.engine_names()[engine], "variant": variant or engine, "weights": "w",
         "weights_label": f"{engine} weights", "decode": decode, "decode_lo": lo, "decode_hi": hi,
         "decode_checked": True, "mbu_datasheet": 0.5, "copy_fraction": 0.6, "limit_tokens_per_s": 200.0,
         "ttft_ms": 30.0, "ttft_measured": False, "peak_mem_gib": 9.0,
@@ -77,7 +76,7 @@ def _row(engine: str, decode: float, lo: float | None, hi: float | None, variant
 
 
 def test_settled_only_clear_of_every_other_engines_interval() -> None:
-    names = side_by_side.ENGINE_NAMES
+    names = side_by_side.engine_names()
     clear = [_row("llamacpp", 100, 98, 102), _row("mlx", 90, 88, 92), _row("llamacpp", 95, 93, 99.5, "other")]
     settled = decision.family_decision(clear, names, {"llamacpp": {0, 4096}, "mlx": {0}})
     assert settled is not None and settled.lead == decision.SETTLED and settled.fastest.variant == "llamacpp"

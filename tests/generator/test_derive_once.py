@@ -14,42 +14,46 @@ from typing import Any
 
 import pytest
 
-from generator import build, derive, verdict
+from generator import build, derive
+from generator.derive import verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 
 ONCE = [
     "derive.results",
-    "derive.summary.run_summary",
-    "derive.summary.leaderboards",
-    "derive.summary.candidates",
-    "derive.summary.repeats",
-    "derive.summary.scaling",
-    "derive.summary.loss_windows",
-    "derive.summary.loss_parity",
-    "inference.test_summary",
-    "serving.test_summary",
-    "inference.ranked_runs",
-    "serving.ranked_runs",
-    "serving.tp_scaling",
-    "serving.latency_points",
-    "verdict.fight",
-    "verdict.sweep",
-    "verdict.changed_sweep",
-    "verdict.answer",
-    "verdict.owed",
-    "sweep_draws.compute",
-    "sweep_draws.draws",
-    "side_by_side.derive",
+    "derive.summaries.run_summary",
+    "derive.training_boards.leaderboards",
+    "derive.training_boards.candidates",
+    "derive.training_boards.repeats",
+    "derive.training_boards.scaling",
+    "derive.training_boards.loss_windows",
+    "derive.parity.loss_parity",
+    "derive.inference.per_run_figures",
+    "derive.serving.per_run_figures",
+    "derive.inference.ranked_runs",
+    "derive.serving.ranked_runs",
+    "derive.serving.tp_scaling",
+    "derive.serving.latency_points",
+    "derive.verdict.fight",
+    "derive.verdict.sweep",
+    "derive.verdict.changed_sweep",
+    "derive.verdict.answer",
+    "derive.verdict.owed",
+    "derive.verdict.draws.compute",
+    "derive.verdict.draws.draws",
+    "derive.side_by_side.derive",
     "derive.claims.checks",
     "derive.catalog.tables",
     "derive.results.hardware_of_boards",
     "derive.results.with_test_figures",
     "derive.runs.every_run",
-    "configurations.rows",
-    "single_settings.rows",
-    "tuning.tuning",
-    "side_by_side.test_rows",
+    "derive.configurations.rows",
+    "derive.single_settings.rows",
+    "derive.tuning.tuning",
+    "derive.side_by_side.stacked_boards",
+    "derive.commit_history.history",
+    "derive.commit_history.points",
+    "derive.commit_history.bands",
 ]
 """Derivations a build calls exactly once."""
 
@@ -59,25 +63,25 @@ def _boards_of(kind: str) -> Callable[[Any], int]:
 
 
 def _test_boards(results: Any) -> int:
-    return sum(b.kind != "training" for b in results.boards.values())
+    return sum(b.kind != "train" for b in results.boards.values())
 
 
 PER = {
-    "configurations.pooled_spreads": lambda results: len(verdict.READINGS),  # each reading of steps/s
+    "derive.configurations.pooled_spreads": lambda results: len(verdict.READINGS),  # each reading of steps/s
     "derive.ladder.pooled_spreads": lambda results: 2,  # each kind of test: inference, serving
     # the A/A floors: training's, then each kind of test's (pp, tg, served, offline)
-    "configurations.aa_spreads": lambda results: 1 + results.test_repeats["kind"].n_unique(),
+    "derive.configurations.aa_floors": lambda results: 1 + results.test_repeats["kind"].n_unique(),
     # the repeats of the test runs that rank (the boards' floors) and of those compare counts (a run's own floor)
     "derive.ladder.repeats": lambda results: 2,
-    "derive.results._training_board": _boards_of("training"),
+    "derive.results._training_board": _boards_of("train"),
     "derive.results._inference_board": _boards_of("inference"),
     "derive.results._serving_board": _boards_of("serving"),
-    "inference.board": _boards_of("inference"),
-    "serving.board": _boards_of("serving"),
+    "derive.inference.board": _boards_of("inference"),
+    "derive.serving.board": _boards_of("serving"),
     "derive.ladder.board": _test_boards,
 }
 """Derivations a build calls once per reading, per kind or per board, as a function of its Results (every board:
-the training boards are ranked together by `derive.summary.leaderboards`, once, and each is assembled once)."""
+the training boards are ranked together by `derive.training_boards.leaderboards`, once, and each is assembled once)."""
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from generator import editions
+from generator.load import editions
 from runners import claims, spec
 from tests.conftest import committed, run_module
 
@@ -55,7 +55,10 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
     """An edition's page is `derive.results` of its own records (generator/build.py `edition_results`), so it shows
     every kind of board the site does: an edition of the committed H200 records ranks training, inference and
     serving boards, each row as the site's own board of the same records has it."""
-    from generator import build, checks, derive, load, pages, render, suite_names
+    from generator import build, derive, load, render
+    from generator.derive import changelog, checks
+    from generator.load import suite_titles
+    from generator.render import pages
 
     data = tmp_path / "data"
     shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "h100", data / "h100")
@@ -68,15 +71,15 @@ def test_an_edition_shows_every_kind_of_board(tmp_path: Path) -> None:
     ((made, of_edition),) = frozen
     assert made.problems == [] and set(made.edition.runs) == set(results.runs["run_id"])
     kinds = {b.kind for b in of_edition.boards.values() if b.ranked.height}
-    assert kinds == {"training", "inference", "serving"}
+    assert kinds == {"train", "inference", "serving"}
     for key, board in of_edition.boards.items():  # the same records: the same boards, row for row
         assert board.ranked.equals(results.boards[key].ranked)
     docs = tmp_path / "docs"
     sink = pages.Charts(docs, tmp_path / "svg")
-    render.boards.write_pages(results, docs, sink, data, frozen=frozen)
+    render.boards.write_pages(results, docs, sink, changelog.changelog(frozen, results, in_git=True))
     sink.finish()
     page = (docs / "editions" / "e1.md").read_text()
     for unit in ("| Steps/s |", "| Tokens/s |", "| Output tokens/s |"):
         assert unit in page
     serving_board = next(b for b in of_edition.boards.values() if b.kind == "serving" and b.ranked.height)
-    assert f"## {suite_names.title('h100')} · {serving_board.workload}" in page  # the suite by its title
+    assert f"## {suite_titles.title('h100')} · {serving_board.workload}" in page  # the suite by its title

@@ -10,7 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, load
+from generator import load
+from generator.derive import checks
 from runners import metrics
 from tests.conftest import ROOT
 
@@ -57,11 +58,12 @@ def test_a_window_shorter_than_the_counters_steps_gets_no_figure_and_says_why() 
 
 def test_a_served_points_page_shows_its_boards_energy_figure(tmp_path: Path) -> None:
     """A served point's window is its requests, first sent to last answered: its tokens are its output tokens/s × its
-    duration, known only from its figures (generator/serving.py). Its run page printed the summary's figure instead,
-    worked out as for a test with no test time: "no figure per token … over 0 s of timed windows" beside a board that
-    showed 4.7 J a token. The records are real: vLLM's 32B FP8 served at one request in flight on an H200 (2026-12-06),
-    with `vllm bench serve` beside it."""
-    from generator import commit_history_page, derive, pages, render
+    duration, known only from its figures (generator/derive/serving.py). Its run page printed the summary's figure
+    instead, worked out as for a test with no test time: "no figure per token … over 0 s of timed windows" beside a
+    board that showed 4.7 J a token. The records are real: vLLM's 32B FP8 served at one request in flight on an H200
+    (2026-12-06), with `vllm bench serve` beside it."""
+    from generator import derive, render
+    from generator.render import commit_history_page, pages
 
     point = sorted((ROOT / "data" / "h100" / "2026-12").glob("20261206T065049Z-llama-32b-serve-c1-*.parquet"))
     assert len(point) == 2, "the served point and its tool's record are committed under data/h100/2026-12"
@@ -83,9 +85,7 @@ def test_a_served_points_page_shows_its_boards_energy_figure(tmp_path: Path) -> 
     board_row = results.served.row(by_predicate=pl.col("run_id") == run_id, named=True)
     assert board_row["tokens_per_joule"] == page_run["tokens_per_joule"]  # one figure, the board's and the page's
 
-    page_runs = commit_history_page.with_history(
-        results.page_runs, results.runs, results.every_run.runs, results.kind_floors
-    )
+    page_runs = commit_history_page.with_history(results.page_runs, results.history)
     site = tmp_path / "site"
     render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
     page = (site / "runs" / f"{pages.slug(run_id)}.html").read_text()

@@ -1,5 +1,5 @@
-"""The one fingerprint a cached output's key starts from (generator/fingerprint.py, issue 56): every library that makes
-the site's bytes is named without a hand list, and a change to any of them, or to any file of the code that makes
+"""The one fingerprint a cached output's key starts from (generator/store/fingerprint.py, issue 56): every library that
+makes the site's bytes is named without a hand list, and a change to any of them, or to any file of the code that makes
 output (the template or formatter that no hand list named), changes it; a hand-written page does not."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import fingerprint
+from generator.store import fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +52,7 @@ def test_a_library_version_changes_the_fingerprint(monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize(
     ("path", "changes"),
     [
-        ("generator/words.py", True),  # formats every number: no hand list of the run pages' named it
+        ("generator/derive/words.py", True),  # formats every number: no hand list of the run pages' named it
         ("site_src/templates/run.html.j2", True),
         ("site_src/overrides/partials/copyright.html", True),
         ("runners/schema.py", True),

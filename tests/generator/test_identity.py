@@ -1,6 +1,6 @@
 """A point, row or curve is one configuration (issue 55): the weights' format and quantization are part of a served or
-inference point's identity, and every label of weights comes from the run's own record (generator/weights.py), never a
-page's default: vLLM's `dtype` is its activations' type (float16 for its FP8 and AWQ runs too)."""
+inference point's identity, and every label of weights comes from the run's own record (generator/load/weights.py),
+never a page's default: vLLM's `dtype` is its activations' type (float16 for its FP8 and AWQ runs too)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import json
 
 import polars as pl
 
-from generator import columns, serving, weights
+from generator.derive import serving
+from generator.load import columns, weights
 
 FP8 = {"weights": "dummy-fp8", "dtype": "float16", "quantization": "fp8"}
 AWQ = {"weights": "dummy-awq", "dtype": "float16", "quantization": "awq"}
@@ -91,14 +92,14 @@ def test_points_of_two_gpu_models_are_two_lines_in_one_order_whatever_the_input_
     """vLLM's 8B at one request in flight on an H100 and on an H200, same weights and tensor-parallel size: two points
     in one fixed order (the sort left the GPU model out, and two builds of the same data drew the served-model chart's
     points in group_by's order: different bytes), each on its own line of the chart, never one line joining them."""
-    from generator import charts
+    from generator.render import model_charts
 
     h100 = _served("h100-run", FP8, 30.0, 6.5, 152.0) | {"accelerator": "NVIDIA H100 80GB HBM3"}
     h200 = _served("h200-run", FP8, 22.0, 4.8, 201.0)
     orders = [serving.latency_points(pl.DataFrame(rows)) for rows in ([h100, h200], [h200, h100]) for _ in range(20)]
     assert all(o.equals(orders[0]) for o in orders)
     assert orders[0]["accelerator"].to_list() == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
-    spec = charts.latency_throughput(orders[0]).to_dict(validate=False)
+    spec = model_charts.latency_throughput(orders[0]).to_dict(validate=False)
     lines = {row["tp"] for row in next(iter(spec["datasets"].values()))}
     assert len(lines) == 2 and all(" × NVIDIA H" in line for line in lines), lines
 

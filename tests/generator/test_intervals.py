@@ -8,8 +8,8 @@ import math
 import polars as pl
 import pytest
 
-from generator import configurations, derive, inference, serving
-from generator.derive import ladder
+from generator import derive
+from generator.derive import configurations, inference, ladder, serving
 from generator.render import boards
 from runners import metrics
 from tests.generator.test_ranks import _run

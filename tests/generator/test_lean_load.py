@@ -11,7 +11,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, derive, load, pages, render, runcache
+from generator import derive, load, render
+from generator.derive import checks
+from generator.load import read_all, read_cache
+from generator.render import pages
+from generator.store import runcache
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -140,14 +144,14 @@ def test_a_new_file_among_cached_ones_loads_lean_as_afresh(tmp_path: Path) -> No
     assert warm.held_out == cold.held_out
 
 
-@pytest.mark.parametrize("slices", [load.MERGE_SLICES, 0])
+@pytest.mark.parametrize("slices", [read_all.MERGE_SLICES, 0])
 def test_new_files_rows_go_in_among_the_cached_ones_in_file_order(monkeypatch, slices) -> None:
-    """A warm load puts new files' rows among the cached ones (`load._merged`): by slices where they go in a few
+    """A warm load puts new files' rows among the cached ones (`read_all._merged`): by slices where they go in a few
     places, by a merge past `MERGE_SLICES` (0: always a merge). Either way the rows are those of a sort by file, each
     file's rows in their order, for files split between the two tables every way a seeded draw gives."""
     import random
 
-    monkeypatch.setattr(load, "MERGE_SLICES", slices)
+    monkeypatch.setattr(read_all, "MERGE_SLICES", slices)
     draw = random.Random(37)
     for _ in range(200):
         files = list(range(draw.randint(1, 40)))
@@ -159,7 +163,7 @@ def test_new_files_rows_go_in_among_the_cached_ones_in_file_order(monkeypatch, s
             return pl.DataFrame(made, schema={"_file": pl.Int32, "j": pl.Int64}, orient="row")
 
         cached, new = rows(files[:cut]), rows(files[cut:])
-        merged = load._merged(cached, new)
+        merged = read_all._merged(cached, new)
         assert merged.equals(pl.concat([cached, new]).sort("_file", "j")), (files[:cut], files[cut:])
 
 
@@ -169,7 +173,7 @@ def test_new_files_rows_go_in_among_the_cached_ones_in_file_order(monkeypatch, s
      ("/x/data/s/f.parquet", "/x/"), ("rel/data/f.parquet", "rel")],
 )  # fmt: skip
 def test_a_files_path_relative_to_the_data_folders_parent_is_pathlibs(path: str, folder: str) -> None:
-    assert load._relative(Path(path), Path(folder)) == Path(path).relative_to(Path(folder)).as_posix()
+    assert read_cache._relative(Path(path), Path(folder)) == Path(path).relative_to(Path(folder)).as_posix()
 
 
 def test_rows_put_aside_as_the_files_are_read_give_every_row_without_reading_a_file_again(tmp_path: Path) -> None:

@@ -11,7 +11,10 @@ import polars as pl
 import pytest
 
 import generator.render.lists as lists
-from generator import checks, derive, load, pages, render
+from generator import derive, load, render
+from generator.derive import changelog, checks
+from generator.load import history
+from generator.render import pages
 from runners import store
 from tests.generator.test_claims_and_parity import _training_run
 
@@ -66,7 +69,7 @@ def many_unranked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, deriv
 
 def _pages(results: derive.Results, data: Path, docs: Path) -> Path:
     sink = pages.Charts(docs, docs.parent / "svg")
-    render.boards.write_pages(results, docs, sink, data)
+    render.boards.write_pages(results, docs, sink, changelog.changelog([], results, history.repo(data) is not None))
     sink.finish()
     return docs
 

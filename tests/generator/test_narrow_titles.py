@@ -9,7 +9,7 @@ import re
 import altair as alt
 import vl_convert
 
-from generator import charts, pages
+from generator.render import charts, pages
 
 
 def _speedup_like() -> dict:

@@ -1,4 +1,4 @@
-"""The page writers' outputs kept by what they are made from (issue 37, `generator/output_cache.py`): a warm build
+"""The page writers' outputs kept by what they are made from (issue 37, `generator/store/output_cache.py`): a warm build
 reads back each run list's gzipped CSV, each board's JSON and each chart's spec, byte for byte what making them
 gives, and makes again only an output whose input changed or whose entry is damaged. Real committed records, no
 mocks: the monkeypatches count calls (the makers, and the writes a miss makes), to prove the cache answered."""
@@ -12,20 +12,19 @@ import polars as pl
 import pytest
 
 import generator.render.lists as lists
-from generator import charts, checks, derive, load, output_cache, pages, render, runcache, store
+from generator import derive, render, store
+from generator.derive import changelog
+from generator.load import history
+from generator.render import charts, pages
+from generator.store import output_cache, runcache
 
 DATA = Path(__file__).resolve().parents[2] / "data"
-
-
-@pytest.fixture(scope="module")
-def committed() -> derive.Results:
-    return derive.results(*checks.checked(load.load(DATA)))
 
 
 def _pages(results: derive.Results, docs: Path, svg: Path) -> dict[str, bytes]:
     """Every file `write_pages` writes into `docs`, by its path there."""
     sink = pages.Charts(docs, svg)
-    render.boards.write_pages(results, docs, sink, DATA)
+    render.boards.write_pages(results, docs, sink, changelog.changelog([], results, history.repo(DATA) is not None))
     sink.finish()
     return {p.relative_to(docs).as_posix(): p.read_bytes() for p in sorted(docs.rglob("*")) if p.is_file()}
 
@@ -50,14 +49,14 @@ def _counting(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> lis
 
 
 def test_a_warm_write_reads_every_list_board_and_chart_back_byte_for_byte(
-    committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    committed_results: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(lists, "SHOWN", 3)  # every board's lists long enough to be written as CSVs
     _use(monkeypatch, None)
-    fresh = _pages(committed, tmp_path / "fresh", tmp_path / "svg")
+    fresh = _pages(committed_results, tmp_path / "fresh", tmp_path / "svg")
     assert any(name.startswith("downloads/lists/") for name in fresh)
     _use(monkeypatch, tmp_path / "cache")
-    cold = _pages(committed, tmp_path / "cold", tmp_path / "svg")
+    cold = _pages(committed_results, tmp_path / "cold", tmp_path / "svg")
     assert len(_entries(tmp_path / "cache")) > 3
 
     stale = tmp_path / "cache" / store.FOLDER / output_cache.KIND / ("0" * 64)
@@ -66,7 +65,7 @@ def test_a_warm_write_reads_every_list_board_and_chart_back_byte_for_byte(
     reads = _counting(monkeypatch, store.Store, "get")
     writes = _counting(monkeypatch, store.Store, "put")  # a miss writes its entry
     boards = _counting(monkeypatch, render.boards, "board_rows")
-    warm = _pages(committed, tmp_path / "warm", tmp_path / "svg")
+    warm = _pages(committed_results, tmp_path / "warm", tmp_path / "svg")
     assert reads and not writes and not boards  # every output answered by the cache
     assert warm == cold == fresh
     active = store.active()
@@ -76,9 +75,9 @@ def test_a_warm_write_reads_every_list_board_and_chart_back_byte_for_byte(
 
 
 def test_a_changed_row_misses_and_a_damaged_entry_is_made_again(
-    committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    committed_results: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    failures = committed.catalog.failures
+    failures = committed_results.catalog.failures
     assert failures.height > 1 and "error" in failures.columns
     monkeypatch.setattr(lists, "SHOWN", 1)
     docs, page = tmp_path / "docs", tmp_path / "docs" / "failures.md"
@@ -110,19 +109,22 @@ def test_a_changed_row_misses_and_a_damaged_entry_is_made_again(
 
 
 def test_a_chart_spec_is_kept_by_its_inputs(
-    committed: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    committed_results: derive.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ranked = next(b.ranked for b in committed.boards.values() if b.kind == "training" and b.ranked.height > 1)
+    ranked = next(b.ranked for b in committed_results.boards.values() if b.kind == "train" and b.ranked.height > 1)
     changed = ranked.with_columns(pl.col("steps_per_s") * 2)
 
     def fresh(frame: pl.DataFrame) -> str:
-        return json.dumps(charts.throughput(frame).to_dict(validate=False), sort_keys=True)
+        return json.dumps(charts.throughput(frame, "steps/s").to_dict(validate=False), sort_keys=True)
 
     _use(monkeypatch, tmp_path)
-    assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked)
+    assert json.dumps(pages.kept_spec(charts.throughput, ranked, "steps/s"), sort_keys=True) == fresh(ranked)
     writes = _counting(monkeypatch, store.Store, "put")
-    assert json.dumps(pages.kept_spec(charts.throughput, ranked), sort_keys=True) == fresh(ranked) and not writes
-    assert json.dumps(pages.kept_spec(charts.throughput, changed), sort_keys=True) == fresh(changed)
+    assert (
+        json.dumps(pages.kept_spec(charts.throughput, ranked, "steps/s"), sort_keys=True) == fresh(ranked)
+        and not writes
+    )
+    assert json.dumps(pages.kept_spec(charts.throughput, changed, "steps/s"), sort_keys=True) == fresh(changed)
     assert len(writes) == 1 and fresh(changed) != fresh(ranked)
 
 

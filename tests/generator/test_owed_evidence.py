@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from generator import checks, derive, load, owed_evidence
-from generator.verdict_answer import Answer, Reading, Tuned
-from tests.conftest import ROOT
+import generator.derive.verdict.owed_list as owed_list
+from generator import derive
+from generator.derive.verdict.answer import Answer, Reading, Tuned
 
 
 def _tuned(gap: float, lo: float | None, hi: float | None, decision: str = "undecided") -> Tuned:
@@ -34,27 +34,27 @@ def _answer(**headline: Any) -> Answer:
 def test_the_direction_is_read_from_the_interval_of_claimed_over_ours(
     gap: float, lo: float | None, hi: float | None, words: str
 ) -> None:
-    assert owed_evidence.against_claim(_tuned(gap, lo, hi), 21.7) == words
+    assert owed_list.against_claim(_tuned(gap, lo, hi), 21.7) == words
 
 
 def test_the_answer_names_the_shape_and_the_ddp_decision() -> None:
     said = _answer(best=_tuned(1.2, 1.1, 1.3), ddp=_tuned(1.3, 1.2, 1.4, "does not"), matched_micro_batch=2.5,
                    matched_tokens_per_step=5120.0)  # fmt: skip
-    words = owed_evidence.answer_words(said, 21.7, 1.1)
+    words = owed_list.answer_words(said, 21.7, 1.1)
     assert "micro-batch 2.5, 5,120 tokens a step" in words
     assert "below the claimed 21.7" in words and "tuned DDP alone does not close the gap to 1.1×" in words
-    assert owed_evidence.answer_words(_answer(why_not="no sweep yet"), 21.7, 1.1) == "no sweep yet"
+    assert owed_list.answer_words(_answer(why_not="no sweep yet"), 21.7, 1.1) == "no sweep yet"
 
 
 def test_an_owed_comparison_is_one_side_measured_until_the_seeds_engine_runs() -> None:
-    assert owed_evidence.one_side(challenger_ran=False, measured=True) == "one side measured"
-    assert owed_evidence.one_side(challenger_ran=True, measured=True) == "measured"
-    assert owed_evidence.one_side(challenger_ran=False, measured=False) == "not yet"
+    assert owed_list.one_side(challenger_ran=False, measured=True) == "one side measured"
+    assert owed_list.one_side(challenger_ran=True, measured=True) == "measured"
+    assert owed_list.one_side(challenger_ran=False, measured=False) == "not yet"
 
 
-def test_the_committed_owed_list_agrees_with_the_verdict() -> None:
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
-    the_verdict = derive.results(loaded, summary).verdict  # as the site derives it, with the boards' ranked rows
+def test_the_committed_owed_list_agrees_with_the_verdict(committed_results: derive.Results) -> None:
+    summary = committed_results.runs
+    the_verdict = committed_results.verdict  # as the site derives it, with the boards' ranked rows
     assert the_verdict is not None
     fight, said = the_verdict.fight, the_verdict.said
     owed = {o["item"]: o for o in the_verdict.owed}

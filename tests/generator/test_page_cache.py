@@ -1,4 +1,4 @@
-"""The MkDocs page cache (generator/page_cache.py): a real MkDocs Material build of a few pages, built without the
+"""The MkDocs page cache (generator/store/page_cache.py): a real MkDocs Material build of a few pages, built without the
 cache, then twice with it. Every byte of the output is the uncached build's, the second build converts nothing it
 converted before, and a changed page (or a page whose link target appears) is converted again."""
 
@@ -11,7 +11,8 @@ import yaml
 from mkdocs.commands.build import build as mkdocs_build
 from mkdocs.config import load_config
 
-from generator import page_cache, store
+from generator import store
+from generator.store import page_cache
 
 
 def _site(root: Path, pages: dict[str, str]) -> Path:

@@ -1,4 +1,5 @@
-"""The site's pages are declared in one table (generator/pages.py SITE) that the build and the navigation read."""
+"""The site's pages are declared in one table (generator/render/pages.py SITE) that the build and the navigation
+read."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import jinja2
 import pytest
 import yaml
 
-from generator import pages
+from generator.render import pages
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,6 +44,6 @@ def test_the_navigation_follows_the_table_and_an_undeclared_page_is_refused(tmp_
     assert "Command reference" not in [next(iter(g)) for e in bare if "Guides" in e for g in e["Guides"]]
     assert nav[1] == {"Leaderboards": [{"cpu-smoke · w": "leaderboards/cpu-smoke-w.md"}]}
     env = jinja2.Environment(loader=jinja2.DictLoader({"x.md.j2": "x"}))
-    with pytest.raises(ValueError, match=r"not a page of generator/pages\.py SITE"):
+    with pytest.raises(ValueError, match=r"not a page of generator/render/pages\.py SITE"):
         pages.render(env, "x.md.j2", tmp_path / "docs" / "surprise.md")
     assert pages.render(env, "x.md.j2", tmp_path / "docs" / "leaderboards" / "a.md").read_text() == "x"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import polars as pl
 
-from generator import columns, load
+from generator import load
+from generator.load import columns
 from runners import engines
 from tests import replicate
 

@@ -1,24 +1,22 @@
 """Ranks that mean something on the inference and serving boards: only runs that agree with their engine's own tool
 rank, one row per configuration, and every published board (training, inference, serving) keeps the rules on the
-committed data. The unit tests run on synthetic frames; the last test loads data/ itself."""
+committed data. The unit tests run on synthetic frames; the last tests read data/ as the session derived it
+(`committed_results`)."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import polars as pl
 import pytest
 
-from generator import checks, configurations, derive, inference, load, render, serving
-from generator.derive import ladder
+from generator import derive, render
+from generator.derive import configurations, inference, ladder, serving
 from runners import metrics
 
-ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 30, tzinfo=UTC)
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -191,17 +189,11 @@ def test_board_data_is_one_row_per_configuration() -> None:
     assert "1.29" in second["reason"]  # the latest run's reason
 
 
-@functools.cache
-def _committed() -> tuple[load.Loaded, pl.DataFrame]:
-    return checks.checked(load.load(ROOT / "data"))
-
-
-def _published_boards() -> dict[str, list[dict]]:
+def _published_boards(results: derive.Results) -> dict[str, list[dict]]:
     """Every board of the committed data as the site publishes it: the site's own `derive.results` (every kind),
     as its board JSON has it (render.boards.board_rows)."""
-    results = derive.results(*_committed())
     figures = {
-        "training": ("steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
+        "train": ("steps/s", ("steps_per_s", "steps_per_s_lo", "steps_per_s_hi")),
         "inference": ("tokens/s", ("value", "lo", "hi")),
         "serving": ("output tokens/s", ("value", "lo", "hi")),
     }
@@ -214,13 +206,13 @@ def _published_boards() -> dict[str, list[dict]]:
 
 
 @pytest.mark.slow
-def test_every_published_board_keeps_the_rank_rules() -> None:
+def test_every_published_board_keeps_the_rank_rules(committed_results: derive.Results) -> None:
     """Issue 23's done-when on the committed data: no ranked row is unverified or stopped, a settings hash is one
     row, a configuration of two or more runs has an interval at least as wide as its runs' figures, and no run has
     two ranks."""
-    boards = _published_boards()
+    boards = _published_boards(committed_results)
     assert len(boards) > 20
-    run_values = _run_figures()
+    run_values = _run_figures(committed_results)
     for name, rows in boards.items():
         hashes = [r["settings_hash"] for r in rows]
         assert len(hashes) == len(set(hashes)), name
@@ -241,12 +233,12 @@ def test_every_published_board_keeps_the_rank_rules() -> None:
 
 
 @pytest.mark.slow
-def test_no_published_interval_excludes_a_run_of_its_own_configuration() -> None:
+def test_no_published_interval_excludes_a_run_of_its_own_configuration(committed_results: derive.Results) -> None:
     """Every row of every committed board, one run or many, holds each of its runs' figures, and a training row also
     every run of its settings that stopped on its time budget with a steady-state figure (issue 35: the 1-GPU stock
     row's interval once excluded such a run, 7.455 steps/s). No row has an interval of zero width."""
-    _, summary = _committed()
-    run_values = _run_figures()
+    summary = committed_results.runs
+    run_values = _run_figures(committed_results)
     stopped = summary.filter(
         (pl.col("origin") == "measured") & (pl.col("status") == "timeout") & pl.col("steps_per_s_lo").is_not_null()
         & pl.col("unverified").is_null() & pl.col("retracted_by").is_null() & (pl.col("loss_parity_ok") != False)  # noqa: E712
@@ -255,7 +247,7 @@ def test_no_published_interval_excludes_a_run_of_its_own_configuration() -> None
     for suite, workload, settings, figure in stopped.select("suite", "workload", "settings_hash", "steps_per_s").rows():
         siblings.setdefault((f"{suite}/{workload}", settings), []).append(figure)
     checked = 0
-    for name, rows in _published_boards().items():
+    for name, rows in _published_boards(committed_results).items():
         for r in rows:
             if r["rank"] is None:
                 continue
@@ -273,11 +265,11 @@ def test_no_published_interval_excludes_a_run_of_its_own_configuration() -> None
     assert any(7.45 < x < 7.46 for f in one_gpu_stock for x in f)  # the audit's run is among those checked
 
 
-def test_the_one_run_widening_on_the_committed_data_is_the_pooled_formula() -> None:
+def test_the_one_run_widening_on_the_committed_data_is_the_pooled_formula(committed_results: derive.Results) -> None:
     """A configuration of one run on 2 × H200 is widened by t(0.975, df)·s each side of its figure in ln units, s
     pooled (`metrics.pooled_log_sd`, the within-groups mean square of ln steps/s) over every group of identical settings
     with two or more runs that measured their steady state on that hardware, computed here by hand from the runs."""
-    _, summary = _committed()
+    summary = committed_results.runs
     measured = summary.filter(
         (pl.col("origin") == "measured") & pl.col("status").is_in(["ok", "timeout"])
         & pl.col("steps_per_s_lo").is_not_null() & pl.col("unverified").is_null() & pl.col("retracted_by").is_null()
@@ -302,13 +294,13 @@ def test_the_one_run_widening_on_the_committed_data_is_the_pooled_formula() -> N
     assert f"({df} degrees of freedom, t = {t:.3f})" in row["interval_basis"]
 
 
-def _run_figures() -> dict[str, float | None]:
+def _run_figures(results: derive.Results) -> dict[str, float | None]:
     """Each measured run's own figure (steps/s median, or tokens/s median over repetitions, or a served point's)."""
-    loaded, summary = _committed()
+    loaded, summary = results.records, results.runs
     out = dict(summary.select("run_id", "steps_per_s").iter_rows())
-    tests = inference.test_summary(summary, loaded.rows)
+    tests = inference.per_run_figures(summary, loaded.rows)
     out |= dict(tests.select("run_id", inference.FIGURE[0]).iter_rows())  # the figure each run ranks by
-    served = serving.test_summary(summary, loaded.rows)
+    served = serving.per_run_figures(summary, loaded.rows)
     out |= dict(served.select("run_id", pl.coalesce("out_med", "output_tokens_per_s")).iter_rows())
     return out
 
@@ -378,11 +370,13 @@ def test_a_one_run_row_gets_the_spread_pooled_over_its_kind_on_its_hardware() ->
     assert metrics.compare_verdict(10.5, 10.0, 0.92, 0.99, floor) == "same"
 
 
-def test_a_setting_a_record_lacks_reads_as_its_default_so_one_configuration_is_one_row() -> None:
+def test_a_setting_a_record_lacks_reads_as_its_default_so_one_configuration_is_one_row(
+    committed_results: derive.Results,
+) -> None:
     """ddp-amp-stock on one H200: two runs recorded before `compile_loss` existed and the others after, written out as
     its default (false): one configuration, one row of its finished runs (one stopped on its time budget and is inside
     the row's interval)."""
-    _, summary = _committed()
+    summary = committed_results.runs
     stock = summary.filter(
         (pl.col("workload") == "train-gpt-1.27b-1gpu-mb8") & (pl.col("variant") == "ddp-amp-stock")
         & (pl.col("micro_batch") == 8) & (pl.col("origin") == "measured") & (pl.col("accelerator") == "NVIDIA H200")
@@ -401,8 +395,10 @@ def test_a_setting_a_record_lacks_reads_as_its_default_so_one_configuration_is_o
     assert row["steps_per_s_lo"][0] <= stopped <= row["steps_per_s_hi"][0]
 
 
-def test_a_sweep_point_says_it_is_one_and_each_engine_and_device_count_has_its_calibrated_peak() -> None:
-    _, summary = _committed()
+def test_a_sweep_point_says_it_is_one_and_each_engine_and_device_count_has_its_calibrated_peak(
+    committed_results: derive.Results,
+) -> None:
+    summary = committed_results.runs
     points = derive.candidates(summary).filter(
         pl.col("sweep_point") & ~pl.col("full_length") & (pl.col("status") == "ok")
     )  # a short run at another micro-batch is a sweep point before it is short

@@ -1,10 +1,12 @@
-"""Settings as words on the boards (generator/readable.py): no `settings.` prefix, no JSON `null`/`true`/quotes."""
+"""Settings as words on the boards (generator/derive/readable.py): no `settings.` prefix, no JSON
+`null`/`true`/quotes."""
 
 from __future__ import annotations
 
 import pytest
 
-from generator import pages, readable
+from generator.derive import readable
+from generator.render import pages
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,13 @@
-"""The repository a Reproduce block clones (generator/repository.py): the builder's --repo-url, else the project's
-[project.urls], else the building checkout's git remote (never with its credentials), else that checkout's own path;
-never a placeholder. The checkouts here are real temporary git repositories."""
+"""The repository a Reproduce block clones (generator/load/repository.py): the builder's --repo-url, else the
+project's [project.urls], else the building checkout's git remote (never with its credentials), else that checkout's
+own path; never a placeholder. The checkouts here are real temporary git repositories."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from generator import repository
+from generator.load import repository
 
 
 def test_the_builders_address_wins_then_the_projects_then_none(tmp_path: Path, monkeypatch) -> None:

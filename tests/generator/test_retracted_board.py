@@ -10,7 +10,8 @@ from pathlib import Path
 
 import polars as pl
 
-from generator import checks, derive, load
+from generator import derive, load
+from generator.derive import checks
 from runners import retract
 from tests.conftest import ROOT
 

@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import derive, inference, load, pages, render, serving
-from generator.derive import evidence
+from generator import derive, load, render
+from generator.derive import evidence, inference, serving
+from generator.render import pages
 from runners import engines, provenance
 from tests.conftest import write_as_submitted
 
@@ -37,7 +38,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     loaded = load.load(ROOT / "data", files=[ROOT / "data" / "h100" / f"{r}.parquet" for r in RUNS])
     summary = derive.run_summary(loaded.runs, loaded.rows)
     figures = derive.with_test_figures(
-        summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
     )
     site = tmp_path_factory.mktemp("site")
     stage = site / "runs"
@@ -60,7 +61,7 @@ def test_a_run_page_leads_with_its_result_and_links_its_rows(rendered: Path, run
     assert (f'href="{csv}"' in page) == charted == (rendered / csv).exists(), run_id
     if charted:
         rows = pl.read_csv(rendered / csv)
-        assert rows.columns == render.runs.CSV_COLUMNS and rows.height > 0
+        assert rows.columns == render.run_samples.CSV_COLUMNS and rows.height > 0
     assert "–</strong>" not in page  # no result shown as a dash
     # every one of these came from a bench session (the tool's record too): how to make it again, from the repository
     # and the full commit that ran it
@@ -109,7 +110,7 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     assert loaded.rejected == []
     summary = derive.run_summary(loaded.runs, loaded.rows)
     figures = derive.with_test_figures(
-        summary, inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
     )
     render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     page = (tmp_path / "site" / "runs" / f"{pages.slug(run_id)}.html").read_text()
@@ -150,7 +151,7 @@ def test_a_record_read_through_a_migration_says_so(rendered: Path) -> None:
 
 def test_calibration_figures_read_in_units_that_fit_their_size() -> None:
     """An H200's and a CPU's calibration, as their records hold them: neither reads as zero."""
-    assert render.runs._readable(
+    assert render.run_provenance.in_units(
         [
             ("matmul_flops", "780136749025600.5"),
             ("reference_matmul_flops", "1232000000.0"),
@@ -175,18 +176,18 @@ def test_calibration_figures_read_in_units_that_fit_their_size() -> None:
 
 def test_a_tool_output_shows_its_lists_cut_and_says_where_the_whole_is() -> None:
     output = {"ttfts": list(range(100)), "itls": [[0.1] * 20] * 3, "mean_ttft_ms": 12.5, "label": "x" * 400}
-    shown, cut = render.runs.shown_output(output)
+    shown, cut = render.run_provenance.shown_output(output)
     assert cut and shown["mean_ttft_ms"] == 12.5  # every single value whole
     assert shown["ttfts"] == [*range(8), "... 92 more"]
     assert shown["itls"] == [[0.1] * 8 + ["... 12 more"]] * 3
     assert shown["label"].startswith("x" * 300) and "100 more characters" in shown["label"]
-    assert render.runs.shown_output({"a": [1, 2], "b": "short"}) == ({"a": [1, 2], "b": "short"}, False)
+    assert render.run_provenance.shown_output({"a": [1, 2], "b": "short"}) == ({"a": [1, 2], "b": "short"}, False)
 
 
 def _figures(run_ids: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
     loaded = load.load(ROOT / "data", files=[ROOT / "data" / "h100" / f"{r}.parquet" for r in run_ids])
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    tests, served = inference.test_summary(summary, loaded.rows), serving.test_summary(summary, loaded.rows)
+    tests, served = inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
     return derive.with_test_figures(summary, tests, served), loaded.rows
 
 
@@ -223,7 +224,8 @@ def test_a_commit_with_many_runs_of_the_configuration_links_its_latest_and_this_
     page linking them all grew with the runs: at 20,000 copies these tables were 49 of the run pages' 229 MB).
     Two commits of one committed CPU configuration, copied as the many-run benchmark copies them
     (tests/replicate.py)."""
-    from generator import checks, commit_history_page
+    from generator.derive import checks
+    from generator.render import commit_history_page
     from tests import replicate
 
     data = tmp_path / "data" / "cpu-smoke"
@@ -241,9 +243,7 @@ def test_a_commit_with_many_runs_of_the_configuration_links_its_latest_and_this_
             replicate._write(copy, data / f"{replicate.copy_id(source, k)}.parquet")
     loaded, summary = checks.checked(load.load(tmp_path / "data"))
     results = derive.results(loaded, summary)
-    page_runs = commit_history_page.with_history(
-        results.page_runs, results.runs, results.every_run.runs, results.kind_floors
-    )
+    page_runs = commit_history_page.with_history(results.page_runs, results.history)
     site = tmp_path / "site"
     render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
     links = render.lists.PAGE_RUN_LINKS
@@ -288,11 +288,12 @@ def test_a_one_step_spike_is_drawn_on_the_static_chart() -> None:
         },
         schema_overrides={"trial": pl.Int32, "step": pl.Int32},
     )
-    texts = render.runs.sample_texts(rows).row(0, named=True)
+    texts = render.run_samples.sample_texts(rows).row(0, named=True)
     points = drawn(texts["time_path"])
     assert texts["time_hi"] == pytest.approx(2.0) and texts["time_lo"] == pytest.approx(1.0)  # log10 of 100, 10 ms
-    assert len(points) <= 2 * render.runs.SVG_BUCKETS and sum(y == 10.0 for _, y in points) == 1  # the spike, once
-    assert all(render.runs.PLOT_X <= x <= render.runs.PLOT_X + render.runs.PLOT_W for x, _ in points)
+    drawing = render.run_samples
+    assert len(points) <= 2 * drawing.SVG_BUCKETS and sum(y == 10.0 for _, y in points) == 1  # the spike, once
+    assert all(drawing.PLOT_X <= x <= drawing.PLOT_X + drawing.PLOT_W for x, _ in points)
     assert [x for x, _ in points] == sorted(x for x, _ in points)  # drawn left to right
 
 
@@ -332,7 +333,7 @@ def test_static_chart_paths_are_the_same_worked_out_a_few_runs_at_a_time(monkeyp
         )
     rows = pl.concat(frames)
     block = [f"r{k}" for k in range(5)]
-    whole = {row["run_id"]: row for row in render.runs.sample_texts(rows).iter_rows(named=True)}
+    whole = {row["run_id"]: row for row in render.run_samples.sample_texts(rows).iter_rows(named=True)}
     monkeypatch.setattr(render.runs, "TEXT_BLOCK", 2)
     assert render.runs._texts_of(block, rows) == whole and len(whole) == 5
     assert len({t["time_path"] for t in whole.values()}) == 5  # each run its own line

@@ -11,7 +11,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, compare, compare_cache, derive, fingerprint, load, progress, runcache, serving, store
+from generator import derive, load, progress, store
+from generator.commands import compare
+from generator.derive import checks, serving
+from generator.load import read_cache, records
+from generator.store import fingerprint, runcache
 from runners import metrics
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -43,25 +47,25 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
     loaded, summary = checks.checked(load.load(DATA, files=_served_files()))
     assert summary.filter(pl.col("kind") == "serve").height > 0
     runcache.use(None)
-    fresh = serving.test_summary(summary, loaded.rows)
+    fresh = serving.per_run_figures(summary, loaded.rows)
     try:
         runcache.use(tmp_path)
-        first = serving.test_summary(summary, loaded.rows)
+        first = serving.per_run_figures(summary, loaded.rows)
         assert _entries(tmp_path, runcache.KIND)
         calls: list[int] = []
         _count_figures(monkeypatch, calls)
-        again = serving.test_summary(summary, loaded.rows)
+        again = serving.per_run_figures(summary, loaded.rows)
         assert calls == []  # every figure came from the cache
         assert fresh.equals(first) and fresh.equals(again)  # and is the figure computed afresh, to the bit
         # a damaged table is rebuilt, never trusted: one byte changed, and the figures are computed again
         _flip(_entries(tmp_path, runcache.KIND))
         assert serving.SERVED_FIGURES.read() == {}
-        rebuilt = serving.test_summary(summary, loaded.rows)
+        rebuilt = serving.per_run_figures(summary, loaded.rows)
         assert calls and fresh.equals(rebuilt)
         # another file's content (another sha256) misses: its figures are computed from its own rows
         calls.clear()
         changed = summary.with_columns(sha256=pl.lit("0" * 64))
-        serving.test_summary(changed, loaded.rows)
+        serving.per_run_figures(changed, loaded.rows)
         assert calls
     finally:
         runcache.use(None)
@@ -70,22 +74,26 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
 def test_the_load_works_out_served_figures_while_it_holds_each_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With a cache in use, the loader computes each served point's figures from the rows it has just read (a lean
-    load then holds no samples): the derivation finds every one cached, reads no served file again, and shows the
-    figures computed afresh from every row, to the bit."""
+    """With a cache in use, each served point's figures are worked out from the rows the loader has just read
+    (`serving.as_read`, handed to the load as the build hands it; a lean load then holds no samples): the derivation
+    finds every one cached, reads no served file again, and shows the figures computed afresh from every row, to the
+    bit."""
     files = _served_files()
     runcache.use(None)
+    assert serving.as_read() is None  # no cache to keep them: the load works out nothing for the derivation
     full, full_summary = checks.checked(load.load(DATA, files=files))
-    fresh = serving.test_summary(full_summary, full.rows)
+    fresh = serving.per_run_figures(full_summary, full.rows)
     try:
         runcache.use(tmp_path)
-        lean, summary = checks.checked(load.load(DATA, files=files, lean=True))
+        read = load.load(DATA, files=files, lean=True, per_file=serving.as_read())
+        serving.remember(read.per_file)
+        lean, summary = checks.checked(read)
         served = summary.filter(pl.col("kind") == "serve")
         assert len(serving.SERVED_FIGURES.read()) == served.height > 0
         calls: list[int] = []
         _count_figures(monkeypatch, calls)
-        monkeypatch.setattr(load, "_read_again", lambda *a: pytest.fail("a served file was read again"))
-        again = serving.test_summary(summary, lean.rows, lambda ids: load.full_rows(lean, ids))
+        monkeypatch.setattr(records, "_read_again", lambda *a: pytest.fail("a served file was read again"))
+        again = serving.per_run_figures(summary, lean.rows, lambda ids: load.full_rows(lean, ids))
         assert calls == [] and again.equals(fresh)
     finally:
         runcache.use(None)
@@ -142,10 +150,10 @@ def test_a_damaged_load_cache_is_rebuilt(tmp_path: Path) -> None:
         entry.write_bytes(b"not arrow")
     again = load.load(DATA, cache, files=files)
     assert again.runs.equals(cold.runs) and again.rows.equals(cold.rows)
-    assert load._cached(cache) is not None  # rewritten whole
+    assert read_cache.cached(cache) is not None  # rewritten whole
     # readable but not what the note names (a byte changed): not trusted either
     _flip(_entries(cache, load.LOADED)[:1])
-    assert load._cached(cache) is None
+    assert read_cache.cached(cache) is None
 
 
 def test_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,7 +198,7 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
     monkeypatch.setenv(runcache.ENV, str(tmp_path / "cache"))
     try:
         first = compare.load_dataset(data)
-        assert len(_entries(tmp_path / "cache", compare_cache.KIND)) == 2
+        assert len(_entries(tmp_path / "cache", compare.cache.KIND)) == 2
         monkeypatch.setattr(derive, "results", lambda *a: pytest.fail("derived again, with the table kept"))
         kept = compare.load_dataset(data)
         assert _same(fresh, first) and _same(fresh, kept)
@@ -202,9 +210,9 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
         after = compare.load_dataset(data)
         assert gone.stem not in after.runs["run_id"].to_list() and after.runs.height == fresh.runs.height - 1
         # a damaged table is not trusted
-        for table in _entries(tmp_path / "cache", compare_cache.KIND):
+        for table in _entries(tmp_path / "cache", compare.cache.KIND):
             table.write_bytes(table.read_bytes()[:-8] + b"\0" * 8)
-        assert compare_cache.read(tmp_path / "cache", compare_cache.key(data)) is None
+        assert compare.cache.read(tmp_path / "cache", compare.cache.key(data)) is None
     finally:
         runcache.use(None)
 
@@ -212,7 +220,7 @@ def test_compare_reads_the_kept_table_while_the_data_is_unchanged(
 def test_flattened_columns_come_from_the_cache_by_file_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`columns.flatten` with a cache: the first call works out every run, a second none, a call with new files only
     theirs; each returns the frame worked out afresh, column for column and to the bit. A damaged table is rebuilt."""
-    from generator import columns
+    from generator.load import columns
 
     runs = load.load(DATA).runs
     assert runs.height > 20
@@ -246,7 +254,8 @@ def test_the_verdicts_resamples_come_back_from_the_cache_to_the_bit(
     set is never trusted. The monkeypatch counts calls to the block resampler, to prove the cache answered."""
     import numpy as np
 
-    from generator import configurations, sweep_draws, verdict
+    from generator.derive import configurations, verdict
+    from generator.derive.verdict import draws as sweep_draws
 
     loaded, summary = checks.checked(load.load(DATA, lean=True))
     spreads = {r: configurations.pooled_spreads(summary, c) for r, c in verdict.READINGS.items()}
@@ -305,7 +314,7 @@ def test_each_runs_own_figures_come_from_the_cache_by_file_content(
     """The run summary's per-run figures (windows' interval, step-time quantiles, loss curve) are kept by file: a
     summary from a cold cache, from a warm one and from one missing a run equals the summary worked out afresh, column
     for column; the monkeypatch counts calls to the window formula, to prove which runs the cache answered."""
-    from generator.derive import summary as summary_module
+    from generator.derive import summaries
 
     loaded = load.load(DATA, lean=True)
     runcache.use(None)
@@ -327,13 +336,13 @@ def test_each_runs_own_figures_come_from_the_cache_by_file_content(
         assert len(calls) == 1 and again.drop("sha256").equals(fresh.drop("sha256"))
         # the same file with other warm-up steps (what the figures also take): worked out again, for that run only
         calls.clear()
-        flat = summary_module.config_fields(loaded.runs)
-        summary_module._own_figures(flat, loaded.rows)
+        flat = summaries.config_fields(loaded.runs)
+        summaries._own_figures(flat, loaded.rows)
         assert calls == []
         moved = flat.with_columns(
             warmup_steps=pl.when(pl.col("run_id") == one).then(pl.col("warmup_steps") + 1).otherwise("warmup_steps")
         )
-        summary_module._own_figures(moved, loaded.rows)
+        summaries._own_figures(moved, loaded.rows)
         assert len(calls) == 1
     finally:
         runcache.use(None)
@@ -342,12 +351,12 @@ def test_each_runs_own_figures_come_from_the_cache_by_file_content(
 def test_each_runs_own_figures_are_the_same_worked_out_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cold build works out the runs' own figures a chunk of runs at a time (`OWN_CHUNK`, to bound its memory):
     chunks of 7 runs give the run summary of the committed data exactly as one chunk of every run does."""
-    from generator.derive import summary as summary_module
+    from generator.derive import summaries
 
     loaded = load.load(DATA, lean=True)
     runcache.use(None)
     whole = derive.run_summary(loaded.runs, loaded.rows)
-    monkeypatch.setattr(summary_module, "OWN_CHUNK", 7)
+    monkeypatch.setattr(summaries, "OWN_CHUNK", 7)
     chunked = derive.run_summary(loaded.runs, loaded.rows)
     assert whole.height == loaded.runs.height > 7 * 3
     assert whole["windows"].drop_nulls().len() and whole.equals(chunked)

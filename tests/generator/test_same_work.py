@@ -114,7 +114,7 @@ def test_other_work_never_joins_a_configurations_row(summary: pl.DataFrame) -> N
     (row,) = board.filter(pl.col("variant") == "ddp-amp-stock").iter_rows(named=True)
     assert sorted(row["run_ids"]) == ["same", "same-no-hashes"]
     # and no run of other work is among the runs that make the pooled between-run spread
-    from generator import configurations
+    from generator.derive import configurations
 
     assert set(configurations.measured_runs(summary)["run_id"]) == {"base", "same", "same-no-hashes"}
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, derive, load
+from generator import derive, load
 from runners import engines, metrics, schema, serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,9 +34,11 @@ def _serving_rows(results: derive.Results) -> pl.DataFrame:
     return pl.concat(frames, how="diagonal_relaxed").sort("suite", "workload", "settings_hash")
 
 
-def test_a_registered_serving_engine_is_paired_with_its_own_tool_and_ranked(monkeypatch: pytest.MonkeyPatch) -> None:
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
-    as_vllm = _serving_rows(derive.results(loaded, summary))
+def test_a_registered_serving_engine_is_paired_with_its_own_tool_and_ranked(
+    committed_results: derive.Results, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded, summary = committed_results.records, committed_results.runs
+    as_vllm = _serving_rows(committed_results)
     vllm = engines.ENGINES["vllm"]
     others = {name: e for name, e in engines.ENGINES.items() if name != "vllm"}
     fake = engines.Engine(

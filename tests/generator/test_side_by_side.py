@@ -1,5 +1,5 @@
-"""One model, one GPU, every engine (generator/side_by_side.py), on the committed H200 records: every figure is the
-one its own board publishes, MBU and the bandwidth bound are the formulas of runners/metrics.py over the calibrated
+"""One model, one GPU, every engine (generator/derive/side_by_side.py), on the committed H200 records: every figure is
+the one its own board publishes, MBU and the bandwidth bound are the formulas of runners/metrics.py over the calibrated
 copy bandwidth, a table holds one precision family, and the KV-cache depth table's bytes are the record's own."""
 
 from __future__ import annotations
@@ -10,21 +10,20 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import checks, derive, inference, load, serving, side_by_side, verdict
+from generator import derive
+from generator.derive import inference, serving, side_by_side, verdict
 from runners import metrics
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def derived() -> dict:
-    results = derive.results(*checks.checked(load.load(ROOT / "data")))
+def derived(committed_results: derive.Results) -> dict:
+    results = committed_results
     tests, served = results.tests, results.served
     spreads = inference.pooled_spreads(tests) | serving.pooled_spreads(served)
     assert spreads == results.test_spreads
-    board_rows = [(b.ranked, b.unranked) for b in results.boards.values() if b.kind != "training"]
+    board_rows = [(b.ranked, b.unranked) for b in results.boards.values() if b.kind != "train"]
     return dict(summary=results.runs, tests=tests, served=served, spreads=spreads, rows=results.side_by_side.rows,
-                board_rows=side_by_side.test_rows(board_rows))  # fmt: skip
+                board_rows=side_by_side.stacked_boards(board_rows))  # fmt: skip
 
 
 def test_precision_families_are_named_by_bits_per_weight() -> None:
@@ -94,7 +93,7 @@ def test_a_table_holds_one_precision_family(derived: dict) -> None:
         assert b["spread"] == b["weight_gib_hi"] / b["weight_gib_lo"] - 1  # printed beside the family's name
         assert b["spread"] <= 0.15, b["model_name"]  # formats of one family: ~5% for GGUF Q4_K_M against MLX 4-bit
         assert {r["family_bits"] for r in b["rows"]} == {b["family_bits"]}
-        assert set(b["missing"]) | set(b["engines"]) == set(side_by_side.ENGINE_NAMES.values())
+        assert set(b["missing"]) | set(b["engines"]) == set(side_by_side.engine_names().values())
     # on the H200 (the H100 ran llama.cpp alone)
     key = ("llama-14b", H200, 16)
     sixteen = next(b for b in boards if (b["model_name"], b["accelerator"], b["family_bits"]) == key)
@@ -171,7 +170,7 @@ def test_one_mbu_site_wide_with_the_copy_bounds_fraction_beside_it(derived: dict
 
 
 def test_the_page_names_the_copy_fraction_and_a_computed_ttft_as_a_lower_bound(derived: dict, tmp_path: Path) -> None:
-    from generator import pages
+    from generator.render import pages
 
     rows = derived["rows"]
     page = pages.render(

@@ -1,5 +1,5 @@
-"""What a single setting bought (generator/single_settings.py): each changed run over its base at the same shape and
-commit, with `tuning.effect`'s ratio and interval; a change with no base says so. Synthetic summaries by hand."""
+"""What a single setting bought (generator/derive/single_settings.py): each changed run over its base at the same shape
+and commit, with `tuning.effect`'s ratio and interval; a change with no base says so. Synthetic summaries by hand."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 import generator.derive.evidence as evidence
-from generator import single_settings
+from generator.derive import single_settings
 from runners import metrics
 
 

@@ -9,8 +9,8 @@ import math
 import polars as pl
 import pytest
 
-from generator import inference, serving
-from generator.derive import ladder
+from generator import derive
+from generator.derive import inference, ladder, serving
 from runners import metrics
 from tests.generator.test_ranks import _run
 
@@ -117,7 +117,7 @@ def test_a_training_row_never_uses_another_engines_spread() -> None:
     """torch's repeats on one H200 make torch's spread; MLX's one run of a configuration on the same GPU, with no MLX
     repeats there, is not widened by it: it is unreplicated (no interval, no rank, listed after the ranked rows),
     while torch's rows get torch's spread."""
-    from generator import configurations
+    from generator.derive import configurations
 
     summary = pl.DataFrame(
         [
@@ -141,13 +141,12 @@ def test_a_training_row_never_uses_another_engines_spread() -> None:
 
 
 @pytest.mark.slow
-def test_the_committed_boards_keep_one_standard_of_evidence() -> None:
+def test_the_committed_boards_keep_one_standard_of_evidence(committed_results: derive.Results) -> None:
     """On the committed records, through the site's own derivation and board JSON: no interval of zero width, no rank
     without an interval, a row's pooled spread is its own engine's, and FP8 and AWQ runs never share a served point."""
-    from generator import derive
-    from tests.generator.test_ranks import _committed, _published_boards
+    from tests.generator.test_ranks import _published_boards
 
-    boards = _published_boards()
+    boards = _published_boards(committed_results)
     ranked_rows = 0
     for name, rows in boards.items():
         for r in rows:
@@ -158,11 +157,11 @@ def test_the_committed_boards_keep_one_standard_of_evidence() -> None:
                 assert low is not None, (name, r["settings_hash"])  # no rank without an interval
                 ranked_rows += 1
     assert ranked_rows > 50
-    results = derive.results(*_committed())
+    results = committed_results
     assert all(len(key) == 4 for key in results.test_spreads)  # (engine, kind, hardware, devices)
     assert all(len(key) == 3 for spreads in results.training_spreads.values() for key in spreads)
     for board in results.boards.values():
-        if board.kind == "training":
+        if board.kind == "train":
             continue
         for row in board.ranked.filter(pl.col("interval_basis").str.contains("pooled")).iter_rows(named=True):
             assert f"by {row['engine']}" in row["interval_basis"], (board.workload, row["variant"])

@@ -1,4 +1,4 @@
-"""Differential tests of the one build store (issue 56, generator/store.py): a warm build publishes every byte of
+"""Differential tests of the one build store (issue 56, generator/store/): a warm build publishes every byte of
 every file a cold build does, after (a) a seeded sequence of data operations, (c) a library's new version, (d) damaged
 entries of every kind, (e) two builds at once into one cache; and a commit of docs alone renders no run page again.
 Real builds (MkDocs included) of a few committed H200 records copied into a folder of their own."""
@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import build, compare_cache, fingerprint, render, store
+from generator import build, render, store
+from generator.commands import compare
+from generator.store import fingerprint
 from runners import layout, retract
 from tests.generator.test_build_store import ROOT, RUNS, count_rendered, small_data, snapshot
 
@@ -258,7 +260,7 @@ def test_a_commit_of_docs_alone_renders_no_run_page_and_keeps_compares_table(
     monkeypatch.setattr(build, "SITE_SRC", site_src)
     out, work = tmp_path / "site", tmp_path / "work"
     build.build(data, out, work)
-    key = compare_cache.key(data)
+    key = compare.cache.key(data)
     rendered = count_rendered(monkeypatch)
     page = site_src / "docs" / "methodology.md"
     page.write_text(page.read_text() + "\nA sentence added by a docs-only commit.\n")
@@ -268,4 +270,4 @@ def test_a_commit_of_docs_alone_renders_no_run_page_and_keeps_compares_table(
     build.build(data, out, work)
     assert rendered == []
     assert "A sentence added by a docs-only commit." in (out / "methodology.html").read_text()
-    assert compare_cache.key(data) == key
+    assert compare.cache.key(data) == key

@@ -5,17 +5,13 @@ sentence states the tolerance it applied. Synthetic frames first; the last tests
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import polars as pl
 import pytest
 
-from generator import checks, derive, load, serving
-from generator.derive import ladder
+from generator import derive
+from generator.derive import ladder, serving
 from runners import metrics
 
-ROOT = Path(__file__).resolve().parents[2]
 FLOOR = metrics.OWN_TOOL_REL_TOL
 
 
@@ -100,12 +96,6 @@ def test_the_rule_sentence_states_the_tolerance_applied() -> None:
     assert "within ±5% on every figure both report" in ladder.RANK_RULE
 
 
-@functools.cache
-def _committed_served() -> pl.DataFrame:
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
-    return serving.test_summary(summary, loaded.rows)
-
-
 H100 = ("NVIDIA H100 80GB HBM3", 1)
 H200 = ("NVIDIA H200", 1)
 WIDENED = (H100, H200)
@@ -115,14 +105,14 @@ each on another start (2026-12-06) besides one earlier record of each."""
 
 
 @pytest.mark.slow
-def test_committed_tool_records_set_each_tolerance() -> None:
+def test_committed_tool_records_set_each_tolerance(committed_results: derive.Results) -> None:
     """On the committed data `vllm bench serve` repeated served points three times or more only on one H100 and on one
     H200 (the 8B at 1 and 8 in flight): on each, the median TTFTs of one point's records spread more than the floor
     (H100: the c8 point's three, 90.9-96.7 ms), which widens that figure's tolerance to the largest such spread, while
     its other figures spread less than the floor and keep it. Everywhere else no point has three records (the 14B on
     2 × H200 has two, one of them the anomalous session that once widened it to 35%): the floor. Every ranked served
     point agrees with its tool within the tolerance its hardware was held to."""
-    served = _committed_served()
+    served = serving.per_run_figures(committed_results.runs, committed_results.records.rows)
     tolerances = serving.tool_tolerances(served)
     assert tolerances.height >= 3
     held = {}
@@ -164,9 +154,8 @@ def test_committed_tool_records_set_each_tolerance() -> None:
 
 
 @pytest.mark.slow
-def test_every_committed_served_board_states_its_tolerance() -> None:
-    results = derive.results(*checks.checked(load.load(ROOT / "data")))
-    served = [b for b in results.boards.values() if b.kind == "serving"]
+def test_every_committed_served_board_states_its_tolerance(committed_results: derive.Results) -> None:
+    served = [b for b in committed_results.boards.values() if b.kind == "serving"]
     assert served
     for board in served:
         if board.ranked["kind"].eq("serve").any() or board.unranked["kind"].eq("serve").any():

@@ -1,5 +1,5 @@
-"""What tuning bought (generator/tuning.py): the ladder in the suite's order at each micro-batch, each rung over the
-rung below and over stock with the interval `metrics.ratio_interval` gives, and its memory against stock's. The
+"""What tuning bought (generator/derive/tuning.py): the ladder in the suite's order at each micro-batch, each rung over
+the rung below and over stock with the interval `metrics.ratio_interval` gives, and its memory against stock's. The
 synthetic tests build sweep points by hand; the last test reads the page built from the committed data/."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import tuning
+from generator import derive
+from generator.derive import tuning
 from runners import metrics
 
 ORDER = ["ddp-fp32-stock", "ddp-amp-stock", "ddp-tuned", "fsdp2-compile"]
@@ -68,14 +69,10 @@ def test_memory_ratios_divide_steady_state_memory() -> None:
     assert tuning.memory_ratio(None, at4["ddp-tuned"]) is None
 
 
-def test_the_committed_sweep_gives_a_rung_per_point_each_with_its_runs() -> None:
+def test_the_committed_sweep_gives_a_rung_per_point_each_with_its_runs(committed_results: derive.Results) -> None:
     """The committed data/: a rung per sweep point, each with its runs; at micro-batch 4, FSDP2 with compile is
     settled faster than stock (the page built from it: tests/test_browser_tables.py)."""
-    from generator import checks, derive, load
-    from tests.conftest import ROOT
-
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
-    results = derive.results(loaded, summary)  # as the site derives it
+    results = committed_results  # as the site derives it
     assert results.verdict is not None
     points = results.verdict.points
     rungs = tuning.ladder(points, ORDER)
@@ -163,7 +160,8 @@ def test_a_rung_per_setting_where_runs_measured_them_apart() -> None:
 def test_the_page_prints_whole_descriptions_and_each_rungs_settings(tmp_path: Path) -> None:
     """Issue 59: a rung's description was cut ("… (239 more characters)") with no way to read the rest. The page
     prints it whole, and lists the settings the rung changed; a change without a base says what is missing."""
-    from generator import pages, tuning_page, verdict
+    from generator.derive import verdict
+    from generator.render import pages, tuning_page
 
     points, between = _knob_points()
     rungs = tuning.ladder(points, ORDER, between)

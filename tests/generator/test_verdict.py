@@ -1,7 +1,7 @@
-"""The verdict (generator/verdict.py, generator/sweep_draws.py) on synthetic summaries and on the committed data: the
-matched shape, the figures there with intervals from resampling, the three-way answer that repeats move, one curve
-per configuration, both readings of steps/s on the home page, and an honest "not yet" where the sweep does not
-bracket the claim."""
+"""The verdict (generator/derive/verdict/, generator/derive/verdict/draws.py) on synthetic summaries and on the
+committed data: the matched shape, the figures there with intervals from resampling, the three-way answer that repeats
+move, one curve per configuration, both readings of steps/s on the home page, and an honest "not yet" where the sweep
+does not bracket the claim."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from generator import load, pages, sweep_draws, verdict
+from generator import derive, load
+from generator.derive import verdict
+from generator.derive.verdict import draws as sweep_draws
+from generator.render import pages
 from runners import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,7 +70,7 @@ def _summary(points: list[dict]) -> pl.DataFrame:
                 "suite": "h100",
                 "workload": "train-gpt-1.27b-mb4",
                 "status": "ok",
-                "model_name": "gpt-1.27b",  # the flattened config (generator/columns.py)
+                "model_name": "gpt-1.27b",  # the flattened config (generator/load/columns.py)
                 "tensor_parallel_size": None,
                 "total_params": 1.27e9,
                 "retracted_by": None,
@@ -272,11 +275,9 @@ def test_the_home_page_answers_in_both_readings_in_the_seeds_words(tmp_path: Pat
 
 
 @pytest.fixture(scope="module")
-def committed() -> dict:
+def committed(committed_results: derive.Results) -> dict:
     """The verdict on every committed result file, derived as the site does."""
-    from generator import checks
-
-    loaded, summary = checks.checked(load.load(ROOT / "data"))
+    loaded, summary = committed_results.records, committed_results.runs
     result = sweep_draws.compute(summary, loaded.rows)
     assert result is not None
     return {"said": result.said, "pooled": result.pooled, "points": result.points, "summary": summary}

@@ -7,16 +7,14 @@ the published figures are those of `evidence.interval` for every point."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import polars as pl
 import pytest
 
-from generator import checks, derive, load, verdict
-from generator.derive import evidence
+from generator import derive
+from generator.derive import evidence, verdict
 from runners import metrics
 
-ROOT = Path(__file__).resolve().parents[2]
 KEY = ("torch", "NVIDIA H200", 2)
 SPREAD = metrics.PooledSpread(0.01, 6, 4)
 
@@ -46,8 +44,8 @@ def test_a_point_of_one_run_without_a_spread_is_unreplicated() -> None:
 
 
 @pytest.mark.slow
-def test_the_committed_verdict_points_are_the_evidence_mechanisms() -> None:
-    results = derive.results(*checks.checked(load.load(ROOT / "data")))
+def test_the_committed_verdict_points_are_the_evidence_mechanisms(committed_results: derive.Results) -> None:
+    results = committed_results
     assert results.verdict is not None
     points, spreads = results.verdict.points, results.verdict.spreads
     assert points.height > 10

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from generator import verdict
+from generator.derive import verdict
 from runners import metrics
 
 

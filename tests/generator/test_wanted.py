@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import polars as pl
-import pytest
 
-from generator import checks, configurations, derive, load, wanted
+from generator import derive
+from generator.commands import wanted
+from generator.derive import configurations
 from generator.derive import wanted as derive_wanted
 from runners import engines
 from runners.wanted_runs import Host
@@ -23,29 +24,27 @@ DDP_WORDS = "whether tuned DDP closes the gap to 1.1×"
 """How the home page states tuned DDP's answer when undecided (site_src/templates/index.md.j2)."""
 
 
-@pytest.fixture(scope="module")
-def committed() -> derive.Results:
-    return derive.results(*checks.checked(load.load(ROOT / "data")))
-
-
-def test_the_json_lists_the_deciding_runs_of_tuned_ddp(committed: derive.Results) -> None:
+def test_the_json_lists_the_deciding_runs_of_tuned_ddp(committed_results: derive.Results) -> None:
     """`fairfight wanted --format json`, as a contributor types it: tuned DDP's undecided answer wants the
     verdict's further runs at each of its deciding points, each a full-length `fairfight bench` command. A host with
     two H200s is listed them; one that fits none of the wanted runs (this CPU host) is listed every one, as `--all`
     lists them anywhere."""
     here = wanted.this_host()
-    fits_some = any(wanted.fits_host(here, e) for e in committed.wanted)
+    fits_some = any(wanted.fits_host(here, e) for e in committed_results.wanted)
     every = ["--all"] if fits_some and here.gpus.count("NVIDIA H200") < 2 else []  # a host with other GPUs
     done = subprocess.run([sys.executable, "-m", "fairfight", "wanted", "--format", "json", *every], cwd=ROOT,
                           capture_output=True, text=True, check=True)  # fmt: skip
     listed = json.loads(done.stdout)
-    ddp = committed.verdict.said.ddp if committed.verdict else None
+    ddp = committed_results.verdict.said.ddp if committed_results.verdict else None
     assert ddp is not None and ddp.decision == "undecided" and ddp.further_runs  # today's answer, as the page says
     steady = [e for e in listed if e["settles"].startswith(DDP_WORDS) and "steady state" in e["settles"]]
     assert sorted((e["label"], e["micro_batch"]) for e in steady) == sorted(
         (d.label, d.micro_batch) for d in ddp.deciding
     )
-    points = {(r["curve_hash"], r["micro_batch"]): r["variant"] for r in committed.verdict.points.iter_rows(named=True)}
+    points = {
+        (r["curve_hash"], r["micro_batch"]): r["variant"]
+        for r in committed_results.verdict.points.iter_rows(named=True)
+    }
     for entry in steady:
         assert entry["runs"] == ddp.further_runs and entry["probability"] == ddp.settle_probability
         assert entry["if_figures_hold"] == ddp.settles_to and entry["hardware"] == "2 × NVIDIA H200"
@@ -61,16 +60,16 @@ def test_the_json_lists_the_deciding_runs_of_tuned_ddp(committed: derive.Results
         assert set(entry) >= {"kind", "href", "accelerator", "accelerator_count", "runs_now", "fits_host"}
 
 
-def test_every_unreplicated_row_wants_one_more_run(committed: derive.Results) -> None:
+def test_every_unreplicated_row_wants_one_more_run(committed_results: derive.Results) -> None:
     rows = [
         (suite, workload, variant)
-        for (suite, workload), board in committed.boards.items()
+        for (suite, workload), board in committed_results.boards.items()
         if "interval_basis" in board.ranked.columns
         for variant in board.ranked.filter(pl.col("interval_basis").str.starts_with(configurations.UNREPLICATED))[
             "variant"
         ]
     ]
-    wanted_rows = [e for e in committed.wanted if e.kind == derive_wanted.UNREPLICATED]
+    wanted_rows = [e for e in committed_results.wanted if e.kind == derive_wanted.UNREPLICATED]
     assert rows and sorted(rows) == sorted((e.suite, e.workload, e.variant) for e in wanted_rows)
     for entry in wanted_rows:
         assert entry.runs == 1 and entry.command is not None
@@ -79,14 +78,14 @@ def test_every_unreplicated_row_wants_one_more_run(committed: derive.Results) ->
 
 
 def test_every_configuration_kept_from_a_rank_only_by_its_tool_wants_one_more_run_beside_it(
-    committed: derive.Results,
+    committed_results: derive.Results,
 ) -> None:
     """A finished configuration whose newest run does not rank because its engine's own tool did not run, failed or
     disagreed (the committed vLLM served points and MLX tests), and that has no ranked row, wants one run of the same
     settings (the bench runs the tool beside it); one with a ranked row, or held back for another reason, wants none."""
     expected = set()
     cannot = tuple(f" ({why})" for why in engines.tools_without_depth().values())
-    for (suite, workload), board in committed.boards.items():
+    for (suite, workload), board in committed_results.boards.items():
         unranked = board.unranked
         if not unranked.height or "unranked" not in unranked.columns:
             continue
@@ -99,7 +98,7 @@ def test_every_configuration_kept_from_a_rank_only_by_its_tool_wants_one_more_ru
                 key = (run["variant"], run["settings_hash"], run["accelerator"], run["accelerator_count"])
                 newest[key] = run
         expected |= {(suite, workload, *key) for key in newest if key not in ranked}
-    unverified = [e for e in committed.wanted if e.kind == derive_wanted.UNVERIFIED]
+    unverified = [e for e in committed_results.wanted if e.kind == derive_wanted.UNVERIFIED]
     got = [(e.suite, e.workload, e.variant, e.settings_hash, e.accelerator, e.accelerator_count) for e in unverified]
     assert unverified and sorted(got) == sorted(expected)  # one entry per configuration, every one
     for entry in unverified:
@@ -110,8 +109,10 @@ def test_every_configuration_kept_from_a_rank_only_by_its_tool_wants_one_more_ru
     assert served and all("vllm bench" in e.settles for e in served)  # today's: TTFT against vllm bench serve
 
 
-def test_by_default_only_what_this_host_can_run_or_every_one_where_it_can_run_none(committed: derive.Results) -> None:
-    entries = committed.wanted
+def test_by_default_only_what_this_host_can_run_or_every_one_where_it_can_run_none(
+    committed_results: derive.Results,
+) -> None:
+    entries = committed_results.wanted
     here = wanted.this_host()
     shown = wanted.listed(entries, here, every=False)
     if any(fits for _, fits in shown):
@@ -143,21 +144,23 @@ def test_a_missing_data_folder_is_one_sentence(tmp_path: Path) -> None:
     )
 
 
-def test_the_page_groups_them_by_hardware_with_the_json_beside(committed: derive.Results, tmp_path: Path) -> None:
+def test_the_page_groups_them_by_hardware_with_the_json_beside(
+    committed_results: derive.Results, tmp_path: Path
+) -> None:
     """wanted.md: a section per hardware, each answer or row in the words `fairfight wanted` prints, each run's
     command; downloads/wanted.json holds every entry, as the command's JSON does less whether a host fits."""
-    from generator import pages, wanted_page
+    from generator.render import pages, wanted_page
 
-    wanted_page.write(pages.environment(), tmp_path, committed.wanted)
+    wanted_page.write(pages.environment(), tmp_path, committed_results.wanted)
     page = (tmp_path / "wanted.md").read_text()
-    hardware = list(dict.fromkeys(e.hardware for e in committed.wanted))
+    hardware = list(dict.fromkeys(e.hardware for e in committed_results.wanted))
     headings = [line[3:] for line in page.splitlines() if line.startswith("## ")]
     # each heading's anchor is its place, never its text: a hardware name is the record's, hostile until checked
     assert headings == [f"{h} {{#hardware-{i}}}" for i, h in enumerate(hardware, 1)]
-    ddp = [e for e in committed.wanted if e.settles.startswith(DDP_WORDS)]
+    ddp = [e for e in committed_results.wanted if e.settles.startswith(DDP_WORDS)]
     assert ddp and f"**{pages.md_text(ddp[0].settles)}** ([the verdict](index.md#the-verdict)): " in page
-    for entry in committed.wanted:
+    for entry in committed_results.wanted:
         assert f"<code>{pages.md_text(entry.command)}</code>" in page
     assert f"[JSON]({wanted_page.DOWNLOAD})" in page
     listed = json.loads((tmp_path / wanted_page.DOWNLOAD).read_text())
-    assert listed == [json.loads(json.dumps(e.to_json())) for e in committed.wanted]
+    assert listed == [json.loads(json.dumps(e.to_json())) for e in committed_results.wanted]

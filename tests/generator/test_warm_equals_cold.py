@@ -48,7 +48,7 @@ CHANGES = {
         "generator/render/catalog.py", 'compression="zstd", write_statistics', 'compression="snappy", write_statistics'
     ),
     # the formatter of every count on every page (thousands apart with _), which no run page's hand list named
-    "formatter": ("generator/words.py", 'return f"{value:,}"', 'return f"{value:_}"'),
+    "formatter": ("generator/derive/words.py", 'return f"{value:,}"', 'return f"{value:_}"'),
 }  # fmt: skip
 """A change to a module that writes output: (file, text, what it becomes)."""
 

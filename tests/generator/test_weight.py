@@ -7,7 +7,8 @@ import gzip
 import os
 from pathlib import Path
 
-from generator import build, repository, versions
+from generator import build
+from generator.load import packages, repository
 
 
 def _site(root: Path) -> dict[str, bytes]:
@@ -65,6 +66,6 @@ def test_the_site_address_comes_from_the_projects_documentation_url(tmp_path: Pa
     assert repository.project_url(project) is None  # a documentation address is not the repository's
     project.write_text('[project]\nname = "x"\n')
     assert repository.documentation_url(project) is None
-    built_with = versions.generator()
+    built_with = packages.built_with()
     assert build.mkdocs_config([], built_with, "https://d.example/ff/")["site_url"] == "https://d.example/ff/"
     assert "site_url" not in build.mkdocs_config([], built_with, None)

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from generator import compare
+from generator.commands import compare
 from runners import bench, bench_report, layout, metrics, provenance
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,17 @@ def test_spec_and_schema_read_the_registry() -> None:
         spec.Variant(name="x", engine="tensorflow", tier="stock", description="d")
     with pytest.raises(KeyError, match="runs no serving tests"):
         engines.get("torch", "serving")
+
+
+def test_pages_are_known_page_kinds() -> None:
+    """An engine's pages (`Engine.pages`) are kinds the generator draws (`engines.PAGES`): a misspelt one would leave
+    the engine off its page without a word, so it raises, as asking for a page kind that does not exist does."""
+    with pytest.raises(ValueError, match=re.escape("pages ['side-by-side'] not in")):
+        engines.Engine(name="x", about="x", kinds=("inference",), packages=(), pages=frozenset({"side-by-side"}))
+    with pytest.raises(KeyError, match="no page kind 'sidebyside'"):
+        engines.titles("sidebyside")
+    for engine in engines.ENGINES.values():  # both page kinds show inference and serving tests
+        assert not engine.pages or {"inference", "serving"} & set(engine.kinds), engine.name
 
 
 def _imports(path: Path) -> set[str]:

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import derive, load, validate
+from generator import derive, load
+from generator.commands import validate
 from runners import layout, schema, store
 from tests.conftest import ROOT, run_module, write_footer_once
 from tests.runners.test_store import ROWS, _run
@@ -166,7 +167,7 @@ def test_hostile_schema_3_files_are_reported_by_file_and_field_and_kept_out(tmp_
         "field 'started_at': 2026-11-29 00:00 UTC, but the file is in month folder '2026-10'/: a run's file lives in "
         "data/cpu-smoke/2026-11/"
     )
-    # refused by its path alone, before it is read (generator/load.py `misplaced`)
+    # refused by its path alone, before it is read (generator/load/ `misplaced`)
     assert found.pop("too-deep.parquet").startswith("in folder 'cpu-smoke/2026-11/deeper'/ of the data folder: a")
     assert found.pop("cols-v3.parquet") == (
         "row 0, field 'schema_version': 3, but a file of schema 3 or later keeps its run-level fields in its "
@@ -212,9 +213,9 @@ def test_store_find_and_placement() -> None:
 
 
 def test_edition_manifests_name_runs_flat_or_by_month() -> None:
-    """An edition names each run's file under data/ (generator/editions.py): a committed file flat in its suite's
+    """An edition names each run's file under data/ (generator/load/editions.py): a committed file flat in its suite's
     folder and a new one in a month folder both resolve; a path that is neither is refused, naming the field."""
-    from generator import editions
+    from generator.load import editions
 
     def manifest(path: str) -> dict:
         run = {"run_id": "r", "sha256": "0" * 64, "path": path}

@@ -165,14 +165,14 @@ ROWS = [dict(trial=0, step=None, phase="run", metric="steps_completed", value=0.
 
 
 def _torch_run(hardware: dict[str, object], cuda: bool = False) -> dict[str, object]:
-    """The run-level columns a torch run's record gets (runners/engines/torch/train.py `_write`), without running
-    it: cpu-smoke's training workload, or the h100 suite's one-GPU one."""
+    """The run-level columns a torch run's record gets (runners/training.py `writer`, with what
+    runners/engines/torch/train.py `_engine_record` adds), without running it: cpu-smoke's training workload, or the
+    h100 suite's one-GPU one."""
     suite = spec.load_suite("h100" if cuda else "cpu-smoke")
     work = next(w for w in suite.workloads if w.name == ("train-gpt-1.27b-1gpu-mb8" if cuda else TRAIN))
     config = record.config(suite, work, suite.variants["ddp-amp-stock"], world_size=1)
     return record.run_columns(
         run_id="20261201T000000Z-provenance-test",
-        suite=suite,
         config=config,
         engine_version=metadata.version("torch"),
         status="failed",

@@ -81,7 +81,7 @@ def test_a_retraction_points_at_the_run_and_takes_it_out_of_every_ranking(bench_
 def test_retract_takes_the_run_ids_compare_takes(tmp_path: Path) -> None:
     """One rule for a run id in every command (runners/arguments.matching_runs): its id, a unique prefix of it, or its
     file's path; a prefix of several is refused by both. Real result files, copied from data/."""
-    from generator import compare
+    from generator.commands import compare
 
     data = tmp_path / "data"
     shutil.copytree(ROOT / "data" / "cpu-smoke", data / "cpu-smoke")

@@ -14,8 +14,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from generator import load, validate
+from generator import load
 from generator import store as gstore
+from generator.commands import validate
+from generator.load import one_file
 from runners import layout, provenance, schema, store
 from tests.conftest import write_footer_once
 
@@ -113,7 +115,7 @@ SEMANTIC_FAULTS = {
 @pytest.mark.parametrize("fault", list(SEMANTIC_FAULTS))
 def test_semantic_faults_are_refused_and_reported_by_file_row_and_field(fault: str, tmp_path: Path) -> None:
     """Each bad value is refused by the store (nothing written) and, written anyway, rejected by the loader and by
-    `nox -s validate` (generator.validate), naming the file, the row and the field."""
+    `nox -s validate` (generator.commands.validate), naming the file, the row and the field."""
     over, extra, expected = SEMANTIC_FAULTS[fault]
     table = schema.make_table(_run(**over), [*ROWS, *extra])
     with pytest.raises(ValueError, match=re.escape(expected)):
@@ -240,9 +242,9 @@ def test_the_load_cache_reuses_unchanged_files_and_rechecks_changed_ones(tmp_pat
     kept = cache / gstore.FOLDER / load.LOADED  # the build store's entries of the load cache: heads and rows
     assert len([p for p in kept.iterdir() if not p.name.endswith(gstore.NOTE) and not p.name.startswith(".")]) == 2
     checked: list[str] = []
-    real = load._read_checked
+    real = one_file.read_checked
     monkeypatch.setattr(
-        load, "_read_checked", lambda path, content: (checked.append(path.name), real(path, content))[1]
+        one_file, "read_checked", lambda path, content: (checked.append(path.name), real(path, content))[1]
     )
     warm = load.load(data, cache)
     assert checked == []  # nothing re-read: every file matched its path and sha256

@@ -247,19 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     work, variant = suite.workload(args.workload), suite.variants[args.variant]
     overrides = check_settings(variant, spec.parse_overrides(args.set))
     variant = dataclasses.replace(variant, settings=variant.settings | overrides)  # the engine reads them in its spec
-    config = record.config(
-        suite,
-        work,
-        variant,
-        steps=args.steps,
-        micro_batch=args.micro_batch,
-        time_budget_s=args.time_budget,
-        overrides=overrides,
-    )
+    config = record.config_as_asked(suite, work, variant, args, overrides=overrides)
     config["command"] += f" --variants {args.variants}"
     config["external_variants"] = str(args.variants)  # what a run page's reproduce command names (and quotes)
-    if args.note:
-        config["note"] = args.note
     workload = config["workload"]
     command = untrusted.resolved_command(variant.settings["command"], args.variants.resolve().parent)
     if command and command[0] == "python":  # the interpreter running the bench, whatever PATH holds
@@ -315,11 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     version = versions[0] if versions else "unknown"
     probe = record.run_columns(
         run_id=args.run_id,
-        suite=suite,
         config=config,
         engine_version=version,
-        status="ok",
-        error=None,
         started=started,
         hardware=hardware,
         packages=(),
@@ -345,7 +332,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    {note}", file=sys.stderr, flush=True)
     run = record.run_columns(
         run_id=args.run_id,
-        suite=suite,
         config=config,
         engine_version=version,
         status="failed" if status == "ok" and error else status,

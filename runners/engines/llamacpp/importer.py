@@ -107,10 +107,11 @@ def import_llama_bench(
             "weight_bytes_per_token": None,  # not Fair Fight's file: what a token reads is not known here
             "note": "the contributor's model file, not made by Fair Fight: same shape and weight type",
         }
-        config = llamacpp.test_config(suite, entry, test, variant, settings, files, None, None)
+        imported = {"tool": "llama-bench", "file": path.name, "sha256": sha, "result": obj}
+        config = record.as_tools(
+            llamacpp.test_config(suite, entry, test, variant, settings, files, None, None), "llama-bench", imported
+        )
         config["workload"]["untimed_repetitions"] = 0  # llama-bench run elsewhere: every repetition it timed is kept
-        config["variant"]["engine"] = "llama-bench"
-        config["imported"] = {"tool": "llama-bench", "file": path.name, "sha256": sha, "result": obj}
         started = datetime.fromisoformat(obj["test_time"].replace("Z", "+00:00"))
         hardware = {
             "device": entry.device,
@@ -122,11 +123,8 @@ def import_llama_bench(
         }
         run = record.run_columns(
             run_id=run_id,
-            suite=suite,
             config=config,
             engine_version=f"llama.cpp {obj['build_commit']} (build {obj.get('build_number', '?')})",
-            status="ok",
-            error=None,
             started=started,
             hardware=hardware,
             packages=(),

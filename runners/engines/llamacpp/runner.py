@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import os
 import random
 import resource
@@ -340,12 +339,8 @@ def main(argv: list[str] | None = None) -> int:
 
     built = llamacpp_build.build_provenance(os.environ.get("LLAMA_CPP_LIB_PATH"))
     p = spec.inference_cli("python -m runners.engines.llamacpp.runner", (__doc__ or "").partition("\n")[0])
-    args = p.parse_args(argv)
-    suite = spec.load_suite(args.suite)
-    entry = suite.inference_entry(args.inference)
-    variant = suite.variants[args.variant]
+    args, suite, entry, variant, model = spec.inference_run(p, argv)
     settings = resolve_settings(variant.settings)
-    model = suite.models[entry.model]
     t0 = time.perf_counter()
     path, made = llama_quant.gguf_file(model, entry.seed, settings["weights"], args.cache_dir)
     files = made | {"file": path.name, "weight_bytes_per_token": weight_bytes_read_per_token(path)}
@@ -383,20 +378,18 @@ def main(argv: list[str] | None = None) -> int:
                 ]
             rows += joules.rows() + idle_rows
             config = test_config(suite, entry, test, variant, settings, files, args.note, bench.fills)
-            run = record.run_columns(
-                run_id=record.test_run_id(args.run_stamp, test.workload, variant.name),
-                suite=suite,
-                config=config,
-                engine_version=version,
-                status="ok",
-                error=None,
+            record.hand_over_test(
+                args,
+                test,
+                variant,
+                config,
+                rows,
                 started=started,
+                engine_version=version,
                 hardware=hardware | how,
                 packages=("llama_cpp_python", "gguf", "numpy"),
                 build=built,
             )
-            with open(args.out, "a") as out:  # a line per finished test: a later crash loses none of them
-                out.write(json.dumps({"run": run, "rows": rows}, default=datetime.isoformat) + "\n")
             rates = sorted(test.n_tokens / s["wall_s"] for s in samples)
             print(
                 f"    {test.workload}: {rates[len(rates) // 2]:,.1f} tokens/s (median of {len(rates)})",

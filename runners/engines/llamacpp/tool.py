@@ -104,15 +104,11 @@ def main(argv: list[str] | None = None) -> int:
 
     p = spec.inference_cli("python -m runners.engines.llamacpp.tool", (__doc__ or "").partition("\n")[0], tool=True)
     p.add_argument("--binary", default=os.environ.get("LLAMA_BENCH", "llama-bench"))
-    args = p.parse_args(argv)
-    suite = spec.load_suite(args.suite)
+    args, suite, entry, variant, model = spec.inference_run(p, argv)
     vendored = metadata.version("llama_cpp_python")
     commit_file = Path(args.binary).resolve().parent.parent.parent / llamacpp_build.COMMIT_FILE
     commit = commit_file.read_text().strip()[:12] if commit_file.exists() else "unknown"
-    entry = suite.inference_entry(args.inference)
-    variant = suite.variants[args.variant]
     settings = llamacpp.resolve_settings(variant.settings)
-    model = suite.models[entry.model]
     tests = [t for t in entry.tests() if not args.workload or t.workload in args.workload]
     path, made = llama_quant.gguf_file(model, entry.seed, settings["weights"], args.cache_dir)
     files = made | {"file": path.name, "weight_bytes_per_token": llamacpp.weight_bytes_read_per_token(path)}
@@ -130,19 +126,16 @@ def main(argv: list[str] | None = None) -> int:
             test = test_of(obj, tests)
         except ValueError:  # llama-bench runs every combination of its -p, -n and -d: some were not asked for
             continue
+        imported = {"tool": "llama-bench", "command": " ".join(cmd), "result": obj}
+        runners = record.test_run_id(args.run_stamp, test.workload, variant.name)
         config = llamacpp.test_config(suite, entry, test, variant, settings, files, None, None)
-        config["variant"]["engine"] = "llama-bench"
-        config["imported"] = {"tool": "llama-bench", "command": " ".join(cmd), "result": obj}
-        config["pairs_with"] = record.test_run_id(args.run_stamp, test.workload, variant.name)  # the runner's
+        config = record.as_tools(config, "llama-bench", imported, runners)
         rows = sample_rows(obj, test.n_tokens, untimed)
         run = record.run_columns(
             run_id=record.test_run_id(args.run_stamp, test.workload, variant.name + "-llama-bench"),
-            suite=suite,
             config=config,
             # the build's record of the vendored commit: llama-bench's own stamp may not know it
             engine_version=f"llama.cpp {commit} of llama-cpp-python {vendored}",
-            status="ok",
-            error=None,
             started=started,
             hardware=hardware,
             packages=("llama_cpp_python", "gguf"),

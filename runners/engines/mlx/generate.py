@@ -175,7 +175,6 @@ def model_files(folder: Path, model: Any, make_s: float) -> dict[str, Any]:
     """What the record says of the weights: the folder's key and recipe, its size, its quantization (none for the
     fp16 folder), and the bytes a decoded token reads (every weight but the embedding table, of which it reads one
     row; from the folder's own safetensors header, whatever the format)."""
-    import json
 
     from runners import llama_files, mlx_files
 
@@ -204,12 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     from runners.engines.mlx import train as mlx_train
 
     p = spec.inference_cli("python -m runners.engines.mlx.generate", (__doc__ or "").partition("\n")[0])
-    args = p.parse_args(argv)
-    suite = spec.load_suite(args.suite)
-    entry = suite.inference_entry(args.inference)
-    variant = suite.variants[args.variant]
+    args, suite, entry, variant, model = spec.inference_run(p, argv)
     settings = resolve_settings(variant.settings)
-    model = suite.models[entry.model]
     import mlx.core as mx
 
     mx.set_default_device(mx.cpu if entry.device == "cpu" else mx.gpu)
@@ -251,19 +246,17 @@ def main(argv: list[str] | None = None) -> int:
                 for rep, figures in enumerate(tool_path)
             ]
         rows += joules.rows() + idle_rows
-        run = record.run_columns(
-            run_id=record.test_run_id(args.run_stamp, test.workload, variant.name),
-            suite=suite,
-            config=test_config(suite, entry, test, variant, settings, files, args.note),
-            engine_version=engine_version(mx),
-            status="ok",
-            error=None,
+        record.hand_over_test(
+            args,
+            test,
+            variant,
+            test_config(suite, entry, test, variant, settings, files, args.note),
+            rows,
             started=started,
+            engine_version=engine_version(mx),
             hardware=hardware,
             packages=("mlx", "mlx-lm", "mlx-cuda-13", "mlx-cpu", "mlx-metal", "numpy"),
         )
-        with open(args.out, "a") as out:  # a line per finished test: a later crash loses none of them
-            out.write(json.dumps({"run": run, "rows": rows}, default=datetime.isoformat) + "\n")
         rates = sorted(test.n_tokens / s for s in samples)
         print(f"    {test.workload}: {rates[len(rates) // 2]:,.1f} tokens/s (median of {len(rates)})", file=sys.stderr)
     return 0

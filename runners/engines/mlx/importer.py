@@ -67,18 +67,14 @@ def import_mlx_lm_benchmark(
             done.append(f"{test.workload}: already imported ({run_id})")
             continue
         files = {"weight_bytes_per_token": None, "note": "the contributor's model folder, not made by Fair Fight"}
+        imported = {"tool": "mlx_lm.benchmark", "file": path.name, "sha256": sha, "field": field, "trials": trials}
         config = mlx_generate.test_config(suite, entry, test, variant, dict(variant.settings), files, None)
-        config["variant"]["engine"] = "mlx-lm-benchmark"
+        config = record.as_tools(config, "mlx-lm-benchmark", imported)
         config["workload"]["depth_fills"] = None
-        config["imported"] = {"tool": "mlx_lm.benchmark", "file": path.name, "sha256": sha, "field": field}
-        config["imported"]["trials"] = trials
         run = record.run_columns(
             run_id=run_id,
-            suite=suite,
             config=config,
             engine_version="mlx-lm (version not in the tool's output)",
-            status="ok",
-            error=None,
             started=started,
             hardware={"device": entry.device, "count": 1, "accelerator": hardware, "reported_by": "the importer"},
             packages=(),

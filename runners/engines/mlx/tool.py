@@ -84,12 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     from runners.engines.mlx import train as mlx_train
 
     p = spec.inference_cli("python -m runners.engines.mlx.tool", (__doc__ or "").partition("\n")[0], tool=True)
-    args = p.parse_args(argv)
-    suite = spec.load_suite(args.suite)
-    entry = suite.inference_entry(args.inference)
-    variant = suite.variants[args.variant]
+    args, suite, entry, variant, model = spec.inference_run(p, argv)
     settings = mlx_generate.resolve_settings(variant.settings)
-    model = suite.models[entry.model]
     tests = {t.kind: t for t in entry.tests() if t.depth == 0 and (not args.workload or t.workload in args.workload)}
     if not tests:
         print("no depth-0 test selected: mlx_lm.benchmark has nothing to cross-check", file=sys.stderr)
@@ -113,18 +109,15 @@ def main(argv: list[str] | None = None) -> int:
         test = tests.get(kind)
         if test is None:
             continue
+        imported = {"tool": "mlx_lm.benchmark", "command": " ".join(cmd), "field": field, "trials": trials}
+        runners = record.test_run_id(args.run_stamp, test.workload, variant.name)
         config = mlx_generate.test_config(suite, entry, test, variant, settings, files, None)
-        config["variant"]["engine"] = "mlx-lm-benchmark"
+        config = record.as_tools(config, "mlx-lm-benchmark", imported, runners)
         config["workload"]["depth_fills"] = None
-        config["imported"] = {"tool": "mlx_lm.benchmark", "command": " ".join(cmd), "field": field, "trials": trials}
-        config["pairs_with"] = record.test_run_id(args.run_stamp, test.workload, variant.name)  # the runner's
         run = record.run_columns(
             run_id=record.test_run_id(args.run_stamp, test.workload, variant.name + "-mlx-lm-benchmark"),
-            suite=suite,
             config=config,
             engine_version=mlx_generate.engine_version(mx),
-            status="ok",
-            error=None,
             started=started,
             hardware=hardware,
             packages=("mlx", "mlx-lm", "mlx-cuda-13", "mlx-cpu", "mlx-metal"),

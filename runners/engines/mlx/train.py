@@ -20,21 +20,18 @@ LayerNorm, the residual stream and the loss in float32 — what torch.autocast(b
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import platform
 import resource
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, energy, lifetime, provenance, record, spec, training
+from runners import artifacts, calibrate, energy, lifetime, provenance, spec, training
 
 PROCESS_START = time.perf_counter()
-CACHE_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight"))
 
 DEFAULTS: dict[str, Any] = {
     "precision": "fp32",  # fp32 | bf16-mixed (float32 parameters, bfloat16 matmuls; see the module docstring)
@@ -97,31 +94,11 @@ def blas_used(device: str) -> str | None:
     return "the reference BLAS of MLX's Linux wheel (no OpenBLAS found: install libopenblas0-pthread)"
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="runners.engines.mlx.train", description=(__doc__ or "").partition("\n")[0])
-    p.add_argument("--suite", required=True, help="suite name or path to its TOML file")
-    p.add_argument("--workload", required=True)
-    p.add_argument("--variant", required=True)
-    p.add_argument("--out", required=True, help="the JSON Lines file the bench reads the record from")
-    p.add_argument("--run-id", required=True, help="id chosen by the bench session")
-    p.add_argument("--steps", type=int, default=None, help="override the workload's step count (short checks)")
-    p.add_argument("--micro-batch", type=int, default=None, help="override the workload's micro-batch")
-    p.add_argument("--time-budget", type=float, default=None, help="override the per-trial time budget (seconds)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a variant setting (sweeps)")
-    p.add_argument("--note", default=None, help="the operator's note on how this ran, kept in the record")
-    return p.parse_args(argv)
-
-
 def train_trial(
     *,
     mx: Any,
-    model_spec: spec.ModelSpec,
-    work: spec.Workload,
+    plan: training.Plan,
     settings: dict[str, Any],
-    steps: int,
-    micro_batch: int,
-    budget_s: float,
-    log: Any,
     group: Any = None,
     mid_run: Any = None,
     fed: dict[str, str] | None = None,
@@ -140,11 +117,12 @@ def train_trial(
 
     from runners.engines.mlx.model import GPT, loss_fn
 
+    model_spec, work, steps, micro_batch = plan.suite.models[plan.work.model], plan.work, plan.steps, plan.micro_batch
     trial_start = time.perf_counter()
     compute = mx.bfloat16 if settings["precision"] == "bf16-mixed" else mx.float32
     model = GPT(model_spec, compute)
     model.load_numpy(
-        artifacts.read_safetensors(artifacts.initial_weights_file(model_spec, work.seed, CACHE_DIR / "init"))
+        artifacts.read_safetensors(artifacts.initial_weights_file(model_spec, work.seed, training.INIT_DIR))
     )
     hashing = time.perf_counter()
     if fed is not None and "initial_state_sha256" not in fed:
@@ -163,6 +141,7 @@ def train_trial(
 
     world = group.size() if group is not None else 1
     rank = group.rank() if group is not None else 0
+    log, budget_s = training.printer(rank), plan.budget_s
 
     def step_fn(x: Any, y: Any) -> Any:
         loss, grads = loss_and_grad(model, x, y)
@@ -231,9 +210,8 @@ def train_trial(
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    started = datetime.now(UTC)
-    suite, work, variant, overrides, steps, micro_batch = training.plan(args, "mlx")
+    plan = training.plan("runners.engines.mlx.train", __doc__, "mlx", argv)
+    work, variant, overrides = plan.work, plan.variant, plan.overrides
     world = work.world_size
     if world > 1 and "MLX_RANK" not in os.environ:
         return launch(sys.argv[1:] if argv is None else argv, world, work.device)
@@ -247,10 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     rank = group.rank() if group is not None else 0
     if group is not None and group.size() != world:
         raise RuntimeError(f"mx.distributed formed a group of {group.size()}, the workload asks for {world}")
-
-    def log(msg: str) -> None:
-        if rank == 0:
-            print(msg, flush=True)
+    log = training.printer(rank)
 
     sampler = provenance.GpuSampler()  # the GPUs' clocks under load, asked once mid-run (rank 0, CUDA only)
     # the GPUs' energy: rank 0 reads every rank's GPU (`launch` names them all in FAIRFIGHT_ENERGY_GPUS)
@@ -259,12 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     if meter is not None:
         log(f"idle power {meter.measure_idle():.1f} W ({meter.method}) before any work")
     fed: dict[str, str] = {}  # the proof of the same work, filled by trial 0 on rank 0 (`train_trial`)
-    ctx = dict(
-        args=args, suite=suite, work=work, variant=variant, settings=settings, overrides=overrides, steps=steps
-    ) | dict(micro_batch=micro_batch, started=started, mx=mx, world=world, sampler=sampler, fed=fed, meter=meter)
+    ctx = plan._asdict() | dict(settings=settings, mx=mx, world=world, sampler=sampler, fed=fed, meter=meter)
     log(
         f"{variant.name} on {work.name}: MLX {mx.__version__}, {world} × {mx.default_device()}, "
-        f"micro-batch {micro_batch}, {steps} steps × {work.trials} trial(s)"
+        f"micro-batch {plan.micro_batch}, {plan.steps} steps × {work.trials} trial(s)"
         + (f" with {overrides}" if overrides else "")
     )
     training.run_trials(
@@ -274,19 +247,14 @@ def main(argv: list[str] | None = None) -> int:
         ),
         trial=lambda _: train_trial(
             mx=mx,
-            model_spec=suite.models[work.model],
-            work=work,
+            plan=plan,
             settings=settings,
-            steps=steps,
-            micro_batch=micro_batch,
-            budget_s=args.time_budget or work.time_budget_s,
-            log=log,
             group=group,
             mid_run=sampler.start if work.device == "cuda" and rank == 0 else None,
             fed=fed if rank == 0 else None,
             meter=meter,
         ),
-        write=lambda status, error, rows, calibration: _write(ctx, status, error, rows, calibration),
+        write=training.writer(ctx, _engine_record),
         log=log,
         rank=rank,
         process_start=PROCESS_START,
@@ -369,49 +337,22 @@ def hardware(device: str, mx: Any, count: int = 1) -> dict[str, Any]:
     return hw
 
 
-def _in_run(sampler: provenance.GpuSampler) -> dict[str, Any]:
-    """`hardware.gpus_in_run` where the sampler got an answer (provenance.GpuSampler), else nothing."""
-    got = sampler.result()
-    return {"gpus_in_run": got} if got is not None else {}
-
-
-def _write(
-    ctx: dict[str, Any], status: str, error: str | None, rows: list[dict[str, Any]], calibration: dict[str, Any] | None
-) -> str:
+def _engine_record(ctx: dict[str, Any]) -> training.EngineRecord:
+    """What MLX adds to the record: its version and hardware, and its defaults, precision, launcher, device and BLAS."""
     mx, work, settings = ctx["mx"], ctx["work"], ctx["settings"]
-    run = record.run_columns(
-        run_id=ctx["args"].run_id,
-        suite=ctx["suite"],
-        engine_version=mx.__version__,
-        status=status,
-        error=error,
-        started=ctx["started"],
-        hardware=hardware(work.device, mx, ctx["world"])
-        | _in_run(ctx["sampler"])
-        | ({"energy": ctx["meter"].provenance()} if ctx["meter"] is not None else {}),
-        config=record.config(
-            ctx["suite"],
-            work,
-            ctx["variant"],
-            steps=ctx["steps"],
-            micro_batch=ctx["micro_batch"],
-            world_size=ctx["world"],
-            time_budget_s=ctx["args"].time_budget,
-            overrides=ctx["overrides"],
-            settings=settings,
-            note=ctx["args"].note,
+    return training.EngineRecord(
+        version=mx.__version__,
+        hardware=hardware(work.device, mx, ctx["world"]),
+        packages=("mlx", "mlx-cuda-13", "mlx-cpu", "mlx-metal", "numpy", "pyarrow"),
+        config=dict(
             engine_defaults=DEFAULTS,
             compute_precision=compute_precision(settings, work.device),
-            **record.initial_state(ctx, work, CACHE_DIR / "init"),
             launcher=f"python -m runners.engines.mlx.train: {ctx['world']} process(es), one device each"
             + (f", mx.distributed over {BACKENDS[work.device]}" if ctx["world"] > 1 else ""),
             mlx_device=str(mx.default_device()),
             blas=blas_used(work.device),
         ),
-        packages=("mlx", "mlx-cuda-13", "mlx-cpu", "mlx-metal", "numpy", "pyarrow"),
-        calibration=calibration,
     )
-    return record.emit(ctx["args"].out, run, rows + record.idle_power_rows(ctx["meter"]))
 
 
 if __name__ == "__main__":

@@ -9,41 +9,22 @@ token stream, so their losses are comparable step by step.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from runners import artifacts, calibrate, energy, nodes, provenance, record, spec, training
+from runners import artifacts, calibrate, energy, nodes, provenance, spec, training
 from runners.engines.torch import setup as torch_setup
 
 PROCESS_START = time.perf_counter()
-CACHE_DIR = Path(os.environ.get("FAIRFIGHT_CACHE", Path.home() / ".cache" / "fairfight"))
 
 
 def sweep_env() -> dict[str, str]:
     """Variables the bench session set for a sweep (`--env`), which it names in FAIRFIGHT_SWEEP_ENV."""
     names = [n for n in os.environ.get("FAIRFIGHT_SWEEP_ENV", "").split(",") if n]
     return {n: os.environ[n] for n in names if n in os.environ}
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="runners.engines.torch.train", description=(__doc__ or "").partition("\n")[0])
-    p.add_argument("--suite", required=True, help="suite name or path to its TOML file")
-    p.add_argument("--workload", required=True)
-    p.add_argument("--variant", required=True)
-    p.add_argument("--out", required=True, help="the JSON Lines file the bench reads the record from")
-    p.add_argument("--run-id", required=True, help="id chosen by the bench session")
-    p.add_argument("--steps", type=int, default=None, help="override the workload's step count (short checks)")
-    p.add_argument("--micro-batch", type=int, default=None, help="override the workload's micro-batch")
-    p.add_argument("--time-budget", type=float, default=None, help="override the per-trial time budget (seconds)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a variant setting (sweeps)")
-    p.add_argument("--note", default=None, help="the operator's note on how this ran, kept in the record")
-    return p.parse_args(argv)
 
 
 class StepClock:
@@ -73,24 +54,19 @@ def load_initial_weights(model_spec: spec.ModelSpec, seed: int, rank: int) -> di
     import torch.distributed as dist
 
     if rank == 0:
-        artifacts.initial_weights_file(model_spec, seed, CACHE_DIR / "init")
+        artifacts.initial_weights_file(model_spec, seed, training.INIT_DIR)
     dist.barrier()
-    return artifacts.read_safetensors(artifacts.initial_weights_file(model_spec, seed, CACHE_DIR / "init"))
+    return artifacts.read_safetensors(artifacts.initial_weights_file(model_spec, seed, training.INIT_DIR))
 
 
 def train_trial(
     *,
     torch: Any,
-    model_spec: spec.ModelSpec,
-    work: spec.Workload,
+    plan: training.Plan,
     settings: dict[str, Any],
-    steps: int,
-    micro_batch: int,
-    budget_s: float,
     rank: int,
     world: int,
     device: Any,
-    log: Any,
     mid_run: Any = None,
     fed: dict[str, str] | None = None,
     meter: Any = None,
@@ -103,6 +79,8 @@ def train_trial(
     the token batches it takes its rows from (`artifacts.state_sha256`, `artifacts.tokens_sha256`)."""
     from runners.engines.torch.model import GPT
 
+    model_spec, work, steps, micro_batch = plan.suite.models[plan.work.model], plan.work, plan.steps, plan.micro_batch
+    log, budget_s = training.printer(rank), plan.budget_s
     trial_start = time.perf_counter()
     model = GPT(model_spec)
     model.load_numpy(load_initial_weights(model_spec, work.seed, rank))
@@ -191,9 +169,8 @@ def train_trial(
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    started = datetime.now(UTC)
-    suite, work, variant, overrides, steps, micro_batch = training.plan(args, "torch")
+    plan = training.plan("runners.engines.torch.train", __doc__, "torch", argv)
+    args, work, variant, overrides = plan.args, plan.work, plan.variant, plan.overrides
     settings = torch_setup.check_settings(variant, overrides)
 
     import torch
@@ -210,27 +187,17 @@ def main(argv: list[str] | None = None) -> int:
     # over several nodes (torchrun's rendezvous): every node's hardware and software, for the one record
     node_list = nodes.gather(dist, device.type, packages, args.run_id, args.out)[0] if local_world < world else []
 
-    def log(msg: str) -> None:
-        if rank == 0:
-            print(msg, flush=True)
+    log = training.printer(rank)
 
     sampler = provenance.GpuSampler()  # the GPUs' clocks under load, asked once mid-run (rank 0, CUDA only)
     # the GPUs' energy (rank 0 reads every GPU of its node; over several nodes it would miss the others': none)
     meter = energy.meter(local_world) if device.type == "cuda" and rank == 0 and local_world == world else None
     if meter is not None:
         log(f"idle power {meter.measure_idle():.1f} W ({meter.method}) before any work")
-    ctx = dict(
+    ctx = plan._asdict() | dict(
         sampler=sampler,
-        args=args,
-        suite=suite,
-        work=work,
-        variant=variant,
         settings=settings,
-        overrides=overrides,
-        steps=steps,
-        micro_batch=micro_batch,
         world=world,
-        started=started,
         device=device,
         fed={},  # the proof of the same work, filled by trial 0 on rank 0 (`train_trial`)
         packages=packages,
@@ -238,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         meter=meter,
     )
     log(
-        f"{variant.name} on {work.name}: {world} × {device.type}, micro-batch {micro_batch}, {steps} steps "
+        f"{variant.name} on {work.name}: {world} × {device.type}, micro-batch {plan.micro_batch}, {plan.steps} steps "
         f"× {work.trials} trial(s){' with ' + str(overrides) if overrides else ''}"
     )
     training.run_trials(
@@ -248,21 +215,16 @@ def main(argv: list[str] | None = None) -> int:
         ),
         trial=lambda _: train_trial(
             torch=torch,
-            model_spec=suite.models[work.model],
-            work=work,
+            plan=plan,
             settings=settings,
-            steps=steps,
-            micro_batch=micro_batch,
-            budget_s=args.time_budget or work.time_budget_s,
             rank=rank,
             world=world,
             device=device,
-            log=log,
             mid_run=sampler.start if device.type == "cuda" else None,
             fed=ctx["fed"] if rank == 0 else None,
             meter=meter,
         ),
-        write=lambda status, error, rows, calibration: _write(ctx, status, error, rows, calibration),
+        write=training.writer(ctx, _engine_record),
         log=log,
         rank=rank,
         process_start=PROCESS_START,
@@ -272,52 +234,29 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _write(
-    ctx: dict[str, Any], status: str, error: str | None, rows: list[dict[str, Any]], calibration: dict[str, Any] | None
-) -> str:
+def _engine_record(ctx: dict[str, Any]) -> training.EngineRecord:
+    """What PyTorch adds to the record: its version, the hardware of every node, and its defaults, precision and
+    launcher."""
     import torch
 
-    work, settings = ctx["work"], ctx["settings"]
+    settings = ctx["settings"]
     hardware = provenance.hardware(ctx["device"].type, ctx["world"])
-    in_run = ctx["sampler"].result()
-    if in_run is not None:
-        hardware["gpus_in_run"] = in_run
-    if ctx["meter"] is not None:
-        hardware["energy"] = ctx["meter"].provenance()
     launcher = f"torchrun --standalone --nproc-per-node {ctx['world']}"
     if ctx["nodes"]:
         hardware["nodes"] = ctx["nodes"]
         per_node = ctx["nodes"][0]["processes"]
         launcher = f"torchrun --nnodes {len(ctx['nodes'])} --nproc-per-node {per_node} --rdzv-backend c10d"
-    run = record.run_columns(
-        run_id=ctx["args"].run_id,
-        suite=ctx["suite"],
-        engine_version=torch.__version__,
-        status=status,
-        error=error,
-        started=ctx["started"],
+    return training.EngineRecord(
+        version=torch.__version__,
         hardware=hardware,
-        config=record.config(
-            ctx["suite"],
-            work,
-            ctx["variant"],
-            steps=ctx["steps"],
-            micro_batch=ctx["micro_batch"],
-            world_size=ctx["world"],
-            time_budget_s=ctx["args"].time_budget,
-            overrides=ctx["overrides"],
-            settings=settings,
-            note=ctx["args"].note,
+        packages=ctx["packages"],
+        config=dict(
             engine_defaults=torch_setup.defaults_for(settings["parallel"]),
             compute_precision=torch_setup.compute_precision(settings),
             **_reference_precision(settings),
-            **record.initial_state(ctx, work, CACHE_DIR / "init"),
             launcher=launcher,
         ),
-        packages=ctx["packages"],
-        calibration=calibration,
     )
-    return record.emit(ctx["args"].out, run, rows + record.idle_power_rows(ctx["meter"]))
 
 
 def _reference_precision(settings: dict[str, Any]) -> dict[str, Any]:

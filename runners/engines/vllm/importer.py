@@ -94,18 +94,16 @@ def import_vllm_bench(
     files = {"note": "the contributor's model, not made by Fair Fight: same shape, as the source says"}
     # the tool's prompts are text, made by it (a served test's workload says `prompt_form: text`)
     made = {"made_by": "vllm bench serve, run elsewhere"} if tool == "serve" else None
-    config = vllm_engine.test_config(suite, entry, test, variant, settings, files, None, made)
-    config["variant"]["engine"] = "vllm-bench"
     kept = {k: v for k, v in result.items() if k not in vllm_engine.PER_REQUEST_FIELDS}
-    config["imported"] = {"tool": tool, "file": path.name, "sha256": sha, "result": kept}
+    imported = {"tool": tool, "file": path.name, "sha256": sha, "result": kept}
+    config = record.as_tools(
+        vllm_engine.test_config(suite, entry, test, variant, settings, files, None, made), "vllm-bench", imported
+    )
     count = settings["tensor_parallel_size"]
     run = record.run_columns(
         run_id=run_id,
-        suite=suite,
         config=config,
         engine_version=f"vLLM (version not in the tool's output; backend {result.get('backend', '?')})",
-        status="ok",
-        error=None,
         started=started,
         hardware={"device": entry.device, "count": count, "accelerator": hardware, "reported_by": "the importer"},
         packages=(),

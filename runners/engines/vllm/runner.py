@@ -311,7 +311,7 @@ def test_config(
             "serving": json.loads(spec.to_json(entry)),
             "world_size": settings["tensor_parallel_size"],
             "device": entry.device,
-            # part of what makes a served point one configuration (generator/columns.py `_settings`)
+            # part of what makes a served point one configuration (generator/load/columns.py `_settings`)
             **({"prompt_form": PROMPT_FORM} if test.kind == "serve" else {}),
             **({"prompts": prompts} if prompts else {}),
         },
@@ -359,12 +359,10 @@ class _Writer:
         )
         name = self.variant.name + ("-vllm-bench" if tool else "")
         if tool:
-            config["variant"]["engine"] = "vllm-bench"
-            config["imported"] = tool
-            config["pairs_with"] = record.test_run_id(self.args.run_stamp, test.workload, self.variant.name)
+            runners = record.test_run_id(self.args.run_stamp, test.workload, self.variant.name)
+            config = record.as_tools(config, "vllm-bench", tool, runners)
         run = record.run_columns(
             run_id=record.test_run_id(self.args.run_stamp, test.workload, name),
-            suite=self.suite,
             config=config,
             engine_version=self.version,
             status=status,

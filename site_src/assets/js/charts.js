@@ -4,7 +4,7 @@
 // shows its static SVG instead, and says why.
 // A placeholder marked data-lazy holds its static SVG and gets an "Interactive chart" button: the Vega bundle (about
 // 900 KB, assets/js/vega.js beside this script) is fetched only when a reader presses one, so a board page weighs its
-// text and images until then (generator/pages.py `Charts`).
+// text and images until then (generator/render/pages.py `Charts`).
 (function () {
   var self = document.currentScript;
   var vegaSrc = self ? self.src.replace(/charts\.js(\?[^/]*)?$/, "vega.js") : "vega.js";

@@ -17,7 +17,7 @@ import pytest
 from generator import load
 from runners import layout, schema
 from runners.engines.external import untrusted
-from tests.conftest import ROOT, TRAIN
+from tests.conftest import ROOT, TRAIN, processes_with
 from tests.runners.engines.test_external import STEPS, _bench, _engine
 
 TUNED = ROOT / "data" / "cpu-smoke" / "20261129T182303Z-train-gpt-tiny-mb4-ddp-tuned-4c2956.parquet"
@@ -28,18 +28,6 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; th
 
 def _files(data: Path) -> list[Path]:
     return sorted(p for p in (data / "cpu-smoke").rglob("*.parquet") if not p.name.startswith("."))
-
-
-def _processes_with(marker: str) -> list[int]:
-    out = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid():
-            try:
-                if marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
-                    out.append(int(proc.name))
-            except OSError:
-                continue
-    return out
 
 
 @pytest.mark.parametrize("confined", [True, False], ids=["read-only views", "views switched off"])
@@ -265,9 +253,9 @@ print("DAEMON BEATING", file=sys.stderr, flush=True)
     try:
         head, _, out = _bench(tmp_path / "data", variants, "outside")
         assert head["status"] == "ok", out
-        assert "DAEMON BEATING" in out and _processes_with(marker) == [], "the daemon outlived the bench"
+        assert "DAEMON BEATING" in out and processes_with(marker) == [], "the daemon outlived the bench"
     finally:
-        for pid in _processes_with(marker):
+        for pid in processes_with(marker):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -332,9 +320,9 @@ time.sleep(100000)
         [path] = _files(tmp_path / "data")
         head = layout.read(path).slice(0, 1).to_pylist()[0]
         assert head["status"] == "timeout" and "overran its time budget" in head["error"], proc.stderr[-2000:]
-        assert _processes_with(marker) == []
+        assert processes_with(marker) == []
     finally:
-        for pid in _processes_with(marker):
+        for pid in processes_with(marker):
             os.kill(pid, signal.SIGKILL)
 
 

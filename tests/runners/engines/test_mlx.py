@@ -14,7 +14,7 @@ import pytest
 from generator import derive, load
 from runners import artifacts, layout, schema, spec
 from runners.engines.mlx import train as mlx_train
-from tests.conftest import run_module
+from tests.conftest import checked_rows, run_module
 
 SMOKE = spec.load_suite("cpu-smoke")
 ONE_DEVICE = "train-gpt-tiny-1dev"
@@ -137,9 +137,7 @@ def test_mlx_training_records_and_loss_parity_with_torch(mlx_train_data: Path, t
     assert sorted(files) == ["ddp-fp32-stock", "mlx-bf16-compile", "mlx-fp32"]
     losses = {}
     for variant, path in files.items():
-        table = layout.read(path)
-        assert schema.check_table(table) == [], variant
-        rows = table.to_pylist()
+        rows = checked_rows(path)
         run = rows[0]
         assert run["status"] == "ok" and run["accelerator_count"] == 1, (variant, run["error"])
         losses[variant] = np.array([r["value"] for r in rows if r["metric"] == "loss"])
@@ -244,7 +242,7 @@ def test_mlx_quantized_weights_are_mx_quantize_of_each_tensor(tmp_path: Path, ml
 def test_mlx_generation_beside_mlx_lm_benchmark(variant: str, tmp_path: Path, mlx_engine: str) -> None:
     """A real bench session of MLX's depth-0 tests on the tiny Llama: the runner's records, mlx_lm.benchmark's beside
     them (imported, paired), and the inference page showing both; fp16 and MLX's own 4-bit weights."""
-    from generator import inference
+    from generator.derive import inference
     from runners import mlx_files
 
     data = tmp_path / "data"
@@ -258,7 +256,7 @@ def test_mlx_generation_beside_mlx_lm_benchmark(variant: str, tmp_path: Path, ml
     tables = [layout.read(p) for p in data.rglob("*.parquet")]
     assert len(tables) == 4 and all(schema.check_table(t) == [] for t in tables)
     loaded = load.load(data)
-    tests = inference.test_summary(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    tests = inference.per_run_figures(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
     measured = tests.filter(pl.col("origin") == "measured")
     assert sorted(measured["kind"]) == ["pp", "tg"] and set(measured["engine"]) == {"mlx"}
     assert set(measured["status"]) == {"ok"}
@@ -338,9 +336,7 @@ def test_mlx_lm_benchmark_output_from_a_mac_imports_once_and_checked(tmp_path: P
     files = sorted(data.rglob("*.parquet"))
     assert len(files) == 2
     for path in files:
-        table = layout.read(path)
-        assert schema.check_table(table) == []
-        run = table.slice(0, 1).to_pylist()[0]
+        run = checked_rows(path)[0]
         assert (run["origin"], run["engine"], run["accelerator"]) == (
             "imported",
             "mlx-lm-benchmark",

@@ -16,7 +16,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from generator import derive, load, serving
+from generator import derive, load
+from generator.derive import serving
 from runners import cpu_isa, layout, metrics, schema, spec
 from runners import serving as serving_core
 from runners.engines.vllm import runner as vllm_engine
@@ -199,9 +200,9 @@ def test_a_model_too_big_for_one_gpu_scales_from_the_fewest_measured() -> None:
     ])  # fmt: skip
     rows = serving.tp_scaling(tests).to_dicts()
     assert [(r["base_gpus"], r["speedup"], r["efficiency"]) for r in rows] == [(4, 1.0, 1.0), (4, 1.6, 0.8)]
-    from generator import charts
+    from generator.render import model_charts
 
-    drawn = charts.tp_scaling(serving.tp_scaling(tests)).to_dict()
+    drawn = model_charts.tp_scaling(serving.tp_scaling(tests)).to_dict()
     assert [(v["gpus"], v["efficiency"]) for v in next(iter(drawn["datasets"].values()))] == [(4, 1.0), (8, 0.8)]
     assert metrics.strong_scaling_efficiency(1600.0, 1000.0, 8, 4) == pytest.approx(0.8)
     with pytest.raises(ValueError, match="positive"):
@@ -231,7 +232,7 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
     assert set(loaded.runs["status"].to_list()) == {"ok"}
     assert set(loaded.runs["engine"].to_list()) == {"vllm", "vllm-bench"}
     assert all("third-party CPU build" in v for v in loaded.runs["engine_version"].to_list())
-    tests = serving.test_summary(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    tests = serving.per_run_figures(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
     ours = tests.filter(tests["origin"] == "measured")
     offline = ours.filter(ours["kind"] == "offline").row(0, named=True)
     assert offline["repetitions"] == ENTRY.repetitions and offline["out_rate"] > 0
@@ -379,7 +380,7 @@ def test_vllm_serves_its_own_awq_int4_weights_on_cpu(tmp_path: Path, vllm_python
     tiny = SMOKE.models["llama-tiny"]
     settings = vllm_engine.resolve_settings(SMOKE.variants["vllm-cpu-awq"].settings)
     assert config["derived"]["weight_bytes_per_token"] == vllm_engine.weight_bytes_per_token(tiny, settings)
-    tests = serving.test_summary(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    tests = serving.per_run_figures(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
     ours = tests.filter(tests["origin"] == "measured").row(0, named=True)
     assert ours["out_rate"] > 0 and ours["bench_ratio"] is not None
 

@@ -1,0 +1,1 @@
+"""Commands a user runs beside the build: compare, validate, submit, wanted."""

@@ -1,0 +1,186 @@
+"""A configuration's figure across harness commits, as asv's history charts show a benchmark across a project's
+commits: per configuration (suite, workload, settings hash) and harness commit, the median of its counted runs'
+figures with the interval `fairfight compare HASH@COMMIT` gives it (`evidence.of_runs`, the one function compare's
+sides call: widened by the engine's pooled between-run spread of its kind on its hardware, none where one run is
+unreplicated), and around the latest commit's figure the band of identical repeats (`metrics.spread_band` of
+the largest A/A spread of its kind of test on its hardware and host condition, the floor `compare` and the boards
+hold a difference to). Pure: `Results.every_run` (what `compare` selects from) in, plain frames out (`history`, which
+`derive.results` keeps as `Results.history`); no template, no chart."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import polars as pl
+
+import generator.derive.counting as counting
+import generator.derive.evidence as evidence
+from runners import metrics
+
+KEYS = ["suite", "workload", "settings_hash"]
+
+POINT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "suite": pl.String, "workload": pl.String, "settings_hash": pl.String, "kind": pl.String, "figure": pl.String,
+    "variant": pl.String, "harness_commit": pl.String, "dirty": pl.Boolean,
+    "first_started_at": pl.Datetime("us", "UTC"),
+    "order": pl.Int64, "runs": pl.Int64, "run_ids": pl.List(pl.String), "value": pl.Float64, "lo": pl.Float64,
+    "hi": pl.Float64, "latest": pl.Boolean,
+}  # fmt: skip
+"""One point: a configuration's counted runs at one harness commit (`order` 0 for the earliest commit)."""
+
+BAND_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "suite": pl.String, "workload": pl.String, "settings_hash": pl.String, "commits": pl.Int64, "center": pl.Float64,
+    "spread": pl.Float64, "band_lo": pl.Float64, "band_hi": pl.Float64, "outside": pl.List(pl.String),
+    "differs": pl.List(pl.String), "floor_basis": pl.String, "figure": pl.String,
+}  # fmt: skip
+"""One configuration: how many commits it ran at, the band around its latest figure (`center`) and the commits whose
+figure lies outside it (further from the latest than identical repeats moved), and of those the commits `compare`'s
+verdict against the latest calls faster or slower (`metrics.compare_verdict`: outside the band and with a ratio
+interval that excludes 1). `figure`: what its points measure (steps/s, tokens/s), its latest commit's."""
+
+RUN_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "run_id": pl.String,
+    "history_band": pl.Struct({k: v for k, v in BAND_SCHEMA.items() if k not in KEYS}),
+    "history_points": pl.List(pl.Struct({
+        "commit": pl.String, "dirty": pl.Boolean, "started_at": pl.Datetime("us", "UTC"), "runs": pl.Int64,
+        "run_ids": pl.List(pl.String), "value": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "latest": pl.Boolean,
+    })),
+    "history_excluded": pl.String,
+}  # fmt: skip
+"""One run, as its page's history section shows its configuration: the configuration's band (`BAND_SCHEMA` less the
+keys), its points oldest commit first, and why this run is not among them (its `excluded`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class History:
+    """Every configuration's figure across harness commits, derived once (`history`): what the run pages show of it,
+    and what `compare` and the editions can read."""
+
+    points: pl.DataFrame
+    """One row per configuration and harness commit (`POINT_SCHEMA`, `points`)."""
+    bands: pl.DataFrame
+    """One row per configuration with a counted run (`BAND_SCHEMA`, `bands`): its A/A band, the commits outside it and
+    those `compare` calls faster or slower."""
+    configurations: dict[tuple[str, str, str], pl.DataFrame]
+    """Each configuration's rows of `points`, oldest commit first, by (suite, workload, settings_hash): what its chart
+    draws. A configuration with a null in its key is not here: it matches no run, as a comparison with null does."""
+    of_runs: pl.DataFrame
+    """One row per run of the run summary (`RUN_SCHEMA`); its band and points are null where its configuration has
+    no counted run."""
+
+
+def history(
+    summary: pl.DataFrame,
+    runs: pl.DataFrame,
+    kind_floors: dict[tuple[str, str, int, bool], float],
+    spreads: Mapping[tuple[object, ...], metrics.PooledSpread],
+) -> History:
+    """The history of every configuration, and each run's. `summary`: the run summary (run_id, the `KEYS`,
+    harness_dirty); `runs`: `Results.every_run.runs`; `kind_floors`: `Results.kind_floors`; `spreads`: the pooled
+    between-run spreads `compare` widens a side by (`evidence.spreads`)."""
+    points_ = points(runs, spreads, summary.select("run_id", "harness_dirty"))
+    bands_ = bands(points_, runs, kind_floors)
+    table = (
+        points_.sort("order")
+        .group_by(KEYS, maintain_order=True)
+        .agg(
+            history_points=pl.struct(
+                pl.col("harness_commit").alias("commit"), "dirty", pl.col("first_started_at").alias("started_at"),
+                "runs", "run_ids", "value", "lo", "hi", "latest",
+            )
+        )
+    )  # fmt: skip
+    per_config = bands_.select(*KEYS, history_band=pl.struct(pl.exclude(KEYS))).join(table, on=KEYS)
+    of_runs = (
+        summary.select("run_id", *KEYS)
+        .join(per_config, on=KEYS, how="left", maintain_order="left")
+        .join(
+            runs.select("run_id", history_excluded=pl.col("excluded")), on="run_id", how="left", maintain_order="left"
+        )
+        .select(list(RUN_SCHEMA))
+    )
+    by_key = points_.partition_by(KEYS, as_dict=True, maintain_order=True)  # split once, not filtered per configuration
+    configurations = {(str(s), str(w), str(h)): v for (s, w, h), v in by_key.items() if None not in (s, w, h)}
+    return History(points=points_, bands=bands_, configurations=configurations, of_runs=of_runs)
+
+
+def points(
+    runs: pl.DataFrame,
+    spreads: Mapping[tuple[object, ...], metrics.PooledSpread],
+    dirty: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Per configuration and harness commit, the figure and interval of its measured runs that count (`excluded`
+    null), as `fairfight compare HASH@COMMIT` gives them (`evidence.of_runs`, widened by `spreads`: the pooled
+    between-run spreads, `evidence.spreads`). `runs`: `Results.every_run.runs`; `dirty`: run_id and harness_dirty (a
+    checkout with uncommitted changes is not quite the commit it names), optional. Commits are ordered by their first
+    run's start; `latest` marks the last."""
+    counted = runs.filter(counting.MEASURED & pl.col("excluded").is_null() & pl.col("value").is_not_null())
+    if dirty is not None:
+        counted = counted.join(dirty.select("run_id", "harness_dirty"), on="run_id", how="left")
+    else:
+        counted = counted.with_columns(harness_dirty=pl.lit(None, pl.Boolean))
+    out: list[dict] = []
+    at_commit = [*KEYS, "harness_commit"]
+    counted = counted.with_columns(harness_commit=pl.col("harness_commit").fill_null("unknown")).sort(
+        "started_at", "run_id"
+    )
+    grouped = (
+        counted.group_by(at_commit, maintain_order=True)
+        .agg(
+            pl.col("kind").last(),
+            pl.col("figure").last(),
+            pl.col("variant").last(),
+            dirty=pl.col("harness_dirty").fill_null(False).any(),
+            first_started_at=pl.col("started_at").min(),
+            run_ids=pl.col("run_id"),
+        )
+        .sort(*KEYS, "first_started_at", "harness_commit")
+    )
+    sides = counted.partition_by(at_commit, as_dict=True, maintain_order=True)
+    for (_s, _w, _h), group in grouped.group_by(*KEYS, maintain_order=True):
+        rows = group.to_dicts()
+        for i, row in enumerate(rows):
+            found, _ = evidence.of_runs(sides[tuple(row[k] for k in at_commit)], spreads)
+            out.append(row | {"order": i, "runs": len(row["run_ids"]), "value": found.value, "lo": found.lo,
+                              "hi": found.hi, "latest": i == len(rows) - 1})  # fmt: skip
+    return pl.DataFrame(out, schema=POINT_SCHEMA)
+
+
+def bands(
+    points_: pl.DataFrame, runs: pl.DataFrame, kind_floors: dict[tuple[str, str, int, bool], float]
+) -> pl.DataFrame:
+    """Per configuration of `points_`, the A/A band around its latest commit's figure: the largest spread of repeats
+    of its kind of test on its hardware, device count and host condition (`kind_floors`, `Results.kind_floors`);
+    none (null band, `floor_basis` says why) where no repeats of that kind were measured there."""
+    where = runs.select("run_id", "accelerator", "accelerator_count", "shared_host")
+    hardware = {r: (a, c, bool(s)) for r, a, c, s in where.iter_rows()}
+    out = []
+    for (suite, workload, settings_hash), group in points_.group_by(*KEYS, maintain_order=True):
+        latest = group.filter(pl.col("latest")).row(0, named=True)
+        acc, count, shared = hardware[latest["run_ids"][-1]]
+        spread = kind_floors.get((latest["kind"], acc, count, shared))
+        where_text = f"{latest['kind']} tests on {count} × {acc}" + (", sharing the host" if shared else "")
+        row = {"suite": suite, "workload": workload, "settings_hash": settings_hash, "commits": group.height,
+               "center": latest["value"], "spread": spread, "band_lo": None, "band_hi": None, "outside": [],
+               "differs": [], "floor_basis": f"no repeats of {where_text} measured: no band",
+               "figure": latest["figure"]}  # fmt: skip
+        if spread is not None and latest["value"] > 0 and spread < 2:
+            lo, hi = metrics.spread_band(latest["value"], spread)
+            outside = group.filter((pl.col("value") < lo) | (pl.col("value") > hi))["harness_commit"].to_list()
+            differs = [p["harness_commit"] for p in group.filter(pl.col("harness_commit").is_in(outside)).to_dicts()
+                       if _verdict(latest, p, spread) in ("faster", "slower")]  # fmt: skip
+            row |= {"band_lo": lo, "band_hi": hi, "outside": outside, "differs": differs,
+                    "floor_basis": f"the largest spread of identical repeats of {where_text}"}  # fmt: skip
+        out.append(row)
+    return pl.DataFrame(out, schema=BAND_SCHEMA)
+
+
+def _verdict(latest: dict, point: dict, spread: float) -> str | None:
+    """`metrics.compare_verdict` of a commit's point (B) against the latest (A); None where either lacks an interval."""
+    a, a_lo, a_hi, b, b_lo, b_hi = (latest["value"], latest["lo"], latest["hi"], point["value"], point["lo"],
+                                    point["hi"])  # fmt: skip
+    if None in (a_lo, a_hi, b_lo, b_hi) or not (0 < a_lo <= a <= a_hi and 0 < b_lo <= b <= b_hi):
+        return None
+    ratio_lo, ratio_hi = metrics.ratio_interval(a, a_lo, a_hi, b, b_lo, b_hi)[1:]
+    return metrics.compare_verdict(a, b, ratio_lo, ratio_hi, spread)
