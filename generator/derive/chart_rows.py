@@ -6,7 +6,6 @@ from __future__ import annotations
 import polars as pl
 
 import generator.derive.counting as counting
-from generator.derive.verdict.answer import Answer
 
 
 def drawable_runs(current: pl.DataFrame, ranked: pl.DataFrame) -> pl.DataFrame:
@@ -51,14 +50,3 @@ def newest_drawn(drawable: pl.DataFrame, per: int = DRAWN_PER_CONFIGURATION) -> 
     kept = newest["run_id"].implode()
     with_its_run = ~own & pl.col("paired_run").is_in(kept).fill_null(False)
     return drawable.filter(pl.col("run_id").is_in(kept) | with_its_run)
-
-
-def crossings(said: Answer) -> pl.DataFrame:
-    """Where the verdict's curves cross the matched shape (`verdict.answer`): the stock curve at the claimed stock
-    figure (its crossing defines the shape) and each tuned curve at its interpolated steps/s there."""
-    labels = [f"stock ({said.target:.3g}, the claim's stock)"]
-    values = [float(said.target)]
-    labels += [t.label for t in said.tuned]
-    values += [float(t.steps_per_s) for t in said.tuned]
-    schema = {"label": pl.String, "steps_per_s": pl.Float64}
-    return pl.DataFrame({"label": labels, "steps_per_s": values}, schema=schema)

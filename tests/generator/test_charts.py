@@ -136,15 +136,14 @@ def test_an_unranked_run_is_a_hollow_bar_named_so() -> None:
 def test_the_verdict_chart_marks_each_crossing_of_the_matched_shape() -> None:
     """One diamond per curve where it crosses the matched shape, with its figure; the phone drawing has a fixed
     narrow width and the same marks."""
-    from generator.derive import chart_rows
-    from generator.derive.verdict.answer import Answer, Reading, Tuned
+    from generator.derive.verdict.answer import Answer, Reading, Tuned, crossings
 
     tuned = tuple(Tuned(variant=v, label=v, curve_hash=v, steps_per_s=r, ratio=r / 14.1, gap=21.7 / r)
                   for v, r in (("a", 24.6), ("b", 19.9)))  # fmt: skip
     reading = Reading(column="steps_per_s", stock_points=(), matched_micro_batch=2.5, matched_tokens_per_step=6000.0,
                       tuned=tuned, best=tuned[0], ddp=None, why_not=None)  # fmt: skip
     said = Answer(target=14.1, claimed_ratio=21.7 / 14.1, headline="steady", readings={"steady": reading})
-    crossed = chart_rows.crossings(said)
+    crossed = crossings(said)
     assert crossed["steps_per_s"].to_list() == [14.1, 24.6, 19.9]
     claims = pl.DataFrame({"label": ["claim"], "steps_per_s": [21.7]})
     for narrow in (False, True):

@@ -96,7 +96,7 @@ class Verdict:
     claims: pl.DataFrame
     """The fight's two claims as the sweep's chart rules them (`claim_lines`): label and steps/s."""
     crossings: pl.DataFrame
-    """Where the sweep's curves cross the matched shape (`chart_rows.crossings`): label and steps/s."""
+    """Where the sweep's curves cross the matched shape (`verdict.answer.crossings`): label and steps/s."""
     t975: float | None
     """Student's t at 97.5% with the pooled spread's degrees of freedom (`metrics.student_t_quantile`): the quantile
     every interval of the sweep is made with, as the home page states it; None without a pooled spread."""

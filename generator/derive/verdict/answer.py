@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import polars as pl
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecidingPoint:
@@ -139,3 +141,14 @@ class Answer:
     @property
     def why_not(self) -> str | None:
         return self.at_headline.why_not
+
+
+def crossings(said: Answer) -> pl.DataFrame:
+    """Where the verdict's curves cross the matched shape (`verdict.answer`): the stock curve at the claimed stock
+    figure (its crossing defines the shape) and each tuned curve at its interpolated steps/s there."""
+    labels = [f"stock ({said.target:.3g}, the claim's stock)"]
+    values = [float(said.target)]
+    labels += [t.label for t in said.tuned]
+    values += [float(t.steps_per_s) for t in said.tuned]
+    schema = {"label": pl.String, "steps_per_s": pl.Float64}
+    return pl.DataFrame({"label": labels, "steps_per_s": values}, schema=schema)

@@ -25,11 +25,11 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
-import generator.derive.chart_rows as chart_rows
 import generator.derive.configurations as configurations
 import generator.derive.summaries as summaries
 import generator.derive.verdict as verdict
 import generator.store.runcache as runcache
+from generator.derive.verdict.answer import crossings
 from runners import metrics
 
 DRAWS = 4000
@@ -162,7 +162,7 @@ def compute(
         pooled=pooled,
         owed=verdict.owed(summary, the_fight, said, leaderboards),
         claims=verdict.claim_lines(the_fight),
-        crossings=chart_rows.crossings(said),
+        crossings=crossings(said),
         t975=metrics.student_t_quantile(0.975, pooled.df) if pooled else None,
         full_steps=verdict.full_steps(the_fight.suite, the_fight.workload),
     )
