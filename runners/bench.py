@@ -647,7 +647,7 @@ def _test_ids(
     must say it is (`run_identity`)."""
     label = f"{variant.name}-{tool}" if tool else variant.name
     return {
-        record.test_run_id(stamp, t.workload, label): run_identity(suite.name, t.workload, variant, tool=tool)
+        record.run_id_of_test(stamp, t.workload, label): run_identity(suite.name, t.workload, variant, tool=tool)
         for t in tests
     }
 
@@ -677,7 +677,7 @@ def _tool_line(
     t0: float,
 ) -> list[dict[str, object]]:
     """The summary line of the engine's own tool's record of `test`, where there is one."""
-    found = store.find(args.data_dir, suite.name, record.test_run_id(stamp, test.workload, f"{variant.name}-{tool}"))
+    found = store.find(args.data_dir, suite.name, record.run_id_of_test(stamp, test.workload, f"{variant.name}-{tool}"))
     if found is None:
         return []
     return [bench_report.line(workload=test.workload, variant=f"{variant.name} ({tool})", **summarize(found),
@@ -827,7 +827,7 @@ class TestsRan(NamedTuple):
     """What the bench knows of the runner process of one variant's tests once it has ended."""
 
     stamp: str
-    """The stamp of the tests' run ids (`record.test_run_id`)."""
+    """The stamp of the tests' run ids (`record.run_id_of_test`)."""
     started: datetime
     code: int | None
     """Its exit status (None: stopped at its time limit)."""
@@ -847,7 +847,7 @@ def _test_record(
 ) -> Path:
     """A test's record: the one its runner handed over, else the failure record written here, which says why, with
     the engine's own test configuration (the registry's `failure_config`) and no tests completed."""
-    run_id = record.test_run_id(ran.stamp, test.workload, variant.name)
+    run_id = record.run_id_of_test(ran.stamp, test.workload, variant.name)
     path = store.find(args.data_dir, suite.name, run_id)
     if path is None:
         status = "failed" if run_id in ran.refused else _classify(ran.code, ran.err)

@@ -320,7 +320,7 @@ def as_tools(
     return config
 
 
-def test_run_id(stamp: str, workload: str, variant: str) -> str:
+def run_id_of_test(stamp: str, workload: str, variant: str) -> str:
     """An inference or serving test's run id: the bench session's stamp (UTC start and a random suffix) around the
     test's names (an engine's own tool's record adds `-<tool>` to the variant)."""
     when, _, suffix = stamp.partition("~")
@@ -344,7 +344,7 @@ def hand_over_test(
     appended to the runner's hand-over file (`args.out`) as a JSON line, unchecked: an engine's process may hold no
     pyarrow (llama.cpp's), and the bench checks every line as it writes the result files."""
     run = run_columns(
-        run_id=test_run_id(args.run_stamp, test.workload, variant.name),
+        run_id=run_id_of_test(args.run_stamp, test.workload, variant.name),
         config=config,
         engine_version=engine_version,
         started=started,

@@ -62,7 +62,7 @@ def problems_of(obj: dict[str, Any], i: int, model: spec.ModelSpec, variant: spe
         found.append(f"{where}, field {key!r}: {obj.get(key)!r} is not a token count")
     if not counts:
         try:
-            llama_bench.test_of(obj, tests)
+            llama_bench.matching_test(obj, tests)
         except ValueError as e:
             found.append(f"{where}, fields 'n_prompt', 'n_gen', 'n_depth': {e}")
     samples = obj.get("samples_ns")
@@ -95,7 +95,7 @@ def import_llama_bench(
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     done = []
     for obj in objs:
-        test = llama_bench.test_of(obj, tests)
+        test = llama_bench.matching_test(obj, tests)
         run_id = f"import-llama-bench-{sha[:12]}-{test.workload}-{variant.name}"
         if store.find(data_dir, suite.name, run_id) is not None:
             done.append(f"{test.workload}: already imported ({run_id})")
@@ -109,7 +109,7 @@ def import_llama_bench(
         }
         imported = {"tool": "llama-bench", "file": path.name, "sha256": sha, "result": obj}
         config = record.as_tools(
-            llamacpp.test_config(suite, entry, test, variant, settings, files, None, None), "llama-bench", imported
+            llamacpp.config_of_test(suite, entry, test, variant, settings, files, None, None), "llama-bench", imported
         )
         config["workload"]["untimed_repetitions"] = 0  # llama-bench run elsewhere: every repetition it timed is kept
         started = datetime.fromisoformat(obj["test_time"].replace("Z", "+00:00"))

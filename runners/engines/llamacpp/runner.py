@@ -264,7 +264,7 @@ def device_memory_gib(device: str) -> float | None:
     return None
 
 
-def test_config(
+def config_of_test(
     suite: Any,
     entry: Any,
     test: Any,
@@ -294,7 +294,7 @@ def failure_config(suite: Any, entry: Any, test: Any, variant: Any, note: str | 
 
     files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model file was described"}
     settings = record.resolved_or_written(variant.settings, resolve_settings)
-    return test_config(suite, entry, test, variant, settings, files, note, None)
+    return config_of_test(suite, entry, test, variant, settings, files, note, None)
 
 
 def make_files(argv: list[str]) -> int:
@@ -377,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                     | {"unit": "tokens"},
                 ]
             rows += joules.rows() + idle_rows
-            config = test_config(suite, entry, test, variant, settings, files, args.note, bench.fills)
+            config = config_of_test(suite, entry, test, variant, settings, files, args.note, bench.fills)
             record.hand_over_test(
                 args,
                 test,

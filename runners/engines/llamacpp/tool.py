@@ -75,7 +75,7 @@ def parse(lines: str) -> list[dict[str, Any]]:
     return out
 
 
-def test_of(obj: dict[str, Any], tests: list[Any]) -> Any:
+def matching_test(obj: dict[str, Any], tests: list[Any]) -> Any:
     """The runner's test a llama-bench result is for (same kind, token count and depth)."""
     kind, n = ("pp", obj["n_prompt"]) if obj["n_prompt"] > 0 else ("tg", obj["n_gen"])
     for t in tests:
@@ -123,16 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     hardware = provenance.hardware(entry.device, 1)
     for obj in parse(out.stdout):
         try:
-            test = test_of(obj, tests)
+            test = matching_test(obj, tests)
         except ValueError:  # llama-bench runs every combination of its -p, -n and -d: some were not asked for
             continue
         imported = {"tool": "llama-bench", "command": " ".join(cmd), "result": obj}
-        runners = record.test_run_id(args.run_stamp, test.workload, variant.name)
-        config = llamacpp.test_config(suite, entry, test, variant, settings, files, None, None)
+        runners = record.run_id_of_test(args.run_stamp, test.workload, variant.name)
+        config = llamacpp.config_of_test(suite, entry, test, variant, settings, files, None, None)
         config = record.as_tools(config, "llama-bench", imported, runners)
         rows = sample_rows(obj, test.n_tokens, untimed)
         run = record.run_columns(
-            run_id=record.test_run_id(args.run_stamp, test.workload, variant.name + "-llama-bench"),
+            run_id=record.run_id_of_test(args.run_stamp, test.workload, variant.name + "-llama-bench"),
             config=config,
             # the build's record of the vendored commit: llama-bench's own stamp may not know it
             engine_version=f"llama.cpp {commit} of llama-cpp-python {vendored}",

@@ -148,7 +148,7 @@ def memory_gib(mx: Any, device: str) -> float | None:
     return mx.get_peak_memory() / 2**30
 
 
-def test_config(
+def config_of_test(
     suite: Any, entry: Any, test: Any, variant: Any, settings: dict[str, Any], files: dict[str, Any], note: str | None
 ) -> dict[str, Any]:
     """The full configuration of one test's record (the llama.cpp runner's layout, so the inference pages read both):
@@ -168,7 +168,7 @@ def failure_config(suite: Any, entry: Any, test: Any, variant: Any, note: str | 
 
     files = {"weight_bytes_per_token": None, "note": "the runner stopped before the model folder was described"}
     settings = record.resolved_or_written(variant.settings, resolve_settings)
-    return test_config(suite, entry, test, variant, settings, files, note)
+    return config_of_test(suite, entry, test, variant, settings, files, note)
 
 
 def model_files(folder: Path, model: Any, make_s: float) -> dict[str, Any]:
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             args,
             test,
             variant,
-            test_config(suite, entry, test, variant, settings, files, args.note),
+            config_of_test(suite, entry, test, variant, settings, files, args.note),
             rows,
             started=started,
             engine_version=engine_version(mx),

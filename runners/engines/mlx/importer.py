@@ -68,7 +68,7 @@ def import_mlx_lm_benchmark(
             continue
         files = {"weight_bytes_per_token": None, "note": "the contributor's model folder, not made by Fair Fight"}
         imported = {"tool": "mlx_lm.benchmark", "file": path.name, "sha256": sha, "field": field, "trials": trials}
-        config = mlx_generate.test_config(suite, entry, test, variant, dict(variant.settings), files, None)
+        config = mlx_generate.config_of_test(suite, entry, test, variant, dict(variant.settings), files, None)
         config = record.as_tools(config, "mlx-lm-benchmark", imported)
         config["workload"]["depth_fills"] = None
         run = record.run_columns(

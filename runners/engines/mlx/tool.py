@@ -110,12 +110,12 @@ def main(argv: list[str] | None = None) -> int:
         if test is None:
             continue
         imported = {"tool": "mlx_lm.benchmark", "command": " ".join(cmd), "field": field, "trials": trials}
-        runners = record.test_run_id(args.run_stamp, test.workload, variant.name)
-        config = mlx_generate.test_config(suite, entry, test, variant, settings, files, None)
+        runners = record.run_id_of_test(args.run_stamp, test.workload, variant.name)
+        config = mlx_generate.config_of_test(suite, entry, test, variant, settings, files, None)
         config = record.as_tools(config, "mlx-lm-benchmark", imported, runners)
         config["workload"]["depth_fills"] = None
         run = record.run_columns(
-            run_id=record.test_run_id(args.run_stamp, test.workload, variant.name + "-mlx-lm-benchmark"),
+            run_id=record.run_id_of_test(args.run_stamp, test.workload, variant.name + "-mlx-lm-benchmark"),
             config=config,
             engine_version=mlx_generate.engine_version(mx),
             started=started,

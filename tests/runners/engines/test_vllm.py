@@ -91,10 +91,10 @@ def test_a_served_record_says_its_prompts_are_text_and_how_they_were_made() -> N
     tests = {t.kind: t for t in ENTRY.tests()}
     made = {"made_by": vllm_bench.PROMPTS_FROM, "seed": 1000, "drawn": 16, "kept": 16}
     args = (SMOKE, ENTRY, tests["serve"], SMOKE.variants["vllm-cpu"], settings, {}, None)
-    work = vllm_engine.test_config(*args, made)["workload"]
+    work = vllm_engine.config_of_test(*args, made)["workload"]
     assert work["prompt_form"] == "text" and work["prompts"] == made
-    assert "prompts" not in vllm_engine.test_config(*args)["workload"]  # how, where it is known
-    offline = vllm_engine.test_config(SMOKE, ENTRY, tests["offline"], *args[3:])["workload"]
+    assert "prompts" not in vllm_engine.config_of_test(*args)["workload"]  # how, where it is known
+    offline = vllm_engine.config_of_test(SMOKE, ENTRY, tests["offline"], *args[3:])["workload"]
     assert "prompt_form" not in offline  # the offline test sends token ids through the LLM API
     # the cross-check and the runner's own prompts start from one list of flags: the tool's random dataset
     flags = vllm_bench.dataset_flags(Path("/m"), 64, 16, 24, 1001)
