@@ -475,12 +475,8 @@ def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
         served.group_by(*POINT_KEYS)
         .agg(
             runs=pl.len(),
-            per_gpu=pl.col("per_gpu").median(),
-            per_gpu_lo=pl.col("per_gpu").min(),
-            per_gpu_hi=pl.col("per_gpu").max(),
-            tpot_ms=pl.col("median_tpot_ms").median(),
-            tpot_lo=pl.col("median_tpot_ms").min(),
-            tpot_hi=pl.col("median_tpot_ms").max(),
+            **summaries.median_range("per_gpu", "per_gpu", "per_gpu_lo", "per_gpu_hi"),
+            **summaries.median_range("median_tpot_ms", "tpot_ms", "tpot_lo", "tpot_hi"),
             itl_ms=pl.col("median_itl_ms").median(),
             ttft_ms=pl.col("median_ttft_ms").median(),
             run_ids=pl.col("run_id").sort(),
