@@ -41,7 +41,7 @@ import generator.render.pages as pages
 import generator.render.versions as versions
 import generator.store.runcache as runcache
 from generator import SITE_SRC, derive, load, progress, render, store
-from runners import cache
+from runners import arguments, cache
 
 
 def vega_bundle(cache_dir: Path | None = None) -> str:
@@ -521,9 +521,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m generator.build", description="Build the Fair Fight site.")
-    add_cli_args(p)
-    return run(p.parse_args(argv))
+    return arguments.command("python -m generator.build", "Build the Fair Fight site.", add_cli_args, run, argv)
 
 
 if __name__ == "__main__":

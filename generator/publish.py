@@ -19,6 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from runners import arguments
+
 MARKER = ".fairfight-published"
 """Left in a folder this command published into: the sign that replacing the folder's contents is safe."""
 
@@ -202,9 +204,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m generator.publish", description=(__doc__ or "").partition("\n")[0])
-    add_cli_args(p)
-    return run(p.parse_args(argv))
+    return arguments.command("python -m generator.publish", __doc__, add_cli_args, run, argv)
 
 
 if __name__ == "__main__":

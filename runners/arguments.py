@@ -1,5 +1,5 @@
 """What a person types at a command, read the same way by every command: a file that must be there, a name among
-known ones (with a did-you-mean), and a run id.
+known ones (with a did-you-mean), a run id, and a module's `main(argv)`.
 
 Standard library only, and in `runners/` (which the generator may import): `retract` on a bench host and `compare` on
 the site's machine read a run id by the same rule, and `bench`, `slurm`, `import` and `list` name a suite the same
@@ -10,8 +10,22 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+
+
+def command(
+    prog: str,
+    doc: str | None,
+    add_cli_args: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+    argv: list[str] | None,
+) -> int:
+    """A module's `main(argv)` run as `python -m <module>`: its parser (`prog`, the first line of `doc` as the
+    description) given the module's `add_cli_args`, and the parsed arguments handed to its `run`."""
+    p = argparse.ArgumentParser(prog=prog, description=(doc or "").partition("\n")[0])
+    add_cli_args(p)
+    return run(p.parse_args(argv))
 
 
 def add_data_dir(parser: argparse.ArgumentParser) -> None:

@@ -33,7 +33,7 @@ import generator.load.editions as editions
 import generator.load.slugs as slugs
 import generator.store.runcache as runcache
 from generator import derive, load
-from runners import formats, store
+from runners import arguments, formats, store
 
 SUMMARY = "SUMMARY.md"
 REPORT = "validate.txt"
@@ -415,11 +415,7 @@ def _known_commit(commit: str, data_dir: Path) -> bool | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m generator.commands.submit", description=(__doc__ or "").partition("\n")[0]
-    )
-    add_cli_args(p)
-    return run(p.parse_args(argv))
+    return arguments.command("python -m generator.commands.submit", __doc__, add_cli_args, run, argv)
 
 
 if __name__ == "__main__":

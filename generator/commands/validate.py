@@ -26,7 +26,7 @@ import generator.derive.serving as serving
 import generator.load.editions as editions
 import generator.store.runcache as runcache
 from generator import load, progress
-from runners import formats, store
+from runners import arguments, formats, store
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
@@ -160,11 +160,7 @@ def _text(problems: list[dict[str, str]], line: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m generator.commands.validate", description=(__doc__ or "").partition("\n")[0]
-    )
-    add_cli_args(p)
-    return run(p.parse_args(argv))
+    return arguments.command("python -m generator.commands.validate", __doc__, add_cli_args, run, argv)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from typing import Any
 import polars as pl
 
 import generator.derive.counting as counting
+import generator.derive.summaries as summaries
 from generator.derive.claims import PRECISIONS
 from runners import metrics, schema
 
@@ -40,9 +41,7 @@ def tables(summary: pl.DataFrame) -> Catalog:
         .group_by("accelerator", "accelerator_count", "compute_precision", "interconnect", "driver", "cuda")
         .agg(
             runs=pl.len(),
-            matmul_median=pl.col("calibrated_matmul_flops").median(),
-            matmul_min=pl.col("calibrated_matmul_flops").min(),
-            matmul_max=pl.col("calibrated_matmul_flops").max(),
+            **summaries.median_range("calibrated_matmul_flops", "matmul_median", "matmul_min", "matmul_max"),
             copy_median=pl.col("copy").median(),
             busbw_median=pl.col("busbw").median(),
         )

@@ -101,15 +101,10 @@ def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             ),
         )
     )
-    bench = out.filter(pl.col("engine").is_in(list(tags))).select(
-        run_id="paired_run",
-        bench_run=pl.col("run_id"),
-        bench_rate=pl.col("rate_mean"),
-        bench_sd=pl.col("rate_sd"),
-        bench_tool=pl.col("engine"),
-        bench_status=pl.col("status"),
+    paired = ladder.with_tool_record(
+        out, list(tags), bench_rate=pl.col("rate_mean"), bench_sd=pl.col("rate_sd"), bench_tool=pl.col("engine")
     )
-    return out.join(bench, on="run_id", how="left").with_columns(
+    return paired.with_columns(
         # like with like: where the runner also timed the tool's own path (MLX: mlx-lm's generate loop, whose prompt
         # time includes more than prompt processing), that figure is what the tool's must match
         bench_ratio=pl.when(pl.col("engine").is_in(list(TOOL_PATH_ENGINES)))

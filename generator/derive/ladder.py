@@ -27,6 +27,15 @@ def _tool() -> pl.Expr:
     return pl.col("engine").replace_strict(engines.own_tools(), default=None, return_dtype=pl.String)
 
 
+def with_tool_record(runs: pl.DataFrame, tools: Sequence[str], **figures: pl.Expr) -> pl.DataFrame:
+    """`runs` with, on each runner's run, the record its engine's bench tool (`tools`) made of the same test: the
+    tool's `bench_run`, its `figures` (name: the tool record's expression) and `bench_status`; null where none."""
+    bench = runs.filter(pl.col("engine").is_in(list(tools))).select(
+        run_id="paired_run", bench_run=pl.col("run_id"), **figures, bench_status=pl.col("status")
+    )
+    return runs.join(bench, on="run_id", how="left")
+
+
 def unranked_reason(checks: Sequence[tuple[str, ...]], depth: bool, columns: Sequence[str] = ()) -> pl.Expr:
     """Why a measured run does not rank (null when it does). `checks` are (what, column of runner / tool ratios[,
     column of that figure's tolerance]) that must be within the tolerance (`metrics.OWN_TOOL_REL_TOL` where no

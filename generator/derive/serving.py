@@ -249,15 +249,14 @@ def _with_decode_figures(figures: pl.DataFrame, summary: pl.DataFrame, tools: Se
 def _paired_with_tool(figures: pl.DataFrame, tools: Sequence[str]) -> pl.DataFrame:
     """Each runner's run with its engine's bench tool's record of the same test (`bench_*`) and the runner / tool
     ratios of output tokens/s, median TTFT and median TPOT."""
-    bench = figures.filter(pl.col("engine").is_in(list(tools))).select(
-        run_id="paired_run",
-        bench_run=pl.col("run_id"),
+    paired = ladder.with_tool_record(
+        figures,
+        tools,
         bench_rate=pl.col("out_rate"),
         bench_ttft=pl.col("median_ttft_ms"),
         bench_tpot=pl.col("median_tpot_ms"),
-        bench_status=pl.col("status"),
     )
-    return figures.join(bench, on="run_id", how="left").with_columns(
+    return paired.with_columns(
         bench_ratio=pl.col("out_rate") / pl.col("bench_rate"),
         bench_ttft_ratio=pl.col("median_ttft_ms") / pl.col("bench_ttft"),
         bench_tpot_ratio=pl.col("median_tpot_ms") / pl.col("bench_tpot"),
@@ -476,12 +475,8 @@ def latency_points(tests: pl.DataFrame) -> pl.DataFrame:
         served.group_by(*POINT_KEYS)
         .agg(
             runs=pl.len(),
-            per_gpu=pl.col("per_gpu").median(),
-            per_gpu_lo=pl.col("per_gpu").min(),
-            per_gpu_hi=pl.col("per_gpu").max(),
-            tpot_ms=pl.col("median_tpot_ms").median(),
-            tpot_lo=pl.col("median_tpot_ms").min(),
-            tpot_hi=pl.col("median_tpot_ms").max(),
+            **summaries.median_range("per_gpu", "per_gpu", "per_gpu_lo", "per_gpu_hi"),
+            **summaries.median_range("median_tpot_ms", "tpot_ms", "tpot_lo", "tpot_hi"),
             itl_ms=pl.col("median_itl_ms").median(),
             ttft_ms=pl.col("median_ttft_ms").median(),
             run_ids=pl.col("run_id").sort(),

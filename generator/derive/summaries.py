@@ -334,3 +334,10 @@ def repetition_intervals(samples: pl.DataFrame, prefix: str) -> pl.DataFrame:
     names = [f"{prefix}_med", f"{prefix}_lo", f"{prefix}_hi", f"{prefix}_coverage"]
     schema = {"run_id": pl.String, **dict.fromkeys(names, pl.Float64), "repetitions": pl.Int64}
     return pl.DataFrame(stats, schema=schema, orient="row")
+
+
+def median_range(column: str, median: str, lo: str, hi: str) -> dict[str, pl.Expr]:
+    """A group's median of `column` and its range (smallest, largest), named `median`, `lo` and `hi`: the
+    aggregations of a point or a table row that shows the runs it pools."""
+    values = pl.col(column)
+    return {median: values.median(), lo: values.min(), hi: values.max()}

@@ -34,6 +34,11 @@ def fairfight_theme() -> alt.theme.ThemeConfig:
     }
 
 
+def interval_columns(median: str, lo: str, hi: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """A figure and its 95% interval's ends as the columns every interval chart reads: `median`, `lo`, `hi`."""
+    return pl.col(median).alias("median"), pl.col(lo).alias("lo"), pl.col(hi).alias("hi")
+
+
 def throughput(board: pl.DataFrame, unit: str, *, metric: str = "steps_per_s") -> alt.LayerChart:
     """Median per run with its 95% interval, one row per run, coloured by tier; `unit`: what `metric` is in
     (`Board.unit`)."""
@@ -43,9 +48,7 @@ def throughput(board: pl.DataFrame, unit: str, *, metric: str = "steps_per_s") -
         "tier",
         "accelerator",
         "accelerator_count",
-        pl.col(metric).alias("median"),
-        pl.col(f"{metric}_lo").alias("lo"),
-        pl.col(f"{metric}_hi").alias("hi"),
+        *interval_columns(metric, f"{metric}_lo", f"{metric}_hi"),
     )
     tier = _tier_color(data)
     described = [alt.Tooltip("variant:N"), alt.Tooltip("tier:N"), alt.Tooltip("accelerator:N")]
@@ -334,9 +337,7 @@ def engine_throughput(tests: pl.DataFrame, unit: str) -> alt.LayerChart:
         "variant",
         "engine",
         "accelerator",
-        pl.col("rate_med").alias("median"),
-        pl.col("rate_lo").alias("lo"),
-        pl.col("rate_hi").alias("hi"),
+        *interval_columns("rate_med", "rate_lo", "rate_hi"),
     )
     engine = engine_colour(data, "engine", "measured by")
     described = [alt.Tooltip("variant:N"), alt.Tooltip("engine:N", title="measured by"), alt.Tooltip("accelerator:N"),
@@ -367,9 +368,7 @@ def sweep(
         "tier",
         "micro_batch",
         "tokens_per_step",
-        pl.col("steps_per_s").alias("median"),
-        pl.col("steps_per_s_lo").alias("lo"),
-        pl.col("steps_per_s_hi").alias("hi"),
+        *interval_columns("steps_per_s", "steps_per_s_lo", "steps_per_s_hi"),
         "runs",
     )
     ticks = sorted({float(t) for t in points["tokens_per_step"].drop_nulls()})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from generator.render.charts import ROW_AXIS, engine_colour, engine_stroke, largest_first
+from generator.render.charts import ROW_AXIS, engine_colour, engine_stroke, interval_columns, largest_first
 
 
 def tp_scaling(points: pl.DataFrame) -> alt.LayerChart:
@@ -103,9 +103,7 @@ def side_by_side(rows: pl.DataFrame) -> alt.LayerChart:
         pl.col("variant").alias("run"),
         "variant",
         pl.col("engine_name").alias("engine"),
-        pl.col("decode").alias("median"),
-        pl.col("decode_lo").alias("lo"),
-        pl.col("decode_hi").alias("hi"),
+        *interval_columns("decode", "decode_lo", "decode_hi"),
         pl.col("limit_tokens_per_s").alias("limit"),
         pl.when(pl.col("decode_checked")).then(pl.lit("cross-checked")).otherwise(pl.lit("not cross-checked"))
         .alias("checked"),
@@ -142,9 +140,7 @@ def kv_depth(points: pl.DataFrame) -> alt.LayerChart:
         "depth",
         pl.col("weights").str.to_uppercase().alias("weights"),
         pl.col("kv_type").str.to_uppercase().alias("kv cache"),
-        pl.col("rate").alias("median"),
-        pl.col("rate_lo").alias("lo"),
-        pl.col("rate_hi").alias("hi"),
+        *interval_columns("rate", "rate_lo", "rate_hi"),
     )
     x = alt.X("depth:Q", title="KV-cache depth (tokens already in context)")
     y_title = "generation tokens/s (median, interval)"

@@ -14,8 +14,8 @@ import pytest
 from generator import build, derive, render
 from generator.load import packages
 from generator.render import versions
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 RUNS = (
     "20261129T174656Z-train-gpt-1.27b-mb4-ddp-fp32-stock-4660e7",
     "20261129T174951Z-train-gpt-1.27b-mb4-ddp-amp-stock-d615cb",

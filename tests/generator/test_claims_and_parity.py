@@ -199,6 +199,29 @@ if _defect:
 '''
 
 
+def _fp32_runs_under_hook(
+    tmp_path: Path, hook: str, runs: dict[str, tuple[tuple[str, ...], dict[str, str]]]
+) -> tuple[Path, dict[str, str]]:
+    """Real runs of the tiny model on CPU under tmp_path/data: the fp32 stock baseline, then for each label of `runs`
+    one fp32 run (its extra arguments and environment, noted with the label) with `hook` as the sitecustomize module
+    on its path. Returns the data folder and each label's run id."""
+    data = tmp_path / "data"
+    folder = tmp_path / "hook"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(hook)
+    bench = ("runners", "bench", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-mb4", "--data-dir", str(data))
+    fp32 = ("--variant", "ddp-amp-stock", "--set", "precision=fp32")
+    path = os.pathsep.join([str(folder), str(ROOT)])
+    run_module(*bench, "--variant", "ddp-fp32-stock")
+    notes = {}
+    for label, (extra, env) in runs.items():
+        before = set(data.rglob("*.parquet"))
+        run_module(*bench, *fp32, *extra, "--note", label, PYTHONPATH=path, **env)
+        (made,) = set(data.rglob("*.parquet")) - before
+        notes[label] = made.stem
+    return data, notes
+
+
 @pytest.mark.slow
 @pytest.mark.bench
 def test_a_frozen_or_missing_layer_or_another_learning_rate_fails_parity(tmp_path: Path, torch_engine: str) -> None:
@@ -207,25 +230,16 @@ def test_a_frozen_or_missing_layer_or_another_learning_rate_fails_parity(tmp_pat
     sitecustomize module, as a defective runner would do it), or whose learning rate is halved fails, each with its
     reason. The weights file and the data are the baseline's in all of them: the loss curve (within 0.1% for a pair of
     fp32 runs), the optimizer settings, or, for the missing block, the hash of the weights the process loaded tell."""
-    data = tmp_path / "data"
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(DEFECTS)
-    bench = ("runners", "bench", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-mb4", "--data-dir", str(data))
-    fp32 = ("--variant", "ddp-amp-stock", "--set", "precision=fp32")
-    path = os.pathsep.join([str(hook), str(ROOT)])
-    run_module(*bench, "--variant", "ddp-fp32-stock")
-    notes = {}
-    for label, extra, defect in (
-        ("same", (), ""),
-        ("lr", ("--set", "lr=0.0005"), ""),
-        ("frozen", (), "frozen"),
-        ("missing", (), "missing"),
-    ):
-        before = set(data.rglob("*.parquet"))
-        run_module(*bench, *fp32, *extra, "--note", label, PYTHONPATH=path, FAIRFIGHT_TEST_DEFECT=defect)
-        (made,) = set(data.rglob("*.parquet")) - before
-        notes[label] = made.stem
+    data, notes = _fp32_runs_under_hook(
+        tmp_path,
+        DEFECTS,
+        {
+            "same": ((), {"FAIRFIGHT_TEST_DEFECT": ""}),
+            "lr": (("--set", "lr=0.0005"), {"FAIRFIGHT_TEST_DEFECT": ""}),
+            "frozen": ((), {"FAIRFIGHT_TEST_DEFECT": "frozen"}),
+            "missing": ((), {"FAIRFIGHT_TEST_DEFECT": "missing"}),
+        },
+    )
     loaded = load.load(data)
     rows = {r["run_id"]: r for r in derive.run_summary(loaded.runs, loaded.rows).to_dicts()}
     same, lr, frozen, missing = (rows[notes[k]] for k in ("same", "lr", "frozen", "missing"))
@@ -319,22 +333,14 @@ def test_a_run_of_other_work_never_passes_parity_nor_joins_a_row(tmp_path: Path,
     seed) and is another configuration; the other two fail on their loss curves, no longer on proof."""
     from runners import artifacts
 
-    data = tmp_path / "data"
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(OTHER_WORK)
-    bench = ("runners", "bench", "--suite", "cpu-smoke", "--workload", "train-gpt-tiny-mb4", "--data-dir", str(data))
-    fp32 = ("--variant", "ddp-amp-stock", "--set", "precision=fp32")
-    path = os.pathsep.join([str(hook), str(ROOT)])
-    run_module(*bench, "--variant", "ddp-fp32-stock")
-    notes = {}
-    for label in ("same", "seed", "data", "weights"):
-        before = set(data.rglob("*.parquet"))
-        run_module(
-            *bench, *fp32, "--note", label, PYTHONPATH=path, FAIRFIGHT_TEST_WORK=label if label != "same" else ""
-        )
-        (made,) = set(data.rglob("*.parquet")) - before
-        notes[label] = made.stem
+    data, notes = _fp32_runs_under_hook(
+        tmp_path,
+        OTHER_WORK,
+        {
+            label: ((), {"FAIRFIGHT_TEST_WORK": label if label != "same" else ""})
+            for label in ("same", "seed", "data", "weights")
+        },
+    )
     loaded = load.load(data)
     summary = derive.run_summary(loaded.runs, loaded.rows)
     rows = {r["run_id"]: r for r in summary.to_dicts()}

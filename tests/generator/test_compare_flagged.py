@@ -60,6 +60,13 @@ def _pair(data: Path, repeats: bool) -> None:
             shutil.copy(CPU / f"{stem}.parquet", data / "cpu-smoke")
 
 
+def _loaded_pair(tmp_path: Path, repeats: bool) -> tuple[Path, compare.Dataset]:
+    """The pair (`_pair`) written under tmp_path/data, and the data set compare loads from it."""
+    data = tmp_path / "data"
+    _pair(data, repeats)
+    return data, compare.load_dataset(data)
+
+
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     parser = argparse.ArgumentParser(prog="compare")
     compare.add_cli_args(parser)
@@ -70,9 +77,7 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 def test_a_16x_slowdown_under_load_exits_1_decided_from_the_pooled_spread(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = tmp_path / "data"
-    _pair(data, repeats=True)
-    ds = compare.load_dataset(data)
+    data, ds = _loaded_pair(tmp_path, repeats=True)
     slow = ds.runs.filter(ds.runs["run_id"] == SLOW).row(0, named=True)
     assert slow["value"] == pytest.approx(0.72) and slow["lo"] < 0  # its own interval reaches below zero
     assert metrics.wider_than_figure(slow["value"], slow["lo"], slow["hi"])
@@ -92,9 +97,7 @@ def test_a_16x_slowdown_under_load_exits_1_decided_from_the_pooled_spread(
 def test_without_any_repeats_the_flagged_slowdown_is_undecided_and_still_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = tmp_path / "data"
-    _pair(data, repeats=False)
-    ds = compare.load_dataset(data)
+    data, ds = _loaded_pair(tmp_path, repeats=False)
     assert not ds.spreads and not ds.run_floors
     (row,) = compare.compare(FAST, SLOW, ds).rows
     assert row["verdict"] == "undecided" and row["ratio_lo"] is None and row["b"]["lo"] is None

@@ -4,16 +4,14 @@ functions of runners/metrics.py return for that row's own numbers."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 import pytest
 
 from generator import derive, load
 from generator.derive import inference, serving
 from runners import metrics
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FILES = (
     "20261129T175040Z-train-gpt-1.27b-mb4-ddp-tuned-ae4fb9",
     "20261129T200656Z-train-gpt-1.27b-mb4-fsdp2-compile-19b4d3",
