@@ -8,8 +8,8 @@ of the installed package.
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -19,11 +19,13 @@ TARGET = "runners/_build.json"
 
 
 def _git(root: str, *args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=20, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip()
+    """git's answer in the checkout, or None: runners/version.py's own call, loaded by its path as hatchling's version
+    source loads it (standard library only; the hook cannot import the package it is building)."""
+    spec = importlib.util.spec_from_file_location("_fairfight_version", Path(root) / "runners" / "version.py")
+    assert spec is not None and spec.loader is not None
+    version = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(version)
+    return version._git(Path(root), *args)
 
 
 class CommitHook(BuildHookInterface):
