@@ -459,7 +459,8 @@ def commit_history(points: pl.DataFrame, band: dict | None, figure: str) -> alt.
         pl.col("hi").fill_null(pl.col("value")).alias("hi"),
     )
     title = f"{figure} (median, interval)"
-    axis = alt.Axis(labelAngle=0, labelLimit=90)
+    # at a phone's width the commits' labels ran into each other: a narrow chart drops some, never overlaps them
+    axis = alt.Axis(labelAngle=0, labelLimit=90, labelOverlap="greedy")
     x = alt.X("commit:N", sort=alt.EncodingSortField(field="order", order="ascending"), axis=axis,
               title="harness commit, oldest first (*: uncommitted)")  # fmt: skip
     scale = alt.Scale(zero=False)
