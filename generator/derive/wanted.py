@@ -30,7 +30,7 @@ import generator.derive.configurations as configurations
 import generator.derive.reproduce as reproduce
 import generator.derive.verdict as verdict
 import generator.load.slugs as slugs
-from generator.derive.verdict.answer import Tuned
+from generator.derive.verdict.said import Tuned
 from runners import engines
 
 BENCH = ("fairfight", "bench")

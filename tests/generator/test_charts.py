@@ -136,7 +136,7 @@ def test_an_unranked_run_is_a_hollow_bar_named_so() -> None:
 def test_the_verdict_chart_marks_each_crossing_of_the_matched_shape() -> None:
     """One diamond per curve where it crosses the matched shape, with its figure; the phone drawing has a fixed
     narrow width and the same marks."""
-    from generator.derive.verdict.answer import Answer, Reading, Tuned, crossings
+    from generator.derive.verdict.said import Answer, Reading, Tuned, crossings
 
     tuned = tuple(Tuned(variant=v, label=v, curve_hash=v, steps_per_s=r, ratio=r / 14.1, gap=21.7 / r)
                   for v, r in (("a", 24.6), ("b", 19.9)))  # fmt: skip

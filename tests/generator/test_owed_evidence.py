@@ -11,7 +11,7 @@ import pytest
 
 import generator.derive.verdict.owed_list as owed_list
 from generator import derive
-from generator.derive.verdict.answer import Answer, Reading, Tuned
+from generator.derive.verdict.said import Answer, Reading, Tuned
 
 
 def _tuned(gap: float, lo: float | None, hi: float | None, decision: str = "undecided") -> Tuned:

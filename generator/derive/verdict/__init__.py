@@ -34,7 +34,7 @@ import generator.derive.counting as counting
 import generator.derive.evidence as evidence
 import generator.derive.readable as readable
 import generator.derive.verdict.owed_list as owed_list
-from generator.derive.verdict.answer import Answer, DecidingPoint, Reading, Tuned
+from generator.derive.verdict.said import Answer, DecidingPoint, Reading, Tuned
 from runners import metrics, schema
 
 STOCK = "ddp-amp-stock"
@@ -96,7 +96,7 @@ class Verdict:
     claims: pl.DataFrame
     """The fight's two claims as the sweep's chart rules them (`claim_lines`): label and steps/s."""
     crossings: pl.DataFrame
-    """Where the sweep's curves cross the matched shape (`verdict.answer.crossings`): label and steps/s."""
+    """Where the sweep's curves cross the matched shape (`verdict.said.crossings`): label and steps/s."""
     t975: float | None
     """Student's t at 97.5% with the pooled spread's degrees of freedom (`metrics.student_t_quantile`): the quantile
     every interval of the sweep is made with, as the home page states it; None without a pooled spread."""

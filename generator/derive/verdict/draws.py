@@ -29,7 +29,7 @@ import generator.derive.configurations as configurations
 import generator.derive.summaries as summaries
 import generator.derive.verdict as verdict
 import generator.store.runcache as runcache
-from generator.derive.verdict.answer import crossings
+from generator.derive.verdict.said import crossings
 from runners import metrics
 
 DRAWS = 4000

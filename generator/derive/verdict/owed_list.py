@@ -13,7 +13,7 @@ import polars as pl
 import generator.derive.counting as counting
 import generator.derive.words as say
 import generator.load.slugs as slugs
-from generator.derive.verdict.answer import Answer, Tuned
+from generator.derive.verdict.said import Answer, Tuned
 
 
 class Fight(Protocol):
