@@ -73,14 +73,16 @@ class History:
 def history(
     summary: pl.DataFrame,
     runs: pl.DataFrame,
-    kind_floors: dict[tuple[str, str, int, bool], float],
+    kind_floors: Mapping[evidence.FloorKey, float],
     spreads: Mapping[tuple[object, ...], metrics.PooledSpread],
+    run_floors: Mapping[str, float] | None = None,
 ) -> History:
     """The history of every configuration, and each run's. `summary`: the run summary (run_id, the `KEYS`,
     harness_dirty); `runs`: `Results.every_run.runs`; `kind_floors`: `Results.kind_floors`; `spreads`: the pooled
-    between-run spreads `compare` widens a side by (`evidence.spreads`)."""
+    between-run spreads `compare` widens a side by (`evidence.spreads`); `run_floors`: the A/A spread of the repeats
+    each counted run belongs to (`EveryRun.run_floors`): with `kind_floors`, the floor `compare` holds a side to."""
     points_ = points(runs, spreads, summary.select("run_id", "harness_dirty"))
-    bands_ = bands(points_, runs, kind_floors)
+    bands_ = bands(points_, runs, kind_floors, run_floors)
     table = (
         points_.sort("order")
         .group_by(KEYS, maintain_order=True)
@@ -122,9 +124,9 @@ def points(
         counted = counted.with_columns(harness_dirty=pl.lit(None, pl.Boolean))
     out: list[dict] = []
     at_commit = [*KEYS, "harness_commit"]
-    counted = counted.with_columns(harness_commit=pl.col("harness_commit").fill_null("unknown")).sort(
-        "started_at", "run_id"
-    )
+    counted = counted.with_columns(
+        harness_commit=pl.col("harness_commit").fill_null("unknown").replace(full_commits(counted["harness_commit"]))
+    ).sort("started_at", "run_id")
     grouped = (
         counted.group_by(at_commit, maintain_order=True)
         .agg(
@@ -147,31 +149,52 @@ def points(
     return pl.DataFrame(out, schema=POINT_SCHEMA)
 
 
+def full_commits(commits: pl.Series) -> dict[str, str]:
+    """Each abbreviated commit id among `commits` (fewer than 40 hex digits, as early records wrote them) that begins
+    exactly one full id among them -> that full id: a run recorded at `fa4a5bb` and one at `fa4a5bb…` ran at one
+    commit, and are one point, as `fairfight compare HASH@fa4a5bb` selects them both."""
+    ids = {str(c) for c in commits.drop_nulls().unique()}
+    full = [c for c in ids if len(c) == 40]
+    out = {}
+    for short in (c for c in ids if len(c) < 40):
+        found = [c for c in full if c.startswith(short)]
+        if len(found) == 1:
+            out[short] = found[0]
+    return out
+
+
 def bands(
-    points_: pl.DataFrame, runs: pl.DataFrame, kind_floors: dict[tuple[str, str, int, bool], float]
+    points_: pl.DataFrame,
+    runs: pl.DataFrame,
+    kind_floors: Mapping[evidence.FloorKey, float],
+    run_floors: Mapping[str, float] | None = None,
 ) -> pl.DataFrame:
-    """Per configuration of `points_`, the A/A band around its latest commit's figure: the largest spread of repeats
-    of its kind of test on its hardware, device count and host condition (`kind_floors`, `Results.kind_floors`);
-    none (null band, `floor_basis` says why) where no repeats of that kind were measured there."""
-    where = runs.select("run_id", "accelerator", "accelerator_count", "shared_host")
-    hardware = {r: (a, c, bool(s)) for r, a, c, s in where.iter_rows()}
+    """Per configuration of `points_`, the A/A band around its latest commit's figure: the spread of identical repeats
+    its latest runs belong to, else the largest of their kind of test on their hardware, device count and host
+    condition (`evidence.aa_floor` of `run_floors`, `kind_floors`: the floor `compare` holds that side to); none (null
+    band, `floor_basis` says why) where no repeats of that kind were measured there. The commits it says differ are
+    those `compare` calls faster or slower against the latest (`evidence.pair_floor`, `metrics.compare_verdict`)."""
+    run_floors = run_floors or {}
+    where = runs.select("run_id", "kind", "accelerator", "accelerator_count", "shared_host").with_columns(
+        pl.col("shared_host").fill_null(False)
+    )
+    sides = {tuple(r): where.filter(pl.col("run_id").is_in(r)) for r in points_["run_ids"].to_list()}
     out = []
     for (suite, workload, settings_hash), group in points_.group_by(*KEYS, maintain_order=True):
         latest = group.filter(pl.col("latest")).row(0, named=True)
-        acc, count, shared = hardware[latest["run_ids"][-1]]
-        spread = kind_floors.get((latest["kind"], acc, count, shared))
-        where_text = f"{latest['kind']} tests on {count} × {acc}" + (", sharing the host" if shared else "")
+        mine = sides[tuple(latest["run_ids"])]
+        spread, basis = evidence.aa_floor(mine, run_floors, kind_floors, "the latest commit")
         row = {"suite": suite, "workload": workload, "settings_hash": settings_hash, "commits": group.height,
-               "center": latest["value"], "spread": spread, "band_lo": None, "band_hi": None, "outside": [],
-               "differs": [], "floor_basis": f"no repeats of {where_text} measured: no band",
-               "figure": latest["figure"]}  # fmt: skip
-        if spread is not None and latest["value"] > 0 and spread < 2:
+               "center": latest["value"], "spread": None, "band_lo": None, "band_hi": None, "outside": [],
+               "differs": [], "floor_basis": f"{basis}, and no band", "figure": latest["figure"]}  # fmt: skip
+        if spread > 0 and latest["value"] > 0 and spread < 2:
             lo, hi = metrics.spread_band(latest["value"], spread)
             outside = group.filter((pl.col("value") < lo) | (pl.col("value") > hi))["harness_commit"].to_list()
-            differs = [p["harness_commit"] for p in group.filter(pl.col("harness_commit").is_in(outside)).to_dicts()
-                       if _verdict(latest, p, spread) in ("faster", "slower")]  # fmt: skip
-            row |= {"band_lo": lo, "band_hi": hi, "outside": outside, "differs": differs,
-                    "floor_basis": f"the largest spread of identical repeats of {where_text}"}  # fmt: skip
+            differs = [p["harness_commit"] for p in group.filter(~pl.col("latest")).to_dicts()
+                       if _verdict(latest, p, evidence.pair_floor(sides[tuple(p["run_ids"])], mine, run_floors,
+                                                                  kind_floors)[0]) in ("faster", "slower")]  # fmt: skip
+            row |= {"spread": spread, "band_lo": lo, "band_hi": hi, "outside": outside, "differs": differs,
+                    "floor_basis": basis}  # fmt: skip
         out.append(row)
     return pl.DataFrame(out, schema=BAND_SCHEMA)
 

@@ -101,3 +101,35 @@ def of_runs(
     spread = spreads.get(tuple(first[k] for k in SPREAD_KEYS))
     own = list(counted.select(*columns).iter_rows())
     return interval([x for x, _, _ in own], own, spread), spread
+
+
+FloorKey = tuple[str, str, int, bool]
+"""What a kind's A/A floor is of (`Results.kind_floors`): kind of test, accelerator, count, shared host."""
+
+
+def aa_floor(
+    counted: pl.DataFrame, run_floors: Mapping[str, float], kind_floors: Mapping[FloorKey, float], side: str
+) -> tuple[float, str]:
+    """The A/A spread of one side's counted runs (run_id, kind, accelerator, accelerator_count, shared_host) and what
+    it is: of the repeats they belong to (`run_floors`, `EveryRun.run_floors`), else the largest of their kind on
+    their hardware and host condition (`kind_floors`), else none measured (0). `side` names them in the basis."""
+    own = [run_floors[r] for r in counted["run_id"] if r in run_floors]
+    if own:
+        return max(own), f"the spread of {side}'s repeats"
+    kinds = counted.select("kind", "accelerator", "accelerator_count", "shared_host").unique()
+    found = [(kind_floors[k], k) for k in kinds.iter_rows() if k in kind_floors]
+    if found:
+        spread, (kind, acc, count, shared) = max(found)
+        where = f"{kind} on {count} × {acc}{', shared host' * shared}"
+        return spread, f"the largest spread of repeats of {where} ({side} has no repeats)"
+    kind, acc, count, _ = kinds.row(0)
+    return 0.0, f"none: no repeats of {kind} on {count} × {acc} measured, so no floor"
+
+
+def pair_floor(
+    a: pl.DataFrame, b: pl.DataFrame, run_floors: Mapping[str, float], kind_floors: Mapping[FloorKey, float]
+) -> tuple[float, str]:
+    """The floor a difference between sides A and B is held to (`metrics.compare_verdict`): the larger of the two
+    sides' `aa_floor`, with its basis. `compare` and each run page's history across commits decide by it."""
+    return max(aa_floor(a, run_floors, kind_floors, "A"), aa_floor(b, run_floors, kind_floors, "B"),
+               key=lambda f: f[0])  # fmt: skip

@@ -231,7 +231,11 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         page_runs=_with_standing(with_test_figures(summary, tests, served), boards),
         every_run=every_run,
         history=commit_history.history(
-            summary, every_run.runs, kind_floors, evidence.spreads(test_spreads, training_spreads["steady"])
+            summary,
+            every_run.runs,
+            kind_floors,
+            evidence.spreads(test_spreads, training_spreads["steady"]),
+            every_run.run_floors,
         ),
         comparable=commit_pairs.comparable(every_run.runs),
         boards=boards,

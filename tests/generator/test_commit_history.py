@@ -75,7 +75,43 @@ def test_the_band_is_the_aa_floor_around_the_latest_and_names_the_commits_outsid
     assert metrics.relative_spread([12.0, lo]) == pytest.approx(0.10)
     assert metrics.relative_spread([12.0, hi]) == pytest.approx(0.10)
     (none,) = commit_history.bands(points, runs, {}).to_dicts()
-    assert none["band_lo"] is None and "no repeats of train tests on 2 × GPU" in none["floor_basis"]
+    assert none["band_lo"] is None and "no repeats of train on 2 × GPU measured" in none["floor_basis"]
+
+
+def test_the_band_and_the_verdicts_hold_each_commit_to_the_floor_compare_holds_it_to() -> None:
+    """The band is the latest commit's own repeats' spread where it has repeats (`evidence.aa_floor`, as `compare`
+    takes a side's floor), not the kind's largest; a commit is said to differ only where compare's pair floor (the
+    larger of the two sides') lets it. Before, the history took the kind's largest spread for both."""
+    runs = _runs()
+    points = commit_history.points(runs, SPREADS)
+    kinds = {("train", "GPU", 2, False): 0.30}  # wide enough to swallow every difference here
+    (by_kind,) = commit_history.bands(points, runs, kinds).to_dicts()
+    assert by_kind["spread"] == 0.30 and by_kind["outside"] == [] and by_kind["differs"] == []
+    own = {"r4": 0.02}  # the latest commit's run belongs to repeats 2% apart
+    (band,) = commit_history.bands(points, runs, kinds, own).to_dicts()
+    assert band["spread"] == 0.02 and band["floor_basis"] == "the spread of the latest commit's repeats"
+    assert band["outside"] == ["aaaaaaa1", "bbbbbbb2"]
+    # aaaaaaa1 has no repeats of its own: compare holds it to the kind's 30% (the larger of the two), so it is the same
+    assert band["differs"] == []
+    (both,) = commit_history.bands(points, runs, kinds, own | {"r1": 0.03, "r2": 0.03, "r3": 0.01}).to_dicts()
+    assert both["differs"] == ["aaaaaaa1", "bbbbbbb2"]
+    assert evidence.pair_floor(runs.filter(pl.col("run_id") == "r3"), runs.filter(pl.col("run_id") == "r4"),
+                               own | {"r3": 0.01}, kinds) == (0.02, "the spread of B's repeats")  # fmt: skip
+
+
+def test_a_commit_recorded_abbreviated_and_in_full_is_one_point() -> None:
+    """Early records wrote their commit in 7 digits: a run at `ccccccc` and one at the full `ccccccc3…` ran at one
+    commit, one point, as `compare HASH@ccccccc` selects them both; a prefix of two full ids is left as it is."""
+    full = "ccccccc3" + "0" * 32
+    runs = _runs().with_columns(
+        harness_commit=pl.when(pl.col("run_id") == "r3").then(pl.lit("ccccccc")).otherwise(
+            pl.when(pl.col("run_id") == "r4").then(pl.lit(full)).otherwise(pl.col("harness_commit")))
+    )  # fmt: skip
+    points = commit_history.points(runs, SPREADS)
+    assert points["harness_commit"].to_list() == ["aaaaaaa1", full]
+    assert points.row(1, named=True)["run_ids"] == ["r3", "r4"]
+    two = pl.Series(["ccccccc", full, "ccccccc9" + "0" * 32])
+    assert commit_history.full_commits(two) == {}
 
 
 def test_the_chart_draws_the_band_and_every_commit() -> None:
@@ -214,7 +250,9 @@ def test_the_history_is_derived_once_into_results_and_the_run_pages_only_draw_it
             results.runs.select("run_id", "harness_dirty"),
         )
     )
-    assert history.bands.equals(commit_history.bands(history.points, runs, results.kind_floors))
+    assert history.bands.equals(
+        commit_history.bands(history.points, runs, results.kind_floors, results.every_run.run_floors)
+    )
     (band,) = history.bands.filter(pl.col("commits") == 2).to_dicts()
     key = (band["suite"], band["workload"], band["settings_hash"])
     here = history.points.filter(*(pl.col(c) == v for c, v in zip(commit_history.KEYS, key, strict=True)))
@@ -283,8 +321,8 @@ def test_each_commit_of_a_history_has_the_interval_compare_gives_it(committed: t
                 assert (row[side]["value"], row[side]["lo"], row[side]["hi"]) == pytest.approx(
                     (shown["value"], shown["lo"], shown["hi"]), rel=1e-12
                 ), said
-            if point["harness_commit"] in band["outside"]:
-                differs = point["harness_commit"] in band["differs"]
-                assert differs == (row["verdict"] in ("faster", "slower")), (hash_, point["harness_commit"][:7])
+            differs = point["harness_commit"] in band["differs"]
+            assert differs == (row["verdict"] in ("faster", "slower")), (hash_, point["harness_commit"][:7])
+            assert not differs or point["harness_commit"] in band["outside"]
             checked += 1
     assert checked >= 6

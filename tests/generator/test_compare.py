@@ -106,6 +106,18 @@ def test_a_configuration_pools_its_runs_and_narrows_by_commit(ds: compare.Datase
     assert report.exit_status == 0  # about 1.5% apart: within the 5% threshold whatever the verdict
     with pytest.raises(compare.UsageError, match="has no run at commit 1234567; it has: 49a084d"):
         compare.select(f"{FSDP}@1234567", ds)
+    # a run that wrote its commit in 7 digits (early records did) is at the full commit it begins, as the history
+    # across commits pools it (commit_history.full_commits)
+    abbreviated = ds.runs.with_columns(
+        harness_commit=pl.when(pl.col("harness_commit").str.starts_with("49a084d"))
+        .then(pl.lit("49a084d"))
+        .otherwise(pl.col("harness_commit"))
+    )
+    short = dataclasses.replace(ds, runs=abbreviated)
+    assert compare.select(f"{FSDP}@49a084d{'0' * 33}", short).runs.height == 2
+    assert compare.select(f"{FSDP}@49a084d", short).runs.height == 2
+    with pytest.raises(compare.UsageError, match="has no run at commit 49a08"):
+        compare.select(f"{FSDP}@49a08{'f' * 35}", short)
     with pytest.raises(compare.UsageError, match="narrows a configuration"):
         compare.select(f"{AA[0]}@49a084d", ds)
 

@@ -114,8 +114,7 @@ def _row(key: tuple, a_runs: pl.DataFrame, b_runs: pl.DataFrame, ds: Dataset, th
                             + ("; the same runs on both sides" if identical else ""))  # fmt: skip
         return row
     ratio, lo, hi = metrics.ratio_interval(a, a_lo, a_hi, b, b_lo, b_hi)
-    floors = [_floor(a_ok, ds, "A"), _floor(b_ok, ds, "B")]
-    floor, basis = max(floors, key=lambda f: f[0])
+    floor, basis = evidence.pair_floor(a_ok, b_ok, ds.run_floors, ds.kind_floors)
     verdict = metrics.compare_verdict(a, b, lo, hi, floor)
     row |= {"ratio": ratio, "ratio_lo": lo, "ratio_hi": hi, "change": ratio - 1, "floor": floor}
     row |= {"floor_basis": basis, "verdict": verdict}
@@ -165,19 +164,3 @@ def _side_figure(
     else:
         basis = configurations.basis(n, spread, f"{hardware} by {first['engine']}" if spread else hardware)
     return out | {"value": found.value, "lo": found.lo, "hi": found.hi, "basis": basis, "flags": flags}
-
-
-def _floor(counted: pl.DataFrame, ds: Dataset, side: str) -> tuple[float, str]:
-    """The A/A spread of a side's runs: of the repeats they belong to, else the largest of their kind on their
-    hardware and host condition, else none measured (0)."""
-    own = [ds.run_floors[r] for r in counted["run_id"] if r in ds.run_floors]
-    if own:
-        return max(own), f"the spread of {side}'s repeats"
-    kinds = counted.select("kind", "accelerator", "accelerator_count", "shared_host").unique()
-    found = [(ds.kind_floors[k], k) for k in kinds.iter_rows() if k in ds.kind_floors]
-    if found:
-        spread, (kind, acc, count, shared) = max(found)
-        where = f"{kind} on {count} × {acc}{', shared host' * shared}"
-        return spread, f"the largest spread of repeats of {where} ({side} has no repeats)"
-    kind, acc, count, _ = kinds.row(0)
-    return 0.0, f"none: no repeats of {kind} on {count} × {acc} measured, so no floor"

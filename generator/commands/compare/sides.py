@@ -106,7 +106,12 @@ def _configuration(text: str, settings_hash: str, narrowing: list[str], ds: Data
     for part in narrowing:
         key, _, value = part.partition("=") if "=" in part else ("commit", "", part)
         if key == "commit" and _HEX.fullmatch(value.lower()):
-            narrowed = runs.filter(pl.col("harness_commit").str.starts_with(value.lower()))
+            # a record that wrote its commit abbreviated (7 digits, early records) is at the commit it begins
+            recorded = pl.col("harness_commit")
+            narrowed = runs.filter(
+                recorded.str.starts_with(value.lower())
+                | ((recorded.str.len_chars() >= 7) & pl.lit(value.lower()).str.starts_with(recorded))
+            )
             choices = runs.group_by("harness_commit").len().sort("harness_commit")
             listed = ", ".join(f"{(c or '?')[:7]} ({n} run{'s' * (n > 1)})" for c, n in choices.iter_rows())
             said.append(f"at commit {value}")
