@@ -204,21 +204,20 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     """Every figure, once, from checked records (`checks.checked`: the loaded records and their run summary)."""
     rows = loaded.rows
     tests = inference.per_run_figures(summary, rows)
-    served = serving.per_run_figures(summary, rows, functools.partial(load.full_rows, loaded))
-    inference_ranked, serving_ranked = inference.ranked_runs(tests), serving.ranked_runs(served)
-    test_spreads = ladder.pooled_spreads(inference_ranked) | ladder.pooled_spreads(serving_ranked)
+    serving_tests = serving.serving(summary, rows, functools.partial(load.full_rows, loaded))
+    served, inference_ranked = serving_tests.per_run, inference.ranked_runs(tests)
+    test_spreads = ladder.pooled_spreads(inference_ranked) | ladder.pooled_spreads(serving_tests.ranked)
     training_spreads = {
         reading: configurations.pooled_spreads(summary, column) for reading, column in verdict.READINGS.items()
     }
     repeats = training_boards.repeats(summary)
     scaling = training_boards.scaling(summary)
     window_losses = training_boards.loss_windows(summary, rows)
-    tp = serving.tp_scaling(served)
-    test_repeats = ladder.repeats(pl.concat([inference_ranked, serving_ranked], how="diagonal_relaxed"))
+    tp = serving_tests.tp_scaling
+    test_repeats = ladder.repeats(pl.concat([inference_ranked, serving_tests.ranked], how="diagonal_relaxed"))
     boards = _boards(summary, tests, served, test_spreads, repeats, scaling, window_losses, tp, training_spreads)
     trained = {key: board.ranked for key, board in boards.items() if board.kind == "train"}
     the_verdict = sweep_draws.compute(summary, rows, training_spreads, trained)
-    points = serving.latency_points(served)
     every_run = every_runs.every_run(summary, tests, served, repeats)
     kind_floors = _kind_floors(repeats, test_repeats)
     out = Results(
@@ -247,7 +246,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         scaling=scaling,
         window_losses=window_losses,
         tp_scaling=tp,
-        latency=dict(sorted(points.partition_by("suite", "model_name", as_dict=True).items())),
+        latency=dict(sorted(serving_tests.latency.partition_by("suite", "model_name", as_dict=True).items())),
         verdict=the_verdict,
         claim_checks=claims.checks(summary, the_verdict.matched if the_verdict else {}),
         tuning=tuning.tuning(the_verdict, summary, single_settings.rows(summary, training_spreads["steady"])),

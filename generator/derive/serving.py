@@ -1,6 +1,6 @@
 """Serving tests (vLLM: offline throughput and served latency) from loaded records to the numbers their pages show:
 per-run statistics, the cross-check against `vllm bench`, tensor-parallel scaling, and batch-1 decode beside
-llama.cpp's generation test.
+llama.cpp's generation test. `serving` is the entry `derive.results` calls: every frame, derived once (`Serving`).
 
 Every formula comes from `runners.metrics` (`serving_metrics`, `median_ci`, `mbu`); this module only groups, joins
 and orders. Served points are recomputed from their raw per-request samples, so the runner's records and vLLM's
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -157,6 +158,30 @@ def remember(entries: Mapping[str, dict[str, float] | None]) -> None:
         SERVED_FIGURES.write(cached | dict(entries))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Serving:
+    """Every frame of the serving tests, derived once (`serving`): what `derive.results` takes from this module."""
+
+    per_run: pl.DataFrame
+    """One row per serving run: its figures, its engine's tool's record beside it and its energy (`per_run_figures`)."""
+    tp_scaling: pl.DataFrame
+    """Tensor-parallel scaling (`tp_scaling`)."""
+    latency: pl.DataFrame
+    """The served points' latency against throughput (`latency_points`)."""
+    ranked: pl.DataFrame
+    """The runs that rank, each with its figure in `value`, `lo`, `hi` (`ranked_runs`): what the A/A repeats and the
+    pooled spreads are made of."""
+
+
+def serving(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None = None) -> Serving:
+    """The serving tests' frames from the run summary and the loaded rows, each once: `per_run_figures`, and from
+    its rows tensor-parallel scaling, the served points' latency and the runs that rank."""
+    per_run = per_run_figures(summary, rows, read)
+    return Serving(
+        per_run=per_run, tp_scaling=tp_scaling(per_run), latency=latency_points(per_run), ranked=ranked_runs(per_run)
+    )
+
+
 def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None = None) -> pl.DataFrame:
     """One row per serving run: its test (kind, concurrency or request rate, lengths), tensor-parallel size, and
     figures. Offline: output tokens/s over repetitions (median with a 95% interval, mean ± sd), total tokens/s and
@@ -177,12 +202,16 @@ def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | No
     )
     bandwidth = [(metrics.datasheet_memory(acc) or (None, None))[1] for acc in runs["accelerator"].to_list()]
     figures = (
-        runs.with_columns(datasheet_bandwidth=pl.Series(bandwidth, dtype=pl.Float64))
+        runs.with_columns(
+            datasheet_bandwidth=pl.Series(bandwidth, dtype=pl.Float64),
+            copy_bandwidth=copy_bound.per_gpu(summary),  # its hardware model's calibrated one: the copy fraction's
+        )
         .join(offline, on="run_id", how="left")
         .join(offline_interval, on="run_id", how="left")
         .join(served, on="run_id", how="left")
     )
-    paired = _with_served_energy(_paired_with_tool(_with_decode_figures(figures, summary, tools), tools))
+    decoded = _with_decode_figures(figures, tools).drop("copy_bandwidth")
+    paired = _with_served_energy(_paired_with_tool(decoded, tools))
     # a served figure must agree with the tool within what the tool's own repeats moved on that hardware
     return paired.join(tool_tolerances(paired), on=["accelerator", "accelerator_count"], how="left")
 
@@ -213,9 +242,10 @@ def _offline_figures(runs: pl.DataFrame, rows: pl.DataFrame) -> tuple[pl.DataFra
     return per_run.drop("rates"), stat_frame
 
 
-def _with_decode_figures(figures: pl.DataFrame, summary: pl.DataFrame, tools: Sequence[str]) -> pl.DataFrame:
+def _with_decode_figures(figures: pl.DataFrame, tools: Sequence[str]) -> pl.DataFrame:
     """`figures` with the test's output tokens/s (`out_rate`), the decode rate at one request in flight, its MBU and
-    copy fraction, and the runner's run a tool's record checks (`paired_run`)."""
+    copy fraction (against `datasheet_bandwidth` and `copy_bandwidth`, each one GPU's), and the runner's run a tool's
+    record checks (`paired_run`)."""
     return figures.with_columns(
         # the test's output tokens/s, whichever kind: offline mean over repetitions, or the served point's
         out_rate=pl.coalesce("out_mean", "output_tokens_per_s"),
@@ -241,7 +271,7 @@ def _with_decode_figures(figures: pl.DataFrame, summary: pl.DataFrame, tools: Se
         copy_fraction=metrics.copy_bound_fraction(
             pl.col("decode_bytes_per_token"),
             pl.col("decode_rate"),
-            copy_bound.per_gpu(summary) * pl.col("accelerator_count"),
+            pl.col("copy_bandwidth") * pl.col("accelerator_count"),
         ),
     )
 

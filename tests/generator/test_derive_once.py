@@ -29,6 +29,7 @@ ONCE = [
     "derive.training_boards.loss_windows",
     "derive.parity.loss_parity",
     "derive.inference.per_run_figures",
+    "derive.serving.serving",
     "derive.serving.per_run_figures",
     "derive.inference.ranked_runs",
     "derive.serving.ranked_runs",
