@@ -1,6 +1,6 @@
 """Settings as a reader reads them: `settings.compile_loss=true, depth_fills=null` (what `configurations.differing`
-writes: names and canonical JSON) becomes `compile_loss on · depth_fills every repetition`; a run's settings beside
-its engine's defaults, the changed ones marked (`beside_defaults`). Pure: text in, text out."""
+writes: names and canonical JSON) becomes `compile_loss on · depth_fills every repetition`. Pure: text in, text out
+(a run's settings beside its engine's defaults are derived once per run: `derive.defaults`)."""
 
 from __future__ import annotations
 
@@ -47,23 +47,6 @@ def changes(triples: list[tuple[str, Any, Any]]) -> list[str]:
     new = [f"{_name(k)} {_value(k, b)}" for k, a, b in triples if a is None]
     dropped = [f"{_name(k)} {_value(k, a)}" for k, a, b in triples if b is None]
     return both + [f"{label}: {' · '.join(items)}" for label, items in (("new", new), ("dropped", dropped)) if items]
-
-
-def beside_defaults(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """A run's settings as its page's table shows them (`config`: its record's config): each setting of its variant,
-    its value and the engine's default (canonical JSON; a dash where the engine names none), and whether the variant
-    changed it (the engine has a default and the value is another)."""
-    settings = config.get("variant", {}).get("settings", {})
-    defaults = config.get("engine_defaults", {})
-    return [
-        {
-            "key": key,
-            "value": json.dumps(value),
-            "default": json.dumps(defaults[key]) if key in defaults else "–",
-            "changed": key in defaults and defaults[key] != value,
-        }
-        for key, value in sorted(settings.items())
-    ]
 
 
 def _name(key: str) -> str:

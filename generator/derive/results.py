@@ -19,6 +19,7 @@ import generator.derive.commit_history as commit_history
 import generator.derive.commit_pairs as commit_pairs
 import generator.derive.configurations as configurations
 import generator.derive.counting as counting
+import generator.derive.defaults as defaults
 import generator.derive.energy as energy
 import generator.derive.evidence as evidence
 import generator.derive.inference as inference
@@ -294,13 +295,16 @@ def _kind_floors(repeats: pl.DataFrame, test_repeats: pl.DataFrame) -> dict[tupl
 
 def with_test_figures(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.DataFrame) -> pl.DataFrame:
     """The summary with each inference and serving run's own figures (tokens/s over repetitions, served latencies,
-    the own tool's pair and ratio, MBU), so that its page leads with its result, as a training run's does."""
+    the own tool's pair and ratio, MBU), so that its page leads with its result, as a training run's does, and every
+    run's settings beside its engine's defaults (`defaults.with_beside_defaults`), its page's Settings table."""
     frames = [f.select("run_id", *[c for c in f.columns if c not in summary.columns]) for f in (tests, served)]
     figures = pl.concat(frames, how="diagonal_relaxed")  # a run is an inference test or a serving test, not both
     # a served point's energy figures are its board's (serving.py, over its requests): the summary has none for it
     points = served.filter(pl.col("kind") == "serve").select("run_id", *energy.FIGURES)
-    return summary.join(figures, on="run_id", how="left").update(
-        points, on="run_id", include_nulls=True, maintain_order="left"
+    return (
+        defaults.with_beside_defaults(summary)
+        .join(figures, on="run_id", how="left")
+        .update(points, on="run_id", include_nulls=True, maintain_order="left")
     )
 
 

@@ -332,7 +332,15 @@ STANDING: tuple[Field, ...] = (
     Field("standing", _S, "latest", "ranked, or why not, in words (`derive.lead`; null: nothing to say)"),
 )
 """A run page's own columns: what its lead line says of its place on its board."""
-PAGE_RUNS = _union(RUN, INFERENCE_OWN, SERVING_OWN, STANDING)
+SETTINGS_BESIDE_DEFAULTS = Field(
+    "settings_beside_defaults",
+    pl.List(pl.Struct({"key": _S, "value": _S, "default": _S, "changed": _B})),
+    "latest",
+    "its page's Settings table (`derive.defaults`): each setting of its variant, its value and the engine's default "
+    "(canonical JSON; a dash where the engine names none) and whether the variant changed it",
+)
+"""A run page's settings beside its engine's defaults, derived once per run from its config."""
+PAGE_RUNS = _union(RUN, INFERENCE_OWN, SERVING_OWN, [SETTINGS_BESIDE_DEFAULTS], STANDING)
 """The runs with their tests' own figures (`Results.page_runs`)."""
 BOARDS: dict[str, tuple[Field, ...]] = {
     "train": _union(RUN, TRAINING_BOARD_OWN),

@@ -33,7 +33,6 @@ import polars as pl
 from markupsafe import Markup
 
 import generator.derive.evidence as evidence
-import generator.derive.readable as readable
 import generator.derive.reproduce as reproduce
 import generator.load.columns as columns
 import generator.load.repository as repository
@@ -444,7 +443,7 @@ def _render(
             samples_name=run["samples_file"].removeprefix("downloads/") if run_id in with_rows else None,
             samples_href=f"../{run['samples_file']}",
             config=config,
-            settings=readable.beside_defaults(config),
+            settings=run["settings_beside_defaults"],  # derived once per run (`derive.defaults`)
             **provenance,
             packages_file=listed,
             tool_output=tool_output,

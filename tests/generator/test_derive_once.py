@@ -47,6 +47,7 @@ ONCE = [
     "derive.catalog.tables",
     "derive.results.hardware_of_boards",
     "derive.results.with_test_figures",
+    "derive.defaults.with_beside_defaults",
     "derive.runs.every_run",
     "derive.configurations.rows",
     "derive.single_settings.rows",

@@ -45,7 +45,7 @@ PRESENTATION = {
 """Render functions allowed such a method, each with why it decides nothing about what counts."""
 WORDING = {
     "generator.derive.words": "a number or a count as the pages write it (`fmt`, `counted`)",
-    "generator.derive.readable": "a run's settings in words, and beside its engine's defaults: what its record says",
+    "generator.derive.readable": "a run's settings in words: what its record says",
     "generator.derive.reproduce": "the command line that reproduces a run, rebuilt from its checked fields",
 }
 """Modules of derive/ that say checked values in words, which a render module may call as the derive half does: text
@@ -212,6 +212,21 @@ def test_the_render_rule_can_fail(tmp_path: Path) -> None:
     found = _render_violations(bad)
     assert any("inference.board" in f for f in found) and any("derive.repeats" in f for f in found)
     assert any(".filter()" in f for f in found)
+
+
+def test_the_render_rule_finds_settings_beside_defaults_worked_out_on_a_page(tmp_path: Path) -> None:
+    """A run page that works out its settings beside its engine's defaults for itself (as run pages did before they
+    were a column of `Results.page_runs`) calls a derivation: `derive.defaults` is no wording module."""
+    assert "generator.derive.defaults" not in WORDING
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import generator.derive.defaults as defaults\nfrom generator.derive.defaults import beside_defaults\n"
+        "def page(config):\n"
+        "    return defaults.beside_defaults(config), beside_defaults(config)\n"
+    )
+    found = _render_violations(bad)
+    assert "page calls the derivation defaults.beside_defaults" in found
+    assert "page calls the derivation beside_defaults" in found
 
 
 @pytest.mark.parametrize("name", sorted(WORDING))
