@@ -3,6 +3,7 @@ calibration, engines, and downloads of everything (Parquet and CSV)."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import json
@@ -127,9 +128,9 @@ def write_downloads(
     records: load.Loaded | None = None,
 ) -> None:
     """Everything as files: per-run summary as Parquet and gzipped CSV, and every measurement row as Parquet in parts
-    per suite (`samples/<suite>/<part>.parquet`, `parts.samples_paths`; a charted run's rows also come gzipped beside
-    its page, written by `render.runs`); the page also lists the generator's versions that built the site
-    (`built_with`, `packages.built_with`).
+    per suite (`samples/<suite>/samples-<suite>-001.parquet` on, `parts.samples_parts`, each listed with the runs it
+    holds; a charted run's rows also come gzipped beside its page, written by `render.runs`); the page also lists the
+    generator's versions that built the site (`built_with`, `packages.built_with`).
 
     Sized for tens of thousands of runs, as asv publishes compact data files for its one set of pages: the summary's
     CSV repeats each record's JSON columns and runs to hundreds of MB uncompressed, and one samples file of every
@@ -162,11 +163,16 @@ def write_downloads(
         path = out / "runs.csv.gz"
         used |= _runs_csv(flat.drop(PARQUET_ONLY, strict=False), path, cache)
         files.append(_listed(path, "runs.csv.gz", flat.height))
-        for name, key, frame_rows, make in samples.listed:
-            path = staged / name.removeprefix("downloads/")
+        kinds = {} if not samples.listed else {r: _kind_word(k, o) for r, k, o in summary.select(KIND_OF).iter_rows()}
+        suites: dict[str, list[dict[str, object]]] = {}
+        for part, key, frame_rows, held, make in samples.listed:
+            name = part.path.removeprefix("downloads/")
+            path = staged / name
             digest = parts.placed(path, cache, key, make)
             used.add(key)
-            files.append(_listed(path, name.removeprefix("downloads/"), frame_rows, digest))
+            suites.setdefault(part.suite, []).append(
+                _listed(path, name, frame_rows, digest) | _held(part, sorted(held), kinds)
+            )
         samples.close()  # the worker's memory (a batch of served points' every row, kept by its allocator) back now
     # what each column holds, as generator/load/fields.py declares it: the record's own columns (runners/schema.py), the
     # config flattened (generator/load/columns.py) and every derived figure
@@ -176,7 +182,17 @@ def write_downloads(
         for name, dtype in flat.schema.items()
     }
     pages.render(
-        env, "downloads.md.j2", docs / "downloads.md", files=files, columns=columns, built_with=built_with or []
+        env,
+        "downloads.md.j2",
+        docs / "downloads.md",
+        files=files,
+        samples=[
+            dict(suite=suite, anchor=parts.listed_at(suite).partition("#")[2], parts=listed)
+            for suite, listed in suites.items()
+        ],
+        runs_per_part=parts.RUNS_PER_PART,
+        columns=columns,
+        built_with=built_with or [],
     )
 
 
@@ -192,6 +208,39 @@ def _listed(path: Path, name: str, rows: int, sha256: str | None = None) -> dict
     return dict(name=name, rows=rows, size=path.stat().st_size, sha256=sha256 or file_sha256(path))
 
 
+KIND_WORDS = {
+    "train": "training",
+    "pp": "prompt processing",
+    "tg": "generation",
+    "offline": "offline throughput",
+    "serve": "served latency",
+    "claim": "claim",
+}
+"""What the samples parts' listing calls each `kind` of run (generator/load/columns.py), in the order it lists them; a
+claim has none (it ran nowhere we saw), and is called by its origin."""
+KIND_OF = ("run_id", "kind", "origin")
+"""The summary's columns that say a run's kind (`_kind_word`)."""
+
+
+def _kind_word(kind: str | None, origin: str | None) -> str:
+    """A run's kind as the samples parts' listing names it (`KIND_WORDS`): one it does not know, as it is."""
+    if kind is None:
+        return KIND_WORDS.get(origin or "", "no kind recorded")
+    return KIND_WORDS.get(kind, kind)
+
+
+def _held(part: parts.SamplesPart, held: list[str], kinds: dict[str, str]) -> dict[str, object]:
+    """A samples part's line on the downloads page, beside `_listed`'s: its file's own name, the runs whose rows it
+    holds (`held`, in id order) as their count, first and last, and how many of each kind (`kinds`: each run's, by
+    `_kind_word`), in `KIND_WORDS`' order and any other after."""
+    counts = collections.Counter(kinds[run_id] for run_id in held)
+    order = list(KIND_WORDS.values())
+    named = sorted(counts, key=lambda w: (order.index(w) if w in order else len(order), w))
+    return dict(
+        file=Path(part.path).name, runs=len(held), first=held[0], last=held[-1], kinds=[(w, counts[w]) for w in named]
+    )
+
+
 def _runs_csv(flat: pl.DataFrame, path: Path, cache: store.Store) -> set[str]:
     """`flat` as one gzipped CSV at `path`, made of a gzip member per part of its runs; each member is cached by
     the rows it holds (polars' row hashes), so only the parts whose rows changed are written and compressed again.
@@ -200,13 +249,13 @@ def _runs_csv(flat: pl.DataFrame, path: Path, cache: store.Store) -> set[str]:
     the whole summary as CSV text at once was the largest memory a cold build held, and making every part's text
     only to key it was a warm build's work for nothing."""
     ids = flat["run_id"].to_list()
-    names = parts.part_names(ids)
-    if len(names) != len(ids):
+    cut = parts.cut(ids)
+    if sum(len(members) for members in cut) != len(ids):
         raise ValueError("runs.csv: run ids repeat; each run's row must be one")
     schema = repr(flat.schema)
     hashes = flat.hash_rows(seed=0).to_list()
     keys, start, members_at = [], 0, []
-    for first, (_, members) in enumerate(parts.grouped(names).items()):
+    for first, members in enumerate(cut):
         key = _RUNS_CSV.key(schema, first == 0, hashes[start : start + len(members)])
         members_at.append(
             parts.kept(cache, key, functools.partial(_csv_part, flat.slice(start, len(members)), first == 0))[0]
@@ -232,38 +281,40 @@ _RUNS_CSV = output_cache.Kind("runs")
 change to them makes every part again)."""
 
 
-def _sample_parts(summary: pl.DataFrame, records: load.Loaded) -> Iterator[tuple[str, str, int, list[str]]]:
-    """Each samples part as (its path under the site, its cache key, rows, its runs in load order): keyed by its runs'
-    ids and their files' sha256 (a file's rows never change while its bytes do not) and the order its rows are
-    written in; the store adds the code and the libraries that write it (a changed writer writes every part again)."""
+def _sample_parts(
+    summary: pl.DataFrame, records: load.Loaded
+) -> Iterator[tuple[parts.SamplesPart, str, int, list[str]]]:
+    """Each samples part that holds rows (`parts.samples_parts`) as (the part, its cache key, rows, its runs with rows
+    in load order): keyed by its runs' ids and their files' sha256 (a file's rows never change while its bytes do
+    not) and the order its rows are written in, not by its name (a part renumbered holds the same bytes); the store
+    adds the code and the libraries that write it (a changed writer writes every part again)."""
     rows = records.rows
-    where = parts.samples_paths(summary)
+    cut = parts.samples_parts(summary)
+    where = {run_id: part.path for part in cut for run_id in part.run_ids}
     sha = dict(zip(summary["run_id"].to_list(), summary["sha256"].to_list(), strict=True))
     # each file's rows are contiguous: a run's rows are a slice, found once from the run-length encoding
     lengths = rows.select(pl.col("run_id").rle()).unnest("run_id")
     slices: dict[str, list[tuple[str, int]]] = {}
     for length, run_id in lengths.iter_rows():
         slices.setdefault(where.get(run_id, ""), []).append((run_id, length + records.held_out.get(run_id, 0)))
-    members: dict[str, list[str]] = {}
-    for run_id, name in where.items():
-        members.setdefault(name, []).append(run_id)
-    for name in sorted(slices):
-        if not name:
-            continue  # rows of a run the summary does not hold (none: the checks keep them together)
-        spans = slices[name]
+    for part in cut:  # rows of a run the summary does not hold are in none (there are none: the checks keep them)
+        spans = slices.get(part.path)
+        if not spans:
+            continue  # no run of this part recorded rows: no file
         # its runs' files, and the order their rows are written in (the load's: a file moved to its month folder
         # moves its rows, with the same bytes); the store adds the code
         order = [run_id for run_id, _ in spans]
-        key = "samples-" + parts.key_of(name, sorted((r, sha[r]) for r in members[name]), order)
-        yield name, key, sum(length for _, length in spans), [run_id for run_id, _ in spans]
+        key = "samples-" + parts.key_of(sorted((r, sha[r]) for r in part.run_ids), order)
+        yield part, key, sum(length for _, length in spans), order
 
 
 @dataclass(frozen=True, slots=True)
 class _Parts:
     """The samples parts being made (`_samples_writer`)."""
 
-    listed: list[tuple[str, str, int, Callable[[Path], None]]]
-    """Each part (`_sample_parts`) with a function putting its bytes at a path (for `parts.placed`)."""
+    listed: list[tuple[parts.SamplesPart, str, int, list[str], Callable[[Path], None]]]
+    """Each part as `_sample_parts` gives it (the part, its key, rows, its runs with rows), with a function putting its
+    bytes at a path (for `parts.placed`)."""
     close: Callable[[], None]
     """Ends the worker, if any, once every part is in (`_samples_writer`'s end does too)."""
 
@@ -307,9 +358,9 @@ def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: store.St
     time."""
     listed = list(_sample_parts(summary, records))
     todo = {key: ids for _, key, _, ids in listed if not parts.noted(cache, key)}
-    here: list[tuple[str, str, int, Callable[[Path], None]]] = [
-        (name, key, rows, functools.partial(_write_samples, records=records, ids=ids))
-        for name, key, rows, ids in listed
+    here: list[tuple[parts.SamplesPart, str, int, list[str], Callable[[Path], None]]] = [
+        (part, key, rows, ids, functools.partial(_write_samples, records=records, ids=ids))
+        for part, key, rows, ids in listed
     ]
     if sum(len(ids) for ids in todo.values()) < PARTS_POOL_FROM:
         yield _Parts(here, lambda: None)
@@ -322,7 +373,9 @@ def _samples_writer(summary: pl.DataFrame, records: load.Loaded, cache: store.St
             written = cache.root / f".{key}.{os.getpid()}.made"
             job = pool.submit(_write_samples, written, load.subset(records, ids), ids)
             made[key] = functools.partial(_written, job, written)
-        yield _Parts([(name, key, rows, made.get(key, make)) for name, key, rows, make in here], pool.shutdown)
+        yield _Parts(
+            [(part, key, rows, ids, made.get(key, make)) for part, key, rows, ids, make in here], pool.shutdown
+        )
     finally:
         pool.shutdown(cancel_futures=True)
 

@@ -442,6 +442,7 @@ def _render(
             csv_name=csv_name,
             samples_name=run["samples_file"].removeprefix("downloads/") if run_id in with_rows else None,
             samples_href=f"../{run['samples_file']}",
+            samples_listed=f"../{parts.listed_at(run['suite'])}",
             config=config,
             settings=run["settings_beside_defaults"],  # derived once per run (`derive.defaults`)
             **provenance,

@@ -34,7 +34,7 @@ PRESENTATION = {
     ("runs.py", "_feed"): "the rows of a block of the run pages still to render, a block at a time",
     ("runs.py", "_texts_of"): "the rows of a few of a block's runs, for their static charts, a few runs at a time",
     ("runs.py", "_write_csvs"): "the rows of the charted runs, written beside their pages as the charts' data",
-    ("parts.py", "samples_paths"): "cuts each suite's runs into download parts by id; every run is in one",
+    ("parts.py", "samples_parts"): "cuts each suite's runs into download parts by id; every run is in one",
     ("charts.py", "speedup"): "draws the rows that have a speedup (a row with no stock baseline beside it has none)",
     ("charts.py", "mfu"): "draws each row's MFU against each peak it has (a CPU run has no datasheet peak)",
     ("charts.py", "step_time_distribution"): "draws the rows that have step-time percentiles (an import has none)",

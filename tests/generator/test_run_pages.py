@@ -56,6 +56,7 @@ def test_a_run_page_leads_with_its_result_and_links_its_rows(rendered: Path, run
     part = re.search(r'<p id="rows">Every row of this run is in <a href="\.\./(downloads/samples/h100/[^"]+)"', page)
     ours = pl.DataFrame({"run_id": sorted(RUNS), "suite": ["h100"] * len(RUNS)})
     assert part and part.group(1) == render.parts.samples_paths(ours)[run_id]  # the part of its suite that holds them
+    assert "its suite's parts" in page and 'href="../downloads.html#samples-h100"' in page  # and where they are listed
     csv = f"{pages.slug(run_id)}.csv.gz"  # and beside the page where its chart reads them
     charted = 'id="samples"' in page
     assert (f'href="{csv}"' in page) == charted == (rendered / csv).exists(), run_id
