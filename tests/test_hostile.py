@@ -21,7 +21,7 @@ import pyarrow.compute
 import pytest
 
 from generator import derive, load, render
-from generator.derive import checks, inference, serving
+from generator.derive import checks, copy_bound, inference, serving
 from generator.render import pages
 from runners import layout, metrics, schema, store
 from tests.conftest import ROOT, TRAIN, processes_with, run_module, write_as_submitted
@@ -541,8 +541,11 @@ def test_hostile_gpu_state_and_package_lists_are_rejected_by_field_and_text_is_e
 
     loaded = load.load(data, files=[data / "h100" / "gpu-markup-escaped.parquet"])
     summary = derive.run_summary(loaded.runs, loaded.rows)
+    bandwidths = copy_bound.copy_bandwidths(summary)
     figures = derive.with_test_figures(
-        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
+        summary,
+        inference.per_run_figures(summary, loaded.rows, bandwidths),
+        serving.per_run_figures(summary, loaded.rows, bandwidths),
     )
     render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     page = (tmp_path / "site" / "runs" / "gpu-markup-escaped.html").read_text()

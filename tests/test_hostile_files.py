@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, load, render
-from generator.derive import checks, inference, serving
+from generator.derive import checks, copy_bound, inference, serving
 from generator.load import editions, one_file
 from generator.render import pages
 from runners import claims
@@ -266,8 +266,11 @@ def _run_page(data: Path, tmp_path: Path, name: str) -> str:
     loaded = load.load(data, files=[data / "cpu-smoke" / f"{name}.parquet"])
     assert loaded.rejected == [], loaded.rejected
     summary = derive.run_summary(loaded.runs, loaded.rows)
+    bandwidths = copy_bound.copy_bandwidths(summary)
     figures = derive.with_test_figures(
-        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
+        summary,
+        inference.per_run_figures(summary, loaded.rows, bandwidths),
+        serving.per_run_figures(summary, loaded.rows, bandwidths),
     )
     render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     return (tmp_path / "site" / "runs" / f"{name}.html").read_text()

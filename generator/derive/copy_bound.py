@@ -1,7 +1,8 @@
 """The measured copy bound's reference bandwidth: per hardware model, the device copy bandwidth calibrated in the same
 job as the runs that measured one (bytes read + written per second, `runners/calibrate.py`), the median of every
 measured run's own. Inference and serving runs calibrate nothing of their own, so every page that sets a decode
-beside the copy bound (the boards, "One GPU, every engine") takes this one figure per hardware model."""
+beside the copy bound (the boards, "One GPU, every engine") takes this one figure per hardware model: `derive.results`
+derives it once a build and hands the same mapping to each."""
 
 from __future__ import annotations
 
@@ -19,8 +20,3 @@ def copy_bandwidths(summary: pl.DataFrame) -> dict[str, float]:
         .sort("accelerator")  # by name: group_by's order differs from build to build, and pages list these in order
     )
     return dict(found.iter_rows())
-
-
-def per_gpu(summary: pl.DataFrame) -> pl.Expr:
-    """`copy_bandwidths` of each row's hardware model, as an expression (null where none was calibrated)."""
-    return pl.col("accelerator").replace_strict(copy_bandwidths(summary), default=None, return_dtype=pl.Float64)

@@ -1,17 +1,18 @@
 """Inference tests (llama-bench style: pp and tg at a KV-cache depth) from loaded records to the numbers their
 pages show: per-run statistics over repetitions, the cross-check against the engine's own tool (llama-bench,
-mlx_lm.benchmark), MBU, and rankings.
+mlx_lm.benchmark), MBU, and rankings. `inference_figures` is the entry `derive.results` calls: every frame, derived
+once (`InferenceFigures`).
 
 Every formula comes from `runners.metrics`; this module only groups, joins and orders.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
-import generator.derive.copy_bound as copy_bound
 import generator.derive.ladder as ladder
 import generator.derive.summaries as summaries
 from runners import engines, metrics, schema
@@ -38,7 +39,29 @@ def is_inference(summary: pl.DataFrame) -> pl.Series:
     return summary["kind"].is_in(TEST_KINDS).fill_null(False)
 
 
-def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferenceFigures:
+    """Every frame of the inference tests, derived once (`inference_figures`): what `derive.results` takes from this
+    module."""
+
+    per_run: pl.DataFrame
+    """One row per inference run: its figures and its engine's tool's record beside it (`per_run_figures`)."""
+    ranked: pl.DataFrame
+    """The runs that rank, each with its figure in `value`, `lo`, `hi` (`ranked_runs`): what the A/A repeats and the
+    pooled spreads are made of."""
+
+
+def inference_figures(
+    summary: pl.DataFrame, rows: pl.DataFrame, copy_bandwidth: Mapping[str, float]
+) -> InferenceFigures:
+    """The inference tests' frames from the run summary, the loaded rows and the copy bandwidth calibrated on each
+    hardware model (`copy_bound.copy_bandwidths`), each once: `per_run_figures`, and from its rows the runs that
+    rank."""
+    per_run = per_run_figures(summary, rows, copy_bandwidth)
+    return InferenceFigures(per_run=per_run, ranked=ranked_runs(per_run))
+
+
+def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame, copy_bandwidth: Mapping[str, float]) -> pl.DataFrame:
     """One row per inference run: its test, weights, and tokens/s over repetitions (median with a 95% interval,
     mean ± standard deviation), llama.cpp's own counters' rate, the bytes a decoded token reads and the MBU
     against the datasheet bandwidth (with beside it the fraction of the copy bound calibrated on its hardware model,
@@ -47,7 +70,8 @@ def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     timing of the tool's own path where it has one, `tool_path_rate`, and `test_ratio` its test's). `depth_fills` is
     how many repetitions decoded their depth (null in records older than the runner's depth-state reuse, which
     decoded it on every repetition, and in llama-bench's). A record made before its engine ran an untimed warm-up
-    repetition (`ran_cold_first`) has its first, cold, repetition left out of all of these (`cold_first_dropped`)."""
+    repetition (`ran_cold_first`) has its first, cold, repetition left out of all of these (`cold_first_dropped`).
+    `copy_bandwidth`: per hardware model, its calibrated copy bandwidth (`copy_bound.copy_bandwidths`)."""
     runs = summary.filter(is_inference(summary)).with_columns(cold_first_dropped=ran_cold_first(summary.columns))
     tags = bench_tags()
     cold = runs.filter(pl.col("cold_first_dropped"))["run_id"].implode()
@@ -83,10 +107,12 @@ def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
             mbu_datasheet=pl.when(pl.col("kind") == "tg").then(
                 metrics.mbu(pl.col("decode_bytes_per_token"), pl.col("rate_mean"), pl.col("datasheet_bandwidth"))
             ),
-            # beside MBU, never instead of it: the copy bandwidth calibrated on its hardware model (`copy_bound`)
+            # beside MBU, never instead of it: the copy bandwidth calibrated on its hardware model (`copy_bandwidth`)
             copy_fraction=pl.when(pl.col("kind") == "tg").then(
                 metrics.copy_bound_fraction(
-                    pl.col("decode_bytes_per_token"), pl.col("rate_mean"), copy_bound.per_gpu(summary)
+                    pl.col("decode_bytes_per_token"),
+                    pl.col("rate_mean"),
+                    pl.col("accelerator").replace_strict(copy_bandwidth, default=None, return_dtype=pl.Float64),
                 )
             ),
             paired_run=pl.coalesce(

@@ -18,6 +18,7 @@ import generator.derive.claims as claims
 import generator.derive.commit_history as commit_history
 import generator.derive.commit_pairs as commit_pairs
 import generator.derive.configurations as configurations
+import generator.derive.copy_bound as copy_bound
 import generator.derive.counting as counting
 import generator.derive.defaults as defaults
 import generator.derive.energy as energy
@@ -150,9 +151,9 @@ class Results:
     """The loaded record rows (step times, losses, repetitions)."""
     rejected: list[load.Rejected]
     tests: pl.DataFrame
-    """Inference tests, one row per run (`inference.per_run_figures`)."""
+    """Inference tests, one row per run (`inference.per_run_figures`, of `inference.inference_figures`)."""
     served: pl.DataFrame
-    """Serving tests, one row per run (`serving.per_run_figures`)."""
+    """Serving tests, one row per run (`serving.per_run_figures`, of `serving.serving`)."""
     page_runs: pl.DataFrame
     """The runs with their tests' own figures: what the run pages show."""
     every_run: every_runs.EveryRun
@@ -204,10 +205,11 @@ class Results:
 def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     """Every figure, once, from checked records (`checks.checked`: the loaded records and their run summary)."""
     rows = loaded.rows
-    tests = inference.per_run_figures(summary, rows)
-    serving_tests = serving.serving(summary, rows, functools.partial(load.full_rows, loaded))
-    served, inference_ranked = serving_tests.per_run, inference.ranked_runs(tests)
-    test_spreads = ladder.pooled_spreads(inference_ranked) | ladder.pooled_spreads(serving_tests.ranked)
+    copy_bandwidth = copy_bound.copy_bandwidths(summary)  # per hardware model: what every copy fraction is against
+    inference_tests = inference.inference_figures(summary, rows, copy_bandwidth)
+    serving_tests = serving.serving(summary, rows, copy_bandwidth, functools.partial(load.full_rows, loaded))
+    tests, served = inference_tests.per_run, serving_tests.per_run
+    test_spreads = ladder.pooled_spreads(inference_tests.ranked) | ladder.pooled_spreads(serving_tests.ranked)
     training_spreads = {
         reading: configurations.pooled_spreads(summary, column) for reading, column in verdict.READINGS.items()
     }
@@ -215,7 +217,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     scaling = training_boards.scaling(summary)
     window_losses = training_boards.loss_windows(summary, rows)
     tp = serving_tests.tp_scaling
-    test_repeats = ladder.repeats(pl.concat([inference_ranked, serving_tests.ranked], how="diagonal_relaxed"))
+    test_repeats = ladder.repeats(pl.concat([inference_tests.ranked, serving_tests.ranked], how="diagonal_relaxed"))
     boards = _boards(summary, tests, served, test_spreads, repeats, scaling, window_losses, tp, training_spreads)
     trained = {key: board.ranked for key, board in boards.items() if board.kind == "train"}
     the_verdict = sweep_draws.compute(summary, rows, training_spreads, trained)
@@ -253,7 +255,7 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
         tuning=tuning.tuning(the_verdict, summary, single_settings.rows(summary, training_spreads["steady"])),
         side_by_side=side_by_side.derive(
             *side_by_side.stacked_boards([(b.ranked, b.unranked) for b in boards.values() if b.kind != "train"]),
-            summary,
+            copy_bandwidth,
         ),
         catalog=catalog.tables(summary),
         errata=summary.filter(pl.col("retracted_by").is_not_null()).sort(

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 import generator.derive.configurations as configurations
-import generator.derive.copy_bound as copy_bound
 import generator.derive.counting as counting
 import generator.derive.energy as energy
 import generator.derive.ladder as ladder
@@ -173,16 +172,21 @@ class Serving:
     pooled spreads are made of."""
 
 
-def serving(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None = None) -> Serving:
-    """The serving tests' frames from the run summary and the loaded rows, each once: `per_run_figures`, and from
-    its rows tensor-parallel scaling, the served points' latency and the runs that rank."""
-    per_run = per_run_figures(summary, rows, read)
+def serving(
+    summary: pl.DataFrame, rows: pl.DataFrame, copy_bandwidth: Mapping[str, float], read: Reader | None = None
+) -> Serving:
+    """The serving tests' frames from the run summary, the loaded rows and the copy bandwidth calibrated on each
+    hardware model (`copy_bound.copy_bandwidths`), each once: `per_run_figures`, and from its rows tensor-parallel
+    scaling, the served points' latency and the runs that rank."""
+    per_run = per_run_figures(summary, rows, copy_bandwidth, read)
     return Serving(
         per_run=per_run, tp_scaling=tp_scaling(per_run), latency=latency_points(per_run), ranked=ranked_runs(per_run)
     )
 
 
-def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | None = None) -> pl.DataFrame:
+def per_run_figures(
+    summary: pl.DataFrame, rows: pl.DataFrame, copy_bandwidth: Mapping[str, float], read: Reader | None = None
+) -> pl.DataFrame:
     """One row per serving run: its test (kind, concurrency or request rate, lengths), tensor-parallel size, and
     figures. Offline: output tokens/s over repetitions (median with a 95% interval, mean ± sd), total tokens/s and
     requests/s (means). Served: `metrics.serving_metrics` of its requests (throughputs, goodput, mean/median/p99 of
@@ -192,7 +196,8 @@ def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | No
     vLLM's bench tool's record of the
     same test is paired with the runner's (`bench_*` columns; ratios are runner / tool), and each served figure's
     agreement tolerance on the run's hardware is beside it (`tool_tolerances`: `tol_out`, `tol_ttft`, `tol_tpot`).
-    `read`: every row of the given runs (`load.full_rows`) where `rows` leaves their per-request samples out."""
+    `copy_bandwidth`: per hardware model, its calibrated copy bandwidth (`copy_bound.copy_bandwidths`). `read`: every
+    row of the given runs (`load.full_rows`) where `rows` leaves their per-request samples out."""
     runs = summary.filter(is_serving(summary))
     tools = bench_tools()
     offline, offline_interval = _offline_figures(runs, rows)
@@ -204,7 +209,8 @@ def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame, read: Reader | No
     figures = (
         runs.with_columns(
             datasheet_bandwidth=pl.Series(bandwidth, dtype=pl.Float64),
-            copy_bandwidth=copy_bound.per_gpu(summary),  # its hardware model's calibrated one: the copy fraction's
+            # the copy fraction's: its hardware model's calibrated one (null where none was calibrated)
+            copy_bandwidth=pl.col("accelerator").replace_strict(copy_bandwidth, default=None, return_dtype=pl.Float64),
         )
         .join(offline, on="run_id", how="left")
         .join(offline_interval, on="run_id", how="left")

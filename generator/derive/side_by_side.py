@@ -10,8 +10,9 @@ cross-checks), never from a second reading of the runs:
   (the pp test's time for the prompt plus one tg token: no queue, no tokenizer, no HTTP) and is a lower bound, said so.
 - MBU, the site's one definition: against the datasheet bandwidth (`metrics.mbu`, as on every board); beside it the
   fraction of the measured copy bound (`metrics.copy_bound_fraction`) against the copy bandwidth calibrated on the same
-  hardware model (`copy_bandwidths`), and that bound: the tokens/s at which a decoded token's bytes take exactly the
-  copy time (`metrics.bandwidth_bound_tokens_per_s`). A copy reads and writes, so a decode can pass it.
+  hardware model (`copy_bound.copy_bandwidths`, derived once a build and handed in), and that bound: the tokens/s at
+  which a decoded token's bytes take exactly the copy time (`metrics.bandwidth_bound_tokens_per_s`). A copy reads and
+  writes, so a decode can pass it.
 A row is a variant's newest configuration that ranks (cross-checked against its own tool); a variant with none shows
 its newest finished run, marked "not cross-checked" with the board's reason. Precision families are named by bits per
 weight read (`precision_family`): rows of one family read weights within ~10% of each other's bytes.
@@ -21,11 +22,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import polars as pl
 
-import generator.derive.copy_bound as copy_bound
 import generator.derive.decision as decision
 import generator.derive.serving as serving
 from runners import engines, metrics
@@ -79,10 +80,6 @@ def precision_family(bits_per_weight: float | None) -> int | None:
     return min(FAMILIES, key=lambda f: abs(math.log2(bits_per_weight / f)))
 
 
-copy_bandwidths = copy_bound.copy_bandwidths
-"""Per hardware model, the calibrated copy bandwidth the copy bound is drawn at (`copy_bound.copy_bandwidths`)."""
-
-
 def _newest_per_variant(ranked: pl.DataFrame, unranked: pl.DataFrame) -> dict[tuple[str, str], dict]:
     """(engine, variant) → its newest ranked configuration's row, else its newest finished unranked run with its
     reason (`checked` False)."""
@@ -133,11 +130,11 @@ def _one_gpu(frame: pl.DataFrame, page: str = "side_by_side") -> pl.DataFrame:
     return frame.filter((pl.col("accelerator_count") == 1) & pl.col("engine").is_in(list(engines.titles(page))))
 
 
-def engine_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
+def engine_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, copy_bandwidth: Mapping[str, float]) -> pl.DataFrame:
     """Every engine's row on every model it ran on one GPU (`ROW_SCHEMA`), sorted by suite, model, hardware, family
     and decode rate. `ranked`, `unranked`: every inference and serving board's ranked rows and unranked runs
-    (`stacked_boards`)."""
-    bandwidth = copy_bandwidths(summary)
+    (`stacked_boards`); `copy_bandwidth`: per hardware model, the calibrated copy bandwidth the copy bound is drawn at
+    (`copy_bound.copy_bandwidths`)."""
     out: list[dict] = []
     ranked, unranked = _one_gpu(ranked), _one_gpu(unranked)
     both = pl.concat(
@@ -157,7 +154,7 @@ def engine_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFr
             ttft = None
             if pp is not None and pp["value"] and row["value"]:  # the prompt's time plus one token's
                 ttft = metrics.computed_ttft_ms(pp["n_tokens"], pp["value"], row["value"])
-            out.append(_row(row, pp, ttft, False, bandwidth.get(accelerator)))
+            out.append(_row(row, pp, ttft, False, copy_bandwidth.get(accelerator)))
         for row in vllm.values():
             rate = row["decode_rate"]
             scale = rate / row["value"] if rate and row["value"] else None
@@ -167,7 +164,7 @@ def engine_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFr
                 "hi": None if scale is None or row["hi"] is None else row["hi"] * scale,
                 "peak_mem_gib": None,  # vLLM reserves its share of the GPU up front (gpu_memory_utilization)
             }
-            out.append(_row(decoded, None, row["median_ttft_ms"], True, bandwidth.get(accelerator)))
+            out.append(_row(decoded, None, row["median_ttft_ms"], True, copy_bandwidth.get(accelerator)))
     frame = pl.DataFrame(out, schema=ROW_SCHEMA)
     return frame.sort(
         "suite", "model_name", "accelerator", "family_bits", "decode", descending=[False, False, False, True, True]
@@ -267,15 +264,14 @@ KV_DEPTH_SCHEMA = {
 """One generation test's row of the KV-cache table."""
 
 
-def kv_depth_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
+def kv_depth_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, copy_bandwidth: Mapping[str, float]) -> pl.DataFrame:
     """The generation tests at every KV-cache depth on one GPU of the engines the registry puts in this table
     (`Engine.pages` holds `kv_depth`), one row per variant and depth, each the variant's row of that test's board as
     the decode rows above are (`_newest_per_variant`: the same figure and interval as the board, and whether it was
     cross-checked): tokens/s, the weight bytes and KV-cache bytes a decoded token reads
     (`metrics.kv_bytes_read_per_token`), the cache's share of them, MBU (datasheet) and the fraction of the calibrated
     copy bound. `cache_pair` names the variant's settings but for its KV cache's types, so a variant and the same one
-    with another cache pair up (`cache_ratios`)."""
-    bandwidth = copy_bandwidths(summary)
+    with another cache pair up (`cache_ratios`). `copy_bandwidth`: as `engine_rows` takes it."""
     tg = pl.col("kind") == "tg"
     ranked, unranked = _one_gpu(ranked, "kv_depth").filter(tg), _one_gpu(unranked, "kv_depth").filter(tg)
     keys = ("suite", "model_name", "accelerator", "depth")
@@ -290,7 +286,7 @@ def kv_depth_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.Data
         )
         for row in _newest_per_variant(*_where(ranked, unranked, at)).values():
             kv = metrics.kv_bytes_read_per_token(row["kv_bytes_per_token_of_depth"], row["depth"], row["n_tokens"])
-            per_token, copy = row["decode_bytes_per_token"], bandwidth.get(accelerator)
+            per_token, copy = row["decode_bytes_per_token"], copy_bandwidth.get(accelerator)
             out.append(
                 {
                     "suite": suite, "model_name": model, "accelerator": accelerator, "variant": row["variant"],
@@ -363,10 +359,11 @@ class SideBySide:
     """Per (suite, model, hardware), which engine to pick at batch 1 in each precision family (`decision.cards`)."""
 
 
-def derive(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) -> SideBySide:
-    """The side-by-side page's figures from the test boards' rows (`stacked_boards`)."""
-    rows = engine_rows(ranked, unranked, summary)
-    depth_rows = kv_depth_rows(ranked, unranked, summary)
+def derive(ranked: pl.DataFrame, unranked: pl.DataFrame, copy_bandwidth: Mapping[str, float]) -> SideBySide:
+    """The side-by-side page's figures from the test boards' rows (`stacked_boards`) and the copy bandwidth
+    calibrated on each hardware model (`copy_bound.copy_bandwidths`)."""
+    rows = engine_rows(ranked, unranked, copy_bandwidth)
+    depth_rows = kv_depth_rows(ranked, unranked, copy_bandwidth)
     by_model = depth_rows.partition_by("suite", "model_name", "accelerator", as_dict=True)
     depths = []
     for key in depth_order(depth_rows):
@@ -374,7 +371,7 @@ def derive(ranked: pl.DataFrame, unranked: pl.DataFrame, summary: pl.DataFrame) 
         if group["depth"].n_unique() >= 2:
             depths.append((key, group, cache_ratios(group)))
     used = set(rows["accelerator"].to_list())
-    bandwidths = {acc: bw for acc, bw in copy_bandwidths(summary).items() if acc in used}
+    bandwidths = {acc: bw for acc, bw in copy_bandwidth.items() if acc in used}
     cards = decision.cards(rows.iter_rows(named=True), engine_names(), generation_depths(ranked, unranked, rows))
     return SideBySide(rows=rows, boards=boards(rows), depths=depths, bandwidths=bandwidths, cards=cards)
 

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from generator import derive, load
-from generator.derive import checks, inference
+from generator.derive import checks, copy_bound, inference
 from generator.load import columns
 from runners import engines
 from tests import replicate
@@ -46,7 +46,7 @@ def test_the_first_repetition_of_an_old_record_is_left_out_and_a_new_ones_is_kep
         shutil.copy(f, folder / f.name)
     new = _with_warm_up(RUNNER, folder)
     loaded, summary = checks.checked(load.load(tmp_path / "data"))
-    tests = inference.per_run_figures(summary, loaded.rows)
+    tests = inference.per_run_figures(summary, loaded.rows, copy_bound.copy_bandwidths(summary))
     by_run = {r["run_id"]: r for r in tests.iter_rows(named=True)}
     old, warm = by_run[RUNNER.stem], by_run[new.stem]
     reps = loaded.rows.filter(

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from generator import derive, load
-from generator.derive import checks, side_by_side
+from generator.derive import checks, copy_bound, side_by_side
 from generator.render import model_charts, pages
 from runners import engines
 
@@ -49,7 +49,8 @@ def test_a_registered_inference_engine_is_on_the_side_by_side_page(
     monkeypatch.setattr(engines, "ENGINES", engines.ENGINES | {NAME: fake})  # the registry as it is, restored after
     fakes = _as_fake(ranked)
     assert fakes.filter(pl.col("kind") == "tg").height > 0
-    derived = side_by_side.derive(pl.concat([ranked, fakes], how="diagonal_relaxed"), unranked, summary)
+    bandwidths = copy_bound.copy_bandwidths(summary)
+    derived = side_by_side.derive(pl.concat([ranked, fakes], how="diagonal_relaxed"), unranked, bandwidths)
 
     rows = derived.rows.filter(pl.col("engine") == NAME)
     assert rows.height > 0 and set(rows["engine_name"]) == {TITLE}

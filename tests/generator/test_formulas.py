@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from generator import derive, load
-from generator.derive import inference, serving
+from generator.derive import copy_bound, inference, serving
 from runners import metrics
 from tests.conftest import ROOT
 
@@ -65,10 +65,11 @@ def _model_and_seq(row: dict) -> tuple[dict, int]:
 
 def test_decode_mbu_is_the_formula(loaded: load.Loaded) -> None:
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    (tg,) = inference.per_run_figures(summary, loaded.rows).iter_rows(named=True)
+    bandwidths = copy_bound.copy_bandwidths(summary)
+    (tg,) = inference.per_run_figures(summary, loaded.rows, bandwidths).iter_rows(named=True)
     bandwidth = metrics.datasheet_memory(tg["accelerator"])[1]
     assert tg["mbu_datasheet"] == metrics.mbu(tg["decode_bytes_per_token"], tg["rate_mean"], bandwidth)
-    (served,) = serving.per_run_figures(summary, loaded.rows).iter_rows(named=True)
+    (served,) = serving.per_run_figures(summary, loaded.rows, bandwidths).iter_rows(named=True)
     assert served["decode_rate"] == metrics.decode_tokens_per_s(served["median_tpot_ms"])
     assert served["mbu_datasheet"] == metrics.mbu(
         served["decode_bytes_per_token"], served["decode_rate"], bandwidth * served["accelerator_count"]

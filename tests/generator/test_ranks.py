@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from generator import derive, render
-from generator.derive import configurations, inference, ladder, serving
+from generator.derive import configurations, copy_bound, inference, ladder, serving
 from runners import metrics
 
 T0 = datetime(2026, 11, 30, tzinfo=UTC)
@@ -298,9 +298,10 @@ def _run_figures(results: derive.Results) -> dict[str, float | None]:
     """Each measured run's own figure (steps/s median, or tokens/s median over repetitions, or a served point's)."""
     loaded, summary = results.records, results.runs
     out = dict(summary.select("run_id", "steps_per_s").iter_rows())
-    tests = inference.per_run_figures(summary, loaded.rows)
+    bandwidths = copy_bound.copy_bandwidths(summary)
+    tests = inference.per_run_figures(summary, loaded.rows, bandwidths)
     out |= dict(tests.select("run_id", inference.FIGURE[0]).iter_rows())  # the figure each run ranks by
-    served = serving.per_run_figures(summary, loaded.rows)
+    served = serving.per_run_figures(summary, loaded.rows, bandwidths)
     out |= dict(served.select("run_id", pl.coalesce("out_med", "output_tokens_per_s")).iter_rows())
     return out
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from generator import derive, load, render
-from generator.derive import evidence, inference, serving
+from generator.derive import copy_bound, evidence, inference, serving
 from generator.render import pages
 from runners import engines, provenance
 from tests.conftest import write_as_submitted
@@ -37,8 +37,11 @@ RUNS = {
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     loaded = load.load(ROOT / "data", files=[ROOT / "data" / "h100" / f"{r}.parquet" for r in RUNS])
     summary = derive.run_summary(loaded.runs, loaded.rows)
+    bandwidths = copy_bound.copy_bandwidths(summary)
     figures = derive.with_test_figures(
-        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
+        summary,
+        inference.per_run_figures(summary, loaded.rows, bandwidths),
+        serving.per_run_figures(summary, loaded.rows, bandwidths),
     )
     site = tmp_path_factory.mktemp("site")
     stage = site / "runs"
@@ -110,8 +113,11 @@ def test_the_provenance_section_shows_each_gpu_and_the_installed_packages_collap
     loaded = load.load(tmp_path / "data")
     assert loaded.rejected == []
     summary = derive.run_summary(loaded.runs, loaded.rows)
+    bandwidths = copy_bound.copy_bandwidths(summary)
     figures = derive.with_test_figures(
-        summary, inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
+        summary,
+        inference.per_run_figures(summary, loaded.rows, bandwidths),
+        serving.per_run_figures(summary, loaded.rows, bandwidths),
     )
     render.runs.start_run_pages(tmp_path / "site" / "runs", figures, loaded.rows).finish(tmp_path / "site")
     page = (tmp_path / "site" / "runs" / f"{pages.slug(run_id)}.html").read_text()
@@ -188,7 +194,9 @@ def test_a_tool_output_shows_its_lists_cut_and_says_where_the_whole_is() -> None
 def _figures(run_ids: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
     loaded = load.load(ROOT / "data", files=[ROOT / "data" / "h100" / f"{r}.parquet" for r in run_ids])
     summary = derive.run_summary(loaded.runs, loaded.rows)
-    tests, served = inference.per_run_figures(summary, loaded.rows), serving.per_run_figures(summary, loaded.rows)
+    bandwidths = copy_bound.copy_bandwidths(summary)
+    tests = inference.per_run_figures(summary, loaded.rows, bandwidths)
+    served = serving.per_run_figures(summary, loaded.rows, bandwidths)
     return derive.with_test_figures(summary, tests, served), loaded.rows
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from generator import derive, load, progress, store
 from generator.commands import compare
-from generator.derive import checks, serving
+from generator.derive import checks, copy_bound, serving
 from generator.load import read_cache, records
 from generator.store import fingerprint, runcache
 from runners import metrics
@@ -47,25 +47,26 @@ def test_served_figures_come_from_the_cache_by_file_content(tmp_path: Path, monk
     loaded, summary = checks.checked(load.load(DATA, files=_served_files()))
     assert summary.filter(pl.col("kind") == "serve").height > 0
     runcache.use(None)
-    fresh = serving.per_run_figures(summary, loaded.rows)
+    bandwidths = copy_bound.copy_bandwidths(summary)
+    fresh = serving.per_run_figures(summary, loaded.rows, bandwidths)
     try:
         runcache.use(tmp_path)
-        first = serving.per_run_figures(summary, loaded.rows)
+        first = serving.per_run_figures(summary, loaded.rows, bandwidths)
         assert _entries(tmp_path, runcache.KIND)
         calls: list[int] = []
         _count_figures(monkeypatch, calls)
-        again = serving.per_run_figures(summary, loaded.rows)
+        again = serving.per_run_figures(summary, loaded.rows, bandwidths)
         assert calls == []  # every figure came from the cache
         assert fresh.equals(first) and fresh.equals(again)  # and is the figure computed afresh, to the bit
         # a damaged table is rebuilt, never trusted: one byte changed, and the figures are computed again
         _flip(_entries(tmp_path, runcache.KIND))
         assert serving.SERVED_FIGURES.read() == {}
-        rebuilt = serving.per_run_figures(summary, loaded.rows)
+        rebuilt = serving.per_run_figures(summary, loaded.rows, bandwidths)
         assert calls and fresh.equals(rebuilt)
         # another file's content (another sha256) misses: its figures are computed from its own rows
         calls.clear()
         changed = summary.with_columns(sha256=pl.lit("0" * 64))
-        serving.per_run_figures(changed, loaded.rows)
+        serving.per_run_figures(changed, loaded.rows, bandwidths)
         assert calls
     finally:
         runcache.use(None)
@@ -82,7 +83,8 @@ def test_the_load_works_out_served_figures_while_it_holds_each_file(
     runcache.use(None)
     assert serving.as_read() is None  # no cache to keep them: the load works out nothing for the derivation
     full, full_summary = checks.checked(load.load(DATA, files=files))
-    fresh = serving.per_run_figures(full_summary, full.rows)
+    bandwidths = copy_bound.copy_bandwidths(full_summary)
+    fresh = serving.per_run_figures(full_summary, full.rows, bandwidths)
     try:
         runcache.use(tmp_path)
         read = load.load(DATA, files=files, lean=True, per_file=serving.as_read())
@@ -93,7 +95,7 @@ def test_the_load_works_out_served_figures_while_it_holds_each_file(
         calls: list[int] = []
         _count_figures(monkeypatch, calls)
         monkeypatch.setattr(records, "_read_again", lambda *a: pytest.fail("a served file was read again"))
-        again = serving.per_run_figures(summary, lean.rows, lambda ids: load.full_rows(lean, ids))
+        again = serving.per_run_figures(summary, lean.rows, bandwidths, lambda ids: load.full_rows(lean, ids))
         assert calls == [] and again.equals(fresh)
     finally:
         runcache.use(None)

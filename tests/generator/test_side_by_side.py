@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from generator import derive
-from generator.derive import inference, serving, side_by_side, verdict
+from generator.derive import copy_bound, inference, serving, side_by_side, verdict
 from runners import metrics
 
 
@@ -101,7 +101,7 @@ def test_a_table_holds_one_precision_family(derived: dict) -> None:
 
 
 def test_the_kv_cache_table_counts_the_records_own_bytes(derived: dict) -> None:
-    depth = side_by_side.kv_depth_rows(*derived["board_rows"], derived["summary"])
+    depth = side_by_side.kv_depth_rows(*derived["board_rows"], copy_bound.copy_bandwidths(derived["summary"]))
     seventy = depth.filter((pl.col("model_name") == "llama-70b") & (pl.col("accelerator") == H200))  # every depth
     assert sorted(set(seventy["depth"].to_list())) == [0, 4096, 16384, 32768]
     tests = derived["tests"].filter(pl.col("run_id").is_in(seventy["run_id"].implode()))
@@ -157,7 +157,7 @@ def test_one_mbu_site_wide_with_the_copy_bounds_fraction_beside_it(derived: dict
     assert row["mbu_datasheet"] == pytest.approx(board["mbu_datasheet"])  # one MBU, the board's
     assert row["copy_fraction"] is not None and row["copy_fraction"] > row["mbu_datasheet"]
     # the boards' copy fraction: the copy bandwidth of the hardware model, as this page's (every GPU's together)
-    bandwidths = side_by_side.copy_bandwidths(derived["summary"])
+    bandwidths = copy_bound.copy_bandwidths(derived["summary"])
     served = derived["served"].filter(pl.col("decode_rate").is_not_null())
     tg = derived["tests"].filter(pl.col("kind") == "tg")
     for frame, rate in ((served, "decode_rate"), (tg, "rate_mean")):

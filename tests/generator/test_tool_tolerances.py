@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from generator import derive
-from generator.derive import ladder, serving
+from generator.derive import copy_bound, ladder, serving
 from runners import metrics
 
 FLOOR = metrics.OWN_TOOL_REL_TOL
@@ -112,7 +112,8 @@ def test_committed_tool_records_set_each_tolerance(committed_results: derive.Res
     its other figures spread less than the floor and keep it. Everywhere else no point has three records (the 14B on
     2 × H200 has two, one of them the anomalous session that once widened it to 35%): the floor. Every ranked served
     point agrees with its tool within the tolerance its hardware was held to."""
-    served = serving.per_run_figures(committed_results.runs, committed_results.records.rows)
+    summary = committed_results.runs
+    served = serving.per_run_figures(summary, committed_results.records.rows, copy_bound.copy_bandwidths(summary))
     tolerances = serving.tool_tolerances(served)
     assert tolerances.height >= 3
     held = {}

@@ -242,7 +242,7 @@ def test_mlx_quantized_weights_are_mx_quantize_of_each_tensor(tmp_path: Path, ml
 def test_mlx_generation_beside_mlx_lm_benchmark(variant: str, tmp_path: Path, mlx_engine: str) -> None:
     """A real bench session of MLX's depth-0 tests on the tiny Llama: the runner's records, mlx_lm.benchmark's beside
     them (imported, paired), and the inference page showing both; fp16 and MLX's own 4-bit weights."""
-    from generator.derive import inference
+    from generator.derive import copy_bound, inference
     from runners import mlx_files
 
     data = tmp_path / "data"
@@ -256,7 +256,8 @@ def test_mlx_generation_beside_mlx_lm_benchmark(variant: str, tmp_path: Path, ml
     tables = [layout.read(p) for p in data.rglob("*.parquet")]
     assert len(tables) == 4 and all(schema.check_table(t) == [] for t in tables)
     loaded = load.load(data)
-    tests = inference.per_run_figures(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    tests = inference.per_run_figures(summary, loaded.rows, copy_bound.copy_bandwidths(summary))
     measured = tests.filter(pl.col("origin") == "measured")
     assert sorted(measured["kind"]) == ["pp", "tg"] and set(measured["engine"]) == {"mlx"}
     assert set(measured["status"]) == {"ok"}

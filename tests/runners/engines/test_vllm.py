@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from generator import derive, load
-from generator.derive import serving
+from generator.derive import copy_bound, serving
 from runners import cpu_isa, layout, metrics, schema, spec
 from runners import serving as serving_core
 from runners.engines.vllm import runner as vllm_engine
@@ -232,7 +232,8 @@ def test_vllm_cpu_bench_session_records_every_test_with_vllm_bench_beside_it(
     assert set(loaded.runs["status"].to_list()) == {"ok"}
     assert set(loaded.runs["engine"].to_list()) == {"vllm", "vllm-bench"}
     assert all("third-party CPU build" in v for v in loaded.runs["engine_version"].to_list())
-    tests = serving.per_run_figures(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    tests = serving.per_run_figures(summary, loaded.rows, copy_bound.copy_bandwidths(summary))
     ours = tests.filter(tests["origin"] == "measured")
     offline = ours.filter(ours["kind"] == "offline").row(0, named=True)
     assert offline["repetitions"] == ENTRY.repetitions and offline["out_rate"] > 0
@@ -380,7 +381,8 @@ def test_vllm_serves_its_own_awq_int4_weights_on_cpu(tmp_path: Path, vllm_python
     tiny = SMOKE.models["llama-tiny"]
     settings = vllm_engine.resolve_settings(SMOKE.variants["vllm-cpu-awq"].settings)
     assert config["derived"]["weight_bytes_per_token"] == vllm_engine.weight_bytes_per_token(tiny, settings)
-    tests = serving.per_run_figures(derive.run_summary(loaded.runs, loaded.rows), loaded.rows)
+    summary = derive.run_summary(loaded.runs, loaded.rows)
+    tests = serving.per_run_figures(summary, loaded.rows, copy_bound.copy_bandwidths(summary))
     ours = tests.filter(tests["origin"] == "measured").row(0, named=True)
     assert ours["out_rate"] > 0 and ours["bench_ratio"] is not None
 
