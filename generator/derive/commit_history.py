@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+import generator.derive.commit_pairs as commit_pairs
 import generator.derive.counting as counting
 import generator.derive.evidence as evidence
 from runners import metrics
@@ -118,6 +119,8 @@ def points(
     between-run spreads, `evidence.spreads`). `runs`: `Results.every_run.runs`; `dirty`: run_id and harness_dirty (a
     checkout with uncommitted changes is not quite the commit it names), optional. Commits are ordered by their first
     run's start; `latest` marks the last."""
+    # the forms a commit is recorded in, of every record as `compare` reads them (`commit_pairs.full_commits`)
+    full = commit_pairs.full_commits(runs["harness_commit"])
     counted = runs.filter(counting.MEASURED & pl.col("excluded").is_null() & pl.col("value").is_not_null())
     if dirty is not None:
         counted = counted.join(dirty.select("run_id", "harness_dirty"), on="run_id", how="left")
@@ -125,9 +128,9 @@ def points(
         counted = counted.with_columns(harness_dirty=pl.lit(None, pl.Boolean))
     out: list[dict] = []
     at_commit = [*KEYS, "harness_commit"]
-    counted = counted.with_columns(
-        harness_commit=pl.col("harness_commit").fill_null("unknown").replace(full_commits(counted["harness_commit"]))
-    ).sort("started_at", "run_id")
+    counted = counted.with_columns(harness_commit=pl.col("harness_commit").fill_null("unknown").replace(full)).sort(
+        "started_at", "run_id"
+    )
     grouped = (
         counted.group_by(at_commit, maintain_order=True)
         .agg(
@@ -148,20 +151,6 @@ def points(
             out.append(row | {"order": i, "runs": len(row["run_ids"]), "value": found.value, "lo": found.lo,
                               "hi": found.hi, "latest": i == len(rows) - 1})  # fmt: skip
     return pl.DataFrame(out, schema=POINT_SCHEMA)
-
-
-def full_commits(commits: pl.Series) -> dict[str, str]:
-    """Each abbreviated commit id among `commits` (fewer than 40 hex digits, as early records wrote them) that begins
-    exactly one full id among them -> that full id: a run recorded at `fa4a5bb` and one at `fa4a5bb…` ran at one
-    commit, and are one point, as `fairfight compare HASH@fa4a5bb` selects them both."""
-    ids = {str(c) for c in commits.drop_nulls().unique()}
-    full = [c for c in ids if len(c) == 40]
-    out = {}
-    for short in (c for c in ids if len(c) < 40):
-        found = [c for c in full if c.startswith(short)]
-        if len(found) == 1:
-            out[short] = found[0]
-    return out
 
 
 def bands(

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
-from generator.derive import commit_history, evidence
+from generator.derive import commit_history, commit_pairs, evidence
 from generator.render import charts
 from runners import metrics
 
@@ -111,7 +111,7 @@ def test_a_commit_recorded_abbreviated_and_in_full_is_one_point() -> None:
     assert points["harness_commit"].to_list() == ["aaaaaaa1", full]
     assert points.row(1, named=True)["run_ids"] == ["r3", "r4"]
     two = pl.Series(["ccccccc", full, "ccccccc9" + "0" * 32])
-    assert commit_history.full_commits(two) == {}
+    assert commit_pairs.full_commits(two) == {}
 
 
 def test_the_chart_draws_the_band_and_every_commit() -> None:
@@ -331,6 +331,8 @@ def test_each_commit_of_a_history_has_the_interval_compare_gives_it(committed: t
 # --- the history says what `compare` says, for every commit against the latest -----------------------------------
 HASH = "abcdef012345"
 """A settings hash `compare` reads as one (hex): the synthetic configuration's."""
+SHA1 = "c" * 7 + "1" + "0" * 32, "c" * 7 + "2" + "0" * 32
+"""Two full ids that begin with one 7-digit form, `ccccccc`."""
 
 
 def _with(commits: dict[str, str], runs: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -377,6 +379,43 @@ def _agrees(runs: pl.DataFrame, run_floors: dict | None = None, kind_floors: dic
             (row,) = compare.compare(at, f"{HASH}@{latest}", ds).rows
             assert (point["harness_commit"] in band["differs"]) == (row["verdict"] in ("faster", "slower")), (at, row)
     return band
+
+
+@pytest.mark.parametrize(
+    "commits",
+    [
+        {"r1": SHA1[0], "r2": SHA1[0], "r3": "ccccccc", "r4": SHA1[1], "r5": SHA1[1]},
+        {"r1": SHA1[0], "r2": SHA1[0], "r3": "cccccc", "r4": SHA1[1], "r5": SHA1[1]},
+        {"r3": "cccccc", "r4": SHA1[1], "r5": SHA1[1]},
+        {"r3": "ddddddd", "r4": "ddddddd4" + "0" * 56, "r5": "ddddddd4" + "0" * 56},
+        {"r3": "ccccccc", "r4": SHA1[1], "r5": SHA1[1]},
+    ],
+    ids=[
+        "a 7-digit form that begins two full ids",
+        "a prefix of two commits",
+        "a 6-digit form",
+        "a SHA-256 id and its 7 digits",
+        "merged",
+    ],
+)
+def test_compare_at_each_commit_of_the_history_selects_that_point_s_runs(commits: dict) -> None:
+    """`HASH@COMMIT` at a point's commit selects the point's runs, however its records wrote the commit: a 7-digit
+    form that begins two full ids is neither (compare took it for both, the history for none); a prefix that begins two
+    commits' ids names no one commit (compare pooled both into one side); a 6-digit form is shorter than git abbreviates
+    to (the history merged it, compare did not); a 64-digit SHA-256 id (`runners.provenance.FULL_COMMIT`) is whole as
+    a 40-digit one is (compare refused it, and the history never merged its 7 digits)."""
+    _agrees(_with(commits), kind_floors={("train", "GPU", 2, False): 0.02})
+
+
+def test_a_prefix_of_two_commits_narrows_a_configuration_to_neither() -> None:
+    """`HASH@cccc` where two of the configuration's commits begin `cccc` is ambiguous, as `@cccc` is: it pooled both
+    commits' runs into one side, a figure no point of the history (one commit each) shows."""
+    from generator.commands import compare
+
+    ds = _dataset(_with({"r1": SHA1[0], "r2": SHA1[0], "r4": SHA1[1], "r5": SHA1[1]}), {}, {})
+    with pytest.raises(compare.UsageError, match="'cccc' is ambiguous: it begins 2 commits"):
+        compare.select(f"{HASH}@cccc", ds)
+    assert compare.select(f"{HASH}@ccccccc1", ds).runs["run_id"].to_list() == ["r1", "r2"]
 
 
 def test_with_no_floor_measured_a_commit_compare_calls_faster_or_slower_differs() -> None:
