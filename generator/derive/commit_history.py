@@ -171,14 +171,20 @@ def bands(
     where = runs.select("run_id", "kind", "accelerator", "accelerator_count", "shared_host").with_columns(
         pl.col("shared_host").fill_null(False)
     )
-    sides = {tuple(r): where.filter(pl.col("run_id").is_in(r)) for r in points_["run_ids"].to_list()}
+    indexed = points_.with_row_index("point")
+    sides = (  # each point's runs, split once, not filtered out of every run per point
+        indexed.select("point", run_id="run_ids")
+        .explode("run_id")
+        .join(where, on="run_id", how="left", maintain_order="left")
+        .partition_by("point", as_dict=True, include_key=False, maintain_order=True)
+    )
     out = []
-    for (suite, workload, settings_hash), group in points_.group_by(*KEYS, maintain_order=True):
+    for (suite, workload, settings_hash), group in indexed.group_by(*KEYS, maintain_order=True):
         latest = group.filter(pl.col("latest")).row(0, named=True)
-        mine = sides[tuple(latest["run_ids"])]
+        mine = sides[(latest["point"],)]
         spread, basis = evidence.aa_floor(mine, run_floors, kind_floors, "the latest commit")
         differs = [p["harness_commit"] for p in group.filter(~pl.col("latest")).to_dicts()
-                   if _verdict(p, latest, evidence.pair_floor(sides[tuple(p["run_ids"])], mine, run_floors,
+                   if _verdict(p, latest, evidence.pair_floor(sides[(p["point"],)], mine, run_floors,
                                                               kind_floors)[0]) in ("faster", "slower")]  # fmt: skip
         row = {"suite": suite, "workload": workload, "settings_hash": settings_hash, "commits": group.height,
                "center": latest["value"], "spread": None, "band_lo": None, "band_hi": None, "outside": [],
