@@ -3,9 +3,10 @@
 `compare @A @B` (or a bare commit prefix, when it names nothing else) compares every configuration measured at both
 commits, one row each, as `asv compare REV1 REV2` compares every benchmark measured at both revisions
 (airspeed-velocity/asv, asv/commands/compare.py: results for each revision, the benchmarks they share, one line
-each). Records name their harness commit in full or, from older harnesses, by a 7-digit prefix: a commit given here
-matches both forms, and forms that are prefixes of one another are one commit. Pure functions of the runs' frame
-(`compare.Dataset.runs`): this module selects, it does not load or derive.
+each). Records name their harness commit in full or, from older harnesses, by a 7-digit prefix: a 7-digit form that
+begins exactly one recorded full id is that commit (`full_commits`, which the history across commits reads too), and a
+commit given here matches every form of it. Pure functions of the runs' frame (`compare.Dataset.runs`): this module
+selects, it does not load or derive.
 """
 
 from __future__ import annotations
