@@ -2,9 +2,9 @@
 commits: per configuration (suite, workload, settings hash) and harness commit, the median of its counted runs'
 figures with the interval `fairfight compare HASH@COMMIT` gives it (`evidence.of_runs`, the one function compare's
 sides call: widened by the engine's pooled between-run spread of its kind on its hardware, none where one run is
-unreplicated), and around the latest commit's figure the band of identical repeats (`metrics.spread_band` of
-the largest A/A spread of its kind of test on its hardware and host condition, the floor `compare` and the boards
-hold a difference to). Pure: `Results.every_run` (what `compare` selects from) in, plain frames out (`history`, which
+unreplicated), and around the latest commit's figure the band of identical repeats (`metrics.spread_band` of the
+A/A floor `compare` holds that commit's side to, `evidence.aa_floor`), with the commits `compare` calls faster or
+slower than the latest. Pure: `Results.every_run` (what `compare` selects from) in, plain frames out (`history`, which
 `derive.results` keeps as `Results.history`); no template, no chart."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+import generator.derive.commit_pairs as commit_pairs
 import generator.derive.counting as counting
 import generator.derive.evidence as evidence
 from runners import metrics
@@ -35,9 +36,10 @@ BAND_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "differs": pl.List(pl.String), "floor_basis": pl.String, "figure": pl.String,
 }  # fmt: skip
 """One configuration: how many commits it ran at, the band around its latest figure (`center`) and the commits whose
-figure lies outside it (further from the latest than identical repeats moved), and of those the commits `compare`'s
-verdict against the latest calls faster or slower (`metrics.compare_verdict`: outside the band and with a ratio
-interval that excludes 1). `figure`: what its points measure (steps/s, tokens/s), its latest commit's."""
+figure lies outside it (further from the latest than identical repeats moved), and the commits `compare`'s verdict
+against the latest calls faster or slower (`differs`, `metrics.compare_verdict`: a ratio interval that excludes 1 and a
+difference beyond the larger floor of the two commits' runs; where there is a band, all of them lie outside it).
+`figure`: what its points measure (steps/s, tokens/s), its latest commit's."""
 
 RUN_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "run_id": pl.String,
@@ -117,6 +119,8 @@ def points(
     between-run spreads, `evidence.spreads`). `runs`: `Results.every_run.runs`; `dirty`: run_id and harness_dirty (a
     checkout with uncommitted changes is not quite the commit it names), optional. Commits are ordered by their first
     run's start; `latest` marks the last."""
+    # the forms a commit is recorded in, of every record as `compare` reads them (`commit_pairs.full_commits`)
+    full = commit_pairs.full_commits(runs["harness_commit"])
     counted = runs.filter(counting.MEASURED & pl.col("excluded").is_null() & pl.col("value").is_not_null())
     if dirty is not None:
         counted = counted.join(dirty.select("run_id", "harness_dirty"), on="run_id", how="left")
@@ -124,9 +128,9 @@ def points(
         counted = counted.with_columns(harness_dirty=pl.lit(None, pl.Boolean))
     out: list[dict] = []
     at_commit = [*KEYS, "harness_commit"]
-    counted = counted.with_columns(
-        harness_commit=pl.col("harness_commit").fill_null("unknown").replace(full_commits(counted["harness_commit"]))
-    ).sort("started_at", "run_id")
+    counted = counted.with_columns(harness_commit=pl.col("harness_commit").fill_null("unknown").replace(full)).sort(
+        "started_at", "run_id"
+    )
     grouped = (
         counted.group_by(at_commit, maintain_order=True)
         .agg(
@@ -149,20 +153,6 @@ def points(
     return pl.DataFrame(out, schema=POINT_SCHEMA)
 
 
-def full_commits(commits: pl.Series) -> dict[str, str]:
-    """Each abbreviated commit id among `commits` (fewer than 40 hex digits, as early records wrote them) that begins
-    exactly one full id among them -> that full id: a run recorded at `fa4a5bb` and one at `fa4a5bb…` ran at one
-    commit, and are one point, as `fairfight compare HASH@fa4a5bb` selects them both."""
-    ids = {str(c) for c in commits.drop_nulls().unique()}
-    full = [c for c in ids if len(c) == 40]
-    out = {}
-    for short in (c for c in ids if len(c) < 40):
-        found = [c for c in full if c.startswith(short)]
-        if len(found) == 1:
-            out[short] = found[0]
-    return out
-
-
 def bands(
     points_: pl.DataFrame,
     runs: pl.DataFrame,
@@ -172,38 +162,61 @@ def bands(
     """Per configuration of `points_`, the A/A band around its latest commit's figure: the spread of identical repeats
     its latest runs belong to, else the largest of their kind of test on their hardware, device count and host
     condition (`evidence.aa_floor` of `run_floors`, `kind_floors`: the floor `compare` holds that side to); none (null
-    band, `floor_basis` says why) where no repeats of that kind were measured there. The commits it says differ are
-    those `compare` calls faster or slower against the latest (`evidence.pair_floor`, `metrics.compare_verdict`)."""
+    band, `floor_basis` says why) where no repeats of that kind were measured there. A commit is outside it where
+    `metrics.relative_spread` puts it further from the latest than that floor, as `compare_verdict` holds a difference
+    to it. The commits it says differ are those `compare` calls faster or slower against the latest
+    (`evidence.pair_floor`, `metrics.compare_verdict`), band or none: with no floor measured, compare decides by the
+    ratio's interval alone."""
     run_floors = run_floors or {}
     where = runs.select("run_id", "kind", "accelerator", "accelerator_count", "shared_host").with_columns(
         pl.col("shared_host").fill_null(False)
     )
-    sides = {tuple(r): where.filter(pl.col("run_id").is_in(r)) for r in points_["run_ids"].to_list()}
+    indexed = points_.with_row_index("point")
+    sides = (  # each point's runs, split once, not filtered out of every run per point
+        indexed.select("point", run_id="run_ids")
+        .explode("run_id")
+        .join(where, on="run_id", how="left", maintain_order="left")
+        .partition_by("point", as_dict=True, include_key=False, maintain_order=True)
+    )
     out = []
-    for (suite, workload, settings_hash), group in points_.group_by(*KEYS, maintain_order=True):
+    for (suite, workload, settings_hash), group in indexed.group_by(*KEYS, maintain_order=True):
         latest = group.filter(pl.col("latest")).row(0, named=True)
-        mine = sides[tuple(latest["run_ids"])]
+        mine = sides[(latest["point"],)]
         spread, basis = evidence.aa_floor(mine, run_floors, kind_floors, "the latest commit")
+        differs = [p["harness_commit"] for p in group.filter(~pl.col("latest")).to_dicts()
+                   if _verdict(p, latest, evidence.pair_floor(sides[(p["point"],)], mine, run_floors,
+                                                              kind_floors)[0]) in ("faster", "slower")]  # fmt: skip
         row = {"suite": suite, "workload": workload, "settings_hash": settings_hash, "commits": group.height,
                "center": latest["value"], "spread": None, "band_lo": None, "band_hi": None, "outside": [],
-               "differs": [], "floor_basis": f"{basis}, and no band", "figure": latest["figure"]}  # fmt: skip
+               "differs": differs, "floor_basis": _no_band(latest["value"], spread, basis),
+               "figure": latest["figure"]}  # fmt: skip
         if spread > 0 and latest["value"] > 0 and spread < 2:
             lo, hi = metrics.spread_band(latest["value"], spread)
-            outside = group.filter((pl.col("value") < lo) | (pl.col("value") > hi))["harness_commit"].to_list()
-            differs = [p["harness_commit"] for p in group.filter(~pl.col("latest")).to_dicts()
-                       if _verdict(latest, p, evidence.pair_floor(sides[tuple(p["run_ids"])], mine, run_floors,
-                                                                  kind_floors)[0]) in ("faster", "slower")]  # fmt: skip
-            row |= {"spread": spread, "band_lo": lo, "band_hi": hi, "outside": outside, "differs": differs,
-                    "floor_basis": basis}  # fmt: skip
+            outside = [c for c, v in group.select("harness_commit", "value").iter_rows()
+                       if v <= 0 or metrics.relative_spread([latest["value"], v]) > spread]  # fmt: skip
+            row |= {"spread": spread, "band_lo": lo, "band_hi": hi, "outside": outside, "floor_basis": basis}
         out.append(row)
     return pl.DataFrame(out, schema=BAND_SCHEMA)
 
 
-def _verdict(latest: dict, point: dict, spread: float) -> str | None:
-    """`metrics.compare_verdict` of a commit's point (B) against the latest (A); None where either lacks an interval."""
-    a, a_lo, a_hi, b, b_lo, b_hi = (latest["value"], latest["lo"], latest["hi"], point["value"], point["lo"],
-                                    point["hi"])  # fmt: skip
+def _no_band(center: float, spread: float, basis: str) -> str:
+    """What the page says where `bands` draws no band around `center`, the latest commit's figure: its floor and why."""
+    if center <= 0:
+        return f"{basis}; the latest commit's figure is at or below zero, so no band"
+    if spread >= 2:
+        return f"{basis}, {spread:.0%} apart: no band, as no two positive figures are that far apart"
+    if basis.startswith("none"):
+        return f"{basis}, and no band"
+    return f"{basis}, which did not move: no band to draw"
+
+
+def _verdict(point: dict, latest: dict, floor: float) -> str | None:
+    """`metrics.compare_verdict` of the latest commit (B) against a commit's point (A), as `compare HASH@COMMIT
+    HASH@LATEST` takes them (the other way round, the ratio's interval is its reciprocal only in exact arithmetic);
+    None where either lacks an interval or a positive figure (compare: undecided, or no ratio)."""
+    a, a_lo, a_hi, b, b_lo, b_hi = (point["value"], point["lo"], point["hi"], latest["value"], latest["lo"],
+                                    latest["hi"])  # fmt: skip
     if None in (a_lo, a_hi, b_lo, b_hi) or not (0 < a_lo <= a <= a_hi and 0 < b_lo <= b <= b_hi):
         return None
     ratio_lo, ratio_hi = metrics.ratio_interval(a, a_lo, a_hi, b, b_lo, b_hi)[1:]
-    return metrics.compare_verdict(a, b, ratio_lo, ratio_hi, spread)
+    return metrics.compare_verdict(a, b, ratio_lo, ratio_hi, floor)

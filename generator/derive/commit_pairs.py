@@ -3,13 +3,15 @@
 `compare @A @B` (or a bare commit prefix, when it names nothing else) compares every configuration measured at both
 commits, one row each, as `asv compare REV1 REV2` compares every benchmark measured at both revisions
 (airspeed-velocity/asv, asv/commands/compare.py: results for each revision, the benchmarks they share, one line
-each). Records name their harness commit in full or, from older harnesses, by a 7-digit prefix: a commit given here
-matches both forms, and forms that are prefixes of one another are one commit. Pure functions of the runs' frame
-(`compare.Dataset.runs`): this module selects, it does not load or derive.
+each). Records name their harness commit in full or, from older harnesses, by a 7-digit prefix: a 7-digit form that
+begins exactly one recorded full id is that commit (`full_commits`, which the history across commits reads too), and a
+commit given here matches every form of it. Pure functions of the runs' frame (`compare.Dataset.runs`): this module
+selects, it does not load or derive.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,38 +20,65 @@ import polars as pl
 
 import generator.derive.configurations as configurations
 
-HEX = re.compile(r"[0-9a-f]{4,40}")
-"""What a commit (or a settings hash) prefix looks like: at least 4 hex digits, as git's shortest abbreviation."""
+HEX = re.compile(r"[0-9a-f]{4,64}")
+"""What a commit (or a settings hash) prefix looks like: at least 4 hex digits, as git's shortest abbreviation, and at
+most a full id's 40, or 64 in a SHA-256 repository (as `runners.provenance.FULL_COMMIT` records them)."""
+ABBREVIATED = 7
+"""The fewest digits a recorded commit abbreviates a longer one in: git's default abbreviation, as older records wrote
+their commit. A shorter recorded form is its own commit, never a part of another."""
+
+
+def full_commits(commits: Iterable[str | None]) -> dict[str, str]:
+    """Each recorded commit of `ABBREVIATED` or more hex digits that begins exactly one longest recorded form (one no
+    other extends: a full id) -> that form: a record at `fa4a5bb` and one at `fa4a5bb4…` were made at one commit. A
+    form that begins two is left as it is (which of them it was is unknown). Unique among the records, not checked
+    against the repository, which the generator never reads: git wrote a 7-digit form unique when it wrote it. The one
+    rule the history across commits (`commit_history.points`), `@COMMIT` and `HASH@COMMIT` read commits by."""
+    ids = sorted({c for c in commits if c is not None and HEX.fullmatch(c)})
+    out = {}
+    for i, short in enumerate(ids):
+        longer = ids[i + 1 : bisect.bisect_left(ids, short + "g")]  # sorted: the forms it begins follow it ("g" > hex)
+        ends = [c for j, c in enumerate(longer) if not (j + 1 < len(longer) and longer[j + 1].startswith(c))]
+        if len(short) >= ABBREVIATED and len(ends) == 1:
+            out[short] = ends[0]
+    return out
 
 
 def commits(runs: pl.DataFrame) -> list[list[str]]:
-    """The harness commits the runs were made at, each as the forms it is recorded in (a full id and the 7-digit
-    prefixes of it older records carry are one commit), longest form first, newest commit last."""
+    """The harness commits the runs were made at, each as the forms it is recorded in (a full id and the abbreviations
+    of it that older records carry are one commit, `full_commits`), longest form first, newest commit last."""
     order = (
         runs.filter(pl.col("harness_commit").is_not_null())
         .group_by("harness_commit")
         .agg(pl.col("started_at").max())
         .sort("started_at", "harness_commit")
     )
-    groups: list[list[str]] = []
+    full = full_commits(order["harness_commit"])
+    groups: dict[str, list[str]] = {}
     for commit in sorted(order["harness_commit"], key=len, reverse=True):
-        for group in groups:
-            if group[0].startswith(commit):
-                group.append(commit)
-                break
-        else:
-            groups.append([commit])
+        groups.setdefault(full.get(commit, commit), []).append(commit)
     last = dict(order.iter_rows())
-    return sorted(groups, key=lambda g: max(str(last[c]) for c in g))
+    return sorted(groups.values(), key=lambda g: max(str(last[c]) for c in g))
 
 
 def matching(prefix: str, runs: pl.DataFrame) -> list[list[str]]:
-    """The commits (as `commits` groups them) that `prefix` names: a commit it begins, or a short recorded form it
-    extends (a record that names `fa4a5bb` was made at `fa4a5bb1…`)."""
+    """The commits (as `commits` groups them) that `prefix` names: the one with a recorded form equal to it, else each
+    it begins, or an abbreviated form it extends that no recorded full id does (a record that names `fa4a5bb` was made
+    at `fa4a5bb4…` when nothing recorded says otherwise)."""
     p = prefix.lower()
     if not HEX.fullmatch(p):
         return []
-    return [g for g in commits(runs) if any(c.startswith(p) or (len(c) >= 7 and p.startswith(c)) for c in g)]
+    groups = commits(runs)
+    exact = [g for g in groups if p in g]
+    if exact:
+        return exact
+    forms = [c for g in groups for c in g]
+    return [
+        g
+        for g in groups
+        if g[0].startswith(p)
+        or (len(g[0]) >= ABBREVIATED and p.startswith(g[0]) and not any(c.startswith(g[0]) for c in forms if c != g[0]))
+    ]
 
 
 def runs_at(group: list[str], runs: pl.DataFrame) -> pl.DataFrame:

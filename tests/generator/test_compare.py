@@ -107,7 +107,7 @@ def test_a_configuration_pools_its_runs_and_narrows_by_commit(ds: compare.Datase
     with pytest.raises(compare.UsageError, match="has no run at commit 1234567; it has: 49a084d"):
         compare.select(f"{FSDP}@1234567", ds)
     # a run that wrote its commit in 7 digits (early records did) is at the full commit it begins, as the history
-    # across commits pools it (commit_history.full_commits)
+    # across commits pools it (commit_pairs.full_commits)
     abbreviated = ds.runs.with_columns(
         harness_commit=pl.when(pl.col("harness_commit").str.starts_with("49a084d"))
         .then(pl.lit("49a084d"))

@@ -79,7 +79,7 @@ def test_bad_and_ambiguous_commits_exit_2_and_list_candidates_briefly(
     status, out, err = _cli(capsys, "@1234567", f"@{B}", "--data-dir", str(data))
     assert status == 2 and not out and "no run in" in err and "harness commit '1234567'" in err and B in err
     status, _, err = _cli(capsys, "@", "@", "--data-dir", str(data))
-    assert status == 2 and "a commit is 4 to 40 hex digits" in err
+    assert status == 2 and "a commit is 4 to 64 hex digits" in err
     with pytest.raises(compare.UsageError) as e:
         compare.select("2026", ds)  # every run id begins with the year
     message = str(e.value)
@@ -104,3 +104,30 @@ def test_list_names_the_commits_and_the_pairs_that_share_configurations(
     for argv in (("--list", A), (A,)):  # --list with a selector, or one selector alone
         status, _, err = _cli(capsys, *argv, "--data-dir", str(data))
         assert status == 2 and "give A and B to compare, or --list" in err
+
+
+def test_one_rule_says_which_recorded_forms_are_one_commit() -> None:
+    """`commit_pairs.full_commits`, which the history across commits, `@COMMIT` and `HASH@COMMIT` all read commits by:
+    a form of 7 or more digits that begins exactly one full id (40 digits, or a SHA-256 repository's 64) is that
+    commit; a form two ids begin, a form shorter than git abbreviates to, and anything that is not hex are their own.
+    `@COMMIT` groups the forms so (before, a form two ids begin went to whichever came first, and forms of any length
+    were grouped), and a form recorded as given names its own commit even where it begins others."""
+    one, two = "c" * 7 + "1" + "0" * 32, "c" * 7 + "2" + "0" * 32
+    sha256 = "d" * 7 + "4" + "0" * 56
+    assert commit_pairs.full_commits(["ccccccc", one]) == {"ccccccc": one}
+    assert commit_pairs.full_commits(["ccccccc", one, two]) == {}
+    assert commit_pairs.full_commits(["cccccc", one]) == {}
+    assert commit_pairs.full_commits(["ddddddd", sha256]) == {"ddddddd": sha256}
+    assert commit_pairs.full_commits([None, "", "unknown", one]) == {}
+    assert commit_pairs.full_commits(["ccccccc", "ccccccc1", one]) == {"ccccccc": one, "ccccccc1": one}
+    recorded = ["ccccccc", one, two, "cccccc", "ddddddd", sha256]
+    runs = pl.DataFrame(
+        {"harness_commit": recorded, "started_at": list(range(len(recorded))), "origin": ["measured"] * len(recorded)}
+    )
+    assert sorted(commit_pairs.commits(runs)) == sorted([["ccccccc"], [one], [two], ["cccccc"], [sha256, "ddddddd"]])
+    assert commit_pairs.matching("ccccccc", runs) == [["ccccccc"]]
+    assert commit_pairs.matching(one, runs) == [[one]]  # not the 7 digits two ids begin
+    assert commit_pairs.matching(sha256, runs) == [[sha256, "ddddddd"]]
+    assert len(commit_pairs.matching("cccc", runs)) == 4  # a prefix of four commits: compare says it is ambiguous
+    orphan = pl.DataFrame({"harness_commit": ["eeeeeee"], "started_at": [0], "origin": ["measured"]})
+    assert commit_pairs.matching("eeeeeee5" + "0" * 32, orphan) == [["eeeeeee"]]  # nothing recorded says otherwise

@@ -5,7 +5,6 @@ edition or a harness commit, as a `Side`, or a `UsageError` that says what to do
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ class Side:
     """An edition's runs whose files are missing or changed (left out)."""
 
 
-_HEX = re.compile(r"[0-9a-f]{4,40}")
+_HEX = commit_pairs.HEX
 
 
 def select(text: str, ds: Dataset) -> Side:
@@ -106,12 +105,13 @@ def _configuration(text: str, settings_hash: str, narrowing: list[str], ds: Data
     for part in narrowing:
         key, _, value = part.partition("=") if "=" in part else ("commit", "", part)
         if key == "commit" and _HEX.fullmatch(value.lower()):
-            # a record that wrote its commit abbreviated (7 digits, early records) is at the commit it begins
-            recorded = pl.col("harness_commit")
-            narrowed = runs.filter(
-                recorded.str.starts_with(value.lower())
-                | ((recorded.str.len_chars() >= 7) & pl.lit(value.lower()).str.starts_with(recorded))
-            )
+            # every form its records wrote the commit in (`commit_pairs.full_commits`: a 7-digit form of early records
+            # is at the full id it begins), as the history across commits groups them: of the whole data, not of this
+            # configuration alone, so that a form two commits begin is neither here either
+            named = [g for g in commit_pairs.matching(value, ds.runs) if runs["harness_commit"].is_in(g).any()]
+            if len(named) > 1:
+                raise UsageError(f"{text!r}: {commit_pairs.listing(value, (('commit', g[0][:12]) for g in named))}")
+            narrowed = runs.filter(pl.col("harness_commit").is_in(named[0] if named else []))
             choices = runs.group_by("harness_commit").len().sort("harness_commit")
             listed = ", ".join(f"{(c or '?')[:7]} ({n} run{'s' * (n > 1)})" for c, n in choices.iter_rows())
             said.append(f"at commit {value}")
@@ -150,7 +150,7 @@ def _commit(text: str, prefix: str, ds: Dataset) -> Side:
     if not groups:
         known = [g[0][:12] for g in commit_pairs.commits(ds.runs)]
         hint = f"the latest: {', '.join(reversed(known[-5:]))}" if known else "no run names one"
-        how = "" if commit_pairs.HEX.fullmatch(prefix.lower()) else " (a commit is 4 to 40 hex digits)"
+        how = "" if commit_pairs.HEX.fullmatch(prefix.lower()) else " (a commit is 4 to 64 hex digits)"
         raise UsageError(f"{text!r}: no run in {ds.data_dir}/ was made at harness commit {prefix!r}{how}; {hint}")
     if len(groups) > 1:
         raise UsageError(commit_pairs.listing(prefix, (("commit", g[0][:12]) for g in groups)))
