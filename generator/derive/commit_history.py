@@ -182,7 +182,7 @@ def bands(
     for (suite, workload, settings_hash), group in indexed.group_by(*KEYS, maintain_order=True):
         latest = group.filter(pl.col("latest")).row(0, named=True)
         mine = sides[(latest["point"],)]
-        spread, basis = evidence.aa_floor(mine, run_floors, kind_floors, "the latest commit")
+        spread, basis = evidence.aa_floor(mine, run_floors, kind_floors, "the latest commit", _OWN)
         differs = [p["harness_commit"] for p in group.filter(~pl.col("latest")).to_dicts()
                    if _verdict(p, latest, evidence.pair_floor(sides[(p["point"],)], mine, run_floors,
                                                               kind_floors)[0]) in ("faster", "slower")]  # fmt: skip
@@ -199,14 +199,18 @@ def bands(
     return pl.DataFrame(out, schema=BAND_SCHEMA)
 
 
+_OWN = "the spread of the latest commit's repeats"
+"""A latest commit's own floor, in `evidence.aa_floor`'s words: its repeats are its runs at that commit."""
+
+
 def _no_band(center: float, spread: float, basis: str) -> str:
     """What the page says where `bands` draws no band around `center`, the latest commit's figure: its floor and why."""
     if center <= 0:
         return f"{basis}; the latest commit's figure is at or below zero, so no band"
     if spread >= 2:
         return f"{basis}, {spread:.0%} apart: no band, as no two positive figures are that far apart"
-    if basis.startswith("none"):
-        return f"{basis}, and no band"
+    if basis.startswith("none: "):  # the page capitalises it: "No repeats at one commit of … measured, so no floor"
+        return f"{basis.removeprefix('none: ')}, and no band"
     return f"{basis}, which did not move: no band to draw"
 
 

@@ -60,18 +60,6 @@ def _pct(expr: pl.Expr) -> pl.Expr:
     return (expr * 100).round(2).cast(pl.String) + pl.lit("%")
 
 
-def aa_floors(repeats: pl.DataFrame) -> dict[tuple[str, int, bool], float]:
-    """Per hardware model, device count and host condition (alone, or sharing the host), the largest A/A spread
-    measured between repeats of one configuration (derive.repeats): the floor `compare` holds differences to."""
-    out: dict[tuple[str, int, bool], float] = {}
-    for acc, count, shared, spread in repeats.select(
-        "accelerator", "accelerator_count", "shared_host", "spread"
-    ).iter_rows():
-        if spread is not None:
-            out[(acc, count, shared)] = max(out.get((acc, count, shared), 0.0), spread)
-    return out
-
-
 KEYS = ["suite", "workload", "settings_hash"]
 
 _EXPRESSIONS = {"median": pl.Expr.median, "all": lambda e: e, "max": pl.Expr.max, "min": pl.Expr.min,

@@ -108,22 +108,27 @@ FloorKey = tuple[str, str, int, bool]
 
 
 def aa_floor(
-    counted: pl.DataFrame, run_floors: Mapping[str, float], kind_floors: Mapping[FloorKey, float], side: str
+    counted: pl.DataFrame,
+    run_floors: Mapping[str, float],
+    kind_floors: Mapping[FloorKey, float],
+    side: str,
+    own: str | None = None,
 ) -> tuple[float, str]:
     """The A/A spread of one side's counted runs (run_id, kind, accelerator, accelerator_count, shared_host) and what
-    it is: of the repeats they belong to (`run_floors`, `EveryRun.run_floors`), else the largest of their kind on
-    their hardware and host condition (`kind_floors`), else none measured (0). `side` names them in the basis."""
-    own = [run_floors[r] for r in counted["run_id"] if r in run_floors]
-    if own:
-        return max(own), f"the spread of {side}'s repeats"
+    it is: of the repeats they belong to (`run_floors`, `EveryRun.run_floors`: runs of one configuration at one harness
+    commit), else the largest of their kind on their hardware and host condition (`kind_floors`), else none measured
+    (0). `side` names them in the basis; `own` says what their own repeats are, where `side` says it already."""
+    mine = [run_floors[r] for r in counted["run_id"] if r in run_floors]
+    if mine:
+        return max(mine), own or f"the spread of {side}'s repeats at its commit"
     kinds = counted.select("kind", "accelerator", "accelerator_count", "shared_host").unique()
     found = [(kind_floors[k], k) for k in kinds.iter_rows() if k in kind_floors]
     if found:
         spread, (kind, acc, count, shared) = max(found)
         where = f"{kind} on {count} × {acc}{', shared host' * shared}"
-        return spread, f"the largest spread of repeats of {where} ({side} has no repeats)"
+        return spread, f"the largest spread of repeats at one commit of {where} ({side} has none)"
     kind, acc, count, _ = kinds.row(0)
-    return 0.0, f"none: no repeats of {kind} on {count} × {acc} measured, so no floor"
+    return 0.0, f"none: no repeats at one commit of {kind} on {count} × {acc} measured, so no floor"
 
 
 def pair_floor(

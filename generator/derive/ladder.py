@@ -206,11 +206,12 @@ def rows(ranked: pl.DataFrame, spreads: Spreads | None = None) -> pl.DataFrame:
     return grouped.join(configurations.differences(grouped), on=KEYS, how="left")
 
 
-def repeats(runs: pl.DataFrame) -> pl.DataFrame:
+def repeats(runs: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
     """A/A for inference and serving tests, as `derive.repeats` is for training: every configuration of a test (`KEYS`)
     with two or more runs under the same host conditions, their figures and their relative spread
-    (`metrics.relative_spread`). `runs`: the runs that count (finished, verified), each with its figure in `value`."""
-    keys = [*KEYS, "kind", "accelerator", "accelerator_count", "shared_host"]
+    (`metrics.relative_spread`). `runs`: the runs that count (finished, verified), each with its figure in `value`;
+    `by`: more columns a repeat shares (`runs.every_run` adds the harness commit: runs of two commits are not A/A)."""
+    keys = [*KEYS, "kind", "accelerator", "accelerator_count", "shared_host", *by]
     groups = (
         runs.filter(pl.col("value").is_not_null() & ~configurations.flagged("value", "lo", "hi", runs.columns))
         .sort("started_at", "run_id")

@@ -170,8 +170,9 @@ class Results:
     test_spreads: dict[tuple[str, str, str, int], metrics.PooledSpread]
     """The pooled between-run spreads of inference and serving tests."""
     kind_floors: dict[tuple[str, str, int, bool], float]
-    """(kind, accelerator, count, shared host) -> the largest A/A spread of that kind on that hardware: the floor a
-    comparison without repeats of its own is held to (`compare`)."""
+    """(kind, accelerator, count, shared host) -> the largest A/A spread of that kind on that hardware, of repeats at
+    one harness commit (`runs.at_commit_floors`): the floor a comparison without repeats of its own is held to
+    (`compare`, the history across commits)."""
     scaling: pl.DataFrame
     window_losses: pl.DataFrame
     tp_scaling: pl.DataFrame
@@ -221,8 +222,8 @@ def results(loaded: load.Loaded, summary: pl.DataFrame) -> Results:
     boards = _boards(summary, tests, served, test_spreads, repeats, scaling, window_losses, tp, training_spreads)
     trained = {key: board.ranked for key, board in boards.items() if board.kind == "train"}
     the_verdict = sweep_draws.compute(summary, rows, training_spreads, trained)
-    every_run = every_runs.every_run(summary, tests, served, repeats)
-    kind_floors = _kind_floors(repeats, test_repeats)
+    every_run = every_runs.every_run(summary, tests, served)
+    kind_floors = every_run.kind_floors
     out = Results(
         records=loaded,
         runs=summary,
@@ -283,15 +284,6 @@ def _checked(out: Results) -> Results:
         fields.check(frame, declared, what)
     for (suite, workload), board in out.boards.items():
         fields.check(board.ranked, fields.BOARDS[board.kind], f"the {board.kind} board {suite}/{workload}")
-    return out
-
-
-def _kind_floors(repeats: pl.DataFrame, test_repeats: pl.DataFrame) -> dict[tuple[str, str, int, bool], float]:
-    """The largest A/A spread of each kind on each hardware and host condition: training's from its repeats
-    (`configurations.aa_floors`), each kind of test's from the repeats of its runs that rank."""
-    out = {("train", *k): v for k, v in configurations.aa_floors(repeats).items()}
-    for (kind,), group in test_repeats.partition_by("kind", as_dict=True).items():
-        out |= {(str(kind), *key): spread for key, spread in configurations.aa_floors(group).items()}
     return out
 
 

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
+import generator.derive.commit_pairs as commit_pairs
 import generator.derive.configurations as configurations
 import generator.derive.inference as inference
 import generator.derive.ladder as ladder
 import generator.derive.serving as serving
+import generator.derive.training_boards as training_boards
 
 COLUMNS = ["run_id", "suite", "workload", "kind", "settings_hash", "settings", "variant", "engine", "engine_version",
            "accelerator", "accelerator_count", "shared_host", "harness_commit", "started_at", "status", "origin",
@@ -31,12 +33,15 @@ class EveryRun:
     """One row per run (`COLUMNS`): `value`, `lo`, `hi` its figure; `excluded` why it does not count; `note` why a
     run that counts is not on its board."""
     run_floors: dict[str, float]
-    """run_id -> the A/A spread of the repeats of counted runs it belongs to."""
+    """run_id -> the A/A spread of the repeats it belongs to (`at_commit_floors`: same configuration, commit, hardware
+    and host condition)."""
+    kind_floors: dict[tuple[str, str, int, bool], float]
+    """(kind, accelerator, count, shared host) -> the largest of those spreads: the floor of a side with no repeats."""
 
 
-def every_run(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.DataFrame, repeats: pl.DataFrame) -> EveryRun:
-    """Every run with its figure (`COLUMNS`) and the A/A spread of each counted run's repeats: training's from
-    `repeats` (`derive.repeats`), a test's from the repeats of the counted runs of its configuration."""
+def every_run(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.DataFrame) -> EveryRun:
+    """Every run with its figure (`COLUMNS`), and the A/A spreads `compare` and the history across commits hold a
+    difference to (`at_commit_floors`)."""
     training = summary.filter(~inference.is_inference(summary) & ~serving.is_serving(summary)).with_columns(
         kind=pl.col("kind").fill_null("train"),  # claims and retractions name no kind
         value=pl.col("steps_per_s"),
@@ -52,12 +57,40 @@ def every_run(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.DataFrame, 
         reasons = _test_reasons(cross_checks, tuple(served.columns))
         frames.append(_counted(served.filter(pl.col("kind") == kind), serving.UNIT, reasons))
     runs = pl.concat(frames, how="diagonal_relaxed").select(COLUMNS).sort("started_at", "run_id")
-    test_repeats = ladder.repeats(runs.filter(pl.col("excluded").is_null() & (pl.col("kind") != "train")))
+    run_floors, kind_floors = at_commit_floors(summary, runs)
+    return EveryRun(runs=runs, run_floors=run_floors, kind_floors=kind_floors)
+
+
+def at_commit_floors(
+    summary: pl.DataFrame, runs: pl.DataFrame
+) -> tuple[dict[str, float], dict[tuple[str, str, int, bool], float]]:
+    """The A/A spreads a difference between two sides is held to: of each counted run's repeats (the runs of its
+    configuration, hardware and host condition at its harness commit: training's by `training_boards.repeats`, a
+    test's by `ladder.repeats`), and the largest of those per kind, hardware and host condition. Repeats share their
+    commit (its recorded forms as one, `commit_pairs.full_commits`): runs of one configuration at two commits are what
+    a comparison asks about, and a spread that pooled them would hold a change to a floor that contains it."""
+    one = commit_pairs.full_commits(summary["harness_commit"])
+    at = ("harness_commit",)
+    commit = pl.col("harness_commit").replace(one)
+    training = training_boards.repeats(summary.with_columns(harness_commit=commit), by=at)
+    counted = runs.filter(pl.col("excluded").is_null() & (pl.col("kind") != "train"))
+    return floors(
+        training.with_columns(kind=pl.lit("train")), ladder.repeats(counted.with_columns(harness_commit=commit), by=at)
+    )
+
+
+def floors(*repeats: pl.DataFrame) -> tuple[dict[str, float], dict[tuple[str, str, int, bool], float]]:
+    """run_id -> the spread of the repeats it belongs to, and (kind, accelerator, count, shared host) -> the largest
+    of those spreads, of `repeats` frames (`ladder.repeats`, `training_boards.repeats` with a `kind`)."""
     run_floors: dict[str, float] = {}
-    for frame in (repeats, test_repeats):
-        for ids, spread in frame.select("run_id", "spread").iter_rows():
+    kind_floors: dict[tuple[str, str, int, bool], float] = {}
+    columns = ("run_id", "spread", "kind", "accelerator", "accelerator_count", "shared_host")
+    for frame in repeats:
+        for ids, spread, kind, acc, count, shared in frame.select(columns).iter_rows():
             run_floors |= dict.fromkeys(ids, spread)
-    return EveryRun(runs=runs, run_floors=run_floors)
+            where = (str(kind), str(acc), int(count), bool(shared))
+            kind_floors[where] = max(kind_floors.get(where, 0.0), spread)
+    return run_floors, kind_floors
 
 
 def _named(figure: tuple[pl.Expr, pl.Expr, pl.Expr]) -> list[pl.Expr]:

@@ -97,12 +97,13 @@ CONFIG_KEYS = ["suite", "workload", "variant", "settings_hash", "accelerator", "
 those are not repeats of each other (`settings_hash`, generator/load/columns.py)."""
 
 
-def repeats(summary: pl.DataFrame) -> pl.DataFrame:
+def repeats(summary: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
     """A/A: every configuration (variant with its overrides, hardware, device count, micro-batch) with two or more
     full-length runs under the same host conditions, their medians and their relative spread
     (`metrics.relative_spread`). A run beside other jobs on a shared host and a run alone are not repeats of each
-    other: sharing is a condition, not noise, so each condition has its own spread."""
-    keys = [*CONFIG_KEYS, "shared_host"]
+    other: sharing is a condition, not noise, so each condition has its own spread. `by`: more columns a repeat
+    shares (`runs.every_run` adds the harness commit)."""
+    keys = [*CONFIG_KEYS, "shared_host", *by]
     groups = (
         _comparable(summary)
         .filter(~configurations.flagged(columns=summary.columns))  # no steady state, or a busy host: nobody's repeat

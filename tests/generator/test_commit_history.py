@@ -75,7 +75,7 @@ def test_the_band_is_the_aa_floor_around_the_latest_and_names_the_commits_outsid
     assert metrics.relative_spread([12.0, lo]) == pytest.approx(0.10)
     assert metrics.relative_spread([12.0, hi]) == pytest.approx(0.10)
     (none,) = commit_history.bands(points, runs, {}).to_dicts()
-    assert none["band_lo"] is None and "no repeats of train on 2 × GPU measured" in none["floor_basis"]
+    assert none["band_lo"] is None and "no repeats at one commit of train on 2 × GPU measured" in none["floor_basis"]
 
 
 def test_the_band_and_the_verdicts_hold_each_commit_to_the_floor_compare_holds_it_to() -> None:
@@ -95,8 +95,8 @@ def test_the_band_and_the_verdicts_hold_each_commit_to_the_floor_compare_holds_i
     assert band["differs"] == []
     (both,) = commit_history.bands(points, runs, kinds, own | {"r1": 0.03, "r2": 0.03, "r3": 0.01}).to_dicts()
     assert both["differs"] == ["aaaaaaa1", "bbbbbbb2"]
-    assert evidence.pair_floor(runs.filter(pl.col("run_id") == "r3"), runs.filter(pl.col("run_id") == "r4"),
-                               own | {"r3": 0.01}, kinds) == (0.02, "the spread of B's repeats")  # fmt: skip
+    r3, r4 = runs.filter(pl.col("run_id") == "r3"), runs.filter(pl.col("run_id") == "r4")
+    assert evidence.pair_floor(r3, r4, own | {"r3": 0.01}, kinds) == (0.02, "the spread of B's repeats at its commit")
 
 
 def test_a_commit_recorded_abbreviated_and_in_full_is_one_point() -> None:
@@ -480,16 +480,15 @@ def test_no_band_says_why(floor: float, latest: float, why: str) -> None:
     assert band["band_lo"] is None and why in band["floor_basis"], band["floor_basis"]
 
 
-@pytest.mark.xfail(strict=True, reason="A/A repeats pool a configuration's runs across harness commits (not fixed)")
 def test_a_commit_that_moved_further_than_its_own_repeats_differs() -> None:
     """Two runs at each of two commits, each pair within 1% of itself, the newer 20% faster with tight intervals:
-    the newer commit differs. The A/A repeats a run's floor comes from (`ladder.repeats`, `training_boards.repeats`,
-    `EveryRun.run_floors`) group a configuration's runs at every commit together, so "the spread of the latest
-    commit's repeats" is the spread across both commits (19%), and neither `compare` nor the history can call the
-    change a difference: in the committed data 36 of the 37 configurations measured at two or more commits take their
-    band from such a group, and 31 of those have a single run at the latest commit, whose "repeats" are the other
-    commits' runs."""
+    the older commit differs from the latest. A run's A/A repeats are the runs of its configuration at its own commit
+    (`runs.at_commit_floors`: `ladder.repeats` and `training_boards.repeats` by the harness commit); pooled across
+    both commits they spread 19%, and neither `compare` nor the history could call the change a difference (so it
+    was: in the committed data 36 of the 37 configurations measured at two or more commits took their band from such
+    a group, 31 with a single run at the latest commit whose "repeats" were other commits' runs)."""
     from generator.derive import ladder
+    from generator.derive import runs as every
 
     rows = {"r1": ("a" * 40, 10.0), "r2": ("a" * 40, 10.1), "r3": ("b" * 40, 12.0), "r4": ("b" * 40, 12.1)}
     runs = (
@@ -498,7 +497,33 @@ def test_a_commit_that_moved_further_than_its_own_repeats_differs() -> None:
         .with_columns(value=pl.col("run_id").replace_strict({r: v for r, (_, v) in rows.items()}))
         .with_columns(lo=pl.col("value") * 0.999, hi=pl.col("value") * 1.001)
     )
-    repeats = ladder.repeats(runs)  # as `runs.every_run` makes a test's floors
-    run_floors = {r: spread for ids, spread in repeats.select("run_id", "spread").iter_rows() for r in ids}
-    band = _agrees(runs, run_floors=run_floors)
+    pooled = every.floors(ladder.repeats(runs))[0]
+    assert pooled["r4"] == pytest.approx(metrics.relative_spread([10.0, 10.1, 12.0, 12.1]))
+    run_floors, kind_floors = every.floors(ladder.repeats(runs, by=("harness_commit",)))
+    assert run_floors["r1"] == pytest.approx(metrics.relative_spread([10.0, 10.1]))
+    assert kind_floors == {("train", "GPU", 2, False): max(run_floors.values())}
+    band = _agrees(runs, run_floors=run_floors, kind_floors=kind_floors)
     assert band["differs"] == ["a" * 40]
+
+
+def test_every_floor_of_the_committed_data_is_of_repeats_at_one_commit(committed: tuple) -> None:
+    """Each run a floor is recorded for (`EveryRun.run_floors`, what `compare` and the history hold a side to) has a
+    repeat at its own harness commit: another counted run of its configuration, hardware and host condition recorded
+    at that commit. Before, 36 of the 37 configurations measured at two or more commits had floors of groups that
+    spanned commits. And the kind floors are the largest of those spreads, nothing else."""
+    from generator.derive import commit_pairs
+
+    results, _ = committed
+    every = results.every_run
+    one = commit_pairs.full_commits(every.runs["harness_commit"])
+    runs = every.runs.filter(pl.col("excluded").is_null()).with_columns(
+        commit=pl.col("harness_commit").replace(one), shared=pl.col("shared_host").fill_null(False)
+    )
+    keys = ["suite", "workload", "settings_hash", "accelerator", "accelerator_count", "shared", "commit"]
+    mates = runs.group_by(keys).agg(pl.col("run_id"))
+    with_mates = {r for ids in mates["run_id"] for r in ids if len(ids) >= 2}
+    floored = set(every.run_floors)
+    assert floored and floored <= with_mates, sorted(floored - with_mates)[:5]
+    spanning = runs.group_by(keys[:-1]).agg(pl.col("commit").n_unique().alias("commits")).filter(pl.col("commits") > 1)
+    assert spanning.height >= 10  # configurations at several commits exist, and none pools them into a floor
+    assert max(results.kind_floors.values()) == max(every.run_floors.values())

@@ -26,7 +26,6 @@ ONCE = [
     "derive.summaries.run_summary",
     "derive.training_boards.leaderboards",
     "derive.training_boards.candidates",
-    "derive.training_boards.repeats",
     "derive.training_boards.scaling",
     "derive.training_boards.loss_windows",
     "derive.parity.loss_parity",
@@ -75,10 +74,10 @@ def _test_boards(results: Any) -> int:
 PER = {
     "derive.configurations.pooled_spreads": lambda results: len(verdict.READINGS),  # each reading of steps/s
     "derive.ladder.pooled_spreads": lambda results: 2,  # each kind of test: inference, serving
-    # the A/A floors: training's, then each kind of test's (pp, tg, served, offline)
-    "derive.configurations.aa_floors": lambda results: 1 + results.test_repeats["kind"].n_unique(),
-    # the repeats of the test runs that rank (the boards' floors) and of those compare counts (a run's own floor)
+    # the repeats of the runs that rank (the boards' A/A), and of those compare counts at each commit (the floors
+    # compare and the history across commits hold a difference to: runs.at_commit_floors)
     "derive.ladder.repeats": lambda results: 2,
+    "derive.training_boards.repeats": lambda results: 2,
     "derive.results._training_board": _boards_of("train"),
     "derive.results._inference_board": _boards_of("inference"),
     "derive.results._serving_board": _boards_of("serving"),
