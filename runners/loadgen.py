@@ -63,14 +63,17 @@ async def _one(session: Any, url: str, body: dict[str, Any]) -> ServedRequest:
         end = time.perf_counter()
     except Exception:
         return ServedRequest(ok=False, ttft_s=None, itl_s=(), e2e_s=None, prompt_tokens=0, output_tokens=0)
-    ok = ttft is not None and bool(usage)
+    output_tokens = int(usage.get("completion_tokens", 0))
+    # a request whose server counted no token generated nothing to time: failed, as vllm bench serve's records judge
+    # it (runners/engines/vllm/tool.py), and as the loader holds an answered request to (runners/schema.py)
+    ok = ttft is not None and output_tokens > 0
     return ServedRequest(
         ok=ok,
         ttft_s=ttft,
         itl_s=tuple(gaps),
         e2e_s=end - start,
         prompt_tokens=int(usage.get("prompt_tokens", 0)),
-        output_tokens=int(usage.get("completion_tokens", 0)),
+        output_tokens=output_tokens,
     )
 
 

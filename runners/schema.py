@@ -170,7 +170,8 @@ METRIC_RULES: dict[str, Metric] = {
     "e2e_s": Metric("s", strict=True),
     "itl_s": Metric("s"),
     "prompt_tokens": Metric("tokens", whole=True),
-    "output_tokens": Metric("tokens", whole=True),
+    # recorded for an answered request alone, which received at least its first token (`_answered_without_tokens`)
+    "output_tokens": Metric("tokens", low=1, whole=True),
 }
 METRICS = {name: rule.unit for name, rule in METRIC_RULES.items()}
 
@@ -461,6 +462,7 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
         problems.append(Problem(0, "ended_at", "run ends before it starts"))
     if _rows_may_be_bad(table):
         problems += _row_problems(table)
+    problems += _answered_without_tokens(table)
     return (None if problems else first), problems
 
 
@@ -549,6 +551,31 @@ def _row_problems(table: pa.Table) -> list[Problem]:
         for i in bad.to_pylist()[:5]:
             problems.append(Problem(i, name, message(i)))
     return problems
+
+
+def _answered_without_tokens(table: pa.Table) -> list[Problem]:
+    """A served point's answered requests (a `request_ok` row that is not 0) with no `output_tokens` row, up to five,
+    each at its `request_ok` row. An answered request received at least its first token (runners/loadgen.py; vllm
+    bench serve's records, runners/engines/vllm/tool.py), and its count is what the point's output tokens/s adds up
+    (`metrics.served_figures`): a point answered with no token counted would publish 0 output tokens/s, a figure
+    no interval or ratio can be taken of (their logarithms)."""
+    metric = table.column("metric")
+    answered = pc.and_(pc.equal(metric, "request_ok"), pc.not_equal(table.column("value"), 0.0))
+    if not pc.any(answered).as_py():  # every file but a served point's: no request answered
+        return []
+    trial = table.column("trial")
+    counted = pc.unique(pc.filter(trial, pc.equal(metric, "output_tokens")))
+    missing = pc.and_(answered, pc.invert(pc.is_in(trial, value_set=counted)))
+    return [
+        Problem(
+            i,
+            "metric",
+            f"request {trial[i].as_py()} is answered (request_ok = {table.column('value')[i].as_py():g}) but has no "
+            "output_tokens row: an answered request received at least its first token, and the point's output "
+            "tokens/s counts them (runners/serving.py `served_rows`)",
+        )
+        for i in pc.indices_nonzero(missing).to_pylist()[:5]
+    ]
 
 
 _RULE_NAMES = pa.array(list(METRIC_RULES))

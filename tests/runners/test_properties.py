@@ -105,16 +105,24 @@ def _good(row: dict) -> bool:
     return ok
 
 
+def _answered_have_tokens(rows: list[dict]) -> bool:
+    """Each answered request (a `request_ok` row that is not 0) has an `output_tokens` row, by hand
+    (`schema._answered_without_tokens`)."""
+    counted = {r["trial"] for r in rows if r["metric"] == "output_tokens"}
+    return all(r["trial"] in counted for r in rows if r["metric"] == "request_ok" and r["value"] != 0)
+
+
 @given(rows=TABLES)
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_table_is_accepted_exactly_when_every_row_is_good_and_loads_back_unchanged(
     rows: list[dict], tmp_path_factory
 ) -> None:
-    """The rules written out once more by hand (`_good`): the checks accept a table exactly when each row passes
-    them; an accepted table written to disk loads back row for row."""
+    """The rules written out once more by hand (`_good`, `_answered_have_tokens`): the checks accept a table exactly
+    when each row passes them and each answered request counts its tokens; an accepted table written to disk loads
+    back row for row."""
     table = schema.make_table(RUN, rows)
     accepted = not schema.check_table(table)
-    assert accepted == all(_good(r) for r in rows)
+    assert accepted == (all(_good(r) for r in rows) and _answered_have_tokens(rows))
     if accepted:
         data: Path = tmp_path_factory.mktemp("data")
         (data / "cpu-smoke").mkdir()

@@ -98,6 +98,12 @@ SEMANTIC_FAULTS = {
     "negative loss": ({}, [_row("loss", -0.5, "nats", phase="steady", step=0)], "loss = -0.5: must be at least 0"),
     "zero step time": ({}, [_row("step_time_s", 0.0, "s", phase="steady", step=1)], "must be above 0"),
     "zero tokens/s": ({}, [_row("tokens_per_s", 0.0, "tokens/s", phase="steady")], "tokens_per_s = 0.0: must be"),
+    "no output token": ({}, [_row("output_tokens", 0.0, "tokens", phase="steady")], "output_tokens = 0.0: must be"),
+    "answered, uncounted": (
+        {},
+        [_row("request_ok", 1.0, "bool", phase="steady", trial=7)],
+        "row 2, field 'metric': request 7 is answered (request_ok = 1) but has no output_tokens row",
+    ),
     "fractional count": ({}, [_row("steps_completed", 2.5, "steps")], "steps_completed = 2.5: must be a whole"),
     "infinite value": ({}, [_row("peak_mem_gib", float("inf"), "GiB")], "field 'value': inf is not finite"),
     "negative step": ({}, [_row("loss", 1.0, "nats", phase="steady", step=-3)], "row 2, field 'step': negative step"),
