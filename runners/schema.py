@@ -529,7 +529,10 @@ def _row_problems(table: pa.Table) -> list[Problem]:
         (
             pc.and_(pc.ends_with(metric, "_s"), pc.less(value, 0)),
             "value",
-            lambda i: f"negative time {value[i].as_py()} (metric {metric[i].as_py()!r})",
+            # a name ending in _s is a time (step_time_s) or a rate (tokens_per_s): neither is ever below 0
+            lambda i: (
+                f"{metric[i].as_py()} = {value[i].as_py()}: a {_time_or_rate(metric[i].as_py())} is never negative"
+            ),
         ),
         (
             pc.invert(pc.match_substring_regex(metric, "^" + bounds.METRIC_NAME.pattern + "$")),
@@ -551,6 +554,11 @@ def _row_problems(table: pa.Table) -> list[Problem]:
         for i in bad.to_pylist()[:5]:
             problems.append(Problem(i, name, message(i)))
     return problems
+
+
+def _time_or_rate(name: str) -> str:
+    """What a metric named `..._s` is: a rate (tokens_per_s) or a time (step_time_s)."""
+    return "rate" if "_per_" in name else "time"
 
 
 def _answered_without_tokens(table: pa.Table) -> list[Problem]:

@@ -186,7 +186,7 @@ def test_validate_names_file_row_and_field(bench_data, tmp_path: Path) -> None:
     assert "1 file(s) checked, 0 with problems" in ok.stdout
     proc = run_module("generator.commands.validate", str(bad), check=False)
     assert proc.returncode == 1
-    assert f"{bad}: row {row}, field 'value': negative time -1.0 (metric 'step_time_s')" in proc.stdout
+    assert f"{bad}: row {row}, field 'value': step_time_s = -1.0: a time is never negative" in proc.stdout
 
 
 def test_a_cuda_suite_without_gpus_says_what_to_do(tmp_path: Path) -> None:

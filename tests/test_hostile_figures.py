@@ -122,5 +122,8 @@ def test_a_figure_of_the_other_kinds_at_or_below_zero_is_refused_by_its_rows(
     found = problems_of(data)
     assert set(found) == {f"{bad}.parquet"}
     assert "field 'value'" in found[f"{bad}.parquet"] and metric in found[f"{bad}.parquet"]
+    if value < 0:  # named for what it is: a rate's tokens/s is not "a negative time"
+        said = "a rate is never negative" if "_per_" in metric else "a time is never negative"
+        assert f"{metric} = -1.0: {said}" in found[f"{bad}.parquet"]
     runs = derive.results(*checks.checked(load.load(data))).every_run.runs
     assert runs["run_id"].to_list() == [source.stem]
