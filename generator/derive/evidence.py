@@ -121,8 +121,8 @@ def aa_floor(
     mine = [run_floors[r] for r in counted["run_id"] if r in run_floors]
     if mine:
         return max(mine), own or f"the spread of {side}'s repeats at its commit"
-    kinds = counted.select("kind", "accelerator", "accelerator_count", "shared_host").unique()
-    found = [(kind_floors[k], k) for k in kinds.iter_rows() if k in kind_floors]
+    kinds = counted.select("kind", "accelerator", "accelerator_count", pl.col("shared_host").fill_null(False)).unique()
+    found = [(kind_floors[k], k) for k in kinds.iter_rows() if k in kind_floors]  # keys as `runs.floors` makes them
     if found:
         spread, (kind, acc, count, shared) = max(found)
         where = f"{kind} on {count} × {acc}{', shared host' * shared}"
