@@ -4,20 +4,26 @@
 #
 #   runners/sweeps/llamacpp-h200.sh build [LOG_DIR]                  llama.cpp + the F16 files, then a smoke test
 #   runners/sweeps/llamacpp-h200.sh quantize [LOG_DIR]               Q8_0 and Q4_K_M from the F16 files
-#   runners/sweeps/llamacpp-h200.sh run DATA_DIR LOG_DIR MODEL...    the models' tests (llama-8b, llama-14b)
+#   runners/sweeps/llamacpp-h200.sh run DATA_DIR LOG_DIR WHAT...     the models' tests (llama-8b, llama-14b)
+#
+# Each WHAT of `run` is one bench session: an [[inference]] entry (llama-8b) or its tests' workloads, comma-separated
+# (llama-8b-pp512-d0,llama-8b-tg128-d0); VARIANTS="llamacpp-f16 ..." keeps those variants only (all three unless set).
 #
 # `build` compiles llama.cpp (libraries + llama-bench, CUDA sm_90; ~5 minutes on 16 cores) from the
 # llama-cpp-python sdist carried in .llsrc/ while the F16 files are written, then runs a seconds-long bench of the
 # tiny model to show the runner and llama-bench work with this build. `run` runs, per model, the runner and the
-# llama-bench cross-check for the three weight types. With as many GPUs as models, each model gets its own GPU
+# llama-bench cross-check for each weight type (VARIANTS). With as many GPUs as models, each model gets its own GPU
 # and they run at once (each record says so, --note); otherwise they run one after the other.
 #
 # `build` carries two ignored folders (list them in .git/info/exclude), made here beforehand:
-#   .llsrc/  the llama-cpp-python 0.3.36 sdist unpacked (`python -m runners.engines.llamacpp.build` downloads and
-#            unpacks it under ~/.cache/fairfight/llama.cpp/), less what the build never reads, to fit the 64 MiB transfer: docs/ and, under
-#            vendor/llama.cpp/, models/*.gguf, docs, benches, .github, .git, tools/ui and tools/server (~49 MiB),
+#   .llsrc/  the llama-cpp-python 0.3.36 sdist as `python -m runners.engines.llamacpp.build` downloads and unpacks
+#            it under ~/.cache/fairfight/llama.cpp/src/, less what the build never reads: docs/ and .git, and under
+#            vendor/llama.cpp/, models/*.gguf, docs, benches, .github, .git, tools/ui and tools/server (~54 MiB),
 #            plus the vendored commit the dropped .git knew, for the records: git -C ~/.cache/fairfight/llama.cpp/src/
-#            llama_cpp_python-0.3.36/vendor/llama.cpp rev-parse HEAD > .llsrc/llama_cpp_python-0.3.36/LLAMA_CPP_COMMIT
+#            llama_cpp_python-0.3.36/vendor/llama.cpp rev-parse HEAD > llama_cpp_python-0.3.36/LLAMA_CPP_COMMIT.
+#            Beside the 29 MiB tree it no longer fits one transfer unpacked: carry it packed, ~10 MiB (`tar czf
+#            .llsrc/llama_cpp_python-0.3.36.tar.gz -C DIR llama_cpp_python-0.3.36`), and this script unpacks it on the
+#            host under /root/llsrc; an unpacked .llsrc/llama_cpp_python-0.3.36 is used as it is.
 #   .whl/    the `host-llama` wheelhouse (gguf 0.19.0 and diskcache, which the image lacks; pyproject.toml):
 #            nox -s wheelhouse -- host-llama --python 3.12 --platform manylinux_2_35_x86_64 --out .whl
 set -u
@@ -34,13 +40,18 @@ export PYTHONPATH=/root/site${PYTHONPATH:+:$PYTHONPATH}
 eval "$(python3 -c 'from runners.engines.llamacpp import build as b; import sys
 for k, v in b.env_for(__import__("pathlib").Path(sys.argv[1]), True).items(): print(f"export {k}={v}")' "$LLB")"
 F="python3 -m runners.engines.llamacpp.runner files --suite h100"
+SDIST=.llsrc/llama_cpp_python-0.3.36
+if [ ! -d "$SDIST" ] && [ -f "$SDIST.tar.gz" ]; then
+  [ -d /root/llsrc/llama_cpp_python-0.3.36 ] || { mkdir -p /root/llsrc && tar xzf "$SDIST.tar.gz" -C /root/llsrc; }
+  SDIST=/root/llsrc/llama_cpp_python-0.3.36
+fi
 
 case $STEP in
 build)
   LOG=${2:-.}
   $F --model llama-8b --weights f16 >"$LOG/files-8b.log" 2>&1 &
   $F --model llama-14b --weights f16 >"$LOG/files-14b.log" 2>&1 &
-  python3 -m runners.engines.llamacpp.build --sdist .llsrc/llama_cpp_python-0.3.36 --cuda --out "$LLB" >"$LOG/build.log" 2>&1
+  python3 -m runners.engines.llamacpp.build --sdist "$SDIST" --cuda --out "$LLB" >"$LOG/build.log" 2>&1
   echo "build exit $?"
   tail -n 3 "$LOG/build.log"
   # the runner and llama-bench with this build, on the tiny model (its records are thrown away)
@@ -62,20 +73,31 @@ run)
   DATA=${2:?data dir}
   LOG=${3:?log dir}
   shift 3
-  B="python3 -m runners bench --suite h100 --data-dir $DATA"
+  B=(python3 -m runners bench --suite h100 --data-dir "$DATA")
+  for v in ${VARIANTS:-}; do B+=(--variant "$v"); done
+  session() { # WHAT: its bench arguments (--workload per comma-separated name)
+    local w names
+    IFS=, read -ra names <<<"$1"
+    for w in "${names[@]}"; do printf '%s\n' --workload "$w"; done
+  }
   GPUS=$(nvidia-smi -L | wc -l)
   if [ "$#" -gt 1 ] && [ "$GPUS" -ge "$#" ]; then
     SIDE="ran while another model's bench session used another GPU of the host (runners/sweeps/llamacpp-h200.sh)"
     i=0
     for M in "$@"; do
-      CUDA_VISIBLE_DEVICES=$i $B --workload "$M" --note "$SIDE" >"$LOG/bench-$M.log" 2>&1 &
+      mapfile -t W < <(session "$M")
+      CUDA_VISIBLE_DEVICES=$i "${B[@]}" "${W[@]}" --note "$SIDE" >"$LOG/bench-${M%%,*}.log" 2>&1 &
       i=$((i + 1))
     done
     wait
   else
-    for M in "$@"; do $B --workload "$M" >"$LOG/bench-$M.log" 2>&1; done
+    for M in "$@"; do
+      mapfile -t W < <(session "$M")
+      "${B[@]}" "${W[@]}" >"$LOG/bench-${M%%,*}.log" 2>&1
+      echo "bench ${M%%,*} exit $?"
+    done
   fi
-  for M in "$@"; do tail -n 40 "$LOG/bench-$M.log"; done
+  for M in "$@"; do tail -n 40 "$LOG/bench-${M%%,*}.log"; done
   ;;
 *)
   echo "usage: $0 build|quantize|run ..." >&2

@@ -10,7 +10,8 @@
 #                                                        over NCCL, two GPUs)
 #   runners/sweeps/mlx-h200.sh generate DATA LOG ENTRY [VARIANT...]   MLX's pp/tg tests of one [[inference]]
 #                                                        entry (mlx-f16 unless named: mlx-q8, mlx-q4 at 32B/70B),
-#                                                        and mlx_lm.benchmark beside them
+#                                                        and mlx_lm.benchmark beside them; ENTRY may name tests'
+#                                                        workloads instead, comma-separated (llama-8b-pp512-d0,...)
 #
 # The wheelhouse is the `host-mlx` dependency group (pyproject.toml): mlx-cuda-13 0.32.4 (its CUDA 13 libraries come
 # from the image's nvidia-* packages), mlx 0.32.4, mlx-lm 0.32.2 and sentencepiece (left to the image where it has
@@ -48,7 +49,9 @@ train)
 generate)
   [ $# -ne 4 ] || set -- "$@" mlx-f16  # no variant named: mlx-f16
   step_args "inference entry" "${@:2}"
-  bench_logged "$LOG/generate-$WHAT.log" 16 --suite h100 --data-dir "$DATA" --workload "$WHAT" "${VARIANTS[@]}"
+  IFS=, read -ra NAMES <<<"$WHAT"
+  for w in "${NAMES[@]}"; do VARIANTS+=(--workload "$w"); done
+  bench_logged "$LOG/generate-${NAMES[0]}.log" 16 --suite h100 --data-dir "$DATA" "${VARIANTS[@]}"
   ;;
 *)
   echo "usage: $0 receive PART | install | train DATA LOG WORKLOAD VARIANT... | generate DATA LOG ENTRY [VARIANT...]" >&2
