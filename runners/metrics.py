@@ -497,6 +497,8 @@ def relative_spread(values: Sequence[float]) -> float:
     same code on the same hardware already moved that much (see the Methodology page, "Repeats")."""
     if len(values) < 2:
         raise ValueError("a spread needs at least two runs")
+    if not all(v > 0 for v in values):  # a range over a median of mixed signs, or over zero, is no relative spread
+        raise ValueError(f"a spread needs positive figures: {sorted(values)}")
     ordered = sorted(values)
     mid = len(ordered) // 2
     median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
@@ -614,6 +616,8 @@ def repeat_interval(
     it is its runs' hull alone."""
     if not figures:
         raise ValueError("an interval needs at least one run")
+    if spread is not None and not all(x > 0 for x in figures):  # the pooled interval is on the figures' logs
+        raise ValueError(f"an interval with a pooled spread needs positive figures: {list(figures)}")
     lows = [lo for lo, _ in own if lo is not None] + list(figures)
     highs = [hi for _, hi in own if hi is not None] + list(figures)
     lo, hi = min(lows), max(highs)

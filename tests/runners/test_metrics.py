@@ -57,6 +57,12 @@ def test_relative_spread_and_scaling_efficiency_by_hand() -> None:
     assert metrics.relative_spread([1.0, 2.0, 4.0]) == pytest.approx(3.0 / 2.0)
     with pytest.raises(ValueError):
         metrics.relative_spread([1.0])
+    # a range over a median of mixed signs or of zero is no relative spread: refused, never a negative or infinite one
+    for values in ([-1.0, 2.0, 4.0], [0.0, 0.0], [-2.0, -1.0]):
+        with pytest.raises(ValueError, match="positive figures"):
+            metrics.relative_spread(values)
+    with pytest.raises(ValueError, match="positive figures"):
+        metrics.repeat_interval([10.0, 0.0], [(None, None)] * 2, metrics.PooledSpread(sd=0.01, df=4, groups=2))
     # 2 GPUs at 7,000 tokens/s each against one GPU at 8,000: 87.5%
     assert metrics.scaling_efficiency(7000.0, 8000.0) == pytest.approx(0.875)
     with pytest.raises(ValueError):
