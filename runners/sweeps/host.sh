@@ -25,6 +25,15 @@ step_args() { # WHAT-USAGE DATA LOG WHAT [VARIANT...]
   for v in "$@"; do VARIANTS+=(--variant "$v"); done
 }
 
+# A step's WHAT as the bench's arguments: one entry's name, or test workloads comma-separated (llama-8b-pp512-d0,
+# llama-8b-tg128-d0); sets NAMES (its names) and WORKLOADS (a `--workload` argument for each).
+workloads() { # WHAT
+  IFS=, read -ra NAMES <<<"$1"
+  WORKLOADS=()
+  local w
+  for w in "${NAMES[@]}"; do WORKLOADS+=(--workload "$w"); done
+}
+
 # One bench session, its output in LOGFILE; then how it ended and the log's last LINES lines.
 bench_logged() { # LOGFILE LINES BENCH-ARGUMENTS...
   local file=$1 lines=$2

@@ -27,6 +27,8 @@
 #   .whl/    the `host-llama` wheelhouse (gguf 0.19.0 and diskcache, which the image lacks; pyproject.toml):
 #            nox -s wheelhouse -- host-llama --python 3.12 --platform manylinux_2_35_x86_64 --out .whl
 set -u
+# shellcheck source=runners/sweeps/host.sh
+. "$(dirname "$0")/host.sh"
 STEP=${1:?prepare or run}
 export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -75,26 +77,21 @@ run)
   shift 3
   B=(python3 -m runners bench --suite h100 --data-dir "$DATA")
   for v in ${VARIANTS:-}; do B+=(--variant "$v"); done
-  session() { # WHAT: its bench arguments (--workload per comma-separated name)
-    local w names
-    IFS=, read -ra names <<<"$1"
-    for w in "${names[@]}"; do printf '%s\n' --workload "$w"; done
-  }
   GPUS=$(nvidia-smi -L | wc -l)
   if [ "$#" -gt 1 ] && [ "$GPUS" -ge "$#" ]; then
     SIDE="ran while another model's bench session used another GPU of the host (runners/sweeps/llamacpp-h200.sh)"
     i=0
     for M in "$@"; do
-      mapfile -t W < <(session "$M")
-      CUDA_VISIBLE_DEVICES=$i "${B[@]}" "${W[@]}" --note "$SIDE" >"$LOG/bench-${M%%,*}.log" 2>&1 &
+      workloads "$M"
+      CUDA_VISIBLE_DEVICES=$i "${B[@]}" "${WORKLOADS[@]}" --note "$SIDE" >"$LOG/bench-${NAMES[0]}.log" 2>&1 &
       i=$((i + 1))
     done
     wait
   else
     for M in "$@"; do
-      mapfile -t W < <(session "$M")
-      "${B[@]}" "${W[@]}" >"$LOG/bench-${M%%,*}.log" 2>&1
-      echo "bench ${M%%,*} exit $?"
+      workloads "$M"
+      "${B[@]}" "${WORKLOADS[@]}" >"$LOG/bench-${NAMES[0]}.log" 2>&1
+      echo "bench ${NAMES[0]} exit $?"
     done
   fi
   for M in "$@"; do tail -n 40 "$LOG/bench-${M%%,*}.log"; done

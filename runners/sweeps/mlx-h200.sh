@@ -49,9 +49,8 @@ train)
 generate)
   [ $# -ne 4 ] || set -- "$@" mlx-f16  # no variant named: mlx-f16
   step_args "inference entry" "${@:2}"
-  IFS=, read -ra NAMES <<<"$WHAT"
-  for w in "${NAMES[@]}"; do VARIANTS+=(--workload "$w"); done
-  bench_logged "$LOG/generate-${NAMES[0]}.log" 16 --suite h100 --data-dir "$DATA" "${VARIANTS[@]}"
+  workloads "$WHAT"
+  bench_logged "$LOG/generate-${NAMES[0]}.log" 16 --suite h100 --data-dir "$DATA" "${WORKLOADS[@]}" "${VARIANTS[@]}"
   ;;
 *)
   echo "usage: $0 receive PART | install | train DATA LOG WORKLOAD VARIANT... | generate DATA LOG ENTRY [VARIANT...]" >&2

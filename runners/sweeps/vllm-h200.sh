@@ -49,9 +49,8 @@ install)
   ;;
 run)
   step_args "serving entry" "${@:2}"
-  IFS=, read -ra NAMES <<<"$WHAT"
-  for w in "${NAMES[@]}"; do VARIANTS+=(--workload "$w"); done
-  bench_logged "$LOG/bench-${NAMES[0]}.log" 30 --suite "${SUITE:-h100}" --data-dir "$DATA" "${VARIANTS[@]}"
+  workloads "$WHAT"
+  bench_logged "$LOG/bench-${NAMES[0]}.log" 30 --suite "${SUITE:-h100}" --data-dir "$DATA" "${WORKLOADS[@]}" "${VARIANTS[@]}"
   ;;
 *)
   echo "usage: $0 receive PART | install | run DATA LOG ENTRY [VARIANT...]" >&2
