@@ -5,6 +5,7 @@ outside, no link points at `javascript:`, and the strings show as the text they 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ from playwright.sync_api import sync_playwright
 
 from runners import layout, store
 from tests.conftest import TRAIN, run_module, write_as_submitted
-from tests.test_browser import CHROMIUM, FLAGS, open_charts, serve
+from tests.test_browser import CHROMIUM, FLAGS, goto, open_charts, serve, walk
 
 PAYLOAD = (
     '<img src="https://evil.invalid/i.png" onerror="window.__pwned=1">'
@@ -105,34 +106,44 @@ def test_hostile_strings_render_inert_on_every_page(hostile_site: Path) -> None:
     assert "runs/hostile-ok.html" in pages and "runs/hostile-failed.html" in pages
     rejected = (hostile_site / "rejected.html").read_text()
     assert all(f"hostile-{name}.parquet" in rejected for name in ("workload", "variant", "dim", "model"))
-    with serve(hostile_site) as root, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+    fired: list[str] = []
+
+    def watched(browser):
+        """A page whose payload marker starts at 0 and whose dialogs, errors and outside requests are written down."""
         page = browser.new_page()
         page.add_init_script(f"{MARK} = 0")
-        fired: list[str] = []
         page.on("dialog", lambda d: (fired.append(f"dialog on {page.url}: {d.message}"), d.dismiss()))
         page.on("pageerror", lambda e: fired.append(f"{page.url}: {e}"))
         page.on("console", lambda m: fired.append(f"{page.url}: {m.text}") if m.type == "error" else None)
         page.on("request", lambda r: fired.append(f"request {r.url}") if not r.url.startswith(root) else None)
-        for rel in pages:
-            page.goto(root + rel, wait_until="networkidle")
-            open_charts(page)
-            for chart in page.locator("div.ff-chart").all():
-                chart.locator("svg").first.wait_for(timeout=15_000)  # drawn, with the payload as data
-            assert page.evaluate(MARK) == 0, f"the payload ran on {rel}"
-            live = page.evaluate(
-                """() => [...document.querySelectorAll('a[href], img[src], [onerror], script')]
-                    .filter(e => {
-                        if (e.tagName === 'SCRIPT' && e.type === 'application/json') {
-                            try { JSON.parse(e.textContent); return false; } catch { return true; }  // broken out
-                        }
-                        const attrs = ['href', 'src', 'onerror'].map(a => e.getAttribute(a) || '').join(' ');
-                        const code = e.tagName === 'SCRIPT' ? e.textContent : '';
-                        return /javascript:|evil\\.invalid|__pwned/i.test(attrs + code);
-                    })
-                    .map(e => e.outerHTML.slice(0, 120))"""
-            )
-            assert live == [], f"{rel}: live elements from the payload: {live}"
+        return page
+
+    def inert(page, url: str) -> None:
+        rel = url.removeprefix(root)
+        goto(page, url)
+        open_charts(page)
+        for chart in page.locator("div.ff-chart").all():
+            chart.locator("svg").first.wait_for(timeout=15_000)  # drawn, with the payload as data
+        assert page.evaluate(MARK) == 0, f"the payload ran on {rel}"
+        live = page.evaluate(
+            """() => [...document.querySelectorAll('a[href], img[src], [onerror], script')]
+                .filter(e => {
+                    if (e.tagName === 'SCRIPT' && e.type === 'application/json') {
+                        try { JSON.parse(e.textContent); return false; } catch { return true; }  // broken out
+                    }
+                    const attrs = ['href', 'src', 'onerror'].map(a => e.getAttribute(a) || '').join(' ');
+                    const code = e.tagName === 'SCRIPT' ? e.textContent : '';
+                    return /javascript:|evil\\.invalid|__pwned/i.test(attrs + code);
+                })
+                .map(e => e.outerHTML.slice(0, 120))"""
+        )
+        assert live == [], f"{rel}: live elements from the payload: {live}"
+
+    with serve(hostile_site) as root, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        for crash in walk(browser, watched, [root + rel for rel in pages], inert):
+            warnings.warn(crash, stacklevel=1)
+        page = watched(browser)
         # the strings are shown as the text they are
         for run in ("hostile-ok", "hostile-failed"):
             page.goto(root + f"runs/{run}.html", wait_until="networkidle")
