@@ -93,6 +93,8 @@ def main(out: str) -> int:
         else:
             results.append(json.loads(lines[-1]))
         r = results[-1]
+        if state == "fresh" and "idle_power_w" not in r:  # no GPU or no NVML here: nothing else can be read either
+            raise SystemExit(f"idle_power_cause: {r.get('error', '').strip()[-300:]}")
         print(f"{state:14} " + (f"{r['idle_power_w']:8.1f} W" if "idle_power_w" in r else r.get("skipped", "error")),
               flush=True)  # fmt: skip
     doc = {
