@@ -92,6 +92,7 @@ def _install_locked(session: nox.Session, audience: str) -> bool:
         version, folder = local
         session.install("--no-deps", "--no-index", "--find-links", str(folder), f"torch=={version}")
     session.install("--no-deps", "-e", ".")
+    _compile_bytecode(session)
     return True
 
 
@@ -145,6 +146,25 @@ def _install(session: nox.Session, *groups: str, extras: str | None = "") -> Non
     (engines), plus dependency `groups`, all held to the lock. `extras=None` skips the project."""
     project = [] if extras is None else ["-e", f".[{extras}]" if extras else "."]
     session.install("-c", str(_constraints(session)), *project, *nox.project.dependency_groups(PYPROJECT, *groups))
+    _compile_bytecode(session)
+
+
+COMPILE_BYTECODE = (
+    "import compileall, sysconfig\n"
+    "for d in sorted({sysconfig.get_path('purelib'), sysconfig.get_path('platlib')}):\n"
+    "    compileall.compile_dir(d, quiet=2, workers=1)"
+)
+"""Compiles what the environment's site-packages hold and have no up-to-date bytecode for (`_compile_bytecode`)."""
+
+
+def _compile_bytecode(session: nox.Session) -> None:
+    """Compile the environment's installed Python files to bytecode, as pip does when it installs and uv does not (uv
+    leaves it to the first import). Where PYTHONDONTWRITEBYTECODE is set, as our CPU machines' image sets it, no import
+    ever writes one, so every process a session starts (each test's runner, site build and torch rank) compiled
+    torch, polars and altair from source again (CONTRIBUTING.md, "Test times", says what it cost). In one process: a
+    pool's round trip per file makes checking an environment that is already compiled slower than compiling it once.
+    Files that do not compile on this Python (torch ships some that need a newer one) are left as they are."""
+    session.run("python", "-c", COMPILE_BYTECODE, silent=True)
 
 
 def _ensure_chromium(session: nox.Session) -> None:

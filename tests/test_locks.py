@@ -159,3 +159,31 @@ def test_without_uv_a_nox_session_checks_the_locks_hashes_with_pip(tmp_path: Pat
     refused = subprocess.run([str(tmp_path / "w" / "bin" / "python"), "-m", "pip", "install", "--require-hashes",
                               "-r", str(bad)], capture_output=True, text=True)  # fmt: skip
     assert refused.returncode != 0 and "DO NOT MATCH THE HASHES" in refused.stderr, refused.stderr[-2000:]
+
+
+@pytest.mark.skipif(
+    os.environ.get("NOX_CURRENT_SESSION") not in ("tests", "tests-fast"),
+    reason="checks the environment `nox -s tests` made; this one was made some other way",
+)
+def test_the_nox_session_left_its_environment_compiled() -> None:
+    """The tests' own environment, made by `nox -s tests` (uv compiles nothing at install): every module a test run
+    imports from it (torch, polars, altair, jinja2 and the rest) has bytecode as fresh as its source, written by the
+    session's compile step (noxfile.py `_compile_bytecode`). Without it, where PYTHONDONTWRITEBYTECODE is set, every
+    process the tests start compiles them from source again."""
+    import importlib.util
+    import sysconfig
+
+    import altair
+    import jinja2
+    import polars
+    import torch
+
+    site = Path(sysconfig.get_path("purelib")).resolve()
+    stale = []
+    for module in (torch, polars, altair, jinja2, torch.nn.functional):
+        source = Path(module.__file__ or "").resolve()
+        assert source.is_relative_to(site), f"{module.__name__} is not installed in this environment ({source})"
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        if not cached.exists() or cached.stat().st_mtime < source.stat().st_mtime:
+            stale.append(str(source))
+    assert not stale, f"no up-to-date bytecode beside {stale}: the session's compile step did not run"
