@@ -142,6 +142,7 @@ PATHS: dict[tuple[str, str], Field] = {
     ("hardware", "energy.gpus"): Field("list[str]", low=1, high=1024),
     ("hardware", "energy.counter_update_s"): Field("number", low=0, strict=True, high=60),
     ("hardware", "energy.sample_interval_s"): Field("number", low=0, strict=True, high=60),
+    ("hardware", "energy.idle_read"): Field("str", low=1, high=40),  # runners/energy.py IDLE_BEFORE_GPU_USE, ...
     # the host's load around the run (runners/provenance.py `host_load`, asked by the bench before the runner starts
     # and after it ends): null where the OS or nvidia-smi could not tell; absent in records from before it was kept
     ("hardware", "host_load"): Field("object"),

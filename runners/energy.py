@@ -160,6 +160,13 @@ class TraceCounter:
         return None
 
 
+IDLE_BEFORE_GPU_USE = "before-gpu-use"
+IDLE_GPU_CONTEXTS_OPEN = "gpu-contexts-open"
+"""A record's `hardware.energy.idle_read`: whether its idle power was read before the run opened its GPUs, or with its
+processes' CUDA contexts open, which keeps a GPU out of its lowest power state: the two differ by tens of watts
+(site_src/docs/methodology.md, "Energy"). Records from before it was kept have none."""
+
+
 class Meter:
     """Joules per window for one process's GPUs. `start()` then `stop()` around each timed window (after the device
     has synchronized, like the clock); `stop()` returns the window's joules summed over the GPUs. With the power
@@ -178,6 +185,7 @@ class Meter:
         self._thread: threading.Thread | None = None
         self.counter_update_s: float | None = None
         self.idle_power_w: float | None = None
+        self.idle_before_gpu_use: bool | None = None
 
     @property
     def method(self) -> str:
@@ -228,9 +236,12 @@ class Meter:
         self.start()
         return joules
 
-    def measure_idle(self, seconds: float = IDLE_WINDOW_S) -> float:
+    def measure_idle(self, seconds: float = IDLE_WINDOW_S, *, before_gpu_use: bool | None = None) -> float:
         """The GPUs' power while this process does nothing on them, in watts; also the counter's update interval
-        seen meanwhile (the shortest gap between two changes of its reading), which bounds a window's resolution."""
+        seen meanwhile (the shortest gap between two changes of its reading), which bounds a window's resolution.
+        `before_gpu_use`: whether the run had yet to open its GPUs (True) or its processes held their CUDA contexts
+        already (False), which the record says (`provenance`, `idle_read`)."""
+        self.idle_before_gpu_use = before_gpu_use
         if self.method == "nvml-total-energy":
             t0, first = self.clock(), self._read()
             last_value, changes = first, []
@@ -256,6 +267,8 @@ class Meter:
         out: dict[str, object] = {"method": self.method, "gpus": list(self.counter.uuids)}
         if self.counter_update_s is not None:
             out["counter_update_s"] = round(self.counter_update_s, 6)
+        if self.idle_before_gpu_use is not None:
+            out["idle_read"] = IDLE_BEFORE_GPU_USE if self.idle_before_gpu_use else IDLE_GPU_CONTEXTS_OPEN
         if self.method == "nvml-power-sampled":
             out["sample_interval_s"] = POWER_SAMPLE_S
         return out
@@ -304,13 +317,13 @@ class Repetitions:
 
 
 def for_inference(device: str, count: int, log: Callable[[str], None] | None = None) -> Meter | None:
-    """A meter for an inference runner on `count` GPUs with its idle power read now, before it loads a model; None
-    off a GPU or without NVML."""
+    """A meter for an inference runner on `count` GPUs with its idle power read now, before it opens them (call it
+    before the engine is imported or told to use the GPU); None off a GPU or without NVML."""
     if device != "cuda":
         return None
     m = meter(count)
     if m is not None:
-        idle = m.measure_idle()
+        idle = m.measure_idle(before_gpu_use=True)
         if log is not None:
             log(f"idle power {idle:.1f} W ({m.method}) before any work")
     return m

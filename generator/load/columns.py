@@ -125,6 +125,7 @@ COLUMNS: tuple[Column, ...] = (
     ),
     Column("energy_counter_update_s", "hardware", "$.energy.counter_update_s", pl.Float64, "energy counter's step"),
     Column("energy_sample_interval_s", "hardware", "$.energy.sample_interval_s", pl.Float64, "power sampled every"),
+    Column("energy_idle_read", "hardware", "$.energy.idle_read", pl.String, "when the idle power was read"),
     Column("calibrated_matmul_flops", "calibration", "$.matmul_flops", pl.Float64, "matmul peak, same job"),
     Column("matmul_precision", "calibration", "$.matmul_precision", pl.String, "its precision"),
     Column("reference_matmul_flops", "calibration", "$.reference_matmul_flops", pl.Float64, "float8: bf16's beside"),

@@ -92,3 +92,50 @@ def test_a_served_points_page_shows_its_boards_energy_figure(tmp_path: Path) -> 
     row = page[page.index("GPU energy") :].split("</tr>")[0]
     assert "tokens per joule" in row and "no figure per token" not in row
     assert "4.665 J a token" in row and "over 23 s of timed windows" in row, row  # its duration, not 0 s
+    # recorded before runs said when they read the idle power (`hardware.energy.idle_read`): the page says so
+    assert "W at rest before the work (the record does not say whether its GPU contexts were open yet)" in row, row
+
+
+@pytest.mark.parametrize(
+    ("idle_read", "said"),
+    [
+        ("before-gpu-use", "W at rest before the run opened its GPUs."),
+        ("gpu-contexts-open", "W at rest before the work, its GPU contexts already open"),
+        ("<b>later</b>", "W at rest before the work (the record does not say whether its GPU contexts were open yet)"),
+    ],
+)
+def test_a_run_page_says_when_its_idle_power_was_read(tmp_path: Path, idle_read: str, said: str) -> None:
+    """The idle power with the run's CUDA contexts open reads tens of watts above the same GPU before them (an H100:
+    72 W, 117 W with one context, runners/sweeps/idle_power_cause.py on 2026-12-07), so a run page says which its
+    record holds (`hardware.energy.idle_read`, runners/energy.py) and, for a value it does not know, that it does not
+    say. The record is real (vLLM's 32B FP8 served point on an H200, 2026-12-06) with that one field set, as a runner
+    from 2026-12-07 on writes it; the run's other figures are its own."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from generator import derive, render
+    from generator.render import commit_history_page, pages
+    from tests.conftest import write_as_submitted
+
+    point = sorted((ROOT / "data" / "h100" / "2026-12").glob("20261206T065049Z-llama-32b-serve-c1-*.parquet"))
+    own = next(f for f in point if "vllm-bench" not in f.name)
+    data = tmp_path / "data" / "h100"
+    data.mkdir(parents=True)
+    table = pq.read_table(own)
+    hardware = [None if h is None else json.dumps(json.loads(h) | {"energy": json.loads(h)["energy"] | {
+                "idle_read": idle_read}}) for h in table["hardware"].to_pylist()]  # fmt: skip
+    at = table.column_names.index("hardware")
+    write_as_submitted(table.set_column(at, "hardware", pa.array(hardware, table.schema.field("hardware").type)),
+                       data / own.name)  # fmt: skip
+    loaded, checked = checks.checked(load.load(tmp_path / "data"))
+    assert checked.row(by_predicate=pl.col("run_id") == own.stem, named=True)["energy_idle_read"] == idle_read
+    results = derive.results(loaded, checked)
+    site = tmp_path / "site"
+    page_runs = commit_history_page.with_history(results.page_runs, results.history)
+    render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
+    page = (site / "runs" / f"{pages.slug(own.stem)}.html").read_text()
+    row = page[page.index("GPU energy") :].split("</tr>")[0]
+    assert said in row, row
+    assert "<b>later</b>" not in row

@@ -53,6 +53,11 @@ def test_a_window_is_the_counters_difference_and_the_idle_power_is_read_from_the
         "gpus": ["GPU-trace"],
         "counter_update_s": round(meter.counter_update_s, 6),
     }
+    # a runner says whether it read the idle power before opening its GPUs or with their contexts open
+    for before, said in ((True, "before-gpu-use"), (False, "gpu-contexts-open")):
+        clock.t = trace[0][0]
+        meter.measure_idle(doc["idle_s"] * 0.8, before_gpu_use=before)
+        assert meter.provenance()["idle_read"] == said
 
 
 def test_segments_never_span_the_warm_up_and_become_rows_of_their_phase() -> None:

@@ -205,10 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     p = spec.inference_cli("python -m runners.engines.mlx.generate", (__doc__ or "").partition("\n")[0])
     args, suite, entry, variant, model = spec.inference_run(p, argv)
     settings = resolve_settings(variant.settings)
+    # the GPU's idle power before MLX is imported, as the other engines' runners read it (`energy.for_inference`)
+    meter = energy.for_inference(entry.device, 1, lambda line: print(line, file=sys.stderr, flush=True))
     import mlx.core as mx
 
     mx.set_default_device(mx.cpu if entry.device == "cpu" else mx.gpu)
-    meter = energy.for_inference(entry.device, 1, lambda line: print(line, file=sys.stderr, flush=True))
     how, idle_rows = energy.record_parts(meter)
     hardware = mlx_train.hardware(entry.device, mx) | how
     t0 = time.perf_counter()

@@ -218,6 +218,12 @@ def main(argv: list[str] | None = None) -> int:
     settings = check_settings(variant, overrides)
 
     os.environ["MLX_ENABLE_TF32"] = "1" if settings["tf32"] else "0"  # read by MLX; allowlisted into the record
+    # the GPUs' energy: rank 0 reads every rank's GPU (`launch` names them all in FAIRFIGHT_ENERGY_GPUS). Alone, it
+    # reads their idle power before MLX is imported, as the other engines' runners do; over several processes, after
+    # the group has formed, every rank's GPU already open (nothing here holds the others back until rank 0 has read)
+    gpus = os.environ.get("FAIRFIGHT_ENERGY_GPUS")
+    meter = energy.meter(1, gpus) if work.device == "cuda" and world == 1 else None
+    idle = meter.measure_idle(before_gpu_use=True) if meter is not None else None
     import mlx.core as mx
 
     mx.set_default_device(mx.cpu if work.device == "cpu" else mx.gpu)
@@ -228,11 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     log = training.printer(rank)
 
     sampler = provenance.GpuSampler()  # the GPUs' clocks under load, asked once mid-run (rank 0, CUDA only)
-    # the GPUs' energy: rank 0 reads every rank's GPU (`launch` names them all in FAIRFIGHT_ENERGY_GPUS)
-    on_gpu = work.device == "cuda" and rank == 0
-    meter = energy.meter(world, os.environ.get("FAIRFIGHT_ENERGY_GPUS")) if on_gpu else None
+    if work.device == "cuda" and world > 1 and rank == 0:
+        meter = energy.meter(world, gpus)
+        idle = meter.measure_idle(before_gpu_use=False) if meter is not None else None
     if meter is not None:
-        log(f"idle power {meter.measure_idle():.1f} W ({meter.method}) before any work")
+        log(f"idle power {idle:.1f} W ({meter.method}) before any work")
     fed: dict[str, str] = {}  # the proof of the same work, filled by trial 0 on rank 0 (`train_trial`)
     ctx = plan._asdict() | dict(settings=settings, mx=mx, world=world, sampler=sampler, fed=fed, meter=meter)
     log(

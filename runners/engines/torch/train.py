@@ -179,21 +179,25 @@ def main(argv: list[str] | None = None) -> int:
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     local = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device("cuda", local) if work.device == "cuda" else torch.device("cpu")
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    # the GPUs' energy (rank 0 reads every GPU of its node; over several nodes it would miss the others': none). Alone,
+    # it reads the idle power before CUDA starts, as the other engines' runners do; with other ranks, after the group
+    # has formed, every rank's GPU already open (nothing here holds the others back until rank 0 has read)
+    meter = energy.meter(local_world) if device.type == "cuda" and rank == 0 and local_world == world else None
+    idle = meter.measure_idle(before_gpu_use=True) if meter is not None and world == 1 else None
     if device.type == "cuda":
         torch.cuda.set_device(device)
     dist.init_process_group(work.dist_backend, device_id=device if device.type == "cuda" else None)
     packages = ("torch", "numpy", "pyarrow", *(("torchao",) if torch_setup.uses_float8(settings) else ()))
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
     # over several nodes (torchrun's rendezvous): every node's hardware and software, for the one record
     node_list = nodes.gather(dist, device.type, packages, args.run_id, args.out)[0] if local_world < world else []
 
     log = training.printer(rank)
 
     sampler = provenance.GpuSampler()  # the GPUs' clocks under load, asked once mid-run (rank 0, CUDA only)
-    # the GPUs' energy (rank 0 reads every GPU of its node; over several nodes it would miss the others': none)
-    meter = energy.meter(local_world) if device.type == "cuda" and rank == 0 and local_world == world else None
     if meter is not None:
-        log(f"idle power {meter.measure_idle():.1f} W ({meter.method}) before any work")
+        idle = idle if idle is not None else meter.measure_idle(before_gpu_use=False)
+        log(f"idle power {idle:.1f} W ({meter.method}) before any work")
     ctx = plan._asdict() | dict(
         sampler=sampler,
         settings=settings,
