@@ -112,23 +112,23 @@ def test_a_run_page_says_when_its_idle_power_was_read(tmp_path: Path, idle_read:
     from 2026-12-07 on writes it; the run's other figures are its own."""
     import json
 
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from generator import derive, render
     from generator.render import commit_history_page, pages
-    from tests.conftest import write_as_submitted
+    from runners import layout
+    from tests.conftest import write_footer_once
 
     point = sorted((ROOT / "data" / "h100" / "2026-12").glob("20261206T065049Z-llama-32b-serve-c1-*.parquet"))
     own = next(f for f in point if "vllm-bench" not in f.name)
     data = tmp_path / "data" / "h100"
     data.mkdir(parents=True)
     table = pq.read_table(own)
-    hardware = [None if h is None else json.dumps(json.loads(h) | {"energy": json.loads(h)["energy"] | {
-                "idle_read": idle_read}}) for h in table["hardware"].to_pylist()]  # fmt: skip
-    at = table.column_names.index("hardware")
-    write_as_submitted(table.set_column(at, "hardware", pa.array(hardware, table.schema.field("hardware").type)),
-                       data / own.name)  # fmt: skip
+    run = json.loads(table.schema.metadata[layout.RUN_KEY])
+    hardware = json.loads(run["hardware"])
+    hardware["energy"] |= {"idle_read": idle_read}
+    run["hardware"] = json.dumps(hardware)
+    write_footer_once(table.replace_schema_metadata({layout.RUN_KEY: json.dumps(run).encode()}), data / own.name)
     loaded, checked = checks.checked(load.load(tmp_path / "data"))
     assert checked.row(by_predicate=pl.col("run_id") == own.stem, named=True)["energy_idle_read"] == idle_read
     results = derive.results(loaded, checked)
