@@ -96,6 +96,36 @@ def test_a_served_points_page_shows_its_boards_energy_figure(tmp_path: Path) -> 
     assert "W at rest before the work (the record does not say whether its GPU contexts were open yet)" in row, row
 
 
+SERVED_POINT = next(
+    f
+    for f in sorted((ROOT / "data" / "h100" / "2026-12").glob("20261206T065049Z-llama-32b-serve-c1-*.parquet"))
+    if "vllm-bench" not in f.name
+)
+"""vLLM's 32B FP8 served point on an H200 (2026-12-06): a real metered record."""
+
+
+def _with_idle_read(tmp_path: Path, value: object) -> Path:
+    """`SERVED_POINT` under tmp_path/data/h100 with its `hardware.energy.idle_read` set to `value`, the rest as it is;
+    returns the copy's path."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from runners import layout
+    from tests.conftest import write_footer_once
+
+    data = tmp_path / "data" / "h100"
+    data.mkdir(parents=True)
+    table = pq.read_table(SERVED_POINT)
+    run = json.loads(table.schema.metadata[layout.RUN_KEY])
+    hardware = json.loads(run["hardware"])
+    hardware["energy"] |= {"idle_read": value}
+    run["hardware"] = json.dumps(hardware)
+    path = data / SERVED_POINT.name
+    write_footer_once(table.replace_schema_metadata({layout.RUN_KEY: json.dumps(run).encode()}), path)
+    return path
+
+
 @pytest.mark.parametrize(
     ("idle_read", "said"),
     [
@@ -110,25 +140,10 @@ def test_a_run_page_says_when_its_idle_power_was_read(tmp_path: Path, idle_read:
     record holds (`hardware.energy.idle_read`, runners/energy.py) and, for a value it does not know, that it does not
     say. The record is real (vLLM's 32B FP8 served point on an H200, 2026-12-06) with that one field set, as a runner
     from 2026-12-07 on writes it; the run's other figures are its own."""
-    import json
-
-    import pyarrow.parquet as pq
-
     from generator import derive, render
     from generator.render import commit_history_page, pages
-    from runners import layout
-    from tests.conftest import write_footer_once
 
-    point = sorted((ROOT / "data" / "h100" / "2026-12").glob("20261206T065049Z-llama-32b-serve-c1-*.parquet"))
-    own = next(f for f in point if "vllm-bench" not in f.name)
-    data = tmp_path / "data" / "h100"
-    data.mkdir(parents=True)
-    table = pq.read_table(own)
-    run = json.loads(table.schema.metadata[layout.RUN_KEY])
-    hardware = json.loads(run["hardware"])
-    hardware["energy"] |= {"idle_read": idle_read}
-    run["hardware"] = json.dumps(hardware)
-    write_footer_once(table.replace_schema_metadata({layout.RUN_KEY: json.dumps(run).encode()}), data / own.name)
+    own = _with_idle_read(tmp_path, idle_read)
     loaded, checked = checks.checked(load.load(tmp_path / "data"))
     assert checked.row(by_predicate=pl.col("run_id") == own.stem, named=True)["energy_idle_read"] == idle_read
     results = derive.results(loaded, checked)
@@ -139,3 +154,15 @@ def test_a_run_page_says_when_its_idle_power_was_read(tmp_path: Path, idle_read:
     row = page[page.index("GPU energy") :].split("</tr>")[0]
     assert said in row, row
     assert "<b>later</b>" not in row
+
+
+@pytest.mark.parametrize("value", [5, True, None, {"x": "<script>alert(1)</script>"}, "x" * 41])
+def test_an_idle_read_of_the_wrong_type_rejects_its_file_naming_the_field(tmp_path: Path, value: object) -> None:
+    """`hardware.energy.idle_read` is a short string (runners/bounds.py): anything else rejects the file with its row
+    and field named, and nothing of the run reaches a board or a page."""
+    path = _with_idle_read(tmp_path, value)
+    loaded = load.load(tmp_path / "data")
+    assert loaded.runs.height == 0
+    problems = [p for r in loaded.rejected for p in r.problems]
+    assert [r.path for r in loaded.rejected] == [f"data/h100/{path.name}"]
+    assert any("row 0, field 'hardware.energy.idle_read'" in p for p in problems), problems
