@@ -543,7 +543,29 @@ def _consistency_problems(first: dict[str, Any], documents: dict[str, dict[str, 
             out.append((field, f"{value} devices, but accelerator_count says {count}"))
     if work.get("device") is not None and hardware.get("device") is not None and work["device"] != hardware["device"]:
         out.append(("hardware.device", f"{hardware['device']!r}, but the workload ran on {work['device']!r}"))
-    return out
+    return out + _energy_problems(hardware)
+
+
+ENERGY_METHODS = ("nvml-total-energy", "nvml-power-sampled")
+"""The methods runners/energy.py measures a GPU's energy by (`Meter.method`): the run page says which one read the
+joules and the figure's resolution is that method's interval, so a record naming another is not understood."""
+
+
+def _energy_problems(hardware: dict[str, Any]) -> list[tuple[str, str]]:
+    """`hardware.energy` (runners/energy.py `Meter.provenance`): a method runners/energy.py has, and GPUs to have read
+    it from. A record with another method's name would have its joules described as NVML's power, sampled; one
+    with none would put a figure on the boards that its run page does not explain; one off a GPU has no NVML."""
+    energy = hardware.get("energy")
+    if not isinstance(energy, dict):  # absent (not metered), or a wrong shape that `PATHS` names
+        return []
+    method = energy.get("method")
+    if method is None:
+        return [("hardware.energy.method", f"absent: a metered record says how it measured ({list(ENERGY_METHODS)})")]
+    if method not in ENERGY_METHODS:
+        return [("hardware.energy.method", f"{_show(method)} is not one of {list(ENERGY_METHODS)}")]
+    if hardware.get("device") != "cuda":
+        return [("hardware.energy", f"GPU energy on device {_show(hardware.get('device'))}: NVML meters only 'cuda'")]
+    return []
 
 
 # Characters shown as a visible mark rather than obeyed: C0/C1 controls (but tab and line ends), and the Unicode

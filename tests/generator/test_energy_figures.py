@@ -166,3 +166,46 @@ def test_an_idle_read_of_the_wrong_type_rejects_its_file_naming_the_field(tmp_pa
     problems = [p for r in loaded.rejected for p in r.problems]
     assert [r.path for r in loaded.rejected] == [f"data/h100/{path.name}"]
     assert any("row 0, field 'hardware.energy.idle_read'" in p for p in problems), problems
+
+
+def _with_hardware(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    """`SERVED_POINT` under tmp_path/data/h100 with `edit` applied to its footer's hardware document."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from runners import layout
+    from tests.conftest import write_footer_once
+
+    data = tmp_path / "data" / "h100"
+    data.mkdir(parents=True)
+    table = pq.read_table(SERVED_POINT)
+    run = json.loads(table.schema.metadata[layout.RUN_KEY])
+    hardware = json.loads(run["hardware"])
+    edit(hardware)
+    run["hardware"] = json.dumps(hardware)
+    path = data / SERVED_POINT.name
+    write_footer_once(table.replace_schema_metadata({layout.RUN_KEY: json.dumps(run).encode()}), path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "said"),
+    [
+        (lambda h: h["energy"].update(method="made-up"), "hardware.energy.method", '"made-up" is not one of'),
+        (lambda h: h["energy"].update(method="<script>x</script>"), "hardware.energy.method", "is not one of"),
+        (lambda h: h["energy"].pop("method"), "hardware.energy.method", "absent"),
+        (lambda h: h.update(device="cpu"), "hardware.energy", "NVML meters only 'cuda'"),
+    ],
+)
+def test_an_energy_method_the_site_cannot_describe_rejects_its_file(tmp_path: Path, edit, field, said) -> None:  # type: ignore[no-untyped-def]
+    """Before: any string of 1-40 characters passed as `hardware.energy.method`, and a run page described every method
+    but `nvml-total-energy` as "NVML's power, sampled"; a record without one put its figure on the boards while its
+    run page had no energy row; and a record off a GPU (no NVML) published tokens per joule "read from NVML's energy
+    counter". Each now rejects its file, naming row 0 and the field."""
+    path = _with_hardware(tmp_path, edit)
+    loaded = load.load(tmp_path / "data")
+    assert loaded.runs.height == 0
+    problems = [p for r in loaded.rejected for p in r.problems]
+    assert [r.path for r in loaded.rejected] == [f"data/h100/{path.name}"]
+    assert any(f"row 0, field '{field}'" in p and said in p for p in problems), problems
