@@ -19,6 +19,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from runners import energy
+
 
 @dataclass(frozen=True, slots=True)
 class Field:
@@ -140,8 +142,10 @@ PATHS: dict[tuple[str, str], Field] = {
     ("hardware", "energy"): Field("object"),
     ("hardware", "energy.method"): Field("str", low=1, high=40),
     ("hardware", "energy.gpus"): Field("list[str]", low=1, high=1024),
-    ("hardware", "energy.counter_update_s"): Field("number", low=0, strict=True, high=60),
-    ("hardware", "energy.sample_interval_s"): Field("number", low=0, strict=True, high=60),
+    # at least 1 ms: NVML refreshes a GPU's readings every 20-100 ms, and a record claiming finer would pass
+    # generator/derive/energy.py's resolution check (`metrics.energy_resolved`) with windows far too short to read
+    ("hardware", "energy.counter_update_s"): Field("number", low=1e-3, high=60),
+    ("hardware", "energy.sample_interval_s"): Field("number", low=1e-3, high=60),
     ("hardware", "energy.idle_read"): Field("str", low=1, high=40),  # runners/energy.py IDLE_BEFORE_GPU_USE, ...
     # the host's load around the run (runners/provenance.py `host_load`, asked by the bench before the runner starts
     # and after it ends): null where the OS or nvidia-smi could not tell; absent in records from before it was kept
@@ -546,25 +550,29 @@ def _consistency_problems(first: dict[str, Any], documents: dict[str, dict[str, 
     return out + _energy_problems(hardware)
 
 
-ENERGY_METHODS = ("nvml-total-energy", "nvml-power-sampled")
-"""The methods runners/energy.py measures a GPU's energy by (`Meter.method`): the run page says which one read the
-joules and the figure's resolution is that method's interval, so a record naming another is not understood."""
-
-
 def _energy_problems(hardware: dict[str, Any]) -> list[tuple[str, str]]:
     """`hardware.energy` (runners/energy.py `Meter.provenance`): a method runners/energy.py has, and GPUs to have read
     it from. A record with another method's name would have its joules described as NVML's power, sampled; one
-    with none would put a figure on the boards that its run page does not explain; one off a GPU has no NVML."""
-    energy = hardware.get("energy")
-    if not isinstance(energy, dict):  # absent (not metered), or a wrong shape that `PATHS` names
+    with none would put a figure on the boards that its run page does not explain; one off a GPU has no NVML; one
+    naming GPUs the record does not have would be held to their power (generator/derive/checks.py)."""
+    how = hardware.get("energy")
+    if not isinstance(how, dict):  # absent (not metered), or a wrong shape that `PATHS` names
         return []
-    method = energy.get("method")
+    method = how.get("method")
     if method is None:
-        return [("hardware.energy.method", f"absent: a metered record says how it measured ({list(ENERGY_METHODS)})")]
-    if method not in ENERGY_METHODS:
-        return [("hardware.energy.method", f"{_show(method)} is not one of {list(ENERGY_METHODS)}")]
+        return [("hardware.energy.method", f"absent: a metered record says how it measured ({list(energy.METHODS)})")]
+    if method not in energy.METHODS:
+        return [("hardware.energy.method", f"{_show(method)} is not one of {list(energy.METHODS)}")]
     if hardware.get("device") != "cuda":
         return [("hardware.energy", f"GPU energy on device {_show(hardware.get('device'))}: NVML meters only 'cuda'")]
+    gpus = hardware.get("gpus")
+    known = [g.get("uuid") for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+    metered = how.get("gpus")
+    if known and all(isinstance(u, str) for u in known) and isinstance(metered, list):
+        # the meter reads the GPUs of its own node (runners/energy.py `meter`), which `hardware.gpus` lists
+        stray = [u for u in metered if u not in known]
+        if stray:
+            return [("hardware.energy.gpus", f"{_show(stray[0])} is not one of the record's GPUs (hardware.gpus)")]
     return []
 
 

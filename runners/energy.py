@@ -116,6 +116,13 @@ def visible(all_gpus: Sequence[tuple[str, Any]], env: str | None, count: int) ->
     return out[:count]
 
 
+COUNTER = "nvml-total-energy"
+SAMPLED = "nvml-power-sampled"
+METHODS = (COUNTER, SAMPLED)
+"""A record's `hardware.energy.method` (the module's docstring says what each reads): the run page names the one that
+read its joules, and runners/bounds.py refuses a record naming another."""
+
+
 @dataclass
 class NvmlCounter:
     nvml: Nvml
@@ -126,7 +133,7 @@ class NvmlCounter:
     def __post_init__(self) -> None:
         self.uuids = tuple(u for u, _ in self.gpus)
         has_counter = all(self.nvml.total_energy_mj(h) is not None for _, h in self.gpus)
-        self.method = "nvml-total-energy" if has_counter else "nvml-power-sampled"
+        self.method = COUNTER if has_counter else SAMPLED
 
     def energy_j(self) -> list[float] | None:
         values = [self.nvml.total_energy_mj(h) for _, h in self.gpus]
@@ -145,7 +152,7 @@ class TraceCounter:
     trace: list[tuple[float, list[float]]]
     clock: Callable[[], float]
     uuids: tuple[str, ...] = ("GPU-trace",)
-    method: str = "nvml-total-energy"
+    method: str = COUNTER
 
     def energy_j(self) -> list[float] | None:
         now = self.clock()
@@ -207,7 +214,7 @@ class Meter:
         self._integral += (t - last_t) * (p + last_p) / 2
 
     def start(self) -> None:
-        if self.method == "nvml-total-energy":
+        if self.method == COUNTER:
             self._start = [self._read()]
             return
         self._integral = 0.0
@@ -216,7 +223,7 @@ class Meter:
         self._thread.start()
 
     def stop(self) -> float:
-        if self.method == "nvml-total-energy":
+        if self.method == COUNTER:
             if self._start is None:
                 raise RuntimeError("Meter.stop() without start()")
             joules = self._read() - self._start[0]
@@ -242,7 +249,7 @@ class Meter:
         `before_gpu_use`: whether the run had yet to open its GPUs (True) or its processes held their CUDA contexts
         already (False), which the record says (`provenance`, `idle_read`)."""
         self.idle_before_gpu_use = before_gpu_use
-        if self.method == "nvml-total-energy":
+        if self.method == COUNTER:
             t0, first = self.clock(), self._read()
             last_value, changes = first, []
             while (now := self.clock()) - t0 < seconds:
@@ -269,7 +276,7 @@ class Meter:
             out["counter_update_s"] = round(self.counter_update_s, 6)
         if self.idle_before_gpu_use is not None:
             out["idle_read"] = IDLE_BEFORE_GPU_USE if self.idle_before_gpu_use else IDLE_GPU_CONTEXTS_OPEN
-        if self.method == "nvml-power-sampled":
+        if self.method == SAMPLED:
             out["sample_interval_s"] = POWER_SAMPLE_S
         return out
 
@@ -285,7 +292,7 @@ def meter(count: int, env: str | None = None) -> Meter | None:
         if len(gpus) < count or count < 1:
             return None
         counter = NvmlCounter(nvml, gpus)
-        if counter.method == "nvml-power-sampled" and counter.power_w() is None:
+        if counter.method == SAMPLED and counter.power_w() is None:
             return None
     except NvmlError:
         return None

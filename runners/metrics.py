@@ -1191,3 +1191,25 @@ def mean_power_w(energy_j: Any, seconds: Any) -> Any:
 def energy_resolved(seconds: Any, counter_update_s: Any) -> Any:
     """Whether the metered windows span at least `ENERGY_MIN_UPDATES` updates of the counter."""
     return seconds >= ENERGY_MIN_UPDATES * counter_update_s
+
+
+# What a GPU can draw, to refuse a record whose joules no GPU could have used (generator/derive/checks.py). Sources:
+# the record's own power limit (nvidia-smi's `enforced.power.limit`, runners/provenance.py; 700 W on an H100 or H200
+# SXM) and, where it names none, a bound above every data-centre GPU's board power to date (NVIDIA's B200 datasheet
+# lists up to 1,000 W).
+GPU_POWER_MARGIN = 1.5
+"""How far above its power limit a GPU's mean power over the metered windows may read: each window's two ends are read
+at the counter's updates, so windows spanning `ENERGY_MIN_UPDATES` updates together can read up to one update's
+energy high per window (a quarter over a test's five windows), and a GPU may draw past its limit for a moment."""
+GPU_POWER_MAX_W = 2_000.0
+"""The most one GPU may be said to draw where its record names no power limit, or names a larger one."""
+GPU_POWER_MIN_W = 1.0
+"""The least one powered GPU may be said to draw, at rest or at work (an H100 at rest reads about 70 W): below it, the
+counter did not move or the joules are wrong."""
+
+
+def gpu_power_ceiling_w(gpus: int, power_limit_w: float | None) -> float:
+    """The most `gpus` GPUs whose largest recorded power limit is `power_limit_w` (None: not recorded) may be said to
+    draw: each its limit × `GPU_POWER_MARGIN`, at most `GPU_POWER_MAX_W`."""
+    each = GPU_POWER_MAX_W if power_limit_w is None else min(power_limit_w * GPU_POWER_MARGIN, GPU_POWER_MAX_W)
+    return gpus * each

@@ -463,6 +463,7 @@ def check_run(table: pa.Table) -> tuple[dict[str, Any] | None, list[Problem]]:
     if _rows_may_be_bad(table):
         problems += _row_problems(table)
     problems += _answered_without_tokens(table)
+    problems += _energy_row_problems(table)
     return (None if problems else first), problems
 
 
@@ -584,6 +585,61 @@ def _answered_without_tokens(table: pa.Table) -> list[Problem]:
         )
         for i in pc.indices_nonzero(missing).to_pylist()[:5]
     ]
+
+
+def _energy_row_problems(table: pa.Table) -> list[Problem]:
+    """The `energy_j` and `idle_power_w` rows that do not fit the windows the run timed, up to five, each at its row.
+    generator/derive/energy.py adds a run's joules up and credits them with its windows' tokens and seconds, so each
+    window's joules must be one row (runners/energy.py, runners/record.py `train_rows`, the served point's in
+    runners/engines/vllm/runner.py): a training run's at a step it timed, in that step's phase (the segment of steps
+    it ends); a test's at a repetition it timed (a `test_time_s` trial); a served point's one window at trial 0. The
+    idle power is one run-level row. A second row for one window would be summed; one at a step or a repetition the
+    run never timed would be credited with tokens nobody generated."""
+    metric = table.column("metric")
+    energy_at = pc.indices_nonzero(pc.equal(metric, "energy_j").fill_null(False)).to_pylist()
+    idle_at = pc.indices_nonzero(pc.equal(metric, "idle_power_w").fill_null(False)).to_pylist()
+    if not energy_at and not idle_at:
+        return []
+    trial, step, phase = (table.column(c).to_pylist() for c in ("trial", "step", "phase"))
+    names = metric.to_pylist()
+    steps = {(trial[i], step[i]): phase[i] for i, m in enumerate(names) if m == "step_time_s"}
+    tests = {trial[i] for i, m in enumerate(names) if m == "test_time_s"}
+    problems = []
+    for i in idle_at[1:]:
+        once = "a run reads its GPUs' idle power once"
+        problems.append(Problem(i, "metric", f"a second idle_power_w row (the first is row {idle_at[0]}): {once}"))
+    for i in idle_at:
+        if phase[i] != "run" or step[i] is not None:
+            problems.append(Problem(i, "phase", f"{phase[i]!r}, step {step[i]}: idle_power_w is a run-level row "
+                                    "(phase 'run', no step), read before the work"))  # fmt: skip
+    seen: dict[tuple[Any, Any], int] = {}
+    for i in energy_at:
+        t, s, p = trial[i], step[i], phase[i]
+        where = f"trial {t}" + (f", step {s}" if s is not None else "")
+        if (t, s) in seen:
+            problems.append(Problem(i, "trial" if s is None else "step", f"a second energy_j row for {where} (the "
+                                    f"first is row {seen[t, s]}): each timed window's joules are one row"))  # fmt: skip
+            continue
+        seen[t, s] = i
+        if steps:
+            if s is None:
+                problems.append(Problem(i, "step", "null: a training run's energy_j row names the step its segment of "
+                                        "steps ends at"))  # fmt: skip
+            elif (t, s) not in steps:
+                problems.append(Problem(i, "step", f"{where}: the run timed no such step (no step_time_s row): its "
+                                        "joules would be credited with steps it never ran"))  # fmt: skip
+            elif steps[t, s] != p:
+                problems.append(Problem(i, "phase", f"{p!r}, but {where} is {steps[t, s]!r} (its step_time_s row)"))
+        elif s is not None:
+            problems.append(Problem(i, "step", f"{s}: the run timed no steps, so its energy_j rows name none"))
+        elif p != "steady":
+            problems.append(Problem(i, "phase", f"{p!r}: a timed window's energy_j row is 'steady'"))
+        elif tests and t not in tests:
+            problems.append(Problem(i, "trial", f"{t}: the run timed no such repetition (no test_time_s row): its "
+                                    "joules would be credited with tokens it never processed"))  # fmt: skip
+        elif not tests and t != 0:
+            problems.append(Problem(i, "trial", f"{t}: a served point's energy is one window, trial 0"))
+    return problems[:5]
 
 
 _RULE_NAMES = pa.array(list(METRIC_RULES))

@@ -13,6 +13,7 @@ import polars as pl
 
 import generator.derive.summaries as summaries
 from generator import load
+from runners import metrics
 
 
 def impossible(summary: pl.DataFrame) -> list[tuple[str, str]]:
@@ -80,6 +81,51 @@ def misdeclared(summary: pl.DataFrame) -> list[tuple[str, str]]:
     return out
 
 
+def implausible_power(summary: pl.DataFrame) -> list[tuple[str, str]]:
+    """(run_id, problem) for each metered run whose GPUs' power, at work or at rest, no GPU could draw: above its
+    recorded power limit with a margin (`metrics.gpu_power_ceiling_w`) or below `metrics.GPU_POWER_MIN_W` a GPU. At
+    work, the mean over its metered windows (`metrics.mean_power_w` of its joules over their seconds: a served point's
+    window is its duration), judged only where those windows span enough counter updates to be read
+    (`metrics.energy_resolved`), as the figures are."""
+    out = []
+    metered = summary.filter(pl.col("energy_j").is_not_null() | pl.col("idle_power_w").is_not_null())
+    for run_id, kind, joules, seconds, duration, update, interval, idle, gpus, limit, count in metered.select(
+        "run_id", "kind", "energy_j", "energy_s", "duration_s", "energy_counter_update_s", "energy_sample_interval_s",
+        "idle_power_w", "metered_gpus", "power_limit_w", "accelerator_count",
+    ).iter_rows():  # fmt: skip
+        n = gpus or count or 1
+        ceiling = metrics.gpu_power_ceiling_w(n, limit)
+        floor = n * metrics.GPU_POWER_MIN_W
+        bound = f"the {_watts(floor)} to {_watts(ceiling)} {n} GPU{'s' if n > 1 else ''} can draw " + (
+            f"({metrics.GPU_POWER_MARGIN:g} × the recorded power limit, {_watts(limit)}; runners/metrics.py)"
+            if limit is not None and limit * metrics.GPU_POWER_MARGIN < metrics.GPU_POWER_MAX_W
+            else "(runners/metrics.py)"
+        )
+        if idle is not None and not floor <= idle <= ceiling:
+            out.append(
+                (run_id, f"rows of metric 'idle_power_w', field 'value': {_watts(idle)} at rest, outside {bound}")
+            )
+        seconds = duration if kind == "serve" else seconds
+        update = update if update is not None else interval
+        if joules is None or not seconds or update is None or not metrics.energy_resolved(seconds, update):
+            continue
+        power = metrics.mean_power_w(joules, seconds)
+        if not floor <= power <= ceiling:
+            out.append(
+                (
+                    run_id,
+                    f"rows of metric 'energy_j', field 'value': {joules:,.6g} J over {seconds:,.4g} s of metered "
+                    f"windows is a mean {_watts(power)}, outside {bound}: a joule reading is wrong",
+                )
+            )
+    return out
+
+
+def _watts(w: float) -> str:
+    """Watts in few digits however absurd."""
+    return f"{w:,.0f} W" if 1 <= w < 1e6 else f"{w:.3g} W"
+
+
 def checked(loaded: load.Loaded) -> tuple[load.Loaded, pl.DataFrame]:
     """The loaded runs less those with impossible figures (now listed as rejected, with any retraction of
     them), and the run summary of the rest."""
@@ -87,7 +133,7 @@ def checked(loaded: load.Loaded) -> tuple[load.Loaded, pl.DataFrame]:
     flat = summaries.config_fields(loaded.runs)
     summary = summaries.run_summary(loaded.runs, loaded.rows, flat)
     bad: dict[str, list[str]] = {}
-    for run_id, problem in [*misdeclared(summary), *impossible(summary)]:
+    for run_id, problem in [*misdeclared(summary), *impossible(summary), *implausible_power(summary)]:
         bad.setdefault(run_id, []).append(problem)
     if not bad:
         return loaded, summary

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,7 +187,11 @@ def _flatten(runs: pl.DataFrame) -> pl.DataFrame:
         ).fill_null(False),
         gpu_processes=pl.max_horizontal("gpu_processes_start", "gpu_processes_end"),
     )
-    return table.join(_derived(runs), on="run_id", how="left").join(gpu_hosts(runs), on="run_id", how="left")
+    return (
+        table.join(_derived(runs), on="run_id", how="left")
+        .join(gpu_hosts(runs), on="run_id", how="left")
+        .join(gpu_power(runs), on="run_id", how="left")
+    )
 
 
 def _json_columns(runs: pl.DataFrame) -> pl.DataFrame:
@@ -211,6 +216,33 @@ def gpu_hosts(runs: pl.DataFrame) -> pl.DataFrame:
         named = [u for u in uuids if isinstance(u, str) and u]
         out.append((run_id, ",".join(sorted(named)) if named and len(named) == len(uuids) else None))
     return pl.DataFrame(out, schema={"run_id": pl.String, "gpu_uuids": pl.String}, orient="row")
+
+
+def gpu_power(runs: pl.DataFrame) -> pl.DataFrame:
+    """`metered_gpus`: how many GPUs a run's energy was read from (`hardware.energy.gpus`, runners/energy.py; null
+    where it names none), and `power_limit_w`: the largest power limit among its GPUs (`hardware.gpus[*]`,
+    nvidia-smi's enforced limit, else its set one; null where none is recorded), what generator/derive/checks.py holds
+    its watts to."""
+    out = []
+    for run_id, text in runs.select("run_id", "hardware").iter_rows():
+        hardware = parsed(text) if text else {}
+        hardware = hardware if isinstance(hardware, dict) else {}
+        uuids = array_at(object_at(hardware, "energy"), "gpus")
+        limits = [_watts(g) for g in array_at(hardware, "gpus") if isinstance(g, dict)]
+        known = [w for w in limits if w is not None]
+        out.append((run_id, len(uuids) or None, max(known) if known else None))
+    return pl.DataFrame(
+        out, schema={"run_id": pl.String, "metered_gpus": pl.Int64, "power_limit_w": pl.Float64}, orient="row"
+    )
+
+
+def _watts(gpu: dict[str, Any]) -> float | None:
+    """One GPU's power limit as recorded: the enforced one, else the one set (a number, never a bool)."""
+    for key in ("enforced_power_limit_w", "power_limit_w"):
+        value = gpu.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+    return None
 
 
 OPTIMIZER_KEYS = ("lr", "betas", "eps", "weight_decay")

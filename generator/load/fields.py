@@ -104,6 +104,8 @@ DERIVED: tuple[Field, ...] = (
     Field("workload_steps", _I, "latest", "the steps its workload defines (null: not defined by a suite file)"),
     Field("work_recipe", _S, "latest", "training: its seed and data and initial-weights recipes, as JSON"),
     Field("gpu_uuids", _S, "latest", "its GPUs' sorted UUIDs, comma-joined: one physical host"),
+    Field("metered_gpus", _I, "latest", "how many GPUs its energy was read from (null: not metered)"),
+    Field("power_limit_w", _F, "latest", "the largest power limit its GPUs' record names, W"),
     Field("headline", _B, "latest", "finished, full-length, at suite scale, no sweep: a best may name it"),
     Field("retracted_by", _S, "latest", "the retraction record that retracts it (null: counted)"),
     Field("retraction_reason", _S, "latest", "why it was retracted"),

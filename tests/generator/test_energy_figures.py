@@ -209,3 +209,164 @@ def test_an_energy_method_the_site_cannot_describe_rejects_its_file(tmp_path: Pa
     problems = [p for r in loaded.rejected for p in r.problems]
     assert [r.path for r in loaded.rejected] == [f"data/h100/{path.name}"]
     assert any(f"row 0, field '{field}'" in p and said in p for p in problems), problems
+
+
+DECODE_TEST = ROOT / "data" / "h100" / "2026-12" / "20261205T151454Z-llama-8b-tg128-d0-llamacpp-f16-444aa9.parquet"
+"""llama.cpp's 8B F16 tg128 on an H100 (2026-12-05): a real metered test of five timed repetitions."""
+
+
+def _doctored(tmp_path: Path, source: Path, rows=None, hardware=None) -> Path:  # type: ignore[no-untyped-def]
+    """`source` under tmp_path/data/h100 with `rows` applied to its rows (a pyarrow table) and `hardware` to its
+    footer's hardware document, the rest as it is; returns the copy's path."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from runners import layout
+    from tests.conftest import write_footer_once
+
+    data = tmp_path / "data" / "h100"
+    data.mkdir(parents=True)
+    table = pq.read_table(source)
+    run = json.loads(table.schema.metadata[layout.RUN_KEY])
+    if hardware is not None:
+        document = json.loads(run["hardware"])
+        hardware(document)
+        run["hardware"] = json.dumps(document)
+    body = table.replace_schema_metadata(None)
+    body = rows(body) if rows is not None else body
+    path = data / source.name
+    write_footer_once(body.replace_schema_metadata({layout.RUN_KEY: json.dumps(run).encode()}), path)
+    return path
+
+
+def _edit(metric: str, column: str, change):  # type: ignore[no-untyped-def]
+    """A rows edit: `change` applied to `column` of every `metric` row."""
+    import pyarrow as pa
+
+    def edit(table: pa.Table) -> pa.Table:
+        values, names = table.column(column).to_pylist(), table.column("metric").to_pylist()
+        values = [change(v) if m == metric else v for v, m in zip(values, names, strict=True)]
+        at = table.column_names.index(column)
+        return table.set_column(at, table.schema.field(column), pa.array(values, table.schema.field(column).type))
+
+    return edit
+
+
+def _twice(metric: str):  # type: ignore[no-untyped-def]
+    """A rows edit: every `metric` row once more, at the end."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return lambda table: pa.concat_tables([table, table.filter(pc.equal(table.column("metric"), metric))])
+
+
+@pytest.mark.parametrize(
+    ("source", "rows", "field", "said"),
+    [
+        (DECODE_TEST, _twice("energy_j"), "trial", "a second energy_j row for trial 0"),
+        (DECODE_TEST, _edit("energy_j", "trial", lambda t: t + 50), "trial", "the run timed no such repetition"),
+        (DECODE_TEST, _edit("energy_j", "step", lambda s: 7), "step", "the run timed no steps"),
+        (METERED[0], _edit("energy_j", "step", lambda s: s + 100_000), "step", "the run timed no such step"),
+        (METERED[0], _twice("energy_j"), "step", "a second energy_j row for trial 0, step"),
+        (METERED[0], _edit("energy_j", "step", lambda s: None), "step", "null: a training run's energy_j row"),
+        (SERVED_POINT, _edit("energy_j", "trial", lambda t: 3), "trial", "a served point's energy is one window"),
+        (SERVED_POINT, _edit("idle_power_w", "phase", lambda p: "steady"), "phase", "idle_power_w is a run-level"),
+        (SERVED_POINT, _twice("idle_power_w"), "metric", "a second idle_power_w row"),
+    ],
+)
+def test_energy_rows_that_fit_no_window_the_run_timed_reject_its_file(  # type: ignore[no-untyped-def]
+    tmp_path: Path, source: Path, rows, field: str, said: str
+) -> None:
+    """generator/derive/energy.py adds a run's joules up and credits them with its windows' tokens and seconds. Before,
+    a second copy of each window's row was summed (a decode test read 0.139 tokens per joule at 1,210 W on one H100,
+    its own 0.278 at 605 W); rows moved to repetitions the test never timed were credited with its tokens (0.556, twice
+    its own); a training run's moved 100,000 steps on read 31,329 tokens per joule at 1.9 W over 13,621 s; and an idle
+    power row in another phase vanished from the run page. Each now rejects the file naming the row and field (the
+    records are real: runners/schema.py `_energy_row_problems`)."""
+    path = _doctored(tmp_path, source, rows=rows)
+    loaded = load.load(tmp_path / "data")
+    assert loaded.runs.height == 0
+    problems = [p for r in loaded.rejected for p in r.problems]
+    assert [r.path for r in loaded.rejected] == [f"data/h100/{path.name}"]
+    assert any(f"field '{field}'" in p and said in p for p in problems), problems
+    assert all(p.startswith("row ") for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("source", "rows", "said"),
+    [
+        (DECODE_TEST, _edit("energy_j", "value", lambda v: v * 1e4), "'energy_j', field 'value'"),
+        (SERVED_POINT, _edit("energy_j", "value", lambda v: v * 100), "'energy_j', field 'value'"),
+        (DECODE_TEST, _edit("energy_j", "value", lambda v: v * 1e-9), "'energy_j', field 'value'"),
+        (DECODE_TEST, _edit("energy_j", "value", lambda v: 0.0), "'energy_j', field 'value': 0 J"),
+        (METERED[0], _edit("energy_j", "value", lambda v: v * 3), "'energy_j', field 'value'"),
+        (DECODE_TEST, _edit("idle_power_w", "value", lambda v: 1e9), "'idle_power_w', field 'value': 1e+09 W"),
+        (DECODE_TEST, _edit("idle_power_w", "value", lambda v: 0.5), "'idle_power_w', field 'value': 0.5 W"),
+    ],
+)
+def test_joules_no_gpu_could_draw_reject_the_run(tmp_path: Path, source: Path, rows, said: str) -> None:  # type: ignore[no-untyped-def]
+    """A run's mean power over its metered windows, and its idle power, must be what its GPUs can draw: at most 1.5 ×
+    the power limit its record names (700 W on these H100s and H200s, so 1,050 W), at least 1 W a GPU
+    (runners/metrics.py `gpu_power_ceiling_w`). Before, a decode test whose joules read 10¹⁵ published 1.28e-13 tokens
+    per joule "at a mean 1.313e+15 W", a served point's joules × 100 "a mean 48,457 W" on one H100, all-zero joules
+    "0 J, no figure per token", and an idle power of 1e9 W "1,000,000,000 W at rest". Each run is now rejected as an
+    impossible MFU is, by the site and by validate alike."""
+    path = _doctored(tmp_path, source, rows=rows)
+    loaded, summary = checks.checked(load.load(tmp_path / "data"))
+    assert summary.height == 0 and loaded.runs.height == 0
+    problems = [p for r in loaded.rejected for p in r.problems]
+    assert [r.path for r in loaded.rejected] == [f"data/h100/{path.name}"]
+    assert any(said in p and "can draw" in p for p in problems), problems
+
+
+def test_every_committed_metered_run_draws_what_its_gpus_can(tmp_path: Path) -> None:
+    """The other side of the check above: the real records it was written against pass it, each with a mean power
+    between its idle power's neighbourhood and its limit's."""
+    summary, _ = _summary(tmp_path, [*METERED, DECODE_TEST, SERVED_POINT])
+    assert summary.height == len(METERED) + 2
+    assert checks.implausible_power(summary) == []
+    assert set(summary["power_limit_w"].to_list()) == {700.0} and set(summary["metered_gpus"].to_list()) == {1}
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "said"),
+    [
+        (lambda h: h["energy"].update(counter_update_s=1e-300), "hardware.energy.counter_update_s", "at least 0.001"),
+        (lambda h: h["energy"].update(gpus=["GPU-made-up"]), "hardware.energy.gpus", "not one of the record's GPUs"),
+    ],
+)
+def test_an_energy_reading_finer_or_wider_than_the_record_rejects_it(tmp_path: Path, edit, field, said) -> None:  # type: ignore[no-untyped-def]
+    """A counter said to update every 1e-300 s switched off the resolution check (its page said "which updated every
+    1e-300 s"); energy read from GPUs the record does not have would be held to their power. Both reject the file."""
+    path = _doctored(tmp_path, SERVED_POINT, hardware=edit)
+    loaded = load.load(tmp_path / "data")
+    problems = [p for r in loaded.rejected for p in r.problems]
+    assert [r.path for r in loaded.rejected] == [f"data/h100/{path.name}"]
+    assert any(f"row 0, field '{field}'" in p and said in p for p in problems), problems
+
+
+def test_a_metered_run_without_readings_says_so_on_its_page(tmp_path: Path) -> None:
+    """A record that names how its energy was read but holds no `energy_j` or `idle_power_w` row (a run stopped before
+    its first timed window) showed "– J, no figure per token: – over – s of timed windows; – W at rest"; its page
+    now says what the record lacks. The record is real (`SERVED_POINT`) with those rows removed."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from generator import derive, render
+    from generator.render import commit_history_page, pages
+
+    def without_readings(table: pa.Table) -> pa.Table:
+        readings = pa.array(["energy_j", "idle_power_w"])
+        return table.filter(pc.invert(pc.is_in(table.column("metric"), value_set=readings)))
+
+    own = _doctored(tmp_path, SERVED_POINT, rows=without_readings)
+    loaded, checked = checks.checked(load.load(tmp_path / "data"))
+    results = derive.results(loaded, checked)
+    site = tmp_path / "site"
+    page_runs = commit_history_page.with_history(results.page_runs, results.history)
+    render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
+    page = (site / "runs" / f"{pages.slug(own.stem)}.html").read_text()
+    row = page[page.index("GPU energy") :].split("</small>")[0]
+    assert "no timed window's joules in the record" in row and "no idle power in the record" in row, row
+    assert "–" not in row and "of timed windows" not in row, row
