@@ -172,6 +172,16 @@ IDLE_GPU_CONTEXTS_OPEN = "gpu-contexts-open"
 """A record's `hardware.energy.idle_read`: whether its idle power was read before the run opened its GPUs, or with its
 processes' CUDA contexts open, which keeps a GPU out of its lowest power state: the two differ by tens of watts
 (site_src/docs/methodology.md, "Energy"). Records from before it was kept have none."""
+IDLE_READ_UNSAID = {
+    "torch": IDLE_GPU_CONTEXTS_OPEN,
+    "mlx": IDLE_GPU_CONTEXTS_OPEN,
+    "llamacpp": IDLE_BEFORE_GPU_USE,
+    "vllm": IDLE_BEFORE_GPU_USE,
+}
+"""How each engine's runner read the idle power before its records said (`idle_read` is kept from 2026-12-07, commit
+069b371): torch's and MLX's after their process had opened its CUDA context, llama.cpp's and vLLM's before loading
+anything. Their records agree: on an H100, torch's read 114.8-138.3 W and MLX's 118.7-125.5 W, llama.cpp's 70.9-77.0 W
+and vLLM's 70.3-74.2 W. A run page of such a record says how it was read, and that the record does not say."""
 
 
 class Meter:

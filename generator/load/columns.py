@@ -17,7 +17,7 @@ import polars as pl
 
 import generator.load.weights as weights
 import generator.store.runcache as runcache
-from runners import engines, metrics, schema
+from runners import energy, engines, metrics, schema
 
 FLAT = runcache.Frames("flat")
 """Each file's flattened columns (`flatten`), by its sha256."""
@@ -186,6 +186,13 @@ def _flatten(runs: pl.DataFrame) -> pl.DataFrame:
             pl.col("cpu_busy_s"), pl.col("cpu_own_s"), pl.col("host_wall_s"), pl.col("cpu_cores")
         ).fill_null(False),
         gpu_processes=pl.max_horizontal("gpu_processes_start", "gpu_processes_end"),
+        # when its idle power was read: as it says, else as its engine's runner read it before records said
+        idle_read=pl.when(pl.col("energy_method").is_not_null()).then(
+            pl.coalesce(
+                "energy_idle_read",
+                pl.col("engine").replace_strict(energy.IDLE_READ_UNSAID, default=None, return_dtype=pl.String),
+            )
+        ),
     )
     return (
         table.join(_derived(runs), on="run_id", how="left")

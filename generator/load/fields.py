@@ -104,6 +104,7 @@ DERIVED: tuple[Field, ...] = (
     Field("workload_steps", _I, "latest", "the steps its workload defines (null: not defined by a suite file)"),
     Field("work_recipe", _S, "latest", "training: its seed and data and initial-weights recipes, as JSON"),
     Field("gpu_uuids", _S, "latest", "its GPUs' sorted UUIDs, comma-joined: one physical host"),
+    Field("idle_read", _S, "latest", "when its idle power was read: as it says, else as its engine's runner did"),
     Field("metered_gpus", _I, "latest", "how many GPUs its energy was read from (null: not metered)"),
     Field("power_limit_w", _F, "latest", "the largest power limit its GPUs' record names, W"),
     Field("headline", _B, "latest", "finished, full-length, at suite scale, no sweep: a best may name it"),

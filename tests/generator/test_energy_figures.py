@@ -90,10 +90,13 @@ def test_a_served_points_page_shows_its_boards_energy_figure(tmp_path: Path) -> 
     render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
     page = (site / "runs" / f"{pages.slug(run_id)}.html").read_text()
     row = page[page.index("GPU energy") :].split("</tr>")[0]
-    assert "tokens per joule" in row and "no figure per token" not in row
+    assert (
+        "output tokens per joule" in row and "no figure per token" not in row
+    )  # its output tokens, prompts' energy in
     assert "4.665 J a token" in row and "over 23 s of timed windows" in row, row  # its duration, not 0 s
-    # recorded before runs said when they read the idle power (`hardware.energy.idle_read`): the page says so
-    assert "W at rest before the work (the record does not say whether its GPU contexts were open yet)" in row, row
+    # recorded before runs said when they read the idle power (`hardware.energy.idle_read`): the page says how vLLM's
+    # runner read it then, and that the record does not say
+    assert "W at rest before the run opened its GPU, as this engine's runner has always read it (the record" in row, row
 
 
 SERVED_POINT = next(
@@ -370,3 +373,35 @@ def test_a_metered_run_without_readings_says_so_on_its_page(tmp_path: Path) -> N
     row = page[page.index("GPU energy") :].split("</small>")[0]
     assert "no timed window's joules in the record" in row and "no idle power in the record" in row, row
     assert "–" not in row and "of timed windows" not in row, row
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        (
+            SERVED_POINT,
+            "W at rest before the run opened its GPU, as this engine's runner has always read it (the record",
+        ),
+        (METERED[0], "W at rest before the work, its GPU context already open, as this engine's runner read it until"),
+    ],
+)
+def test_a_record_that_does_not_say_when_its_idle_power_was_read_is_read_as_its_engine_did(
+    tmp_path: Path, source: Path, said: str
+) -> None:
+    """Records from before `idle_read` was kept (2026-12-07) do not say; a reader comparing engines took torch's and
+    MLX's 115-138 W "at rest" beside llama.cpp's and vLLM's 70-81 W for a difference of engines. Their pages now say how
+    that engine's runner read it (runners/energy.py `IDLE_READ_UNSAID`) and that the record does not say. Real records:
+    vLLM's 32B served point (read before loading anything) and a one-GPU torch training run (context open), each with
+    `idle_read` removed as records before 2026-12-07 are."""
+    from generator import derive, render
+    from generator.render import commit_history_page, pages
+
+    own = _doctored(tmp_path, source, hardware=lambda h: h["energy"].pop("idle_read", None))
+    loaded, checked = checks.checked(load.load(tmp_path / "data"))
+    results = derive.results(loaded, checked)
+    site = tmp_path / "site"
+    page_runs = commit_history_page.with_history(results.page_runs, results.history)
+    render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
+    page = (site / "runs" / f"{pages.slug(own.stem)}.html").read_text()
+    row = page[page.index("GPU energy") :].split("</small>")[0]
+    assert said in row and "the record does not say" in row, row
