@@ -98,34 +98,27 @@ def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame, copy_bandwidth: M
         "repetitions"
     )
     bandwidth = [(metrics.datasheet_memory(acc) or (None, None))[1] for acc in runs["accelerator"].to_list()]
-    out = (
-        runs.with_columns(datasheet_bandwidth=pl.Series(bandwidth, dtype=pl.Float64))
+    joined = (
+        runs.with_columns(
+            datasheet_bandwidth=pl.Series(bandwidth, dtype=pl.Float64),
+            # the copy fraction's: its hardware model's calibrated one (null where none was calibrated)
+            copy_bandwidth=pl.col("accelerator").replace_strict(copy_bandwidth, default=None, return_dtype=pl.Float64),
+        )
         .join(per_run.drop("tokens_per_s", "tool_path_tokens_per_s"), on="run_id", how="left")
         .join(stat_frame, on="run_id", how="left")
         .join(tool_path, on="run_id", how="left")
-        .with_columns(
-            mbu_datasheet=pl.when(pl.col("kind") == "tg").then(
-                metrics.mbu(pl.col("decode_bytes_per_token"), pl.col("rate_mean"), pl.col("datasheet_bandwidth"))
-            ),
-            # beside MBU, never instead of it: the copy bandwidth calibrated on its hardware model (`copy_bandwidth`)
-            copy_fraction=pl.when(pl.col("kind") == "tg").then(
-                metrics.copy_bound_fraction(
-                    pl.col("decode_bytes_per_token"),
-                    pl.col("rate_mean"),
-                    pl.col("accelerator").replace_strict(copy_bandwidth, default=None, return_dtype=pl.Float64),
+    )
+    out = with_bandwidth_use(joined, pl.col("rate_mean")).with_columns(
+        paired_run=pl.coalesce(
+            pl.when(pl.col("origin") == "imported").then(pl.col("pairs_with")),
+            # records made before the field: the tool's run id is the runner's with the tool's tag inserted
+            *(
+                pl.when((pl.col("origin") == "imported") & (pl.col("engine") == tool)).then(
+                    pl.col("run_id").str.replace(tag, "-", literal=True)
                 )
+                for tool, tag in tags.items()
             ),
-            paired_run=pl.coalesce(
-                pl.when(pl.col("origin") == "imported").then(pl.col("pairs_with")),
-                # records made before the field: the tool's run id is the runner's with the tool's tag inserted
-                *(
-                    pl.when((pl.col("origin") == "imported") & (pl.col("engine") == tool)).then(
-                        pl.col("run_id").str.replace(tag, "-", literal=True)
-                    )
-                    for tool, tag in tags.items()
-                ),
-            ),
-        )
+        ),
     )
     paired = ladder.with_tool_record(
         out, list(tags), bench_rate=pl.col("rate_mean"), bench_sd=pl.col("rate_sd"), bench_tool=pl.col("engine")
@@ -155,8 +148,17 @@ def ran_cold_first(columns: Sequence[str]) -> pl.Expr:
 def board(tests: pl.DataFrame, spreads: ladder.Spreads | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One inference test's ranked configurations and unranked runs (`ladder.board`): the median tokens/s over
     repetitions with its 95% interval, checked against the engine's own tool's tokens/s (a tg test's figure is also
-    its latency: time per token is its inverse). `spreads` (`pooled_spreads`) gives rows the between-run spread."""
-    return ladder.board(_with_tool_path(tests), *FIGURE, CHECKS, spreads)
+    its latency: time per token is its inverse). `spreads` (`pooled_spreads`) gives rows the between-run spread.
+    A tg row's MBU and copy-bound fraction are of its own figure, `value` (the median of its runs' figures), and an
+    unranked run's of its figure: what every page that shows the row prints beside that figure."""
+    ranked, unranked = ladder.board(_with_tool_path(tests), *FIGURE, CHECKS, spreads)
+    return with_bandwidth_use(ranked, pl.col("value")), with_bandwidth_use(unranked, pl.col("value"))
+
+
+def with_bandwidth_use(frame: pl.DataFrame, rate: pl.Expr) -> pl.DataFrame:
+    """`frame` with a tg test's MBU and copy-bound fraction of `rate` (`ladder.with_bandwidth_use`), against one
+    GPU's bandwidth: llama.cpp splits layers across GPUs, and a token reads them one GPU after another."""
+    return ladder.with_bandwidth_use(frame, rate, decodes=pl.col("kind") == "tg", gpus=pl.lit(1))
 
 
 def ranked_runs(tests: pl.DataFrame) -> pl.DataFrame:

@@ -18,6 +18,7 @@ import polars as pl
 import generator.derive.configurations as configurations
 import generator.derive.counting as counting
 import generator.derive.evidence as evidence
+import generator.load.fields as fields
 from runners import engines, metrics
 
 KEYS = configurations.KEYS
@@ -34,6 +35,23 @@ def with_tool_record(runs: pl.DataFrame, tools: Sequence[str], **figures: pl.Exp
         run_id="paired_run", bench_run=pl.col("run_id"), **figures, bench_status=pl.col("status")
     )
     return runs.join(bench, on="run_id", how="left")
+
+
+def with_bandwidth_use(frame: pl.DataFrame, rate: pl.Expr, decodes: pl.Expr, gpus: pl.Expr) -> pl.DataFrame:
+    """`frame` with the MBU of `rate` where `decodes` (null elsewhere): the bytes a decoded token reads
+    (`decode_bytes_per_token`) × `rate` ÷ the datasheet bandwidth of `gpus` of its hardware (`metrics.mbu`, the
+    site's one MBU), and beside it, never instead of it, the same over the copy bandwidth calibrated on its hardware
+    model (`copy_bandwidth`, `metrics.copy_bound_fraction`). The one place a rate becomes an MBU: a run's of its own
+    rate, a board's row's of the row's own figure (`inference.board`, `serving.board`), which every page that shows
+    the row takes as it is."""
+    return frame.with_columns(
+        mbu_datasheet=pl.when(decodes).then(
+            metrics.mbu(pl.col("decode_bytes_per_token"), rate, pl.col("datasheet_bandwidth") * gpus)
+        ),
+        copy_fraction=pl.when(decodes).then(
+            metrics.copy_bound_fraction(pl.col("decode_bytes_per_token"), rate, pl.col("copy_bandwidth") * gpus)
+        ),
+    )
 
 
 def unranked_reason(checks: Sequence[tuple[str, ...]], depth: bool, columns: Sequence[str] = ()) -> pl.Expr:
@@ -155,7 +173,10 @@ def rows(ranked: pl.DataFrame, spreads: Spreads | None = None) -> pl.DataFrame:
     a board's other rules) a run's own interval stands. A
     configuration of one measurement (a served point) with no pooled spread has no interval either: `lo` and `hi` are
     null, never equal to its figure."""
-    others = [c for c in ranked.columns if c not in {*KEYS, "value", "lo", "hi"}]
+    # a column the board makes for the row itself (its MBU, of the row's figure) is not taken from its runs
+    others = [
+        c for c in ranked.columns if c not in {*KEYS, "value", "lo", "hi"} and fields.aggregation(c, True) != "row"
+    ]
     grouped = (
         ranked.sort("started_at", "run_id")
         .group_by(KEYS, maintain_order=True)

@@ -216,7 +216,7 @@ def per_run_figures(
         .join(offline_interval, on="run_id", how="left")
         .join(served, on="run_id", how="left")
     )
-    decoded = _with_decode_figures(figures, tools).drop("copy_bandwidth")
+    decoded = _with_decode_figures(figures, tools)
     paired = _with_served_energy(_paired_with_tool(decoded, tools))
     # a served figure must agree with the tool within what the tool's own repeats moved on that hardware
     return paired.join(tool_tolerances(paired), on=["accelerator", "accelerator_count"], how="left")
@@ -266,19 +266,15 @@ def _with_decode_figures(figures: pl.DataFrame, tools: Sequence[str]) -> pl.Data
                 ),
             )
         ),
-    ).with_columns(
-        # tensor parallelism splits the weights: the bandwidth is every GPU's together
-        mbu_datasheet=metrics.mbu(
-            pl.col("decode_bytes_per_token"),
-            pl.col("decode_rate"),
-            pl.col("datasheet_bandwidth") * pl.col("accelerator_count"),
-        ),
-        # beside MBU, never instead of it: its hardware model's calibrated copy bandwidth, every GPU's
-        copy_fraction=metrics.copy_bound_fraction(
-            pl.col("decode_bytes_per_token"),
-            pl.col("decode_rate"),
-            pl.col("copy_bandwidth") * pl.col("accelerator_count"),
-        ),
+    ).pipe(with_bandwidth_use)
+
+
+def with_bandwidth_use(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with the MBU and copy-bound fraction of its decode rate at one request in flight (`decode_rate`;
+    `ladder.with_bandwidth_use`), against every GPU's bandwidth together: tensor parallelism splits the weights. A
+    run's of its own rate, a board's row's of the row's (the median of its runs')."""
+    return ladder.with_bandwidth_use(
+        frame, pl.col("decode_rate"), decodes=pl.col("decode_rate").is_not_null(), gpus=pl.col("accelerator_count")
     )
 
 
@@ -316,8 +312,13 @@ def _with_served_energy(paired: pl.DataFrame) -> pl.DataFrame:
 def board(tests: pl.DataFrame, spreads: ladder.Spreads | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One serving test's ranked configurations and unranked runs (`ladder.board`) by output tokens/s: offline,
     the median over repetitions with its 95% interval, checked against `vllm bench throughput`; served, the point's
-    figure over all its requests, checked against `vllm bench serve` on throughput, median TTFT and median TPOT."""
-    return ladder.board(tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"], spreads)
+    figure over all its requests, checked against `vllm bench serve` on throughput, median TTFT and median TPOT. At one
+    request in flight, a row's MBU and copy-bound fraction are of its own decode rate (`with_bandwidth_use`)."""
+    ranked, unranked = ladder.board(
+        tests, *FIGURE, CHECKS["serve" if tests["kind"].eq("serve").any() else "offline"], spreads
+    )
+    # a row's decode rate is the median of its runs' (as its figure is), and its MBU that rate's
+    return with_bandwidth_use(ranked), with_bandwidth_use(unranked)
 
 
 def ranked_runs(tests: pl.DataFrame) -> pl.DataFrame:

@@ -8,11 +8,12 @@ cross-checks), never from a second reading of the runs:
 - prefill: the pp test at depth 0 (llama.cpp, MLX); vLLM measures no prefill apart from its TTFT.
 - TTFT at one request: vLLM's median, measured as served; llama.cpp and MLX serve nothing here, so theirs is computed
   (the pp test's time for the prompt plus one tg token: no queue, no tokenizer, no HTTP) and is a lower bound, said so.
-- MBU, the site's one definition: against the datasheet bandwidth (`metrics.mbu`, as on every board); beside it the
-  fraction of the measured copy bound (`metrics.copy_bound_fraction`) against the copy bandwidth calibrated on the same
-  hardware model (`copy_bound.copy_bandwidths`, derived once a build and handed in), and that bound: the tokens/s at
-  which a decoded token's bytes take exactly the copy time (`metrics.bandwidth_bound_tokens_per_s`). A copy reads and
-  writes, so a decode can pass it.
+- MBU, the site's one definition: against the datasheet bandwidth (`metrics.mbu`), and beside it the fraction of the
+  measured copy bound (`metrics.copy_bound_fraction`) against the copy bandwidth calibrated on the same hardware model
+  (`copy_bound.copy_bandwidths`, derived once a build and handed in): each its board row's, of that row's own figure
+  (`ladder.with_bandwidth_use`), taken as it is, never worked out again here; and that bound: the tokens/s at which a
+  decoded token's bytes take exactly the copy time (`metrics.bandwidth_bound_tokens_per_s`). A copy reads and writes,
+  so a decode can pass it.
 A row is a variant's newest configuration that ranks (cross-checked against its own tool); a variant with none shows
 its newest finished run, marked "not cross-checked" with the board's reason. Precision families are named by bits per
 weight read (`precision_family`): rows of one family read weights within ~10% of each other's bytes.
@@ -209,20 +210,11 @@ def _row(decode: dict, prefill: dict | None, ttft_ms: float | None, measured: bo
         "mean_power_w": decode.get("mean_power_w"),
         "energy_note": decode.get("energy_note"),
         "copy_bytes_per_s": copy,
-        "mbu_datasheet": _mbu(per_token, decode["value"], decode["accelerator"]),
-        "copy_fraction": (
-            metrics.copy_bound_fraction(per_token, decode["value"], copy)
-            if copy and per_token and decode["value"]
-            else None
-        ),
+        # its board row's, of that row's figure (`ladder.with_bandwidth_use`): the one value, never worked out again
+        "mbu_datasheet": decode.get("mbu_datasheet"),
+        "copy_fraction": decode.get("copy_fraction"),
         "limit_tokens_per_s": metrics.bandwidth_bound_tokens_per_s(per_token, copy) if copy and per_token else None,
     }
-
-
-def _mbu(per_token: float | None, rate: float | None, accelerator: str) -> float | None:
-    """MBU against the datasheet bandwidth of one GPU of `accelerator` (`metrics.mbu`), None without one."""
-    bandwidth = (metrics.datasheet_memory(accelerator) or (None, None))[1]
-    return metrics.mbu(per_token, rate, bandwidth) if per_token and rate and bandwidth else None
 
 
 def boards(rows: pl.DataFrame) -> list[dict]:
@@ -264,14 +256,14 @@ KV_DEPTH_SCHEMA = {
 """One generation test's row of the KV-cache table."""
 
 
-def kv_depth_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, copy_bandwidth: Mapping[str, float]) -> pl.DataFrame:
+def kv_depth_rows(ranked: pl.DataFrame, unranked: pl.DataFrame) -> pl.DataFrame:
     """The generation tests at every KV-cache depth on one GPU of the engines the registry puts in this table
     (`Engine.pages` holds `kv_depth`), one row per variant and depth, each the variant's row of that test's board as
     the decode rows above are (`_newest_per_variant`: the same figure and interval as the board, and whether it was
     cross-checked): tokens/s, the weight bytes and KV-cache bytes a decoded token reads
     (`metrics.kv_bytes_read_per_token`), the cache's share of them, MBU (datasheet) and the fraction of the calibrated
-    copy bound. `cache_pair` names the variant's settings but for its KV cache's types, so a variant and the same one
-    with another cache pair up (`cache_ratios`). `copy_bandwidth`: as `engine_rows` takes it."""
+    copy bound (both its board row's). `cache_pair` names the variant's settings but for its KV cache's types, so a
+    variant and the same one with another cache pair up (`cache_ratios`)."""
     tg = pl.col("kind") == "tg"
     ranked, unranked = _one_gpu(ranked, "kv_depth").filter(tg), _one_gpu(unranked, "kv_depth").filter(tg)
     keys = ("suite", "model_name", "accelerator", "depth")
@@ -286,7 +278,7 @@ def kv_depth_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, copy_bandwidth: 
         )
         for row in _newest_per_variant(*_where(ranked, unranked, at)).values():
             kv = metrics.kv_bytes_read_per_token(row["kv_bytes_per_token_of_depth"], row["depth"], row["n_tokens"])
-            per_token, copy = row["decode_bytes_per_token"], copy_bandwidth.get(accelerator)
+            per_token = row["decode_bytes_per_token"]
             out.append(
                 {
                     "suite": suite, "model_name": model, "accelerator": accelerator, "variant": row["variant"],
@@ -295,10 +287,7 @@ def kv_depth_rows(ranked: pl.DataFrame, unranked: pl.DataFrame, copy_bandwidth: 
                     "checked": row["checked"], "reason": row["reason"], "rate": row["value"], "rate_lo": row["lo"],
                     "rate_hi": row["hi"], "weight_gib": row["weight_bytes_per_token"] / 2**30,
                     "kv_gib": kv / 2**30, "kv_share": kv / per_token if per_token else None,
-                    "mbu_datasheet": _mbu(per_token, row["value"], accelerator),
-                    "copy_fraction": (
-                        metrics.copy_bound_fraction(per_token, row["value"], copy) if per_token and copy else None
-                    ),
+                    "mbu_datasheet": row["mbu_datasheet"], "copy_fraction": row["copy_fraction"],  # its board row's
                 }
             )  # fmt: skip
     return pl.DataFrame(out, schema=KV_DEPTH_SCHEMA).sort("suite", "model_name", "accelerator", "variant", "depth")
@@ -363,7 +352,7 @@ def derive(ranked: pl.DataFrame, unranked: pl.DataFrame, copy_bandwidth: Mapping
     """The side-by-side page's figures from the test boards' rows (`stacked_boards`) and the copy bandwidth
     calibrated on each hardware model (`copy_bound.copy_bandwidths`)."""
     rows = engine_rows(ranked, unranked, copy_bandwidth)
-    depth_rows = kv_depth_rows(ranked, unranked, copy_bandwidth)
+    depth_rows = kv_depth_rows(ranked, unranked)
     by_model = depth_rows.partition_by("suite", "model_name", "accelerator", as_dict=True)
     depths = []
     for key in depth_order(depth_rows):
