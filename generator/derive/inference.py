@@ -108,7 +108,7 @@ def per_run_figures(summary: pl.DataFrame, rows: pl.DataFrame, copy_bandwidth: M
         .join(stat_frame, on="run_id", how="left")
         .join(tool_path, on="run_id", how="left")
     )
-    out = with_bandwidth_use(joined, pl.col("rate_mean")).with_columns(
+    out = with_bandwidth_use(joined, pl.col("rate_med")).with_columns(  # of the figure its page leads with
         paired_run=pl.coalesce(
             pl.when(pl.col("origin") == "imported").then(pl.col("pairs_with")),
             # records made before the field: the tool's run id is the runner's with the tool's tag inserted

@@ -291,7 +291,8 @@ def with_test_figures(summary: pl.DataFrame, tests: pl.DataFrame, served: pl.Dat
     """The summary with each inference and serving run's own figures (tokens/s over repetitions, served latencies,
     the own tool's pair and ratio, MBU), so that its page leads with its result, as a training run's does, and every
     run's settings beside its engine's defaults (`defaults.with_beside_defaults`), its page's Settings table."""
-    frames = [f.select("run_id", *[c for c in f.columns if c not in summary.columns]) for f in (tests, served)]
+    kept = [c for f in (tests, served) for c in f.columns if c not in (*summary.columns, *fields.NOT_ON_PAGES)]
+    frames = [f.select("run_id", *[c for c in f.columns if c in kept]) for f in (tests, served)]
     figures = pl.concat(frames, how="diagonal_relaxed")  # a run is an inference test or a serving test, not both
     # a served point's energy figures are its board's (serving.py, over its requests): the summary has none for it
     points = served.filter(pl.col("kind") == "serve").select("run_id", *energy.FIGURES)

@@ -349,7 +349,15 @@ SETTINGS_BESIDE_DEFAULTS = Field(
     "(canonical JSON; a dash where the engine names none) and whether the variant changed it",
 )
 """A run page's settings beside its engine's defaults, derived once per run from its config."""
-PAGE_RUNS = _union(RUN, INFERENCE_OWN, SERVING_OWN, [SETTINGS_BESIDE_DEFAULTS], STANDING)
+NOT_ON_PAGES = ("copy_bandwidth",)
+"""A test's columns its run page leaves out: the hardware model's calibrated copy bandwidth, which the boards take their
+copy fractions of, moves with every calibrated run of that model and no page shows it (a run page shows the fraction);
+carried there, it would make every page of that hardware again whenever such a run came in."""
+PAGE_RUNS = tuple(
+    f
+    for f in _union(RUN, INFERENCE_OWN, SERVING_OWN, [SETTINGS_BESIDE_DEFAULTS], STANDING)
+    if f.name not in NOT_ON_PAGES
+)
 """The runs with their tests' own figures (`Results.page_runs`)."""
 BOARDS: dict[str, tuple[Field, ...]] = {
     "train": _union(RUN, TRAINING_BOARD_OWN),

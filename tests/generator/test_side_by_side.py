@@ -163,7 +163,7 @@ def test_one_mbu_site_wide_with_the_copy_bounds_fraction_beside_it(derived: dict
     bandwidths = copy_bound.copy_bandwidths(derived["summary"])
     served = derived["served"].filter(pl.col("decode_rate").is_not_null())
     tg = derived["tests"].filter(pl.col("kind") == "tg")
-    for frame, rate in ((served, "decode_rate"), (tg, "rate_mean")):
+    for frame, rate in ((served, "decode_rate"), (tg, "rate_med")):
         known = pl.col("accelerator").is_in(list(bandwidths)) & pl.col("decode_bytes_per_token").is_not_null()
         assert frame.filter(known).height > 0 and frame.filter(~known)["copy_fraction"].is_null().all()
         for run in frame.filter(known).iter_rows(named=True):
