@@ -129,6 +129,21 @@ def _with_idle_read(tmp_path: Path, value: object) -> Path:
     return path
 
 
+def _energy_row(tmp_path: Path, own: Path) -> str:
+    """The "GPU energy" row of `own`'s run page, the site's pages derived and rendered from tmp_path/data as a build
+    does: its text up to the row's small print's end."""
+    from generator import derive, render
+    from generator.render import commit_history_page, pages
+
+    loaded, checked = checks.checked(load.load(tmp_path / "data"))
+    results = derive.results(loaded, checked)
+    site = tmp_path / "site"
+    page_runs = commit_history_page.with_history(results.page_runs, results.history)
+    render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
+    page = (site / "runs" / f"{pages.slug(own.stem)}.html").read_text()
+    return page[page.index("GPU energy") :].split("</small>")[0]
+
+
 @pytest.mark.parametrize(
     ("idle_read", "said"),
     [
@@ -143,18 +158,10 @@ def test_a_run_page_says_when_its_idle_power_was_read(tmp_path: Path, idle_read:
     record holds (`hardware.energy.idle_read`, runners/energy.py) and, for a value it does not know, that it does not
     say. The record is real (vLLM's 32B FP8 served point on an H200, 2026-12-06) with that one field set, as a runner
     from 2026-12-07 on writes it; the run's other figures are its own."""
-    from generator import derive, render
-    from generator.render import commit_history_page, pages
-
     own = _with_idle_read(tmp_path, idle_read)
-    loaded, checked = checks.checked(load.load(tmp_path / "data"))
+    _, checked = checks.checked(load.load(tmp_path / "data"))
     assert checked.row(by_predicate=pl.col("run_id") == own.stem, named=True)["energy_idle_read"] == idle_read
-    results = derive.results(loaded, checked)
-    site = tmp_path / "site"
-    page_runs = commit_history_page.with_history(results.page_runs, results.history)
-    render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
-    page = (site / "runs" / f"{pages.slug(own.stem)}.html").read_text()
-    row = page[page.index("GPU energy") :].split("</tr>")[0]
+    row = _energy_row(tmp_path, own)
     assert said in row, row
     assert "<b>later</b>" not in row
 
@@ -356,21 +363,11 @@ def test_a_metered_run_without_readings_says_so_on_its_page(tmp_path: Path) -> N
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from generator import derive, render
-    from generator.render import commit_history_page, pages
-
     def without_readings(table: pa.Table) -> pa.Table:
         readings = pa.array(["energy_j", "idle_power_w"])
         return table.filter(pc.invert(pc.is_in(table.column("metric"), value_set=readings)))
 
-    own = _doctored(tmp_path, SERVED_POINT, rows=without_readings)
-    loaded, checked = checks.checked(load.load(tmp_path / "data"))
-    results = derive.results(loaded, checked)
-    site = tmp_path / "site"
-    page_runs = commit_history_page.with_history(results.page_runs, results.history)
-    render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
-    page = (site / "runs" / f"{pages.slug(own.stem)}.html").read_text()
-    row = page[page.index("GPU energy") :].split("</small>")[0]
+    row = _energy_row(tmp_path, _doctored(tmp_path, SERVED_POINT, rows=without_readings))
     assert "no timed window's joules in the record" in row and "no idle power in the record" in row, row
     assert "–" not in row and "of timed windows" not in row, row
 
@@ -393,15 +390,5 @@ def test_a_record_that_does_not_say_when_its_idle_power_was_read_is_read_as_its_
     that engine's runner read it (runners/energy.py `IDLE_READ_UNSAID`) and that the record does not say. Real records:
     vLLM's 32B served point (read before loading anything) and a one-GPU torch training run (context open), each with
     `idle_read` removed as records before 2026-12-07 are."""
-    from generator import derive, render
-    from generator.render import commit_history_page, pages
-
-    own = _doctored(tmp_path, source, hardware=lambda h: h["energy"].pop("idle_read", None))
-    loaded, checked = checks.checked(load.load(tmp_path / "data"))
-    results = derive.results(loaded, checked)
-    site = tmp_path / "site"
-    page_runs = commit_history_page.with_history(results.page_runs, results.history)
-    render.runs.start_run_pages(site / "runs", page_runs, results.samples).finish(site)
-    page = (site / "runs" / f"{pages.slug(own.stem)}.html").read_text()
-    row = page[page.index("GPU energy") :].split("</small>")[0]
+    row = _energy_row(tmp_path, _doctored(tmp_path, source, hardware=lambda h: h["energy"].pop("idle_read", None)))
     assert said in row and "the record does not say" in row, row
