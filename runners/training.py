@@ -98,6 +98,19 @@ Trial = Callable[[int], TrialOut]
 """One trial (its index)."""
 
 
+def ends_segment(done: int, steps: int, warmup_steps: int, window_steps: int) -> bool:
+    """Whether a trial's energy segment ends once `done` of its `steps` steps are issued: at each timing window's end
+    (every `window_steps` steps, and the last step) and at the warm-up's end, so a segment is all warm-up or all
+    steady (`EnergySegments`; torch's and MLX's training loops cut there)."""
+    return done % window_steps == 0 or done in (steps, warmup_steps)
+
+
+def steady_segment_ends(steps: int, warmup_steps: int, window_steps: int) -> list[int]:
+    """The last steps (0-based) of a trial's steady energy segments as `ends_segment` cuts them: the steps a training
+    record's steady `energy_j` rows name, every one of them (generator/derive/checks.py holds records to it)."""
+    return [d - 1 for d in range(warmup_steps + 1, steps + 1) if ends_segment(d, steps, warmup_steps, window_steps)]
+
+
 class EnergySegments:
     """The GPUs' joules over a trial's steps, cut where the training loop already waits for the device (each window
     boundary) and at the end of the warm-up, so a segment is all warm-up or all steady. Rank 0 only, on a GPU with a

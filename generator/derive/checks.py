@@ -13,7 +13,7 @@ import polars as pl
 
 import generator.derive.summaries as summaries
 from generator import load
-from runners import metrics
+from runners import metrics, training
 
 
 def impossible(summary: pl.DataFrame) -> list[tuple[str, str]]:
@@ -121,6 +121,49 @@ def implausible_power(summary: pl.DataFrame) -> list[tuple[str, str]]:
     return out
 
 
+def missing_segments(summary: pl.DataFrame, rows: pl.DataFrame) -> list[tuple[str, str]]:
+    """(run_id, problem) for each metered training run whose steady energy rows are not every segment its steps were
+    cut into (`training.steady_segment_ends`) up to its last: generator/derive/energy.py credits its joules with every
+    steady step from the warm-up's end to that last segment, so a segment left out would publish the run drawing less
+    than it did. Trial 0's, as the figure is; a run stopped before its last window has no row for that window's part
+    and is credited up to its last row only."""
+    runs = summary.filter(
+        pl.col("kind") == "train",
+        pl.col("energy_j").is_not_null(),
+        pl.col("window_steps") > 0,
+        pl.col("warmup_steps") >= 0,
+    ).select("run_id", "warmup_steps", "window_steps")
+    if not runs.height:
+        return []
+    mine = rows.filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("trial") == 0)
+    steps = mine.filter(pl.col("metric") == "step_time_s").group_by("run_id").agg(steps=pl.col("step").max() + 1)
+    ends = (
+        mine.filter(pl.col("metric") == "energy_j", pl.col("phase") == "steady", pl.col("step").is_not_null())
+        .group_by("run_id")
+        .agg(ends=pl.col("step").sort())
+    )
+    out = []
+    for run_id, warmup, window, n, have in runs.join(steps, on="run_id").join(ends, on="run_id").iter_rows():
+        want = [e for e in training.steady_segment_ends(n, warmup, window) if e <= have[-1]]
+        if have != want:
+            out.append(
+                (
+                    run_id,
+                    f"rows of metric 'energy_j', field 'step': trial 0's steady segments end at steps {_few(have)}, "
+                    f"but its steps, cut at every {window}-step window after a {warmup}-step warm-up, end them at "
+                    f"{_few(want)} (runners/training.py `ends_segment`): a segment's joules are missing or moved",
+                )
+            )
+    return out
+
+
+def _few(steps: list[int]) -> str:
+    """Steps as a short list: the first three, and how many more."""
+    return (
+        ", ".join(map(str, steps[:3])) + (f" and {len(steps) - 3} more" if len(steps) > 3 else "") if steps else "none"
+    )
+
+
 def _watts(w: float) -> str:
     """Watts in few digits however absurd."""
     return f"{w:,.0f} W" if 1 <= w < 1e6 else f"{w:.3g} W"
@@ -133,7 +176,8 @@ def checked(loaded: load.Loaded) -> tuple[load.Loaded, pl.DataFrame]:
     flat = summaries.config_fields(loaded.runs)
     summary = summaries.run_summary(loaded.runs, loaded.rows, flat)
     bad: dict[str, list[str]] = {}
-    for run_id, problem in [*misdeclared(summary), *impossible(summary), *implausible_power(summary)]:
+    found = [*misdeclared(summary), *impossible(summary), *implausible_power(summary)]
+    for run_id, problem in [*found, *missing_segments(summary, loaded.rows)]:
         bad.setdefault(run_id, []).append(problem)
     if not bad:
         return loaded, summary

@@ -392,3 +392,39 @@ def test_a_record_that_does_not_say_when_its_idle_power_was_read_is_read_as_its_
     `idle_read` removed as records before 2026-12-07 are."""
     row = _energy_row(tmp_path, _doctored(tmp_path, source, hardware=lambda h: h["energy"].pop("idle_read", None)))
     assert said in row and "the record does not say" in row, row
+
+
+def _without_energy_at(step: int):  # type: ignore[no-untyped-def]
+    """A rows edit: the `energy_j` row at `step` (trial 0) removed."""
+    import pyarrow.compute as pc
+
+    def edit(table):  # type: ignore[no-untyped-def]
+        at = pc.and_(
+            pc.equal(table.column("metric"), "energy_j"), pc.equal(table.column("step"), step).fill_null(False)
+        )
+        return table.filter(pc.invert(at))
+
+    return edit
+
+
+@pytest.mark.parametrize(("step", "rejected"), [(39, True), (159, True), (299, False), (19, False)])
+def test_a_training_run_whose_energy_leaves_out_a_steady_segment_is_rejected(
+    tmp_path: Path, step: int, rejected: bool
+) -> None:
+    """generator/derive/energy.py credits a training run's steady joules with every steady step from the warm-up's end
+    to its last energy row, so a steady segment left out (the first, step 39, or one mid-run, 159) published the run
+    drawing less than it did: 300 steps, warm-up 20, windows of 20, so steady segments end at 39, 59, ..., 299
+    (runners/training.py `steady_segment_ends`). Now the run is rejected naming the rows. Without its last segment it
+    reads as a run stopped before its last window (credited to its last row, as derive does), and the warm-up's own
+    segment (19) is not a steady one: both still publish. A real H200 training record (2026-12-05)."""
+    path = _doctored(tmp_path, METERED[0], rows=_without_energy_at(step))
+    loaded, summary = checks.checked(load.load(tmp_path / "data"))
+    problems = [p for r in loaded.rejected for p in r.problems]
+    if rejected:
+        assert summary.height == 0 and [r.path for r in loaded.rejected] == [f"data/h100/{path.name}"]
+        assert any("'energy_j', field 'step'" in p and "a segment's joules are missing" in p for p in problems), (
+            problems
+        )
+    else:
+        assert summary.height == 1 and not problems, problems
+        assert summary["tokens_per_joule"][0] is not None

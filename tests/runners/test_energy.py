@@ -68,10 +68,12 @@ def test_segments_never_span_the_warm_up_and_become_rows_of_their_phase() -> Non
     warmup, window, steps = 3, 4, 10  # boundaries as the training loops cut them: 3, 4, 8, 10
     for done in range(1, steps + 1):
         clock.t += 0.25
-        if done % window == 0 or done in (steps, warmup):
+        if training.ends_segment(done, steps, warmup, window):
             segments.boundary(done)
     cut = segments.end()
     assert [s for s, _ in cut] == [2, 3, 7, 9]
+    # the steady ones, as generator/derive/checks.py holds a training record's steady energy rows to
+    assert training.steady_segment_ends(steps, warmup, window) == [3, 7, 9]
     total = (
         next(v for u, v in reversed(trace) if u <= clock.t)[0]
         - next(v for u, v in reversed(trace) if u <= doc["load_from_s"])[0]

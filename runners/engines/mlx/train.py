@@ -183,7 +183,7 @@ def train_trial(
             warmup_peak = mx.get_peak_memory()
             mx.reset_peak_memory()
         window_end = done % work.window_steps == 0 or done == steps
-        if joules is not None and (window_end or done == work.warmup_steps):  # a segment never spans both phases
+        if joules is not None and training.ends_segment(done, steps, work.warmup_steps, work.window_steps):
             joules.boundary(done)
         if window_end:
             mean = sum(losses[-work.window_steps :]) / len(losses[-work.window_steps :])

@@ -135,7 +135,7 @@ def train_trial(
             warmup_peak = torch.cuda.max_memory_allocated(device)  # compilation's transient is in the warm-up's
             torch.cuda.reset_peak_memory_stats(device)
         window_end = done % work.window_steps == 0 or done == steps
-        if joules is not None and (window_end or done == work.warmup_steps):  # a segment never spans both phases
+        if joules is not None and training.ends_segment(done, steps, work.warmup_steps, work.window_steps):
             joules.boundary(done)
         if window_end:
             # Every rank must agree on stopping, or the collectives would hang: rank 0 decides, all follow.
