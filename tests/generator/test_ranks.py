@@ -47,6 +47,12 @@ def _run(n: int, **over: object) -> dict:
         "bench_status": "ok",
         "bench_ratio": 1.0,
         "settings": json.dumps(settings, sort_keys=True),
+        # what a row's MBU is made of (`ladder.with_bandwidth_use`); none here: these boards rank, they do not decode
+        "kind": "tg",
+        "decode_bytes_per_token": None,
+        "datasheet_bandwidth": None,
+        "copy_bandwidth": None,
+        "decode_rate": None,
     }
     row.update(over)
     row["settings_hash"] = hashlib.sha256(row["settings"].encode()).hexdigest()[:12]
