@@ -112,17 +112,39 @@ def _answered_have_tokens(rows: list[dict]) -> bool:
     return all(r["trial"] in counted for r in rows if r["metric"] == "request_ok" and r["value"] != 0)
 
 
+def _energy_rows_fit(rows: list[dict]) -> bool:
+    """Each timed window's joules are one `energy_j` row at a window the run timed, and the idle power one run-level
+    row, by hand (`schema._energy_row_problems`)."""
+    idle = [r for r in rows if r["metric"] == "idle_power_w"]
+    if len(idle) > 1 or any(r["phase"] != "run" or r["step"] is not None for r in idle):
+        return False
+    energy = [r for r in rows if r["metric"] == "energy_j"]
+    if len({(r["trial"], r["step"]) for r in energy}) < len(energy):
+        return False
+    steps = {(r["trial"], r["step"]): r["phase"] for r in rows if r["metric"] == "step_time_s"}
+    tests = {r["trial"] for r in rows if r["metric"] == "test_time_s"}
+    for r in energy:
+        window = (r["trial"], r["step"])
+        if steps:  # a training run: at a step it timed, in that step's phase
+            fits = r["step"] is not None and window in steps and steps[window] == r["phase"]
+        else:  # a test's repetition, or a served point's one window
+            fits = r["step"] is None and r["phase"] == "steady" and (r["trial"] in tests if tests else r["trial"] == 0)
+        if not fits:
+            return False
+    return True
+
+
 @given(rows=TABLES)
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_table_is_accepted_exactly_when_every_row_is_good_and_loads_back_unchanged(
     rows: list[dict], tmp_path_factory
 ) -> None:
-    """The rules written out once more by hand (`_good`, `_answered_have_tokens`): the checks accept a table exactly
-    when each row passes them and each answered request counts its tokens; an accepted table written to disk loads
-    back row for row."""
+    """The rules written out once more by hand (`_good`, `_answered_have_tokens`, `_energy_rows_fit`): the checks
+    accept a table exactly when each row passes them, each answered request counts its tokens and the energy rows fit
+    the windows the run timed; an accepted table written to disk loads back row for row."""
     table = schema.make_table(RUN, rows)
     accepted = not schema.check_table(table)
-    assert accepted == (all(_good(r) for r in rows) and _answered_have_tokens(rows))
+    assert accepted == (all(_good(r) for r in rows) and _answered_have_tokens(rows) and _energy_rows_fit(rows))
     if accepted:
         data: Path = tmp_path_factory.mktemp("data")
         (data / "cpu-smoke").mkdir()
